@@ -1,0 +1,118 @@
+/* The vendor contract: event kinds, the device event, and the tracer ops table. */
+#ifndef FLAGTRACE_DEVICE_TRACER_H
+#define FLAGTRACE_DEVICE_TRACER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flagtrace/flagtrace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a vendor record becomes. Nothing here names a vendor type: every tracer
+ * translates its own records into ft_device_event and nothing above src/tracers/
+ * sees more. */
+typedef enum ft_event_kind {
+  FT_EVENT_KERNEL = 0,
+  FT_EVENT_MEMCPY = 1,
+  FT_EVENT_MEMSET = 2,
+  FT_EVENT_RUNTIME = 3,
+} ft_event_kind;
+
+/* One metadata entry, e.g. {"grid", "[8,16,5]"}. Values are text; the trace writer
+ * emits a value raw only when it is provably a JSON literal (number, true/false/
+ * null, or a bracketed list of numbers) and quotes everything else. */
+typedef struct ft_kv {
+  const char *key;
+  const char *value;
+} ft_kv;
+
+/* One device-side (or runtime API) event as a tracer hands it to the core. All
+ * pointers are borrowed for the duration of the sink call only: the core copies
+ * what it keeps.
+ *
+ * Two independent ids (seed §2; confusing them fails silently):
+ *  - correlation_id: the vendor's id; pairs a runtime call with the device work it
+ *    launched. Drives flow arrows only. 0 = none.
+ *  - external_id: the framework's id of the CPU op/range that issued the work.
+ *    Drives device-time attribution only. 0 is a valid id, so its presence is the
+ *    separate flag has_external_id. */
+typedef struct ft_device_event {
+  ft_event_kind kind;
+  uint64_t start_ns; /* UNIX epoch (CLOCK_REALTIME) nanoseconds */
+  uint64_t end_ns;
+  uint32_t correlation_id;
+  bool has_external_id;
+  uint64_t external_id;
+  uint32_t device;
+  uint32_t stream;    /* device events; 0 for runtime events */
+  uint32_t thread_id; /* runtime events: the calling OS thread id */
+  const char *name;   /* already demangled; never NULL */
+  const ft_kv *metadata;
+  size_t n_metadata;
+} ft_device_event;
+
+/* Where a tracer delivers what it decodes. Both functions are thread-safe and may
+ * be called from any thread (e.g. the vendor's buffer-completion thread) between
+ * start() and the return of stop(); they return non-OK only when out of memory. */
+typedef struct ft_event_sink {
+  ft_status (*event)(void *ctx, const ft_device_event *event);
+  /* Reports that vendor correlation_id was issued inside the framework op
+   * external_id. The core resolves these after stop, so an event decoded before
+   * its correlation record (buffers complete in any order) is still attributed.
+   * An event that carries has_external_id itself keeps its own id. */
+  ft_status (*external_id)(void *ctx, uint32_t correlation_id, uint64_t external_id);
+  void *ctx;
+} ft_event_sink;
+
+typedef struct ft_tracer ft_tracer;
+
+/* One tracer backend, one const instance per tracer file. Threading: start, stop,
+ * drain, destroy are called by one thread at a time (the session serializes them);
+ * push/pop_correlation are called on arbitrary threads concurrently and act on the
+ * calling thread's correlation stack. A session calls start, then (optionally,
+ * repeatedly) drain, then stop. */
+typedef struct ft_tracer_ops {
+  const char *name; /* "cupti", "unavailable", ... */
+  /* The trace category of runtime events: "cuda_runtime" where torch-cuda users
+   * expect it, "privateuse1_runtime" for the other vendors. */
+  const char *runtime_category;
+  /* True when the vendor library was bound and can trace. When false, *why gets a
+   * one-line reason owned by the tracer. */
+  bool (*available)(const ft_tracer *t, const char **why);
+  /* Arms the vendor API (nothing may be armed before this: idle cost must be zero)
+   * and remembers sink, which must stay valid until stop returns. */
+  ft_status (*start)(ft_tracer *t, const ft_event_sink *sink);
+  /* Delivers every record the vendor has buffered so far to the sink. */
+  ft_status (*drain)(ft_tracer *t);
+  /* Flushes (forced), delivers everything still buffered, and disarms. No sink
+   * call happens after it returns. */
+  ft_status (*stop)(ft_tracer *t);
+  ft_status (*push_correlation)(ft_tracer *t, uint64_t external_id);
+  ft_status (*pop_correlation)(ft_tracer *t);
+  int (*device_count)(const ft_tracer *t);
+  /* Records the vendor reported as dropped since start. */
+  uint64_t (*dropped_records)(const ft_tracer *t);
+  /* The last vendor error text ("" when none), owned by the tracer. */
+  const char *(*last_error)(const ft_tracer *t);
+  void (*destroy)(ft_tracer *t);
+} ft_tracer_ops;
+
+/* Every tracer instance begins with this header; vendor state follows it. */
+struct ft_tracer {
+  const ft_tracer_ops *ops;
+};
+
+/* The one factory of this build: exactly one tracer file defines it, selected by
+ * FLAGOS_ACCELERATOR at configure time. It never fails for a missing vendor
+ * library (that is an unavailable tracer); it fails only for FT_ENOMEM. */
+ft_status ft_make_device_tracer(ft_tracer **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,140 @@
+/* flagtrace public C API: profiling sessions, CPU ranges, trace writing, errors. */
+#ifndef FLAGTRACE_FLAGTRACE_H
+#define FLAGTRACE_FLAGTRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(FT_BUILDING_LIBRARY)
+#define FT_EXPORT __attribute__((visibility("default")))
+#else
+#define FT_EXPORT
+#endif
+
+#define FT_VERSION_STRING "0.1.0"
+
+/* Every status flagtrace returns. 0 is success; errors are negative. The list is
+ * an X-macro so the enum and ft_strerror() can never disagree. */
+#define FT_STATUS_LIST(X)                                                        \
+  X(FT_OK, 0, "success")                                                         \
+  X(FT_EINVAL, -1, "invalid argument")                                           \
+  X(FT_ENOMEM, -2, "out of memory")                                              \
+  X(FT_EIO, -3, "I/O error")                                                     \
+  X(FT_ESTATE, -4, "operation not valid in the session's current state")        \
+  X(FT_EBUSY, -5, "another profiling session owns the device tracer")           \
+  X(FT_EUNAVAILABLE, -6, "device tracer unavailable")                            \
+  X(FT_EVENDOR, -7, "vendor activity API error")                                \
+  X(FT_ELAYOUT, -8, "vendor record layout does not match the compiled layout")  \
+  X(FT_ERANGE, -9, "value out of range")                                         \
+  X(FT_EPARSE, -10, "malformed input")                                           \
+  X(FT_ENOTFOUND, -11, "not found")
+
+typedef enum ft_status {
+#define FT__STATUS_ENUM(name, value, text) name = value,
+  FT_STATUS_LIST(FT__STATUS_ENUM)
+#undef FT__STATUS_ENUM
+} ft_status;
+
+/* A static English description of status; never NULL (unknown values get a
+ * generic text). Thread-safe. */
+FT_EXPORT const char *ft_strerror(ft_status status);
+
+/* The library's version, e.g. "0.1.0". Static storage. */
+FT_EXPORT const char *ft_version(void);
+
+/* One profiling session. Opaque; create with ft_session_create, release with
+ * ft_session_destroy. At most one session may be started at a time in a process
+ * (vendor activity APIs are process-global); a second start returns FT_EBUSY. */
+typedef struct ft_session ft_session;
+
+typedef struct ft_session_options {
+  /* Distributed rank and world size for the trace's distributedInfo; -1 means
+   * unknown (then RANK/WORLD_SIZE from the environment are used, else 0/1). */
+  int rank;
+  int world_size;
+  /* Process name shown on the CPU row; NULL uses the program name. */
+  const char *process_name;
+} ft_session_options;
+
+/* Fills opts with defaults (rank and world_size -1, process_name NULL). */
+FT_EXPORT void ft_session_options_init(ft_session_options *opts);
+
+/* Creates a session and binds this build's device tracer (it is not armed until
+ * ft_session_start). A tracer that is unavailable (no library, no device) is not
+ * an error: CPU ranges still record and the trace says why no device activity was
+ * collected (see ft_session_device_status). opts may be NULL.
+ * On success *out is yours; release it with ft_session_destroy. */
+FT_EXPORT ft_status ft_session_create(ft_session **out, const ft_session_options *opts);
+
+/* Releases the session; stops it first if it is running. NULL is ignored.
+ * Must not race with any other call on the same session. */
+FT_EXPORT void ft_session_destroy(ft_session *session);
+
+/* Opens the capture window and arms the device tracer. Returns FT_ESTATE if the
+ * session was already started, FT_EBUSY if another session holds the tracer.
+ * A tracer that fails to arm leaves the session running CPU-only and returns FT_OK;
+ * ft_session_device_status then reports the vendor's error. */
+FT_EXPORT ft_status ft_session_start(ft_session *session);
+
+/* Closes the capture window, flushes and disarms the device tracer and collects
+ * its records. After stop, ranges can no longer be pushed and the session can be
+ * written any number of times. FT_ESTATE if not running. */
+FT_EXPORT ft_status ft_session_stop(ft_session *session);
+
+/* Opens a named CPU range on the calling thread and pushes a fresh external
+ * correlation id to the device tracer, so device work launched inside the range is
+ * attributed to it. name is copied. If external_id is non-NULL it receives the
+ * range's id (ids are unique within the session; 0 is never handed out here but is
+ * a valid id in the contract). Thread-safe across threads; ranges nest per thread.
+ * FT_ESTATE if the session is not running, FT_ERANGE past 256 nested ranges. */
+FT_EXPORT ft_status ft_range_push(ft_session *session, const char *name, uint64_t *external_id);
+
+/* Closes the calling thread's innermost range of this session and pops its
+ * correlation id. FT_ESTATE if the thread has no open range in this session. */
+FT_EXPORT ft_status ft_range_pop(ft_session *session);
+
+/* Writes the stopped session as a Chrome trace (kineto layout). A path ending in
+ * ".gz" is gzip-compressed. The file is written under a temporary name in the same
+ * directory and renamed, so no reader ever sees a partial trace. Events that do not
+ * lie wholly inside the capture window are left out and counted in the trace's
+ * "flagtrace" metadata. FT_ESTATE unless the session was stopped; FT_EIO with
+ * ft_session_last_error() naming the path and the system error otherwise. */
+FT_EXPORT ft_status ft_session_write(ft_session *session, const char *path);
+
+/* Device time attributed to the range whose external id is external_id: the sum of
+ * (end - start) over exported device events (kernel, memcpy, memset) carrying that
+ * external id. Valid after stop. count (nullable) receives how many events. */
+FT_EXPORT ft_status ft_session_device_time(ft_session *session, uint64_t external_id,
+                                           uint64_t *ns, uint64_t *count);
+
+typedef struct ft_session_counts {
+  uint64_t cpu_ranges;       /* closed CPU ranges recorded */
+  uint64_t device_events;    /* kernel + memcpy + memset + runtime events received */
+  uint64_t window_discarded; /* events outside the capture window, left out on write */
+  uint64_t dropped_records;  /* records the vendor reported dropped */
+  uint64_t flows;            /* flow pairs in the exported trace */
+} ft_session_counts;
+
+/* Counts for the stopped session (window_discarded and flows reflect the export
+ * rules). Valid after stop. */
+FT_EXPORT ft_status ft_session_counts_get(ft_session *session, ft_session_counts *out);
+
+/* Whether device activity is being collected, and if not, why. Returns FT_OK when
+ * the tracer is armed or available; otherwise its status, with *why (nullable) set
+ * to a one-line reason owned by the session. */
+FT_EXPORT ft_status ft_session_device_status(const ft_session *session, const char **why);
+
+/* The message of the last error on this session (with the vendor's text or the
+ * path and errno where there was one); "" when none. Owned by the session, valid
+ * until the next call on it. */
+FT_EXPORT const char *ft_session_last_error(const ft_session *session);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

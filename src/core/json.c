@@ -1,0 +1,448 @@
+/* JSON text output: the one escaping function, the literal rule, numbers, and a
+ * buffered sink to a temporary file (plain or gzip) or to memory. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "internal.h"
+
+enum { OUT_BUF = 256 * 1024 };
+
+struct ft__out {
+  char buf[OUT_BUF];
+  size_t used;
+  int fd;           /* -1 for memory writers */
+  bool discard;     /* count bytes only (benchmarks) */
+  bool gzip;
+  z_stream z;
+  bool z_ready;
+  char *path;       /* final name */
+  char *tmp;        /* temporary name */
+  char *mem;        /* memory writer storage */
+  size_t mem_len, mem_cap;
+  int err;          /* first errno, 0 = fine */
+  const char *err_what;
+};
+
+static void sink_raw(ft__out *o, const void *p, size_t n) {
+  if (o->err) return;
+  if (o->discard) {
+    o->mem_len += n;
+    return;
+  }
+  if (o->fd < 0) {
+    if (o->mem_len + n > o->mem_cap) {
+      size_t cap = o->mem_cap ? o->mem_cap : 4096;
+      while (cap < o->mem_len + n) cap *= 2;
+      char *m = realloc(o->mem, cap);
+      if (!m) {
+        o->err = ENOMEM;
+        o->err_what = "allocate";
+        return;
+      }
+      o->mem = m;
+      o->mem_cap = cap;
+    }
+    memcpy(o->mem + o->mem_len, p, n);
+    o->mem_len += n;
+    return;
+  }
+  const char *c = p;
+  while (n) {
+    ssize_t w = write(o->fd, c, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      o->err = errno;
+      o->err_what = "write";
+      return;
+    }
+    c += w;
+    n -= (size_t)w;
+  }
+}
+
+static void deflate_some(ft__out *o, const char *p, size_t n, int flush) {
+  unsigned char zb[64 * 1024];
+  o->z.next_in = (unsigned char *)p;
+  o->z.avail_in = (uInt)n;
+  int r;
+  do {
+    o->z.next_out = zb;
+    o->z.avail_out = sizeof zb;
+    r = deflate(&o->z, flush);
+    if (r == Z_STREAM_ERROR) {
+      if (!o->err) {
+        o->err = EIO;
+        o->err_what = "compress";
+      }
+      return;
+    }
+    sink_raw(o, zb, sizeof zb - o->z.avail_out);
+  } while (o->z.avail_out == 0 || (flush == Z_FINISH && r != Z_STREAM_END));
+}
+
+static void flush_buf(ft__out *o) {
+  if (!o->used) return;
+  if (o->gzip)
+    deflate_some(o, o->buf, o->used, Z_NO_FLUSH);
+  else
+    sink_raw(o, o->buf, o->used);
+  o->used = 0;
+}
+
+void ft__out_write(ft__out *o, const char *s, size_t n) {
+  if (n > OUT_BUF - o->used) {
+    flush_buf(o);
+    if (n > OUT_BUF) {
+      if (o->gzip)
+        deflate_some(o, s, n, Z_NO_FLUSH);
+      else
+        sink_raw(o, s, n);
+      return;
+    }
+  }
+  memcpy(o->buf + o->used, s, n);
+  o->used += n;
+}
+
+void ft__out_str(ft__out *o, const char *s) { ft__out_write(o, s, strlen(s)); }
+
+static size_t u64_text(uint64_t v, char *end) {
+  char *p = end;
+  do {
+    *--p = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  return (size_t)(end - p);
+}
+
+void ft__out_u64(ft__out *o, uint64_t v) {
+  char b[24];
+  size_t n = u64_text(v, b + sizeof b);
+  ft__out_write(o, b + sizeof b - n, n);
+}
+
+void ft__out_i64(ft__out *o, int64_t v) {
+  if (v < 0) {
+    ft__out_write(o, "-", 1);
+    ft__out_u64(o, (uint64_t)0 - (uint64_t)v);
+  } else {
+    ft__out_u64(o, (uint64_t)v);
+  }
+}
+
+void ft__out_us3(ft__out *o, uint64_t ns) {
+  char b[32];
+  char *end = b + sizeof b;
+  uint64_t frac = ns % 1000;
+  end[-1] = (char)('0' + frac % 10);
+  end[-2] = (char)('0' + frac / 10 % 10);
+  end[-3] = (char)('0' + frac / 100);
+  end[-4] = '.';
+  size_t n = u64_text(ns / 1000, end - 4);
+  ft__out_write(o, end - 4 - n, n + 4);
+}
+
+/* Length of a well-formed UTF-8 sequence at s (RFC 3629: no overlongs, no
+ * surrogates, nothing above U+10FFFF), or 0 if the bytes there are not one. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned char c = s[0];
+  if (c >= 0xC2 && c <= 0xDF) return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
+    if (c == 0xE0 && s[1] < 0xA0) return 0; /* overlong */
+    if (c == 0xED && s[1] >= 0xA0) return 0; /* surrogate */
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
+      return 0;
+    if (c == 0xF0 && s[1] < 0x90) return 0; /* overlong */
+    if (c == 0xF4 && s[1] >= 0x90) return 0; /* > U+10FFFF */
+    return 4;
+  }
+  return 0;
+}
+
+size_t ft__json_escape(char *dst, const char *str, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *s = (const unsigned char *)str;
+  char *d = dst;
+  *d++ = '"';
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      *d++ = (char)c;
+      i++;
+      continue;
+    }
+    if (c >= 0x80) {
+      size_t k = utf8_seq(s + i, n - i);
+      if (k) {
+        memcpy(d, s + i, k);
+        d += k;
+        i += k;
+        continue;
+      }
+    }
+    *d++ = '\\';
+    switch (c) {
+    case '"': *d++ = '"'; break;
+    case '\\': *d++ = '\\'; break;
+    case '\n': *d++ = 'n'; break;
+    case '\r': *d++ = 'r'; break;
+    case '\t': *d++ = 't'; break;
+    case '\b': *d++ = 'b'; break;
+    case '\f': *d++ = 'f'; break;
+    default:
+      if (c < 0x20) {
+        memcpy(d, "u00", 3);
+        d[3] = hex[c >> 4];
+        d[4] = hex[c & 15];
+      } else {
+        memcpy(d, "ufffd", 5); /* an invalid UTF-8 byte: U+FFFD keeps the JSON valid */
+      }
+      d += 5;
+    }
+    i++;
+  }
+  *d++ = '"';
+  return (size_t)(d - dst);
+}
+
+void ft__out_json_string(ft__out *o, const char *str, size_t n) {
+  /* Escape straight into the output buffer; long strings go in pieces cut before
+   * a UTF-8 lead byte so no sequence is split. Each piece is one JSON string body,
+   * so the quotes written by ft__json_escape are dropped between pieces. */
+  enum { PIECE = 4096 };
+  const size_t worst = 6 * PIECE + 2;
+  bool first = true;
+  do {
+    size_t take = n;
+    if (take > PIECE) {
+      take = PIECE;
+      for (int back = 0; back < 3 && ((unsigned char)str[take] & 0xC0) == 0x80; back++) take--;
+    }
+    if (OUT_BUF - o->used < worst) flush_buf(o);
+    char *d = o->buf + o->used;
+    size_t w = ft__json_escape(d, str, take);
+    bool last = take == n;
+    /* drop the opening quote of continuation pieces and the closing one of all
+     * but the last */
+    size_t skip = first ? 0 : 1;
+    size_t keep = w - skip - (last ? 0 : 1);
+    if (skip) memmove(d, d + 1, keep);
+    o->used += keep;
+    str += take;
+    n -= take;
+    first = false;
+  } while (n);
+}
+
+/* Length of an RFC 8259 number at s[0..n), or 0 if there is none. */
+static size_t json_number(const char *s, size_t n) {
+  size_t i = 0;
+  if (i < n && s[i] == '-') i++;
+  if (i >= n) return 0;
+  if (s[i] == '0') {
+    i++;
+  } else if (s[i] >= '1' && s[i] <= '9') {
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+  } else {
+    return 0;
+  }
+  if (i < n && s[i] == '.') {
+    i++;
+    size_t d = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    if (i == d) return 0; /* "1." */
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+    size_t d = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    if (i == d) return 0; /* "1e" */
+  }
+  return i;
+}
+
+bool ft__json_is_literal(const char *s, size_t n) {
+  if (n == 0) return false;
+  if ((n == 4 && (!memcmp(s, "true", 4) || !memcmp(s, "null", 4))) ||
+      (n == 5 && !memcmp(s, "false", 5)))
+    return true;
+  if (s[0] != '[') return json_number(s, n) == n;
+  /* A list we built: "[" number ("," number)* "]", spaces allowed after commas. */
+  size_t i = 1;
+  for (;;) {
+    while (i < n && s[i] == ' ') i++;
+    size_t k = json_number(s + i, n - i);
+    if (!k) return false;
+    i += k;
+    while (i < n && s[i] == ' ') i++;
+    if (i < n && s[i] == ',') {
+      i++;
+      continue;
+    }
+    return i + 1 == n && s[i] == ']';
+  }
+}
+
+void ft__out_json_value(ft__out *o, const char *s, size_t n) {
+  if (ft__json_is_literal(s, n))
+    ft__out_write(o, s, n);
+  else
+    ft__out_json_string(o, s, n);
+}
+
+size_t ft__fmt_double(double v, char *buf) {
+  if (!isfinite(v)) return (size_t)snprintf(buf, 32, "%s", isnan(v) ? "NaN" : v < 0 ? "-Infinity" : "Infinity");
+  if (v == 0) return (size_t)snprintf(buf, 32, signbit(v) ? "-0" : "0");
+  /* Shortest precision that round-trips, laid out as kineto's fmt "{}" does. */
+  char tmp[40];
+  int prec = 1;
+  for (; prec <= 17; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
+    if (strtod(tmp, NULL) == v) break;
+  }
+  char *e = strchr(tmp, 'e');
+  int exp10 = atoi(e + 1);
+  if (exp10 >= -4 && exp10 < 16) {
+    int decimals = prec - 1 - exp10;
+    if (decimals < 0) decimals = 0;
+    return (size_t)snprintf(buf, 32, "%.*f", decimals, v);
+  }
+  /* mantissa digits from tmp, exponent with at least two digits like repr */
+  size_t mlen = (size_t)(e - tmp);
+  memcpy(buf, tmp, mlen);
+  return mlen + (size_t)snprintf(buf + mlen, 32 - mlen, "e%c%02d", exp10 < 0 ? '-' : '+',
+                                 exp10 < 0 ? -exp10 : exp10);
+}
+
+static ft__out *out_new(void) {
+  ft__out *o = calloc(1, sizeof *o);
+  if (o) o->fd = -1;
+  return o;
+}
+
+static ft_status gz_init(ft__out *o) {
+  /* Level 1: traces are repetitive JSON, so speed costs little ratio here. */
+  if (deflateInit2(&o->z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return FT_ENOMEM;
+  o->z_ready = true;
+  o->gzip = true;
+  return FT_OK;
+}
+
+ft_status ft__out_open_mem(ft__out **out, bool gzip) {
+  ft__out *o = out_new();
+  if (!o) return FT_ENOMEM;
+  if (gzip && gz_init(o)) {
+    free(o);
+    return FT_ENOMEM;
+  }
+  *out = o;
+  return FT_OK;
+}
+
+ft_status ft__out_open_null(ft__out **out, bool gzip) {
+  ft_status st = ft__out_open_mem(out, gzip);
+  if (!st) (*out)->discard = true;
+  return st;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && memcmp(s + a - b, suffix, b) == 0;
+}
+
+ft_status ft__out_open(ft__out **out, const char *path, char *errbuf, size_t errlen) {
+  ft__out *o = out_new();
+  if (!o) return FT_ENOMEM;
+  size_t plen = strlen(path);
+  o->path = strdup(path);
+  o->tmp = malloc(plen + 32);
+  if (!o->path || !o->tmp) {
+    ft__out_abort(o);
+    return FT_ENOMEM;
+  }
+  for (int attempt = 0; attempt < 100 && o->fd < 0; attempt++) {
+    snprintf(o->tmp, plen + 32, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
+    o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (o->fd < 0 && errno != EEXIST) break;
+  }
+  if (o->fd < 0) {
+    snprintf(errbuf, errlen, "cannot create trace file '%s': %s", path, strerror(errno));
+    free(o->tmp);
+    o->tmp = NULL; /* nothing to remove */
+    ft__out_abort(o);
+    return FT_EIO;
+  }
+  if (ends_with(path, ".gz") && gz_init(o)) {
+    ft__out_abort(o);
+    return FT_ENOMEM;
+  }
+  *out = o;
+  return FT_OK;
+}
+
+const char *ft__out_mem(ft__out *o, size_t *len) {
+  flush_buf(o);
+  if (o->gzip && o->z_ready) {
+    deflate_some(o, NULL, 0, Z_FINISH);
+    deflateEnd(&o->z);
+    o->z_ready = false;
+  }
+  *len = o->mem_len;
+  return o->mem;
+}
+
+void ft__out_abort(ft__out *o) {
+  if (!o) return;
+  if (o->z_ready) deflateEnd(&o->z);
+  if (o->fd >= 0) close(o->fd);
+  if (o->tmp) unlink(o->tmp);
+  free(o->tmp);
+  free(o->path);
+  free(o->mem);
+  free(o);
+}
+
+ft_status ft__out_close(ft__out *o, char *errbuf, size_t errlen) {
+  flush_buf(o);
+  if (o->gzip && o->z_ready) {
+    deflate_some(o, NULL, 0, Z_FINISH);
+    deflateEnd(&o->z);
+    o->z_ready = false;
+  }
+  if (o->fd >= 0) {
+    if (!o->err && close(o->fd) != 0) {
+      o->err = errno;
+      o->err_what = "close";
+    } else if (o->err) {
+      close(o->fd);
+    }
+    o->fd = -1;
+    if (!o->err && rename(o->tmp, o->path) != 0) {
+      o->err = errno;
+      o->err_what = "rename into place";
+    }
+    if (!o->err) {
+      free(o->tmp);
+      o->tmp = NULL; /* renamed: nothing to remove */
+    }
+  }
+  ft_status st = FT_OK;
+  if (o->err) {
+    snprintf(errbuf, errlen, "cannot %s trace file '%s': %s", o->err_what,
+             o->path ? o->path : "(memory)", strerror(o->err));
+    st = o->err == ENOMEM ? FT_ENOMEM : FT_EIO;
+  }
+  ft__out_abort(o);
+  return st;
+}

@@ -1,0 +1,320 @@
+/* The public session API: lifecycle, CPU ranges with external correlation, queries. */
+#define _GNU_SOURCE
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+enum { MAX_DEPTH = 256 };
+
+typedef struct range_frame {
+  ft_session *session;
+  uint64_t external_id;
+  uint64_t start_ns;
+  uint32_t name_id;
+  bool tracer_pushed; /* pop the tracer only if this frame pushed it */
+} range_frame;
+
+static _Thread_local range_frame tls_frames[MAX_DEPTH];
+static _Thread_local int tls_depth;
+
+/* The vendor activity APIs are process-global: one running session at a time. */
+static _Atomic(ft_session *) active_session;
+
+ft_status ft__session_fail(ft_session *s, ft_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(s->err, sizeof s->err, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+void ft_session_options_init(ft_session_options *opts) {
+  if (!opts) return;
+  memset(opts, 0, sizeof *opts);
+  opts->rank = -1;
+  opts->world_size = -1;
+}
+
+static int env_int(const char *name, int fallback) {
+  const char *v = getenv(name);
+  if (!v || !*v) return fallback;
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (*end || x < 0 || x > 1 << 30) return fallback;
+  return (int)x;
+}
+
+static void read_comm(char *buf, size_t len) {
+  snprintf(buf, len, "process");
+  FILE *f = fopen("/proc/self/comm", "r");
+  if (!f) return;
+  if (fgets(buf, (int)len, f)) buf[strcspn(buf, "\n")] = '\0';
+  fclose(f);
+}
+
+ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
+  if (!out) return FT_EINVAL;
+  *out = NULL;
+  ft_session_options def;
+  ft_session_options_init(&def);
+  if (!opts) opts = &def;
+  ft_session *s = calloc(1, sizeof *s);
+  if (!s) return FT_ENOMEM;
+  pthread_mutex_init(&s->mu, NULL);
+  ft__store_init(&s->store);
+  if (ft__map_init(&s->corr_to_ext, 64)) {
+    ft__store_free(&s->store);
+    free(s);
+    return FT_ENOMEM;
+  }
+  s->state = FT__S_CREATED;
+  s->pid = (uint32_t)getpid();
+  s->rank = opts->rank >= 0 ? opts->rank : env_int("RANK", 0);
+  s->world_size = opts->world_size >= 1 ? opts->world_size : env_int("WORLD_SIZE", 1);
+  if (opts->process_name)
+    snprintf(s->process_name, sizeof s->process_name, "%s", opts->process_name);
+  else
+    read_comm(s->process_name, sizeof s->process_name);
+  ft_status st = ft_make_device_tracer(&s->tracer);
+  if (st) {
+    ft__store_free(&s->store);
+    ft__map_free(&s->corr_to_ext);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    return st;
+  }
+  const char *why = NULL;
+  if (!s->tracer->ops->available(s->tracer, &why)) {
+    s->device_status = FT_EUNAVAILABLE;
+    snprintf(s->device_why, sizeof s->device_why, "%s", why ? why : "no reason given");
+    ft__log("device tracer '%s' unavailable: %s", s->tracer->ops->name, s->device_why);
+  }
+  *out = s;
+  return FT_OK;
+}
+
+void ft_session_destroy(ft_session *s) {
+  if (!s) return;
+  if (s->state == FT__S_RUNNING) ft_session_stop(s);
+  if (s->tracer) s->tracer->ops->destroy(s->tracer);
+  ft__store_free(&s->store);
+  ft__map_free(&s->corr_to_ext);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+static ft_status sink_event(void *ctx, const ft_device_event *ev) {
+  ft_session *s = ctx;
+  pthread_mutex_lock(&s->mu);
+  ft_status st = ft__store_add_device(&s->store, ev);
+  pthread_mutex_unlock(&s->mu);
+  return st;
+}
+
+static ft_status sink_external_id(void *ctx, uint32_t corr, uint64_t ext) {
+  ft_session *s = ctx;
+  if (!corr) return FT_OK; /* 0 names no vendor call */
+  pthread_mutex_lock(&s->mu);
+  uint64_t *v = ft__map_upsert(&s->corr_to_ext, corr);
+  if (v) *v = ext;
+  pthread_mutex_unlock(&s->mu);
+  return v ? FT_OK : FT_ENOMEM;
+}
+
+/* Gives events that arrived without an external id the one their vendor
+ * correlation id was issued under (the two id schemes of seed §2 meet here). */
+static void resolve_external_ids(ft_session *s) {
+  if (!s->corr_to_ext.len) return;
+  for (size_t i = 0; i < s->store.events.len; i++) {
+    ft__event *e = ft__vec_at(&s->store.events, i);
+    if (e->kind == FT__EV_CPU_RANGE || (e->flags & FT__F_HAS_EXTERNAL) || !e->correlation_id) continue;
+    uint64_t *ext = ft__map_find(&s->corr_to_ext, e->correlation_id);
+    if (!ext) continue;
+    e->external_id = *ext;
+    e->flags |= FT__F_HAS_EXTERNAL;
+  }
+}
+
+ft_status ft_session_start(ft_session *s) {
+  if (!s) return FT_EINVAL;
+  if (s->state != FT__S_CREATED)
+    return ft__session_fail(s, FT_ESTATE, "session already started");
+  ft_session *none = NULL;
+  if (!atomic_compare_exchange_strong(&active_session, &none, s))
+    return ft__session_fail(s, FT_EBUSY, "another flagtrace session is running in this process");
+  s->next_external_id = 1;
+  s->lo = ft__now_ns();
+  if (s->device_status == FT_OK) {
+    s->sink = (ft_event_sink){.event = sink_event, .external_id = sink_external_id, .ctx = s};
+    ft_status st = s->tracer->ops->start(s->tracer, &s->sink);
+    if (st) {
+      s->device_status = st;
+      snprintf(s->device_why, sizeof s->device_why, "%s: %s", ft_strerror(st),
+               s->tracer->ops->last_error(s->tracer));
+      ft__warn("device tracer '%s' could not start (%s); profiling CPU ranges only",
+               s->tracer->ops->name, s->device_why);
+    } else {
+      s->tracer_armed = true;
+    }
+  }
+  pthread_mutex_lock(&s->mu);
+  s->state = FT__S_RUNNING;
+  pthread_mutex_unlock(&s->mu);
+  return FT_OK;
+}
+
+ft_status ft_session_stop(ft_session *s) {
+  if (!s) return FT_EINVAL;
+  pthread_mutex_lock(&s->mu);
+  if (s->state != FT__S_RUNNING) {
+    pthread_mutex_unlock(&s->mu);
+    return ft__session_fail(s, FT_ESTATE, "session is not running");
+  }
+  s->hi = ft__now_ns();
+  s->state = FT__S_STOPPED;
+  pthread_mutex_unlock(&s->mu);
+  ft_status result = FT_OK;
+  if (s->tracer_armed) {
+    const ft_tracer_ops *ops = s->tracer->ops;
+    ft_status st = ops->stop(s->tracer);
+    if (st) result = ft__session_fail(s, st, "stopping tracer '%s': %s", ops->name, ops->last_error(s->tracer));
+    s->dropped = ops->dropped_records(s->tracer);
+    s->tracer_armed = false;
+    pthread_mutex_lock(&s->mu);
+    resolve_external_ids(s);
+    pthread_mutex_unlock(&s->mu);
+    if (s->dropped)
+      ft__warn("%llu device activity records were dropped by the vendor library; "
+               "the trace counts them in flagtrace.dropped_records",
+               (unsigned long long)s->dropped);
+  }
+  atomic_store(&active_session, NULL);
+  return result;
+}
+
+ft_status ft_range_push(ft_session *s, const char *name, uint64_t *external_id) {
+  if (!s || !name) return FT_EINVAL;
+  if (tls_depth >= MAX_DEPTH)
+    return ft__session_fail(s, FT_ERANGE, "more than %d nested ranges on one thread", MAX_DEPTH);
+  uint64_t now = ft__now_ns();
+  pthread_mutex_lock(&s->mu);
+  if (s->state != FT__S_RUNNING) {
+    pthread_mutex_unlock(&s->mu);
+    return ft__session_fail(s, FT_ESTATE, "ranges can be pushed only while the session runs");
+  }
+  range_frame *f = &tls_frames[tls_depth];
+  ft_status st = ft__intern(&s->store.names, name, strlen(name), &f->name_id);
+  uint64_t id = s->next_external_id++;
+  bool armed = s->tracer_armed;
+  pthread_mutex_unlock(&s->mu);
+  if (st) return ft__session_fail(s, st, "recording range '%s'", name);
+  f->session = s;
+  f->external_id = id;
+  f->start_ns = now;
+  f->tracer_pushed = armed && s->tracer->ops->push_correlation(s->tracer, id) == FT_OK;
+  tls_depth++;
+  if (external_id) *external_id = id;
+  return FT_OK;
+}
+
+ft_status ft_range_pop(ft_session *s) {
+  if (!s) return FT_EINVAL;
+  if (tls_depth == 0 || tls_frames[tls_depth - 1].session != s)
+    return ft__session_fail(s, FT_ESTATE, "no open range of this session on this thread");
+  range_frame f = tls_frames[--tls_depth];
+  if (f.tracer_pushed) s->tracer->ops->pop_correlation(s->tracer);
+  uint64_t now = ft__now_ns();
+  pthread_mutex_lock(&s->mu);
+  ft_status st = FT_ESTATE;
+  if (s->state == FT__S_RUNNING)
+    st = ft__store_add_range(&s->store, f.name_id, f.start_ns, now, f.external_id, ft__gettid());
+  pthread_mutex_unlock(&s->mu);
+  if (st == FT_ESTATE) return ft__session_fail(s, st, "range closed after the session stopped; not recorded");
+  if (st) return ft__session_fail(s, st, "recording a range");
+  return FT_OK;
+}
+
+ft_status ft_session_write(ft_session *s, const char *path) {
+  if (!s || !path || !*path) return FT_EINVAL;
+  if (s->state != FT__S_STOPPED)
+    return ft__session_fail(s, FT_ESTATE, "stop the session before writing it");
+  ft__out *o;
+  ft_status st = ft__out_open(&o, path, s->err, sizeof s->err);
+  if (st) return st;
+  ft__export_stats stats;
+  st = ft__write_trace(s, o, &stats);
+  if (st) {
+    ft__out_abort(o);
+    return ft__session_fail(s, st, "writing trace '%s': %s", path, ft_strerror(st));
+  }
+  st = ft__out_close(o, s->err, sizeof s->err);
+  if (!st)
+    ft__log("wrote %s: %llu events, %llu outside the window, %llu flows", path,
+            (unsigned long long)stats.exported, (unsigned long long)stats.window_discarded,
+            (unsigned long long)stats.flows);
+  return st;
+}
+
+ft_status ft_session_device_time(ft_session *s, uint64_t external_id, uint64_t *ns, uint64_t *count) {
+  if (!s || !ns) return FT_EINVAL;
+  if (s->state != FT__S_STOPPED) return ft__session_fail(s, FT_ESTATE, "stop the session first");
+  /* Keyed on the external id, never the vendor correlation id (seed §2). */
+  uint64_t sum = 0, n = 0;
+  for (size_t i = 0; i < s->store.events.len; i++) {
+    const ft__event *e = ft__vec_at(&s->store.events, i);
+    if (!ft__is_device_kind(e->kind) || !(e->flags & FT__F_HAS_EXTERNAL) ||
+        e->external_id != external_id || !ft__in_window(e, s->lo, s->hi))
+      continue;
+    sum += e->end_ns - e->start_ns;
+    n++;
+  }
+  *ns = sum;
+  if (count) *count = n;
+  return FT_OK;
+}
+
+ft_status ft_session_counts_get(ft_session *s, ft_session_counts *out) {
+  if (!s || !out) return FT_EINVAL;
+  if (s->state != FT__S_STOPPED) return ft__session_fail(s, FT_ESTATE, "stop the session first");
+  memset(out, 0, sizeof *out);
+  for (size_t i = 0; i < s->store.events.len; i++) {
+    const ft__event *e = ft__vec_at(&s->store.events, i);
+    if (e->kind == FT__EV_CPU_RANGE)
+      out->cpu_ranges++;
+    else
+      out->device_events++;
+  }
+  /* The writer's own plan (no output), so counts can never disagree with what a
+   * written trace holds. */
+  ft__export_stats stats;
+  ft_status st = ft__write_trace(s, NULL, &stats);
+  if (st) return st;
+  out->window_discarded = stats.window_discarded;
+  out->flows = stats.flows;
+  out->dropped_records = s->dropped;
+  return FT_OK;
+}
+
+ft_status ft_session_device_status(const ft_session *s, const char **why) {
+  if (!s) return FT_EINVAL;
+  if (why) *why = s->device_status ? s->device_why : "";
+  return s->device_status;
+}
+
+const char *ft_session_last_error(const ft_session *s) { return s ? s->err : ""; }
+
+ft_status ft__session_inject(ft_session *s, const ft_device_event *ev) { return sink_event(s, ev); }
+
+ft_status ft__session_inject_external(ft_session *s, uint32_t corr, uint64_t ext) {
+  ft_status st = sink_external_id(s, corr, ext);
+  if (!st) resolve_external_ids(s);
+  return st;
+}
+
+void ft__session_set_window(ft_session *s, uint64_t lo, uint64_t hi) {
+  s->lo = lo;
+  s->hi = hi;
+}

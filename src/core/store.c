@@ -1,0 +1,278 @@
+/* Event storage without per-event malloc: arenas, interned strings, chunked arrays. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { ARENA_CHUNK = 64 * 1024 };
+
+struct ft__arena_chunk {
+  ft__arena_chunk *next;
+  size_t used, cap;
+  _Alignas(16) unsigned char data[];
+};
+
+void ft__arena_init(ft__arena *a) { memset(a, 0, sizeof *a); }
+
+void *ft__arena_alloc(ft__arena *a, size_t size) {
+  size = (size + 15) & ~(size_t)15;
+  ft__arena_chunk *c = a->head;
+  if (!c || c->cap - c->used < size) {
+    size_t cap = size > ARENA_CHUNK ? size : ARENA_CHUNK;
+    ft__arena_chunk *n = malloc(sizeof *n + cap);
+    if (!n) return NULL;
+    n->used = 0;
+    n->cap = cap;
+    /* An oversized block goes behind the current chunk so the chunk's free tail
+     * stays usable. */
+    if (c && size > ARENA_CHUNK) {
+      n->next = c->next;
+      c->next = n;
+    } else {
+      n->next = c;
+      a->head = n;
+    }
+    c = n;
+  }
+  void *p = c->data + c->used;
+  c->used += size;
+  a->bytes += size;
+  return p;
+}
+
+void ft__arena_free(ft__arena *a) {
+  ft__arena_chunk *c = a->head;
+  while (c) {
+    ft__arena_chunk *n = c->next;
+    free(c);
+    c = n;
+  }
+  memset(a, 0, sizeof *a);
+}
+
+static uint64_t hash_bytes(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 1099511628211ull;
+  }
+  return h ^ (h >> 29);
+}
+
+void ft__intern_init(ft__strtab *in) {
+  memset(in, 0, sizeof *in);
+  ft__arena_init(&in->arena);
+}
+
+void ft__intern_free(ft__strtab *in) {
+  ft__arena_free(&in->arena);
+  free(in->strs);
+  free(in->lens);
+  free(in->table);
+  memset(in, 0, sizeof *in);
+}
+
+static ft_status intern_rehash(ft__strtab *in) {
+  uint32_t ncap = in->tcap ? in->tcap * 2 : 256;
+  uint32_t *t = calloc(ncap, sizeof *t);
+  if (!t) return FT_ENOMEM;
+  for (uint32_t id = 0; id < in->n; id++) {
+    uint32_t i = (uint32_t)hash_bytes(in->strs[id], in->lens[id]) & (ncap - 1);
+    while (t[i]) i = (i + 1) & (ncap - 1);
+    t[i] = id + 1;
+  }
+  free(in->table);
+  in->table = t;
+  in->tcap = ncap;
+  return FT_OK;
+}
+
+ft_status ft__intern(ft__strtab *in, const char *s, size_t len, uint32_t *id) {
+  if (len > UINT32_MAX - 1) return FT_ERANGE;
+  if ((uint64_t)(in->n + 1) * 2 > in->tcap) {
+    ft_status st = intern_rehash(in);
+    if (st) return st;
+  }
+  uint32_t i = (uint32_t)hash_bytes(s, len) & (in->tcap - 1);
+  for (; in->table[i]; i = (i + 1) & (in->tcap - 1)) {
+    uint32_t cand = in->table[i] - 1;
+    if (in->lens[cand] == len && memcmp(in->strs[cand], s, len) == 0) {
+      *id = cand;
+      return FT_OK;
+    }
+  }
+  if (in->n == in->cap) {
+    uint32_t ncap = in->cap ? in->cap * 2 : 256;
+    const char **ns = realloc((void *)in->strs, ncap * sizeof *ns);
+    if (!ns) return FT_ENOMEM;
+    in->strs = ns;
+    uint32_t *nl = realloc(in->lens, ncap * sizeof *nl);
+    if (!nl) return FT_ENOMEM;
+    in->lens = nl;
+    in->cap = ncap;
+  }
+  char *copy = ft__arena_alloc(&in->arena, len + 1);
+  if (!copy) return FT_ENOMEM;
+  memcpy(copy, s, len);
+  copy[len] = '\0';
+  in->strs[in->n] = copy;
+  in->lens[in->n] = (uint32_t)len;
+  in->table[i] = in->n + 1;
+  *id = in->n++;
+  return FT_OK;
+}
+
+void ft__vec_init(ft__vec *v, size_t elem, unsigned shift) {
+  memset(v, 0, sizeof *v);
+  v->elem = elem;
+  v->shift = shift;
+}
+
+void ft__vec_free(ft__vec *v) {
+  for (size_t i = 0; i < v->n_chunks; i++) free(v->chunks[i]);
+  free(v->chunks);
+  size_t elem = v->elem;
+  unsigned shift = v->shift;
+  ft__vec_init(v, elem, shift);
+}
+
+void *ft__vec_push(ft__vec *v) {
+  size_t per = (size_t)1 << v->shift;
+  if (v->len == v->n_chunks * per) {
+    if (v->n_chunks == v->cap_chunks) {
+      size_t ncap = v->cap_chunks ? v->cap_chunks * 2 : 16;
+      char **nc = realloc(v->chunks, ncap * sizeof *nc);
+      if (!nc) return NULL;
+      v->chunks = nc;
+      v->cap_chunks = ncap;
+    }
+    char *chunk = calloc(per, v->elem);
+    if (!chunk) return NULL;
+    v->chunks[v->n_chunks++] = chunk;
+  }
+  return ft__vec_at(v, v->len++);
+}
+
+static uint64_t hash_u64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+ft_status ft__map_init(ft__map *m, size_t expected) {
+  memset(m, 0, sizeof *m);
+  size_t cap = 16;
+  while (cap < expected * 2) cap <<= 1;
+  m->keys = malloc(cap * sizeof *m->keys);
+  m->vals = malloc(cap * sizeof *m->vals);
+  m->used = calloc(cap, 1);
+  if (!m->keys || !m->vals || !m->used) {
+    ft__map_free(m);
+    return FT_ENOMEM;
+  }
+  m->cap = cap;
+  return FT_OK;
+}
+
+void ft__map_free(ft__map *m) {
+  free(m->keys);
+  free(m->vals);
+  free(m->used);
+  memset(m, 0, sizeof *m);
+}
+
+uint64_t *ft__map_find(const ft__map *m, uint64_t key) {
+  if (!m->cap) return NULL;
+  for (size_t i = hash_u64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    if (!m->used[i]) return NULL;
+    if (m->keys[i] == key) return &m->vals[i];
+  }
+}
+
+static ft_status map_grow(ft__map *m) {
+  ft__map n;
+  ft_status st = ft__map_init(&n, m->cap);
+  if (st) return st;
+  for (size_t i = 0; i < m->cap; i++) {
+    if (!m->used[i]) continue;
+    *ft__map_upsert(&n, m->keys[i]) = m->vals[i];
+  }
+  ft__map_free(m);
+  *m = n;
+  return FT_OK;
+}
+
+uint64_t *ft__map_upsert(ft__map *m, uint64_t key) {
+  if ((m->len + 1) * 2 > m->cap && map_grow(m) != FT_OK) return NULL;
+  size_t i = hash_u64(key) & (m->cap - 1);
+  for (; m->used[i]; i = (i + 1) & (m->cap - 1))
+    if (m->keys[i] == key) return &m->vals[i];
+  m->used[i] = 1;
+  m->keys[i] = key;
+  m->vals[i] = 0;
+  m->len++;
+  return &m->vals[i];
+}
+
+void ft__store_init(ft__store *st) {
+  ft__intern_init(&st->names);
+  ft__intern_init(&st->values);
+  ft__vec_init(&st->events, sizeof(ft__event), 12);
+  ft__vec_init(&st->kvs, sizeof(ft__kvid), 14);
+}
+
+void ft__store_free(ft__store *st) {
+  ft__intern_free(&st->names);
+  ft__intern_free(&st->values);
+  ft__vec_free(&st->events);
+  ft__vec_free(&st->kvs);
+}
+
+ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
+  if (!ev || !ev->name || (unsigned)ev->kind > FT_EVENT_RUNTIME) return FT_EINVAL;
+  if (ev->n_metadata > UINT16_MAX || (ev->n_metadata && !ev->metadata)) return FT_EINVAL;
+  if (st->kvs.len + ev->n_metadata > UINT32_MAX) return FT_ERANGE;
+  uint32_t name_id;
+  ft_status s = ft__intern(&st->names, ev->name, strlen(ev->name), &name_id);
+  if (s) return s;
+  uint32_t first = (uint32_t)st->kvs.len;
+  for (size_t i = 0; i < ev->n_metadata; i++) {
+    const ft_kv *kv = &ev->metadata[i];
+    if (!kv->key || !kv->value) return FT_EINVAL;
+    ft__kvid *slot = ft__vec_push(&st->kvs);
+    if (!slot) return FT_ENOMEM;
+    if ((s = ft__intern(&st->names, kv->key, strlen(kv->key), &slot->key)) ||
+        (s = ft__intern(&st->values, kv->value, strlen(kv->value), &slot->value)))
+      return s;
+  }
+  ft__event *e = ft__vec_push(&st->events);
+  if (!e) return FT_ENOMEM;
+  e->kind = (uint8_t)ev->kind;
+  e->start_ns = ev->start_ns;
+  e->end_ns = ev->end_ns;
+  e->correlation_id = ev->correlation_id;
+  e->flags = ev->has_external_id ? FT__F_HAS_EXTERNAL : 0;
+  e->external_id = ev->external_id;
+  e->device = ev->device;
+  e->stream = ev->stream;
+  e->thread_id = ev->thread_id;
+  e->name_id = name_id;
+  e->meta_first = first;
+  e->meta_count = (uint16_t)ev->n_metadata;
+  return FT_OK;
+}
+
+ft_status ft__store_add_range(ft__store *st, uint32_t name_id, uint64_t start, uint64_t end,
+                              uint64_t external_id, uint32_t tid) {
+  ft__event *e = ft__vec_push(&st->events);
+  if (!e) return FT_ENOMEM;
+  e->kind = FT__EV_CPU_RANGE;
+  e->start_ns = start;
+  e->end_ns = end;
+  e->external_id = external_id;
+  e->flags = FT__F_HAS_EXTERNAL;
+  e->thread_id = tid;
+  e->name_id = name_id;
+  return FT_OK;
+}

@@ -1,0 +1,364 @@
+/* Chrome trace export in kineto's layout: capture window, flows, process/thread rows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Flow bookkeeping per vendor correlation id. */
+typedef struct flowrec {
+  uint32_t owner; /* index + 1 of the first in-window runtime event with the id */
+  uint32_t n_dev; /* in-window device events it launched */
+  uint32_t next_k; /* flows already handed to device events while writing */
+} flowrec;
+
+typedef struct plan {
+  /* Vendor ids are mostly dense and increasing, so they index an array directly
+   * (corr - corr_min); sparse ids fall back to a map from id to array index. */
+  flowrec *flows;
+  size_t n_flows;
+  uint32_t corr_min;
+  bool dense;
+  ft__map corr;    /* sparse mode: corr -> index into flows */
+  ft__map devices; /* device -> 1 */
+  ft__map streams; /* device << 32 | stream -> 1 */
+  ft__map tids;    /* CPU thread id -> 1 */
+  ft__export_stats stats;
+  /* Interned strings rendered once as JSON (names and keys escaped, values raw or
+   * escaped by the literal rule): kernel names repeat thousands of times. */
+  ft__arena rendered;
+  struct text { const char *p; size_t n; } *names, *values;
+} plan;
+
+static void plan_free(plan *p) {
+  ft__arena_free(&p->rendered);
+  free(p->names);
+  free(p->values);
+  free(p->flows);
+  ft__map_free(&p->corr);
+  ft__map_free(&p->devices);
+  ft__map_free(&p->streams);
+  ft__map_free(&p->tids);
+}
+
+/* The JSON text of interned string id of table tab (cache slot c). */
+static struct text render(plan *p, struct text *c, const ft__strtab *tab, uint32_t id, bool value) {
+  if (c[id].p) return c[id];
+  const char *str = ft__intern_str(tab, id);
+  size_t n = ft__intern_len(tab, id);
+  char *d = ft__arena_alloc(&p->rendered, 6 * n + 2);
+  if (!d) return (struct text){NULL, 0}; /* caller falls back to direct output */
+  if (value && ft__json_is_literal(str, n)) {
+    memcpy(d, str, n);
+    c[id] = (struct text){d, n};
+  } else {
+    c[id] = (struct text){d, ft__json_escape(d, str, n)};
+  }
+  return c[id];
+}
+
+static void out_interned(ft__out *o, plan *p, bool value, const ft__strtab *tab, uint32_t id) {
+  struct text t = render(p, value ? p->values : p->names, tab, id, value);
+  if (t.p)
+    ft__out_write(o, t.p, t.n);
+  else if (value)
+    ft__out_json_value(o, ft__intern_str(tab, id), ft__intern_len(tab, id));
+  else
+    ft__out_json_string(o, ft__intern_str(tab, id), ft__intern_len(tab, id));
+}
+
+/* The flow record of corr (never 0), or NULL when it has none (sparse mode). */
+static flowrec *flow_of(const plan *p, uint32_t corr) {
+  if (p->dense) return corr >= p->corr_min && corr - p->corr_min < p->n_flows ? &p->flows[corr - p->corr_min] : NULL;
+  uint64_t *v = ft__map_find(&p->corr, corr);
+  return v ? &p->flows[*v] : NULL;
+}
+
+static bool has_flow_role(const ft__event *e) {
+  return e->correlation_id && (e->kind == FT__EV_RUNTIME || ft__is_device_kind(e->kind));
+}
+
+/* Sizes the flow table from the in-window ids: dense when their span is at most
+ * a few times their count. */
+static ft_status flows_alloc(const ft_session *s, plan *p) {
+  const ft__vec *ev = &s->store.events;
+  uint32_t lo = UINT32_MAX, hi = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < ev->len; i++) {
+    const ft__event *e = ft__vec_at(ev, i);
+    if (!has_flow_role(e) || !ft__in_window(e, s->lo, s->hi)) continue;
+    n++;
+    if (e->correlation_id < lo) lo = e->correlation_id;
+    if (e->correlation_id > hi) hi = e->correlation_id;
+  }
+  if (!n) return FT_OK;
+  size_t span = (size_t)(hi - lo) + 1;
+  p->dense = span <= 4 * n + 1024;
+  p->corr_min = lo;
+  p->n_flows = p->dense ? span : n;
+  p->flows = calloc(p->n_flows, sizeof *p->flows);
+  if (!p->flows) return FT_ENOMEM;
+  if (p->dense) return FT_OK;
+  if (ft__map_init(&p->corr, n)) return FT_ENOMEM;
+  size_t next = 0;
+  for (size_t i = 0; i < ev->len; i++) {
+    const ft__event *e = ft__vec_at(ev, i);
+    if (!has_flow_role(e) || !ft__in_window(e, s->lo, s->hi)) continue;
+    size_t before = p->corr.len;
+    uint64_t *v = ft__map_upsert(&p->corr, e->correlation_id);
+    if (!v) return FT_ENOMEM;
+    if (p->corr.len != before) *v = next++;
+  }
+  return FT_OK;
+}
+
+/* Adds key to a set, skipping the lookup when it repeats the previous key. */
+static ft_status set_add(ft__map *m, uint64_t key, uint64_t *last) {
+  if (m->len && key == *last) return FT_OK;
+  *last = key;
+  return ft__map_upsert(m, key) ? FT_OK : FT_ENOMEM;
+}
+
+static ft_status plan_build(const ft_session *s, plan *p) {
+  memset(p, 0, sizeof *p);
+  ft__arena_init(&p->rendered);
+  p->names = calloc(s->store.names.n + 1, sizeof *p->names);
+  p->values = calloc(s->store.values.n + 1, sizeof *p->values);
+  if (!p->names || !p->values) return FT_ENOMEM;
+  const ft__vec *ev = &s->store.events;
+  if (ft__map_init(&p->devices, 8) || ft__map_init(&p->streams, 16) || ft__map_init(&p->tids, 16) ||
+      flows_alloc(s, p))
+    return FT_ENOMEM;
+  uint64_t last_tid = 0, last_dev = 0, last_stream = 0;
+  for (size_t i = 0; i < ev->len; i++) {
+    const ft__event *e = ft__vec_at(ev, i);
+    if (!ft__in_window(e, s->lo, s->hi)) {
+      p->stats.window_discarded++;
+      continue;
+    }
+    p->stats.exported++;
+    if (e->kind == FT__EV_RUNTIME || e->kind == FT__EV_CPU_RANGE) {
+      if (set_add(&p->tids, e->thread_id, &last_tid)) return FT_ENOMEM;
+      if (e->kind == FT__EV_RUNTIME && e->correlation_id) {
+        flowrec *f = flow_of(p, e->correlation_id);
+        if (f && !f->owner) f->owner = (uint32_t)(i + 1);
+      }
+    } else if (set_add(&p->devices, e->device, &last_dev) ||
+               set_add(&p->streams, (uint64_t)e->device << 32 | e->stream, &last_stream)) {
+      return FT_ENOMEM;
+    }
+  }
+  /* Only now is every owner known: count the device events each one launched. */
+  for (size_t i = 0; i < ev->len; i++) {
+    const ft__event *e = ft__vec_at(ev, i);
+    if (!ft__is_device_kind(e->kind) || !e->correlation_id || !ft__in_window(e, s->lo, s->hi))
+      continue;
+    flowrec *f = flow_of(p, e->correlation_id);
+    if (!f || !f->owner) continue; /* launch not in the output: no flow */
+    f->n_dev++;
+    p->stats.flows++;
+  }
+  return FT_OK;
+}
+
+/* Flow ids: the first device event of a launch keeps the vendor id itself (what
+ * kineto and HTA expect); further device events of the same launch (graphs) get
+ * k << 32 | id, which no 32-bit vendor id can collide with. Never 0. */
+static uint64_t flow_id(uint32_t corr, uint64_t k) { return k << 32 | corr; }
+
+static void out_key(ft__out *o, const char *key) {
+  ft__out_json_string(o, key, strlen(key));
+  ft__out_write(o, ":", 1);
+}
+
+static void out_flow(ft__out *o, char ph, uint64_t id, uint64_t pid, uint64_t tid, uint64_t ts) {
+  ft__out_str(o, ",\n  {\"ph\":\"");
+  ft__out_write(o, &ph, 1);
+  ft__out_str(o, "\",\"id\":");
+  ft__out_u64(o, id);
+  ft__out_str(o, ",\"pid\":");
+  ft__out_u64(o, pid);
+  ft__out_str(o, ",\"tid\":");
+  ft__out_u64(o, tid);
+  ft__out_str(o, ",\"ts\":");
+  ft__out_us3(o, ts);
+  ft__out_str(o, ph == 'f' ? ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}"
+                           : ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}");
+}
+
+static void out_meta_event(ft__out *o, bool *first, const char *name, uint64_t pid, uint64_t tid,
+                           uint64_t ts, const char *argkey, const char *sval, int64_t ival) {
+  ft__out_str(o, *first ? "\n  {\"name\":\"" : ",\n  {\"name\":\"");
+  *first = false;
+  ft__out_str(o, name);
+  ft__out_str(o, "\",\"ph\":\"M\",\"ts\":");
+  ft__out_us3(o, ts);
+  ft__out_str(o, ",\"pid\":");
+  ft__out_u64(o, pid);
+  ft__out_str(o, ",\"tid\":");
+  ft__out_u64(o, tid);
+  ft__out_str(o, ",\"args\":{");
+  out_key(o, argkey);
+  if (sval)
+    ft__out_json_string(o, sval, strlen(sval));
+  else
+    ft__out_i64(o, ival);
+  ft__out_str(o, "}}");
+}
+
+static void write_rows(const ft_session *s, const plan *p, ft__out *o, uint64_t base, bool *first) {
+  char label[64];
+  uint64_t ts = s->lo - base;
+  out_meta_event(o, first, "process_name", s->pid, 0, ts, "name", s->process_name, 0);
+  out_meta_event(o, first, "process_labels", s->pid, 0, ts, "labels", "CPU", 0);
+  out_meta_event(o, first, "process_sort_index", s->pid, 0, ts, "sort_index", NULL, s->pid);
+  for (size_t i = 0; i < p->tids.cap; i++) {
+    if (!p->tids.used[i]) continue;
+    uint64_t tid = p->tids.keys[i];
+    snprintf(label, sizeof label, "thread %llu", (unsigned long long)tid);
+    out_meta_event(o, first, "thread_name", s->pid, tid, ts, "name", label, 0);
+    out_meta_event(o, first, "thread_sort_index", s->pid, tid, ts, "sort_index", NULL, (int64_t)tid);
+  }
+  for (size_t i = 0; i < p->devices.cap; i++) {
+    if (!p->devices.used[i]) continue;
+    uint64_t dev = p->devices.keys[i];
+    snprintf(label, sizeof label, "GPU %llu", (unsigned long long)dev);
+    out_meta_event(o, first, "process_name", dev, 0, ts, "name", label, 0);
+    out_meta_event(o, first, "process_labels", dev, 0, ts, "labels", label, 0);
+    out_meta_event(o, first, "process_sort_index", dev, 0, ts, "sort_index", NULL, (int64_t)dev);
+  }
+  for (size_t i = 0; i < p->streams.cap; i++) {
+    if (!p->streams.used[i]) continue;
+    uint64_t dev = p->streams.keys[i] >> 32, stream = p->streams.keys[i] & 0xffffffffu;
+    /* torch-cuda's label has the trailing space; tools match it literally. */
+    snprintf(label, sizeof label, "stream %llu ", (unsigned long long)stream);
+    out_meta_event(o, first, "thread_name", dev, stream, ts, "name", label, 0);
+    out_meta_event(o, first, "thread_sort_index", dev, stream, ts, "sort_index", NULL, (int64_t)stream);
+  }
+}
+
+static const char *category(const ft_session *s, unsigned kind) {
+  switch (kind) {
+  case FT__EV_KERNEL: return "kernel";
+  case FT__EV_MEMCPY: return "gpu_memcpy";
+  case FT__EV_MEMSET: return "gpu_memset";
+  case FT__EV_RUNTIME: return s->tracer->ops->runtime_category;
+  default: return "user_annotation";
+  }
+}
+
+static void write_event(const ft_session *s, plan *p, ft__out *o, const ft__event *e, uint64_t base) {
+  const ft__store *st = &s->store;
+  bool device = ft__is_device_kind(e->kind);
+  ft__out_str(o, ",\n  {\"ph\":\"X\",\"cat\":\"");
+  ft__out_str(o, category(s, e->kind));
+  ft__out_str(o, "\",\"name\":");
+  out_interned(o, p, false, &st->names, e->name_id);
+  ft__out_str(o, ",\"pid\":");
+  ft__out_u64(o, device ? e->device : s->pid);
+  ft__out_str(o, ",\"tid\":");
+  ft__out_u64(o, device ? e->stream : e->thread_id);
+  ft__out_str(o, ",\"ts\":");
+  ft__out_us3(o, e->start_ns - base);
+  ft__out_str(o, ",\"dur\":");
+  ft__out_us3(o, e->end_ns - e->start_ns);
+  ft__out_str(o, ",\"args\":{");
+  bool comma = false;
+  if (e->flags & FT__F_HAS_EXTERNAL) {
+    ft__out_str(o, "\"External id\":");
+    ft__out_u64(o, e->external_id);
+    comma = true;
+  }
+  if (device) {
+    ft__out_str(o, comma ? ",\"device\":" : "\"device\":");
+    ft__out_u64(o, e->device);
+    ft__out_str(o, ",\"stream\":");
+    ft__out_u64(o, e->stream);
+    comma = true;
+  }
+  if (e->kind != FT__EV_CPU_RANGE) {
+    ft__out_str(o, comma ? ",\"correlation\":" : "\"correlation\":");
+    ft__out_u64(o, e->correlation_id);
+    comma = true;
+  }
+  for (uint32_t k = 0; k < e->meta_count; k++) {
+    const ft__kvid *kv = ft__vec_at(&st->kvs, e->meta_first + k);
+    if (comma) ft__out_write(o, ",", 1);
+    comma = true;
+    out_interned(o, p, false, &st->names, kv->key);
+    ft__out_write(o, ":", 1);
+    out_interned(o, p, true, &st->values, kv->value);
+  }
+  ft__out_write(o, "}}", 2);
+}
+
+static void write_flows(const ft_session *s, plan *p, ft__out *o, size_t i, const ft__event *e,
+                        uint64_t base) {
+  if (!has_flow_role(e)) return;
+  flowrec *f = flow_of(p, e->correlation_id);
+  if (!f || !f->owner) return;
+  if (e->kind == FT__EV_RUNTIME) {
+    if (f->owner != i + 1) return; /* not the owner */
+    for (uint64_t k = 0; k < f->n_dev; k++)
+      out_flow(o, 's', flow_id(e->correlation_id, k), s->pid, e->thread_id, e->start_ns - base);
+    return;
+  }
+  out_flow(o, 'f', flow_id(e->correlation_id, f->next_k++), e->device, e->stream, e->start_ns - base);
+}
+
+static void write_header(const ft_session *s, const plan *p, ft__out *o, uint64_t base) {
+  const char *why = "";
+  bool collected = ft_session_device_status(s, &why) == FT_OK;
+  ft__out_str(o, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n");
+  /* HTA finds the rank with the regex "rank":\s+(\d+): keep the space. */
+  ft__out_str(o, "  \"distributedInfo\": {\"rank\": ");
+  ft__out_i64(o, s->rank);
+  ft__out_str(o, ", \"world_size\": ");
+  ft__out_i64(o, s->world_size);
+  ft__out_str(o, "},\n  \"flagtrace\": {\"version\": \"" FT_VERSION_STRING "\", \"tracer\": ");
+  ft__out_json_string(o, s->tracer->ops->name, strlen(s->tracer->ops->name));
+  ft__out_str(o, collected ? ", \"device_activity\": true" : ", \"device_activity\": false");
+  ft__out_str(o, ", \"device_status\": ");
+  ft__out_json_string(o, collected ? "collected" : why, strlen(collected ? "collected" : why));
+  ft__out_str(o, ", \"dropped_records\": ");
+  ft__out_u64(o, s->dropped);
+  ft__out_str(o, ", \"window_discarded\": ");
+  ft__out_u64(o, p->stats.window_discarded);
+  ft__out_str(o, ", \"capture_window_ns\": [");
+  ft__out_u64(o, s->lo);
+  ft__out_write(o, ", ", 2);
+  ft__out_u64(o, s->hi);
+  ft__out_str(o, "]},\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
+  ft__out_u64(o, base);
+  ft__out_str(o, ",\n  \"traceEvents\": [");
+}
+
+ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
+  plan p;
+  ft_status st = plan_build(s, &p);
+  if (st) {
+    plan_free(&p);
+    return st;
+  }
+  if (stats) *stats = p.stats;
+  if (!o) {
+    plan_free(&p);
+    return FT_OK;
+  }
+  /* ts are microseconds after a base rounded down to the UTC day, so every rank
+   * of a job started the same day shares it and doubles keep ns precision. */
+  uint64_t base = s->lo - s->lo % (86400ull * 1000000000ull);
+  write_header(s, &p, o, base);
+  bool first = true;
+  write_rows(s, &p, o, base, &first);
+  const ft__vec *ev = &s->store.events;
+  for (size_t i = 0; i < ev->len; i++) {
+    const ft__event *e = ft__vec_at(ev, i);
+    if (!ft__in_window(e, s->lo, s->hi)) continue;
+    /* The slice is written before its flow halves (Perfetto binds by order). */
+    write_event(s, &p, o, e, base);
+    write_flows(s, &p, o, i, e, base);
+  }
+  ft__out_str(o, "\n  ]\n}\n");
+  plan_free(&p);
+  return st;
+}

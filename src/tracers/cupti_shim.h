@@ -1,0 +1,109 @@
+/* dlopen binding of libcupti (and the few libcuda queries) from one X-macro list. */
+#ifndef FLAGTRACE_CUPTI_SHIM_H
+#define FLAGTRACE_CUPTI_SHIM_H
+
+/* Only cupti_tracer.c includes this file: CUPTI types stop here. */
+#include <cuda.h>
+#include <cupti_activity.h>
+#include <cupti_result.h>
+#include <cupti_version.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "flagtrace/flagtrace.h"
+
+/* Every CUPTI function the tracer calls: X(return type, name, (parameters),
+ * (arguments)). The pointer table, the dlsym loop and the type check against
+ * the vendor's own prototype are all generated from this one list. */
+#define FT_CUPTI_FUNCS(X)                                                                        \
+  X(CUptiResult, cuptiGetVersion, (uint32_t * version), (version))                              \
+  X(CUptiResult, cuptiGetResultString, (CUptiResult result, const char **str), (result, str))   \
+  X(CUptiResult, cuptiActivityRegisterCallbacks,                                                \
+    (CUpti_BuffersCallbackRequestFunc requested, CUpti_BuffersCallbackCompleteFunc completed),  \
+    (requested, completed))                                                                     \
+  X(CUptiResult, cuptiActivityEnable, (CUpti_ActivityKind kind), (kind))                        \
+  X(CUptiResult, cuptiActivityDisable, (CUpti_ActivityKind kind), (kind))                       \
+  X(CUptiResult, cuptiActivityFlushAll, (uint32_t flag), (flag))                                \
+  X(CUptiResult, cuptiActivityGetNextRecord,                                                    \
+    (uint8_t * buffer, size_t valid_size, CUpti_Activity * *record), (buffer, valid_size, record)) \
+  X(CUptiResult, cuptiActivityGetNumDroppedRecords,                                             \
+    (CUcontext context, uint32_t stream_id, size_t * dropped), (context, stream_id, dropped))    \
+  X(CUptiResult, cuptiActivityPushExternalCorrelationId,                                        \
+    (CUpti_ExternalCorrelationKind kind, uint64_t id), (kind, id))                              \
+  X(CUptiResult, cuptiActivityPopExternalCorrelationId,                                         \
+    (CUpti_ExternalCorrelationKind kind, uint64_t * last_id), (kind, last_id))                  \
+  X(CUptiResult, cuptiGetTimestamp, (uint64_t * timestamp), (timestamp))
+
+/* libcuda, for device properties (occupancy) and the device count. Optional:
+ * looked up only in a libcuda the process already loaded, never loaded by us. */
+#define FT_CUDA_FUNCS(X)                                                                          \
+  X(CUresult, cuDeviceGetCount, (int *count), (count))                                           \
+  X(CUresult, cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))                  \
+  X(CUresult, cuDeviceGetAttribute, (int *value, CUdevice_attribute attrib, CUdevice device),   \
+    (value, attrib, device))
+
+#define FT__SHIM_PFN(ret, name, params, args) typedef ret (*ft__pfn_##name) params;
+FT_CUPTI_FUNCS(FT__SHIM_PFN)
+FT_CUDA_FUNCS(FT__SHIM_PFN)
+#undef FT__SHIM_PFN
+
+/* The list's signatures must be the vendor header's: a drifted entry fails to build. */
+#define FT__SHIM_CHECK(ret, name, params, args)                                   \
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&name), ft__pfn_##name), \
+                 #name " in the X-macro list does not match the vendor header");
+FT_CUPTI_FUNCS(FT__SHIM_CHECK)
+FT_CUDA_FUNCS(FT__SHIM_CHECK)
+#undef FT__SHIM_CHECK
+
+typedef struct ft__cupti_api {
+  void *handle;
+#define FT__SHIM_FIELD(ret, name, params, args) ft__pfn_##name name;
+  FT_CUPTI_FUNCS(FT__SHIM_FIELD)
+#undef FT__SHIM_FIELD
+} ft__cupti_api;
+
+typedef struct ft__cuda_api {
+  void *handle;
+#define FT__SHIM_FIELD(ret, name, params, args) ft__pfn_##name name;
+  FT_CUDA_FUNCS(FT__SHIM_FIELD)
+#undef FT__SHIM_FIELD
+} ft__cuda_api;
+
+/* Resolves every listed symbol from handle into api; on a missing symbol writes
+ * its name and dlerror() into why and returns 0. */
+#define FT__SHIM_LOADER(fname, type, list)                                          \
+  static int fname(type *api, void *handle, char *why, size_t why_len) {            \
+    api->handle = handle;                                                           \
+    list(FT__SHIM_SYM) return 1;                                                    \
+  }
+#define FT__SHIM_SYM(ret, name, params, args)                                       \
+  dlerror();                                                                        \
+  api->name = (ft__pfn_##name)dlsym(handle, #name);                                 \
+  if (!api->name) {                                                                 \
+    const char *e = dlerror();                                                      \
+    snprintf(why, why_len, "symbol %s missing: %s", #name, e ? e : "NULL symbol");  \
+    return 0;                                                                       \
+  }
+FT__SHIM_LOADER(ft__cupti_load_symbols, ft__cupti_api, FT_CUPTI_FUNCS)
+FT__SHIM_LOADER(ft__cuda_load_symbols, ft__cuda_api, FT_CUDA_FUNCS)
+#undef FT__SHIM_SYM
+#undef FT__SHIM_LOADER
+
+/* ft__<cupti function>(api, err, errlen, args...): calls through the table and
+ * turns the CUptiResult into an ft_status, keeping CUPTI's own message in err. */
+#define FT__SHIM_PREPEND(...) (const ft__cupti_api *api, char *err, size_t errlen, __VA_ARGS__)
+#define FT__SHIM_WRAP(ret, name, params, args)                                     \
+  static inline ft_status ft__##name FT__SHIM_PREPEND params {                     \
+    CUptiResult r = api->name args;                                                \
+    if (r == CUPTI_SUCCESS) return FT_OK;                                          \
+    const char *msg = NULL;                                                        \
+    if (api->cuptiGetResultString(r, &msg) != CUPTI_SUCCESS || !msg) msg = "?";    \
+    snprintf(err, errlen, "%s: %s (CUptiResult %d)", #name, msg, (int)r);          \
+    return FT_EVENDOR;                                                             \
+  }
+FT_CUPTI_FUNCS(FT__SHIM_WRAP)
+#undef FT__SHIM_WRAP
+#undef FT__SHIM_PREPEND
+
+#endif

@@ -1,0 +1,660 @@
+/* NVIDIA CUPTI tracer: arms CUPTI activity at session start and decodes its records. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cupti_occupancy.h"
+#include "cupti_shim.h"
+#include "flagtrace/device_tracer.h"
+#include "tracer_support.h"
+
+/* The layouts decoded below are CUDA 13's (CUpti_ActivityKernel10, Memcpy6,
+ * Memset4, API, ExternalCorrelation). CUPTI changes record versions only with a
+ * major release, so any CUPTI 13.x reads them; anything else must not be decoded. */
+#define FT_CUPTI_COMPILED_MAJOR (CUPTI_API_VERSION / 10000)
+
+/* Our pushes use their own external-correlation kind so that they never mix with
+ * kineto's (CUSTOM0 for ops, CUSTOM1 for user annotations). */
+#define FT_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
+
+enum {
+  BUF_SIZE = 8 * 1024 * 1024, /* 8 MiB: 2 M records measured with 0 dropped */
+  POOL_INITIAL = 8,
+  MAX_DEVICES = 64,
+};
+
+typedef struct cupti_tracer {
+  ft_tracer base;
+  ft__cupti_api api;
+  bool loaded;
+  char why[512];  /* unavailable: one-line reason */
+  char path[PATH_MAX];
+  uint32_t version;
+  ft__cuda_api cuda;
+  int cuda_state; /* 0 not tried, 1 bound, -1 absent */
+  ft__occ_device devs[MAX_DEVICES];
+  signed char dev_state[MAX_DEVICES]; /* 0 unknown, 1 known, -1 unavailable */
+  const ft_event_sink *sink;
+  bool armed;
+  int64_t clock_offset; /* subtracted from CUPTI timestamps */
+  pthread_mutex_t decode_mu;
+  char err[512];
+} cupti_tracer;
+
+/* ---- the buffer pool (process-global, like CUPTI's callbacks) ---- */
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t **pool_free;
+static size_t pool_len, pool_cap, pool_total;
+static _Atomic(cupti_tracer *) active;
+static atomic_uint_fast64_t dropped_total;
+
+/* Called at session start, on the user's thread: allocation happens here, never in
+ * bufferRequested on a launching thread (kineto #1020). */
+static ft_status pool_reserve(size_t n) {
+  pthread_mutex_lock(&pool_mu);
+  ft_status st = FT_OK;
+  if (pool_cap < n + pool_total) {
+    size_t ncap = n + pool_total + 16;
+    uint8_t **f = realloc(pool_free, ncap * sizeof *f);
+    if (!f) st = FT_ENOMEM;
+    else pool_free = f, pool_cap = ncap;
+  }
+  while (!st && pool_total < n) {
+    uint8_t *b = aligned_alloc(8, BUF_SIZE);
+    if (!b) {
+      st = FT_ENOMEM;
+      break;
+    }
+    pool_free[pool_len++] = b;
+    pool_total++;
+  }
+  pthread_mutex_unlock(&pool_mu);
+  return st;
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+  pthread_mutex_lock(&pool_mu);
+  uint8_t *b = pool_len ? pool_free[--pool_len] : NULL;
+  size_t total = pool_total;
+  pthread_mutex_unlock(&pool_mu);
+  if (!b) {
+    /* The pool ran dry (more threads hold buffers than we reserved). Growing here
+     * costs this launch a malloc, but handing CUPTI NULL would crash older CUPTIs
+     * and drop records in newer ones. */
+    b = aligned_alloc(8, BUF_SIZE);
+    if (b) {
+      pthread_mutex_lock(&pool_mu);
+      if (pool_len + 1 >= pool_cap) {
+        size_t ncap = pool_cap * 2 + 16;
+        uint8_t **f = realloc(pool_free, ncap * sizeof *f);
+        if (f) pool_free = f, pool_cap = ncap;
+      }
+      pool_total++;
+      pthread_mutex_unlock(&pool_mu);
+      ft__log("cupti: buffer pool grown to %zu buffers of %d MiB", total + 1, BUF_SIZE >> 20);
+    }
+  }
+  *buffer = b;
+  *size = b ? BUF_SIZE : 0;
+  *max_records = 0;
+}
+
+static void pool_release(uint8_t *b) {
+  pthread_mutex_lock(&pool_mu);
+  if (pool_len < pool_cap) {
+    pool_free[pool_len++] = b;
+    b = NULL;
+  }
+  pthread_mutex_unlock(&pool_mu);
+  free(b); /* only if the free list could not take it back */
+}
+
+/* ---- names ---- */
+
+extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
+
+static const char *const runtime_names[] = {
+#include "generated/cupti_runtime_cbid.inc"
+};
+
+static const char *runtime_name(uint32_t cbid) {
+  if (cbid < sizeof runtime_names / sizeof runtime_names[0] && runtime_names[cbid])
+    return runtime_names[cbid];
+  return "cudaRuntime"; /* generic label: the numeric cbid stays in the args */
+}
+
+static const char *memcpy_kind(uint8_t k) {
+  switch (k) {
+  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
+  case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
+  case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
+  case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
+  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
+  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+  case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+  default: return "<unknown>";
+  }
+}
+
+static const char *memory_kind(unsigned k) {
+  switch (k) {
+  case CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN: return "Unknown";
+  case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "Pageable";
+  case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "Pinned";
+  case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "Device";
+  case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "Array";
+  case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "Managed";
+  case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "Device Static";
+  case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "Managed Static";
+  default: return "Unrecognized";
+  }
+}
+
+/* ---- device properties (occupancy), from the process's own libcuda ---- */
+
+static void bind_cuda(cupti_tracer *t) {
+  if (t->cuda_state) return;
+  t->cuda_state = -1;
+  /* Only a libcuda the program already loaded: we never initialize CUDA. The
+   * CUPTI library itself is also asked, so a test double can stand in. */
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  char why[256];
+  if (h && ft__cuda_load_symbols(&t->cuda, h, why, sizeof why)) {
+    t->cuda_state = 1;
+    return;
+  }
+  if (ft__cuda_load_symbols(&t->cuda, t->api.handle, why, sizeof why)) t->cuda_state = 1;
+  else ft__log("cupti: no libcuda in the process (%s): occupancy fields are left out", why);
+}
+
+static const ft__occ_device *device_props(cupti_tracer *t, uint32_t id) {
+  if (id >= MAX_DEVICES) return NULL;
+  if (t->dev_state[id]) return t->dev_state[id] > 0 ? &t->devs[id] : NULL;
+  t->dev_state[id] = -1;
+  bind_cuda(t);
+  if (t->cuda_state < 0) return NULL;
+  CUdevice dev;
+  if (t->cuda.cuDeviceGet(&dev, (int)id) != CUDA_SUCCESS) return NULL;
+  ft__occ_device *d = &t->devs[id];
+  int smem_block = 0, smem_sm = 0, reserved = 0;
+  struct { int *out; CUdevice_attribute a; } q[] = {
+      {&d->major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
+      {&d->minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
+      {&d->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
+      {&d->max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
+      {&d->max_threads_per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR},
+      {&d->regs_per_block, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK},
+      {&d->regs_per_sm, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR},
+      {&d->warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE},
+      {&smem_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK},
+      {&smem_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR},
+      {&reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK},
+  };
+  for (size_t i = 0; i < sizeof q / sizeof q[0]; i++)
+    if (t->cuda.cuDeviceGetAttribute(q[i].out, q[i].a, dev) != CUDA_SUCCESS) return NULL;
+  d->smem_per_block = (size_t)smem_block;
+  d->smem_per_sm = (size_t)smem_sm;
+  d->reserved_smem_per_block = (size_t)reserved;
+  if (d->sm_count <= 0 || d->warp_size <= 0 || d->max_threads_per_sm <= 0) return NULL;
+  t->dev_state[id] = 1;
+  ft__log("cupti: device %u: sm_%d%d, %d SMs", id, d->major, d->minor, d->sm_count);
+  return d;
+}
+
+/* ---- decoding ---- */
+
+static uint64_t ts(const cupti_tracer *t, uint64_t v) { return v - (uint64_t)t->clock_offset; }
+
+/* A small formatting arena for one event's metadata values. */
+typedef struct mdbuf {
+  ft_kv kv[16];
+  size_t n;
+  char text[512];
+  size_t used;
+} mdbuf;
+
+static void md_add(mdbuf *m, const char *key, const char *fmt, ...) FT__PRINTF(3, 4);
+static void md_add(mdbuf *m, const char *key, const char *fmt, ...) {
+  if (m->n >= sizeof m->kv / sizeof m->kv[0] || m->used >= sizeof m->text) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(m->text + m->used, sizeof m->text - m->used, fmt, ap);
+  va_end(ap);
+  if (w < 0 || (size_t)w >= sizeof m->text - m->used) return;
+  m->kv[m->n].key = key;
+  m->kv[m->n++].value = m->text + m->used;
+  m->used += (size_t)w + 1;
+}
+
+static void md_bandwidth(mdbuf *m, uint64_t bytes, uint64_t start, uint64_t end) {
+  if (end <= start) {
+    md_add(m, "memory bandwidth (GB/s)", "N/A"); /* quoted by the writer: not a literal */
+    return;
+  }
+  char b[32];
+  b[ft__fmt_double((double)bytes / (double)(end - start), b)] = '\0';
+  md_add(m, "memory bandwidth (GB/s)", "%s", b);
+}
+
+static void emit(cupti_tracer *t, ft_device_event *ev, mdbuf *m) {
+  ev->metadata = m->kv;
+  ev->n_metadata = m->n;
+  if (t->sink->event(t->sink->ctx, ev) != FT_OK) ft__warn("cupti: out of memory recording an event; it is lost");
+}
+
+/* Demangled kernel names, cached by CUPTI's name pointer (stable per function). */
+typedef struct name_cache {
+  const char **keys;
+  char **vals;
+  size_t cap, len;
+} name_cache;
+static name_cache names;
+
+static const char *kernel_name(const char *raw) {
+  if (!raw) return "<unnamed kernel>";
+  if (raw[0] != '_' || raw[1] != 'Z') return raw; /* not mangled: kept as is */
+  size_t h = ((uintptr_t)raw >> 4) * 0x9E3779B97F4A7C15ull;
+  if (names.cap) {
+    for (size_t i = h & (names.cap - 1);; i = (i + 1) & (names.cap - 1)) {
+      if (!names.keys[i]) break;
+      if (names.keys[i] == raw) return names.vals[i];
+    }
+  }
+  int status = 0;
+  char *dm = __cxa_demangle(raw, NULL, NULL, &status);
+  if (!dm || status) {
+    free(dm);
+    return raw;
+  }
+  if ((names.len + 1) * 2 > names.cap) {
+    size_t ncap = names.cap ? names.cap * 2 : 256;
+    const char **nk = calloc(ncap, sizeof *nk);
+    char **nv = calloc(ncap, sizeof *nv);
+    if (!nk || !nv) {
+      free(nk);
+      free(nv);
+      free(dm);
+      return raw;
+    }
+    for (size_t i = 0; i < names.cap; i++) {
+      if (!names.keys[i]) continue;
+      size_t j = (((uintptr_t)names.keys[i] >> 4) * 0x9E3779B97F4A7C15ull) & (ncap - 1);
+      while (nk[j]) j = (j + 1) & (ncap - 1);
+      nk[j] = names.keys[i];
+      nv[j] = names.vals[i];
+    }
+    free(names.keys);
+    free(names.vals);
+    names.keys = nk;
+    names.vals = nv;
+    names.cap = ncap;
+  }
+  size_t i = h & (names.cap - 1);
+  while (names.keys[i]) i = (i + 1) & (names.cap - 1);
+  names.keys[i] = raw;
+  names.vals[i] = dm;
+  names.len++;
+  return dm;
+}
+
+static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
+  ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = ts(t, k->start), .end_ns = ts(t, k->end),
+                        .correlation_id = k->correlationId, .device = k->deviceId,
+                        .stream = k->streamId, .name = kernel_name(k->name)};
+  mdbuf m = {.n = 0, .used = 0};
+  /* kineto's order and formats (the torch-cuda reference trace) */
+  md_add(&m, "queued", "%llu", (unsigned long long)k->queued);
+  md_add(&m, "context", "%u", k->contextId);
+  md_add(&m, "registers per thread", "%u", (unsigned)k->registersPerThread);
+  md_add(&m, "shared memory", "%d", k->staticSharedMemory + k->dynamicSharedMemory);
+  const ft__occ_device *d = device_props(t, k->deviceId);
+  if (d) {
+    /* float arithmetic and %f printing, as kineto's std::to_string(float) */
+    int64_t blocks = (int64_t)k->gridX * k->gridY * k->gridZ;
+    int block_size = k->blockX * k->blockY * k->blockZ;
+    float bps = (float)blocks / (float)d->sm_count;
+    float wps = bps * (float)block_size / (float)d->warp_size;
+    md_add(&m, "blocks per SM", "%f", (double)bps);
+    md_add(&m, "warps per SM", "%f", (double)wps);
+    int active_blocks = ft__occ_active_blocks(d, block_size, k->registersPerThread,
+                                              (size_t)k->staticSharedMemory, (size_t)k->dynamicSharedMemory);
+    if (active_blocks >= 0) {
+      float b = (float)active_blocks < bps ? (float)active_blocks : bps;
+      float occ = b * (float)block_size / (float)d->max_threads_per_sm;
+      md_add(&m, "est. achieved occupancy %", "%d", (int)(0.5 + occ * 100.0));
+    }
+  }
+  md_add(&m, "grid", "[%d, %d, %d]", k->gridX, k->gridY, k->gridZ);
+  md_add(&m, "block", "[%d, %d, %d]", k->blockX, k->blockY, k->blockZ);
+  emit(t, &ev, &m);
+}
+
+static void decode_memcpy(cupti_tracer *t, const CUpti_ActivityMemcpy6 *c) {
+  char name[96];
+  snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", memcpy_kind(c->copyKind), memory_kind(c->srcKind),
+           memory_kind(c->dstKind));
+  ft_device_event ev = {.kind = FT_EVENT_MEMCPY, .start_ns = ts(t, c->start), .end_ns = ts(t, c->end),
+                        .correlation_id = c->correlationId, .device = c->deviceId,
+                        .stream = c->streamId, .name = name};
+  mdbuf m = {.n = 0, .used = 0};
+  md_add(&m, "context", "%u", c->contextId);
+  md_add(&m, "bytes", "%llu", (unsigned long long)c->bytes);
+  md_bandwidth(&m, c->bytes, c->start, c->end);
+  emit(t, &ev, &m);
+}
+
+static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
+  char name[64];
+  snprintf(name, sizeof name, "Memset (%s)", memory_kind(s->memoryKind));
+  ft_device_event ev = {.kind = FT_EVENT_MEMSET, .start_ns = ts(t, s->start), .end_ns = ts(t, s->end),
+                        .correlation_id = s->correlationId, .device = s->deviceId,
+                        .stream = s->streamId, .name = name};
+  mdbuf m = {.n = 0, .used = 0};
+  md_add(&m, "context", "%u", s->contextId);
+  md_add(&m, "bytes", "%llu", (unsigned long long)s->bytes);
+  md_bandwidth(&m, s->bytes, s->start, s->end);
+  emit(t, &ev, &m);
+}
+
+static void decode_runtime(cupti_tracer *t, const CUpti_ActivityAPI *a) {
+  ft_device_event ev = {.kind = FT_EVENT_RUNTIME, .start_ns = ts(t, a->start), .end_ns = ts(t, a->end),
+                        .correlation_id = a->correlationId, .thread_id = a->threadId,
+                        .name = runtime_name(a->cbid)};
+  mdbuf m = {.n = 0, .used = 0};
+  md_add(&m, "cbid", "%u", (unsigned)a->cbid);
+  emit(t, &ev, &m);
+}
+
+static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
+  /* Ends on CUPTI's own end signal; bounded by the most records the valid bytes
+   * can physically hold, so a vendor with small, numerous records (PPU) is never
+   * cut short by a flat count (seed §1.2). */
+  size_t bound = valid / sizeof(uint32_t) + 1;
+  CUpti_Activity *rec = NULL;
+  char err[256];
+  pthread_mutex_lock(&t->decode_mu);
+  for (size_t n = 0; n < bound; n++) {
+    CUptiResult r = t->api.cuptiActivityGetNextRecord(buf, valid, &rec);
+    if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
+    if (r != CUPTI_SUCCESS) {
+      const char *msg = "?";
+      t->api.cuptiGetResultString(r, &msg);
+      snprintf(err, sizeof err, "%s", msg ? msg : "?");
+      ft__warn("cupti: reading an activity buffer failed after %zu records (%s); the rest of it is lost", n, err);
+      break;
+    }
+    switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      decode_kernel(t, (const CUpti_ActivityKernel10 *)rec);
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      decode_memcpy(t, (const CUpti_ActivityMemcpy6 *)rec);
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      decode_memset(t, (const CUpti_ActivityMemset4 *)rec);
+      break;
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      decode_runtime(t, (const CUpti_ActivityAPI *)rec);
+      break;
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
+      if (x->externalKind == FT_EXT_KIND &&
+          t->sink->external_id(t->sink->ctx, x->correlationId, x->externalId) != FT_OK)
+        ft__warn("cupti: out of memory recording a correlation; attribution may be lost");
+      break;
+    }
+    default:
+      ft__log("cupti: ignoring record kind %d", (int)rec->kind);
+    }
+  }
+  pthread_mutex_unlock(&t->decode_mu);
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid) {
+  (void)size;
+  cupti_tracer *t = atomic_load(&active);
+  if (t && buf && valid) decode_buffer(t, buf, valid);
+  if (t) {
+    size_t dropped = 0;
+    if (t->api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+      atomic_fetch_add(&dropped_total, dropped);
+      ft__log("cupti: %zu records dropped (context %p, stream %u)", dropped, (void *)ctx, stream);
+    }
+  }
+  if (buf) pool_release(buf);
+}
+
+/* ---- library lookup ---- */
+
+static bool try_open(cupti_tracer *t, const char *path, char *errs, size_t errlen) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    size_t used = strlen(errs);
+    const char *e = dlerror();
+    snprintf(errs + used, errlen - used, "%s%s", used ? "; " : "", e ? e : path);
+    return false;
+  }
+  char why[256];
+  if (!ft__cupti_load_symbols(&t->api, h, why, sizeof why)) {
+    size_t used = strlen(errs);
+    snprintf(errs + used, errlen - used, "%s%s: %s", used ? "; " : "", path, why);
+    dlclose(h);
+    return false;
+  }
+  snprintf(t->path, sizeof t->path, "%s", path);
+  struct link_map *lm = NULL;
+  if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0])
+    snprintf(t->path, sizeof t->path, "%s", lm->l_name);
+  return true;
+}
+
+/* The CUPTI copy shipped beside an already loaded torch (site-packages/nvidia/cu13). */
+static int find_torch_dir(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  const char *p = info->dlpi_name ? strstr(info->dlpi_name, "/torch/lib/libtorch") : NULL;
+  if (!p) return 0;
+  char *out = data;
+  snprintf(out, PATH_MAX, "%.*s/nvidia/cu13/lib/libcupti.so.13", (int)(p - info->dlpi_name), info->dlpi_name);
+  return 1;
+}
+
+static bool open_cupti(cupti_tracer *t) {
+  char errs[1024] = "";
+  const char *override = getenv("FLAGOS_TRACER_LIBRARY");
+  if (override && *override) {
+    /* An explicit choice is honoured or reported, never silently replaced. */
+    if (try_open(t, override, errs, sizeof errs)) return true;
+    snprintf(t->why, sizeof t->why, "FLAGOS_TRACER_LIBRARY=%s could not be used: %s", override, errs);
+    return false;
+  }
+  if (try_open(t, "libcupti.so.13", errs, sizeof errs) || try_open(t, "libcupti.so", errs, sizeof errs))
+    return true;
+  const char *cuda_home = getenv("CUDA_HOME");
+  char path[PATH_MAX];
+  static const char *const subdirs[] = {"lib64", "extras/CUPTI/lib64", "lib"};
+  for (size_t i = 0; cuda_home && *cuda_home && i < 3; i++) {
+    snprintf(path, sizeof path, "%s/%s/libcupti.so.13", cuda_home, subdirs[i]);
+    if (try_open(t, path, errs, sizeof errs)) return true;
+  }
+  char torch_cupti[PATH_MAX] = "";
+  if (dl_iterate_phdr(find_torch_dir, torch_cupti) && try_open(t, torch_cupti, errs, sizeof errs)) return true;
+  snprintf(t->why, sizeof t->why, "libcupti not found (set FLAGOS_TRACER_LIBRARY or CUDA_HOME): %s", errs);
+  return false;
+}
+
+/* ---- ops ---- */
+
+static bool cu_available(const ft_tracer *base, const char **why) {
+  const cupti_tracer *t = (const cupti_tracer *)base;
+  if (!t->loaded && why) *why = t->why;
+  return t->loaded;
+}
+
+static ft_status enable_kinds(cupti_tracer *t) {
+  static const CUpti_ActivityKind kinds[] = {
+      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+      CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    ft_status st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, kinds[i]);
+    ft__log("cupti: enable kind %d: %s", (int)kinds[i], st ? t->err : "ok");
+    if (st) {
+      for (size_t j = 0; j < i; j++) t->api.cuptiActivityDisable(kinds[j]);
+      return st;
+    }
+  }
+  return FT_OK;
+}
+
+static void disable_kinds(cupti_tracer *t) {
+  static const CUpti_ActivityKind kinds[] = {
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+      CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) t->api.cuptiActivityDisable(kinds[i]);
+}
+
+static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink) {
+  cupti_tracer *t = (cupti_tracer *)base;
+  if (!t->loaded) return FT_EUNAVAILABLE;
+  cupti_tracer *none = NULL;
+  if (!atomic_compare_exchange_strong(&active, &none, t)) {
+    snprintf(t->err, sizeof t->err, "another tracer instance is armed");
+    return FT_EBUSY;
+  }
+  t->sink = sink;
+  atomic_store(&dropped_total, 0);
+  ft_status st = pool_reserve(POOL_INITIAL);
+  if (st) {
+    snprintf(t->err, sizeof t->err, "cannot reserve %d activity buffers of %d MiB", POOL_INITIAL, BUF_SIZE >> 20);
+    atomic_store(&active, NULL);
+    return st;
+  }
+  /* Clock: CUPTI and the capture window must share the UNIX-epoch domain (seed §3.3). */
+  uint64_t cupti_now = 0;
+  if (!ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, &cupti_now)) {
+    int64_t off = (int64_t)(cupti_now - ft__now_ns());
+    ft__log("cupti: cuptiGetTimestamp - CLOCK_REALTIME = %lld ns", (long long)off);
+    t->clock_offset = 0;
+    if (off > 1000000000ll || off < -1000000000ll) {
+      ft__warn("cupti: CUPTI's clock is %lld ns away from CLOCK_REALTIME; shifting its timestamps",
+               (long long)off);
+      t->clock_offset = off;
+    }
+  }
+  st = ft__cuptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
+  ft__log("cupti: register callbacks: %s", st ? t->err : "ok");
+  if (!st) st = enable_kinds(t);
+  if (st) {
+    atomic_store(&active, NULL);
+    return st;
+  }
+  t->armed = true;
+  return FT_OK;
+}
+
+static ft_status cu_drain(ft_tracer *base) {
+  cupti_tracer *t = (cupti_tracer *)base;
+  if (!t->armed) return FT_OK;
+  /* Completed buffers are decoded as CUPTI hands them over; this forces the rest. */
+  return ft__cuptiActivityFlushAll(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+static ft_status cu_stop(ft_tracer *base) {
+  cupti_tracer *t = (cupti_tracer *)base;
+  if (!t->armed) return FT_OK;
+  disable_kinds(t);
+  ft_status st = ft__cuptiActivityFlushAll(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  t->armed = false;
+  atomic_store(&active, NULL);
+  return st;
+}
+
+static ft_status cu_push(ft_tracer *base, uint64_t id) {
+  cupti_tracer *t = (cupti_tracer *)base;
+  char err[256];
+  return t->loaded ? ft__cuptiActivityPushExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, id)
+                   : FT_EUNAVAILABLE;
+}
+
+static ft_status cu_pop(ft_tracer *base) {
+  cupti_tracer *t = (cupti_tracer *)base;
+  char err[256];
+  uint64_t last = 0; /* a real out-pointer: some CUPTI-compatible libraries reject NULL */
+  return t->loaded ? ft__cuptiActivityPopExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, &last)
+                   : FT_EUNAVAILABLE;
+}
+
+static int cu_device_count(const ft_tracer *base) {
+  cupti_tracer *t = (cupti_tracer *)base;
+  bind_cuda(t);
+  int n = 0;
+  return t->cuda_state > 0 && t->cuda.cuDeviceGetCount(&n) == CUDA_SUCCESS ? n : 0;
+}
+
+static uint64_t cu_dropped(const ft_tracer *base) {
+  (void)base;
+  return atomic_load(&dropped_total);
+}
+
+static const char *cu_last_error(const ft_tracer *base) { return ((const cupti_tracer *)base)->err; }
+
+static void cu_destroy(ft_tracer *base) {
+  cupti_tracer *t = (cupti_tracer *)base;
+  if (t->armed) cu_stop(base);
+  /* libcupti stays loaded: CUPTI may still hold callbacks into this library. */
+  pthread_mutex_destroy(&t->decode_mu);
+  free(t);
+}
+
+static const ft_tracer_ops cupti_ops = {
+    .name = "cupti",
+    .runtime_category = "cuda_runtime",
+    .available = cu_available,
+    .start = cu_start,
+    .drain = cu_drain,
+    .stop = cu_stop,
+    .push_correlation = cu_push,
+    .pop_correlation = cu_pop,
+    .device_count = cu_device_count,
+    .dropped_records = cu_dropped,
+    .last_error = cu_last_error,
+    .destroy = cu_destroy,
+};
+
+ft_status ft_make_device_tracer(ft_tracer **out) {
+  cupti_tracer *t = calloc(1, sizeof *t);
+  if (!t) return FT_ENOMEM;
+  t->base.ops = &cupti_ops;
+  pthread_mutex_init(&t->decode_mu, NULL);
+  if (open_cupti(t)) {
+    ft_status st = ft__cuptiGetVersion(&t->api, t->err, sizeof t->err, &t->version);
+    if (st) {
+      snprintf(t->why, sizeof t->why, "%s: %s", t->path, t->err);
+    } else if (t->version / 10000 != FT_CUPTI_COMPILED_MAJOR) {
+      /* Never gated (seed §4): decoding another major's layouts reads garbage. */
+      ft__warn("CUPTI at %s reports API version %u, but this flagtrace decodes CUPTI %d.x "
+               "record layouts (built with %d): device activity will not be collected",
+               t->path, t->version, FT_CUPTI_COMPILED_MAJOR, CUPTI_API_VERSION);
+      snprintf(t->why, sizeof t->why, "record layout mismatch: %s is CUPTI API %u, built for %d",
+               t->path, t->version, CUPTI_API_VERSION);
+    } else {
+      t->loaded = true;
+      ft__log("cupti: bound %s (API version %u)", t->path, t->version);
+    }
+  }
+  if (!t->loaded) ft__log("cupti: unavailable: %s", t->why);
+  *out = &t->base;
+  return FT_OK;
+}

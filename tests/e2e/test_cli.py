@@ -1,0 +1,28 @@
+"""End-to-end: the flagtrace binary's --help, --version and its errors."""
+import subprocess
+import sys
+
+exe, accel, tracer = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+def run(*args):
+    return subprocess.run([exe, *args], capture_output=True, text=True)
+
+
+r = run("--help")
+assert r.returncode == 0, r
+assert r.stdout.startswith("usage: flagtrace"), r.stdout
+assert "FLAGOS_TRACE" in r.stdout and "FLAGOS_TRACER_LIBRARY" in r.stdout
+
+r = run("--version")
+assert r.returncode == 0, r
+assert r.stdout.strip() == f"flagtrace 0.1.0 (accelerator {accel}, tracer {tracer})", r.stdout
+
+for bad, word in (("--bogus", "unknown option '--bogus'"), ("frobnicate", "unknown command 'frobnicate'")):
+    r = run(bad)
+    assert r.returncode == 2, r
+    assert r.stderr.count("\n") == 1 and word in r.stderr, r.stderr
+
+r = run()
+assert r.returncode == 2 and "usage:" in r.stderr
+print("1 passed, 0 failed")

@@ -1,0 +1,272 @@
+/* A fake libcupti for CI: real CUPTI 13 record layouts, scripted by the test. */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <cupti_activity.h>
+#include <cupti_result.h>
+#include <cupti_version.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fake_cupti.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static CUpti_BuffersCallbackRequestFunc on_request;
+static CUpti_BuffersCallbackCompleteFunc on_complete;
+static uint32_t enabled; /* bit per kind below 32, EXTERNAL_CORRELATION is 39 */
+static int ext_enabled;
+static uint32_t next_corr = 1;
+static size_t pending_dropped;
+
+/* The two buffers CUPTI would keep: API records (per thread) and device records. */
+typedef struct fbuf {
+  uint8_t *p;
+  size_t size, used;
+} fbuf;
+static fbuf api_buf, dev_buf;
+
+/* Per-thread external correlation stack for our kinds. */
+static __thread uint64_t ext_stack[8][64];
+static __thread size_t ext_depth[8];
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t record_size(CUpti_ActivityKind k) {
+  switch (k) {
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+  case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+  case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+  case CUPTI_ACTIVITY_KIND_RUNTIME: return sizeof(CUpti_ActivityAPI);
+  case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+  default: return 0;
+  }
+}
+
+static void complete(fbuf *b) {
+  if (!b->p) return;
+  uint8_t *p = b->p;
+  size_t size = b->size, used = b->used;
+  memset(b, 0, sizeof *b);
+  on_complete(NULL, 0, p, size, used);
+}
+
+/* Room for one record of kind k in b, requesting a buffer from the tracer. */
+static void *slot(fbuf *b, CUpti_ActivityKind k) {
+  size_t n = (record_size(k) + 7) & ~(size_t)7;
+  if (b->p && b->size - b->used < n) complete(b);
+  if (!b->p) {
+    size_t max = 0;
+    on_request(&b->p, &b->size, &max);
+    if (!b->p) abort(); /* the tracer must never hand out NULL */
+    b->used = 0;
+  }
+  void *r = b->p + b->used;
+  memset(r, 0, n);
+  b->used += n;
+  return r;
+}
+
+static int is_enabled(CUpti_ActivityKind k) {
+  return k == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION ? ext_enabled : (int)((enabled >> k) & 1);
+}
+
+EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
+  pthread_mutex_lock(&mu);
+  uint32_t corr = next_corr++;
+  uint64_t t0 = now_ns();
+  if (!l->no_runtime && is_enabled(CUPTI_ACTIVITY_KIND_RUNTIME)) {
+    for (int kind = 0; kind < 8; kind++) {
+      if (!ext_depth[kind] || !ext_enabled) continue;
+      CUpti_ActivityExternalCorrelation *x = slot(&api_buf, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+      x->kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+      x->externalKind = (CUpti_ExternalCorrelationKind)kind;
+      x->externalId = ext_stack[kind][ext_depth[kind] - 1];
+      x->correlationId = corr;
+    }
+    CUpti_ActivityAPI *a = slot(&api_buf, CUPTI_ACTIVITY_KIND_RUNTIME);
+    a->kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+    a->cbid = l->cbid ? l->cbid : 211;
+    a->start = t0;
+    a->end = t0 + 500;
+    a->processId = (uint32_t)getpid();
+    a->threadId = (uint32_t)syscall(SYS_gettid);
+    a->correlationId = corr;
+  }
+  int n = l->device_records > 0 ? l->device_records : 1;
+  uint64_t start = t0 + 1000 + (uint64_t)l->start_offset_ns;
+  for (int i = 0; i < n && l->kind != FAKE_RUNTIME_ONLY; i++, start += l->dur_ns + 100) {
+    if (l->kind == FAKE_KERNEL && is_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
+      CUpti_ActivityKernel10 *k = slot(&dev_buf, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      k->start = start;
+      k->end = start + l->dur_ns;
+      k->deviceId = 0;
+      k->contextId = 1;
+      k->streamId = l->stream ? l->stream : 7;
+      k->gridX = l->grid[0], k->gridY = l->grid[1], k->gridZ = l->grid[2];
+      k->blockX = l->block[0], k->blockY = l->block[1], k->blockZ = l->block[2];
+      k->registersPerThread = (uint16_t)l->regs;
+      k->staticSharedMemory = l->static_smem;
+      k->dynamicSharedMemory = l->dynamic_smem;
+      k->correlationId = corr;
+      k->name = l->name;
+    } else if (l->kind == FAKE_MEMCPY && is_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) {
+      CUpti_ActivityMemcpy6 *c = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMCPY);
+      c->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+      c->copyKind = l->copy_kind;
+      c->srcKind = l->src_kind;
+      c->dstKind = l->dst_kind;
+      c->bytes = l->bytes;
+      c->start = start;
+      c->end = start + l->dur_ns;
+      c->contextId = 1;
+      c->streamId = l->stream ? l->stream : 7;
+      c->correlationId = corr;
+    } else if (l->kind == FAKE_MEMSET && is_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) {
+      CUpti_ActivityMemset4 *s = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMSET);
+      s->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+      s->bytes = l->bytes;
+      s->start = start;
+      s->end = start + l->dur_ns;
+      s->contextId = 1;
+      s->streamId = l->stream ? l->stream : 7;
+      s->correlationId = corr;
+      s->memoryKind = l->memory_kind;
+    }
+  }
+  pthread_mutex_unlock(&mu);
+  return corr;
+}
+
+EXPORT void fake_cupti_drop(size_t n) {
+  pthread_mutex_lock(&mu);
+  pending_dropped += n;
+  pthread_mutex_unlock(&mu);
+}
+
+/* ---- the CUPTI API surface the tracer binds ---- */
+
+EXPORT CUptiResult cuptiGetVersion(uint32_t *version) {
+  const char *v = getenv("FAKE_CUPTI_VERSION");
+  *version = v ? (uint32_t)strtoul(v, NULL, 10) : CUPTI_API_VERSION;
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char **str) {
+  *str = result == CUPTI_SUCCESS ? "CUPTI_SUCCESS" : "FAKE_CUPTI_ERROR";
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
+                                                  CUpti_BuffersCallbackCompleteFunc done) {
+  if (!req || !done) return CUPTI_ERROR_INVALID_PARAMETER;
+  on_request = req;
+  on_complete = done;
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+  if (getenv("FAKE_CUPTI_FAIL_ENABLE")) return CUPTI_ERROR_NOT_INITIALIZED;
+  if (!on_request) return CUPTI_ERROR_INVALID_OPERATION;
+  if (kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) ext_enabled = 1;
+  else if ((unsigned)kind < 32) enabled |= 1u << kind;
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+  if (kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) ext_enabled = 0;
+  else if ((unsigned)kind < 32) enabled &= ~(1u << kind);
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+  (void)flag;
+  pthread_mutex_lock(&mu);
+  /* Device buffer first: its records refer to correlations whose external ids
+   * arrive in the API buffer afterwards, as can happen with real buffers. */
+  complete(&dev_buf);
+  complete(&api_buf);
+  pthread_mutex_unlock(&mu);
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **record) {
+  uint8_t *p;
+  if (!*record) {
+    p = buffer;
+  } else {
+    size_t n = (record_size((*record)->kind) + 7) & ~(size_t)7;
+    if (!n) return CUPTI_ERROR_INVALID_KIND;
+    p = (uint8_t *)*record + n;
+  }
+  if ((size_t)(p - buffer) >= valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = (CUpti_Activity *)p;
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream, size_t *dropped) {
+  (void)ctx, (void)stream;
+  /* called from inside the completion callback, under mu held by the completer */
+  *dropped = pending_dropped;
+  pending_dropped = 0;
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t id) {
+  if ((unsigned)kind >= 8 || ext_depth[kind] == 64) return CUPTI_ERROR_INVALID_PARAMETER;
+  ext_stack[kind][ext_depth[kind]++] = id;
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t *last) {
+  /* Like CANN's MSPTI: a NULL out-pointer is rejected and the stack left alone. */
+  if (!last || (unsigned)kind >= 8 || !ext_depth[kind]) return CUPTI_ERROR_INVALID_PARAMETER;
+  *last = ext_stack[kind][--ext_depth[kind]];
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetTimestamp(uint64_t *timestamp) {
+  *timestamp = now_ns();
+  return CUPTI_SUCCESS;
+}
+
+/* ---- the libcuda queries (an H200's properties) ---- */
+
+EXPORT CUresult cuDeviceGetCount(int *count) {
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *device = 0;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice device) {
+  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  switch (attrib) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = 2048; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *value = 65536; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *value = 65536; break;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 49152; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 233472; break;
+  case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; break;
+  default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}

@@ -1,0 +1,33 @@
+/* Control interface of the fake libcupti: what a test "launches" becomes records. */
+#ifndef FT_FAKE_CUPTI_H
+#define FT_FAKE_CUPTI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { FAKE_KERNEL, FAKE_MEMCPY, FAKE_MEMSET, FAKE_RUNTIME_ONLY };
+
+typedef struct fake_launch {
+  int kind;
+  const char *name; /* kernels: the (possibly mangled) name CUPTI would report */
+  int grid[3], block[3];
+  int regs, static_smem, dynamic_smem;
+  uint8_t copy_kind, src_kind, dst_kind; /* memcpy */
+  uint16_t memory_kind;                  /* memset */
+  uint64_t bytes;
+  int64_t start_offset_ns; /* device record start relative to the launch call */
+  uint64_t dur_ns;
+  int device_records; /* 0 = 1; 2+ = one launch producing several (a graph) */
+  int no_runtime;     /* 1: no runtime record (a launch CUPTI did not see) */
+  uint32_t cbid;      /* runtime callback id; 0 = cudaLaunchKernel (211) */
+  uint32_t stream;
+} fake_launch;
+
+/* Records the launch as CUPTI would: a runtime API record (and an external
+ * correlation record when an id is pushed) in the API buffer, the device
+ * records in the device buffer. Returns the correlation id. */
+typedef uint32_t (*fake_cupti_launch_fn)(const fake_launch *l);
+/* Records CUPTI will report as dropped at the next buffer completion. */
+typedef void (*fake_cupti_drop_fn)(size_t n);
+
+#endif

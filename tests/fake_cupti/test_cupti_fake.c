@@ -1,0 +1,371 @@
+/* The real CUPTI tracer driven by the fake libcupti: decoding, flows, attribution,
+ * window, drops, and every way the library can be unusable. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cupti_activity.h>
+
+#include "fake_cupti.h"
+#include "internal.h"
+#include "test_support.h"
+
+static fake_cupti_launch_fn launch;
+static fake_cupti_drop_fn drop;
+static char fake_path[4096];
+
+static void settle(void) {
+  /* device records end ~µs after their launch: let the window close after them */
+  struct timespec ts = {0, 3000000};
+  nanosleep(&ts, NULL);
+}
+
+static yajl_val render(ft_session *s) {
+  ft__out *o;
+  assert_int_equal(ft__out_open_mem(&o, false), FT_OK);
+  assert_int_equal(ft__write_trace(s, o, NULL), FT_OK);
+  size_t len;
+  const char *m = ft__out_mem(o, &len);
+  char err[512];
+  yajl_val v = ft_test_parse_json(m, len, err, sizeof err);
+  if (!v) fail_msg("trace is not JSON: %s", err);
+  ft__out_abort(o);
+  return v;
+}
+
+static const char *str_of(yajl_val o, const char *key) {
+  yajl_val v = ft_test_get(o, key);
+  return v && YAJL_IS_STRING(v) ? v->u.string : "";
+}
+
+static yajl_val find_x(yajl_val doc, const char *cat, const char *name, int nth) {
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    if (!strcmp(str_of(e, "ph"), "X") && !strcmp(str_of(e, "cat"), cat) &&
+        (!name || !strcmp(str_of(e, "name"), name)) && nth-- == 0)
+      return e;
+  }
+  return NULL;
+}
+
+static size_t count_cat(yajl_val doc, const char *ph, const char *cat) {
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  size_t n = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    if (!strcmp(str_of(e, "ph"), ph) && (!cat || !strcmp(str_of(e, "cat"), cat))) n++;
+  }
+  return n;
+}
+
+static double num(yajl_val args, const char *key) {
+  yajl_val v = ft_test_get(args, key);
+  if (!v || !YAJL_IS_NUMBER(v)) fail_msg("args[\"%s\"] is not a number", key);
+  return YAJL_GET_DOUBLE(v);
+}
+
+static void expect_dim(yajl_val args, const char *key, int x, int y, int z) {
+  yajl_val v = ft_test_get(args, key);
+  assert_true(v && YAJL_IS_ARRAY(v) && v->u.array.len == 3);
+  assert_int_equal(YAJL_GET_INTEGER(v->u.array.values[0]), x);
+  assert_int_equal(YAJL_GET_INTEGER(v->u.array.values[1]), y);
+  assert_int_equal(YAJL_GET_INTEGER(v->u.array.values[2]), z);
+}
+
+static ft_session *started(void) {
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  const char *why;
+  if (ft_session_device_status(s, &why) != FT_OK) fail_msg("fake CUPTI not usable: %s", why);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  assert_int_equal(ft_session_device_status(s, &why), FT_OK);
+  return s;
+}
+
+static fake_launch kernel(const char *name, int gx, int gy, int gz, int bx, int regs, int smem, uint64_t dur) {
+  fake_launch l = {.kind = FAKE_KERNEL, .name = name, .grid = {gx, gy, gz}, .block = {bx, 1, 1},
+                   .regs = regs, .static_smem = smem, .dur_ns = dur};
+  return l;
+}
+
+/* The four kernels of the torch-cuda reference trace, with its values. */
+static void test_kernel_fields_match_torch_reference(void **state) {
+  (void)state;
+  ft_session *s = started();
+  uint64_t op;
+  assert_int_equal(ft_range_push(s, "aten::mm", &op), FT_OK);
+  fake_launch k1 = kernel("elementwise_kernel_256", 256, 1, 1, 256, 44, 0, 2080);
+  fake_launch k2 = kernel("sm80_xmma_gemm_kernel", 8, 8, 4, 64, 80, 6528, 4416);
+  fake_launch k3 = kernel("sm80_xmma_gemm_split_k_kernel", 8, 8, 1, 64, 72, 4608, 2848);
+  fake_launch k4 = kernel("_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi", 64, 1, 1, 128, 28, 0, 1152);
+  /* not in the reference: 13200 blocks of 1024 threads, 64 regs -> register bound:
+   * 1 block per SM -> 1024/2048 = 50 % */
+  fake_launch k5 = kernel("big_kernel", 13200, 1, 1, 1024, 64, 0, 5000);
+  k5.block[0] = 1024;
+  uint32_t c1 = launch(&k1);
+  launch(&k2);
+  launch(&k3);
+  launch(&k4);
+  launch(&k5);
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = render(s);
+
+  yajl_val e = find_x(doc, "kernel", "elementwise_kernel_256", 0);
+  assert_non_null(e);
+  yajl_val a = ft_test_get(e, "args");
+  static const char *const keys[] = {"External id", "device", "stream", "correlation", "queued", "context",
+                                     "registers per thread", "shared memory", "blocks per SM",
+                                     "warps per SM", "grid", "block", "est. achieved occupancy %"};
+  assert_int_equal(a->u.object.len, 13);
+  for (size_t i = 0; i < 13; i++)
+    if (!ft_test_get(a, keys[i])) fail_msg("kernel args lack \"%s\"", keys[i]);
+  assert_int_equal(num(a, "External id"), op);
+  assert_int_equal(num(a, "correlation"), c1);
+  assert_int_equal(num(a, "stream"), 7);
+  assert_int_equal(num(a, "context"), 1);
+  assert_int_equal(num(a, "queued"), 0);
+  assert_int_equal(num(a, "registers per thread"), 44);
+  assert_true(fabs(num(a, "blocks per SM") - 1.939394) < 1e-9);
+  assert_true(fabs(num(a, "warps per SM") - 15.515152) < 1e-9);
+  assert_int_equal(num(a, "est. achieved occupancy %"), 24);
+  expect_dim(a, "grid", 256, 1, 1);
+  expect_dim(a, "block", 256, 1, 1);
+
+  a = ft_test_get(find_x(doc, "kernel", "sm80_xmma_gemm_kernel", 0), "args");
+  assert_int_equal(num(a, "shared memory"), 6528);
+  assert_true(fabs(num(a, "warps per SM") - 3.878788) < 1e-9);
+  assert_int_equal(num(a, "est. achieved occupancy %"), 6);
+  a = ft_test_get(find_x(doc, "kernel", "sm80_xmma_gemm_split_k_kernel", 0), "args");
+  assert_true(fabs(num(a, "blocks per SM") - 0.484848) < 1e-9);
+  assert_true(fabs(num(a, "warps per SM") - 0.969697) < 1e-9);
+  assert_int_equal(num(a, "est. achieved occupancy %"), 2);
+  /* demangled name */
+  e = find_x(doc, "kernel", "void at::native::vectorized_elementwise_kernel<4>(int)", 0);
+  if (!e) fail_msg("demangled kernel name missing");
+  a = ft_test_get(e, "args");
+  assert_true(fabs(num(a, "warps per SM") - 1.939394) < 1e-9);
+  assert_int_equal(num(a, "est. achieved occupancy %"), 3);
+  a = ft_test_get(find_x(doc, "kernel", "big_kernel", 0), "args");
+  assert_int_equal(num(a, "est. achieved occupancy %"), 50);
+
+  /* one runtime event per launch, named from the cbid table, every flow paired */
+  assert_int_equal(count_cat(doc, "X", "cuda_runtime"), 5);
+  e = find_x(doc, "cuda_runtime", "cudaLaunchKernel", 0);
+  assert_non_null(e);
+  assert_int_equal(num(ft_test_get(e, "args"), "cbid"), 211);
+  assert_int_equal(num(ft_test_get(e, "args"), "External id"), op);
+  assert_int_equal(count_cat(doc, "s", "ac2g"), 5);
+  assert_int_equal(count_cat(doc, "f", "ac2g"), 5);
+  uint64_t ns, n;
+  assert_int_equal(ft_session_device_time(s, op, &ns, &n), FT_OK);
+  assert_int_equal(n, 5);
+  assert_int_equal(ns, 2080 + 4416 + 2848 + 1152 + 5000);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_copies_sets_and_runtime_names(void **state) {
+  (void)state;
+  ft_session *s = started();
+  fake_launch cp = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                    .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                    .bytes = 65536, .dur_ns = 2000, .cbid = 0};
+  fake_launch dd = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD,
+                    .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                    .bytes = 16384, .dur_ns = 832};
+  fake_launch ms = {.kind = FAKE_MEMSET, .memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, .bytes = 1 << 20,
+                    .dur_ns = 0};
+  fake_launch sync = {.kind = FAKE_RUNTIME_ONLY, .cbid = 165};
+  fake_launch unknown = {.kind = FAKE_RUNTIME_ONLY, .cbid = 100000};
+  launch(&cp);
+  launch(&dd);
+  launch(&ms);
+  launch(&sync);
+  launch(&unknown);
+  settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = render(s);
+  yajl_val e = find_x(doc, "gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0);
+  assert_non_null(e);
+  yajl_val a = ft_test_get(e, "args");
+  assert_int_equal(num(a, "bytes"), 65536);
+  assert_true(num(a, "memory bandwidth (GB/s)") == 32.768);
+  assert_null(ft_test_get(a, "External id")); /* launched outside any range */
+  a = ft_test_get(find_x(doc, "gpu_memcpy", "Memcpy DtoD (Device -> Device)", 0), "args");
+  assert_true(num(a, "memory bandwidth (GB/s)") == 19.692307692307693);
+  e = find_x(doc, "gpu_memset", "Memset (Device)", 0);
+  assert_non_null(e);
+  a = ft_test_get(e, "args");
+  assert_int_equal(num(a, "bytes"), 1 << 20);
+  assert_string_equal(str_of(a, "memory bandwidth (GB/s)"), "N/A"); /* zero duration: quoted */
+  assert_non_null(find_x(doc, "cuda_runtime", "cudaDeviceSynchronize", 0));
+  e = find_x(doc, "cuda_runtime", "cudaRuntime", 0); /* unknown id: generic label, cbid kept */
+  assert_non_null(e);
+  assert_int_equal(num(ft_test_get(e, "args"), "cbid"), 100000);
+  /* three launches produced device work: three pairs; the two syncs none */
+  assert_int_equal(count_cat(doc, "s", "ac2g"), 3);
+  assert_int_equal(count_cat(doc, "f", "ac2g"), 3);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_graphs_orphans_and_window(void **state) {
+  (void)state;
+  ft_session *s = started();
+  fake_launch graph = kernel("graph_node", 1, 1, 1, 32, 8, 0, 1000);
+  graph.device_records = 3;
+  fake_launch orphan = kernel("orphan", 1, 1, 1, 31, 8, 0, 1000); /* block not a multiple of 32 */
+  orphan.no_runtime = 1;
+  fake_launch early = kernel("before_start", 1, 1, 1, 32, 8, 0, 1000);
+  early.start_offset_ns = -10000000000ll; /* 10 s before: outside the window */
+  uint32_t g = launch(&graph);
+  launch(&orphan);
+  launch(&early);
+  settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft_session_counts c;
+  assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
+  assert_int_equal(c.window_discarded, 1);
+  assert_int_equal(c.flows, 3);
+  yajl_val doc = render(s);
+  assert_null(find_x(doc, "kernel", "before_start", 0));
+  expect_dim(ft_test_get(find_x(doc, "kernel", "orphan", 0), "args"), "block", 31, 1, 1);
+  /* three device events of one launch: ids g, 1<<32|g, 2<<32|g, each paired */
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  for (uint64_t k = 0; k < 3; k++) {
+    long long want = (long long)(k << 32 | g);
+    int s_n = 0, f_n = 0;
+    for (size_t i = 0; i < ev->u.array.len; i++) {
+      yajl_val e = ev->u.array.values[i];
+      yajl_val id = ft_test_get(e, "id");
+      if (!id || YAJL_GET_INTEGER(id) != want) continue;
+      if (!strcmp(str_of(e, "ph"), "s")) s_n++;
+      if (!strcmp(str_of(e, "ph"), "f")) f_n++;
+    }
+    assert_int_equal(s_n, 1);
+    assert_int_equal(f_n, 1);
+  }
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_pop_unwinds_the_vendor_stack(void **state) {
+  (void)state;
+  /* The fake rejects a NULL pop like CANN's MSPTI; if the tracer passed NULL, the
+   * launch after the ranges would be stamped with a stale id. */
+  ft_session *s = started();
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(ft_range_push(s, "r", NULL), FT_OK);
+    assert_int_equal(ft_range_pop(s), FT_OK);
+  }
+  fake_launch k = kernel("after_ranges", 1, 1, 1, 32, 8, 0, 1000);
+  launch(&k);
+  settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = render(s);
+  yajl_val e = find_x(doc, "kernel", "after_ranges", 0);
+  assert_non_null(e);
+  assert_null(ft_test_get(ft_test_get(e, "args"), "External id"));
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_dropped_records_are_reported(void **state) {
+  (void)state;
+  ft_session *s = started();
+  fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 1000);
+  launch(&k);
+  drop(5);
+  settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft_session_counts c;
+  assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
+  assert_int_equal(c.dropped_records, 5);
+  yajl_val doc = render(s);
+  assert_int_equal(YAJL_GET_INTEGER(ft_test_get(ft_test_get(doc, "flagtrace"), "dropped_records")), 5);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void expect_unavailable(const char *needle) {
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  const char *why;
+  assert_int_equal(ft_session_device_status(s, &why), FT_EUNAVAILABLE);
+  if (!strstr(why, needle)) fail_msg("reason '%s' lacks '%s'", why, needle);
+  /* CPU profiling continues and the trace says why */
+  assert_int_equal(ft_session_start(s), FT_OK);
+  assert_int_equal(ft_range_push(s, "cpu only", NULL), FT_OK);
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = render(s);
+  assert_true(YAJL_IS_FALSE(ft_test_get(ft_test_get(doc, "flagtrace"), "device_activity")));
+  assert_non_null(strstr(str_of(ft_test_get(doc, "flagtrace"), "device_status"), needle));
+  assert_non_null(find_x(doc, "user_annotation", "cpu only", 0));
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_unusable_libraries(void **state) {
+  (void)state;
+  setenv("FAKE_CUPTI_VERSION", "120000", 1);
+  expect_unavailable("record layout mismatch");
+  unsetenv("FAKE_CUPTI_VERSION");
+  setenv("FLAGOS_TRACER_LIBRARY", "/nonexistent/libcupti.so.13", 1);
+  expect_unavailable("FLAGOS_TRACER_LIBRARY=/nonexistent/libcupti.so.13 could not be used");
+  setenv("FLAGOS_TRACER_LIBRARY", "/etc/passwd", 1); /* not a library */
+  expect_unavailable("/etc/passwd");
+  setenv("FLAGOS_TRACER_LIBRARY", fake_path, 1);
+}
+
+static void test_enable_failure_keeps_cpu_profiling(void **state) {
+  (void)state;
+  setenv("FAKE_CUPTI_FAIL_ENABLE", "1", 1);
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  const char *why;
+  assert_int_equal(ft_session_device_status(s, &why), FT_EVENDOR);
+  assert_non_null(strstr(why, "cuptiActivityEnable: FAKE_CUPTI_ERROR"));
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft_session_destroy(s);
+  unsetenv("FAKE_CUPTI_FAIL_ENABLE");
+}
+
+int main(void) {
+  const char *p = getenv("FLAGOS_TRACER_LIBRARY");
+  if (!p) {
+    fprintf(stderr, "test_cupti_fake: FLAGOS_TRACER_LIBRARY must name the fake libcupti\n");
+    return 1;
+  }
+  snprintf(fake_path, sizeof fake_path, "%s", p);
+  void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "test_cupti_fake: %s\n", dlerror());
+    return 1;
+  }
+  launch = (fake_cupti_launch_fn)dlsym(h, "fake_cupti_launch");
+  drop = (fake_cupti_drop_fn)dlsym(h, "fake_cupti_drop");
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_kernel_fields_match_torch_reference),
+      cmocka_unit_test(test_copies_sets_and_runtime_names),
+      cmocka_unit_test(test_graphs_orphans_and_window),
+      cmocka_unit_test(test_pop_unwinds_the_vendor_stack),
+      cmocka_unit_test(test_dropped_records_are_reported),
+      cmocka_unit_test(test_unusable_libraries),
+      cmocka_unit_test(test_enable_failure_keeps_cpu_profiling),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

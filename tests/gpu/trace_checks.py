@@ -1,0 +1,60 @@
+"""Structural checks of a flagtrace Chrome trace, shared by the GPU tests."""
+import gzip
+import json
+from collections import Counter, defaultdict
+
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+RUNTIME_CATS = ("cuda_runtime", "privateuse1_runtime")
+GENERIC_RUNTIME_NAMES = {"cudaRuntime"}
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def xs(doc, cats):
+    return [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") in cats]
+
+
+def ns(doc, ts_us):
+    return doc.get("baseTimeNanoseconds", 0) + round(ts_us * 1000)
+
+
+def check_flows_paired(doc):
+    """Every flow id: exactly one s and one f; returns the number of pairs."""
+    halves = defaultdict(Counter)
+    for e in doc["traceEvents"]:
+        if e.get("ph") in ("s", "f") and e.get("cat") == "ac2g":
+            assert e["id"] != 0, e
+            halves[e["id"]][e["ph"]] += 1
+    bad = {i: dict(c) for i, c in halves.items() if c != Counter({"s": 1, "f": 1})}
+    assert not bad, f"unpaired or duplicated flow ids: {list(bad.items())[:5]}"
+    return len(halves)
+
+
+def check_window(doc):
+    lo, hi = doc["flagtrace"]["capture_window_ns"]
+    for e in xs(doc, DEVICE_CATS + RUNTIME_CATS + ("user_annotation",)):
+        start = ns(doc, e["ts"])
+        end = start + round(e["dur"] * 1000)
+        # ts/dur are printed to the ns, so the rounding error is at most 1 ns each
+        assert lo - 1 <= start and end <= hi + 2, f"{e['name']} [{start}, {end}] outside [{lo}, {hi}]"
+
+
+def check_runtime_names(doc):
+    rt = xs(doc, RUNTIME_CATS)
+    assert rt, "no runtime events"
+    generic = sum(1 for e in rt if e["name"] in GENERIC_RUNTIME_NAMES)
+    assert generic < len(rt) / 2, f"{generic} of {len(rt)} runtime events carry the generic label"
+    assert all("cbid" in e["args"] for e in rt)
+    return Counter(e["name"] for e in rt)
+
+
+def device_time_by_external_id(doc):
+    total = defaultdict(int)
+    for e in xs(doc, DEVICE_CATS):
+        if "External id" in e["args"]:
+            total[e["args"]["External id"]] += round(e["dur"] * 1000)
+    return total

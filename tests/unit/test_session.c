@@ -1,0 +1,383 @@
+/* Unit tests: capture window, flows, external-id attribution, trace file writing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "test_support.h"
+
+enum { LO = 1000000, HI = 2000000 };
+
+static ft_session *new_session(void) {
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft__session_set_window(s, LO, HI);
+  return s;
+}
+
+static void add(ft_session *s, ft_event_kind kind, uint64_t start, uint64_t end, uint32_t corr,
+                bool has_ext, uint64_t ext, const char *name) {
+  static const ft_kv md[] = {{"grid", "[2, 1, 1]"}, {"note", "N/A"}};
+  ft_device_event ev = {.kind = kind, .start_ns = start, .end_ns = end, .correlation_id = corr,
+                        .has_external_id = has_ext, .external_id = ext, .device = 0,
+                        .stream = 7, .thread_id = 42, .name = name,
+                        .metadata = kind == FT_EVENT_KERNEL ? md : NULL,
+                        .n_metadata = kind == FT_EVENT_KERNEL ? 2 : 0};
+  assert_int_equal(ft__session_inject(s, &ev), FT_OK);
+}
+
+/* Writes s into memory and parses it. */
+static yajl_val render(ft_session *s) {
+  ft__out *o;
+  assert_int_equal(ft__out_open_mem(&o, false), FT_OK);
+  assert_int_equal(ft__write_trace(s, o, NULL), FT_OK);
+  size_t len;
+  const char *m = ft__out_mem(o, &len);
+  char err[512];
+  yajl_val v = ft_test_parse_json(m, len, err, sizeof err);
+  if (!v) fail_msg("trace is not JSON: %s", err);
+  ft__out_abort(o);
+  return v;
+}
+
+static yajl_val events_of(yajl_val doc) {
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  assert_true(ev && YAJL_IS_ARRAY(ev));
+  return ev;
+}
+
+static const char *str_of(yajl_val o, const char *key) {
+  yajl_val v = ft_test_get(o, key);
+  return v && YAJL_IS_STRING(v) ? YAJL_GET_STRING(v) : "";
+}
+
+static long long int_of(yajl_val o, const char *key) {
+  yajl_val v = ft_test_get(o, key);
+  assert_true(v && YAJL_IS_INTEGER(v));
+  return YAJL_GET_INTEGER(v);
+}
+
+static size_t count_x(yajl_val doc, const char *name) {
+  yajl_val ev = events_of(doc);
+  size_t n = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    if (!strcmp(str_of(e, "ph"), "X") && !strcmp(str_of(e, "name"), name)) n++;
+  }
+  return n;
+}
+
+/* Every flow id: exactly one s and one f, each right after a slice on the same
+ * pid/tid at the same ts. Returns the number of pairs. */
+static size_t check_flows(yajl_val doc) {
+  yajl_val ev = events_of(doc);
+  size_t pairs = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    const char *ph = str_of(e, "ph");
+    if (strcmp(ph, "s") && strcmp(ph, "f")) continue;
+    long long id = int_of(e, "id");
+    assert_true(id != 0);
+    /* the preceding X (skipping earlier flow halves) is the slice it belongs to */
+    size_t j = i;
+    while (j > 0 && strcmp(str_of(ev->u.array.values[j - 1], "ph"), "X")) j--;
+    assert_true(j > 0);
+    yajl_val slice = ev->u.array.values[j - 1];
+    assert_int_equal(int_of(slice, "pid"), int_of(e, "pid"));
+    assert_int_equal(int_of(slice, "tid"), int_of(e, "tid"));
+    assert_true(YAJL_GET_DOUBLE(ft_test_get(slice, "ts")) == YAJL_GET_DOUBLE(ft_test_get(e, "ts")));
+    assert_string_equal(str_of(slice, "cat"), !strcmp(ph, "s") ? "cuda_runtime" : str_of(slice, "cat"));
+    if (!strcmp(ph, "f")) assert_string_equal(str_of(e, "bp"), "e");
+    size_t s_count = 0, f_count = 0;
+    for (size_t k = 0; k < ev->u.array.len; k++) {
+      yajl_val o = ev->u.array.values[k];
+      const char *p2 = str_of(o, "ph");
+      if ((!strcmp(p2, "s") || !strcmp(p2, "f")) && int_of(o, "id") == id) {
+        if (!strcmp(p2, "s")) s_count++; else f_count++;
+      }
+    }
+    assert_int_equal(s_count, 1);
+    assert_int_equal(f_count, 1);
+    if (!strcmp(ph, "f")) pairs++;
+  }
+  return pairs;
+}
+
+static void test_window_is_strict_containment(void **state) {
+  (void)state;
+  ft_session *s = new_session();
+  add(s, FT_EVENT_KERNEL, LO, HI, 0, false, 0, "exactly_the_window");
+  add(s, FT_EVENT_KERNEL, LO - 1, LO + 10, 0, false, 0, "starts_before");
+  add(s, FT_EVENT_KERNEL, HI - 10, HI + 1, 0, false, 0, "ends_after");
+  add(s, FT_EVENT_KERNEL, LO + 5, LO + 5, 0, false, 0, "zero_length_inside");
+  add(s, FT_EVENT_KERNEL, LO + 9, LO + 8, 0, false, 0, "end_before_start");
+  add(s, FT_EVENT_RUNTIME, 10, 20, 0, false, 0, "long_before");
+  yajl_val doc = render(s);
+  assert_int_equal(count_x(doc, "exactly_the_window"), 1);
+  assert_int_equal(count_x(doc, "zero_length_inside"), 1);
+  assert_int_equal(count_x(doc, "starts_before"), 0);
+  assert_int_equal(count_x(doc, "ends_after"), 0);
+  assert_int_equal(count_x(doc, "end_before_start"), 0);
+  assert_int_equal(count_x(doc, "long_before"), 0);
+  assert_int_equal(int_of(ft_test_get(doc, "flagtrace"), "window_discarded"), 4);
+  ft_session_counts c;
+  assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
+  assert_int_equal(c.window_discarded, 4);
+  assert_int_equal(c.device_events, 6);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_flow_edge_cases(void **state) {
+  (void)state;
+  ft_session *s = new_session();
+  /* 10: launch + kernel -> one pair, id 10 */
+  add(s, FT_EVENT_RUNTIME, LO + 100, LO + 110, 10, false, 0, "launch10");
+  add(s, FT_EVENT_KERNEL, LO + 200, LO + 300, 10, false, 0, "k10");
+  /* 11: a runtime call that launched nothing -> no flow */
+  add(s, FT_EVENT_RUNTIME, LO + 120, LO + 130, 11, false, 0, "sync11");
+  /* 12: a kernel whose launch is missing -> no flow */
+  add(s, FT_EVENT_KERNEL, LO + 400, LO + 500, 12, false, 0, "orphan12");
+  /* 13: launch outside the window -> kernel gets no flow */
+  add(s, FT_EVENT_RUNTIME, LO - 50, LO + 10, 13, false, 0, "early13");
+  add(s, FT_EVENT_KERNEL, LO + 600, LO + 700, 13, false, 0, "k13");
+  /* 14: kernel outside the window -> launch gets no flow */
+  add(s, FT_EVENT_RUNTIME, LO + 800, LO + 810, 14, false, 0, "late14");
+  add(s, FT_EVENT_KERNEL, HI - 5, HI + 5, 14, false, 0, "k14");
+  /* 15: one launch, two device events (a graph) -> two pairs, distinct ids */
+  add(s, FT_EVENT_KERNEL, LO + 900, LO + 950, 15, false, 0, "g15a"); /* device first in storage */
+  add(s, FT_EVENT_RUNTIME, LO + 850, LO + 860, 15, false, 0, "graph15");
+  add(s, FT_EVENT_MEMCPY, LO + 960, LO + 990, 15, false, 0, "g15b");
+  /* 16: two runtime records with one id (runtime + driver): only the first owns */
+  add(s, FT_EVENT_RUNTIME, LO + 1000, LO + 1010, 16, false, 0, "rt16");
+  add(s, FT_EVENT_RUNTIME, LO + 1001, LO + 1009, 16, false, 0, "drv16");
+  add(s, FT_EVENT_MEMSET, LO + 1100, LO + 1200, 16, false, 0, "ms16");
+  /* 0: no correlation -> never a flow */
+  add(s, FT_EVENT_RUNTIME, LO + 1300, LO + 1310, 0, false, 0, "rt0");
+  add(s, FT_EVENT_KERNEL, LO + 1400, LO + 1410, 0, false, 0, "k0");
+  yajl_val doc = render(s);
+  assert_int_equal(check_flows(doc), 4);
+  ft_session_counts c;
+  assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
+  assert_int_equal(c.flows, 4);
+  /* the ids: 10, 15, 1<<32|15, 16 */
+  yajl_val ev = events_of(doc);
+  long long want[] = {10, 15, (1ll << 32) | 15, 16};
+  for (size_t w = 0; w < 4; w++) {
+    size_t hits = 0;
+    for (size_t i = 0; i < ev->u.array.len; i++) {
+      yajl_val e = ev->u.array.values[i];
+      if (!strcmp(str_of(e, "ph"), "f") && int_of(e, "id") == want[w]) hits++;
+    }
+    assert_int_equal(hits, 1);
+  }
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_flow_sparse_ids(void **state) {
+  (void)state;
+  /* ids spread over the 32-bit range take the map path instead of the dense array */
+  ft_session *s = new_session();
+  uint32_t ids[] = {7, 1u << 31, 4000000000u, 123456789u};
+  for (size_t i = 0; i < 4; i++) {
+    add(s, FT_EVENT_RUNTIME, LO + 10 * i, LO + 10 * i + 1, ids[i], false, 0, "launch");
+    if (i != 3) add(s, FT_EVENT_KERNEL, LO + 100 + 10 * i, LO + 105 + 10 * i, ids[i], false, 0, "k");
+  }
+  add(s, FT_EVENT_KERNEL, LO + 500, LO + 501, 99, false, 0, "orphan");
+  yajl_val doc = render(s);
+  assert_int_equal(check_flows(doc), 3);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static yajl_val args_of_first(yajl_val doc, const char *name) {
+  yajl_val ev = events_of(doc);
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    if (!strcmp(str_of(e, "ph"), "X") && !strcmp(str_of(e, "name"), name)) return ft_test_get(e, "args");
+  }
+  fail_msg("no event %s", name);
+  return NULL;
+}
+
+static void test_external_id_zero_and_attribution(void **state) {
+  (void)state;
+  ft_session *s = new_session();
+  add(s, FT_EVENT_KERNEL, LO + 10, LO + 30, 5, true, 0, "ext0_a");   /* 20 ns to op 0 */
+  add(s, FT_EVENT_MEMCPY, LO + 40, LO + 45, 6, true, 0, "ext0_b");   /* 5 ns to op 0 */
+  add(s, FT_EVENT_KERNEL, LO + 50, LO + 150, 7, false, 0, "no_ext"); /* attributed to nobody */
+  add(s, FT_EVENT_KERNEL, LO + 200, LO + 207, 0, true, 5, "ext5");   /* op 5; vendor id 0 */
+  add(s, FT_EVENT_RUNTIME, LO + 1, LO + 2, 5, true, 0, "launch");    /* runtime: never device time */
+  yajl_val doc = render(s);
+  yajl_val a = args_of_first(doc, "ext0_a");
+  assert_int_equal(int_of(a, "External id"), 0);
+  assert_int_equal(int_of(a, "correlation"), 5);
+  assert_int_equal(int_of(a, "device"), 0);
+  assert_int_equal(int_of(a, "stream"), 7);
+  assert_true(YAJL_IS_ARRAY(ft_test_get(a, "grid")));
+  assert_string_equal(str_of(a, "note"), "N/A");
+  assert_null(ft_test_get(args_of_first(doc, "no_ext"), "External id"));
+  uint64_t ns, n;
+  assert_int_equal(ft_session_device_time(s, 0, &ns, &n), FT_OK);
+  assert_int_equal(ns, 25);
+  assert_int_equal(n, 2);
+  /* keyed on the external id: vendor correlation 5 must not pull in ext0_a */
+  assert_int_equal(ft_session_device_time(s, 5, &ns, &n), FT_OK);
+  assert_int_equal(ns, 7);
+  assert_int_equal(n, 1);
+  assert_int_equal(ft_session_device_time(s, 7, &ns, &n), FT_OK);
+  assert_int_equal(ns, 0);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_external_ids_resolved_by_correlation(void **state) {
+  (void)state;
+  /* Buffers complete in any order: a correlation record may come before or after
+   * the events it names; an event with its own id keeps it. */
+  ft_session *s = new_session();
+  assert_int_equal(ft__session_inject_external(s, 21, 0), FT_OK); /* before its events, id 0 */
+  add(s, FT_EVENT_KERNEL, LO + 10, LO + 20, 21, false, 0, "k21");
+  add(s, FT_EVENT_RUNTIME, LO + 1, LO + 2, 21, false, 0, "rt21");
+  add(s, FT_EVENT_KERNEL, LO + 30, LO + 70, 22, false, 0, "k22");
+  add(s, FT_EVENT_KERNEL, LO + 80, LO + 90, 23, true, 99, "k23_own");
+  assert_int_equal(ft__session_inject_external(s, 22, 8), FT_OK); /* after */
+  assert_int_equal(ft__session_inject_external(s, 23, 8), FT_OK); /* must not override 99 */
+  yajl_val doc = render(s);
+  assert_int_equal(int_of(args_of_first(doc, "k21"), "External id"), 0);
+  assert_int_equal(int_of(args_of_first(doc, "rt21"), "External id"), 0);
+  assert_int_equal(int_of(args_of_first(doc, "k22"), "External id"), 8);
+  assert_int_equal(int_of(args_of_first(doc, "k23_own"), "External id"), 99);
+  uint64_t ns, n;
+  assert_int_equal(ft_session_device_time(s, 8, &ns, &n), FT_OK);
+  assert_int_equal(ns, 40);
+  assert_int_equal(n, 1);
+  assert_int_equal(ft_session_device_time(s, 0, &ns, &n), FT_OK);
+  assert_int_equal(ns, 10); /* the runtime event is not device time */
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_ranges_record_and_nest(void **state) {
+  (void)state;
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_range_push(s, "too early", NULL), FT_ESTATE);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  uint64_t outer, inner;
+  assert_int_equal(ft_range_push(s, "outer", &outer), FT_OK);
+  assert_int_equal(ft_range_push(s, "inner \"quoted\"", &inner), FT_OK);
+  assert_int_not_equal(outer, inner);
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  assert_int_equal(ft_range_pop(s), FT_ESTATE); /* nothing open */
+  assert_string_equal(ft_session_last_error(s), "no open range of this session on this thread");
+  assert_int_equal(ft_session_write(s, "/tmp/never.json"), FT_ESTATE); /* not stopped */
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  assert_int_equal(ft_session_stop(s), FT_ESTATE);
+  yajl_val doc = render(s);
+  yajl_val a = args_of_first(doc, "inner \"quoted\"");
+  assert_int_equal(int_of(a, "External id"), (long long)inner);
+  assert_int_equal(count_x(doc, "outer"), 1);
+  /* the trace says why no device activity is there */
+  yajl_val ft = ft_test_get(doc, "flagtrace");
+  assert_true(YAJL_IS_FALSE(ft_test_get(ft, "device_activity")));
+  assert_true(strlen(str_of(ft, "device_status")) > 10);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_second_session_is_busy(void **state) {
+  (void)state;
+  ft_session *a, *b;
+  assert_int_equal(ft_session_create(&a, NULL), FT_OK);
+  assert_int_equal(ft_session_create(&b, NULL), FT_OK);
+  assert_int_equal(ft_session_start(a), FT_OK);
+  assert_int_equal(ft_session_start(b), FT_EBUSY);
+  assert_int_equal(ft_session_stop(a), FT_OK);
+  assert_int_equal(ft_session_start(b), FT_OK);
+  ft_session_destroy(b); /* destroy stops a running session */
+  ft_session_destroy(a);
+}
+
+static size_t count_tmp_files(const char *dir) {
+  DIR *d = opendir(dir);
+  size_t n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (strstr(e->d_name, ".tmp.")) n++;
+  closedir(d);
+  return n;
+}
+
+static void test_write_files_plain_and_gzip(void **state) {
+  (void)state;
+  char dir[] = "/tmp/ft_write_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  ft_session *s = new_session();
+  add(s, FT_EVENT_RUNTIME, LO + 1, LO + 2, 3, true, 9, "cudaLaunchKernel");
+  add(s, FT_EVENT_KERNEL, LO + 3, LO + 4, 3, true, 9, "k\x01\xff");
+  char path[256];
+  for (int gz = 0; gz < 2; gz++) {
+    snprintf(path, sizeof path, "%s/trace.json%s", dir, gz ? ".gz" : "");
+    assert_int_equal(ft_session_write(s, path), FT_OK);
+    size_t len;
+    char *raw = ft_test_read_file(path, &len);
+    assert_non_null(raw);
+    char *text = raw;
+    if (gz) {
+      assert_true((unsigned char)raw[0] == 0x1f && (unsigned char)raw[1] == 0x8b);
+      text = ft_test_gunzip(raw, len, &len);
+      assert_non_null(text);
+    }
+    char err[256];
+    yajl_val doc = ft_test_parse_json(text, len, err, sizeof err);
+    if (!doc) fail_msg("%s: %s", path, err);
+    assert_int_equal(check_flows(doc), 1);
+    assert_int_equal(count_x(doc, "k\x01\xef\xbf\xbd"), 1); /* escaped, U+FFFD */
+    /* HTA's rank regex needs a space after the colon */
+    assert_non_null(strstr(text, "\"rank\": 0"));
+    yajl_tree_free(doc);
+    if (text != raw) free(text);
+    free(raw);
+  }
+  assert_int_equal(count_tmp_files(dir), 0);
+  /* a missing directory: FT_EIO, a message naming the path, nothing created */
+  snprintf(path, sizeof path, "%s/missing/trace.json", dir);
+  assert_int_equal(ft_session_write(s, path), FT_EIO);
+  assert_non_null(strstr(ft_session_last_error(s), path));
+  assert_non_null(strstr(ft_session_last_error(s), "No such file or directory"));
+  ft_session_destroy(s);
+  snprintf(path, sizeof path, "%s/trace.json", dir);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/trace.json.gz", dir);
+  unlink(path);
+  rmdir(dir);
+}
+
+int main(void) {
+  /* No vendor library: the session tests must not depend on a GPU. */
+  setenv("FLAGOS_TRACER_LIBRARY", "/nonexistent/libcupti.so", 1);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_window_is_strict_containment),
+      cmocka_unit_test(test_flow_edge_cases),
+      cmocka_unit_test(test_flow_sparse_ids),
+      cmocka_unit_test(test_external_id_zero_and_attribution),
+      cmocka_unit_test(test_external_ids_resolved_by_correlation),
+      cmocka_unit_test(test_ranges_record_and_nest),
+      cmocka_unit_test(test_second_session_is_busy),
+      cmocka_unit_test(test_write_files_plain_and_gzip),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

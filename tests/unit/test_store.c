@@ -1,0 +1,101 @@
+/* Unit tests: interning, chunked arrays, the u64 map. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void test_intern_dedups(void **state) {
+  (void)state;
+  ft__strtab in;
+  ft__intern_init(&in);
+  uint32_t a, b, c, d;
+  assert_int_equal(ft__intern(&in, "kernel", 6, &a), FT_OK);
+  assert_int_equal(ft__intern(&in, "memcpy", 6, &b), FT_OK);
+  assert_int_equal(ft__intern(&in, "kernel", 6, &c), FT_OK);
+  assert_int_equal(ft__intern(&in, "kern", 4, &d), FT_OK);
+  assert_int_equal(a, c);
+  assert_int_not_equal(a, b);
+  assert_int_not_equal(a, d);
+  assert_string_equal(ft__intern_str(&in, d), "kern");
+  /* many distinct strings survive rehashing and stay findable */
+  char buf[32];
+  for (int i = 0; i < 20000; i++) {
+    snprintf(buf, sizeof buf, "name-%d", i);
+    uint32_t id;
+    assert_int_equal(ft__intern(&in, buf, strlen(buf), &id), FT_OK);
+    assert_int_equal(id, (uint32_t)i + 3);
+  }
+  for (int i = 0; i < 20000; i += 997) {
+    snprintf(buf, sizeof buf, "name-%d", i);
+    uint32_t id;
+    assert_int_equal(ft__intern(&in, buf, strlen(buf), &id), FT_OK);
+    assert_int_equal(id, (uint32_t)i + 3);
+    assert_string_equal(ft__intern_str(&in, id), buf);
+  }
+  assert_int_equal(in.n, 20003);
+  ft__intern_free(&in);
+}
+
+static void test_vec_stable_and_zeroed(void **state) {
+  (void)state;
+  ft__vec v;
+  ft__vec_init(&v, sizeof(uint64_t), 4); /* 16 per chunk */
+  uint64_t *first = ft__vec_push(&v);
+  *first = 42;
+  for (uint64_t i = 1; i < 1000; i++) {
+    uint64_t *p = ft__vec_push(&v);
+    assert_int_equal(*p, 0);
+    *p = i * 3;
+  }
+  assert_ptr_equal(ft__vec_at(&v, 0), first); /* never moved */
+  assert_int_equal(*first, 42);
+  assert_int_equal(*(uint64_t *)ft__vec_at(&v, 999), 2997);
+  assert_int_equal(v.len, 1000);
+  ft__vec_free(&v);
+}
+
+static void test_map(void **state) {
+  (void)state;
+  ft__map m;
+  assert_int_equal(ft__map_init(&m, 2), FT_OK);
+  assert_null(ft__map_find(&m, 0));
+  for (uint64_t k = 0; k < 5000; k++) *ft__map_upsert(&m, k * 7919) = k + 1;
+  assert_int_equal(m.len, 5000);
+  for (uint64_t k = 0; k < 5000; k++) {
+    uint64_t *v = ft__map_find(&m, k * 7919);
+    assert_non_null(v);
+    assert_int_equal(*v, k + 1);
+  }
+  assert_null(ft__map_find(&m, 1));
+  ft__map_free(&m);
+}
+
+static void test_arena_large_blocks(void **state) {
+  (void)state;
+  ft__arena a;
+  ft__arena_init(&a);
+  char *small = ft__arena_alloc(&a, 10);
+  char *big = ft__arena_alloc(&a, 200000);
+  char *small2 = ft__arena_alloc(&a, 10);
+  assert_non_null(small);
+  assert_non_null(big);
+  memset(big, 7, 200000);
+  /* the small allocations share the first chunk: the big block went behind it */
+  assert_ptr_equal(small2, small + 16);
+  ft__arena_free(&a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_intern_dedups),
+      cmocka_unit_test(test_vec_stable_and_zeroed),
+      cmocka_unit_test(test_map),
+      cmocka_unit_test(test_arena_large_blocks),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
