@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "flagtrace/device_tracer.h"
 #include "flagtrace/flagtrace.h"
@@ -151,8 +152,24 @@ void ft__out_abort(ft__out *o);
  * close/abort; finishes a gzip stream. Null writers return NULL and the count. */
 const char *ft__out_mem(ft__out *o, size_t *len);
 
-void ft__out_write(ft__out *o, const char *s, size_t n);
+/* The buffer at the start of every ft__out, so small writes inline to a memcpy. */
+typedef struct ft__out_head {
+  char *buf;
+  size_t used, cap;
+} ft__out_head;
+void ft__out_write_slow(ft__out *o, const char *s, size_t n);
+static inline void ft__out_write(ft__out *o, const char *s, size_t n) {
+  ft__out_head *h = (ft__out_head *)o;
+  if (n <= h->cap - h->used) {
+    memcpy(h->buf + h->used, s, n);
+    h->used += n;
+  } else {
+    ft__out_write_slow(o, s, n);
+  }
+}
 void ft__out_str(ft__out *o, const char *s); /* raw, no escaping */
+/* A string literal, its length known at compile time. */
+#define FT__OUT_LIT(o, lit) ft__out_write((o), "" lit, sizeof(lit) - 1)
 void ft__out_u64(ft__out *o, uint64_t v);
 void ft__out_i64(ft__out *o, int64_t v);
 /* ns as microseconds with exactly three decimals. */

@@ -14,8 +14,8 @@
 enum { OUT_BUF = 256 * 1024 };
 
 struct ft__out {
+  ft__out_head head; /* buf/used/cap: the inline fast path in internal.h */
   char buf[OUT_BUF];
-  size_t used;
   int fd;           /* -1 for memory writers */
   bool discard;     /* count bytes only (benchmarks) */
   bool gzip;
@@ -87,27 +87,25 @@ static void deflate_some(ft__out *o, const char *p, size_t n, int flush) {
 }
 
 static void flush_buf(ft__out *o) {
-  if (!o->used) return;
+  if (!o->head.used) return;
   if (o->gzip)
-    deflate_some(o, o->buf, o->used, Z_NO_FLUSH);
+    deflate_some(o, o->buf, o->head.used, Z_NO_FLUSH);
   else
-    sink_raw(o, o->buf, o->used);
-  o->used = 0;
+    sink_raw(o, o->buf, o->head.used);
+  o->head.used = 0;
 }
 
-void ft__out_write(ft__out *o, const char *s, size_t n) {
-  if (n > OUT_BUF - o->used) {
-    flush_buf(o);
-    if (n > OUT_BUF) {
-      if (o->gzip)
-        deflate_some(o, s, n, Z_NO_FLUSH);
-      else
-        sink_raw(o, s, n);
-      return;
-    }
+void ft__out_write_slow(ft__out *o, const char *s, size_t n) {
+  flush_buf(o);
+  if (n > OUT_BUF) {
+    if (o->gzip)
+      deflate_some(o, s, n, Z_NO_FLUSH);
+    else
+      sink_raw(o, s, n);
+    return;
   }
-  memcpy(o->buf + o->used, s, n);
-  o->used += n;
+  memcpy(o->buf, s, n);
+  o->head.used = n;
 }
 
 void ft__out_str(ft__out *o, const char *s) { ft__out_write(o, s, strlen(s)); }
@@ -228,8 +226,8 @@ void ft__out_json_string(ft__out *o, const char *str, size_t n) {
       take = PIECE;
       for (int back = 0; back < 3 && ((unsigned char)str[take] & 0xC0) == 0x80; back++) take--;
     }
-    if (OUT_BUF - o->used < worst) flush_buf(o);
-    char *d = o->buf + o->used;
+    if (OUT_BUF - o->head.used < worst) flush_buf(o);
+    char *d = o->buf + o->head.used;
     size_t w = ft__json_escape(d, str, take);
     bool last = take == n;
     /* drop the opening quote of continuation pieces and the closing one of all
@@ -237,7 +235,7 @@ void ft__out_json_string(ft__out *o, const char *str, size_t n) {
     size_t skip = first ? 0 : 1;
     size_t keep = w - skip - (last ? 0 : 1);
     if (skip) memmove(d, d + 1, keep);
-    o->used += keep;
+    o->head.used += keep;
     str += take;
     n -= take;
     first = false;
@@ -327,7 +325,10 @@ size_t ft__fmt_double(double v, char *buf) {
 
 static ft__out *out_new(void) {
   ft__out *o = calloc(1, sizeof *o);
-  if (o) o->fd = -1;
+  if (!o) return NULL;
+  o->fd = -1;
+  o->head.buf = o->buf;
+  o->head.cap = OUT_BUF;
   return o;
 }
 

@@ -171,15 +171,15 @@ static void out_key(ft__out *o, const char *key) {
 }
 
 static void out_flow(ft__out *o, char ph, uint64_t id, uint64_t pid, uint64_t tid, uint64_t ts) {
-  ft__out_str(o, ",\n  {\"ph\":\"");
+  FT__OUT_LIT(o, ",\n  {\"ph\":\"");
   ft__out_write(o, &ph, 1);
-  ft__out_str(o, "\",\"id\":");
+  FT__OUT_LIT(o, "\",\"id\":");
   ft__out_u64(o, id);
-  ft__out_str(o, ",\"pid\":");
+  FT__OUT_LIT(o, ",\"pid\":");
   ft__out_u64(o, pid);
-  ft__out_str(o, ",\"tid\":");
+  FT__OUT_LIT(o, ",\"tid\":");
   ft__out_u64(o, tid);
-  ft__out_str(o, ",\"ts\":");
+  FT__OUT_LIT(o, ",\"ts\":");
   ft__out_us3(o, ts);
   ft__out_str(o, ph == 'f' ? ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}"
                            : ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}");
@@ -190,19 +190,19 @@ static void out_meta_event(ft__out *o, bool *first, const char *name, uint64_t p
   ft__out_str(o, *first ? "\n  {\"name\":\"" : ",\n  {\"name\":\"");
   *first = false;
   ft__out_str(o, name);
-  ft__out_str(o, "\",\"ph\":\"M\",\"ts\":");
+  FT__OUT_LIT(o, "\",\"ph\":\"M\",\"ts\":");
   ft__out_us3(o, ts);
-  ft__out_str(o, ",\"pid\":");
+  FT__OUT_LIT(o, ",\"pid\":");
   ft__out_u64(o, pid);
-  ft__out_str(o, ",\"tid\":");
+  FT__OUT_LIT(o, ",\"tid\":");
   ft__out_u64(o, tid);
-  ft__out_str(o, ",\"args\":{");
+  FT__OUT_LIT(o, ",\"args\":{");
   out_key(o, argkey);
   if (sval)
     ft__out_json_string(o, sval, strlen(sval));
   else
     ft__out_i64(o, ival);
-  ft__out_str(o, "}}");
+  FT__OUT_LIT(o, "}}");
 }
 
 static void write_rows(const ft_session *s, const plan *p, ft__out *o, uint64_t base, bool *first) {
@@ -249,29 +249,29 @@ static const char *category(const ft_session *s, unsigned kind) {
 static void write_event(const ft_session *s, plan *p, ft__out *o, const ft__event *e, uint64_t base) {
   const ft__store *st = &s->store;
   bool device = ft__is_device_kind(e->kind);
-  ft__out_str(o, ",\n  {\"ph\":\"X\",\"cat\":\"");
+  FT__OUT_LIT(o, ",\n  {\"ph\":\"X\",\"cat\":\"");
   ft__out_str(o, category(s, e->kind));
-  ft__out_str(o, "\",\"name\":");
+  FT__OUT_LIT(o, "\",\"name\":");
   out_interned(o, p, false, &st->names, e->name_id);
-  ft__out_str(o, ",\"pid\":");
+  FT__OUT_LIT(o, ",\"pid\":");
   ft__out_u64(o, device ? e->device : s->pid);
-  ft__out_str(o, ",\"tid\":");
+  FT__OUT_LIT(o, ",\"tid\":");
   ft__out_u64(o, device ? e->stream : e->thread_id);
-  ft__out_str(o, ",\"ts\":");
+  FT__OUT_LIT(o, ",\"ts\":");
   ft__out_us3(o, e->start_ns - base);
-  ft__out_str(o, ",\"dur\":");
+  FT__OUT_LIT(o, ",\"dur\":");
   ft__out_us3(o, e->end_ns - e->start_ns);
-  ft__out_str(o, ",\"args\":{");
+  FT__OUT_LIT(o, ",\"args\":{");
   bool comma = false;
   if (e->flags & FT__F_HAS_EXTERNAL) {
-    ft__out_str(o, "\"External id\":");
+    FT__OUT_LIT(o, "\"External id\":");
     ft__out_u64(o, e->external_id);
     comma = true;
   }
   if (device) {
     ft__out_str(o, comma ? ",\"device\":" : "\"device\":");
     ft__out_u64(o, e->device);
-    ft__out_str(o, ",\"stream\":");
+    FT__OUT_LIT(o, ",\"stream\":");
     ft__out_u64(o, e->stream);
     comma = true;
   }
@@ -308,28 +308,28 @@ static void write_flows(const ft_session *s, plan *p, ft__out *o, size_t i, cons
 static void write_header(const ft_session *s, const plan *p, ft__out *o, uint64_t base) {
   const char *why = "";
   bool collected = ft_session_device_status(s, &why) == FT_OK;
-  ft__out_str(o, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n");
+  FT__OUT_LIT(o, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n");
   /* HTA finds the rank with the regex "rank":\s+(\d+): keep the space. */
-  ft__out_str(o, "  \"distributedInfo\": {\"rank\": ");
+  FT__OUT_LIT(o, "  \"distributedInfo\": {\"rank\": ");
   ft__out_i64(o, s->rank);
-  ft__out_str(o, ", \"world_size\": ");
+  FT__OUT_LIT(o, ", \"world_size\": ");
   ft__out_i64(o, s->world_size);
   ft__out_str(o, "},\n  \"flagtrace\": {\"version\": \"" FT_VERSION_STRING "\", \"tracer\": ");
   ft__out_json_string(o, s->tracer->ops->name, strlen(s->tracer->ops->name));
   ft__out_str(o, collected ? ", \"device_activity\": true" : ", \"device_activity\": false");
-  ft__out_str(o, ", \"device_status\": ");
+  FT__OUT_LIT(o, ", \"device_status\": ");
   ft__out_json_string(o, collected ? "collected" : why, strlen(collected ? "collected" : why));
-  ft__out_str(o, ", \"dropped_records\": ");
+  FT__OUT_LIT(o, ", \"dropped_records\": ");
   ft__out_u64(o, s->dropped);
-  ft__out_str(o, ", \"window_discarded\": ");
+  FT__OUT_LIT(o, ", \"window_discarded\": ");
   ft__out_u64(o, p->stats.window_discarded);
-  ft__out_str(o, ", \"capture_window_ns\": [");
+  FT__OUT_LIT(o, ", \"capture_window_ns\": [");
   ft__out_u64(o, s->lo);
   ft__out_write(o, ", ", 2);
   ft__out_u64(o, s->hi);
-  ft__out_str(o, "]},\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
+  FT__OUT_LIT(o, "]},\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
   ft__out_u64(o, base);
-  ft__out_str(o, ",\n  \"traceEvents\": [");
+  FT__OUT_LIT(o, ",\n  \"traceEvents\": [");
 }
 
 ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
@@ -358,7 +358,7 @@ ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
     write_event(s, &p, o, e, base);
     write_flows(s, &p, o, i, e, base);
   }
-  ft__out_str(o, "\n  ]\n}\n");
+  FT__OUT_LIT(o, "\n  ]\n}\n");
   plan_free(&p);
   return st;
 }

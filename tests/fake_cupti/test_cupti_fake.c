@@ -166,6 +166,9 @@ static void test_kernel_fields_match_torch_reference(void **state) {
   assert_non_null(e);
   assert_int_equal(num(ft_test_get(e, "args"), "cbid"), 211);
   assert_int_equal(num(ft_test_get(e, "args"), "External id"), op);
+  /* the runtime row is the OS thread of the range, not CUPTI's pthread-based id */
+  assert_int_equal(num(e, "tid"), num(find_x(doc, "user_annotation", "aten::mm", 0), "tid"));
+  assert_int_equal(num(e, "tid"), ft__gettid());
   assert_int_equal(count_cat(doc, "s", "ac2g"), 5);
   assert_int_equal(count_cat(doc, "f", "ac2g"), 5);
   uint64_t ns, n;
