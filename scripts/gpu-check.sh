@@ -37,7 +37,7 @@ step build bash -c "cmake -S . -B $BUILD -DFT_BUILD_TESTS=OFF -DFT_BUILD_GPU_TES
 LIB=$(ls "$BUILD"/libflagtrace.so.* 2>/dev/null | head -n 1)
 
 step "cupti workload (C API, named ranges)" bash -c "
-  $BUILD/tests/gpu/gpu_workload $OUT/workload_trace.json.gz $OUT/workload_expect.json &&
+  FLAGOS_TRACE=1 $BUILD/tests/gpu/gpu_workload $OUT/workload_trace.json.gz $OUT/workload_expect.json &&
   python3 tests/gpu/check_workload_trace.py $OUT/workload_trace.json.gz $OUT/workload_expect.json"
 step "torch kernel fields: flagtrace vs torch.profiler" \
   python3 tests/gpu/torch_kernel_fields.py --lib "$LIB" --out-dir "$OUT"

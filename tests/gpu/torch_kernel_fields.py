@@ -85,7 +85,7 @@ def main():
     me = os.path.abspath(__file__)
     subprocess.run([sys.executable, me, "--mode", "native", "--out-dir", args.out_dir], check=True)
     subprocess.run([sys.executable, me, "--mode", "flagtrace", "--lib", args.lib, "--out-dir", args.out_dir],
-                   check=True)
+                   check=True, env=dict(os.environ, FLAGOS_TRACE="1"))
     a, b = load(native), load(ours)
     ka, kb = kernel_fields(a), kernel_fields(b)
     common = sorted(set(ka) & set(kb))
