@@ -20,7 +20,11 @@ typedef enum ft_event_kind {
   FT_EVENT_MEMCPY = 1,
   FT_EVENT_MEMSET = 2,
   FT_EVENT_RUNTIME = 3,
+  FT_EVENT_DRIVER = 4, /* driver API calls (cuLaunchKernel from Triton, ...) */
 } ft_event_kind;
+
+/* A set of kinds to record: bit (1 << kind), the FT_ACTIVITY_* flags of flagtrace.h. */
+#define FT_KIND_BIT(kind) (1u << (kind))
 
 /* One metadata entry, e.g. {"grid", "[8,16,5]"}. Values are text; the trace writer
  * emits a value raw only when it is provably a JSON literal (number, true/false/
@@ -80,12 +84,14 @@ typedef struct ft_tracer_ops {
   /* The trace category of runtime events: "cuda_runtime" where torch-cuda users
    * expect it, "privateuse1_runtime" for the other vendors. */
   const char *runtime_category;
+  const char *driver_category; /* "cuda_driver" on NVIDIA */
   /* True when the vendor library was bound and can trace. When false, *why gets a
    * one-line reason owned by the tracer. */
   bool (*available)(const ft_tracer *t, const char **why);
-  /* Arms the vendor API (nothing may be armed before this: idle cost must be zero)
-   * and remembers sink, which must stay valid until stop returns. */
-  ft_status (*start)(ft_tracer *t, const ft_event_sink *sink);
+  /* Arms the vendor API for the kinds in the FT_KIND_BIT set (nothing may be armed
+   * before this: idle cost must be zero) and remembers sink, which must stay valid
+   * until stop returns. */
+  ft_status (*start)(ft_tracer *t, const ft_event_sink *sink, unsigned kinds);
   /* Delivers every record the vendor has buffered so far to the sink. */
   ft_status (*drain)(ft_tracer *t);
   /* Flushes (forced), delivers everything still buffered, and disarms. No sink

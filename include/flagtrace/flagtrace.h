@@ -51,6 +51,16 @@ FT_EXPORT const char *ft_version(void);
  * (vendor activity APIs are process-global); a second start returns FT_EBUSY. */
 typedef struct ft_session ft_session;
 
+/* What a session records from the device tracer (CPU ranges are always recorded). */
+enum {
+  FT_ACTIVITY_KERNEL = 1 << 0,
+  FT_ACTIVITY_MEMCPY = 1 << 1,
+  FT_ACTIVITY_MEMSET = 1 << 2,
+  FT_ACTIVITY_RUNTIME = 1 << 3,
+  FT_ACTIVITY_DRIVER = 1 << 4,
+  FT_ACTIVITY_ALL = (1 << 5) - 1,
+};
+
 typedef struct ft_session_options {
   /* Distributed rank and world size for the trace's distributedInfo; -1 means
    * unknown (then RANK/WORLD_SIZE from the environment are used, else 0/1). */
@@ -58,9 +68,12 @@ typedef struct ft_session_options {
   int world_size;
   /* Process name shown on the CPU row; NULL uses the program name. */
   const char *process_name;
+  /* FT_ACTIVITY_* flags; 0 means FT_ACTIVITY_ALL. */
+  unsigned activities;
 } ft_session_options;
 
-/* Fills opts with defaults (rank and world_size -1, process_name NULL). */
+/* Fills opts with defaults (rank and world_size -1, process_name NULL, all
+ * activities). */
 FT_EXPORT void ft_session_options_init(ft_session_options *opts);
 
 /* Creates a session and binds this build's device tracer (it is not armed until

@@ -97,7 +97,8 @@ enum {
   FT__EV_MEMCPY = FT_EVENT_MEMCPY,
   FT__EV_MEMSET = FT_EVENT_MEMSET,
   FT__EV_RUNTIME = FT_EVENT_RUNTIME,
-  FT__EV_CPU_RANGE = 4,
+  FT__EV_DRIVER = FT_EVENT_DRIVER,
+  FT__EV_CPU_RANGE = 5,
 };
 #define FT__F_HAS_EXTERNAL 1u
 
@@ -132,6 +133,8 @@ ft_status ft__store_add_range(ft__store *st, uint32_t name_id, uint64_t start, u
 static inline bool ft__is_device_kind(unsigned k) {
   return k == FT__EV_KERNEL || k == FT__EV_MEMCPY || k == FT__EV_MEMSET;
 }
+/* Host-side API calls: they launch device work and carry the thread id. */
+static inline bool ft__is_api_kind(unsigned k) { return k == FT__EV_RUNTIME || k == FT__EV_DRIVER; }
 
 /* ---- JSON output (json.c) ---- */
 
@@ -206,6 +209,7 @@ struct ft_session {
   uint64_t next_external_id;
   uint64_t dropped;
   int rank, world_size;
+  unsigned activities;
   char process_name[128];
   uint32_t pid;
   char err[512];

@@ -36,6 +36,7 @@ void ft_session_options_init(ft_session_options *opts) {
   memset(opts, 0, sizeof *opts);
   opts->rank = -1;
   opts->world_size = -1;
+  opts->activities = FT_ACTIVITY_ALL;
 }
 
 static int env_int(const char *name, int fallback) {
@@ -74,6 +75,7 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
   s->pid = (uint32_t)getpid();
   s->rank = opts->rank >= 0 ? opts->rank : env_int("RANK", 0);
   s->world_size = opts->world_size >= 1 ? opts->world_size : env_int("WORLD_SIZE", 1);
+  s->activities = opts->activities ? opts->activities & FT_ACTIVITY_ALL : FT_ACTIVITY_ALL;
   if (opts->process_name)
     snprintf(s->process_name, sizeof s->process_name, "%s", opts->process_name);
   else
@@ -149,7 +151,7 @@ ft_status ft_session_start(ft_session *s) {
   s->lo = ft__now_ns();
   if (s->device_status == FT_OK) {
     s->sink = (ft_event_sink){.event = sink_event, .external_id = sink_external_id, .ctx = s};
-    ft_status st = s->tracer->ops->start(s->tracer, &s->sink);
+    ft_status st = s->tracer->ops->start(s->tracer, &s->sink, s->activities);
     if (st) {
       s->device_status = st;
       snprintf(s->device_why, sizeof s->device_why, "%s: %s", ft_strerror(st),

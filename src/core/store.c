@@ -230,7 +230,7 @@ void ft__store_free(ft__store *st) {
 }
 
 ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
-  if (!ev || !ev->name || (unsigned)ev->kind > FT_EVENT_RUNTIME) return FT_EINVAL;
+  if (!ev || !ev->name || (unsigned)ev->kind > FT_EVENT_DRIVER) return FT_EINVAL;
   if (ev->n_metadata > UINT16_MAX || (ev->n_metadata && !ev->metadata)) return FT_EINVAL;
   if (st->kvs.len + ev->n_metadata > UINT32_MAX) return FT_ERANGE;
   uint32_t name_id;

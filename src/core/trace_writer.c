@@ -9,6 +9,7 @@ typedef struct flowrec {
   uint32_t owner; /* index + 1 of the first in-window runtime event with the id */
   uint32_t n_dev; /* in-window device events it launched */
   uint32_t next_k; /* flows already handed to device events while writing */
+  bool owner_is_runtime;
 } flowrec;
 
 typedef struct plan {
@@ -74,7 +75,7 @@ static flowrec *flow_of(const plan *p, uint32_t corr) {
 }
 
 static bool has_flow_role(const ft__event *e) {
-  return e->correlation_id && (e->kind == FT__EV_RUNTIME || ft__is_device_kind(e->kind));
+  return e->correlation_id && (ft__is_api_kind(e->kind) || ft__is_device_kind(e->kind));
 }
 
 /* Sizes the flow table from the in-window ids: dense when their span is at most
@@ -136,11 +137,16 @@ static ft_status plan_build(const ft_session *s, plan *p) {
       continue;
     }
     p->stats.exported++;
-    if (e->kind == FT__EV_RUNTIME || e->kind == FT__EV_CPU_RANGE) {
+    if (ft__is_api_kind(e->kind) || e->kind == FT__EV_CPU_RANGE) {
       if (set_add(&p->tids, e->thread_id, &last_tid)) return FT_ENOMEM;
-      if (e->kind == FT__EV_RUNTIME && e->correlation_id) {
+      if (ft__is_api_kind(e->kind) && e->correlation_id) {
+        /* The launch owns the flows: the first runtime call with the id, else the
+         * first driver call (a direct cuLaunchKernel) */
         flowrec *f = flow_of(p, e->correlation_id);
-        if (f && !f->owner) f->owner = (uint32_t)(i + 1);
+        if (f && (!f->owner || (e->kind == FT__EV_RUNTIME && !f->owner_is_runtime))) {
+          f->owner = (uint32_t)(i + 1);
+          f->owner_is_runtime = e->kind == FT__EV_RUNTIME;
+        }
       }
     } else if (set_add(&p->devices, e->device, &last_dev) ||
                set_add(&p->streams, (uint64_t)e->device << 32 | e->stream, &last_stream)) {
@@ -242,6 +248,7 @@ static const char *category(const ft_session *s, unsigned kind) {
   case FT__EV_MEMCPY: return "gpu_memcpy";
   case FT__EV_MEMSET: return "gpu_memset";
   case FT__EV_RUNTIME: return s->tracer->ops->runtime_category;
+  case FT__EV_DRIVER: return s->tracer->ops->driver_category;
   default: return "user_annotation";
   }
 }
@@ -296,7 +303,7 @@ static void write_flows(const ft_session *s, plan *p, ft__out *o, size_t i, cons
   if (!has_flow_role(e)) return;
   flowrec *f = flow_of(p, e->correlation_id);
   if (!f || !f->owner) return;
-  if (e->kind == FT__EV_RUNTIME) {
+  if (ft__is_api_kind(e->kind)) {
     if (f->owner != i + 1) return; /* not the owner */
     for (uint64_t k = 0; k < f->n_dev; k++)
       out_flow(o, 's', flow_id(e->correlation_id, k), s->pid, e->thread_id, e->start_ns - base);

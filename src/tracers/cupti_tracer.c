@@ -45,6 +45,7 @@ typedef struct cupti_tracer {
   signed char dev_state[MAX_DEVICES]; /* 0 unknown, 1 known, -1 unavailable */
   const ft_event_sink *sink;
   bool armed;
+  unsigned kinds; /* FT_KIND_BIT set armed at start */
   int64_t clock_offset; /* subtracted from CUPTI timestamps */
   pthread_mutex_t decode_mu;
   char err[512];
@@ -171,10 +172,16 @@ static const char *const runtime_names[] = {
 #include "generated/cupti_runtime_cbid.inc"
 };
 
-static const char *runtime_name(uint32_t cbid) {
-  if (cbid < sizeof runtime_names / sizeof runtime_names[0] && runtime_names[cbid])
-    return runtime_names[cbid];
-  return "cudaRuntime"; /* generic label: the numeric cbid stays in the args */
+static const char *const driver_names[] = {
+#include "generated/cupti_driver_cbid.inc"
+};
+
+/* Generic labels for ids the tables lack: the numeric cbid stays in the args. */
+static const char *api_name(bool driver, uint32_t cbid) {
+  const char *const *table = driver ? driver_names : runtime_names;
+  size_t n = driver ? sizeof driver_names / sizeof driver_names[0] : sizeof runtime_names / sizeof runtime_names[0];
+  if (cbid < n && table[cbid]) return table[cbid];
+  return driver ? "cudaDriver" : "cudaRuntime";
 }
 
 static const char *memcpy_kind(uint8_t k) {
@@ -413,10 +420,10 @@ static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
   emit(t, &ev, &m);
 }
 
-static void decode_runtime(cupti_tracer *t, const CUpti_ActivityAPI *a) {
-  ft_device_event ev = {.kind = FT_EVENT_RUNTIME, .start_ns = ts(t, a->start), .end_ns = ts(t, a->end),
-                        .correlation_id = a->correlationId, .thread_id = os_tid(a->threadId),
-                        .name = runtime_name(a->cbid)};
+static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver) {
+  ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = ts(t, a->start),
+                        .end_ns = ts(t, a->end), .correlation_id = a->correlationId,
+                        .thread_id = os_tid(a->threadId), .name = api_name(driver, a->cbid)};
   mdbuf m = {.n = 0, .used = 0};
   md_add(&m, "cbid", "%u", (unsigned)a->cbid);
   emit(t, &ev, &m);
@@ -452,7 +459,10 @@ static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
       decode_memset(t, (const CUpti_ActivityMemset4 *)rec);
       break;
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-      decode_runtime(t, (const CUpti_ActivityAPI *)rec);
+      decode_api(t, (const CUpti_ActivityAPI *)rec, false);
+      break;
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      decode_api(t, (const CUpti_ActivityAPI *)rec, true);
       break;
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
@@ -548,30 +558,39 @@ static bool cu_available(const ft_tracer *base, const char **why) {
   return t->loaded;
 }
 
-static ft_status enable_kinds(cupti_tracer *t) {
-  static const CUpti_ActivityKind kinds[] = {
-      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-      CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME};
-  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-    ft_status st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, kinds[i]);
-    ft__log("cupti: enable kind %d: %s", (int)kinds[i], st ? t->err : "ok");
-    if (st) {
-      for (size_t j = 0; j < i; j++) t->api.cuptiActivityDisable(kinds[j]);
-      return st;
-    }
-  }
-  return FT_OK;
-}
+/* Our event kinds -> CUPTI activity kinds; external correlation is always armed
+ * (attribution needs it, and it costs nothing without API records). */
+static const struct {
+  unsigned ft_kind;
+  CUpti_ActivityKind cupti;
+} kind_map[] = {
+    {FT_EVENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, {FT_EVENT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
+    {FT_EVENT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET},            {FT_EVENT_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME},
+    {FT_EVENT_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER},
+};
+enum { N_KINDS = sizeof kind_map / sizeof kind_map[0] };
 
 static void disable_kinds(cupti_tracer *t) {
-  static const CUpti_ActivityKind kinds[] = {
-      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-      CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
-  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) t->api.cuptiActivityDisable(kinds[i]);
+  for (size_t i = 0; i < N_KINDS; i++)
+    if (t->kinds & FT_KIND_BIT(kind_map[i].ft_kind)) t->api.cuptiActivityDisable(kind_map[i].cupti);
+  t->api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
 }
 
-static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink) {
+static ft_status enable_kinds(cupti_tracer *t) {
+  ft_status st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  ft__log("cupti: enable external correlation: %s", st ? t->err : "ok");
+  for (size_t i = 0; i < N_KINDS && !st; i++) {
+    if (!(t->kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
+    st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, kind_map[i].cupti);
+    ft__log("cupti: enable kind %d: %s", (int)kind_map[i].cupti, st ? t->err : "ok");
+  }
+  if (st) disable_kinds(t); /* disabling what was never enabled is harmless */
+  return st;
+}
+
+static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned kinds) {
   cupti_tracer *t = (cupti_tracer *)base;
+  t->kinds = kinds;
   if (!t->loaded) return FT_EUNAVAILABLE;
   cupti_tracer *none = NULL;
   if (!atomic_compare_exchange_strong(&active, &none, t)) {
@@ -668,6 +687,7 @@ static void cu_destroy(ft_tracer *base) {
 static const ft_tracer_ops cupti_ops = {
     .name = "cupti",
     .runtime_category = "cuda_runtime",
+    .driver_category = "cuda_driver",
     .available = cu_available,
     .start = cu_start,
     .drain = cu_drain,

@@ -14,8 +14,8 @@ static bool un_available(const ft_tracer *t, const char **why) {
            FT_ACCELERATOR_NAME "); no device activity was collected";
   return false;
 }
-static ft_status un_start(ft_tracer *t, const ft_event_sink *sink) {
-  (void)t, (void)sink;
+static ft_status un_start(ft_tracer *t, const ft_event_sink *sink, unsigned kinds) {
+  (void)t, (void)sink, (void)kinds;
   return FT_EUNAVAILABLE;
 }
 static ft_status un_stop(ft_tracer *t) { (void)t; return FT_OK; }
@@ -30,6 +30,7 @@ static void un_destroy(ft_tracer *t) { free(t); }
 static const ft_tracer_ops unavailable_ops = {
     .name = "unavailable",
     .runtime_category = "cuda_runtime",
+    .driver_category = "cuda_driver",
     .available = un_available,
     .start = un_start,
     .stop = un_stop,

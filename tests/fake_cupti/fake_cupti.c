@@ -44,7 +44,8 @@ static size_t record_size(CUpti_ActivityKind k) {
   case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
   case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
   case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-  case CUPTI_ACTIVITY_KIND_RUNTIME: return sizeof(CUpti_ActivityAPI);
+  case CUPTI_ACTIVITY_KIND_RUNTIME:
+  case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
   case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
   default: return 0;
   }
@@ -82,7 +83,8 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
   pthread_mutex_lock(&mu);
   uint32_t corr = next_corr++;
   uint64_t t0 = now_ns();
-  if (!l->no_runtime && is_enabled(CUPTI_ACTIVITY_KIND_RUNTIME)) {
+  CUpti_ActivityKind api_kind = l->driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
+  if (!l->no_runtime && is_enabled(api_kind)) {
     for (int kind = 0; kind < 8; kind++) {
       if (!ext_depth[kind] || !ext_enabled) continue;
       CUpti_ActivityExternalCorrelation *x = slot(&api_buf, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
@@ -91,9 +93,9 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
       x->externalId = ext_stack[kind][ext_depth[kind] - 1];
       x->correlationId = corr;
     }
-    CUpti_ActivityAPI *a = slot(&api_buf, CUPTI_ACTIVITY_KIND_RUNTIME);
-    a->kind = CUPTI_ACTIVITY_KIND_RUNTIME;
-    a->cbid = l->cbid ? l->cbid : 211;
+    CUpti_ActivityAPI *a = slot(&api_buf, api_kind);
+    a->kind = api_kind;
+    a->cbid = l->cbid ? l->cbid : l->driver ? 307 : 211;
     a->start = t0;
     a->end = t0 + 500;
     a->processId = (uint32_t)getpid();

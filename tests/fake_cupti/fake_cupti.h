@@ -20,6 +20,7 @@ typedef struct fake_launch {
   int device_records; /* 0 = 1; 2+ = one launch producing several (a graph) */
   int no_runtime;     /* 1: no runtime record (a launch CUPTI did not see) */
   uint32_t cbid;      /* runtime callback id; 0 = cudaLaunchKernel (211) */
+  int driver;         /* 1: a driver API call (cbid 0 = cuLaunchKernel, 307) */
   uint32_t stream;
 } fake_launch;
 

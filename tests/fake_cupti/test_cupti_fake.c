@@ -264,6 +264,45 @@ static void test_graphs_orphans_and_window(void **state) {
   ft_session_destroy(s);
 }
 
+static void test_driver_launches_and_activity_selection(void **state) {
+  (void)state;
+  /* a direct cuLaunchKernel (Triton): a cuda_driver row that owns the flow */
+  ft_session *s = started();
+  fake_launch k = kernel("triton_kernel", 4, 1, 1, 128, 32, 0, 1000);
+  k.driver = 1;
+  launch(&k);
+  settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = render(s);
+  yajl_val e = find_x(doc, "cuda_driver", "cuLaunchKernel", 0);
+  assert_non_null(e);
+  assert_int_equal(num(ft_test_get(e, "args"), "cbid"), 307);
+  assert_int_equal(count_cat(doc, "s", "ac2g"), 1);
+  assert_int_equal(count_cat(doc, "f", "ac2g"), 1);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+
+  /* only kernels armed: no API rows, so no flows, but the kernel is there */
+  ft_session_options o;
+  ft_session_options_init(&o);
+  o.activities = FT_ACTIVITY_KERNEL;
+  assert_int_equal(ft_session_create(&s, &o), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  fake_launch k2 = kernel("kernel_only", 4, 1, 1, 128, 32, 0, 1000);
+  fake_launch cp = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, .bytes = 8, .dur_ns = 10};
+  launch(&k2);
+  launch(&cp);
+  settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  doc = render(s);
+  assert_non_null(find_x(doc, "kernel", "kernel_only", 0));
+  assert_int_equal(count_cat(doc, "X", "cuda_runtime"), 0);
+  assert_int_equal(count_cat(doc, "X", "gpu_memcpy"), 0);
+  assert_int_equal(count_cat(doc, "s", "ac2g"), 0);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 static void test_pop_unwinds_the_vendor_stack(void **state) {
   (void)state;
   /* The fake rejects a NULL pop like CANN's MSPTI; if the tracer passed NULL, the
@@ -365,6 +404,7 @@ int main(void) {
       cmocka_unit_test(test_kernel_fields_match_torch_reference),
       cmocka_unit_test(test_copies_sets_and_runtime_names),
       cmocka_unit_test(test_graphs_orphans_and_window),
+      cmocka_unit_test(test_driver_launches_and_activity_selection),
       cmocka_unit_test(test_pop_unwinds_the_vendor_stack),
       cmocka_unit_test(test_dropped_records_are_reported),
       cmocka_unit_test(test_unusable_libraries),

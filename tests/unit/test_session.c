@@ -162,18 +162,23 @@ static void test_flow_edge_cases(void **state) {
   add(s, FT_EVENT_RUNTIME, LO + 1000, LO + 1010, 16, false, 0, "rt16");
   add(s, FT_EVENT_RUNTIME, LO + 1001, LO + 1009, 16, false, 0, "drv16");
   add(s, FT_EVENT_MEMSET, LO + 1100, LO + 1200, 16, false, 0, "ms16");
+  /* 17: a driver call first, then the runtime call with the same id: the runtime
+   * call owns the flow, the driver call gets none */
+  add(s, FT_EVENT_DRIVER, LO + 1500, LO + 1510, 17, false, 0, "drv17");
+  add(s, FT_EVENT_RUNTIME, LO + 1499, LO + 1520, 17, false, 0, "rt17");
+  add(s, FT_EVENT_KERNEL, LO + 1600, LO + 1700, 17, false, 0, "k17");
   /* 0: no correlation -> never a flow */
   add(s, FT_EVENT_RUNTIME, LO + 1300, LO + 1310, 0, false, 0, "rt0");
   add(s, FT_EVENT_KERNEL, LO + 1400, LO + 1410, 0, false, 0, "k0");
   yajl_val doc = render(s);
-  assert_int_equal(check_flows(doc), 4);
+  assert_int_equal(check_flows(doc), 5);
   ft_session_counts c;
   assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
-  assert_int_equal(c.flows, 4);
-  /* the ids: 10, 15, 1<<32|15, 16 */
+  assert_int_equal(c.flows, 5);
+  /* the ids: 10, 15, 1<<32|15, 16, 17 */
   yajl_val ev = events_of(doc);
-  long long want[] = {10, 15, (1ll << 32) | 15, 16};
-  for (size_t w = 0; w < 4; w++) {
+  long long want[] = {10, 15, (1ll << 32) | 15, 16, 17};
+  for (size_t w = 0; w < 5; w++) {
     size_t hits = 0;
     for (size_t i = 0; i < ev->u.array.len; i++) {
       yajl_val e = ev->u.array.values[i];
