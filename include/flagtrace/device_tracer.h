@@ -105,6 +105,10 @@ typedef struct ft_tracer_ops {
   /* The last vendor error text ("" when none), owned by the tracer. */
   const char *(*last_error)(const ft_tracer *t);
   void (*destroy)(ft_tracer *t);
+  /* Optional (NULL when the vendor has no such API): calls on(ctx, true) when the
+   * program asks the vendor profiler to start (cudaProfilerStart) and on(ctx,
+   * false) when it asks it to stop, on the calling thread. */
+  ft_status (*watch_profiler_api)(ft_tracer *t, void (*on)(void *ctx, bool start), void *ctx);
 } ft_tracer_ops;
 
 /* Every tracer instance begins with this header; vendor state follows it. */

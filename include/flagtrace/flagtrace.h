@@ -68,7 +68,8 @@ typedef struct ft_session_options {
   int world_size;
   /* Process name shown on the CPU row; NULL uses the program name. */
   const char *process_name;
-  /* FT_ACTIVITY_* flags; 0 means FT_ACTIVITY_ALL. */
+  /* FT_ACTIVITY_* flags (ft_session_options_init sets FT_ACTIVITY_ALL; 0 records
+   * CPU ranges only). */
   unsigned activities;
 } ft_session_options;
 

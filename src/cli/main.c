@@ -1,7 +1,8 @@
-/* The flagtrace command: dispatches subcommands (record and stats arrive later). */
+/* The flagtrace command: dispatches to one file per subcommand. */
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "flagtrace/flagtrace.h"
 
 #ifndef FT_TRACER_NAME
@@ -14,25 +15,32 @@
 static const char usage[] =
     "usage: flagtrace [--help] [--version] <command> [args]\n"
     "\n"
-    "flagtrace records GPU activity (kernels, copies, memsets, runtime calls) as a\n"
-    "Chrome/Perfetto trace, the same way on every supported accelerator.\n"
+    "flagtrace records GPU activity (kernels, copies, memsets, runtime and driver\n"
+    "calls, NVTX ranges) as a Chrome/Perfetto trace, the same way on every supported\n"
+    "accelerator, and summarizes traces.\n"
+    "\n"
+    "commands:\n"
+    "  record [options] -- CMD [ARGS...]   run CMD and write its trace (no code change)\n"
+    "  stats [options] FILE...             summarize traces (flagtrace's or torch.profiler's)\n"
+    "\n"
+    "  flagtrace <command> --help shows the command's options.\n"
     "\n"
     "options:\n"
     "  -h, --help     show this help and exit\n"
     "  -V, --version  show the version, the accelerator and tracer of this build\n"
     "\n"
-    "commands:\n"
-    "  (none yet: 'record' and 'stats' are being built; embed the C API from\n"
-    "   <flagtrace/flagtrace.h> meanwhile, see examples/embed.c)\n"
-    "\n"
     "environment:\n"
     "  FLAGOS_TRACE=1           diagnostics on stderr (1/true/on/yes, 0/false/off/no)\n"
-    "  FLAGOS_TRACER_LIBRARY=P  load the vendor activity library from path P\n";
+    "  FLAGOS_TRACER_LIBRARY=P  load the vendor activity library from path P\n"
+    "\n"
+    "example:\n"
+    "  flagtrace record -o train-%p.json.gz -- python train.py\n"
+    "  flagtrace stats train-*.json.gz\n";
 
 int main(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage, stderr);
-    return 2;
+    return FT_CLI_USAGE;
   }
   const char *cmd = argv[1];
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
@@ -40,13 +48,14 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
-    printf("flagtrace %s (accelerator %s, tracer %s)\n", ft_version(), FT_ACCELERATOR_NAME,
-           FT_TRACER_NAME);
+    printf("flagtrace %s (accelerator %s, tracer %s)\n", ft_version(), FT_ACCELERATOR_NAME, FT_TRACER_NAME);
     return 0;
   }
+  if (!strcmp(cmd, "record")) return ft_cli_record(argc - 1, argv + 1);
+  if (!strcmp(cmd, "stats")) return ft_cli_stats(argc - 1, argv + 1);
   if (cmd[0] == '-')
     fprintf(stderr, "flagtrace: unknown option '%s' (see flagtrace --help)\n", cmd);
   else
     fprintf(stderr, "flagtrace: unknown command '%s' (see flagtrace --help)\n", cmd);
-  return 2;
+  return FT_CLI_USAGE;
 }

@@ -205,6 +205,8 @@ struct ft_session {
   ft__store store;
   ft_event_sink sink;
   ft__map corr_to_ext; /* vendor correlation id -> external id, applied at stop */
+  ft__map open_ranges; /* start/end ranges: id -> index into open_vec */
+  ft__vec open_vec;    /* struct open_range */
   uint64_t lo, hi;
   uint64_t next_external_id;
   uint64_t dropped;
@@ -234,6 +236,15 @@ static inline bool ft__in_window(const ft__event *e, uint64_t lo, uint64_t hi) {
 
 /* Injects events into a session as if a tracer had drained them (tests, benches). */
 ft_status ft__session_inject(ft_session *s, const ft_device_event *ev);
+/* Ranges that are not nested on one thread (NVTX start/end): opened on any thread,
+ * closed by id, never attributed through the correlation stack. */
+ft_status ft__range_start(ft_session *s, const char *name, uint64_t *id);
+ft_status ft__range_end(ft_session *s, uint64_t id);
+/* An instant marker (a zero-length range). */
+ft_status ft__mark(ft_session *s, const char *name);
+/* Nesting depth of the calling thread's ranges of s. */
+int ft__range_depth(const ft_session *s);
+
 /* Reports a correlation -> external id pair as a tracer would, and resolves. */
 ft_status ft__session_inject_external(ft_session *s, uint32_t corr, uint64_t ext);
 /* Forces the capture window (tests, benches). */

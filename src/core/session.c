@@ -18,6 +18,11 @@ typedef struct range_frame {
 } range_frame;
 
 static _Thread_local range_frame tls_frames[MAX_DEPTH];
+
+typedef struct open_range {
+  uint64_t start_ns;
+  uint32_t name_id, tid;
+} open_range;
 static _Thread_local int tls_depth;
 
 /* The vendor activity APIs are process-global: one running session at a time. */
@@ -66,7 +71,9 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
   if (!s) return FT_ENOMEM;
   pthread_mutex_init(&s->mu, NULL);
   ft__store_init(&s->store);
-  if (ft__map_init(&s->corr_to_ext, 64)) {
+  ft__vec_init(&s->open_vec, sizeof(open_range), 6);
+  if (ft__map_init(&s->corr_to_ext, 64) || ft__map_init(&s->open_ranges, 16)) {
+    ft__map_free(&s->corr_to_ext);
     ft__store_free(&s->store);
     free(s);
     return FT_ENOMEM;
@@ -75,7 +82,7 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
   s->pid = (uint32_t)getpid();
   s->rank = opts->rank >= 0 ? opts->rank : env_int("RANK", 0);
   s->world_size = opts->world_size >= 1 ? opts->world_size : env_int("WORLD_SIZE", 1);
-  s->activities = opts->activities ? opts->activities & FT_ACTIVITY_ALL : FT_ACTIVITY_ALL;
+  s->activities = opts->activities & FT_ACTIVITY_ALL;
   if (opts->process_name)
     snprintf(s->process_name, sizeof s->process_name, "%s", opts->process_name);
   else
@@ -84,6 +91,8 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
   if (st) {
     ft__store_free(&s->store);
     ft__map_free(&s->corr_to_ext);
+    ft__map_free(&s->open_ranges);
+    ft__vec_free(&s->open_vec);
     pthread_mutex_destroy(&s->mu);
     free(s);
     return st;
@@ -104,6 +113,8 @@ void ft_session_destroy(ft_session *s) {
   if (s->tracer) s->tracer->ops->destroy(s->tracer);
   ft__store_free(&s->store);
   ft__map_free(&s->corr_to_ext);
+  ft__map_free(&s->open_ranges);
+  ft__vec_free(&s->open_vec);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }
@@ -237,6 +248,51 @@ ft_status ft_range_pop(ft_session *s) {
   if (st == FT_ESTATE) return ft__session_fail(s, st, "range closed after the session stopped; not recorded");
   if (st) return ft__session_fail(s, st, "recording a range");
   return FT_OK;
+}
+
+int ft__range_depth(const ft_session *s) {
+  int n = 0;
+  for (int i = 0; i < tls_depth; i++) n += tls_frames[i].session == s;
+  return n;
+}
+
+ft_status ft__range_start(ft_session *s, const char *name, uint64_t *id) {
+  uint64_t now = ft__now_ns();
+  pthread_mutex_lock(&s->mu);
+  ft_status st = FT_ESTATE;
+  if (s->state == FT__S_RUNNING) {
+    open_range *r = ft__vec_push(&s->open_vec);
+    uint64_t *slot = r ? ft__map_upsert(&s->open_ranges, s->next_external_id) : NULL;
+    st = slot ? ft__intern(&s->store.names, name, strlen(name), &r->name_id) : FT_ENOMEM;
+    if (!st) {
+      *slot = s->open_vec.len - 1;
+      r->start_ns = now;
+      r->tid = ft__gettid();
+      *id = s->next_external_id++;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  return st;
+}
+
+ft_status ft__range_end(ft_session *s, uint64_t id) {
+  uint64_t now = ft__now_ns();
+  pthread_mutex_lock(&s->mu);
+  ft_status st = FT_ESTATE;
+  uint64_t *slot = ft__map_find(&s->open_ranges, id);
+  if (slot && *slot != UINT64_MAX && s->state == FT__S_RUNNING) {
+    open_range *r = ft__vec_at(&s->open_vec, *slot);
+    st = ft__store_add_range(&s->store, r->name_id, r->start_ns, now, id, r->tid);
+    *slot = UINT64_MAX; /* closed: a second end is an error */
+  }
+  pthread_mutex_unlock(&s->mu);
+  return st;
+}
+
+ft_status ft__mark(ft_session *s, const char *name) {
+  uint64_t id;
+  ft_status st = ft__range_start(s, name, &id);
+  return st ? st : ft__range_end(s, id);
 }
 
 ft_status ft_session_write(ft_session *s, const char *path) {

@@ -10,7 +10,16 @@ typedef struct flowrec {
   uint32_t n_dev; /* in-window device events it launched */
   uint32_t next_k; /* flows already handed to device events while writing */
   bool owner_is_runtime;
+  /* the device work of this launch, for range projections */
+  uint64_t dev_lo, dev_hi;
+  uint32_t dev_device, dev_stream;
 } flowrec;
+
+/* An API call in the window, for projecting CPU ranges onto the GPU. */
+typedef struct api_call {
+  uint32_t tid, corr;
+  uint64_t start;
+} api_call;
 
 typedef struct plan {
   /* Vendor ids are mostly dense and increasing, so they index an array directly
@@ -23,6 +32,9 @@ typedef struct plan {
   ft__map devices; /* device -> 1 */
   ft__map streams; /* device << 32 | stream -> 1 */
   ft__map tids;    /* CPU thread id -> 1 */
+  api_call *calls; /* sorted by (tid, start); only when there are CPU ranges */
+  size_t n_calls;
+  bool has_ranges;
   ft__export_stats stats;
   /* Interned strings rendered once as JSON (names and keys escaped, values raw or
    * escaped by the literal rule): kernel names repeat thousands of times. */
@@ -31,6 +43,7 @@ typedef struct plan {
 } plan;
 
 static void plan_free(plan *p) {
+  free(p->calls);
   ft__arena_free(&p->rendered);
   free(p->names);
   free(p->values);
@@ -119,6 +132,52 @@ static ft_status set_add(ft__map *m, uint64_t key, uint64_t *last) {
   return ft__map_upsert(m, key) ? FT_OK : FT_ENOMEM;
 }
 
+static int cmp_call(const void *a, const void *b) {
+  const api_call *x = a, *y = b;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+static ft_status collect_calls(const ft_session *s, plan *p) {
+  if (!p->n_calls) return FT_OK;
+  p->calls = malloc(p->n_calls * sizeof *p->calls);
+  if (!p->calls) return FT_ENOMEM;
+  size_t n = 0;
+  for (size_t i = 0; i < s->store.events.len; i++) {
+    const ft__event *e = ft__vec_at(&s->store.events, i);
+    if (ft__is_api_kind(e->kind) && e->correlation_id && ft__in_window(e, s->lo, s->hi))
+      p->calls[n++] = (api_call){e->thread_id, e->correlation_id, e->start_ns};
+  }
+  qsort(p->calls, n, sizeof *p->calls, cmp_call);
+  return FT_OK;
+}
+
+/* The GPU projection of a CPU range (nsys's NVTX projection): from the first start
+ * to the last end of the device work launched by API calls made on the range's
+ * thread while it was open. False when it launched nothing. */
+static bool project(const plan *p, const ft__event *r, uint64_t *lo, uint64_t *hi, uint32_t *dev, uint32_t *stream) {
+  size_t a = 0, b = p->n_calls;
+  while (a < b) { /* first call of the thread at or after the range's start */
+    size_t m = (a + b) / 2;
+    const api_call *c = &p->calls[m];
+    if (c->tid < r->thread_id || (c->tid == r->thread_id && c->start < r->start_ns)) a = m + 1;
+    else b = m;
+  }
+  bool any = false;
+  for (; a < p->n_calls && p->calls[a].tid == r->thread_id && p->calls[a].start <= r->end_ns; a++) {
+    const flowrec *f = flow_of(p, p->calls[a].corr);
+    if (!f || !f->dev_hi) continue;
+    if (!any || f->dev_lo < *lo) {
+      *lo = f->dev_lo;
+      *dev = f->dev_device;
+      *stream = f->dev_stream;
+    }
+    if (!any || f->dev_hi > *hi) *hi = f->dev_hi;
+    any = true;
+  }
+  return any;
+}
+
 static ft_status plan_build(const ft_session *s, plan *p) {
   memset(p, 0, sizeof *p);
   ft__arena_init(&p->rendered);
@@ -139,6 +198,8 @@ static ft_status plan_build(const ft_session *s, plan *p) {
     p->stats.exported++;
     if (ft__is_api_kind(e->kind) || e->kind == FT__EV_CPU_RANGE) {
       if (set_add(&p->tids, e->thread_id, &last_tid)) return FT_ENOMEM;
+      p->has_ranges |= e->kind == FT__EV_CPU_RANGE;
+      p->n_calls += ft__is_api_kind(e->kind) && e->correlation_id;
       if (ft__is_api_kind(e->kind) && e->correlation_id) {
         /* The launch owns the flows: the first runtime call with the id, else the
          * first driver call (a direct cuLaunchKernel) */
@@ -162,8 +223,15 @@ static ft_status plan_build(const ft_session *s, plan *p) {
     if (!f || !f->owner) continue; /* launch not in the output: no flow */
     f->n_dev++;
     p->stats.flows++;
+    if (!f->dev_hi) {
+      f->dev_lo = e->start_ns;
+      f->dev_device = e->device;
+      f->dev_stream = e->stream;
+    }
+    if (e->start_ns < f->dev_lo) f->dev_lo = e->start_ns;
+    if (e->end_ns > f->dev_hi) f->dev_hi = e->end_ns;
   }
-  return FT_OK;
+  return p->has_ranges ? collect_calls(s, p) : FT_OK;
 }
 
 /* Flow ids: the first device event of a launch keeps the vendor id itself (what
@@ -312,6 +380,23 @@ static void write_flows(const ft_session *s, plan *p, ft__out *o, size_t i, cons
   out_flow(o, 'f', flow_id(e->correlation_id, f->next_k++), e->device, e->stream, e->start_ns - base);
 }
 
+static void write_projection(plan *p, ft__out *o, const ft__event *r, uint64_t lo, uint64_t hi, uint32_t dev,
+                             uint32_t stream, uint64_t base, const ft_session *s) {
+  FT__OUT_LIT(o, ",\n  {\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":");
+  out_interned(o, p, false, &s->store.names, r->name_id);
+  FT__OUT_LIT(o, ",\"pid\":");
+  ft__out_u64(o, dev);
+  FT__OUT_LIT(o, ",\"tid\":");
+  ft__out_u64(o, stream);
+  FT__OUT_LIT(o, ",\"ts\":");
+  ft__out_us3(o, lo - base);
+  FT__OUT_LIT(o, ",\"dur\":");
+  ft__out_us3(o, hi - lo);
+  FT__OUT_LIT(o, ",\"args\":{\"External id\":");
+  ft__out_u64(o, r->external_id);
+  FT__OUT_LIT(o, "}}");
+}
+
 static void write_header(const ft_session *s, const plan *p, ft__out *o, uint64_t base) {
   const char *why = "";
   bool collected = ft_session_device_status(s, &why) == FT_OK;
@@ -363,6 +448,10 @@ ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
     if (!ft__in_window(e, s->lo, s->hi)) continue;
     /* The slice is written before its flow halves (Perfetto binds by order). */
     write_event(s, &p, o, e, base);
+    uint64_t plo, phi;
+    uint32_t pdev, pstream;
+    if (e->kind == FT__EV_CPU_RANGE && project(&p, e, &plo, &phi, &pdev, &pstream))
+      write_projection(&p, o, e, plo, phi, pdev, pstream, base, s);
     write_flows(s, &p, o, i, e, base);
   }
   FT__OUT_LIT(o, "\n  ]\n}\n");

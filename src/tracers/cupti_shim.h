@@ -5,6 +5,9 @@
 /* Only cupti_tracer.c includes this file: CUPTI types stop here. */
 #include <cuda.h>
 #include <cupti_activity.h>
+#include <cupti_callbacks.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
 #include <cupti_result.h>
 #include <cupti_version.h>
 #include <dlfcn.h>
@@ -33,7 +36,14 @@
     (CUpti_ExternalCorrelationKind kind, uint64_t id), (kind, id))                              \
   X(CUptiResult, cuptiActivityPopExternalCorrelationId,                                         \
     (CUpti_ExternalCorrelationKind kind, uint64_t * last_id), (kind, last_id))                  \
-  X(CUptiResult, cuptiGetTimestamp, (uint64_t * timestamp), (timestamp))
+  X(CUptiResult, cuptiGetTimestamp, (uint64_t * timestamp), (timestamp))                        \
+  X(CUptiResult, cuptiSubscribe,                                                                \
+    (CUpti_SubscriberHandle * subscriber, CUpti_CallbackFunc callback, void *userdata),         \
+    (subscriber, callback, userdata))                                                           \
+  X(CUptiResult, cuptiEnableCallback,                                                           \
+    (uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain,           \
+     CUpti_CallbackId cbid),                                                                    \
+    (enable, subscriber, domain, cbid))
 
 /* libcuda, for device properties (occupancy) and the device count. Optional:
  * looked up only in a libcuda the process already loaded, never loaded by us. */

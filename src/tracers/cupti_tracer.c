@@ -669,6 +669,40 @@ static int cu_device_count(const ft_tracer *base) {
   return t->cuda_state > 0 && t->cuda.cuDeviceGetCount(&n) == CUDA_SUCCESS ? n : 0;
 }
 
+/* cudaProfilerStart/Stop (and the driver's cuProfilerStart/Stop) through CUPTI's
+ * callback API: the one subscriber CUPTI allows is taken only when asked for. */
+static void (*profiler_on)(void *ctx, bool start);
+static void *profiler_ctx;
+
+static void CUPTIAPI profiler_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                       const void *data) {
+  (void)userdata;
+  const CUpti_CallbackData *cb = data;
+  bool start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
+               (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+  /* the range opens when the start call returns and closes when the stop call begins */
+  if (profiler_on && cb->callbackSite == (start ? CUPTI_API_EXIT : CUPTI_API_ENTER)) profiler_on(profiler_ctx, start);
+}
+
+static ft_status cu_watch_profiler_api(ft_tracer *base, void (*on)(void *ctx, bool start), void *ctx) {
+  cupti_tracer *t = (cupti_tracer *)base;
+  if (!t->loaded) return FT_EUNAVAILABLE;
+  profiler_on = on;
+  profiler_ctx = ctx;
+  CUpti_SubscriberHandle sub;
+  ft_status st = ft__cuptiSubscribe(&t->api, t->err, sizeof t->err, &sub, profiler_callback, NULL);
+  struct {
+    CUpti_CallbackDomain d;
+    CUpti_CallbackId id;
+  } ids[] = {{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000},
+             {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000},
+             {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart},
+             {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}};
+  for (size_t i = 0; i < 4 && !st; i++)
+    st = ft__cuptiEnableCallback(&t->api, t->err, sizeof t->err, 1, sub, ids[i].d, ids[i].id);
+  return st;
+}
+
 static uint64_t cu_dropped(const ft_tracer *base) {
   (void)base;
   return atomic_load(&dropped_total);
@@ -698,6 +732,7 @@ static const ft_tracer_ops cupti_ops = {
     .dropped_records = cu_dropped,
     .last_error = cu_last_error,
     .destroy = cu_destroy,
+    .watch_profiler_api = cu_watch_profiler_api,
 };
 
 ft_status ft_make_device_tracer(ft_tracer **out) {

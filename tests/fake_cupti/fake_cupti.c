@@ -2,6 +2,9 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <cupti_activity.h>
+#include <cupti_callbacks.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
 #include <cupti_result.h>
 #include <cupti_version.h>
 #include <pthread.h>
@@ -271,4 +274,38 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUde
   default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
+}
+
+/* ---- the callback API, for cudaProfilerStart/Stop ---- */
+
+static CUpti_CallbackFunc subscriber_cb;
+static void *subscriber_data;
+static uint32_t watched[4]; /* runtime start, runtime stop */
+
+EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback, void *userdata) {
+  if (subscriber_cb) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  subscriber_cb = callback;
+  subscriber_data = userdata;
+  *subscriber = (CUpti_SubscriberHandle)&subscriber_cb;
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                       CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  (void)subscriber;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) watched[0] = enable;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000) watched[1] = enable;
+  return CUPTI_SUCCESS;
+}
+
+/* What cudaProfilerStart/Stop would make CUPTI do: enter and exit callbacks. */
+EXPORT void fake_cupti_profiler_api(int start) {
+  CUpti_CallbackId id = start ? CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 : CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
+  if (!subscriber_cb || !watched[start ? 0 : 1]) return;
+  CUpti_CallbackData d;
+  memset(&d, 0, sizeof d);
+  d.callbackSite = CUPTI_API_ENTER;
+  subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, id, &d);
+  d.callbackSite = CUPTI_API_EXIT;
+  subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, id, &d);
 }

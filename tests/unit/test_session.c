@@ -274,6 +274,77 @@ static void test_external_ids_resolved_by_correlation(void **state) {
   ft_session_destroy(s);
 }
 
+static void add_range(ft_session *s, const char *name, uint64_t start, uint64_t end, uint64_t id, uint32_t tid) {
+  uint32_t name_id;
+  assert_int_equal(ft__intern(&s->store.names, name, strlen(name), &name_id), FT_OK);
+  assert_int_equal(ft__store_add_range(&s->store, name_id, start, end, id, tid), FT_OK);
+}
+
+static void test_gpu_projection_of_ranges(void **state) {
+  (void)state;
+  ft_session *s = new_session();
+  add_range(s, "outer", LO + 100, LO + 900, 1, 42);
+  add_range(s, "inner", LO + 140, LO + 200, 2, 42);
+  add_range(s, "idle", LO + 950, LO + 960, 3, 42);
+  add(s, FT_EVENT_RUNTIME, LO + 150, LO + 160, 30, false, 0, "launch30"); /* tid 42, inside inner */
+  add(s, FT_EVENT_KERNEL, LO + 1000, LO + 1100, 30, false, 0, "k30");     /* runs after both end */
+  add(s, FT_EVENT_RUNTIME, LO + 300, LO + 310, 31, false, 0, "launch31");
+  add(s, FT_EVENT_MEMCPY, LO + 1200, LO + 1250, 31, false, 0, "c31");
+  ft_device_event other = {.kind = FT_EVENT_RUNTIME, .start_ns = LO + 400, .end_ns = LO + 410,
+                           .correlation_id = 32, .thread_id = 43, .name = "other_thread"};
+  assert_int_equal(ft__session_inject(s, &other), FT_OK);
+  add(s, FT_EVENT_KERNEL, LO + 1300, LO + 1400, 32, false, 0, "k32");
+  yajl_val doc = render(s);
+  yajl_val ev = events_of(doc);
+  int seen = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    if (strcmp(str_of(e, "cat"), "gpu_user_annotation")) continue;
+    seen++;
+    const char *n = str_of(e, "name");
+    double ts = YAJL_GET_DOUBLE(ft_test_get(e, "ts")), dur = YAJL_GET_DOUBLE(ft_test_get(e, "dur"));
+    assert_int_equal(int_of(e, "pid"), 0);
+    assert_int_equal(int_of(e, "tid"), 7);
+    if (!strcmp(n, "outer")) { /* both launches on its thread, not the other thread's */
+      assert_true(ts == (LO + 1000) / 1000.0 && dur == 0.25);
+      assert_int_equal(int_of(ft_test_get(e, "args"), "External id"), 1);
+    } else if (!strcmp(n, "inner")) {
+      assert_true(ts == (LO + 1000) / 1000.0 && dur == 0.1);
+    } else {
+      fail_msg("unexpected projection %s", n);
+    }
+  }
+  assert_int_equal(seen, 2); /* "idle" launched nothing */
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_start_end_ranges_and_marks(void **state) {
+  (void)state;
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  uint64_t id;
+  assert_int_equal(ft__range_start(s, "early", &id), FT_ESTATE);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  assert_int_equal(ft__range_start(s, "load", &id), FT_OK);
+  assert_int_equal(ft__mark(s, "checkpoint"), FT_OK);
+  assert_int_equal(ft__range_end(s, id), FT_OK);
+  assert_int_equal(ft__range_end(s, id), FT_ESTATE);     /* already closed */
+  assert_int_equal(ft__range_end(s, 12345), FT_ESTATE);  /* never opened */
+  assert_int_equal(ft_range_push(s, "a", NULL), FT_OK);
+  assert_int_equal(ft_range_push(s, "b", NULL), FT_OK);
+  assert_int_equal(ft__range_depth(s), 2);
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  assert_int_equal(ft__range_depth(s), 0);
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = render(s);
+  assert_int_equal(count_x(doc, "load"), 1);
+  assert_int_equal(count_x(doc, "checkpoint"), 1);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 static void test_ranges_record_and_nest(void **state) {
   (void)state;
   ft_session *s;
@@ -380,6 +451,8 @@ int main(void) {
       cmocka_unit_test(test_flow_sparse_ids),
       cmocka_unit_test(test_external_id_zero_and_attribution),
       cmocka_unit_test(test_external_ids_resolved_by_correlation),
+      cmocka_unit_test(test_gpu_projection_of_ranges),
+      cmocka_unit_test(test_start_end_ranges_and_marks),
       cmocka_unit_test(test_ranges_record_and_nest),
       cmocka_unit_test(test_second_session_is_busy),
       cmocka_unit_test(test_write_files_plain_and_gzip),

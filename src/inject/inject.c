@@ -1,0 +1,236 @@
+/* The injection library `flagtrace record` hands to the CUDA driver (and to NVTX):
+ * profiles an unmodified process and writes its trace at exit or on SIGINT/SIGTERM. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject.h"
+#include "internal.h"
+
+#define INJECT_EXPORT __attribute__((visibility("default")))
+
+static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
+static ft_session *session;
+static pid_t owner_pid;        /* the process that created the session */
+static atomic_int finished;    /* the trace was written (or abandoned) */
+static bool capture_range;     /* --capture-range=cudaProfilerApi */
+static atomic_int range_state; /* 0 before cudaProfilerStart, 1 inside, 2 after stop */
+static uint64_t range_lo, range_hi;
+
+/* ---- output names ---- */
+
+size_t ft__inject_expand(const char *pattern, char *out, size_t len) {
+  size_t o = 0;
+  char val[256];
+  for (const char *p = pattern; *p && o + 1 < len; p++) {
+    const char *v = NULL;
+    if (p[0] == '%' && p[1]) {
+      switch (p[1]) {
+      case 'p':
+        snprintf(val, sizeof val, "%ld", (long)getpid());
+        v = val;
+        break;
+      case 'h':
+        if (gethostname(val, sizeof val)) snprintf(val, sizeof val, "host");
+        val[sizeof val - 1] = '\0';
+        v = val;
+        break;
+      case 'r': {
+        const char *r = getenv("RANK");
+        if (!r || !*r) r = getenv("LOCAL_RANK");
+        snprintf(val, sizeof val, "%s", r && *r ? r : "0");
+        v = val;
+        break;
+      }
+      case '%':
+        v = "%";
+        break;
+      }
+    }
+    if (v) {
+      p++;
+      for (; *v && o + 1 < len; v++) out[o++] = *v;
+    } else {
+      out[o++] = *p;
+    }
+  }
+  out[o] = '\0';
+  return o;
+}
+
+/* ---- finishing: at exit, or from the signal thread ---- */
+
+static void report(const char *path, unsigned long long events, unsigned long long dropped) {
+  fprintf(stderr, "flagtrace: wrote %s (%llu events, %llu dropped)\n", path, events, dropped);
+  const char *rf = getenv("FLAGTRACE_REPORT_FILE");
+  if (!rf || !*rf) return;
+  int fd = open(rf, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  char line[4200];
+  int n = snprintf(line, sizeof line, "%s\t%llu\t%llu\n", path, events, dropped);
+  if (n > 0 && (size_t)n < sizeof line && write(fd, line, (size_t)n) < 0) { /* best effort */
+  }
+  close(fd);
+}
+
+static void finish(void) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&finished, &expected, 1)) return;
+  /* fork() without exec: the child has a copy of the session but no CUDA and no
+   * tracer threads; it must never write the parent's file. */
+  if (!session || getpid() != owner_pid) return;
+  ft_session_stop(session); /* FT_ESTATE if never started: still write what we have */
+  if (capture_range) {
+    int st = atomic_load(&range_state);
+    uint64_t hi = st == 2 ? range_hi : session->hi;
+    ft__session_set_window(session, st ? range_lo : session->hi, st ? hi : session->hi);
+  }
+  const char *pattern = getenv("FLAGTRACE_OUTPUT");
+  char path[4096];
+  ft__inject_expand(pattern && *pattern ? pattern : "flagtrace-%p.json.gz", path, sizeof path);
+  ft_status st = ft_session_write(session, path);
+  if (st) {
+    fprintf(stderr, "flagtrace: %s\n", ft_session_last_error(session));
+    return;
+  }
+  ft_session_counts c;
+  if (ft_session_counts_get(session, &c) == FT_OK)
+    report(path, (unsigned long long)(c.cpu_ranges + c.device_events - c.window_discarded),
+           (unsigned long long)c.dropped_records);
+}
+
+static sem_t signal_sem;
+static atomic_int signal_done;
+static struct sigaction old_int, old_term;
+
+/* Writing a trace takes locks and memory: not something a signal handler may do.
+ * The handler wakes this thread and waits (bounded) for it, then lets the signal
+ * do what it would have done. */
+static void *signal_writer(void *arg) {
+  (void)arg;
+  while (sem_wait(&signal_sem) != 0 && errno == EINTR) {
+  }
+  finish();
+  atomic_store(&signal_done, 1);
+  return NULL;
+}
+
+static void on_signal(int sig) {
+  sem_post(&signal_sem);
+  struct timespec ten_ms = {0, 10000000};
+  for (int i = 0; i < 3000 && !atomic_load(&signal_done); i++) nanosleep(&ten_ms, NULL); /* <= 30 s */
+  sigaction(sig, sig == SIGINT ? &old_int : &old_term, NULL);
+  raise(sig); /* delivered with the original disposition once this handler returns */
+}
+
+static void install_signal_handlers(void) {
+  if (sem_init(&signal_sem, 0, 0)) return;
+  pthread_t th;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the writer thread takes no signals */
+  int err = pthread_create(&th, NULL, signal_writer, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (err) return;
+  pthread_detach(th);
+  /* Only where the signal would simply kill the process: a program with its own
+   * handler (Python's KeyboardInterrupt) exits its own way and atexit writes. */
+  int sigs[2] = {SIGINT, SIGTERM};
+  struct sigaction *olds[2] = {&old_int, &old_term};
+  for (int i = 0; i < 2; i++) {
+    if (sigaction(sigs[i], NULL, olds[i]) || olds[i]->sa_handler != SIG_DFL) continue;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sigs[i], &sa, NULL);
+  }
+}
+
+static void forked_child(void) { session = NULL; }
+
+/* ---- cudaProfilerStart/Stop ---- */
+
+static void on_profiler_api(void *ctx, bool start) {
+  (void)ctx;
+  int expected = start ? 0 : 1;
+  uint64_t now = ft__now_ns();
+  if (start && atomic_compare_exchange_strong(&range_state, &expected, 1))
+    range_lo = now;
+  else if (!start && atomic_compare_exchange_strong(&range_state, &expected, 2))
+    range_hi = now;
+}
+
+/* ---- the session ---- */
+
+static unsigned activities_from_env(bool *nvtx) {
+  const char *v = getenv("FLAGTRACE_TRACE");
+  *nvtx = true;
+  if (!v || !*v) return FT_ACTIVITY_ALL;
+  unsigned a = 0;
+  *nvtx = false;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", v);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(tok, "kernel")) a |= FT_ACTIVITY_KERNEL;
+    else if (!strcmp(tok, "memcpy")) a |= FT_ACTIVITY_MEMCPY;
+    else if (!strcmp(tok, "memset")) a |= FT_ACTIVITY_MEMSET;
+    else if (!strcmp(tok, "runtime")) a |= FT_ACTIVITY_RUNTIME;
+    else if (!strcmp(tok, "driver")) a |= FT_ACTIVITY_DRIVER;
+    else if (!strcmp(tok, "nvtx")) *nvtx = true;
+  }
+  return a;
+}
+
+ft_session *ft__inject_session(void) {
+  pthread_mutex_lock(&init_mu);
+  if (session && owner_pid == getpid()) goto end;
+  bool nvtx;
+  ft_session_options o;
+  ft_session_options_init(&o);
+  o.activities = activities_from_env(&nvtx);
+  if (ft_session_create(&session, &o) != FT_OK) {
+    session = NULL;
+    goto end;
+  }
+  owner_pid = getpid();
+  const char *cr = getenv("FLAGTRACE_CAPTURE_RANGE");
+  capture_range = cr && !strcmp(cr, "cudaProfilerApi");
+  if (capture_range) {
+    const ft_tracer_ops *ops = session->tracer->ops;
+    if (!ops->watch_profiler_api || ops->watch_profiler_api(session->tracer, on_profiler_api, NULL) != FT_OK)
+      ft__warn("--capture-range=cudaProfilerApi: the %s tracer cannot watch the profiler API (%s); "
+               "recording the whole run", ops->name, ops->last_error(session->tracer));
+    else
+      ft__log("capture range: waiting for cudaProfilerStart");
+  }
+  ft_session_start(session);
+  if (capture_range && !session->tracer_armed) capture_range = false;
+  atexit(finish);
+  install_signal_handlers();
+  pthread_atfork(NULL, NULL, forked_child);
+end:
+  pthread_mutex_unlock(&init_mu);
+  return session;
+}
+
+/* Called by the CUDA driver from cuInit when CUDA_INJECTION64_PATH names us. */
+INJECT_EXPORT int InitializeInjection(void) {
+  ft_session *s = ft__inject_session();
+  if (!s) {
+    fprintf(stderr, "flagtrace: could not create a profiling session; this process is not traced\n");
+    return 0;
+  }
+  const char *why;
+  if (ft_session_device_status(s, &why) != FT_OK) fprintf(stderr, "flagtrace: no device activity: %s\n", why);
+  return 1;
+}
