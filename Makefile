@@ -10,10 +10,7 @@ deps:
 	@scripts/deps.sh
 
 demo: deps
-	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
-	cmake --build $(BUILD) -j $(JOBS) --target embed_example flagtrace_cli
-	$(BUILD)/embed_example $(BUILD)/flagtrace-embed.json.gz
-	@echo "open $(BUILD)/flagtrace-embed.json.gz in https://ui.perfetto.dev or chrome://tracing"
+	BUILD=$(BUILD) JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" scripts/demo.sh
 
 test: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
@@ -21,6 +18,7 @@ test: deps
 	python3 scripts/codegen/gen_cupti_runtime_cbid.py --check
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(BUILD)/bench/bench_writer --quick
+	$(BUILD)/bench/bench_stats --quick
 
 test-sanitize: deps
 	cmake -S . -B $(ASAN_BUILD) -DFT_SANITIZE=address,undefined -DFT_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
@@ -29,8 +27,9 @@ test-sanitize: deps
 
 bench: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
-	cmake --build $(BUILD) -j $(JOBS) --target bench_writer
+	cmake --build $(BUILD) -j $(JOBS) --target bench_writer bench_stats
 	$(BUILD)/bench/bench_writer
+	$(BUILD)/bench/bench_stats
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

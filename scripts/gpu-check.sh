@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds from scratch on the GPU machine and runs every GPU test and benchmark in
 # one go; logs and traces go to $OUT (at most 8 files come back from the device).
+# Carry .gpu (Debian's libyajl .debs, see the README) when the machine lacks yajl.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}
@@ -29,20 +30,37 @@ step() { # step NAME CMD...: runs CMD, logs it, counts it
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
 } | tee -a "$LOG"
 
+if [ ! -f /usr/include/yajl/yajl_parse.h ] && ls .gpu/debs/*.deb >/dev/null 2>&1; then
+  for d in .gpu/debs/*.deb; do dpkg -x "$d" .gpu/root; done
+  export YAJL_ROOT=$PWD/.gpu/root
+fi
 export CUDACXX=${CUDACXX:-/usr/local/cuda/bin/nvcc}
 BUILD=build-gpu
+FT=$BUILD/flagtrace
 rm -rf "$BUILD"
-step build bash -c "cmake -S . -B $BUILD -DFT_BUILD_TESTS=OFF -DFT_BUILD_GPU_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  && cmake --build $BUILD -j \$(nproc)"
+step build bash -c "cmake -S . -B $BUILD -DFT_BUILD_TESTS=OFF -DFT_BUILD_GPU_TESTS=ON -DFT_CUDA_ARCHITECTURES=90 \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $BUILD -j \$(nproc)"
 LIB=$(ls "$BUILD"/libflagtrace.so.* 2>/dev/null | head -n 1)
 
-step "cupti workload (C API, named ranges)" bash -c "
-  FLAGOS_TRACE=1 $BUILD/tests/gpu/gpu_workload $OUT/workload_trace.json.gz $OUT/workload_expect.json &&
-  python3 tests/gpu/check_workload_trace.py $OUT/workload_trace.json.gz $OUT/workload_expect.json"
+step "C API workload (named ranges)" bash -c "
+  FLAGOS_TRACE=1 $BUILD/tests/gpu/gpu_workload $OUT/workload_trace.json.gz $BUILD/workload_expect.json &&
+  python3 tests/gpu/check_workload_trace.py $OUT/workload_trace.json.gz $BUILD/workload_expect.json"
+step "record the CUDA sample (whole run)" bash -c "
+  $FT record -o $OUT/sample_h200.json.gz -- $BUILD/tests/gpu/sample &&
+  python3 tests/gpu/check_sample_trace.py $OUT/sample_h200.json.gz whole"
+step "record the CUDA sample (--capture-range=cudaProfilerApi)" bash -c "
+  $FT record --capture-range=cudaProfilerApi -o $BUILD/sample_range.json.gz -- $BUILD/tests/gpu/sample --profiler-range &&
+  python3 tests/gpu/check_sample_trace.py $BUILD/sample_range.json.gz range"
 step "torch kernel fields: flagtrace vs torch.profiler" \
   python3 tests/gpu/torch_kernel_fields.py --lib "$LIB" --out-dir "$OUT"
 gzip -f "$OUT/torch_native_trace.json" 2>/dev/null
+step "record + emit_nvtx: per-op self device time vs key_averages (5%)" \
+  env PYTHONUNBUFFERED=1 python3 tests/gpu/torch_emit_nvtx.py --flagtrace "$FT" --out-dir "$BUILD"
+step "stats on torch.profiler's and flagtrace's traces vs independent totals" \
+  python3 tests/e2e/test_stats.py "$FT" "$OUT" torch_native_trace.json.gz sample_h200.json.gz torch_flagtrace_trace.json.gz
 step "bench: trace writer" "$BUILD/bench/bench_writer"
+step "bench: stats reader" "$BUILD/bench/bench_stats"
+rm -f "$OUT/torch_flagtrace_trace.json.gz"
 
 echo "$pass passed, $fail failed" | tee -a "$LOG"
 [ "$fail" -eq 0 ]

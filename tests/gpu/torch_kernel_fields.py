@@ -8,26 +8,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_workload import workload  # noqa: E402
 from trace_checks import check_flows_paired, check_window, load, xs  # noqa: E402
 
 FIELDS = ("grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
           "est. achieved occupancy %")
-
-
-def workload(torch):
-    dev = "cuda"
-    x = torch.randn(256, 256, device=dev)
-    y = torch.randn(256, 256, device=dev)
-    for _ in range(5):
-        torch.relu(torch.mm(x, y))
-    torch.sort(torch.randn(4096, device=dev))
-    torch.randn(16384).to(dev)  # 64 KiB host -> device
-    torch.zeros(1 << 20, device=dev)
-    big = torch.randn(4096, 4096, device=dev)
-    big @ big  # a gemm whose occupancy is bound by registers/shared memory
-    big.sum(dim=1)
-    torch.softmax(big, dim=1)
-    torch.cuda.synchronize()
 
 
 def run_native(out):

@@ -1,0 +1,156 @@
+"""End-to-end: `flagtrace record` with its injection library and the fake libcupti;
+the traces it writes are parsed as JSON and checked structurally."""
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+from trace_checks import check_flows_paired, check_window, load, xs  # noqa: E402
+
+flagtrace, driver = sys.argv[1], sys.argv[2]
+passed = failed = 0
+
+
+def case(name):
+    def wrap(fn):
+        global passed, failed
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                fn(d)
+            passed += 1
+            print(f"PASS {name}")
+        except AssertionError as e:
+            failed += 1
+            print(f"FAIL {name}: {e}")
+        return fn
+    return wrap
+
+
+def record(*args, cwd=None):
+    return subprocess.run([flagtrace, "record", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def written(r):
+    return re.findall(r"^flagtrace: wrote (\S+) \((\d+) events, (\d+) dropped\)$", r.stderr, re.M)
+
+
+@case("record: trace written at exit, %p expanded, stdout and status pass through")
+def _(d):
+    r = record("-o", os.path.join(d, "run-%p.json.gz"), "--", driver, "exit")
+    assert r.returncode == 0, r
+    assert r.stdout == "inject_driver: exit done\n", r.stdout
+    w = written(r)
+    assert len(w) == 1, r.stderr
+    path, events, dropped = w[0]
+    assert re.fullmatch(re.escape(d) + r"/run-\d+\.json\.gz", path), path
+    assert dropped == "0"
+    doc = load(path)
+    assert len(xs(doc, ("kernel",))) == 2
+    assert [e["name"] for e in xs(doc, ("kernel",))][0] == "saxpy(float, float const*, float*, int)"
+    assert check_flows_paired(doc) == 2
+    check_window(doc)
+    assert int(events) == len(doc["traceEvents"]) - sum(1 for e in doc["traceEvents"] if e["ph"] != "X") \
+        - len(xs(doc, ("gpu_user_annotation",))), events
+
+
+@case("record: NVTX push/pop, marks, domains, registered strings; attribution to the innermost range")
+def _(d):
+    r = record("-o", os.path.join(d, "t.json"), "--", driver, "exit")
+    assert r.returncode == 0, r
+    doc = load(os.path.join(d, "t.json"))
+    ranges = {e["name"]: e for e in xs(doc, ("user_annotation",))}
+    assert set(ranges) == {"outer", "inner", "mark", "registered"}, set(ranges)
+    k1, k2 = xs(doc, ("kernel",))
+    assert k1["args"]["External id"] == ranges["inner"]["args"]["External id"]
+    assert k2["args"]["External id"] == ranges["outer"]["args"]["External id"]
+    proj = {e["name"]: e for e in xs(doc, ("gpu_user_annotation",))}
+    assert set(proj) >= {"outer", "inner"}, set(proj)
+    assert proj["outer"]["ts"] <= k1["ts"] and proj["outer"]["ts"] + proj["outer"]["dur"] >= k2["ts"] + k2["dur"] - 0.002
+    assert "inject_driver: pop returned" not in r.stderr, r.stderr
+
+
+@case("record --trace=kernel,nvtx: no API rows, no flows")
+def _(d):
+    r = record("--trace=kernel,nvtx", "-o", os.path.join(d, "t.json"), "--", driver, "exit")
+    assert r.returncode == 0, r
+    doc = load(os.path.join(d, "t.json"))
+    assert len(xs(doc, ("kernel",))) == 2 and not xs(doc, ("cuda_runtime",))
+    assert not [e for e in doc["traceEvents"] if e["ph"] in ("s", "f")]
+    assert xs(doc, ("user_annotation",))
+
+
+@case("record --capture-range=cudaProfilerApi: only what ran between start and stop")
+def _(d):
+    r = record("--capture-range=cudaProfilerApi", "-o", os.path.join(d, "t.json"), "--", driver, "range")
+    assert r.returncode == 0, r
+    doc = load(os.path.join(d, "t.json"))
+    assert [e["name"] for e in xs(doc, ("kernel",))] == ["inside_range"], xs(doc, ("kernel",))
+    assert doc["flagtrace"]["window_discarded"] >= 4, doc["flagtrace"]
+
+
+@case("record: SIGTERM still leaves a complete trace; status 128+15")
+def _(d):
+    r = record("-o", os.path.join(d, "t.json.gz"), "--", driver, "sigterm")
+    assert r.returncode == 143, r
+    assert len(written(r)) == 1, r.stderr
+    doc = load(os.path.join(d, "t.json.gz"))
+    assert len(xs(doc, ("kernel",))) == 2
+    assert not glob.glob(os.path.join(d, "*.tmp.*"))
+
+
+@case("record: fork without exec writes one trace, the parent's")
+def _(d):
+    r = record("-o", os.path.join(d, "t-%p.json"), "--", driver, "fork")
+    assert r.returncode == 0, r
+    assert len(glob.glob(os.path.join(d, "t-*.json"))) == 1, os.listdir(d)
+    assert len(written(r)) == 1, r.stderr
+
+
+@case("record: a relative output lands in the caller's directory")
+def _(d):
+    r = record("-o", "rel.json", "--", driver, "exit", cwd=d)
+    assert r.returncode == 0, r
+    assert os.path.exists(os.path.join(d, "rel.json"))
+
+
+@case("record: exit status and signals of a program that never uses CUDA")
+def _(d):
+    r = record("-o", os.path.join(d, "x.json"), "--", "sh", "-c", "exit 3")
+    assert r.returncode == 3, r
+    assert "wrote no trace" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    r = record("--", "sh", "-c", "kill -KILL $$")
+    assert r.returncode == 128 + 9, r
+
+
+@case("record: bad input gets one line naming the problem and a non-zero status")
+def _(d):
+    bad = [
+        (["--bogus", "true"], 2, "unknown option '--bogus'"),
+        (["-o"], 2, "option '-o' needs a value"),
+        ([], 2, "no command to run"),
+        (["--"], 2, "no command to run"),
+        (["--trace=kernel,gpu", "true"], 2, "--trace takes"),
+        (["--trace=", "true"], 2, "--trace takes"),
+        (["--capture-range=nvtx", "true"], 2, "--capture-range takes"),
+        (["-o", os.path.join(d, "missing", "t.json"), "true"], 2, "does not exist"),
+        (["-o", "", "true"], 2, "empty output name"),
+        (["--", os.path.join(d, "no-such-program")], 127, "cannot run"),
+    ]
+    for args, code, text in bad:
+        r = record(*args)
+        assert r.returncode == code, (args, r)
+        assert text in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+    ro = os.path.join(d, "ro")
+    os.mkdir(ro, 0o555)
+    if os.geteuid() != 0:  # root writes anywhere
+        r = record("-o", os.path.join(ro, "t.json"), "true")
+        assert r.returncode == 2 and "not writable" in r.stderr, r
+    r = record("--help")
+    assert r.returncode == 0 and "--capture-range=cudaProfilerApi" in r.stdout
+
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,190 @@
+"""End-to-end: `flagtrace stats` on committed traces (ours and torch.profiler's),
+compared with totals computed here independently; and its errors on bad input."""
+import csv
+import gzip
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+
+flagtrace, data = sys.argv[1], sys.argv[2]
+# default: the committed traces; the GPU check passes fresh ones (torch.profiler's too)
+TRACES = sys.argv[3:] or ["torch_cuda_2.11_reference.json.gz", "workload_h200.json.gz"]
+passed = failed = 0
+
+
+def case(name):
+    def wrap(fn):
+        global passed, failed
+        try:
+            fn()
+            passed += 1
+            print(f"PASS {name}")
+        except AssertionError as e:
+            failed += 1
+            print(f"FAIL {name}: {e}")
+        return fn
+    return wrap
+
+
+def stats(*args):
+    return subprocess.run([flagtrace, "stats", *args], capture_output=True, text=True)
+
+
+def expected(path):
+    """The summaries, computed from the parsed JSON with no shared code."""
+    doc = json.load(gzip.open(path, "rt"))
+    kern = defaultdict(list)
+    api = defaultdict(list)
+    mem = defaultdict(lambda: [0, 0, 0.0])
+    ext_dev = defaultdict(float)
+    ext_name = {}
+    op_calls = defaultdict(int)
+    intervals = defaultdict(list)
+    lo, hi = float("inf"), float("-inf")
+    for e in doc["traceEvents"]:
+        if e.get("ph") != "X":
+            continue
+        ts, dur = e["ts"], max(e.get("dur", 0), 0)
+        lo, hi = min(lo, ts), max(hi, ts + dur)
+        cat, args = e.get("cat"), e.get("args", {})
+        if cat in ("kernel", "gpu_memcpy", "gpu_memset"):
+            if cat == "kernel":
+                kern[e["name"]].append(dur)
+            else:
+                m = mem[e["name"]]
+                m[0] += 1
+                m[1] += args.get("bytes", 0)
+                m[2] += dur
+            if "External id" in args:
+                ext_dev[args["External id"]] += dur
+            intervals[e["pid"]].append((ts, ts + dur))
+        elif cat in ("cuda_runtime", "cuda_driver", "privateuse1_runtime"):
+            api[e["name"]].append(dur)
+        elif cat in ("cpu_op", "user_annotation"):
+            op_calls[e["name"]] += 1
+            if "External id" in args:
+                ext_name[args["External id"]] = e["name"]
+    ops = defaultdict(float)
+    for ext, t in ext_dev.items():
+        if ext in ext_name:
+            ops[ext_name[ext]] += t
+    busy = {}
+    for dev, iv in intervals.items():
+        iv.sort()
+        total, cur_lo, cur_hi = 0.0, iv[0][0], iv[0][1]
+        for a, b in iv[1:]:
+            if a > cur_hi:
+                total += cur_hi - cur_lo
+                cur_lo, cur_hi = a, b
+            else:
+                cur_hi = max(cur_hi, b)
+        busy[dev] = total + cur_hi - cur_lo
+    return kern, api, mem, ops, op_calls, busy, hi - lo
+
+
+def close(a, b, what):
+    assert abs(a - b) <= 0.002 + 1e-9 * abs(b), f"{what}: flagtrace {a}, expected {b}"
+
+
+for name in TRACES:
+    path = os.path.join(data, name)
+
+    @case(f"stats --format json matches independent totals: {name}")
+    def _():
+        r = stats("--format", "json", path)
+        assert r.returncode == 0, r
+        got = json.loads(r.stdout)
+        kern, api, mem, ops, op_calls, busy, span = expected(path)
+        assert {k["name"] for k in got["kernels"]} == set(kern)
+        total_kernel = sum(sum(v) for v in kern.values())
+        for k in got["kernels"]:
+            d = kern[k["name"]]
+            assert k["calls"] == len(d), k
+            close(k["total_us"], sum(d), k["name"])
+            close(k["min_us"], min(d), k["name"])
+            close(k["max_us"], max(d), k["name"])
+            assert abs(k["percent"] - 100 * sum(d) / total_kernel) < 0.01
+        assert got["kernels"] == sorted(got["kernels"], key=lambda k: -k["total_us"])
+        assert {a["name"] for a in got["api"]} == set(api)
+        for a in got["api"]:
+            assert a["calls"] == len(api[a["name"]])
+            close(a["total_us"], sum(api[a["name"]]), a["name"])
+        for m in got["memory"]:
+            count, nbytes, t = mem[m["name"]]
+            assert (m["count"], m["bytes"]) == (count, nbytes), m
+            close(m["total_us"], t, m["name"])
+        got_ops = {o["name"]: o for o in got["ops"]}
+        for op, t in ops.items():
+            close(got_ops[op]["self_device_us"], t, op)
+            assert got_ops[op]["calls"] == op_calls[op]
+        assert {g["device"] for g in got["gpu"]} == set(busy)
+        for g in got["gpu"]:
+            close(g["busy_us"], busy[g["device"]], "busy")
+            close(g["span_us"], span, "span")
+
+
+@case("stats: table and csv carry the same sections")
+def _():
+    path = os.path.join(data, TRACES[0])
+    r = stats(path)
+    assert r.returncode == 0, r
+    for title in ("== GPU kernels ==", "== runtime and driver API ==", "== memory operations", "== self device time",
+                  "== GPU busy =="):
+        assert title in r.stdout, title
+    r = stats("--format=csv", "--report", "kernels,gpu", path)
+    assert r.returncode == 0, r
+    blocks = [b for b in r.stdout.split("\n\n") if b.strip()]
+    assert [b.splitlines()[0] for b in blocks] == ["# kernels", "# gpu"], blocks
+    rows = list(csv.DictReader(io.StringIO("\n".join(blocks[0].splitlines()[1:]))))
+    assert rows and set(rows[0]) == {"time_pct", "total_us", "calls", "avg_us", "min_us", "max_us", "name"}
+
+
+@case("stats: several files are summarized together")
+def _():
+    p = os.path.join(data, TRACES[0])
+    one = json.loads(stats("--format", "json", p).stdout)
+    two = json.loads(stats("--format", "json", p, p).stdout)
+    assert two["events"] == 2 * one["events"]
+    assert [k["calls"] for k in two["kernels"]] == [2 * k["calls"] for k in one["kernels"]]
+
+
+@case("stats: bad input gets one line (file, problem, byte offset) and status 2")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        good = gzip.open(os.path.join(data, TRACES[0])).read()
+        files = {
+            "empty.json": (b"", "empty file"),
+            "truncated.json": (good[: len(good) // 2], "truncated JSON"),
+            "garbage.json": (bytes(range(256)) * 4, "at byte"),
+            "notrace.json": (b'{"schemaVersion": 1}', "no \"traceEvents\" array"),
+            "notarray.json": (b'{"traceEvents": 5}', "\"traceEvents\" is not an array at byte"),
+            "badjson.json": (b'{"traceEvents": [{"ph": "X",}]}', "at byte"),
+            "truncated.json.gz": (gzip.compress(good)[:-200], "truncated gzip"),
+            "corrupt.json.gz": (None, "corrupt gzip"),
+        }
+        z = bytearray(gzip.compress(good))
+        for i in range(40, 80):
+            z[i] ^= 0x5A
+        files["corrupt.json.gz"] = (bytes(z), "")
+        for fname, (content, text) in files.items():
+            p = os.path.join(d, fname)
+            with open(p, "wb") as f:
+                f.write(content)
+            r = stats(p)
+            assert r.returncode == 2, (fname, r)
+            assert r.stderr.startswith(f"flagtrace stats: {p}: ") and r.stderr.count("\n") == 1, (fname, r.stderr)
+            assert text in r.stderr, (fname, r.stderr)
+        r = stats(os.path.join(d, "missing.json"))
+        assert r.returncode == 2 and "cannot open" in r.stderr, r
+    for args, text in ((["--format", "xml", "x"], "--format takes"), (["--report", "kernels,bogus", "x"], "--report takes"),
+                       ([], "no trace file"), (["--bogus"], "unknown option")):
+        r = stats(*args)
+        assert r.returncode == 2 and text in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
