@@ -56,6 +56,10 @@ step "torch kernel fields: flagtrace vs torch.profiler" \
 gzip -f "$OUT/torch_native_trace.json" 2>/dev/null
 step "record + emit_nvtx: per-op self device time vs key_averages (5%)" \
   env PYTHONUNBUFFERED=1 python3 tests/gpu/torch_emit_nvtx.py --flagtrace "$FT" --out-dir "$BUILD"
+step "record a 2-process torchrun job: one trace per rank" bash -c "
+  rm -rf $BUILD/mp && mkdir -p $BUILD/mp &&
+  $FT record -o $BUILD/mp/mp-%r-%p.json.gz -- python3 -m torch.distributed.run --nproc_per_node=2 tests/gpu/torch_mp.py &&
+  python3 tests/gpu/check_mp_traces.py $BUILD/mp"
 step "stats on torch.profiler's and flagtrace's traces vs independent totals" \
   python3 tests/e2e/test_stats.py "$FT" "$OUT" torch_native_trace.json.gz sample_h200.json.gz torch_flagtrace_trace.json.gz
 step "bench: trace writer" "$BUILD/bench/bench_writer"

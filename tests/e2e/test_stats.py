@@ -12,7 +12,7 @@ from collections import defaultdict
 
 flagtrace, data = sys.argv[1], sys.argv[2]
 # default: the committed traces; the GPU check passes fresh ones (torch.profiler's too)
-TRACES = sys.argv[3:] or ["torch_cuda_2.11_reference.json.gz", "workload_h200.json.gz"]
+TRACES = sys.argv[3:] or ["torch_cuda_2.11_reference.json.gz", "workload_h200.json.gz", "sample_h200.json.gz"]
 passed = failed = 0
 
 
