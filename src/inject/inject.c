@@ -47,7 +47,7 @@ size_t ft__inject_expand(const char *pattern, char *out, size_t len) {
       case 'r': {
         const char *r = getenv("RANK");
         if (!r || !*r) r = getenv("LOCAL_RANK");
-        snprintf(val, sizeof val, "%s", r && *r ? r : "0");
+        snprintf(val, sizeof val, "%s", r && *r ? r : "norank");
         v = val;
         break;
       }

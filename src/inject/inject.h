@@ -10,7 +10,7 @@
  * first NVTX call, whichever comes first); NULL if it could not be created. */
 ft_session *ft__inject_session(void);
 
-/* Expands %p (pid), %h (host), %r (RANK, else LOCAL_RANK, else 0) and %% in
+/* Expands %p (pid), %h (host), %r (RANK, else LOCAL_RANK, else "norank") and %% in
  * pattern into out; returns the length written. */
 size_t ft__inject_expand(const char *pattern, char *out, size_t len);
 

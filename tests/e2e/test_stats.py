@@ -39,17 +39,19 @@ def expected(path):
     doc = json.load(gzip.open(path, "rt"))
     kern = defaultdict(list)
     api = defaultdict(list)
-    mem = defaultdict(lambda: [0, 0, 0.0])
-    ext_dev = defaultdict(float)
+    mem = defaultdict(lambda: [0, 0, 0])
+    ext_dev = defaultdict(int)
     ext_name = {}
     op_calls = defaultdict(int)
     intervals = defaultdict(list)
-    lo, hi = float("inf"), float("-inf")
+    lo, hi = None, None
     for e in doc["traceEvents"]:
         if e.get("ph") != "X":
             continue
-        ts, dur = e["ts"], max(e.get("dur", 0), 0)
-        lo, hi = min(lo, ts), max(hi, ts + dur)
+        # integer ns: torch's ts (~5e12 µs) leaves floats no room for sums
+        ts, dur = round(e["ts"] * 1000), max(round(e.get("dur", 0) * 1000), 0)
+        lo = ts if lo is None else min(lo, ts)
+        hi = ts + dur if hi is None else max(hi, ts + dur)
         cat, args = e.get("cat"), e.get("args", {})
         if cat in ("kernel", "gpu_memcpy", "gpu_memset"):
             if cat == "kernel":
@@ -71,7 +73,7 @@ def expected(path):
     ops = defaultdict(float)
     for ext, t in ext_dev.items():
         if ext in ext_name:
-            ops[ext_name[ext]] += t
+            ops[ext_name[ext]] += t / 1000
     busy = {}
     for dev, iv in intervals.items():
         iv.sort()
@@ -82,8 +84,10 @@ def expected(path):
                 cur_lo, cur_hi = a, b
             else:
                 cur_hi = max(cur_hi, b)
-        busy[dev] = total + cur_hi - cur_lo
-    return kern, api, mem, ops, op_calls, busy, hi - lo
+        busy[dev] = (total + cur_hi - cur_lo) / 1000
+    us = lambda d: {k: [x / 1000 for x in v] for k, v in d.items()}  # noqa: E731
+    mem = {k: [c, b, t / 1000] for k, (c, b, t) in mem.items()}
+    return us(kern), us(api), mem, ops, op_calls, busy, (hi - lo) / 1000
 
 
 def close(a, b, what):
