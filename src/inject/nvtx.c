@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #define NVTX_NO_IMPL /* we implement the calls; we do not want the loader stubs */
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
@@ -11,7 +12,28 @@
 
 #define INJECT_EXPORT __attribute__((visibility("default")))
 
-/* Registered strings and domains are handed out as pointers to our own copies. */
+/* Registered strings and domain names are handed out as pointers to our own
+ * copies. NVTX never releases a registered string, so they are kept, listed, for
+ * the life of the process. */
+typedef struct kept {
+  struct kept *next;
+  char text[];
+} kept;
+static kept *kept_head;
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *keep(const char *s) {
+  size_t n = strlen(s) + 1;
+  kept *k = malloc(sizeof *k + n);
+  if (!k) return NULL;
+  memcpy(k->text, s, n);
+  pthread_mutex_lock(&kept_mu);
+  k->next = kept_head;
+  kept_head = k;
+  pthread_mutex_unlock(&kept_mu);
+  return k->text;
+}
+
 static const char *registered(const void *h) { return h ? (const char *)h : "(null)"; }
 
 /* wchar_t (UTF-32 on Linux) to UTF-8; invalid code points become U+FFFD. */
@@ -136,21 +158,21 @@ static void NVTX_API d_mark(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a
 }
 static nvtxStringHandle_t NVTX_API d_register_a(nvtxDomainHandle_t d, const char *str) {
   (void)d;
-  return (nvtxStringHandle_t)strdup(str ? str : ""); /* lives for the process */
+  return (nvtxStringHandle_t)keep(str ? str : "");
 }
 static nvtxStringHandle_t NVTX_API d_register_w(nvtxDomainHandle_t d, const wchar_t *str) {
   (void)d;
   char buf[1024];
   to_utf8(str, buf, sizeof buf);
-  return (nvtxStringHandle_t)strdup(buf);
+  return (nvtxStringHandle_t)keep(buf);
 }
 static nvtxDomainHandle_t NVTX_API d_create_a(const char *name) {
-  return (nvtxDomainHandle_t)strdup(name ? name : "");
+  return (nvtxDomainHandle_t)keep(name ? name : "");
 }
 static nvtxDomainHandle_t NVTX_API d_create_w(const wchar_t *name) {
   char buf[256];
   to_utf8(name, buf, sizeof buf);
-  return (nvtxDomainHandle_t)strdup(buf);
+  return (nvtxDomainHandle_t)keep(buf);
 }
 
 /* The slot types are NVTX's own, so a drifted signature fails to build. */
