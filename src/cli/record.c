@@ -156,6 +156,12 @@ int ft_cli_record(int argc, char **argv) {
   int rc = resolve_output(output, out, sizeof out);
   if (rc) return rc;
   char inject[PATH_MAX];
+#ifdef FT_NO_INJECTION
+  (void)find_inject;
+  fprintf(stderr, "flagtrace record: this flagtrace was built without a device tracer (FLAGOS_ACCELERATOR=%s); "
+                  "rebuild with FLAGOS_ACCELERATOR=cuda to record CUDA programs\n", FT_NO_INJECTION);
+  return FT_CLI_USAGE;
+#endif
   if (!find_inject(inject, sizeof inject)) {
     fprintf(stderr, "flagtrace record: the injection library libflagtrace_inject.so was not found beside "
                     "this executable (set FLAGTRACE_INJECT_LIBRARY)\n");
