@@ -116,6 +116,36 @@ struct ft_tracer {
   const ft_tracer_ops *ops;
 };
 
+/* ---- reading a stopped session (framework adaptors) ---- */
+
+enum { FT_FLOW_NONE = 0, FT_FLOW_START = 1, FT_FLOW_END = 2 };
+
+/* One exported device or API event with its flow half. One flow per event, ids
+ * below 2^32 (what kineto's activities hold): the launching API call gets START,
+ * the first device event of the launch END, both with the vendor correlation id;
+ * further device events of the same launch (graphs) get none, so no half dangles.
+ * Pointers are valid during the visitor call only. */
+typedef struct ft_export_event {
+  ft_device_event event;
+  int flow;         /* FT_FLOW_*: START on the launching API call, END on the device event */
+  uint64_t flow_id; /* non-zero when flow != FT_FLOW_NONE */
+} ft_export_event;
+
+/* Receives events; returns non-zero to stop the walk. */
+typedef int (*ft_export_visitor)(void *ctx, const ft_export_event *event);
+
+/* Walks the stopped session's device and API events that lie wholly inside
+ * [lo_ns, hi_ns] (UNIX-epoch ns; strict containment), in recording order, with the
+ * same pairing rules as the trace writer. CPU ranges are not visited. Returns
+ * FT_ESTATE unless the session was stopped. *discarded (nullable) receives how many
+ * device/API events fell outside the window. */
+FT_EXPORT ft_status ft_session_foreach_event(ft_session *session, uint64_t lo_ns, uint64_t hi_ns,
+                                             ft_export_visitor visit, void *ctx, uint64_t *discarded);
+
+/* Devices and streams that carry exported device events, for row labels. Fills up
+ * to max (device, stream) pairs and returns how many there are. Valid after stop. */
+FT_EXPORT size_t ft_session_streams(ft_session *session, uint32_t *devices, uint32_t *streams, size_t max);
+
 /* The one factory of this build: exactly one tracer file defines it, selected by
  * FLAGOS_ACCELERATOR at configure time. It never fails for a missing vendor
  * library (that is an unavailable tracer); it fails only for FT_ENOMEM. */

@@ -111,6 +111,14 @@ FT_EXPORT ft_status ft_range_push(ft_session *session, const char *name, uint64_
  * correlation id. FT_ESTATE if the thread has no open range in this session. */
 FT_EXPORT ft_status ft_range_pop(ft_session *session);
 
+/* Pushes a framework op id (e.g. torch's) as the calling thread's external
+ * correlation id without recording a range: device work launched until the
+ * matching pop is attributed to it. For framework adaptors that record their own
+ * CPU ops (the kineto adaptor). Thread-safe; pushes nest per thread; a pop after
+ * the session stopped still unwinds the vendor's stack. */
+FT_EXPORT ft_status ft_correlation_push(ft_session *session, uint64_t external_id);
+FT_EXPORT ft_status ft_correlation_pop(ft_session *session);
+
 /* Writes the stopped session as a Chrome trace (kineto layout). A path ending in
  * ".gz" is gzip-compressed. The file is written under a temporary name in the same
  * directory and renamed, so no reader ever sees a partial trace. Events that do not

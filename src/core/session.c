@@ -18,6 +18,8 @@ typedef struct range_frame {
 } range_frame;
 
 static _Thread_local range_frame tls_frames[MAX_DEPTH];
+/* ft_correlation_push calls that reached the tracer and await their pop */
+static _Thread_local int tls_corr_pushed;
 
 typedef struct open_range {
   uint64_t start_ns;
@@ -231,6 +233,21 @@ ft_status ft_range_push(ft_session *s, const char *name, uint64_t *external_id) 
   tls_depth++;
   if (external_id) *external_id = id;
   return FT_OK;
+}
+
+ft_status ft_correlation_push(ft_session *s, uint64_t external_id) {
+  if (!s) return FT_EINVAL;
+  if (!s->tracer_armed) return FT_OK; /* nothing to attribute outside a capture */
+  ft_status st = s->tracer->ops->push_correlation(s->tracer, external_id);
+  if (!st) tls_corr_pushed++;
+  return st;
+}
+
+ft_status ft_correlation_pop(ft_session *s) {
+  if (!s) return FT_EINVAL;
+  if (!tls_corr_pushed) return FT_OK; /* its push happened outside a capture */
+  tls_corr_pushed--;
+  return s->tracer->ops->pop_correlation(s->tracer);
 }
 
 ft_status ft_range_pop(ft_session *s) {

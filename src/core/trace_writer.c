@@ -22,6 +22,7 @@ typedef struct api_call {
 } api_call;
 
 typedef struct plan {
+  uint64_t lo, hi; /* the window exported */
   /* Vendor ids are mostly dense and increasing, so they index an array directly
    * (corr - corr_min); sparse ids fall back to a map from id to array index. */
   flowrec *flows;
@@ -99,7 +100,7 @@ static ft_status flows_alloc(const ft_session *s, plan *p) {
   size_t n = 0;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!has_flow_role(e) || !ft__in_window(e, s->lo, s->hi)) continue;
+    if (!has_flow_role(e) || !ft__in_window(e, p->lo, p->hi)) continue;
     n++;
     if (e->correlation_id < lo) lo = e->correlation_id;
     if (e->correlation_id > hi) hi = e->correlation_id;
@@ -116,7 +117,7 @@ static ft_status flows_alloc(const ft_session *s, plan *p) {
   size_t next = 0;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!has_flow_role(e) || !ft__in_window(e, s->lo, s->hi)) continue;
+    if (!has_flow_role(e) || !ft__in_window(e, p->lo, p->hi)) continue;
     size_t before = p->corr.len;
     uint64_t *v = ft__map_upsert(&p->corr, e->correlation_id);
     if (!v) return FT_ENOMEM;
@@ -145,7 +146,7 @@ static ft_status collect_calls(const ft_session *s, plan *p) {
   size_t n = 0;
   for (size_t i = 0; i < s->store.events.len; i++) {
     const ft__event *e = ft__vec_at(&s->store.events, i);
-    if (ft__is_api_kind(e->kind) && e->correlation_id && ft__in_window(e, s->lo, s->hi))
+    if (ft__is_api_kind(e->kind) && e->correlation_id && ft__in_window(e, p->lo, p->hi))
       p->calls[n++] = (api_call){e->thread_id, e->correlation_id, e->start_ns};
   }
   qsort(p->calls, n, sizeof *p->calls, cmp_call);
@@ -178,8 +179,10 @@ static bool project(const plan *p, const ft__event *r, uint64_t *lo, uint64_t *h
   return any;
 }
 
-static ft_status plan_build(const ft_session *s, plan *p) {
+static ft_status plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi) {
   memset(p, 0, sizeof *p);
+  p->lo = lo;
+  p->hi = hi;
   ft__arena_init(&p->rendered);
   p->names = calloc(s->store.names.n + 1, sizeof *p->names);
   p->values = calloc(s->store.values.n + 1, sizeof *p->values);
@@ -191,7 +194,7 @@ static ft_status plan_build(const ft_session *s, plan *p) {
   uint64_t last_tid = 0, last_dev = 0, last_stream = 0;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!ft__in_window(e, s->lo, s->hi)) {
+    if (!ft__in_window(e, p->lo, p->hi)) {
       p->stats.window_discarded++;
       continue;
     }
@@ -217,7 +220,7 @@ static ft_status plan_build(const ft_session *s, plan *p) {
   /* Only now is every owner known: count the device events each one launched. */
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!ft__is_device_kind(e->kind) || !e->correlation_id || !ft__in_window(e, s->lo, s->hi))
+    if (!ft__is_device_kind(e->kind) || !e->correlation_id || !ft__in_window(e, p->lo, p->hi))
       continue;
     flowrec *f = flow_of(p, e->correlation_id);
     if (!f || !f->owner) continue; /* launch not in the output: no flow */
@@ -426,7 +429,7 @@ static void write_header(const ft_session *s, const plan *p, ft__out *o, uint64_
 
 ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
   plan p;
-  ft_status st = plan_build(s, &p);
+  ft_status st = plan_build(s, &p, s->lo, s->hi);
   if (st) {
     plan_free(&p);
     return st;
@@ -445,7 +448,7 @@ ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
   const ft__vec *ev = &s->store.events;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!ft__in_window(e, s->lo, s->hi)) continue;
+    if (!ft__in_window(e, p.lo, p.hi)) continue;
     /* The slice is written before its flow halves (Perfetto binds by order). */
     write_event(s, &p, o, e, base);
     uint64_t plo, phi;
@@ -457,4 +460,79 @@ ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
   FT__OUT_LIT(o, "\n  ]\n}\n");
   plan_free(&p);
   return st;
+}
+
+/* ---- reading a stopped session ---- */
+
+ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_export_visitor visit, void *ctx,
+                                   uint64_t *discarded) {
+  if (!s || !visit) return FT_EINVAL;
+  if (s->state != FT__S_STOPPED) return ft__session_fail(s, FT_ESTATE, "stop the session first");
+  plan p;
+  ft_status st = plan_build(s, &p, lo, hi);
+  ft_kv *kv = NULL;
+  size_t kv_cap = 0;
+  uint64_t outside = 0;
+  const ft__store *store = &s->store;
+  for (size_t i = 0; i < store->events.len && !st; i++) {
+    const ft__event *e = ft__vec_at(&store->events, i);
+    if (e->kind == FT__EV_CPU_RANGE) continue;
+    if (!ft__in_window(e, lo, hi)) {
+      outside++;
+      continue;
+    }
+    if (e->meta_count > kv_cap) {
+      ft_kv *n = realloc(kv, e->meta_count * sizeof *n);
+      if (!n) {
+        st = FT_ENOMEM;
+        break;
+      }
+      kv = n;
+      kv_cap = e->meta_count;
+    }
+    for (uint32_t k = 0; k < e->meta_count; k++) {
+      const ft__kvid *id = ft__vec_at(&store->kvs, e->meta_first + k);
+      kv[k].key = ft__intern_str(&store->names, id->key);
+      kv[k].value = ft__intern_str(&store->values, id->value);
+    }
+    ft_export_event x = {.event = {.kind = (ft_event_kind)e->kind, .start_ns = e->start_ns, .end_ns = e->end_ns,
+                                   .correlation_id = e->correlation_id,
+                                   .has_external_id = (e->flags & FT__F_HAS_EXTERNAL) != 0,
+                                   .external_id = e->external_id, .device = e->device, .stream = e->stream,
+                                   .thread_id = e->thread_id, .name = ft__intern_str(&store->names, e->name_id),
+                                   .metadata = kv, .n_metadata = e->meta_count}};
+    flowrec *f = has_flow_role(e) ? flow_of(&p, e->correlation_id) : NULL;
+    if (f && f->owner && f->n_dev) {
+      if (ft__is_api_kind(e->kind) && f->owner == i + 1) {
+        x.flow = FT_FLOW_START;
+        x.flow_id = e->correlation_id;
+      } else if (ft__is_device_kind(e->kind) && f->next_k++ == 0) {
+        x.flow = FT_FLOW_END;
+        x.flow_id = e->correlation_id;
+      }
+    }
+    if (visit(ctx, &x)) break;
+  }
+  free(kv);
+  plan_free(&p);
+  if (discarded) *discarded = outside;
+  return st;
+}
+
+size_t ft_session_streams(ft_session *s, uint32_t *devices, uint32_t *streams, size_t max) {
+  if (!s || s->state != FT__S_STOPPED) return 0;
+  plan p;
+  size_t n = 0;
+  if (!plan_build(s, &p, s->lo, s->hi)) {
+    for (size_t i = 0; i < p.streams.cap; i++) {
+      if (!p.streams.used[i]) continue;
+      if (n < max) {
+        devices[n] = (uint32_t)(p.streams.keys[i] >> 32);
+        streams[n] = (uint32_t)p.streams.keys[i];
+      }
+      n++;
+    }
+  }
+  plan_free(&p);
+  return n;
 }

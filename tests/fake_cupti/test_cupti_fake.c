@@ -303,6 +303,37 @@ static void test_driver_launches_and_activity_selection(void **state) {
   ft_session_destroy(s);
 }
 
+static void test_framework_correlation_push_pop(void **state) {
+  (void)state;
+  /* what the kineto adaptor does with torch's op ids: 0 is a valid id */
+  ft_session *s = started();
+  assert_int_equal(ft_correlation_push(s, 0), FT_OK);
+  fake_launch k = kernel("op0_kernel", 1, 1, 1, 32, 8, 0, 1000);
+  launch(&k);
+  assert_int_equal(ft_correlation_push(s, 77), FT_OK);
+  fake_launch k2 = kernel("op77_kernel", 1, 1, 1, 32, 8, 0, 1000);
+  launch(&k2);
+  assert_int_equal(ft_correlation_pop(s), FT_OK);
+  settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  assert_int_equal(ft_correlation_pop(s), FT_OK); /* the op ends after the profiler stopped */
+  yajl_val doc = render(s);
+  assert_int_equal(num(ft_test_get(find_x(doc, "kernel", "op0_kernel", 0), "args"), "External id"), 0);
+  assert_int_equal(num(ft_test_get(find_x(doc, "kernel", "op77_kernel", 0), "args"), "External id"), 77);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+  /* and the vendor stack is empty again: a later launch carries no id */
+  s = started();
+  fake_launch k3 = kernel("after", 1, 1, 1, 32, 8, 0, 1000);
+  launch(&k3);
+  settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  doc = render(s);
+  assert_null(ft_test_get(ft_test_get(find_x(doc, "kernel", "after", 0), "args"), "External id"));
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 static void test_pop_unwinds_the_vendor_stack(void **state) {
   (void)state;
   /* The fake rejects a NULL pop like CANN's MSPTI; if the tracer passed NULL, the
@@ -405,6 +436,7 @@ int main(void) {
       cmocka_unit_test(test_copies_sets_and_runtime_names),
       cmocka_unit_test(test_graphs_orphans_and_window),
       cmocka_unit_test(test_driver_launches_and_activity_selection),
+      cmocka_unit_test(test_framework_correlation_push_pop),
       cmocka_unit_test(test_pop_unwinds_the_vendor_stack),
       cmocka_unit_test(test_dropped_records_are_reported),
       cmocka_unit_test(test_unusable_libraries),

@@ -113,6 +113,49 @@ static size_t check_flows(yajl_val doc) {
   return pairs;
 }
 
+typedef struct visited {
+  int n, starts, ends, ranges;
+  uint64_t start_ids[16], end_ids[16];
+} visited;
+
+static int visit(void *ctx, const ft_export_event *x) {
+  visited *v = ctx;
+  v->n++;
+  if (x->flow == FT_FLOW_START) v->start_ids[v->starts++] = x->flow_id;
+  if (x->flow == FT_FLOW_END) v->end_ids[v->ends++] = x->flow_id;
+  assert_true(x->flow == FT_FLOW_NONE || x->flow_id != 0);
+  return 0;
+}
+
+static void test_foreach_event_one_flow_per_event(void **state) {
+  (void)state;
+  ft_session *s = new_session();
+  add(s, FT_EVENT_RUNTIME, LO + 10, LO + 20, 40, true, 3, "launch40");
+  add(s, FT_EVENT_KERNEL, LO + 30, LO + 40, 40, true, 3, "k40a");
+  add(s, FT_EVENT_KERNEL, LO + 50, LO + 60, 40, true, 3, "k40b"); /* same launch: no flow */
+  add(s, FT_EVENT_RUNTIME, LO + 70, LO + 80, 41, false, 0, "sync41");
+  add(s, FT_EVENT_KERNEL, LO + 90, LO + 95, 42, false, 0, "orphan42");
+  add(s, FT_EVENT_KERNEL, HI + 1, HI + 9, 43, false, 0, "late");
+  visited v = {0};
+  uint64_t outside = 0;
+  assert_int_equal(ft_session_foreach_event(s, LO, HI, visit, &v, &outside), FT_OK);
+  assert_int_equal(v.n, 5);
+  assert_int_equal(outside, 1);
+  assert_int_equal(v.starts, 1);
+  assert_int_equal(v.ends, 1);
+  assert_int_equal(v.start_ids[0], 40);
+  assert_int_equal(v.end_ids[0], 40);
+  /* a narrower window: the launch falls out, so the kernel loses its flow */
+  memset(&v, 0, sizeof v);
+  assert_int_equal(ft_session_foreach_event(s, LO + 25, HI, visit, &v, &outside), FT_OK);
+  assert_int_equal(v.starts + v.ends, 0);
+  assert_int_equal(outside, 2);
+  uint32_t devs[4], streams[4];
+  assert_int_equal(ft_session_streams(s, devs, streams, 4), 1);
+  assert_int_equal(streams[0], 7);
+  ft_session_destroy(s);
+}
+
 static void test_window_is_strict_containment(void **state) {
   (void)state;
   ft_session *s = new_session();
@@ -447,6 +490,7 @@ int main(void) {
   setenv("FLAGOS_TRACER_LIBRARY", "/nonexistent/libcupti.so", 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_window_is_strict_containment),
+      cmocka_unit_test(test_foreach_event_one_flow_per_event),
       cmocka_unit_test(test_flow_edge_cases),
       cmocka_unit_test(test_flow_sparse_ids),
       cmocka_unit_test(test_external_id_zero_and_attribution),
