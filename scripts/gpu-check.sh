@@ -62,6 +62,12 @@ step "record a 2-process torchrun job: one trace per rank" bash -c "
   python3 tests/gpu/check_mp_traces.py $BUILD/mp"
 step "stats on torch.profiler's and flagtrace's traces vs independent totals" \
   python3 tests/e2e/test_stats.py "$FT" "$OUT" torch_native_trace.json.gz sample_h200.json.gz torch_flagtrace_trace.json.gz
+step "python package: pip install --no-build-isolation ./python" \
+  python3 -m pip install --no-build-isolation --no-deps ./python
+step "profiler baseline from native torch-cuda (tests/data/gen_profiler_baseline.py)" bash -c "
+  python3 tests/data/gen_profiler_baseline.py && cp tests/data/profiler_cuda_baseline.json $OUT/"
+step "PyTorch integration: parity (7), contract, usage" \
+  env PYTHONUNBUFFERED=1 python3 -m pytest -v -p no:cacheprovider tests/integration
 step "bench: trace writer" "$BUILD/bench/bench_writer"
 step "bench: stats reader" "$BUILD/bench/bench_stats"
 rm -f "$OUT/torch_flagtrace_trace.json.gz"

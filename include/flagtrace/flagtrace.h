@@ -155,6 +155,20 @@ FT_EXPORT ft_status ft_session_device_status(const ft_session *session, const ch
  * until the next call on it. */
 FT_EXPORT const char *ft_session_last_error(const ft_session *session);
 
+/* ---- helpers for adaptors that emit JSON through another writer ---- */
+
+/* Writes s[0..n) as a quoted JSON string into dst (which holds 6 * n + 2 bytes):
+ * every control byte escaped, invalid UTF-8 as U+FFFD. Returns the bytes written.
+ * The trace writer's own escaping. */
+FT_EXPORT size_t ft_json_escape(char *dst, const char *s, size_t n);
+
+/* Non-zero when s[0..n) may be emitted raw as a JSON value (a number, true,
+ * false, null, or a bracketed list of numbers); such text is never quoted. */
+FT_EXPORT int ft_json_is_literal(const char *s, size_t n);
+
+/* Non-zero when FLAGOS_TRACE asks for diagnostics. */
+FT_EXPORT int ft_diagnostics_enabled(void);
+
 #ifdef __cplusplus
 }
 #endif

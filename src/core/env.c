@@ -75,3 +75,5 @@ uint64_t ft__now_ns(void) {
 }
 
 uint32_t ft__gettid(void) { return (uint32_t)syscall(SYS_gettid); }
+
+int ft_diagnostics_enabled(void) { return ft__trace_enabled(); }

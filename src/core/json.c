@@ -447,3 +447,6 @@ ft_status ft__out_close(ft__out *o, char *errbuf, size_t errlen) {
   ft__out_abort(o);
   return st;
 }
+
+size_t ft_json_escape(char *dst, const char *s, size_t n) { return ft__json_escape(dst, s, n); }
+int ft_json_is_literal(const char *s, size_t n) { return ft__json_is_literal(s, n); }

@@ -1,0 +1,55 @@
+"""Builds the flagtrace Python package against the installed torch (no network):
+    pip install --no-build-isolation ./python
+libflagtrace is built with CMake from the repository and shipped inside the package;
+the kineto adaptor is compiled against torch's own kineto headers."""
+import glob
+import os
+import shutil
+import subprocess
+
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+LIBDIR = os.path.join(HERE, "flagtrace", "lib")
+
+
+class Build(BuildExtension):
+    def run(self):
+        build = os.path.join(ROOT, "build-python")
+        subprocess.check_call(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DFT_BUILD_TESTS=OFF",
+                               "-DFT_BUILD_BENCH=OFF", "-DFT_BUILD_CLI=OFF"])
+        subprocess.check_call(["cmake", "--build", build, "--target", "flagtrace", "-j", str(os.cpu_count() or 2)])
+        os.makedirs(LIBDIR, exist_ok=True)
+        for lib in glob.glob(os.path.join(build, "libflagtrace.so*")):
+            dst = os.path.join(LIBDIR, os.path.basename(lib))
+            if os.path.islink(lib):
+                if os.path.lexists(dst):
+                    os.remove(dst)
+                os.symlink(os.readlink(lib), dst)
+            else:
+                shutil.copy2(lib, dst)
+        super().run()
+
+
+ext = CppExtension(
+    "flagtrace._C",
+    [os.path.relpath(os.path.join(ROOT, "src/kineto", f), HERE) for f in ("flagtrace_kineto.cpp", "module.cpp")],
+    include_dirs=[os.path.join(ROOT, "include")],
+    library_dirs=[LIBDIR],
+    libraries=["flagtrace"],
+    # torch exports neither fmt's vformat nor the KINETO_NAMESPACE macro's users
+    extra_compile_args=["-DFMT_HEADER_ONLY", "-DKINETO_NAMESPACE=libkineto", "-O2"],
+    extra_link_args=["-Wl,-rpath,$ORIGIN/lib"],
+)
+
+setup(
+    name="flagtrace",
+    version="0.1.0",
+    description="Vendor-neutral GPU activity profiler: torch.profiler integration",
+    packages=["flagtrace"],
+    package_data={"flagtrace": ["lib/libflagtrace.so*"]},
+    ext_modules=[ext],
+    cmdclass={"build_ext": Build},
+)

@@ -1,0 +1,90 @@
+"""torch.profiler with flagtrace against native torch-cuda: the seed's seven
+structural assertions (§5), none a bare "> 0". The baseline is
+tests/data/profiler_cuda_baseline.json (tests/data/gen_profiler_baseline.py)."""
+import json
+import os
+
+from conftest import DEVICE_CATS, flow_halves, runtime_events, xs
+
+BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "profiler_cuda_baseline.json")
+GENERIC_RUNTIME_NAMES = {"cudaRuntime", "cudaDriver"}
+
+
+def baseline():
+    with open(BASELINE) as f:
+        return json.load(f)
+
+
+def categories(doc):
+    return {e.get("cat") for e in doc["traceEvents"] if e.get("ph") == "X"}
+
+
+def test_category_coverage(capture):
+    b, ours = baseline(), categories(capture["doc"])
+    missing = []
+    for cat in b["categories"]:
+        if cat in b["categories_known_gap"]:
+            continue
+        equivalents = b["runtime_equivalents"].get(cat, [cat])
+        if not ours & set(equivalents):
+            missing.append(cat)
+    assert not missing, f"categories torch-cuda emits and flagtrace does not: {missing} (ours: {sorted(ours)})"
+
+
+def test_flow_arrows_are_paired(capture):
+    halves = flow_halves(capture["doc"])
+    assert halves, "no ac2g flow at all"
+    bad = {i: h for i, h in halves.items() if sorted(h) != ["f", "s"]}
+    assert not bad, f"{len(bad)} of {len(halves)} flow ids unpaired, e.g. {list(bad.items())[:3]}"
+    n_dev = len(xs(capture["doc"], DEVICE_CATS))
+    assert len(halves) <= n_dev
+
+
+def test_arg_key_supersets(capture):
+    b, doc = baseline(), capture["doc"]
+    for cat in ("kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime"):
+        want = set(b["args_keys"].get(cat, []))
+        if not want:
+            continue
+        cats = b["runtime_equivalents"].get(cat, [cat])
+        events = xs(doc, cats)
+        assert events, f"no {cat} events"
+        for e in events:
+            missing = want - set(e.get("args", {}))
+            assert not missing, f"{cat} '{e['name'][:60]}' lacks args {sorted(missing)}"
+
+
+def test_device_time_attribution(capture):
+    doc = capture["doc"]
+    mm_ids = {e["args"]["External id"] for e in xs(doc, ("cpu_op",)) if e["name"] == "aten::mm"}
+    assert mm_ids, "no aten::mm ops in the trace"
+    owned = [e for e in xs(doc, DEVICE_CATS) if e.get("args", {}).get("External id") in mm_ids]
+    total = sum(e["dur"] for e in owned)
+    kernels = sum(e["dur"] for e in owned if e["cat"] == "kernel")
+    mm = [a for a in capture["averages"] if a.key == "aten::mm"]
+    assert mm, "aten::mm missing from key_averages()"
+    got = mm[0].self_device_time_total
+    assert abs(got - total) <= max(1.0, 0.01 * total), f"aten::mm self device time {got} us, its device events sum to {total} us"
+    assert kernels > 0.9 * total, f"kernels are {kernels} of {total} us"
+
+
+def test_kernel_names_are_demangled(capture):
+    mangled = [e["name"] for e in xs(capture["doc"], ("kernel",)) if e["name"].startswith("_Z")]
+    assert not mangled, mangled[:3]
+
+
+def test_runtime_names_come_from_cbid(capture):
+    rt = runtime_events(capture["doc"])
+    assert rt, "no runtime events"
+    generic = [e for e in rt if e["name"] in GENERIC_RUNTIME_NAMES]
+    assert len(generic) < len(rt) / 2, f"{len(generic)} of {len(rt)} runtime events carry a generic label"
+    assert {e["name"] for e in rt} - GENERIC_RUNTIME_NAMES
+
+
+def test_capture_window_containment(capture):
+    doc = capture["doc"]
+    spans = [e for e in xs(doc, ("Trace",)) if e["name"].startswith("PyTorch Profiler")]
+    assert spans, "no 'PyTorch Profiler' span: the capture window is unknown"
+    lo, hi = spans[0]["ts"], spans[0]["ts"] + spans[0]["dur"]
+    out = [e for e in xs(doc, DEVICE_CATS) + runtime_events(doc) if e["ts"] < lo or e["ts"] + e["dur"] > hi + 0.001]
+    assert not out, f"{len(out)} events escape [{lo}, {hi}]: {[(x['name'][:40], x['ts']) for x in out[:3]]}"
