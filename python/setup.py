@@ -21,15 +21,12 @@ class Build(BuildExtension):
         subprocess.check_call(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DFT_BUILD_TESTS=OFF",
                                "-DFT_BUILD_BENCH=OFF", "-DFT_BUILD_CLI=OFF"])
         subprocess.check_call(["cmake", "--build", build, "--target", "flagtrace", "-j", str(os.cpu_count() or 2)])
-        os.makedirs(LIBDIR, exist_ok=True)
-        for lib in glob.glob(os.path.join(build, "libflagtrace.so*")):
-            dst = os.path.join(LIBDIR, os.path.basename(lib))
-            if os.path.islink(lib):
-                if os.path.lexists(dst):
-                    os.remove(dst)
-                os.symlink(os.readlink(lib), dst)
-            else:
-                shutil.copy2(lib, dst)
+        # beside the sources (the extension links against it) and into the build
+        # tree (package data is collected before build_ext runs, so put it there too)
+        for dest in (LIBDIR, os.path.join(self.build_lib, "flagtrace", "lib")):
+            os.makedirs(dest, exist_ok=True)
+            for lib in glob.glob(os.path.join(build, "libflagtrace.so*")):
+                shutil.copy(lib, os.path.join(dest, os.path.basename(lib)))  # links become files
         super().run()
 
 
