@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 from setuptools import setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -33,7 +33,10 @@ class Build(BuildExtension):
 ext = CppExtension(
     "flagtrace._C",
     [os.path.relpath(os.path.join(ROOT, "src/kineto", f), HERE) for f in ("flagtrace_kineto.cpp", "module.cpp")],
-    include_dirs=[os.path.join(ROOT, "include")],
+    # torch ships kineto's headers in include/kineto; they include each other by
+    # bare name, so that directory itself goes on the path
+    include_dirs=[os.path.join(ROOT, "include")] + [os.path.join(p, "kineto") for p in include_paths()
+                                                    if os.path.isdir(os.path.join(p, "kineto"))],
     library_dirs=[LIBDIR],
     libraries=["flagtrace"],
     # torch exports neither fmt's vformat nor the KINETO_NAMESPACE macro's users

@@ -45,7 +45,6 @@ def main():
         "categories_known_gap": {
             "overhead": "CUPTI's self-reported overhead (buffer requests): flagtrace never enables "
                         "CUPTI_ACTIVITY_KIND_OVERHEAD; it measures the profiler, not the workload (seed 6.1)",
-            "Trace": "kineto's own span marker, written by kineto in both setups",
         },
     }
     with open(OUT, "w") as f:
