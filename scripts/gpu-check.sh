@@ -10,9 +10,14 @@ LOG="$OUT/gpu-check.log"
 : >"$LOG"
 pass=0
 fail=0
+ONLY=${GPU_CHECK_ONLY:-} # a regex: run only the matching steps (when iterating on one part)
 step() { # step NAME CMD...: runs CMD, logs it, counts it
   local name=$1
   shift
+  if [ -n "$ONLY" ] && ! [[ $name =~ $ONLY ]]; then
+    echo "SKIP $name (GPU_CHECK_ONLY)" | tee -a "$LOG"
+    return
+  fi
   echo "=== $name" | tee -a "$LOG"
   if "$@" >>"$LOG" 2>&1; then
     pass=$((pass + 1))
