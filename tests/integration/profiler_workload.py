@@ -48,6 +48,26 @@ def _memset(torch, buf):
     assert rc == 0, f"cudaMemsetAsync: {rc}"
 
 
+_ops = None
+
+
+def _custom_ops(torch):
+    """The memset and the odd-block launch as torch ops, so that, like every other
+    device activity here, they are issued inside an op and carry its External id."""
+    global _ops
+    if _ops is None:
+        @torch.library.custom_op("flagtrace_test::memset", mutates_args=("buf",))
+        def memset(buf: torch.Tensor) -> None:
+            _memset(torch, buf)
+
+        @torch.library.custom_op("flagtrace_test::odd_block", mutates_args=("buf",))
+        def odd_block(buf: torch.Tensor) -> None:
+            _odd_block_launch(torch, buf)
+
+        _ops = (memset, odd_block)
+    return _ops
+
+
 def run_traced_ops(torch):
     dev = "cuda"
     x = torch.randn(256, 256, device=dev)
@@ -57,6 +77,7 @@ def run_traced_ops(torch):
     torch.sort(torch.randn(4096, device=dev))
     torch.randn(16384).to(dev)
     z = torch.zeros(1 << 20, device=dev)
-    _memset(torch, z)
-    _odd_block_launch(torch, z)
+    memset, odd_block = _custom_ops(torch)
+    memset(z)
+    odd_block(z)
     torch.cuda.synchronize()

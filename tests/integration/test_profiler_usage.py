@@ -11,9 +11,6 @@ import pytest
 from conftest import DEVICE_CATS, flow_halves, xs
 from profiler_workload import run_traced_ops
 
-PYTHON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
-
-
 def mm_self_device(prof):
     return sum(a.self_device_time_total for a in prof.key_averages() if a.key == "aten::mm")
 
@@ -62,7 +59,7 @@ def test_repeated_profiling(ft_torch, tmp_path):
 
 
 def run_py(code, env=None):
-    e = dict(os.environ, PYTHONPATH=os.pathsep.join([PYTHON_DIR, os.environ.get("PYTHONPATH", "")]))
+    e = dict(os.environ)  # the installed package, as users get it
     e.update(env or {})
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e)
 
