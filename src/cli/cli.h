@@ -9,4 +9,21 @@ int ft_cli_stats(int argc, char **argv);
 /* Exit status for usage errors and unreadable input. */
 #define FT_CLI_USAGE 2
 
+/* One option taking a value: -s VALUE, --long VALUE or --long=VALUE. */
+typedef struct ft_cli_option {
+  char short_name; /* 0 for none */
+  const char *long_name;
+  const char **value; /* receives the value */
+} ft_cli_option;
+
+enum { FT_CLI_HELP = -1, FT_CLI_ERROR = -2 };
+
+/* Parses argv[1..] up to "--" or the first operand against opts (ended by a zero
+ * entry). Returns the index of the first operand; FT_CLI_HELP after printing usage
+ * (exit 0); FT_CLI_ERROR after printing a one-line error (exit FT_CLI_USAGE). */
+int ft_cli_parse(const char *cmd, int argc, char **argv, const ft_cli_option *opts, const char *usage);
+
+/* Prints "flagtrace CMD: <message> (see flagtrace CMD --help)"; returns FT_CLI_USAGE. */
+int ft_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

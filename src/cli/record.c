@@ -40,13 +40,6 @@ static const char usage[] =
     "\n"
     "example: flagtrace record -o run-%p.json.gz -- python train.py\n";
 
-static int fail_usage(const char *fmt, const char *arg) {
-  fprintf(stderr, "flagtrace record: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, " (see flagtrace record --help)\n");
-  return FT_CLI_USAGE;
-}
-
 static bool valid_trace_list(const char *list) {
   static const char *const ok[] = {"kernel", "memcpy", "memset", "runtime", "driver", "nvtx"};
   char buf[256];
@@ -86,12 +79,12 @@ static bool find_inject(char *out, size_t len) {
 /* The output pattern made absolute (the program may change directory), and its
  * directory checked now rather than after a long run. */
 static int resolve_output(const char *pattern, char *out, size_t len) {
-  if (!*pattern) return fail_usage("empty output name%s", "");
+  if (!*pattern) return ft_cli_usage_error("record", "empty output name");
   if (pattern[0] == '/') {
     snprintf(out, len, "%s", pattern);
   } else {
     char cwd[PATH_MAX];
-    if (!getcwd(cwd, sizeof cwd)) return fail_usage("cannot read the current directory: %s", strerror(errno));
+    if (!getcwd(cwd, sizeof cwd)) return ft_cli_usage_error("record", "cannot read the current directory: %s", strerror(errno));
     snprintf(out, len, "%s/%s", cwd, pattern);
   }
   char dir[PATH_MAX];
@@ -119,39 +112,16 @@ static void forward_signal(int sig) {
 
 int ft_cli_record(int argc, char **argv) {
   const char *output = "flagtrace-%p.json.gz", *trace = NULL, *capture = NULL;
-  int i = 1;
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--")) {
-      i++;
-      break;
-    }
-    if (a[0] != '-' || !a[1]) break;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage, stdout);
-      return 0;
-    }
-    const char **dst = NULL;
-    const char *val = NULL;
-    if (!strcmp(a, "-o") || !strcmp(a, "--output")) dst = &output;
-    else if (!strcmp(a, "-t") || !strcmp(a, "--trace")) dst = &trace;
-    else if (!strcmp(a, "--capture-range")) dst = &capture;
-    else if (!strncmp(a, "--output=", 9)) dst = &output, val = a + 9;
-    else if (!strncmp(a, "--trace=", 8)) dst = &trace, val = a + 8;
-    else if (!strncmp(a, "--capture-range=", 16)) dst = &capture, val = a + 16;
-    else return fail_usage("unknown option '%s'", a);
-    if (!val) {
-      if (i + 1 >= argc) return fail_usage("option '%s' needs a value", a);
-      val = argv[++i];
-    }
-    *dst = val;
-  }
-  if (i >= argc) return fail_usage("no command to run%s", "");
+  const ft_cli_option opts[] = {{'o', "output", &output}, {'t', "trace", &trace}, {0, "capture-range", &capture}, {0}};
+  int i = ft_cli_parse("record", argc, argv, opts, usage);
+  if (i == FT_CLI_HELP) return 0;
+  if (i == FT_CLI_ERROR) return FT_CLI_USAGE;
+  if (i >= argc) return ft_cli_usage_error("record", "no command to run");
   if (trace && !valid_trace_list(trace))
-    return fail_usage("--trace takes a comma-separated subset of kernel,memcpy,memset,runtime,driver,nvtx, "
-                      "not '%s'", trace);
+    return ft_cli_usage_error("record", "--trace takes a comma-separated subset of kernel,memcpy,memset,runtime,"
+                                        "driver,nvtx, not '%s'", trace);
   if (capture && strcmp(capture, "cudaProfilerApi") && strcmp(capture, "none"))
-    return fail_usage("--capture-range takes cudaProfilerApi or none, not '%s'", capture);
+    return ft_cli_usage_error("record", "--capture-range takes cudaProfilerApi or none, not '%s'", capture);
   char out[PATH_MAX + 256];
   int rc = resolve_output(output, out, sizeof out);
   if (rc) return rc;

@@ -33,13 +33,6 @@ static const char usage[] =
 enum { REP_KERNELS = 1, REP_API = 2, REP_MEMORY = 4, REP_OPS = 8, REP_GPU = 16, REP_ALL = 31 };
 enum fmt { FMT_TABLE, FMT_CSV, FMT_JSON };
 
-static int fail_usage(const char *fmt, const char *arg) {
-  fprintf(stderr, "flagtrace stats: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, " (see flagtrace stats --help)\n");
-  return FT_CLI_USAGE;
-}
-
 static int parse_report(const char *list, unsigned *out) {
   static const char *const names[] = {"kernels", "api", "memory", "ops", "gpu"};
   char buf[128];
@@ -251,34 +244,21 @@ static void print_gpu(out *o, ft_stats *st) {
 int ft_cli_stats(int argc, char **argv) {
   unsigned report = REP_ALL;
   enum fmt fmt = FMT_TABLE;
-  int i = 1;
-  for (; i < argc; i++) {
-    const char *a = argv[i], *val = NULL;
-    if (!strcmp(a, "--")) {
-      i++;
-      break;
-    }
-    if (a[0] != '-' || !a[1]) break;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage, stdout);
-      return 0;
-    }
-    bool is_report = !strcmp(a, "-r") || !strcmp(a, "--report") || !strncmp(a, "--report=", 9);
-    bool is_format = !strcmp(a, "-f") || !strcmp(a, "--format") || !strncmp(a, "--format=", 9);
-    if (!is_report && !is_format) return fail_usage("unknown option '%s'", a);
-    if (strchr(a, '=')) val = strchr(a, '=') + 1;
-    else if (i + 1 < argc) val = argv[++i];
-    else return fail_usage("option '%s' needs a value", a);
-    if (is_report && parse_report(val, &report))
-      return fail_usage("--report takes a comma-separated subset of kernels,api,memory,ops,gpu, not '%s'", val);
-    if (is_format) {
-      if (!strcmp(val, "table")) fmt = FMT_TABLE;
-      else if (!strcmp(val, "csv")) fmt = FMT_CSV;
-      else if (!strcmp(val, "json")) fmt = FMT_JSON;
-      else return fail_usage("--format takes table, csv or json, not '%s'", val);
-    }
+  const char *report_arg = NULL, *format_arg = NULL;
+  const ft_cli_option opts[] = {{'r', "report", &report_arg}, {'f', "format", &format_arg}, {0}};
+  int i = ft_cli_parse("stats", argc, argv, opts, usage);
+  if (i == FT_CLI_HELP) return 0;
+  if (i == FT_CLI_ERROR) return FT_CLI_USAGE;
+  if (report_arg && parse_report(report_arg, &report))
+    return ft_cli_usage_error("stats", "--report takes a comma-separated subset of kernels,api,memory,ops,gpu, not '%s'",
+                              report_arg);
+  if (format_arg) {
+    if (!strcmp(format_arg, "table")) fmt = FMT_TABLE;
+    else if (!strcmp(format_arg, "csv")) fmt = FMT_CSV;
+    else if (!strcmp(format_arg, "json")) fmt = FMT_JSON;
+    else return ft_cli_usage_error("stats", "--format takes table, csv or json, not '%s'", format_arg);
   }
-  if (i >= argc) return fail_usage("no trace file given%s", "");
+  if (i >= argc) return ft_cli_usage_error("stats", "no trace file given");
   ft_stats st;
   if (ft_stats_init(&st)) {
     fprintf(stderr, "flagtrace stats: out of memory\n");

@@ -8,23 +8,19 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-from trace_checks import check_flows_paired, check_window, load, xs  # noqa: E402
+from trace_checks import Results, check_flows_paired, check_window, load, xs  # noqa: E402
 
 flagtrace, driver = sys.argv[1], sys.argv[2]
-passed = failed = 0
+results = Results()
 
 
 def case(name):
+    """Runs the case at once, in a fresh temporary directory."""
     def wrap(fn):
-        global passed, failed
-        try:
+        def in_tmp():
             with tempfile.TemporaryDirectory() as d:
                 fn(d)
-            passed += 1
-            print(f"PASS {name}")
-        except AssertionError as e:
-            failed += 1
-            print(f"FAIL {name}: {e}")
+        results.check(name, in_tmp)
         return fn
     return wrap
 
@@ -152,5 +148,4 @@ def _(d):
     assert r.returncode == 0 and "--capture-range=cudaProfilerApi" in r.stdout
 
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+results.finish()

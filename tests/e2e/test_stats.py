@@ -10,24 +10,14 @@ import sys
 import tempfile
 from collections import defaultdict
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+from trace_checks import Results  # noqa: E402
+
 flagtrace, data = sys.argv[1], sys.argv[2]
 # default: the committed traces; the GPU check passes fresh ones (torch.profiler's too)
 TRACES = sys.argv[3:] or ["torch_cuda_2.11_reference.json.gz", "workload_h200.json.gz", "sample_h200.json.gz"]
-passed = failed = 0
-
-
-def case(name):
-    def wrap(fn):
-        global passed, failed
-        try:
-            fn()
-            passed += 1
-            print(f"PASS {name}")
-        except AssertionError as e:
-            failed += 1
-            print(f"FAIL {name}: {e}")
-        return fn
-    return wrap
+results = Results()
+case = results.case
 
 
 def stats(*args):
@@ -190,5 +180,4 @@ def _():
         assert r.returncode == 2 and text in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
 
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+results.finish()

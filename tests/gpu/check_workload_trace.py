@@ -2,22 +2,14 @@
 import sys
 from collections import Counter
 
-from trace_checks import (DEVICE_CATS, check_flows_paired, check_runtime_names, check_window,
+from trace_checks import (DEVICE_CATS, Results, check_flows_paired, check_runtime_names, check_window,
                           device_time_by_external_id, load, xs)
 
 trace_path, expect_path = sys.argv[1], sys.argv[2]
 doc = load(trace_path)
 exp = load(expect_path)
-failures = []
-
-
-def check(name, fn):
-    try:
-        fn()
-        print(f"PASS {name}")
-    except AssertionError as e:
-        failures.append(name)
-        print(f"FAIL {name}: {e}")
+results = Results()
+check = results.check
 
 
 def kernels_once():
@@ -80,5 +72,4 @@ check("every event inside the capture window", lambda: check_window(doc))
 check("range device time = sum of its device events", attribution)
 check("runtime events on the ranges' thread rows", runtime_on_range_threads)
 check("0 dropped", nothing_dropped)
-print(f"{8 - len(failures)} passed, {len(failures)} failed")
-sys.exit(1 if failures else 0)
+results.finish()

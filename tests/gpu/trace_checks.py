@@ -1,6 +1,7 @@
 """Structural checks of a flagtrace Chrome trace, shared by the GPU tests."""
 import gzip
 import json
+import sys
 from collections import Counter, defaultdict
 
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -58,3 +59,30 @@ def device_time_by_external_id(doc):
         if "External id" in e["args"]:
             total[e["args"]["External id"]] += round(e["dur"] * 1000)
     return total
+
+
+class Results:
+    """A minimal runner: PASS/FAIL per check, then the closing 'N passed, M failed'."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, name, fn, *args):
+        try:
+            fn(*args)
+            self.passed += 1
+            print(f"PASS {name}")
+        except AssertionError as e:
+            self.failed += 1
+            print(f"FAIL {name}: {e}")
+
+    def case(self, name):
+        """Decorator form: runs the function at once."""
+        def wrap(fn):
+            self.check(name, fn)
+            return fn
+        return wrap
+
+    def finish(self):
+        print(f"{self.passed} passed, {self.failed} failed")
+        sys.exit(1 if self.failed else 0)

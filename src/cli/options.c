@@ -1,0 +1,55 @@
+/* Option parsing shared by the subcommands: -x VALUE, --long VALUE, --long=VALUE. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int ft_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "flagtrace %s: %s (see flagtrace %s --help)\n", cmd, msg, cmd);
+  return FT_CLI_USAGE;
+}
+
+/* The option a names, and its value if given as --long=VALUE. */
+static const ft_cli_option *match(const char *a, const ft_cli_option *opts, const char **inline_value) {
+  *inline_value = NULL;
+  for (const ft_cli_option *o = opts; o->long_name; o++) {
+    if (a[1] != '-' && a[1] == o->short_name && !a[2]) return o;
+    if (a[1] != '-') continue;
+    size_t n = strlen(o->long_name);
+    if (strncmp(a + 2, o->long_name, n)) continue;
+    if (!a[2 + n]) return o;
+    if (a[2 + n] == '=') {
+      *inline_value = a + 3 + n;
+      return o;
+    }
+  }
+  return NULL;
+}
+
+int ft_cli_parse(const char *cmd, int argc, char **argv, const ft_cli_option *opts, const char *usage) {
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--")) return i + 1;
+    if (a[0] != '-' || !a[1]) break;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage, stdout);
+      return FT_CLI_HELP;
+    }
+    const char *val;
+    const ft_cli_option *o = match(a, opts, &val);
+    if (!o) return ft_cli_usage_error(cmd, "unknown option '%s'", a), FT_CLI_ERROR;
+    if (!val) {
+      if (i + 1 >= argc) return ft_cli_usage_error(cmd, "option '%s' needs a value", a), FT_CLI_ERROR;
+      val = argv[++i];
+    }
+    *o->value = val;
+  }
+  return i;
+}
