@@ -1,10 +1,12 @@
 # Entry points: `make demo` (the main job) and `make test` (every CPU test).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: demo test test-sanitize bench deps clean
+.PHONY: demo test test-sanitize test-tsan test-valgrind fuzz-regress fuzz bench deps clean
 
 deps:
 	@scripts/deps.sh
@@ -25,6 +27,32 @@ test-sanitize: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
+# The threaded tests (16 threads, ranges, the fake CUPTI) and the CPU path under TSan.
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DFT_SANITIZE=thread -DFT_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	cd $(TSAN_BUILD) && ctest --output-on-failure -R 'threads|test_session|cupti_fake|record'
+
+test-valgrind: deps
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+	scripts/valgrind.sh $(BUILD)
+
+# libFuzzer (clang): every committed corpus input once (CI), or fuzz for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 600
+$(FUZZ_BUILD)/fuzz/fuzz_writer: deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DFT_FUZZ=ON -DFT_SANITIZE=address,undefined -DFLAGOS_ACCELERATOR=cpu \
+	  -DFT_BUILD_TESTS=OFF -DFT_BUILD_BENCH=OFF >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+fuzz-regress: $(FUZZ_BUILD)/fuzz/fuzz_writer
+	$(FUZZ_BUILD)/fuzz/fuzz_writer -runs=0 fuzz/corpus/writer
+	$(FUZZ_BUILD)/fuzz/fuzz_stats -runs=0 fuzz/corpus/stats
+
+fuzz: $(FUZZ_BUILD)/fuzz/fuzz_writer
+	$(FUZZ_BUILD)/fuzz/fuzz_writer -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/writer
+	$(FUZZ_BUILD)/fuzz/fuzz_stats -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/stats
+
 bench: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS) --target bench_writer bench_stats
@@ -32,4 +60,4 @@ bench: deps
 	$(BUILD)/bench/bench_stats
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and tests need, only those missing.
 set -euo pipefail
-need=(cmake gcc g++ make pkg-config zlib1g-dev libcmocka-dev libyajl-dev python3)
+need=(cmake gcc g++ make pkg-config zlib1g-dev libcmocka-dev libyajl-dev python3 clang libclang-rt-dev valgrind)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

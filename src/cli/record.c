@@ -177,8 +177,13 @@ int ft_cli_record(int argc, char **argv) {
 
   if (rfd >= 0) {
     struct stat st;
-    if (stat(report, &st) == 0 && st.st_size == 0 && rc != 127)
-      fprintf(stderr, "flagtrace record: '%s' wrote no trace (no process of it initialized CUDA)\n", argv[i]);
+    if (stat(report, &st) == 0 && st.st_size == 0 && rc != 127) {
+      if (WIFSIGNALED(status))
+        fprintf(stderr, "flagtrace record: '%s' died of signal %d (%s) and wrote no trace (a crash leaves none, "
+                        "never a partial one)\n", argv[i], WTERMSIG(status), strsignal(WTERMSIG(status)));
+      else
+        fprintf(stderr, "flagtrace record: '%s' wrote no trace (no process of it initialized CUDA)\n", argv[i]);
+    }
     unlink(report);
   }
   return rc;

@@ -38,7 +38,7 @@ void ft_stats_free(ft_stats *st);
  * problem and the byte offset (in the uncompressed text) in err. */
 ft_status ft_stats_read(ft_stats *st, const char *path, char *err, size_t errlen);
 
-/* Same, from memory (tests, fuzzing). */
+/* Same, from memory (tests, fuzzing); gzip data is recognized by its magic bytes. */
 ft_status ft_stats_read_mem(ft_stats *st, const char *data, size_t len, char *err, size_t errlen);
 
 /* Joins ops with their device time; call once after all reads. */

@@ -400,6 +400,8 @@ ft_status ft_stats_read(ft_stats *st, const char *path, char *err, size_t errlen
 typedef struct mem_src {
   const char *p;
   size_t left;
+  z_stream z; /* gzip data: inflated as it is read */
+  bool gz, gz_done;
 } mem_src;
 
 static long mem_next(void *src, unsigned char *buf, size_t cap, char *err, size_t errlen) {
@@ -412,8 +414,39 @@ static long mem_next(void *src, unsigned char *buf, size_t cap, char *err, size_
   return (long)n;
 }
 
+static long mem_gz_next(void *src, unsigned char *buf, size_t cap, char *err, size_t errlen) {
+  mem_src *m = src;
+  if (m->gz_done) return 0;
+  m->z.next_out = buf;
+  m->z.avail_out = (uInt)cap;
+  int r = inflate(&m->z, Z_NO_FLUSH);
+  long n = (long)(cap - m->z.avail_out);
+  if (r == Z_STREAM_END) {
+    m->gz_done = true;
+  } else if (r == Z_BUF_ERROR && m->z.avail_in == 0 && !n) {
+    snprintf(err, errlen, "truncated gzip data after %lu bytes of text", m->z.total_out);
+    return -1;
+  } else if (r != Z_OK && r != Z_BUF_ERROR) {
+    snprintf(err, errlen, "corrupt gzip data (%s)", m->z.msg ? m->z.msg : "inflate failed");
+    return -1;
+  }
+  return n;
+}
+
 ft_status ft_stats_read_mem(ft_stats *st, const char *data, size_t len, char *err, size_t errlen) {
-  mem_src m = {data, len};
+  mem_src m;
+  memset(&m, 0, sizeof m);
+  m.p = data;
+  m.left = len;
+  if (len >= 2 && (unsigned char)data[0] == 0x1f && (unsigned char)data[1] == 0x8b) {
+    /* like gzread, by content: gzip data is inflated on the way */
+    if (inflateInit2(&m.z, 15 + 16) != Z_OK) return FT_ENOMEM;
+    m.z.next_in = (unsigned char *)data;
+    m.z.avail_in = (uInt)len;
+    ft_status s = parse(st, mem_gz_next, &m, err, errlen);
+    inflateEnd(&m.z);
+    return s;
+  }
   return parse(st, mem_next, &m, err, errlen);
 }
 

@@ -3,6 +3,7 @@
 #define FLAGTRACE_CORE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -199,7 +200,7 @@ struct ft_session {
   pthread_mutex_t mu;
   int state;
   ft_tracer *tracer;
-  bool tracer_armed;
+  atomic_bool tracer_armed; /* read without the lock by ft_correlation_push */
   ft_status device_status;
   char device_why[256];
   ft__store store;

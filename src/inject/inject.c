@@ -69,15 +69,16 @@ size_t ft__inject_expand(const char *pattern, char *out, size_t len) {
 
 /* ---- finishing: at exit, or from the signal thread ---- */
 
-static void report(const char *path, unsigned long long events, unsigned long long dropped) {
-  fprintf(stderr, "flagtrace: wrote %s (%llu events, %llu dropped)\n", path, events, dropped);
+/* One line on stderr, and the same for `record` (FLAGTRACE_REPORT_FILE), which
+ * otherwise could not tell "no process initialized CUDA" from "writing failed". */
+static void report(const char *line) {
+  fprintf(stderr, "flagtrace: %s\n", line);
   const char *rf = getenv("FLAGTRACE_REPORT_FILE");
   if (!rf || !*rf) return;
   int fd = open(rf, O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) return;
-  char line[4200];
-  int n = snprintf(line, sizeof line, "%s\t%llu\t%llu\n", path, events, dropped);
-  if (n > 0 && (size_t)n < sizeof line && write(fd, line, (size_t)n) < 0) { /* best effort */
+  size_t n = strlen(line);
+  if (write(fd, line, n) < 0 || write(fd, "\n", 1) < 0) { /* best effort */
   }
   close(fd);
 }
@@ -99,13 +100,17 @@ static void finish(void) {
   ft__inject_expand(pattern && *pattern ? pattern : "flagtrace-%p.json.gz", path, sizeof path);
   ft_status st = ft_session_write(session, path);
   if (st) {
-    fprintf(stderr, "flagtrace: %s\n", ft_session_last_error(session));
+    report(ft_session_last_error(session));
     return;
   }
   ft_session_counts c;
-  if (ft_session_counts_get(session, &c) == FT_OK)
-    report(path, (unsigned long long)(c.cpu_ranges + c.device_events - c.window_discarded),
-           (unsigned long long)c.dropped_records);
+  char line[4200];
+  if (ft_session_counts_get(session, &c) == FT_OK) {
+    snprintf(line, sizeof line, "wrote %s (%llu events, %llu dropped)", path,
+             (unsigned long long)(c.cpu_ranges + c.device_events - c.window_discarded),
+             (unsigned long long)c.dropped_records);
+    report(line);
+  }
 }
 
 static sem_t signal_sem;

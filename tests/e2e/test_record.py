@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from trace_checks import Results, check_flows_paired, check_window, load, xs  # noqa: E402
 
 flagtrace, driver = sys.argv[1], sys.argv[2]
+WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()  # e.g. valgrind (scripts/valgrind.sh)
 results = Results()
 
 
@@ -26,7 +27,7 @@ def case(name):
 
 
 def record(*args, cwd=None):
-    return subprocess.run([flagtrace, "record", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([*WRAP, flagtrace, "record", *args], capture_output=True, text=True, cwd=cwd)
 
 
 def written(r):
@@ -95,6 +96,55 @@ def _(d):
     doc = load(os.path.join(d, "t.json.gz"))
     assert len(xs(doc, ("kernel",))) == 2
     assert not glob.glob(os.path.join(d, "*.tmp.*"))
+
+
+@case("record: SIGINT as well; a crash leaves no trace and no partial file")
+def _(d):
+    r = record("-o", os.path.join(d, "t.json"), "--", driver, "sigint")
+    assert r.returncode == 130, r
+    assert len(xs(load(os.path.join(d, "t.json")), ("kernel",))) == 2
+    os.remove(os.path.join(d, "t.json"))
+    r = record("-o", os.path.join(d, "t.json"), "--", driver, "segv")
+    assert r.returncode == 128 + 11, r
+    assert "died of signal 11" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert os.listdir(d) == [], os.listdir(d)
+
+
+@case("record: a full disk gives one line, the program's status, and no file")
+def _(d):
+    mnt = os.path.join(d, "tiny")
+    os.mkdir(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", mnt], capture_output=True).returncode:
+        print("     (skipped: cannot mount a small tmpfs here)")
+        return
+    try:
+        r = record("-o", os.path.join(mnt, "t.json"), "--", driver, "many")
+        assert r.returncode == 0, r
+        lines = [line for line in r.stderr.splitlines() if line.startswith("flagtrace")]
+        assert len(lines) == 1 and "No space left on device" in lines[0], r.stderr
+        assert os.listdir(mnt) == [], os.listdir(mnt)
+    finally:
+        subprocess.run(["umount", mnt])
+
+
+@case("record: a CUPTI of another major version: warning, CPU trace still written")
+def _(d):
+    r = subprocess.run([*WRAP, flagtrace, "record", "-o", os.path.join(d, "t.json"), "--", driver, "exit"],
+                       capture_output=True, text=True, env=dict(os.environ, FAKE_CUPTI_VERSION="120000"))
+    assert r.returncode == 0, r
+    assert "reports API version 120000" in r.stderr, r.stderr
+    doc = load(os.path.join(d, "t.json"))
+    assert doc["flagtrace"]["device_activity"] is False and "layout mismatch" in doc["flagtrace"]["device_status"]
+    assert xs(doc, ("user_annotation",)) and not xs(doc, ("kernel",))
+
+
+@case("record: FLAGOS_TRACE=maybe warns once and changes nothing else")
+def _(d):
+    r = subprocess.run([*WRAP, flagtrace, "record", "-o", os.path.join(d, "t.json"), "--", driver, "exit"],
+                       capture_output=True, text=True, env=dict(os.environ, FLAGOS_TRACE="maybe"))
+    assert r.returncode == 0, r
+    assert r.stderr.count("FLAGOS_TRACE='maybe' is not a boolean") == 1, r.stderr
+    assert len(xs(load(os.path.join(d, "t.json")), ("kernel",))) == 2
 
 
 @case("record: fork without exec writes one trace, the parent's")

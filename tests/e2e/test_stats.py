@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from trace_checks import Results  # noqa: E402
 
 flagtrace, data = sys.argv[1], sys.argv[2]
+WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()  # e.g. valgrind (scripts/valgrind.sh)
 # default: the committed traces; the GPU check passes fresh ones (torch.profiler's too)
 TRACES = sys.argv[3:] or ["torch_cuda_2.11_reference.json.gz", "workload_h200.json.gz", "sample_h200.json.gz"]
 results = Results()
@@ -21,7 +22,7 @@ case = results.case
 
 
 def stats(*args):
-    return subprocess.run([flagtrace, "stats", *args], capture_output=True, text=True)
+    return subprocess.run([*WRAP, flagtrace, "stats", *args], capture_output=True, text=True)
 
 
 def expected(path):

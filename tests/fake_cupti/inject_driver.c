@@ -102,7 +102,14 @@ int main(int argc, char **argv) {
     ((nvtxRangePop_impl_fntype)core[NVTX_CBID_CORE_RangePop])();
   }
   settle();
+  if (!strcmp(mode, "many")) { /* a trace too big for a tiny disk */
+    k.name = "many";
+    for (int i = 0; i < 2000; i++) launch(&k);
+    settle();
+  }
   if (!strcmp(mode, "sigterm")) raise(SIGTERM); /* default disposition: the trace must still be written */
+  if (!strcmp(mode, "sigint")) raise(SIGINT);
+  if (!strcmp(mode, "segv")) raise(SIGSEGV); /* a crash: no trace, and never a partial one */
   if (!strcmp(mode, "fork")) {
     pid_t p = fork();
     if (p == 0) exit(0); /* a fork without exec must not write the parent's trace */
