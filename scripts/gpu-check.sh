@@ -65,6 +65,11 @@ step "record a 2-process torchrun job: one trace per rank" bash -c "
   rm -rf $BUILD/mp && mkdir -p $BUILD/mp &&
   $FT record -o $BUILD/mp/mp-%r-%p.json.gz -- python3 -m torch.distributed.run --nproc_per_node=2 tests/gpu/torch_mp.py &&
   python3 tests/gpu/check_mp_traces.py $BUILD/mp"
+step "1 M kernels, default buffers: all there, 0 dropped" bash -c "
+  $BUILD/tests/gpu/stress burst 1000000 | tee $BUILD/burst.log && grep -q ' 0 dropped, 0 missing' $BUILD/burst.log"
+step "1 M kernels, tiny buffers: every record in the trace or counted as dropped" \
+  env FLAGTRACE_CUPTI_BUFFER_BYTES=65536 FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES=262144 $BUILD/tests/gpu/stress burst 1000000
+step "16 threads x 10 k kernels, own ranges and streams" $BUILD/tests/gpu/stress threads 16 10000
 step "stats on torch.profiler's and flagtrace's traces vs independent totals" \
   python3 tests/e2e/test_stats.py "$FT" "$OUT" torch_native_trace.json.gz sample_h200.json.gz torch_flagtrace_trace.json.gz
 step "python package: pip install --no-build-isolation ./python" \

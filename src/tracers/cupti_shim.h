@@ -37,6 +37,8 @@
   X(CUptiResult, cuptiActivityPopExternalCorrelationId,                                         \
     (CUpti_ExternalCorrelationKind kind, uint64_t * last_id), (kind, last_id))                  \
   X(CUptiResult, cuptiGetTimestamp, (uint64_t * timestamp), (timestamp))                        \
+  X(CUptiResult, cuptiActivitySetAttribute,                                                     \
+    (CUpti_ActivityAttribute attr, size_t * value_size, void *value), (attr, value_size, value)) \
   X(CUptiResult, cuptiSubscribe,                                                                \
     (CUpti_SubscriberHandle * subscriber, CUpti_CallbackFunc callback, void *userdata),         \
     (subscriber, callback, userdata))                                                           \

@@ -27,10 +27,27 @@
 #define FT_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
 
 enum {
-  BUF_SIZE = 8 * 1024 * 1024, /* 8 MiB: 2 M records measured with 0 dropped */
+  DEFAULT_BUF_SIZE = 8 * 1024 * 1024, /* 8 MiB: 2 M records measured with 0 dropped */
   POOL_INITIAL = 8,
   MAX_DEVICES = 64,
 };
+
+/* Buffer sizes can be made small on purpose (FLAGTRACE_CUPTI_BUFFER_BYTES for our
+ * host buffers, FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES for CUPTI's device-side one) to
+ * check that records CUPTI cannot keep are counted as dropped, never lost silently. */
+static size_t buf_size = DEFAULT_BUF_SIZE;
+
+static size_t env_size(const char *name, size_t fallback) {
+  const char *v = getenv(name);
+  if (!v || !*v) return fallback;
+  char *end;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (*end || x < 4096 || x > (1ull << 34)) {
+    ft__warn("%s=%s is not a size in bytes (4096 .. 16 GiB); using %zu", name, v, fallback);
+    return fallback;
+  }
+  return (size_t)x;
+}
 
 typedef struct cupti_tracer {
   ft_tracer base;
@@ -71,7 +88,7 @@ static ft_status pool_reserve(size_t n) {
     else pool_free = f, pool_cap = ncap;
   }
   while (!st && pool_total < n) {
-    uint8_t *b = aligned_alloc(8, BUF_SIZE);
+    uint8_t *b = aligned_alloc(8, buf_size);
     if (!b) {
       st = FT_ENOMEM;
       break;
@@ -83,6 +100,19 @@ static ft_status pool_reserve(size_t n) {
   return st;
 }
 
+/* Changes the buffer size, freeing the pool, only when every buffer is home (none
+ * is held by CUPTI): a buffer of another size must never be handed out. */
+static void pool_resize(size_t size) {
+  pthread_mutex_lock(&pool_mu);
+  if (pool_len == pool_total) {
+    while (pool_len) free(pool_free[--pool_len]);
+    pool_total = 0;
+    buf_size = size;
+  }
+  pthread_mutex_unlock(&pool_mu);
+  if (buf_size != size) ft__warn("cupti: activity buffers still in use; keeping %zu-byte buffers", buf_size);
+}
+
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
   pthread_mutex_lock(&pool_mu);
   uint8_t *b = pool_len ? pool_free[--pool_len] : NULL;
@@ -92,7 +122,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     /* The pool ran dry (more threads hold buffers than we reserved). Growing here
      * costs this launch a malloc, but handing CUPTI NULL would crash older CUPTIs
      * and drop records in newer ones. */
-    b = aligned_alloc(8, BUF_SIZE);
+    b = aligned_alloc(8, buf_size);
     if (b) {
       pthread_mutex_lock(&pool_mu);
       if (pool_len + 1 >= pool_cap) {
@@ -102,11 +132,11 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
       }
       pool_total++;
       pthread_mutex_unlock(&pool_mu);
-      ft__log("cupti: buffer pool grown to %zu buffers of %d MiB", total + 1, BUF_SIZE >> 20);
+      ft__log("cupti: buffer pool grown to %zu buffers of %zu KiB", total + 1, buf_size >> 10);
     }
   }
   *buffer = b;
-  *size = b ? BUF_SIZE : 0;
+  *size = b ? buf_size : 0;
   *max_records = 0;
 }
 
@@ -600,9 +630,11 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   t->sink = sink;
   register_thread();
   atomic_store(&dropped_total, 0);
+  size_t want = env_size("FLAGTRACE_CUPTI_BUFFER_BYTES", DEFAULT_BUF_SIZE) & ~(size_t)7;
+  if (want != buf_size) pool_resize(want);
   ft_status st = pool_reserve(POOL_INITIAL);
   if (st) {
-    snprintf(t->err, sizeof t->err, "cannot reserve %d activity buffers of %d MiB", POOL_INITIAL, BUF_SIZE >> 20);
+    snprintf(t->err, sizeof t->err, "cannot reserve %d activity buffers of %zu KiB", POOL_INITIAL, buf_size >> 10);
     atomic_store(&active, NULL);
     return st;
   }
@@ -617,6 +649,15 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
                (long long)off);
       t->clock_offset = off;
     }
+  }
+  size_t dev_buf = env_size("FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES", 0);
+  if (dev_buf) {
+    size_t len = sizeof dev_buf;
+    if (ft__cuptiActivitySetAttribute(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &len,
+                                      &dev_buf))
+      ft__warn("cupti: cannot set the device buffer size: %s", t->err);
+    else
+      ft__log("cupti: device buffer size %zu bytes", dev_buf);
   }
   st = ft__cuptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
   ft__log("cupti: register callbacks: %s", st ? t->err : "ok");

@@ -239,6 +239,17 @@ EXPORT CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelati
   return CUPTI_SUCCESS;
 }
 
+static size_t device_buffer_size;
+
+EXPORT CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t *value_size, void *value) {
+  if (!value_size || !value) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (attr == CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE && *value_size == sizeof(size_t)) {
+    device_buffer_size = *(size_t *)value;
+    return CUPTI_SUCCESS;
+  }
+  return CUPTI_ERROR_NOT_SUPPORTED;
+}
+
 EXPORT CUptiResult cuptiGetTimestamp(uint64_t *timestamp) {
   *timestamp = now_ns();
   return CUPTI_SUCCESS;

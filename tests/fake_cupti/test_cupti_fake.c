@@ -372,6 +372,31 @@ static void test_dropped_records_are_reported(void **state) {
   ft_session_destroy(s);
 }
 
+static int count_kernels(void *ctx, const ft_export_event *x) {
+  *(size_t *)ctx += x->event.kind == FT_EVENT_KERNEL;
+  return 0;
+}
+
+static void test_small_buffers_lose_nothing(void **state) {
+  (void)state;
+  /* 4 KiB buffers hold ~18 kernel records: the pool must keep up (grow) */
+  setenv("FLAGTRACE_CUPTI_BUFFER_BYTES", "4096", 1);
+  ft_session *s = started();
+  fake_launch k = kernel("small_buffers", 1, 1, 1, 32, 8, 0, 10);
+  for (int i = 0; i < 2000; i++) launch(&k);
+  settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  size_t n = 0;
+  uint64_t outside;
+  assert_int_equal(ft_session_foreach_event(s, 0, UINT64_MAX, count_kernels, &n, &outside), FT_OK);
+  assert_int_equal(n, 2000);
+  ft_session_counts c;
+  assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
+  assert_int_equal(c.dropped_records, 0);
+  ft_session_destroy(s);
+  unsetenv("FLAGTRACE_CUPTI_BUFFER_BYTES");
+}
+
 static void expect_unavailable(const char *needle) {
   ft_session *s;
   assert_int_equal(ft_session_create(&s, NULL), FT_OK);
@@ -439,6 +464,7 @@ int main(void) {
       cmocka_unit_test(test_framework_correlation_push_pop),
       cmocka_unit_test(test_pop_unwinds_the_vendor_stack),
       cmocka_unit_test(test_dropped_records_are_reported),
+      cmocka_unit_test(test_small_buffers_lose_nothing),
       cmocka_unit_test(test_unusable_libraries),
       cmocka_unit_test(test_enable_failure_keeps_cpu_profiling),
   };
