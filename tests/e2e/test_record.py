@@ -105,8 +105,8 @@ def _(d):
     assert r.returncode == 130, r
     assert len(xs(load(os.path.join(d, "t.json")), ("kernel",))) == 2
     os.remove(os.path.join(d, "t.json"))
-    # under ASan the crash must still be a crash, not ASan's report and exit 1
-    r = record("-o", os.path.join(d, "t.json"), "--", driver, "segv", env={"ASAN_OPTIONS": "handle_segv=0"})
+    # under ASan/TSan the crash must still be a crash, not the sanitizer's report and exit 1
+    r = record("-o", os.path.join(d, "t.json"), "--", driver, "segv", env={"ASAN_OPTIONS": "handle_segv=0", "TSAN_OPTIONS": "handle_segv=0"})
     assert r.returncode == 128 + 11, r
     assert "died of signal 11" in r.stderr and r.stderr.count("\n") == 1, r.stderr
     assert os.listdir(d) == [], os.listdir(d)
