@@ -128,8 +128,8 @@ int ft_cli_record(int argc, char **argv) {
   char inject[PATH_MAX];
 #ifdef FT_NO_INJECTION
   (void)find_inject;
-  fprintf(stderr, "flagtrace record: this flagtrace was built without a device tracer (FLAGOS_ACCELERATOR=%s); "
-                  "rebuild with FLAGOS_ACCELERATOR=cuda to record CUDA programs\n", FT_NO_INJECTION);
+  fprintf(stderr, "flagtrace record: record injects into CUDA programs, and this flagtrace was built for "
+                  "FLAGOS_ACCELERATOR=%s; use the C API or the PyTorch integration there\n", FT_NO_INJECTION);
   return FT_CLI_USAGE;
 #endif
   if (!find_inject(inject, sizeof inject)) {

@@ -9,6 +9,17 @@
 #define FT__PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
 #define FT__PRINTF(a, b)
+/* The activity-buffer pool (buffer_pool.c), process-wide like the vendors' own
+ * activity APIs. ft__pool_reserve makes n buffers of buffer_size bytes ready
+ * (called at session start, so launching threads never allocate); it returns 1,
+ * 0 when out of memory, or -1 when buffers of the old size are still lent and the
+ * size could not change. ft__pool_get never returns NULL unless memory is
+ * exhausted: it grows the pool instead. */
+int ft__pool_reserve(size_t n, size_t buffer_size);
+uint8_t *ft__pool_get(size_t *buffer_size);
+void ft__pool_put(uint8_t *buffer);
+size_t ft__pool_buffer_size(void);
+
 #endif
 
 /* Diagnostics on stderr, one line each: ft__log only when FLAGOS_TRACE is on;
@@ -23,5 +34,16 @@ uint64_t ft__now_ns(void);
  * fmt "{}" prints it (fixed for exponents -4..15, else d.ddde±XX; 8e-05, 19.69..,
  * 100). buf needs 32 bytes; returns the length written (not NUL-terminated). */
 size_t ft__fmt_double(double v, char *buf);
+
+/* The activity-buffer pool (buffer_pool.c), process-wide like the vendors' own
+ * activity APIs. ft__pool_reserve makes n buffers of buffer_size bytes ready
+ * (called at session start, so launching threads never allocate); it returns 1,
+ * 0 when out of memory, or -1 when buffers of the old size are still lent and the
+ * size could not change. ft__pool_get never returns NULL unless memory is
+ * exhausted: it grows the pool instead. */
+int ft__pool_reserve(size_t n, size_t buffer_size);
+uint8_t *ft__pool_get(size_t *buffer_size);
+void ft__pool_put(uint8_t *buffer);
+size_t ft__pool_buffer_size(void);
 
 #endif

@@ -35,8 +35,6 @@ enum {
 /* Buffer sizes can be made small on purpose (FLAGTRACE_CUPTI_BUFFER_BYTES for our
  * host buffers, FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES for CUPTI's device-side one) to
  * check that records CUPTI cannot keep are counted as dropped, never lost silently. */
-static size_t buf_size = DEFAULT_BUF_SIZE;
-
 static size_t env_size(const char *name, size_t fallback) {
   const char *v = getenv(name);
   if (!v || !*v) return fallback;
@@ -68,86 +66,14 @@ typedef struct cupti_tracer {
   char err[512];
 } cupti_tracer;
 
-/* ---- the buffer pool (process-global, like CUPTI's callbacks) ---- */
+/* ---- buffers (the core's pool) and the process-global state CUPTI's callbacks see ---- */
 
-static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t **pool_free;
-static size_t pool_len, pool_cap, pool_total;
 static _Atomic(cupti_tracer *) active;
 static atomic_uint_fast64_t dropped_total;
 
-/* Called at session start, on the user's thread: allocation happens here, never in
- * bufferRequested on a launching thread (kineto #1020). */
-static ft_status pool_reserve(size_t n) {
-  pthread_mutex_lock(&pool_mu);
-  ft_status st = FT_OK;
-  if (pool_cap < n + pool_total) {
-    size_t ncap = n + pool_total + 16;
-    uint8_t **f = realloc(pool_free, ncap * sizeof *f);
-    if (!f) st = FT_ENOMEM;
-    else pool_free = f, pool_cap = ncap;
-  }
-  while (!st && pool_total < n) {
-    uint8_t *b = aligned_alloc(8, buf_size);
-    if (!b) {
-      st = FT_ENOMEM;
-      break;
-    }
-    pool_free[pool_len++] = b;
-    pool_total++;
-  }
-  pthread_mutex_unlock(&pool_mu);
-  return st;
-}
-
-/* Changes the buffer size, freeing the pool, only when every buffer is home (none
- * is held by CUPTI): a buffer of another size must never be handed out. */
-static void pool_resize(size_t size) {
-  pthread_mutex_lock(&pool_mu);
-  if (pool_len == pool_total) {
-    while (pool_len) free(pool_free[--pool_len]);
-    pool_total = 0;
-    buf_size = size;
-  }
-  pthread_mutex_unlock(&pool_mu);
-  if (buf_size != size) ft__warn("cupti: activity buffers still in use; keeping %zu-byte buffers", buf_size);
-}
-
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-  pthread_mutex_lock(&pool_mu);
-  uint8_t *b = pool_len ? pool_free[--pool_len] : NULL;
-  size_t total = pool_total;
-  pthread_mutex_unlock(&pool_mu);
-  if (!b) {
-    /* The pool ran dry (more threads hold buffers than we reserved). Growing here
-     * costs this launch a malloc, but handing CUPTI NULL would crash older CUPTIs
-     * and drop records in newer ones. */
-    b = aligned_alloc(8, buf_size);
-    if (b) {
-      pthread_mutex_lock(&pool_mu);
-      if (pool_len + 1 >= pool_cap) {
-        size_t ncap = pool_cap * 2 + 16;
-        uint8_t **f = realloc(pool_free, ncap * sizeof *f);
-        if (f) pool_free = f, pool_cap = ncap;
-      }
-      pool_total++;
-      pthread_mutex_unlock(&pool_mu);
-      ft__log("cupti: buffer pool grown to %zu buffers of %zu KiB", total + 1, buf_size >> 10);
-    }
-  }
-  *buffer = b;
-  *size = b ? buf_size : 0;
+  *buffer = ft__pool_get(size);
   *max_records = 0;
-}
-
-static void pool_release(uint8_t *b) {
-  pthread_mutex_lock(&pool_mu);
-  if (pool_len < pool_cap) {
-    pool_free[pool_len++] = b;
-    b = NULL;
-  }
-  pthread_mutex_unlock(&pool_mu);
-  free(b); /* only if the free list could not take it back */
 }
 
 /* ---- thread ids ----
@@ -519,7 +445,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
       ft__log("cupti: %zu records dropped (context %p, stream %u)", dropped, (void *)ctx, stream);
     }
   }
-  if (buf) pool_release(buf);
+  ft__pool_put(buf);
 }
 
 /* ---- library lookup ---- */
@@ -631,13 +557,15 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   register_thread();
   atomic_store(&dropped_total, 0);
   size_t want = env_size("FLAGTRACE_CUPTI_BUFFER_BYTES", DEFAULT_BUF_SIZE) & ~(size_t)7;
-  if (want != buf_size) pool_resize(want);
-  ft_status st = pool_reserve(POOL_INITIAL);
-  if (st) {
-    snprintf(t->err, sizeof t->err, "cannot reserve %d activity buffers of %zu KiB", POOL_INITIAL, buf_size >> 10);
+  int reserved = ft__pool_reserve(POOL_INITIAL, want);
+  if (reserved < 0)
+    ft__warn("cupti: activity buffers still in use; keeping %zu-byte buffers", ft__pool_buffer_size());
+  if (!reserved) {
+    snprintf(t->err, sizeof t->err, "cannot reserve %d activity buffers of %zu KiB", POOL_INITIAL, want >> 10);
     atomic_store(&active, NULL);
-    return st;
+    return FT_ENOMEM;
   }
+  ft_status st;
   /* Clock: CUPTI and the capture window must share the UNIX-epoch domain (seed §3.3). */
   uint64_t cupti_now = 0;
   if (!ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, &cupti_now)) {

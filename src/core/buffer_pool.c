@@ -1,0 +1,83 @@
+/* The activity-buffer pool every tracer hands its vendor library: preallocated,
+ * grown rather than ever returning nothing, one buffer size at a time. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "tracer_support.h"
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t **free_list;
+static size_t n_free, cap, total; /* total: buffers allocated, home or lent */
+static size_t size = 8 * 1024 * 1024;
+
+size_t ft__pool_buffer_size(void) {
+  pthread_mutex_lock(&mu);
+  size_t s = size;
+  pthread_mutex_unlock(&mu);
+  return s;
+}
+
+static int grow_list(size_t need) {
+  if (cap >= need) return 1;
+  size_t ncap = need + 16;
+  uint8_t **f = realloc(free_list, ncap * sizeof *f);
+  if (!f) return 0;
+  free_list = f;
+  cap = ncap;
+  return 1;
+}
+
+int ft__pool_reserve(size_t n, size_t buffer_size) {
+  int ok = 1;
+  pthread_mutex_lock(&mu);
+  /* a buffer of another size must never be handed out: resize only when all are home */
+  if (buffer_size != size && n_free == total) {
+    while (n_free) free(free_list[--n_free]);
+    total = 0;
+    size = buffer_size;
+  }
+  if (!grow_list(n > total ? n : total)) ok = 0;
+  while (ok && total < n) {
+    uint8_t *b = aligned_alloc(8, size);
+    if (!b) {
+      ok = 0;
+      break;
+    }
+    free_list[n_free++] = b;
+    total++;
+  }
+  if (size != buffer_size) ok = -1;
+  pthread_mutex_unlock(&mu);
+  return ok;
+}
+
+uint8_t *ft__pool_get(size_t *buffer_size) {
+  pthread_mutex_lock(&mu);
+  uint8_t *b = n_free ? free_list[--n_free] : NULL;
+  size_t s = size;
+  if (!b && grow_list(total + 1)) {
+    /* The pool ran dry (more threads hold buffers than were reserved). A malloc on
+     * this (launching) thread is the lesser evil: handing the vendor no buffer
+     * crashes older CUPTIs and drops records in newer ones. */
+    b = aligned_alloc(8, s);
+    if (b) total++;
+  }
+  size_t now = total;
+  pthread_mutex_unlock(&mu);
+  if (b && !n_free) ft__log("activity buffer pool: %zu buffers of %zu KiB in use", now, s >> 10);
+  *buffer_size = b ? s : 0;
+  return b;
+}
+
+void ft__pool_put(uint8_t *b) {
+  if (!b) return;
+  pthread_mutex_lock(&mu);
+  if (grow_list(n_free + 1)) {
+    free_list[n_free++] = b;
+    b = NULL;
+  } else {
+    total--;
+  }
+  pthread_mutex_unlock(&mu);
+  free(b); /* only if the free list could not take it back */
+}

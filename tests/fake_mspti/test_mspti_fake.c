@@ -1,0 +1,195 @@
+/* The MSPTI tracer's real code against the fake libmspti: packed records decoded,
+ * 64-bit ids remapped, API records coalesced, attribution, visible-device mapping,
+ * copies only with a process-start preload, and an unusable library. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fake_mspti.h"
+#include "internal.h"
+#include "test_support.h"
+
+static fake_ms_launch_fn launch;
+static fake_ms_drop_fn drop;
+static bool preloaded; /* this run has the fake in LD_PRELOAD (ctest sets it) */
+
+static void settle(void) {
+  struct timespec ts = {0, 3000000};
+  nanosleep(&ts, NULL);
+}
+
+static yajl_val render(ft_session *s) {
+  ft__out *o;
+  assert_int_equal(ft__out_open_mem(&o, false), FT_OK);
+  assert_int_equal(ft__write_trace(s, o, NULL), FT_OK);
+  size_t len;
+  const char *m = ft__out_mem(o, &len);
+  char err[256];
+  yajl_val v = ft_test_parse_json(m, len, err, sizeof err);
+  if (!v) fail_msg("not JSON: %s", err);
+  ft__out_abort(o);
+  return v;
+}
+
+static const char *str_of(yajl_val o, const char *k) {
+  yajl_val v = ft_test_get(o, k);
+  return v && YAJL_IS_STRING(v) ? v->u.string : "";
+}
+
+static yajl_val find_x(yajl_val doc, const char *cat, int nth) {
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    if (!strcmp(str_of(e, "ph"), "X") && !strcmp(str_of(e, "cat"), cat) && nth-- == 0) return e;
+  }
+  return NULL;
+}
+
+static long long num(yajl_val o, const char *k) {
+  yajl_val v = ft_test_get(o, k);
+  if (!v || !YAJL_IS_INTEGER(v)) fail_msg("%s is not an integer", k);
+  return YAJL_GET_INTEGER(v);
+}
+
+static size_t count_ph(yajl_val doc, const char *ph) {
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  size_t n = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) n += !strcmp(str_of(ev->u.array.values[i], "ph"), ph);
+  return n;
+}
+
+static ft_session *started(void) {
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  const char *why;
+  if (ft_session_device_status(s, &why) != FT_OK) fail_msg("fake MSPTI not usable: %s", why);
+  return s;
+}
+
+static void test_kernels_runtime_and_attribution(void **state) {
+  (void)state;
+  setenv("ASCEND_RT_VISIBLE_DEVICES", "4,5", 1);
+  ft_session *s = started();
+  uint64_t op;
+  assert_int_equal(ft_range_push(s, "aten::add", &op), FT_OK);
+  fake_ms_launch k = {.kind = FAKE_MS_KERNEL, .name = "Add_kernel", .apis = {"aclnnAdd", "aclrtLaunchKernel"},
+                      .device = 5, .stream = 3, .dur_ns = 2000};
+  uint64_t corr64 = launch(&k);
+  assert_true(corr64 > UINT32_MAX);
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  fake_ms_launch k2 = k;
+  k2.name = "after";
+  launch(&k2);
+  settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = render(s);
+  yajl_val e = find_x(doc, "kernel", 0);
+  assert_non_null(e);
+  assert_string_equal(str_of(e, "name"), "Add_kernel");
+  yajl_val a = ft_test_get(e, "args");
+  assert_int_equal(num(a, "External id"), op);
+  assert_int_equal(num(a, "device"), 1); /* physical 5 is the second visible device */
+  assert_int_equal(num(e, "pid"), 1);
+  long long corr = num(a, "correlation");
+  assert_true(corr > 0 && corr <= UINT32_MAX); /* remapped to a nonzero 32-bit id */
+  assert_string_equal(str_of(a, "kernel type"), "KERNEL_AICORE");
+  assert_null(ft_test_get(a, "grid")); /* MSPTI has none: omitted, never made up */
+  assert_null(ft_test_get(a, "block"));
+  /* two API records per call, coalesced into one: the launch */
+  assert_non_null(find_x(doc, "privateuse1_runtime", 1));
+  assert_null(find_x(doc, "privateuse1_runtime", 2));
+  yajl_val rt = find_x(doc, "privateuse1_runtime", 0);
+  assert_string_equal(str_of(rt, "name"), "aclrtLaunchKernel");
+  assert_null(ft_test_get(ft_test_get(rt, "args"), "cbid")); /* MSPTI's record has no cbid */
+  assert_int_equal(num(ft_test_get(rt, "args"), "External id"), op);
+  assert_int_equal(count_ph(doc, "s"), 2);
+  assert_int_equal(count_ph(doc, "f"), 2);
+  /* the pop unwound the vendor stack (a NULL pop would not): no stale id */
+  assert_null(ft_test_get(ft_test_get(find_x(doc, "kernel", 1), "args"), "External id"));
+  uint64_t ns, n;
+  assert_int_equal(ft_session_device_time(s, op, &ns, &n), FT_OK);
+  assert_int_equal(ns, 2000);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+  unsetenv("ASCEND_RT_VISIBLE_DEVICES");
+}
+
+static void test_copies_need_a_process_start_preload(void **state) {
+  (void)state;
+  ft_session *s = started();
+  fake_ms_launch c = {.kind = FAKE_MS_MEMCPY, .apis = {"aclrtMemcpyAsync"}, .bytes = 4096, .dur_ns = 500};
+  fake_ms_launch m = {.kind = FAKE_MS_MEMSET, .apis = {"aclrtMemsetAsync"}, .bytes = 1024, .dur_ns = 100};
+  launch(&c);
+  launch(&m);
+  drop(3);
+  settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = render(s);
+  if (preloaded) {
+    yajl_val e = find_x(doc, "gpu_memcpy", 0);
+    assert_non_null(e);
+    assert_int_equal(num(ft_test_get(e, "args"), "bytes"), 4096);
+    e = find_x(doc, "gpu_memset", 0);
+    assert_non_null(e);
+    assert_int_equal(num(ft_test_get(e, "args"), "value"), 7);
+    assert_int_equal(count_ph(doc, "f"), 2);
+  } else {
+    assert_null(find_x(doc, "gpu_memcpy", 0));
+    assert_null(find_x(doc, "gpu_memset", 0));
+  }
+  ft_session_counts cnt;
+  assert_int_equal(ft_session_counts_get(s, &cnt), FT_OK);
+  assert_int_equal(cnt.dropped_records, 3);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_missing_library(void **state) {
+  (void)state;
+  char *saved = strdup(getenv("FLAGOS_TRACER_LIBRARY"));
+  setenv("FLAGOS_TRACER_LIBRARY", "/nonexistent/libmspti.so", 1);
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  const char *why;
+  assert_int_equal(ft_session_device_status(s, &why), FT_EUNAVAILABLE);
+  assert_non_null(strstr(why, "/nonexistent/libmspti.so"));
+  assert_int_equal(ft_session_start(s), FT_OK); /* CPU profiling continues */
+  assert_int_equal(ft_range_push(s, "cpu", NULL), FT_OK);
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft_session_destroy(s);
+  setenv("FLAGOS_TRACER_LIBRARY", saved, 1);
+  free(saved);
+}
+
+int main(void) {
+  /* The tracer samples the link map at its first creation: do that before this
+   * test loads the fake itself, as a program would before the tracer loads MSPTI. */
+  ft_session *first;
+  if (ft_session_create(&first, NULL) != FT_OK) return 1;
+  ft_session_destroy(first);
+  const char *p = getenv("FLAGOS_TRACER_LIBRARY");
+  void *h = p ? dlopen(p, RTLD_NOW | RTLD_GLOBAL) : NULL;
+  if (!h) {
+    fprintf(stderr, "test_mspti_fake: FLAGOS_TRACER_LIBRARY must name the fake libmspti\n");
+    return 1;
+  }
+  launch = (fake_ms_launch_fn)dlsym(h, "fake_mspti_launch");
+  drop = (fake_ms_drop_fn)dlsym(h, "fake_mspti_drop");
+  preloaded = getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "libmspti.so");
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_kernels_runtime_and_attribution),
+      cmocka_unit_test(test_copies_need_a_process_start_preload),
+      cmocka_unit_test(test_missing_library),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
