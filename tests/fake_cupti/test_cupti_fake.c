@@ -23,47 +23,12 @@ static fake_cupti_launch_fn launch;
 static fake_cupti_drop_fn drop;
 static char fake_path[4096];
 
-static void settle(void) {
-  /* device records end ~µs after their launch: let the window close after them */
-  struct timespec ts = {0, 3000000};
-  nanosleep(&ts, NULL);
-}
-
-static yajl_val render(ft_session *s) {
-  ft__out *o;
-  assert_int_equal(ft__out_open_mem(&o, false), FT_OK);
-  assert_int_equal(ft__write_trace(s, o, NULL), FT_OK);
-  size_t len;
-  const char *m = ft__out_mem(o, &len);
-  char err[512];
-  yajl_val v = ft_test_parse_json(m, len, err, sizeof err);
-  if (!v) fail_msg("trace is not JSON: %s", err);
-  ft__out_abort(o);
-  return v;
-}
-
-static const char *str_of(yajl_val o, const char *key) {
-  yajl_val v = ft_test_get(o, key);
-  return v && YAJL_IS_STRING(v) ? v->u.string : "";
-}
-
-static yajl_val find_x(yajl_val doc, const char *cat, const char *name, int nth) {
-  yajl_val ev = ft_test_get(doc, "traceEvents");
-  for (size_t i = 0; i < ev->u.array.len; i++) {
-    yajl_val e = ev->u.array.values[i];
-    if (!strcmp(str_of(e, "ph"), "X") && !strcmp(str_of(e, "cat"), cat) &&
-        (!name || !strcmp(str_of(e, "name"), name)) && nth-- == 0)
-      return e;
-  }
-  return NULL;
-}
-
 static size_t count_cat(yajl_val doc, const char *ph, const char *cat) {
   yajl_val ev = ft_test_get(doc, "traceEvents");
   size_t n = 0;
   for (size_t i = 0; i < ev->u.array.len; i++) {
     yajl_val e = ev->u.array.values[i];
-    if (!strcmp(str_of(e, "ph"), ph) && (!cat || !strcmp(str_of(e, "cat"), cat))) n++;
+    if (!strcmp(ft_test_str(e, "ph"), ph) && (!cat || !strcmp(ft_test_str(e, "cat"), cat))) n++;
   }
   return n;
 }
@@ -118,11 +83,11 @@ static void test_kernel_fields_match_torch_reference(void **state) {
   launch(&k4);
   launch(&k5);
   assert_int_equal(ft_range_pop(s), FT_OK);
-  settle();
+  ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
-  yajl_val doc = render(s);
+  yajl_val doc = ft_test_render(s);
 
-  yajl_val e = find_x(doc, "kernel", "elementwise_kernel_256", 0);
+  yajl_val e = ft_test_find_x(doc, "kernel", "elementwise_kernel_256", 0);
   assert_non_null(e);
   yajl_val a = ft_test_get(e, "args");
   static const char *const keys[] = {"External id", "device", "stream", "correlation", "queued", "context",
@@ -143,31 +108,31 @@ static void test_kernel_fields_match_torch_reference(void **state) {
   expect_dim(a, "grid", 256, 1, 1);
   expect_dim(a, "block", 256, 1, 1);
 
-  a = ft_test_get(find_x(doc, "kernel", "sm80_xmma_gemm_kernel", 0), "args");
+  a = ft_test_get(ft_test_find_x(doc, "kernel", "sm80_xmma_gemm_kernel", 0), "args");
   assert_int_equal(num(a, "shared memory"), 6528);
   assert_true(fabs(num(a, "warps per SM") - 3.878788) < 1e-9);
   assert_int_equal(num(a, "est. achieved occupancy %"), 6);
-  a = ft_test_get(find_x(doc, "kernel", "sm80_xmma_gemm_split_k_kernel", 0), "args");
+  a = ft_test_get(ft_test_find_x(doc, "kernel", "sm80_xmma_gemm_split_k_kernel", 0), "args");
   assert_true(fabs(num(a, "blocks per SM") - 0.484848) < 1e-9);
   assert_true(fabs(num(a, "warps per SM") - 0.969697) < 1e-9);
   assert_int_equal(num(a, "est. achieved occupancy %"), 2);
   /* demangled name */
-  e = find_x(doc, "kernel", "void at::native::vectorized_elementwise_kernel<4>(int)", 0);
+  e = ft_test_find_x(doc, "kernel", "void at::native::vectorized_elementwise_kernel<4>(int)", 0);
   if (!e) fail_msg("demangled kernel name missing");
   a = ft_test_get(e, "args");
   assert_true(fabs(num(a, "warps per SM") - 1.939394) < 1e-9);
   assert_int_equal(num(a, "est. achieved occupancy %"), 3);
-  a = ft_test_get(find_x(doc, "kernel", "big_kernel", 0), "args");
+  a = ft_test_get(ft_test_find_x(doc, "kernel", "big_kernel", 0), "args");
   assert_int_equal(num(a, "est. achieved occupancy %"), 50);
 
   /* one runtime event per launch, named from the cbid table, every flow paired */
   assert_int_equal(count_cat(doc, "X", "cuda_runtime"), 5);
-  e = find_x(doc, "cuda_runtime", "cudaLaunchKernel", 0);
+  e = ft_test_find_x(doc, "cuda_runtime", "cudaLaunchKernel", 0);
   assert_non_null(e);
   assert_int_equal(num(ft_test_get(e, "args"), "cbid"), 211);
   assert_int_equal(num(ft_test_get(e, "args"), "External id"), op);
   /* the runtime row is the OS thread of the range, not CUPTI's pthread-based id */
-  assert_int_equal(num(e, "tid"), num(find_x(doc, "user_annotation", "aten::mm", 0), "tid"));
+  assert_int_equal(num(e, "tid"), num(ft_test_find_x(doc, "user_annotation", "aten::mm", 0), "tid"));
   assert_int_equal(num(e, "tid"), ft__gettid());
   assert_int_equal(count_cat(doc, "s", "ac2g"), 5);
   assert_int_equal(count_cat(doc, "f", "ac2g"), 5);
@@ -197,24 +162,24 @@ static void test_copies_sets_and_runtime_names(void **state) {
   launch(&ms);
   launch(&sync);
   launch(&unknown);
-  settle();
+  ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
-  yajl_val doc = render(s);
-  yajl_val e = find_x(doc, "gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0);
+  yajl_val doc = ft_test_render(s);
+  yajl_val e = ft_test_find_x(doc, "gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0);
   assert_non_null(e);
   yajl_val a = ft_test_get(e, "args");
   assert_int_equal(num(a, "bytes"), 65536);
   assert_true(num(a, "memory bandwidth (GB/s)") == 32.768);
   assert_null(ft_test_get(a, "External id")); /* launched outside any range */
-  a = ft_test_get(find_x(doc, "gpu_memcpy", "Memcpy DtoD (Device -> Device)", 0), "args");
+  a = ft_test_get(ft_test_find_x(doc, "gpu_memcpy", "Memcpy DtoD (Device -> Device)", 0), "args");
   assert_true(num(a, "memory bandwidth (GB/s)") == 19.692307692307693);
-  e = find_x(doc, "gpu_memset", "Memset (Device)", 0);
+  e = ft_test_find_x(doc, "gpu_memset", "Memset (Device)", 0);
   assert_non_null(e);
   a = ft_test_get(e, "args");
   assert_int_equal(num(a, "bytes"), 1 << 20);
-  assert_string_equal(str_of(a, "memory bandwidth (GB/s)"), "N/A"); /* zero duration: quoted */
-  assert_non_null(find_x(doc, "cuda_runtime", "cudaDeviceSynchronize", 0));
-  e = find_x(doc, "cuda_runtime", "cudaRuntime", 0); /* unknown id: generic label, cbid kept */
+  assert_string_equal(ft_test_str(a, "memory bandwidth (GB/s)"), "N/A"); /* zero duration: quoted */
+  assert_non_null(ft_test_find_x(doc, "cuda_runtime", "cudaDeviceSynchronize", 0));
+  e = ft_test_find_x(doc, "cuda_runtime", "cudaRuntime", 0); /* unknown id: generic label, cbid kept */
   assert_non_null(e);
   assert_int_equal(num(ft_test_get(e, "args"), "cbid"), 100000);
   /* three launches produced device work: three pairs; the two syncs none */
@@ -236,15 +201,15 @@ static void test_graphs_orphans_and_window(void **state) {
   uint32_t g = launch(&graph);
   launch(&orphan);
   launch(&early);
-  settle();
+  ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
   ft_session_counts c;
   assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
   assert_int_equal(c.window_discarded, 1);
   assert_int_equal(c.flows, 3);
-  yajl_val doc = render(s);
-  assert_null(find_x(doc, "kernel", "before_start", 0));
-  expect_dim(ft_test_get(find_x(doc, "kernel", "orphan", 0), "args"), "block", 31, 1, 1);
+  yajl_val doc = ft_test_render(s);
+  assert_null(ft_test_find_x(doc, "kernel", "before_start", 0));
+  expect_dim(ft_test_get(ft_test_find_x(doc, "kernel", "orphan", 0), "args"), "block", 31, 1, 1);
   /* three device events of one launch: ids g, 1<<32|g, 2<<32|g, each paired */
   yajl_val ev = ft_test_get(doc, "traceEvents");
   for (uint64_t k = 0; k < 3; k++) {
@@ -254,8 +219,8 @@ static void test_graphs_orphans_and_window(void **state) {
       yajl_val e = ev->u.array.values[i];
       yajl_val id = ft_test_get(e, "id");
       if (!id || YAJL_GET_INTEGER(id) != want) continue;
-      if (!strcmp(str_of(e, "ph"), "s")) s_n++;
-      if (!strcmp(str_of(e, "ph"), "f")) f_n++;
+      if (!strcmp(ft_test_str(e, "ph"), "s")) s_n++;
+      if (!strcmp(ft_test_str(e, "ph"), "f")) f_n++;
     }
     assert_int_equal(s_n, 1);
     assert_int_equal(f_n, 1);
@@ -271,10 +236,10 @@ static void test_driver_launches_and_activity_selection(void **state) {
   fake_launch k = kernel("triton_kernel", 4, 1, 1, 128, 32, 0, 1000);
   k.driver = 1;
   launch(&k);
-  settle();
+  ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
-  yajl_val doc = render(s);
-  yajl_val e = find_x(doc, "cuda_driver", "cuLaunchKernel", 0);
+  yajl_val doc = ft_test_render(s);
+  yajl_val e = ft_test_find_x(doc, "cuda_driver", "cuLaunchKernel", 0);
   assert_non_null(e);
   assert_int_equal(num(ft_test_get(e, "args"), "cbid"), 307);
   assert_int_equal(count_cat(doc, "s", "ac2g"), 1);
@@ -292,10 +257,10 @@ static void test_driver_launches_and_activity_selection(void **state) {
   fake_launch cp = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, .bytes = 8, .dur_ns = 10};
   launch(&k2);
   launch(&cp);
-  settle();
+  ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
-  doc = render(s);
-  assert_non_null(find_x(doc, "kernel", "kernel_only", 0));
+  doc = ft_test_render(s);
+  assert_non_null(ft_test_find_x(doc, "kernel", "kernel_only", 0));
   assert_int_equal(count_cat(doc, "X", "cuda_runtime"), 0);
   assert_int_equal(count_cat(doc, "X", "gpu_memcpy"), 0);
   assert_int_equal(count_cat(doc, "s", "ac2g"), 0);
@@ -314,22 +279,22 @@ static void test_framework_correlation_push_pop(void **state) {
   fake_launch k2 = kernel("op77_kernel", 1, 1, 1, 32, 8, 0, 1000);
   launch(&k2);
   assert_int_equal(ft_correlation_pop(s), FT_OK);
-  settle();
+  ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
   assert_int_equal(ft_correlation_pop(s), FT_OK); /* the op ends after the profiler stopped */
-  yajl_val doc = render(s);
-  assert_int_equal(num(ft_test_get(find_x(doc, "kernel", "op0_kernel", 0), "args"), "External id"), 0);
-  assert_int_equal(num(ft_test_get(find_x(doc, "kernel", "op77_kernel", 0), "args"), "External id"), 77);
+  yajl_val doc = ft_test_render(s);
+  assert_int_equal(num(ft_test_get(ft_test_find_x(doc, "kernel", "op0_kernel", 0), "args"), "External id"), 0);
+  assert_int_equal(num(ft_test_get(ft_test_find_x(doc, "kernel", "op77_kernel", 0), "args"), "External id"), 77);
   yajl_tree_free(doc);
   ft_session_destroy(s);
   /* and the vendor stack is empty again: a later launch carries no id */
   s = started();
   fake_launch k3 = kernel("after", 1, 1, 1, 32, 8, 0, 1000);
   launch(&k3);
-  settle();
+  ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
-  doc = render(s);
-  assert_null(ft_test_get(ft_test_get(find_x(doc, "kernel", "after", 0), "args"), "External id"));
+  doc = ft_test_render(s);
+  assert_null(ft_test_get(ft_test_get(ft_test_find_x(doc, "kernel", "after", 0), "args"), "External id"));
   yajl_tree_free(doc);
   ft_session_destroy(s);
 }
@@ -345,10 +310,10 @@ static void test_pop_unwinds_the_vendor_stack(void **state) {
   }
   fake_launch k = kernel("after_ranges", 1, 1, 1, 32, 8, 0, 1000);
   launch(&k);
-  settle();
+  ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
-  yajl_val doc = render(s);
-  yajl_val e = find_x(doc, "kernel", "after_ranges", 0);
+  yajl_val doc = ft_test_render(s);
+  yajl_val e = ft_test_find_x(doc, "kernel", "after_ranges", 0);
   assert_non_null(e);
   assert_null(ft_test_get(ft_test_get(e, "args"), "External id"));
   yajl_tree_free(doc);
@@ -361,12 +326,12 @@ static void test_dropped_records_are_reported(void **state) {
   fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 1000);
   launch(&k);
   drop(5);
-  settle();
+  ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
   ft_session_counts c;
   assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
   assert_int_equal(c.dropped_records, 5);
-  yajl_val doc = render(s);
+  yajl_val doc = ft_test_render(s);
   assert_int_equal(YAJL_GET_INTEGER(ft_test_get(ft_test_get(doc, "flagtrace"), "dropped_records")), 5);
   yajl_tree_free(doc);
   ft_session_destroy(s);
@@ -384,7 +349,7 @@ static void test_small_buffers_lose_nothing(void **state) {
   ft_session *s = started();
   fake_launch k = kernel("small_buffers", 1, 1, 1, 32, 8, 0, 10);
   for (int i = 0; i < 2000; i++) launch(&k);
-  settle();
+  ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
   size_t n = 0;
   uint64_t outside;
@@ -408,10 +373,10 @@ static void expect_unavailable(const char *needle) {
   assert_int_equal(ft_range_push(s, "cpu only", NULL), FT_OK);
   assert_int_equal(ft_range_pop(s), FT_OK);
   assert_int_equal(ft_session_stop(s), FT_OK);
-  yajl_val doc = render(s);
+  yajl_val doc = ft_test_render(s);
   assert_true(YAJL_IS_FALSE(ft_test_get(ft_test_get(doc, "flagtrace"), "device_activity")));
-  assert_non_null(strstr(str_of(ft_test_get(doc, "flagtrace"), "device_status"), needle));
-  assert_non_null(find_x(doc, "user_annotation", "cpu only", 0));
+  assert_non_null(strstr(ft_test_str(ft_test_get(doc, "flagtrace"), "device_status"), needle));
+  assert_non_null(ft_test_find_x(doc, "user_annotation", "cpu only", 0));
   yajl_tree_free(doc);
   ft_session_destroy(s);
 }

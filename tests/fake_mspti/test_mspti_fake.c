@@ -21,38 +21,6 @@ static fake_ms_launch_fn launch;
 static fake_ms_drop_fn drop;
 static bool preloaded; /* this run has the fake in LD_PRELOAD (ctest sets it) */
 
-static void settle(void) {
-  struct timespec ts = {0, 3000000};
-  nanosleep(&ts, NULL);
-}
-
-static yajl_val render(ft_session *s) {
-  ft__out *o;
-  assert_int_equal(ft__out_open_mem(&o, false), FT_OK);
-  assert_int_equal(ft__write_trace(s, o, NULL), FT_OK);
-  size_t len;
-  const char *m = ft__out_mem(o, &len);
-  char err[256];
-  yajl_val v = ft_test_parse_json(m, len, err, sizeof err);
-  if (!v) fail_msg("not JSON: %s", err);
-  ft__out_abort(o);
-  return v;
-}
-
-static const char *str_of(yajl_val o, const char *k) {
-  yajl_val v = ft_test_get(o, k);
-  return v && YAJL_IS_STRING(v) ? v->u.string : "";
-}
-
-static yajl_val find_x(yajl_val doc, const char *cat, int nth) {
-  yajl_val ev = ft_test_get(doc, "traceEvents");
-  for (size_t i = 0; i < ev->u.array.len; i++) {
-    yajl_val e = ev->u.array.values[i];
-    if (!strcmp(str_of(e, "ph"), "X") && !strcmp(str_of(e, "cat"), cat) && nth-- == 0) return e;
-  }
-  return NULL;
-}
-
 static long long num(yajl_val o, const char *k) {
   yajl_val v = ft_test_get(o, k);
   if (!v || !YAJL_IS_INTEGER(v)) fail_msg("%s is not an integer", k);
@@ -62,7 +30,7 @@ static long long num(yajl_val o, const char *k) {
 static size_t count_ph(yajl_val doc, const char *ph) {
   yajl_val ev = ft_test_get(doc, "traceEvents");
   size_t n = 0;
-  for (size_t i = 0; i < ev->u.array.len; i++) n += !strcmp(str_of(ev->u.array.values[i], "ph"), ph);
+  for (size_t i = 0; i < ev->u.array.len; i++) n += !strcmp(ft_test_str(ev->u.array.values[i], "ph"), ph);
   return n;
 }
 
@@ -89,32 +57,32 @@ static void test_kernels_runtime_and_attribution(void **state) {
   fake_ms_launch k2 = k;
   k2.name = "after";
   launch(&k2);
-  settle();
+  ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
-  yajl_val doc = render(s);
-  yajl_val e = find_x(doc, "kernel", 0);
+  yajl_val doc = ft_test_render(s);
+  yajl_val e = ft_test_find_x(doc, "kernel", NULL, 0);
   assert_non_null(e);
-  assert_string_equal(str_of(e, "name"), "Add_kernel");
+  assert_string_equal(ft_test_str(e, "name"), "Add_kernel");
   yajl_val a = ft_test_get(e, "args");
   assert_int_equal(num(a, "External id"), op);
   assert_int_equal(num(a, "device"), 1); /* physical 5 is the second visible device */
   assert_int_equal(num(e, "pid"), 1);
   long long corr = num(a, "correlation");
   assert_true(corr > 0 && corr <= UINT32_MAX); /* remapped to a nonzero 32-bit id */
-  assert_string_equal(str_of(a, "kernel type"), "KERNEL_AICORE");
+  assert_string_equal(ft_test_str(a, "kernel type"), "KERNEL_AICORE");
   assert_null(ft_test_get(a, "grid")); /* MSPTI has none: omitted, never made up */
   assert_null(ft_test_get(a, "block"));
   /* two API records per call, coalesced into one: the launch */
-  assert_non_null(find_x(doc, "privateuse1_runtime", 1));
-  assert_null(find_x(doc, "privateuse1_runtime", 2));
-  yajl_val rt = find_x(doc, "privateuse1_runtime", 0);
-  assert_string_equal(str_of(rt, "name"), "aclrtLaunchKernel");
+  assert_non_null(ft_test_find_x(doc, "privateuse1_runtime", NULL, 1));
+  assert_null(ft_test_find_x(doc, "privateuse1_runtime", NULL, 2));
+  yajl_val rt = ft_test_find_x(doc, "privateuse1_runtime", NULL, 0);
+  assert_string_equal(ft_test_str(rt, "name"), "aclrtLaunchKernel");
   assert_null(ft_test_get(ft_test_get(rt, "args"), "cbid")); /* MSPTI's record has no cbid */
   assert_int_equal(num(ft_test_get(rt, "args"), "External id"), op);
   assert_int_equal(count_ph(doc, "s"), 2);
   assert_int_equal(count_ph(doc, "f"), 2);
   /* the pop unwound the vendor stack (a NULL pop would not): no stale id */
-  assert_null(ft_test_get(ft_test_get(find_x(doc, "kernel", 1), "args"), "External id"));
+  assert_null(ft_test_get(ft_test_get(ft_test_find_x(doc, "kernel", NULL, 1), "args"), "External id"));
   uint64_t ns, n;
   assert_int_equal(ft_session_device_time(s, op, &ns, &n), FT_OK);
   assert_int_equal(ns, 2000);
@@ -131,20 +99,20 @@ static void test_copies_need_a_process_start_preload(void **state) {
   launch(&c);
   launch(&m);
   drop(3);
-  settle();
+  ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
-  yajl_val doc = render(s);
+  yajl_val doc = ft_test_render(s);
   if (preloaded) {
-    yajl_val e = find_x(doc, "gpu_memcpy", 0);
+    yajl_val e = ft_test_find_x(doc, "gpu_memcpy", NULL, 0);
     assert_non_null(e);
     assert_int_equal(num(ft_test_get(e, "args"), "bytes"), 4096);
-    e = find_x(doc, "gpu_memset", 0);
+    e = ft_test_find_x(doc, "gpu_memset", NULL, 0);
     assert_non_null(e);
     assert_int_equal(num(ft_test_get(e, "args"), "value"), 7);
     assert_int_equal(count_ph(doc, "f"), 2);
   } else {
-    assert_null(find_x(doc, "gpu_memcpy", 0));
-    assert_null(find_x(doc, "gpu_memset", 0));
+    assert_null(ft_test_find_x(doc, "gpu_memcpy", NULL, 0));
+    assert_null(ft_test_find_x(doc, "gpu_memset", NULL, 0));
   }
   ft_session_counts cnt;
   assert_int_equal(ft_session_counts_get(s, &cnt), FT_OK);

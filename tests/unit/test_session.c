@@ -36,29 +36,10 @@ static void add(ft_session *s, ft_event_kind kind, uint64_t start, uint64_t end,
   assert_int_equal(ft__session_inject(s, &ev), FT_OK);
 }
 
-/* Writes s into memory and parses it. */
-static yajl_val render(ft_session *s) {
-  ft__out *o;
-  assert_int_equal(ft__out_open_mem(&o, false), FT_OK);
-  assert_int_equal(ft__write_trace(s, o, NULL), FT_OK);
-  size_t len;
-  const char *m = ft__out_mem(o, &len);
-  char err[512];
-  yajl_val v = ft_test_parse_json(m, len, err, sizeof err);
-  if (!v) fail_msg("trace is not JSON: %s", err);
-  ft__out_abort(o);
-  return v;
-}
-
 static yajl_val events_of(yajl_val doc) {
   yajl_val ev = ft_test_get(doc, "traceEvents");
   assert_true(ev && YAJL_IS_ARRAY(ev));
   return ev;
-}
-
-static const char *str_of(yajl_val o, const char *key) {
-  yajl_val v = ft_test_get(o, key);
-  return v && YAJL_IS_STRING(v) ? YAJL_GET_STRING(v) : "";
 }
 
 static long long int_of(yajl_val o, const char *key) {
@@ -72,7 +53,7 @@ static size_t count_x(yajl_val doc, const char *name) {
   size_t n = 0;
   for (size_t i = 0; i < ev->u.array.len; i++) {
     yajl_val e = ev->u.array.values[i];
-    if (!strcmp(str_of(e, "ph"), "X") && !strcmp(str_of(e, "name"), name)) n++;
+    if (!strcmp(ft_test_str(e, "ph"), "X") && !strcmp(ft_test_str(e, "name"), name)) n++;
   }
   return n;
 }
@@ -84,25 +65,25 @@ static size_t check_flows(yajl_val doc) {
   size_t pairs = 0;
   for (size_t i = 0; i < ev->u.array.len; i++) {
     yajl_val e = ev->u.array.values[i];
-    const char *ph = str_of(e, "ph");
+    const char *ph = ft_test_str(e, "ph");
     if (strcmp(ph, "s") && strcmp(ph, "f")) continue;
     long long id = int_of(e, "id");
     assert_true(id != 0);
     /* the preceding X (skipping earlier flow halves) is the slice it belongs to */
     size_t j = i;
-    while (j > 0 && strcmp(str_of(ev->u.array.values[j - 1], "ph"), "X")) j--;
+    while (j > 0 && strcmp(ft_test_str(ev->u.array.values[j - 1], "ph"), "X")) j--;
     assert_true(j > 0);
     yajl_val slice = ev->u.array.values[j - 1];
     assert_int_equal(int_of(slice, "pid"), int_of(e, "pid"));
     assert_int_equal(int_of(slice, "tid"), int_of(e, "tid"));
     assert_true(YAJL_GET_DOUBLE(ft_test_get(slice, "ts")) == YAJL_GET_DOUBLE(ft_test_get(e, "ts")));
     if (!strcmp(ph, "s")) /* a flow starts on an API call: the build's runtime or driver category */
-      assert_true(strstr(str_of(slice, "cat"), "_runtime") || strstr(str_of(slice, "cat"), "_driver"));
-    if (!strcmp(ph, "f")) assert_string_equal(str_of(e, "bp"), "e");
+      assert_true(strstr(ft_test_str(slice, "cat"), "_runtime") || strstr(ft_test_str(slice, "cat"), "_driver"));
+    if (!strcmp(ph, "f")) assert_string_equal(ft_test_str(e, "bp"), "e");
     size_t s_count = 0, f_count = 0;
     for (size_t k = 0; k < ev->u.array.len; k++) {
       yajl_val o = ev->u.array.values[k];
-      const char *p2 = str_of(o, "ph");
+      const char *p2 = ft_test_str(o, "ph");
       if ((!strcmp(p2, "s") || !strcmp(p2, "f")) && int_of(o, "id") == id) {
         if (!strcmp(p2, "s")) s_count++; else f_count++;
       }
@@ -166,7 +147,7 @@ static void test_window_is_strict_containment(void **state) {
   add(s, FT_EVENT_KERNEL, LO + 5, LO + 5, 0, false, 0, "zero_length_inside");
   add(s, FT_EVENT_KERNEL, LO + 9, LO + 8, 0, false, 0, "end_before_start");
   add(s, FT_EVENT_RUNTIME, 10, 20, 0, false, 0, "long_before");
-  yajl_val doc = render(s);
+  yajl_val doc = ft_test_render(s);
   assert_int_equal(count_x(doc, "exactly_the_window"), 1);
   assert_int_equal(count_x(doc, "zero_length_inside"), 1);
   assert_int_equal(count_x(doc, "starts_before"), 0);
@@ -214,7 +195,7 @@ static void test_flow_edge_cases(void **state) {
   /* 0: no correlation -> never a flow */
   add(s, FT_EVENT_RUNTIME, LO + 1300, LO + 1310, 0, false, 0, "rt0");
   add(s, FT_EVENT_KERNEL, LO + 1400, LO + 1410, 0, false, 0, "k0");
-  yajl_val doc = render(s);
+  yajl_val doc = ft_test_render(s);
   assert_int_equal(check_flows(doc), 5);
   ft_session_counts c;
   assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
@@ -226,7 +207,7 @@ static void test_flow_edge_cases(void **state) {
     size_t hits = 0;
     for (size_t i = 0; i < ev->u.array.len; i++) {
       yajl_val e = ev->u.array.values[i];
-      if (!strcmp(str_of(e, "ph"), "f") && int_of(e, "id") == want[w]) hits++;
+      if (!strcmp(ft_test_str(e, "ph"), "f") && int_of(e, "id") == want[w]) hits++;
     }
     assert_int_equal(hits, 1);
   }
@@ -244,7 +225,7 @@ static void test_flow_sparse_ids(void **state) {
     if (i != 3) add(s, FT_EVENT_KERNEL, LO + 100 + 10 * i, LO + 105 + 10 * i, ids[i], false, 0, "k");
   }
   add(s, FT_EVENT_KERNEL, LO + 500, LO + 501, 99, false, 0, "orphan");
-  yajl_val doc = render(s);
+  yajl_val doc = ft_test_render(s);
   assert_int_equal(check_flows(doc), 3);
   yajl_tree_free(doc);
   ft_session_destroy(s);
@@ -254,7 +235,7 @@ static yajl_val args_of_first(yajl_val doc, const char *name) {
   yajl_val ev = events_of(doc);
   for (size_t i = 0; i < ev->u.array.len; i++) {
     yajl_val e = ev->u.array.values[i];
-    if (!strcmp(str_of(e, "ph"), "X") && !strcmp(str_of(e, "name"), name)) return ft_test_get(e, "args");
+    if (!strcmp(ft_test_str(e, "ph"), "X") && !strcmp(ft_test_str(e, "name"), name)) return ft_test_get(e, "args");
   }
   fail_msg("no event %s", name);
   return NULL;
@@ -268,14 +249,14 @@ static void test_external_id_zero_and_attribution(void **state) {
   add(s, FT_EVENT_KERNEL, LO + 50, LO + 150, 7, false, 0, "no_ext"); /* attributed to nobody */
   add(s, FT_EVENT_KERNEL, LO + 200, LO + 207, 0, true, 5, "ext5");   /* op 5; vendor id 0 */
   add(s, FT_EVENT_RUNTIME, LO + 1, LO + 2, 5, true, 0, "launch");    /* runtime: never device time */
-  yajl_val doc = render(s);
+  yajl_val doc = ft_test_render(s);
   yajl_val a = args_of_first(doc, "ext0_a");
   assert_int_equal(int_of(a, "External id"), 0);
   assert_int_equal(int_of(a, "correlation"), 5);
   assert_int_equal(int_of(a, "device"), 0);
   assert_int_equal(int_of(a, "stream"), 7);
   assert_true(YAJL_IS_ARRAY(ft_test_get(a, "grid")));
-  assert_string_equal(str_of(a, "note"), "N/A");
+  assert_string_equal(ft_test_str(a, "note"), "N/A");
   assert_null(ft_test_get(args_of_first(doc, "no_ext"), "External id"));
   uint64_t ns, n;
   assert_int_equal(ft_session_device_time(s, 0, &ns, &n), FT_OK);
@@ -303,7 +284,7 @@ static void test_external_ids_resolved_by_correlation(void **state) {
   add(s, FT_EVENT_KERNEL, LO + 80, LO + 90, 23, true, 99, "k23_own");
   assert_int_equal(ft__session_inject_external(s, 22, 8), FT_OK); /* after */
   assert_int_equal(ft__session_inject_external(s, 23, 8), FT_OK); /* must not override 99 */
-  yajl_val doc = render(s);
+  yajl_val doc = ft_test_render(s);
   assert_int_equal(int_of(args_of_first(doc, "k21"), "External id"), 0);
   assert_int_equal(int_of(args_of_first(doc, "rt21"), "External id"), 0);
   assert_int_equal(int_of(args_of_first(doc, "k22"), "External id"), 8);
@@ -338,14 +319,14 @@ static void test_gpu_projection_of_ranges(void **state) {
                            .correlation_id = 32, .thread_id = 43, .name = "other_thread"};
   assert_int_equal(ft__session_inject(s, &other), FT_OK);
   add(s, FT_EVENT_KERNEL, LO + 1300, LO + 1400, 32, false, 0, "k32");
-  yajl_val doc = render(s);
+  yajl_val doc = ft_test_render(s);
   yajl_val ev = events_of(doc);
   int seen = 0;
   for (size_t i = 0; i < ev->u.array.len; i++) {
     yajl_val e = ev->u.array.values[i];
-    if (strcmp(str_of(e, "cat"), "gpu_user_annotation")) continue;
+    if (strcmp(ft_test_str(e, "cat"), "gpu_user_annotation")) continue;
     seen++;
-    const char *n = str_of(e, "name");
+    const char *n = ft_test_str(e, "name");
     double ts = YAJL_GET_DOUBLE(ft_test_get(e, "ts")), dur = YAJL_GET_DOUBLE(ft_test_get(e, "dur"));
     assert_int_equal(int_of(e, "pid"), 0);
     assert_int_equal(int_of(e, "tid"), 7);
@@ -382,7 +363,7 @@ static void test_start_end_ranges_and_marks(void **state) {
   assert_int_equal(ft_range_pop(s), FT_OK);
   assert_int_equal(ft__range_depth(s), 0);
   assert_int_equal(ft_session_stop(s), FT_OK);
-  yajl_val doc = render(s);
+  yajl_val doc = ft_test_render(s);
   assert_int_equal(count_x(doc, "load"), 1);
   assert_int_equal(count_x(doc, "checkpoint"), 1);
   yajl_tree_free(doc);
@@ -406,14 +387,14 @@ static void test_ranges_record_and_nest(void **state) {
   assert_int_equal(ft_session_write(s, "/tmp/never.json"), FT_ESTATE); /* not stopped */
   assert_int_equal(ft_session_stop(s), FT_OK);
   assert_int_equal(ft_session_stop(s), FT_ESTATE);
-  yajl_val doc = render(s);
+  yajl_val doc = ft_test_render(s);
   yajl_val a = args_of_first(doc, "inner \"quoted\"");
   assert_int_equal(int_of(a, "External id"), (long long)inner);
   assert_int_equal(count_x(doc, "outer"), 1);
   /* the trace says why no device activity is there */
   yajl_val ft = ft_test_get(doc, "flagtrace");
   assert_true(YAJL_IS_FALSE(ft_test_get(ft, "device_activity")));
-  assert_true(strlen(str_of(ft, "device_status")) > 10);
+  assert_true(strlen(ft_test_str(ft, "device_status")) > 10);
   yajl_tree_free(doc);
   ft_session_destroy(s);
 }

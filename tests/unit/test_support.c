@@ -1,7 +1,18 @@
-/* Helpers shared by the unit tests: JSON validation with yajl, gunzip. */
+/* Helpers shared by the C tests: JSON validation with yajl, gunzip, trace rendering and lookups. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "test_support.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
 #include <stdio.h>
+#include <time.h>
+
+#include "internal.h"
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -73,4 +84,38 @@ yajl_val ft_test_get(yajl_val obj, const char *key) {
   for (size_t i = 0; i < obj->u.object.len; i++)
     if (!strcmp(obj->u.object.keys[i], key)) return obj->u.object.values[i];
   return NULL;
+}
+
+const char *ft_test_str(yajl_val obj, const char *key) {
+  yajl_val v = ft_test_get(obj, key);
+  return v && YAJL_IS_STRING(v) ? v->u.string : "";
+}
+
+yajl_val ft_test_find_x(yajl_val doc, const char *cat, const char *name, int nth) {
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  for (size_t i = 0; ev && i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    if (!strcmp(ft_test_str(e, "ph"), "X") && !strcmp(ft_test_str(e, "cat"), cat) &&
+        (!name || !strcmp(ft_test_str(e, "name"), name)) && nth-- == 0)
+      return e;
+  }
+  return NULL;
+}
+
+yajl_val ft_test_render(struct ft_session *s) {
+  ft__out *o;
+  assert_int_equal(ft__out_open_mem(&o, false), FT_OK);
+  assert_int_equal(ft__write_trace(s, o, NULL), FT_OK);
+  size_t len;
+  const char *m = ft__out_mem(o, &len);
+  char err[512];
+  yajl_val v = ft_test_parse_json(m, len, err, sizeof err);
+  if (!v) fail_msg("trace is not JSON: %s", err);
+  ft__out_abort(o);
+  return v;
+}
+
+void ft_test_settle(void) {
+  struct timespec ts = {0, 3000000};
+  nanosleep(&ts, NULL);
 }

@@ -1,4 +1,4 @@
-/* Helpers shared by the unit tests: JSON validation with yajl, gunzip. */
+/* Helpers shared by the C tests: JSON validation with yajl, gunzip, trace rendering and lookups. */
 #ifndef FT_TEST_SUPPORT_H
 #define FT_TEST_SUPPORT_H
 
@@ -18,5 +18,21 @@ char *ft_test_read_file(const char *path, size_t *len);
 
 /* Looks up obj[key] for a yajl object; NULL when absent. */
 yajl_val ft_test_get(yajl_val obj, const char *key);
+
+/* obj[key] as a string, "" when absent or not a string. */
+const char *ft_test_str(yajl_val obj, const char *key);
+
+/* The n-th complete event ("ph": "X") of category cat, and of that name unless
+ * name is NULL; NULL when there is none. */
+yajl_val ft_test_find_x(yajl_val doc, const char *cat, const char *name, int nth);
+
+struct ft_session;
+/* Writes the stopped session into memory and parses it; fails the test on
+ * invalid JSON. Free with yajl_tree_free. */
+yajl_val ft_test_render(struct ft_session *s);
+
+/* Sleeps 3 ms: device records end microseconds after their launch, and the
+ * capture window must close after them. */
+void ft_test_settle(void);
 
 #endif
