@@ -1,0 +1,16 @@
+# Proves a build holds exactly one tracer factory, from the intended tracer file
+# (run with cmake -DNM=... -DLIB=... -DWANT=<file>.c -P).
+execute_process(COMMAND ${NM} -A --defined-only ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "nm ${LIB} failed")
+endif()
+string(REGEX MATCHALL "[^\n]*[ \t]T ft_make_device_tracer\n" defs "${out}")
+list(LENGTH defs n)
+if(NOT n EQUAL 1)
+  message(FATAL_ERROR "expected exactly one ft_make_device_tracer in ${LIB}, found ${n}: ${defs}")
+endif()
+get_filename_component(want_base ${WANT} NAME_WE)
+if(NOT defs MATCHES "${want_base}\\.c\\.o:")
+  message(FATAL_ERROR "the factory comes from ${defs}, not ${WANT}")
+endif()
+message(STATUS "one factory, from ${WANT}")
