@@ -1,0 +1,369 @@
+/* Moore Threads MUSA MUPTI tracer: armed at session start; MUPTI's clock is mapped
+ * onto CLOCK_REALTIME affinely from samples at start and stop. Verified by decoding
+ * records we synthesize (CI), not on MUSA hardware. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flagtrace/device_tracer.h"
+#include "mupti_shim.h"
+#include "tracer_support.h"
+
+enum { POOL_INITIAL = 8, BUF_SIZE = 8 * 1024 * 1024 };
+/* a record further than this outside the session is not a real timestamp */
+#define IMPLAUSIBLE_NS 10000000000ull
+
+typedef struct done_buf {
+  uint8_t *buf;
+  size_t valid;
+} done_buf;
+
+typedef struct mupti_tracer {
+  ft_tracer base;
+  ft__mupti_api api;
+  bool loaded;
+  char path[PATH_MAX];
+  char why[512];
+  char err[512];
+  const ft_event_sink *sink;
+  bool armed;
+  unsigned kinds;
+  /* clock samples (MUPTI, CLOCK_REALTIME) at start and stop */
+  uint64_t m0, r0, m1, r1;
+  /* completed buffers wait for the stop sample: only then is the mapping known */
+  pthread_mutex_t mu;
+  done_buf *done;
+  size_t n_done, done_cap;
+  atomic_uint_fast64_t dropped;
+  uint64_t implausible;
+} mupti_tracer;
+
+static _Atomic(mupti_tracer *) active;
+
+static uint64_t to_realtime(const mupti_tracer *t, uint64_t m) {
+  long double span = (long double)t->m1 - (long double)t->m0;
+  long double scale = span > 0 ? ((long double)t->r1 - (long double)t->r0) / span : 1.0L;
+  long double r = (long double)t->r0 + ((long double)m - (long double)t->m0) * scale;
+  return r <= 0 ? 0 : (uint64_t)(r + 0.5L);
+}
+
+/* Maps [start, end]; false for timestamps no real record has. */
+static bool map_span(mupti_tracer *t, uint64_t start, uint64_t end, uint64_t *s, uint64_t *e) {
+  if (!start || end < start) return false;
+  *s = to_realtime(t, start);
+  *e = to_realtime(t, end);
+  return *s + IMPLAUSIBLE_NS >= t->r0 && *e <= t->r1 + IMPLAUSIBLE_NS;
+}
+
+static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+  *buffer = ft__pool_get(size);
+  *max_records = 0;
+}
+
+static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
+  (void)size;
+  mupti_tracer *t = atomic_load(&active);
+  if (!t) {
+    ft__pool_put(buffer);
+    return;
+  }
+  size_t dropped = 0;
+  if (t->api.muptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == MUPTI_SUCCESS && dropped)
+    atomic_fetch_add(&t->dropped, dropped);
+  pthread_mutex_lock(&t->mu);
+  if (buffer && valid && t->n_done == t->done_cap) {
+    size_t ncap = t->done_cap ? t->done_cap * 2 : 64;
+    done_buf *n = realloc(t->done, ncap * sizeof *n);
+    if (n) t->done = n, t->done_cap = ncap;
+  }
+  if (buffer && valid && t->n_done < t->done_cap) {
+    t->done[t->n_done++] = (done_buf){buffer, valid};
+    buffer = NULL;
+  }
+  pthread_mutex_unlock(&t->mu);
+  if (buffer && valid) ft__warn("mupti: out of memory holding an activity buffer; its records are lost");
+  ft__pool_put(buffer);
+}
+
+static void emit(mupti_tracer *t, ft_device_event *ev, const ft_kv *md, size_t n) {
+  ev->metadata = md;
+  ev->n_metadata = n;
+  if (t->sink->event(t->sink->ctx, ev) != FT_OK) ft__warn("mupti: out of memory recording an event; it is lost");
+}
+
+static const char *api_name(mupti_tracer *t, bool driver, uint32_t cbid, char *buf, size_t len) {
+  const char *name = NULL;
+  /* resolved by the library itself, after flushing (never from its callback) */
+  if (t->api.muptiGetCallbackName &&
+      t->api.muptiGetCallbackName(driver ? MUPTI_CB_DOMAIN_DRIVER_API : MUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) ==
+          MUPTI_SUCCESS &&
+      name)
+    return name;
+  snprintf(buf, len, "%s", driver ? "musaDriver" : "musaRuntime"); /* the cbid stays in the args */
+  return buf;
+}
+
+static void decode(mupti_tracer *t, const MUpti_Activity *rec) {
+  char a[32], b[32], c[32], d[32], e[32], nb[64];
+  uint64_t s, en;
+  switch (rec->kind) {
+  case MUPTI_ACTIVITY_KIND_KERNEL:
+  case MUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+    const MUpti_ActivityKernel6 *k = (const MUpti_ActivityKernel6 *)rec;
+    if (!map_span(t, k->start, k->end, &s, &en)) break;
+    snprintf(a, sizeof a, "%u", k->contextId);
+    snprintf(b, sizeof b, "%u", (unsigned)k->registersPerThread);
+    snprintf(c, sizeof c, "%d", k->staticSharedMemory + k->dynamicSharedMemory);
+    snprintf(d, sizeof d, "[%d, %d, %d]", k->gridX, k->gridY, k->gridZ);
+    snprintf(e, sizeof e, "[%d, %d, %d]", k->blockX, k->blockY, k->blockZ);
+    /* no occupancy: the device properties it needs are not queried on MUSA */
+    ft_kv md[5] = {{"context", a}, {"registers per thread", b}, {"shared memory", c}, {"grid", d}, {"block", e}};
+    ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = s, .end_ns = en, .correlation_id = k->correlationId,
+                          .device = k->deviceId, .stream = k->streamId, .name = k->name ? k->name : "<unnamed>"};
+    emit(t, &ev, md, 5);
+    return;
+  }
+  case MUPTI_ACTIVITY_KIND_MEMCPY: {
+    const MUpti_ActivityMemcpy4 *m = (const MUpti_ActivityMemcpy4 *)rec;
+    if (!map_span(t, m->start, m->end, &s, &en)) break;
+    snprintf(a, sizeof a, "%u", m->contextId);
+    snprintf(b, sizeof b, "%llu", (unsigned long long)m->bytes);
+    snprintf(c, sizeof c, "%u", (unsigned)m->copyKind);
+    ft_kv md[3] = {{"context", a}, {"bytes", b}, {"copy kind", c}};
+    ft_device_event ev = {.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = en, .correlation_id = m->correlationId,
+                          .device = m->deviceId, .stream = m->streamId, .name = "Memcpy"};
+    emit(t, &ev, md, 3);
+    return;
+  }
+  case MUPTI_ACTIVITY_KIND_MEMSET: {
+    const MUpti_ActivityMemset3 *m = (const MUpti_ActivityMemset3 *)rec;
+    if (!map_span(t, m->start, m->end, &s, &en)) break;
+    snprintf(a, sizeof a, "%u", m->contextId);
+    snprintf(b, sizeof b, "%llu", (unsigned long long)m->bytes);
+    snprintf(c, sizeof c, "%u", m->value);
+    ft_kv md[3] = {{"context", a}, {"bytes", b}, {"value", c}};
+    ft_device_event ev = {.kind = FT_EVENT_MEMSET, .start_ns = s, .end_ns = en, .correlation_id = m->correlationId,
+                          .device = m->deviceId, .stream = m->streamId, .name = "Memset"};
+    emit(t, &ev, md, 3);
+    return;
+  }
+  case MUPTI_ACTIVITY_KIND_RUNTIME:
+  case MUPTI_ACTIVITY_KIND_DRIVER: {
+    const MUpti_ActivityAPI *x = (const MUpti_ActivityAPI *)rec;
+    if (!map_span(t, x->start, x->end, &s, &en)) break;
+    bool driver = rec->kind == MUPTI_ACTIVITY_KIND_DRIVER;
+    snprintf(a, sizeof a, "%u", x->cbid);
+    ft_kv md[1] = {{"cbid", a}};
+    ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = en,
+                          .correlation_id = x->correlationId, .thread_id = x->threadId,
+                          .name = api_name(t, driver, x->cbid, nb, sizeof nb)};
+    emit(t, &ev, md, 1);
+    return;
+  }
+  case MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+    const MUpti_ActivityExternalCorrelation *x = (const MUpti_ActivityExternalCorrelation *)rec;
+    if (x->externalKind == MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 &&
+        t->sink->external_id(t->sink->ctx, x->correlationId, x->externalId) != FT_OK)
+      ft__warn("mupti: out of memory recording a correlation; attribution may be lost");
+    return;
+  }
+  default:
+    return;
+  }
+  t->implausible++; /* a break above: timestamps no real record has */
+}
+
+static void decode_all(mupti_tracer *t) {
+  for (size_t i = 0; i < t->n_done; i++) {
+    MUpti_Activity *rec = NULL;
+    for (size_t n = 0, bound = t->done[i].valid / 4 + 1; n < bound; n++) {
+      MUptiResult r = t->api.muptiActivityGetNextRecord(t->done[i].buf, t->done[i].valid, &rec);
+      if (r == MUPTI_ERROR_MAX_LIMIT_REACHED) break;
+      if (r != MUPTI_SUCCESS) {
+        ft__warn("mupti: reading an activity buffer failed (MUptiResult %d); the rest of it is lost", r);
+        break;
+      }
+      decode(t, rec);
+    }
+    ft__pool_put(t->done[i].buf);
+  }
+  t->n_done = 0;
+  if (t->implausible) {
+    ft__warn("mupti: %llu records with implausible timestamps were dropped (counted in dropped_records)",
+             (unsigned long long)t->implausible);
+    atomic_fetch_add(&t->dropped, t->implausible);
+    t->implausible = 0;
+  }
+}
+
+static bool sample_clock(mupti_tracer *t, uint64_t *m, uint64_t *r) {
+  uint64_t before = ft__now_ns();
+  if (ft__muptiGetTimestamp(&t->api, t->err, sizeof t->err, m)) return false;
+  *r = before + (ft__now_ns() - before) / 2;
+  return true;
+}
+
+/* ---- ops ---- */
+
+static bool mu_available(const ft_tracer *base, const char **why) {
+  const mupti_tracer *t = (const mupti_tracer *)base;
+  if (!t->loaded && why) *why = t->why;
+  return t->loaded;
+}
+
+static const int kind_for[] = {
+    [FT_EVENT_KERNEL] = MUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, [FT_EVENT_MEMCPY] = MUPTI_ACTIVITY_KIND_MEMCPY,
+    [FT_EVENT_MEMSET] = MUPTI_ACTIVITY_KIND_MEMSET,            [FT_EVENT_RUNTIME] = MUPTI_ACTIVITY_KIND_RUNTIME,
+    [FT_EVENT_DRIVER] = MUPTI_ACTIVITY_KIND_DRIVER,
+};
+
+static ft_status mu_start(ft_tracer *base, const ft_event_sink *sink, unsigned kinds) {
+  mupti_tracer *t = (mupti_tracer *)base;
+  if (!t->loaded) return FT_EUNAVAILABLE;
+  mupti_tracer *none = NULL;
+  if (!atomic_compare_exchange_strong(&active, &none, t)) {
+    snprintf(t->err, sizeof t->err, "another tracer instance is armed");
+    return FT_EBUSY;
+  }
+  t->sink = sink;
+  t->kinds = kinds;
+  atomic_store(&t->dropped, 0);
+  ft_status st = ft__pool_reserve(POOL_INITIAL, BUF_SIZE) ? FT_OK : FT_ENOMEM;
+  if (!st && !sample_clock(t, &t->m0, &t->r0)) st = FT_EVENDOR;
+  if (!st) st = ft__muptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
+  if (!st) st = ft__muptiActivityEnable(&t->api, t->err, sizeof t->err, MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  for (unsigned k = 0; k <= FT_EVENT_DRIVER && !st; k++)
+    if (kinds & FT_KIND_BIT(k)) st = ft__muptiActivityEnable(&t->api, t->err, sizeof t->err, kind_for[k]);
+  if (st) {
+    atomic_store(&active, NULL);
+    return st;
+  }
+  t->armed = true;
+  ft__log("mupti: armed; clock sample at start: mupti %llu = realtime %llu", (unsigned long long)t->m0,
+          (unsigned long long)t->r0);
+  return FT_OK;
+}
+
+static ft_status mu_drain(ft_tracer *base) {
+  (void)base; /* records are decoded at stop, once both clock samples exist */
+  return FT_OK;
+}
+
+static ft_status mu_stop(ft_tracer *base) {
+  mupti_tracer *t = (mupti_tracer *)base;
+  if (!t->armed) return FT_OK;
+  for (unsigned k = 0; k <= FT_EVENT_DRIVER; k++)
+    if (t->kinds & FT_KIND_BIT(k)) t->api.muptiActivityDisable(kind_for[k]);
+  t->api.muptiActivityDisable(MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  ft_status st = ft__muptiActivityFlushAll(&t->api, t->err, sizeof t->err, MUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (!sample_clock(t, &t->m1, &t->r1)) {
+    t->m1 = t->m0, t->r1 = t->r0; /* offset only */
+    ft__warn("mupti: no clock sample at stop (%s); mapping by the start offset only", t->err);
+  }
+  ft__log("mupti: clock: %llu mupti ns = %llu realtime ns over the session", (unsigned long long)(t->m1 - t->m0),
+          (unsigned long long)(t->r1 - t->r0));
+  pthread_mutex_lock(&t->mu);
+  decode_all(t);
+  pthread_mutex_unlock(&t->mu);
+  t->armed = false;
+  atomic_store(&active, NULL);
+  return st;
+}
+
+static ft_status mu_push(ft_tracer *base, uint64_t id) {
+  mupti_tracer *t = (mupti_tracer *)base;
+  char err[128];
+  return t->loaded ? ft__muptiActivityPushExternalCorrelationId(&t->api, err, sizeof err,
+                                                                MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id)
+                   : FT_EUNAVAILABLE;
+}
+
+static ft_status mu_pop(ft_tracer *base) {
+  mupti_tracer *t = (mupti_tracer *)base;
+  char err[128];
+  uint64_t last = 0; /* a real out-pointer */
+  return t->loaded ? ft__muptiActivityPopExternalCorrelationId(&t->api, err, sizeof err,
+                                                               MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last)
+                   : FT_EUNAVAILABLE;
+}
+
+static int mu_device_count(const ft_tracer *base) {
+  (void)base;
+  return 0; /* not queried: no MUSA driver binding here */
+}
+
+static uint64_t mu_dropped(const ft_tracer *base) { return atomic_load(&((const mupti_tracer *)base)->dropped); }
+
+static const char *mu_last_error(const ft_tracer *base) { return ((const mupti_tracer *)base)->err; }
+
+static void mu_destroy(ft_tracer *base) {
+  mupti_tracer *t = (mupti_tracer *)base;
+  if (t->armed) mu_stop(base);
+  for (size_t i = 0; i < t->n_done; i++) ft__pool_put(t->done[i].buf);
+  free(t->done);
+  pthread_mutex_destroy(&t->mu);
+  free(t);
+}
+
+static const ft_tracer_ops mupti_ops = {
+    .name = "mupti",
+    .runtime_category = "privateuse1_runtime",
+    .driver_category = "privateuse1_driver",
+    .available = mu_available,
+    .start = mu_start,
+    .drain = mu_drain,
+    .stop = mu_stop,
+    .push_correlation = mu_push,
+    .pop_correlation = mu_pop,
+    .device_count = mu_device_count,
+    .dropped_records = mu_dropped,
+    .last_error = mu_last_error,
+    .destroy = mu_destroy,
+    .watch_profiler_api = NULL,
+};
+
+static bool try_open(mupti_tracer *t, const char *path, char *errs, size_t len) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  char why[256];
+  size_t used = strlen(errs);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(errs + used, len - used, "%s%s", used ? "; " : "", e ? e : path);
+    return false;
+  }
+  if (!ft__mupti_load_symbols(&t->api, h, why, sizeof why)) {
+    snprintf(errs + used, len - used, "%s%s: %s", used ? "; " : "", path, why);
+    dlclose(h);
+    return false;
+  }
+  snprintf(t->path, sizeof t->path, "%s", path);
+  return true;
+}
+
+ft_status ft_make_device_tracer(ft_tracer **out) {
+  mupti_tracer *t = calloc(1, sizeof *t);
+  if (!t) return FT_ENOMEM;
+  t->base.ops = &mupti_ops;
+  pthread_mutex_init(&t->mu, NULL);
+  char errs[1024] = "";
+  const char *override = getenv("FLAGOS_TRACER_LIBRARY");
+  if (override && *override) {
+    t->loaded = try_open(t, override, errs, sizeof errs);
+    if (!t->loaded) snprintf(t->why, sizeof t->why, "FLAGOS_TRACER_LIBRARY=%s could not be used: %s", override, errs);
+  } else {
+    const char *home = getenv("MUSA_HOME");
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/lib/libmupti.so", home && *home ? home : "/usr/local/musa");
+    t->loaded = try_open(t, "libmupti.so", errs, sizeof errs) || try_open(t, path, errs, sizeof errs);
+    if (!t->loaded) snprintf(t->why, sizeof t->why, "libmupti not found (set FLAGOS_TRACER_LIBRARY or MUSA_HOME): %s", errs);
+  }
+  ft__log("mupti: %s", t->loaded ? t->path : t->why);
+  *out = &t->base;
+  return FT_OK;
+}
