@@ -20,6 +20,16 @@ uint8_t *ft__pool_get(size_t *buffer_size);
 void ft__pool_put(uint8_t *buffer);
 size_t ft__pool_buffer_size(void);
 
+/* A vendor clock mapped onto CLOCK_REALTIME: (v0, r0) sampled at session start,
+ * (v1, r1) at stop; the mapping is affine between them (offset only if v1 == v0). */
+typedef struct ft__clock_map {
+  uint64_t v0, r0, v1, r1;
+} ft__clock_map;
+uint64_t ft__clock_map_apply(const ft__clock_map *m, uint64_t vendor_ns);
+/* Maps [start, end]; 0 for timestamps no real record has (zero, reversed, or
+ * further than 10 s outside the session). */
+int ft__clock_map_span(const ft__clock_map *m, uint64_t start, uint64_t end, uint64_t *s, uint64_t *e);
+
 #endif
 
 /* Diagnostics on stderr, one line each: ft__log only when FLAGOS_TRACE is on;
@@ -45,5 +55,15 @@ int ft__pool_reserve(size_t n, size_t buffer_size);
 uint8_t *ft__pool_get(size_t *buffer_size);
 void ft__pool_put(uint8_t *buffer);
 size_t ft__pool_buffer_size(void);
+
+/* A vendor clock mapped onto CLOCK_REALTIME: (v0, r0) sampled at session start,
+ * (v1, r1) at stop; the mapping is affine between them (offset only if v1 == v0). */
+typedef struct ft__clock_map {
+  uint64_t v0, r0, v1, r1;
+} ft__clock_map;
+uint64_t ft__clock_map_apply(const ft__clock_map *m, uint64_t vendor_ns);
+/* Maps [start, end]; 0 for timestamps no real record has (zero, reversed, or
+ * further than 10 s outside the session). */
+int ft__clock_map_span(const ft__clock_map *m, uint64_t start, uint64_t end, uint64_t *s, uint64_t *e);
 
 #endif

@@ -16,8 +16,6 @@
 #include "tracer_support.h"
 
 enum { POOL_INITIAL = 8, BUF_SIZE = 8 * 1024 * 1024 };
-/* a record further than this outside the session is not a real timestamp */
-#define IMPLAUSIBLE_NS 10000000000ull
 
 typedef struct done_buf {
   uint8_t *buf;
@@ -34,8 +32,7 @@ typedef struct mupti_tracer {
   const ft_event_sink *sink;
   bool armed;
   unsigned kinds;
-  /* clock samples (MUPTI, CLOCK_REALTIME) at start and stop */
-  uint64_t m0, r0, m1, r1;
+  ft__clock_map clock; /* MUPTI's clock sampled against CLOCK_REALTIME at start and stop */
   /* completed buffers wait for the stop sample: only then is the mapping known */
   pthread_mutex_t mu;
   done_buf *done;
@@ -45,21 +42,6 @@ typedef struct mupti_tracer {
 } mupti_tracer;
 
 static _Atomic(mupti_tracer *) active;
-
-static uint64_t to_realtime(const mupti_tracer *t, uint64_t m) {
-  long double span = (long double)t->m1 - (long double)t->m0;
-  long double scale = span > 0 ? ((long double)t->r1 - (long double)t->r0) / span : 1.0L;
-  long double r = (long double)t->r0 + ((long double)m - (long double)t->m0) * scale;
-  return r <= 0 ? 0 : (uint64_t)(r + 0.5L);
-}
-
-/* Maps [start, end]; false for timestamps no real record has. */
-static bool map_span(mupti_tracer *t, uint64_t start, uint64_t end, uint64_t *s, uint64_t *e) {
-  if (!start || end < start) return false;
-  *s = to_realtime(t, start);
-  *e = to_realtime(t, end);
-  return *s + IMPLAUSIBLE_NS >= t->r0 && *e <= t->r1 + IMPLAUSIBLE_NS;
-}
 
 static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
   *buffer = ft__pool_get(size);
@@ -116,7 +98,7 @@ static void decode(mupti_tracer *t, const MUpti_Activity *rec) {
   case MUPTI_ACTIVITY_KIND_KERNEL:
   case MUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
     const MUpti_ActivityKernel6 *k = (const MUpti_ActivityKernel6 *)rec;
-    if (!map_span(t, k->start, k->end, &s, &en)) break;
+    if (!ft__clock_map_span(&t->clock, k->start, k->end, &s, &en)) break;
     snprintf(a, sizeof a, "%u", k->contextId);
     snprintf(b, sizeof b, "%u", (unsigned)k->registersPerThread);
     snprintf(c, sizeof c, "%d", k->staticSharedMemory + k->dynamicSharedMemory);
@@ -131,7 +113,7 @@ static void decode(mupti_tracer *t, const MUpti_Activity *rec) {
   }
   case MUPTI_ACTIVITY_KIND_MEMCPY: {
     const MUpti_ActivityMemcpy4 *m = (const MUpti_ActivityMemcpy4 *)rec;
-    if (!map_span(t, m->start, m->end, &s, &en)) break;
+    if (!ft__clock_map_span(&t->clock, m->start, m->end, &s, &en)) break;
     snprintf(a, sizeof a, "%u", m->contextId);
     snprintf(b, sizeof b, "%llu", (unsigned long long)m->bytes);
     snprintf(c, sizeof c, "%u", (unsigned)m->copyKind);
@@ -143,7 +125,7 @@ static void decode(mupti_tracer *t, const MUpti_Activity *rec) {
   }
   case MUPTI_ACTIVITY_KIND_MEMSET: {
     const MUpti_ActivityMemset3 *m = (const MUpti_ActivityMemset3 *)rec;
-    if (!map_span(t, m->start, m->end, &s, &en)) break;
+    if (!ft__clock_map_span(&t->clock, m->start, m->end, &s, &en)) break;
     snprintf(a, sizeof a, "%u", m->contextId);
     snprintf(b, sizeof b, "%llu", (unsigned long long)m->bytes);
     snprintf(c, sizeof c, "%u", m->value);
@@ -156,7 +138,7 @@ static void decode(mupti_tracer *t, const MUpti_Activity *rec) {
   case MUPTI_ACTIVITY_KIND_RUNTIME:
   case MUPTI_ACTIVITY_KIND_DRIVER: {
     const MUpti_ActivityAPI *x = (const MUpti_ActivityAPI *)rec;
-    if (!map_span(t, x->start, x->end, &s, &en)) break;
+    if (!ft__clock_map_span(&t->clock, x->start, x->end, &s, &en)) break;
     bool driver = rec->kind == MUPTI_ACTIVITY_KIND_DRIVER;
     snprintf(a, sizeof a, "%u", x->cbid);
     ft_kv md[1] = {{"cbid", a}};
@@ -235,7 +217,7 @@ static ft_status mu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   t->kinds = kinds;
   atomic_store(&t->dropped, 0);
   ft_status st = ft__pool_reserve(POOL_INITIAL, BUF_SIZE) ? FT_OK : FT_ENOMEM;
-  if (!st && !sample_clock(t, &t->m0, &t->r0)) st = FT_EVENDOR;
+  if (!st && !sample_clock(t, &t->clock.v0, &t->clock.r0)) st = FT_EVENDOR;
   if (!st) st = ft__muptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
   if (!st) st = ft__muptiActivityEnable(&t->api, t->err, sizeof t->err, MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   for (unsigned k = 0; k <= FT_EVENT_DRIVER && !st; k++)
@@ -245,8 +227,8 @@ static ft_status mu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     return st;
   }
   t->armed = true;
-  ft__log("mupti: armed; clock sample at start: mupti %llu = realtime %llu", (unsigned long long)t->m0,
-          (unsigned long long)t->r0);
+  ft__log("mupti: armed; clock sample at start: mupti %llu = realtime %llu", (unsigned long long)t->clock.v0,
+          (unsigned long long)t->clock.r0);
   return FT_OK;
 }
 
@@ -262,12 +244,12 @@ static ft_status mu_stop(ft_tracer *base) {
     if (t->kinds & FT_KIND_BIT(k)) t->api.muptiActivityDisable(kind_for[k]);
   t->api.muptiActivityDisable(MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   ft_status st = ft__muptiActivityFlushAll(&t->api, t->err, sizeof t->err, MUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  if (!sample_clock(t, &t->m1, &t->r1)) {
-    t->m1 = t->m0, t->r1 = t->r0; /* offset only */
+  if (!sample_clock(t, &t->clock.v1, &t->clock.r1)) {
+    t->clock.v1 = t->clock.v0, t->clock.r1 = t->clock.r0; /* offset only */
     ft__warn("mupti: no clock sample at stop (%s); mapping by the start offset only", t->err);
   }
-  ft__log("mupti: clock: %llu mupti ns = %llu realtime ns over the session", (unsigned long long)(t->m1 - t->m0),
-          (unsigned long long)(t->r1 - t->r0));
+  ft__log("mupti: clock: %llu mupti ns = %llu realtime ns over the session",
+          (unsigned long long)(t->clock.v1 - t->clock.v0), (unsigned long long)(t->clock.r1 - t->clock.r0));
   pthread_mutex_lock(&t->mu);
   decode_all(t);
   pthread_mutex_unlock(&t->mu);

@@ -1,0 +1,19 @@
+/* Affine mapping of a vendor's own clock onto CLOCK_REALTIME, from two samples. */
+#include "tracer_support.h"
+
+/* a record further than this outside the session is not a real timestamp */
+#define IMPLAUSIBLE_NS 10000000000ull
+
+uint64_t ft__clock_map_apply(const ft__clock_map *m, uint64_t v) {
+  long double span = (long double)m->v1 - (long double)m->v0;
+  long double scale = span > 0 ? ((long double)m->r1 - (long double)m->r0) / span : 1.0L;
+  long double r = (long double)m->r0 + ((long double)v - (long double)m->v0) * scale;
+  return r <= 0 ? 0 : (uint64_t)(r + 0.5L);
+}
+
+int ft__clock_map_span(const ft__clock_map *m, uint64_t start, uint64_t end, uint64_t *s, uint64_t *e) {
+  if (!start || end < start) return 0;
+  *s = ft__clock_map_apply(m, start);
+  *e = ft__clock_map_apply(m, end);
+  return *s + IMPLAUSIBLE_NS >= m->r0 && *e <= m->r1 + IMPLAUSIBLE_NS;
+}

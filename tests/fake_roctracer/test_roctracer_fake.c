@@ -1,0 +1,70 @@
+/* The roctracer tracer's real code against the fake libroctracer64: kinds decoded
+ * from kind codes, HIP API names from roctracer_op_string, EXT_API attribution,
+ * barriers skipped, records copied out of the callback, the clock mapped. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "test_support.h"
+
+typedef uint64_t (*launch_fn)(uint32_t kind, const char *kernel, uint64_t bytes, uint64_t dur);
+static launch_fn launch;
+
+static void test_hip_ops_api_and_attribution(void **state) {
+  (void)state;
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  const char *why;
+  if (ft_session_device_status(s, &why) != FT_OK) fail_msg("fake roctracer not usable: %s", why);
+  uint64_t op;
+  assert_int_equal(ft_range_push(s, "hip_op", &op), FT_OK);
+  launch(0x11F0, "_Z10vector_addPfS_i", 0, 3000);
+  launch(0x11F4, NULL, 8192, 1000);
+  launch(0x1207, NULL, 256, 500);
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft_session_counts c;
+  assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
+  assert_int_equal(c.window_discarded, 0); /* roctracer's monotonic clock mapped onto the epoch */
+  assert_int_equal(c.dropped_records, 0);
+  yajl_val doc = ft_test_render(s);
+  yajl_val k = ft_test_find_x(doc, "kernel", "vector_add(float*, float*, int)", 0);
+  assert_non_null(k);
+  assert_int_equal(YAJL_GET_INTEGER(ft_test_get(k, "tid")), 5); /* the queue */
+  assert_null(ft_test_get(ft_test_get(k, "args"), "grid")); /* not in the record: omitted */
+  yajl_val m = ft_test_find_x(doc, "gpu_memcpy", "Memcpy HtoD", 0);
+  assert_non_null(m);
+  assert_int_equal(YAJL_GET_INTEGER(ft_test_get(ft_test_get(m, "args"), "bytes")), 8192);
+  assert_non_null(ft_test_find_x(doc, "gpu_memset", "Memset", 0));
+  assert_non_null(ft_test_find_x(doc, "privateuse1_runtime", "hipLaunchKernel", 0));
+  assert_null(ft_test_find_x(doc, "kernel", NULL, 1)); /* the barriers are not shown */
+  uint64_t ns, n;
+  assert_int_equal(ft_session_device_time(s, op, &ns, &n), FT_OK);
+  assert_int_equal(n, 3);
+  ft_session_counts cnt;
+  assert_int_equal(ft_session_counts_get(s, &cnt), FT_OK);
+  assert_int_equal(cnt.flows, 3);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+int main(void) {
+  void *h = dlopen(getenv("FLAGOS_TRACER_LIBRARY"), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "test_roctracer_fake: FLAGOS_TRACER_LIBRARY must name the fake libroctracer64\n");
+    return 1;
+  }
+  launch = (launch_fn)dlsym(h, "fake_roctracer_launch");
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_hip_ops_api_and_attribution)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
