@@ -2,6 +2,7 @@
 #ifndef FLAGTRACE_TRACER_SUPPORT_H
 #define FLAGTRACE_TRACER_SUPPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -9,27 +10,6 @@
 #define FT__PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
 #define FT__PRINTF(a, b)
-/* The activity-buffer pool (buffer_pool.c), process-wide like the vendors' own
- * activity APIs. ft__pool_reserve makes n buffers of buffer_size bytes ready
- * (called at session start, so launching threads never allocate); it returns 1,
- * 0 when out of memory, or -1 when buffers of the old size are still lent and the
- * size could not change. ft__pool_get never returns NULL unless memory is
- * exhausted: it grows the pool instead. */
-int ft__pool_reserve(size_t n, size_t buffer_size);
-uint8_t *ft__pool_get(size_t *buffer_size);
-void ft__pool_put(uint8_t *buffer);
-size_t ft__pool_buffer_size(void);
-
-/* A vendor clock mapped onto CLOCK_REALTIME: (v0, r0) sampled at session start,
- * (v1, r1) at stop; the mapping is affine between them (offset only if v1 == v0). */
-typedef struct ft__clock_map {
-  uint64_t v0, r0, v1, r1;
-} ft__clock_map;
-uint64_t ft__clock_map_apply(const ft__clock_map *m, uint64_t vendor_ns);
-/* Maps [start, end]; 0 for timestamps no real record has (zero, reversed, or
- * further than 10 s outside the session). */
-int ft__clock_map_span(const ft__clock_map *m, uint64_t start, uint64_t end, uint64_t *s, uint64_t *e);
-
 #endif
 
 /* Diagnostics on stderr, one line each: ft__log only when FLAGOS_TRACE is on;
@@ -65,5 +45,14 @@ uint64_t ft__clock_map_apply(const ft__clock_map *m, uint64_t vendor_ns);
 /* Maps [start, end]; 0 for timestamps no real record has (zero, reversed, or
  * further than 10 s outside the session). */
 int ft__clock_map_span(const ft__clock_map *m, uint64_t start, uint64_t end, uint64_t *s, uint64_t *e);
+
+/* Binds a tracer's vendor library. FLAGOS_TRACER_LIBRARY, when set, is the only
+ * file tried (honoured or reported, never replaced); else each non-empty
+ * candidate in turn. load resolves the symbols from a handle into api (0 with the
+ * reason in why). On success path holds the file bound; on failure why reads
+ * "<not_found>: <every attempt's reason>". */
+typedef int (*ft__load_symbols_fn)(void *api, void *handle, char *why, size_t why_len);
+bool ft__open_vendor_library(const char *const *candidates, size_t n, const char *not_found, ft__load_symbols_fn load,
+                             void *api, char *path, size_t path_len, char *why, size_t why_len);
 
 #endif

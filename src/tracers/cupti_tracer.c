@@ -450,26 +450,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 
 /* ---- library lookup ---- */
 
-static bool try_open(cupti_tracer *t, const char *path, char *errs, size_t errlen) {
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    size_t used = strlen(errs);
-    const char *e = dlerror();
-    snprintf(errs + used, errlen - used, "%s%s", used ? "; " : "", e ? e : path);
-    return false;
-  }
-  char why[256];
-  if (!ft__cupti_load_symbols(&t->api, h, why, sizeof why)) {
-    size_t used = strlen(errs);
-    snprintf(errs + used, errlen - used, "%s%s: %s", used ? "; " : "", path, why);
-    dlclose(h);
-    return false;
-  }
-  snprintf(t->path, sizeof t->path, "%s", path);
-  struct link_map *lm = NULL;
-  if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0])
-    snprintf(t->path, sizeof t->path, "%s", lm->l_name);
-  return true;
+static int load_cupti(void *api, void *handle, char *why, size_t len) {
+  return ft__cupti_load_symbols(api, handle, why, len);
 }
 
 /* The CUPTI copy shipped beside an already loaded torch (site-packages/nvidia/cu13). */
@@ -483,27 +465,17 @@ static int find_torch_dir(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 static bool open_cupti(cupti_tracer *t) {
-  char errs[1024] = "";
-  const char *override = getenv("FLAGOS_TRACER_LIBRARY");
-  if (override && *override) {
-    /* An explicit choice is honoured or reported, never silently replaced. */
-    if (try_open(t, override, errs, sizeof errs)) return true;
-    snprintf(t->why, sizeof t->why, "FLAGOS_TRACER_LIBRARY=%s could not be used: %s", override, errs);
-    return false;
-  }
-  if (try_open(t, "libcupti.so.13", errs, sizeof errs) || try_open(t, "libcupti.so", errs, sizeof errs))
-    return true;
+  /* the soname, then CUDA_HOME's usual layouts, then the copy beside a loaded torch */
   const char *cuda_home = getenv("CUDA_HOME");
-  char path[PATH_MAX];
   static const char *const subdirs[] = {"lib64", "extras/CUPTI/lib64", "lib"};
-  for (size_t i = 0; cuda_home && *cuda_home && i < 3; i++) {
-    snprintf(path, sizeof path, "%s/%s/libcupti.so.13", cuda_home, subdirs[i]);
-    if (try_open(t, path, errs, sizeof errs)) return true;
-  }
+  char in_home[3][PATH_MAX] = {"", "", ""};
+  for (size_t i = 0; cuda_home && *cuda_home && i < 3; i++)
+    snprintf(in_home[i], PATH_MAX, "%s/%s/libcupti.so.13", cuda_home, subdirs[i]);
   char torch_cupti[PATH_MAX] = "";
-  if (dl_iterate_phdr(find_torch_dir, torch_cupti) && try_open(t, torch_cupti, errs, sizeof errs)) return true;
-  snprintf(t->why, sizeof t->why, "libcupti not found (set FLAGOS_TRACER_LIBRARY or CUDA_HOME): %s", errs);
-  return false;
+  dl_iterate_phdr(find_torch_dir, torch_cupti);
+  const char *const candidates[] = {"libcupti.so.13", "libcupti.so", in_home[0], in_home[1], in_home[2], torch_cupti};
+  return ft__open_vendor_library(candidates, 6, "libcupti not found (set FLAGOS_TRACER_LIBRARY or CUDA_HOME)",
+                                 load_cupti, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
 }
 
 /* ---- ops ---- */

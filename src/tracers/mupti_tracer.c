@@ -310,22 +310,8 @@ static const ft_tracer_ops mupti_ops = {
     .watch_profiler_api = NULL,
 };
 
-static bool try_open(mupti_tracer *t, const char *path, char *errs, size_t len) {
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  char why[256];
-  size_t used = strlen(errs);
-  if (!h) {
-    const char *e = dlerror();
-    snprintf(errs + used, len - used, "%s%s", used ? "; " : "", e ? e : path);
-    return false;
-  }
-  if (!ft__mupti_load_symbols(&t->api, h, why, sizeof why)) {
-    snprintf(errs + used, len - used, "%s%s: %s", used ? "; " : "", path, why);
-    dlclose(h);
-    return false;
-  }
-  snprintf(t->path, sizeof t->path, "%s", path);
-  return true;
+static int load_mupti(void *api, void *handle, char *why, size_t len) {
+  return ft__mupti_load_symbols(api, handle, why, len);
 }
 
 ft_status ft_make_device_tracer(ft_tracer **out) {
@@ -333,18 +319,12 @@ ft_status ft_make_device_tracer(ft_tracer **out) {
   if (!t) return FT_ENOMEM;
   t->base.ops = &mupti_ops;
   pthread_mutex_init(&t->mu, NULL);
-  char errs[1024] = "";
-  const char *override = getenv("FLAGOS_TRACER_LIBRARY");
-  if (override && *override) {
-    t->loaded = try_open(t, override, errs, sizeof errs);
-    if (!t->loaded) snprintf(t->why, sizeof t->why, "FLAGOS_TRACER_LIBRARY=%s could not be used: %s", override, errs);
-  } else {
-    const char *home = getenv("MUSA_HOME");
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/lib/libmupti.so", home && *home ? home : "/usr/local/musa");
-    t->loaded = try_open(t, "libmupti.so", errs, sizeof errs) || try_open(t, path, errs, sizeof errs);
-    if (!t->loaded) snprintf(t->why, sizeof t->why, "libmupti not found (set FLAGOS_TRACER_LIBRARY or MUSA_HOME): %s", errs);
-  }
+  const char *home = getenv("MUSA_HOME");
+  char in_home[PATH_MAX];
+  snprintf(in_home, sizeof in_home, "%s/lib/libmupti.so", home && *home ? home : "/usr/local/musa");
+  const char *const candidates[] = {"libmupti.so", in_home};
+  t->loaded = ft__open_vendor_library(candidates, 2, "libmupti not found (set FLAGOS_TRACER_LIBRARY or MUSA_HOME)",
+                                      load_mupti, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
   ft__log("mupti: %s", t->loaded ? t->path : t->why);
   *out = &t->base;
   return FT_OK;

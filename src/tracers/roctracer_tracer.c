@@ -257,22 +257,8 @@ static const ft_tracer_ops roctracer_ops = {
     .watch_profiler_api = NULL,
 };
 
-static bool try_open(roc_tracer *t, const char *path, char *errs, size_t len) {
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  char why[256];
-  size_t used = strlen(errs);
-  if (!h) {
-    const char *e = dlerror();
-    snprintf(errs + used, len - used, "%s%s", used ? "; " : "", e ? e : path);
-    return false;
-  }
-  if (!ft__roctracer_load_symbols(&t->api, h, why, sizeof why)) {
-    snprintf(errs + used, len - used, "%s%s: %s", used ? "; " : "", path, why);
-    dlclose(h);
-    return false;
-  }
-  snprintf(t->path, sizeof t->path, "%s", path);
-  return true;
+static int load_roctracer(void *api, void *handle, char *why, size_t len) {
+  return ft__roctracer_load_symbols(api, handle, why, len);
 }
 
 ft_status ft_make_device_tracer(ft_tracer **out) {
@@ -280,19 +266,13 @@ ft_status ft_make_device_tracer(ft_tracer **out) {
   if (!t) return FT_ENOMEM;
   t->base.ops = &roctracer_ops;
   pthread_mutex_init(&t->mu, NULL);
-  char errs[1024] = "";
-  const char *override = getenv("FLAGOS_TRACER_LIBRARY");
-  if (override && *override) {
-    t->loaded = try_open(t, override, errs, sizeof errs);
-    if (!t->loaded) snprintf(t->why, sizeof t->why, "FLAGOS_TRACER_LIBRARY=%s could not be used: %s", override, errs);
-  } else {
-    const char *home = getenv("ROCM_PATH");
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/lib/libroctracer64.so", home && *home ? home : "/opt/dtk");
-    t->loaded = try_open(t, "libroctracer64.so", errs, sizeof errs) || try_open(t, path, errs, sizeof errs);
-    if (!t->loaded)
-      snprintf(t->why, sizeof t->why, "libroctracer64 not found (set FLAGOS_TRACER_LIBRARY or ROCM_PATH): %s", errs);
-  }
+  const char *home = getenv("ROCM_PATH");
+  char in_home[PATH_MAX];
+  snprintf(in_home, sizeof in_home, "%s/lib/libroctracer64.so", home && *home ? home : "/opt/dtk");
+  const char *const candidates[] = {"libroctracer64.so", in_home};
+  t->loaded = ft__open_vendor_library(candidates, 2,
+                                      "libroctracer64 not found (set FLAGOS_TRACER_LIBRARY or ROCM_PATH)",
+                                      load_roctracer, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
   ft__log("roctracer: %s", t->loaded ? t->path : t->why);
   *out = &t->base;
   return FT_OK;
