@@ -55,4 +55,16 @@ typedef int (*ft__load_symbols_fn)(void *api, void *handle, char *why, size_t wh
 bool ft__open_vendor_library(const char *const *candidates, size_t n, const char *not_found, ft__load_symbols_fn load,
                              void *api, char *path, size_t path_len, char *why, size_t why_len);
 
+/* The body of a shim loader's X-macro step (used where api, handle, why and
+ * why_len are in scope): resolves name into api->name; a required symbol that is
+ * missing makes the loader return 0, naming it in why. */
+#define FT__SHIM_RESOLVE(name, required)                                                                    \
+  dlerror();                                                                                                 \
+  api->name = (ft__pfn_##name)dlsym(handle, #name);                                                          \
+  if (!api->name && (required)) {                                                                            \
+    const char *dl_err_ = dlerror();                                                                         \
+    snprintf(why, why_len, "symbol %s missing: %s", #name, dl_err_ ? dl_err_ : "NULL symbol");             \
+    return 0;                                                                                                \
+  }
+
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "flagtrace/flagtrace.h"
+#include "../core/tracer_support.h"
 
 /* Every CUPTI function the tracer calls: X(return type, name, (parameters),
  * (arguments)). The pointer table, the dlsym loop and the type check against
@@ -89,14 +90,7 @@ typedef struct ft__cuda_api {
     api->handle = handle;                                                           \
     list(FT__SHIM_SYM) return 1;                                                    \
   }
-#define FT__SHIM_SYM(ret, name, params, args)                                       \
-  dlerror();                                                                        \
-  api->name = (ft__pfn_##name)dlsym(handle, #name);                                 \
-  if (!api->name) {                                                                 \
-    const char *e = dlerror();                                                      \
-    snprintf(why, why_len, "symbol %s missing: %s", #name, e ? e : "NULL symbol");  \
-    return 0;                                                                       \
-  }
+#define FT__SHIM_SYM(ret, name, params, args) FT__SHIM_RESOLVE(name, 1)
 FT__SHIM_LOADER(ft__cupti_load_symbols, ft__cupti_api, FT_CUPTI_FUNCS)
 FT__SHIM_LOADER(ft__cuda_load_symbols, ft__cuda_api, FT_CUDA_FUNCS)
 #undef FT__SHIM_SYM

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "flagtrace/flagtrace.h"
+#include "../core/tracer_support.h"
 
 /* Public MSPTI facts (../shared/notes/vendor-apis.md). */
 typedef int msptiResult; /* 0 = MSPTI_SUCCESS */
@@ -86,14 +87,7 @@ typedef struct ft__mspti_api {
 /* Resolves the list from handle; a missing required symbol names itself in why. */
 static inline int ft__mspti_load_symbols(ft__mspti_api *api, void *handle, char *why, size_t why_len) {
   api->handle = handle;
-#define FT__MSPTI_SYM(ret, name, params, args, req)                                    \
-  dlerror();                                                                           \
-  api->name = (ft__pfn_##name)dlsym(handle, #name);                                    \
-  if (!api->name && (req)) {                                                           \
-    const char *e = dlerror();                                                         \
-    snprintf(why, why_len, "symbol %s missing: %s", #name, e ? e : "NULL symbol");     \
-    return 0;                                                                          \
-  }
+#define FT__MSPTI_SYM(ret, name, params, args, req) FT__SHIM_RESOLVE(name, req)
   FT_MSPTI_FUNCS(FT__MSPTI_SYM)
 #undef FT__MSPTI_SYM
   return 1;

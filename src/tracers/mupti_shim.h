@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "flagtrace/flagtrace.h"
+#include "../core/tracer_support.h"
 
 typedef int MUptiResult;
 enum { MUPTI_SUCCESS = 0, MUPTI_ERROR_MAX_LIMIT_REACHED = 12 };
@@ -126,14 +127,7 @@ typedef struct ft__mupti_api {
 
 static inline int ft__mupti_load_symbols(ft__mupti_api *api, void *handle, char *why, size_t why_len) {
   api->handle = handle;
-#define FT__MUPTI_SYM(ret, name, params, args, req)                                    \
-  dlerror();                                                                           \
-  api->name = (ft__pfn_##name)dlsym(handle, #name);                                    \
-  if (!api->name && (req)) {                                                           \
-    const char *e = dlerror();                                                         \
-    snprintf(why, why_len, "symbol %s missing: %s", #name, e ? e : "NULL symbol");     \
-    return 0;                                                                          \
-  }
+#define FT__MUPTI_SYM(ret, name, params, args, req) FT__SHIM_RESOLVE(name, req)
   FT_MUPTI_FUNCS(FT__MUPTI_SYM)
 #undef FT__MUPTI_SYM
   return 1;

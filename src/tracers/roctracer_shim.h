@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "flagtrace/flagtrace.h"
+#include "../core/tracer_support.h"
 
 typedef int roctracer_status_t; /* 0 = ROCTRACER_STATUS_SUCCESS */
 enum { ROCTRACER_STATUS_SUCCESS = 0 };
@@ -94,14 +95,7 @@ typedef struct ft__roctracer_api {
 
 static inline int ft__roctracer_load_symbols(ft__roctracer_api *api, void *handle, char *why, size_t why_len) {
   api->handle = handle;
-#define FT__ROC_SYM(ret, name, params, args)                                           \
-  dlerror();                                                                           \
-  api->name = (ft__pfn_##name)dlsym(handle, #name);                                    \
-  if (!api->name) {                                                                    \
-    const char *e = dlerror();                                                         \
-    snprintf(why, why_len, "symbol %s missing: %s", #name, e ? e : "NULL symbol");     \
-    return 0;                                                                          \
-  }
+#define FT__ROC_SYM(ret, name, params, args) FT__SHIM_RESOLVE(name, 1)
   FT_ROCTRACER_FUNCS(FT__ROC_SYM)
 #undef FT__ROC_SYM
   return 1;
