@@ -3,6 +3,7 @@ the traces it writes are parsed as JSON and checked structurally."""
 import glob
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -13,6 +14,9 @@ from trace_checks import Results, check_flows_paired, check_window, load, xs  # 
 flagtrace, driver = sys.argv[1], sys.argv[2]
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()  # e.g. valgrind (scripts/valgrind.sh)
 results = Results()
+# A SIGINT ignored by whoever started us (a background job) would pass to the programs
+# under test, and record rightly keeps an inherited ignore: start them from the default.
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def case(name):
