@@ -189,6 +189,32 @@ static void test_copies_sets_and_runtime_names(void **state) {
   ft_session_destroy(s);
 }
 
+/* The cross-backend contract (tests/unit/test_support.h): CUPTI carries every row. */
+static void test_contract(void **state) {
+  (void)state;
+  ft_session *s = started();
+  uint64_t op;
+  assert_int_equal(ft_range_push(s, "aten::op", &op), FT_OK);
+  fake_launch k = kernel("contract_kernel", 4, 1, 1, 100, 32, 0, 1500);
+  fake_launch cp = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                    .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                    .bytes = 65536, .dur_ns = 2000};
+  fake_launch ms = {.kind = FAKE_MEMSET, .memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, .bytes = 4 << 20,
+                    .dur_ns = 300};
+  launch(&k);
+  launch(&cp);
+  launch(&ms);
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  ft_contract c = {.vendor = "cuda/cupti", .runtime_cat = "cuda_runtime", .launch_name = "cudaLaunchKernel",
+                   .op = (long long)op, .memcpy_bytes = 65536, .memset_bytes = 4 << 20};
+  ft_test_contract(doc, &c);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 static void test_graphs_orphans_and_window(void **state) {
   (void)state;
   ft_session *s = started();
@@ -424,6 +450,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernel_fields_match_torch_reference),
       cmocka_unit_test(test_copies_sets_and_runtime_names),
+      cmocka_unit_test(test_contract),
       cmocka_unit_test(test_graphs_orphans_and_window),
       cmocka_unit_test(test_driver_launches_and_activity_selection),
       cmocka_unit_test(test_framework_correlation_push_pop),

@@ -121,6 +121,34 @@ static void test_copies_need_a_process_start_preload(void **state) {
   ft_session_destroy(s);
 }
 
+/* The cross-backend contract (tests/unit/test_support.h), gated by what MSPTI records. */
+static void test_contract(void **state) {
+  (void)state;
+  ft_session *s = started();
+  uint64_t op;
+  assert_int_equal(ft_range_push(s, "aten::op", &op), FT_OK);
+  fake_ms_launch k = {.kind = FAKE_MS_KERNEL, .name = "Add_kernel", .apis = {"aclrtLaunchKernel"}, .dur_ns = 2000};
+  fake_ms_launch c = {.kind = FAKE_MS_MEMCPY, .apis = {"aclrtMemcpyAsync"}, .bytes = 4096, .dur_ns = 500};
+  fake_ms_launch m = {.kind = FAKE_MS_MEMSET, .apis = {"aclrtMemsetAsync"}, .bytes = 1024, .dur_ns = 100};
+  launch(&k);
+  launch(&c);
+  launch(&m);
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  const char *no_copies = preloaded ? NULL : "copies and sets need libmspti in the link map at process start";
+  ft_contract con = {.vendor = "ascend/mspti",
+                     .why_not = {[FT_ROW_METADATA] = "MSPTI's kernel record has no grid or block",
+                                 [FT_ROW_CBID] = "MSPTI's API record has no cbid",
+                                 [FT_ROW_MEMCPY] = no_copies, [FT_ROW_MEMSET] = no_copies},
+                     .runtime_cat = "privateuse1_runtime", .launch_name = "aclrtLaunchKernel", .op = (long long)op,
+                     .memcpy_bytes = 4096, .memset_bytes = 1024};
+  ft_test_contract(doc, &con);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 static void test_missing_library(void **state) {
   (void)state;
   char *saved = strdup(getenv("FLAGOS_TRACER_LIBRARY"));
@@ -157,6 +185,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernels_runtime_and_attribution),
       cmocka_unit_test(test_copies_need_a_process_start_preload),
+      cmocka_unit_test(test_contract),
       cmocka_unit_test(test_missing_library),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -56,6 +56,9 @@ static void test_clock_mapping_and_decoding(void **state) {
   uint64_t ns, n;
   assert_int_equal(ft_session_device_time(s, op, &ns, &n), FT_OK);
   assert_int_equal(n, 3);
+  ft_contract con = {.vendor = "musa/mupti", .runtime_cat = "privateuse1_runtime", .launch_name = "musaLaunchKernel",
+                     .op = (long long)op, .memcpy_bytes = 4096, .memset_bytes = 512};
+  ft_test_contract(doc, &con);
   yajl_tree_free(doc);
   ft_session_destroy(s);
 }

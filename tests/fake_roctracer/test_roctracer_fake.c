@@ -54,6 +54,11 @@ static void test_hip_ops_api_and_attribution(void **state) {
   ft_session_counts cnt;
   assert_int_equal(ft_session_counts_get(s, &cnt), FT_OK);
   assert_int_equal(cnt.flows, 3);
+  ft_contract con = {.vendor = "dcu/roctracer",
+                     .why_not = {[FT_ROW_METADATA] = "roctracer's kernel record has no grid or block"},
+                     .runtime_cat = "privateuse1_runtime", .launch_name = "hipLaunchKernel", .op = (long long)op,
+                     .memcpy_bytes = 8192, .memset_bytes = 256};
+  ft_test_contract(doc, &con);
   yajl_tree_free(doc);
   ft_session_destroy(s);
 }

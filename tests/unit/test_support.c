@@ -119,3 +119,77 @@ void ft_test_settle(void) {
   struct timespec ts = {0, 3000000};
   nanosleep(&ts, NULL);
 }
+
+static const char *const row_names[FT_ROW_COUNT] = {"kernel", "runtime", "flow",   "linkage",
+                                                   "metadata", "memcpy", "memset", "cbid"};
+
+static bool is_device_cat(const char *cat) {
+  return !strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset");
+}
+
+static long long int_arg(yajl_val e, const char *key, bool *ok) {
+  yajl_val v = ft_test_get(ft_test_get(e, "args"), key);
+  *ok = v && YAJL_IS_INTEGER(v);
+  return *ok ? YAJL_GET_INTEGER(v) : 0;
+}
+
+void ft_test_contract(yajl_val doc, const ft_contract *c) {
+  int asserted = 0;
+  for (int r = 0; r < FT_ROW_COUNT; r++) {
+    if (c->why_not[r]) print_message("     SKIP %s %s: %s\n", c->vendor, row_names[r], c->why_not[r]);
+    else asserted++;
+  }
+  if (asserted < 4) fail_msg("%s: only %d contract rows asserted", c->vendor, asserted);
+  yajl_val evs = ft_test_get(doc, "traceEvents");
+  assert_non_null(evs);
+  size_t n = evs->u.array.len, n_kernels = 0, n_device = 0, n_runtime = 0, n_s = 0, n_f = 0;
+  bool copy_seen = false, set_seen = false, launch_seen = false, ok;
+  for (size_t i = 0; i < n; i++) {
+    yajl_val e = evs->u.array.values[i];
+    const char *ph = ft_test_str(e, "ph"), *cat = ft_test_str(e, "cat");
+    if (!strcmp(ph, "s")) n_s++;
+    if (!strcmp(ph, "f")) n_f++;
+    if (strcmp(ph, "X")) continue;
+    if (is_device_cat(cat)) {
+      n_device++;
+      if (!c->why_not[FT_ROW_LINKAGE] && int_arg(e, "External id", &ok) != c->op)
+        fail_msg("%s linkage: %s '%s' carries External id %lld, not %lld", c->vendor, cat, ft_test_str(e, "name"),
+                 int_arg(e, "External id", &ok), c->op);
+    }
+    if (!strcmp(cat, "kernel")) {
+      n_kernels++;
+      yajl_val dur = ft_test_get(e, "dur");
+      if (!c->why_not[FT_ROW_KERNEL] && (!dur || !YAJL_IS_NUMBER(dur) || YAJL_GET_DOUBLE(dur) <= 0 ||
+                                         !*ft_test_str(e, "name")))
+        fail_msg("%s kernel: '%s' has no name or no positive duration", c->vendor, ft_test_str(e, "name"));
+      yajl_val a = ft_test_get(e, "args");
+      if (!c->why_not[FT_ROW_METADATA] &&
+          !(YAJL_IS_ARRAY(ft_test_get(a, "grid")) && YAJL_IS_ARRAY(ft_test_get(a, "block"))))
+        fail_msg("%s metadata: kernel '%s' lacks grid or block", c->vendor, ft_test_str(e, "name"));
+    }
+    if (!strcmp(cat, "gpu_memcpy") && int_arg(e, "bytes", &ok) == c->memcpy_bytes) copy_seen = true;
+    if (!strcmp(cat, "gpu_memset") && int_arg(e, "bytes", &ok) == c->memset_bytes) set_seen = true;
+    if (!strcmp(cat, c->runtime_cat)) {
+      n_runtime++;
+      if (!strcmp(ft_test_str(e, "name"), c->launch_name)) launch_seen = true;
+      if (!c->why_not[FT_ROW_CBID]) {
+        int_arg(e, "cbid", &ok);
+        bool ok2;
+        int_arg(e, "correlation", &ok2);
+        if (!ok || !ok2) fail_msg("%s cbid: runtime '%s' lacks an integer cbid or correlation", c->vendor,
+                                  ft_test_str(e, "name"));
+      }
+    }
+  }
+  if (!c->why_not[FT_ROW_KERNEL] && !n_kernels) fail_msg("%s kernel: no kernel in the trace", c->vendor);
+  if (!c->why_not[FT_ROW_RUNTIME] && !launch_seen)
+    fail_msg("%s runtime: no %s row named %s", c->vendor, c->runtime_cat, c->launch_name);
+  if (!c->why_not[FT_ROW_CBID] && !n_runtime) fail_msg("%s cbid: no runtime rows to check", c->vendor);
+  /* one flow per device event, each start with its finish */
+  if (!c->why_not[FT_ROW_FLOW] && (n_s != n_device || n_f != n_device))
+    fail_msg("%s flow: %zu starts and %zu finishes for %zu device events", c->vendor, n_s, n_f, n_device);
+  if (!c->why_not[FT_ROW_MEMCPY] && !copy_seen)
+    fail_msg("%s memcpy: no gpu_memcpy of %lld bytes", c->vendor, c->memcpy_bytes);
+  if (!c->why_not[FT_ROW_MEMSET] && !set_seen)
+    fail_msg("%s memset: no gpu_memset of %lld bytes", c->vendor, c->memset_bytes);
+}
