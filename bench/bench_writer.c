@@ -1,6 +1,7 @@
 /* Trace writer throughput: synthetic kernel+runtime events to JSON and gzip,
  * against zlib alone on the same bytes, measured in the same run. Output goes to
- * a byte-counting sink, so the figure is the writer's CPU cost, not the disk's. */
+ * a byte-counting sink, so the figure is the writer's CPU cost, not the disk's.
+ * Also the memory a captured event costs (resident set growth while capturing). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,17 @@ static double zlib_only(ft_session *s) {
   return dt;
 }
 
+/* Resident set size in bytes (VmRSS), 0 when /proc is not there. */
+static size_t rss_bytes(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  size_t kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %zu kB", &kb) == 1) break;
+  if (f) fclose(f);
+  return kb * 1024;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -95,7 +107,9 @@ int main(int argc, char **argv) {
   setenv("FLAGOS_TRACER_LIBRARY", "/nonexistent", 1); /* synthetic events only: no vendor library */
   size_t n = quick ? 100000 : 1000000;
   int reps = quick ? 1 : 5;
+  size_t rss0 = rss_bytes();
   ft_session *s = make_session(n);
+  size_t rss1 = rss_bytes();
   printf("# bench_writer: %zu events (kernel + cudaLaunchKernel pairs, 13 kernel args), %d reps\n", n, reps);
   printf("| output | min s | median s | events/s (min) | MB | writer / zlib-only | target |\n|---|---|---|---|---|---|---|\n");
   for (int gz = 0; gz < 2; gz++) {
@@ -111,6 +125,11 @@ int main(int argc, char **argv) {
            t[0], t[reps / 2], rate / 1e6, (double)bytes / 1e6, ratio, target / 1e6,
            quick ? "(quick mode, not judged)" : rate >= target ? "pass" : "MISS");
   }
+  /* the 3 kernel names and the arg texts are interned once; what grows is per event */
+  double per_event = rss1 > rss0 ? (double)(rss1 - rss0) / (double)n : 0;
+  printf("\n| memory | RSS growth MB | bytes per captured event | target |\n|---|---|---|---|\n");
+  printf("| %zu events | %.1f | %.1f | <= 64 B + interned names: %s |\n", n, (double)(rss1 - rss0) / 1e6, per_event,
+         quick ? "(quick mode, not judged)" : per_event <= 64 ? "pass" : "MISS");
   ft_session_destroy(s);
   return 0;
 }

@@ -124,6 +124,9 @@ typedef struct ft__store {
   ft__strtab values; /* metadata values (grids, sizes repeat heavily) */
   ft__vec events;    /* ft__event */
   ft__vec kvs;       /* ft__kvid */
+  /* identical metadata lists (a kernel's args repeat with the kernel) are stored
+   * once: hash of the id list -> first | count << 32 */
+  ft__map meta_sets;
 } ft__store;
 
 void ft__store_init(ft__store *st);

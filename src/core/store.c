@@ -220,6 +220,7 @@ void ft__store_init(ft__store *st) {
   ft__intern_init(&st->values);
   ft__vec_init(&st->events, sizeof(ft__event), 12);
   ft__vec_init(&st->kvs, sizeof(ft__kvid), 14);
+  memset(&st->meta_sets, 0, sizeof st->meta_sets); /* made on the first metadata list */
 }
 
 void ft__store_free(ft__store *st) {
@@ -227,6 +228,48 @@ void ft__store_free(ft__store *st) {
   ft__intern_free(&st->values);
   ft__vec_free(&st->events);
   ft__vec_free(&st->kvs);
+  ft__map_free(&st->meta_sets);
+}
+
+enum { META_DEDUP_MAX = 64 }; /* longer lists are stored as they come */
+
+static uint64_t meta_hash(const ft__kvid *ids, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull ^ n;
+  for (size_t i = 0; i < n; i++) h = (h ^ (((uint64_t)ids[i].key << 32) | ids[i].value)) * 0x100000001b3ull;
+  return h;
+}
+
+/* Appends the list, or finds the same list stored before; *first is its index. */
+static ft_status store_meta(ft__store *st, const ft__kvid *ids, size_t n, uint32_t *first) {
+  uint64_t *slot = NULL;
+  if (!st->meta_sets.cap && ft__map_init(&st->meta_sets, 64) != FT_OK) memset(&st->meta_sets, 0, sizeof st->meta_sets);
+  if (st->meta_sets.cap) {
+    uint64_t h = meta_hash(ids, n);
+    uint64_t *found = ft__map_find(&st->meta_sets, h);
+    if (found) {
+      uint32_t f = (uint32_t)*found;
+      size_t i = 0;
+      if ((*found >> 32) == n)
+        for (; i < n; i++) {
+          const ft__kvid *old = ft__vec_at(&st->kvs, f + i);
+          if (old->key != ids[i].key || old->value != ids[i].value) break;
+        }
+      if ((*found >> 32) == n && i == n) {
+        *first = f;
+        return FT_OK;
+      }
+    } else {
+      slot = ft__map_upsert(&st->meta_sets, h); /* NULL (out of memory) only loses the sharing */
+    }
+  }
+  *first = (uint32_t)st->kvs.len;
+  for (size_t i = 0; i < n; i++) {
+    ft__kvid *kv = ft__vec_push(&st->kvs);
+    if (!kv) return FT_ENOMEM;
+    *kv = ids[i];
+  }
+  if (slot) *slot = *first | (uint64_t)n << 32;
+  return FT_OK;
 }
 
 ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
@@ -237,15 +280,19 @@ ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
   ft_status s = ft__intern(&st->names, ev->name, strlen(ev->name), &name_id);
   if (s) return s;
   uint32_t first = (uint32_t)st->kvs.len;
+  ft__kvid ids[META_DEDUP_MAX];
+  bool shared = ev->n_metadata <= META_DEDUP_MAX;
   for (size_t i = 0; i < ev->n_metadata; i++) {
     const ft_kv *kv = &ev->metadata[i];
     if (!kv->key || !kv->value) return FT_EINVAL;
-    ft__kvid *slot = ft__vec_push(&st->kvs);
+    ft__kvid id, *slot = shared ? &ids[i] : ft__vec_push(&st->kvs);
     if (!slot) return FT_ENOMEM;
-    if ((s = ft__intern(&st->names, kv->key, strlen(kv->key), &slot->key)) ||
-        (s = ft__intern(&st->values, kv->value, strlen(kv->value), &slot->value)))
+    if ((s = ft__intern(&st->names, kv->key, strlen(kv->key), &id.key)) ||
+        (s = ft__intern(&st->values, kv->value, strlen(kv->value), &id.value)))
       return s;
+    *slot = id;
   }
+  if (shared && ev->n_metadata && (s = store_meta(st, ids, ev->n_metadata, &first))) return s;
   ft__event *e = ft__vec_push(&st->events);
   if (!e) return FT_ENOMEM;
   e->kind = (uint8_t)ev->kind;

@@ -90,12 +90,47 @@ static void test_arena_large_blocks(void **state) {
   ft__arena_free(&a);
 }
 
+/* A list of metadata seen before is stored once; any difference (a value, the
+ * order, the length) gets its own, and every event reads back its own list. */
+static void test_metadata_lists_shared(void **state) {
+  (void)state;
+  ft__store st;
+  ft__store_init(&st);
+  ft_kv a[] = {{"grid", "[1, 1, 1]"}, {"block", "[64, 1, 1]"}};
+  ft_kv b[] = {{"grid", "[1, 1, 1]"}, {"block", "[65, 1, 1]"}};
+  ft_kv c[] = {{"block", "[64, 1, 1]"}, {"grid", "[1, 1, 1]"}};
+  ft_device_event ev = {.kind = FT_EVENT_KERNEL, .name = "k", .metadata = a, .n_metadata = 2};
+  assert_int_equal(ft__store_add_device(&st, &ev), FT_OK);
+  assert_int_equal(ft__store_add_device(&st, &ev), FT_OK);
+  assert_int_equal(st.kvs.len, 2);
+  ev.metadata = b;
+  assert_int_equal(ft__store_add_device(&st, &ev), FT_OK);
+  ev.metadata = c;
+  assert_int_equal(ft__store_add_device(&st, &ev), FT_OK);
+  ev.n_metadata = 1; /* a prefix of a */
+  ev.metadata = a;
+  assert_int_equal(ft__store_add_device(&st, &ev), FT_OK);
+  assert_int_equal(st.kvs.len, 7);
+  const char *want[5][2] = {{"[1, 1, 1]", "[64, 1, 1]"}, {"[1, 1, 1]", "[64, 1, 1]"}, {"[1, 1, 1]", "[65, 1, 1]"},
+                            {"[64, 1, 1]", "[1, 1, 1]"}, {"[1, 1, 1]", NULL}};
+  for (size_t i = 0; i < 5; i++) {
+    const ft__event *e = ft__vec_at(&st.events, i);
+    assert_int_equal(e->meta_count, want[i][1] ? 2 : 1);
+    for (size_t k = 0; k < e->meta_count; k++) {
+      const ft__kvid *kv = ft__vec_at(&st.kvs, e->meta_first + k);
+      assert_string_equal(ft__intern_str(&st.values, kv->value), want[i][k]);
+    }
+  }
+  ft__store_free(&st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_intern_dedups),
       cmocka_unit_test(test_vec_stable_and_zeroed),
       cmocka_unit_test(test_map),
       cmocka_unit_test(test_arena_large_blocks),
+      cmocka_unit_test(test_metadata_lists_shared),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
