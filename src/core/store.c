@@ -242,7 +242,7 @@ static uint64_t meta_hash(const ft__kvid *ids, size_t n) {
 /* Appends the list, or finds the same list stored before; *first is its index. */
 static ft_status store_meta(ft__store *st, const ft__kvid *ids, size_t n, uint32_t *first) {
   uint64_t *slot = NULL;
-  if (!st->meta_sets.cap && ft__map_init(&st->meta_sets, 64) != FT_OK) memset(&st->meta_sets, 0, sizeof st->meta_sets);
+  if (!st->meta_sets.cap) (void)ft__map_init(&st->meta_sets, 64); /* on failure it stays empty: no sharing */
   if (st->meta_sets.cap) {
     uint64_t h = meta_hash(ids, n);
     uint64_t *found = ft__map_find(&st->meta_sets, h);
