@@ -19,8 +19,7 @@ test: deps
 	cmake --build $(BUILD) -j $(JOBS)
 	python3 scripts/codegen/gen_cupti_runtime_cbid.py --check
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-	$(BUILD)/bench/bench_writer --quick
-	$(BUILD)/bench/bench_stats --quick
+	python3 bench/run.py --quick --build $(BUILD) --out $(BUILD)/bench-quick
 
 test-sanitize: deps
 	cmake -S . -B $(ASAN_BUILD) -DFT_SANITIZE=address,undefined -DFT_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
@@ -56,8 +55,7 @@ fuzz: $(FUZZ_BUILD)/fuzz/fuzz_writer
 bench: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS) --target bench_writer bench_stats
-	$(BUILD)/bench/bench_writer
-	$(BUILD)/bench/bench_stats
+	python3 bench/run.py --build $(BUILD) --out bench/results
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

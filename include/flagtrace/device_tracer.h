@@ -107,7 +107,9 @@ typedef struct ft_tracer_ops {
   void (*destroy)(ft_tracer *t);
   /* Optional (NULL when the vendor has no such API): calls on(ctx, true) when the
    * program asks the vendor profiler to start (cudaProfilerStart) and on(ctx,
-   * false) when it asks it to stop, on the calling thread. */
+   * false) when it asks it to stop, on the calling thread. Called before start; a
+   * tracer that watches enables its activity at the first start call, not at
+   * start(), so that a process waiting for its range pays nothing per launch. */
   ft_status (*watch_profiler_api)(ft_tracer *t, void (*on)(void *ctx, bool start), void *ctx);
 } ft_tracer_ops;
 

@@ -27,6 +27,16 @@ ft_status ft__parse_bool(const char *text, bool *out) {
   return FT_EINVAL;
 }
 
+bool ft__env_flag(const char *name) {
+  const char *v = getenv(name);
+  bool on = false;
+  if (v && *v && ft__parse_bool(v, &on) != FT_OK) {
+    ft__warn("%s='%s' is not a boolean (use 1/true/on/yes or 0/false/off/no); read as off", name, v);
+    on = false;
+  }
+  return on;
+}
+
 /* -1 = not read yet, 0 = off, 1 = on. Reading twice concurrently is harmless: both
  * threads compute the same answer, and the CAS makes only one of them warn. */
 static atomic_int trace_state = -1;

@@ -74,8 +74,7 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
   pthread_mutex_init(&s->mu, NULL);
   ft__store_init(&s->store);
   ft__vec_init(&s->open_vec, sizeof(open_range), 6);
-  if (ft__map_init(&s->corr_to_ext, 64) || ft__map_init(&s->open_ranges, 16)) {
-    ft__map_free(&s->corr_to_ext);
+  if (ft__map_init(&s->open_ranges, 16)) {
     ft__store_free(&s->store);
     free(s);
     return FT_ENOMEM;
@@ -92,7 +91,6 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
   ft_status st = ft_make_device_tracer(&s->tracer);
   if (st) {
     ft__store_free(&s->store);
-    ft__map_free(&s->corr_to_ext);
     ft__map_free(&s->open_ranges);
     ft__vec_free(&s->open_vec);
     pthread_mutex_destroy(&s->mu);
@@ -114,7 +112,7 @@ void ft_session_destroy(ft_session *s) {
   if (s->state == FT__S_RUNNING) ft_session_stop(s);
   if (s->tracer) s->tracer->ops->destroy(s->tracer);
   ft__store_free(&s->store);
-  ft__map_free(&s->corr_to_ext);
+  free(s->corr_ext);
   ft__map_free(&s->open_ranges);
   ft__vec_free(&s->open_vec);
   pthread_mutex_destroy(&s->mu);
@@ -129,24 +127,69 @@ static ft_status sink_event(void *ctx, const ft_device_event *ev) {
   return st;
 }
 
+struct ft__corr_ext {
+  uint32_t corr;
+  uint32_t seq; /* arrival order: the later report of one id wins */
+  uint64_t ext;
+};
+
 static ft_status sink_external_id(void *ctx, uint32_t corr, uint64_t ext) {
   ft_session *s = ctx;
   if (!corr) return FT_OK; /* 0 names no vendor call */
+  ft_status st = FT_OK;
   pthread_mutex_lock(&s->mu);
-  uint64_t *v = ft__map_upsert(&s->corr_to_ext, corr);
-  if (v) *v = ext;
+  if (s->n_corr_ext == s->cap_corr_ext) {
+    size_t ncap = s->cap_corr_ext ? s->cap_corr_ext * 2 : 1024;
+    struct ft__corr_ext *n = s->n_corr_ext < UINT32_MAX ? realloc(s->corr_ext, ncap * sizeof *n) : NULL;
+    if (n) {
+      s->corr_ext = n;
+      s->cap_corr_ext = ncap;
+    } else {
+      st = FT_ENOMEM;
+    }
+  }
+  if (!st) {
+    s->corr_ext[s->n_corr_ext] = (struct ft__corr_ext){corr, (uint32_t)s->n_corr_ext, ext};
+    s->n_corr_ext++;
+    s->corr_ext_sorted = false;
+  }
   pthread_mutex_unlock(&s->mu);
-  return v ? FT_OK : FT_ENOMEM;
+  return st;
+}
+
+static int cmp_corr_ext(const void *a, const void *b) {
+  const struct ft__corr_ext *x = a, *y = b;
+  if (x->corr != y->corr) return x->corr < y->corr ? -1 : 1;
+  return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* The external id last reported for corr, or NULL (pairs sorted by corr, seq). */
+static const uint64_t *find_ext(const ft_session *s, uint32_t corr) {
+  size_t lo = 0, hi = s->n_corr_ext; /* first index with a larger corr */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->corr_ext[mid].corr <= corr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo && s->corr_ext[lo - 1].corr == corr ? &s->corr_ext[lo - 1].ext : NULL;
 }
 
 /* Gives events that arrived without an external id the one their vendor
  * correlation id was issued under (the two id schemes of seed §2 meet here). */
 static void resolve_external_ids(ft_session *s) {
-  if (!s->corr_to_ext.len) return;
+  if (!s->n_corr_ext) return;
+  if (!s->corr_ext_sorted) { /* usually already in order: then no sort and no sort buffer (peak RSS) */
+    for (size_t i = 1; i < s->n_corr_ext && !s->corr_ext_sorted; i++)
+      if (cmp_corr_ext(&s->corr_ext[i - 1], &s->corr_ext[i]) > 0) {
+        qsort(s->corr_ext, s->n_corr_ext, sizeof *s->corr_ext, cmp_corr_ext);
+        s->corr_ext_sorted = true;
+      }
+    s->corr_ext_sorted = true;
+  }
   for (size_t i = 0; i < s->store.events.len; i++) {
     ft__event *e = ft__vec_at(&s->store.events, i);
     if (e->kind == FT__EV_CPU_RANGE || (e->flags & FT__F_HAS_EXTERNAL) || !e->correlation_id) continue;
-    uint64_t *ext = ft__map_find(&s->corr_to_ext, e->correlation_id);
+    const uint64_t *ext = find_ext(s, e->correlation_id);
     if (!ext) continue;
     e->external_id = *ext;
     e->flags |= FT__F_HAS_EXTERNAL;

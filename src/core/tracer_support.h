@@ -17,6 +17,10 @@
 void ft__log(const char *fmt, ...) FT__PRINTF(1, 2);
 void ft__warn(const char *fmt, ...) FT__PRINTF(1, 2);
 
+/* A boolean environment switch (1/true/on/yes, 0/false/off/no); unset or empty is
+ * false, anything else warns once per call and reads as false. */
+bool ft__env_flag(const char *name);
+
 /* CLOCK_REALTIME in ns: the clock every event uses (seed §3.3). */
 uint64_t ft__now_ns(void);
 

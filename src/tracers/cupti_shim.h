@@ -48,6 +48,11 @@
      CUpti_CallbackId cbid),                                                                    \
     (enable, subscriber, domain, cbid))
 
+/* Optional (CUPTI 12.5 and later): NULL when the library lacks them, checked before use. */
+#define FT_CUPTI_OPTIONAL_FUNCS(X)                                                               \
+  X(CUptiResult, cuptiActivityEnableRuntimeApi, (CUpti_CallbackId cbid, uint8_t enable), (cbid, enable)) \
+  X(CUptiResult, cuptiActivityEnableDriverApi, (CUpti_CallbackId cbid, uint8_t enable), (cbid, enable))
+
 /* libcuda, for device properties (occupancy) and the device count. Optional:
  * looked up only in a libcuda the process already loaded, never loaded by us. */
 #define FT_CUDA_FUNCS(X)                                                                          \
@@ -58,6 +63,7 @@
 
 #define FT__SHIM_PFN(ret, name, params, args) typedef ret (*ft__pfn_##name) params;
 FT_CUPTI_FUNCS(FT__SHIM_PFN)
+FT_CUPTI_OPTIONAL_FUNCS(FT__SHIM_PFN)
 FT_CUDA_FUNCS(FT__SHIM_PFN)
 #undef FT__SHIM_PFN
 
@@ -66,6 +72,7 @@ FT_CUDA_FUNCS(FT__SHIM_PFN)
   _Static_assert(__builtin_types_compatible_p(__typeof__(&name), ft__pfn_##name), \
                  #name " in the X-macro list does not match the vendor header");
 FT_CUPTI_FUNCS(FT__SHIM_CHECK)
+FT_CUPTI_OPTIONAL_FUNCS(FT__SHIM_CHECK)
 FT_CUDA_FUNCS(FT__SHIM_CHECK)
 #undef FT__SHIM_CHECK
 
@@ -73,6 +80,7 @@ typedef struct ft__cupti_api {
   void *handle;
 #define FT__SHIM_FIELD(ret, name, params, args) ft__pfn_##name name;
   FT_CUPTI_FUNCS(FT__SHIM_FIELD)
+  FT_CUPTI_OPTIONAL_FUNCS(FT__SHIM_FIELD)
 #undef FT__SHIM_FIELD
 } ft__cupti_api;
 
@@ -91,8 +99,12 @@ typedef struct ft__cuda_api {
     list(FT__SHIM_SYM) return 1;                                                    \
   }
 #define FT__SHIM_SYM(ret, name, params, args) FT__SHIM_RESOLVE(name, 1)
-FT__SHIM_LOADER(ft__cupti_load_symbols, ft__cupti_api, FT_CUPTI_FUNCS)
+#define FT__SHIM_OPT(ret, name, params, args) FT__SHIM_RESOLVE(name, 0)
+#define FT__CUPTI_ALL(X) FT_CUPTI_FUNCS(X) FT_CUPTI_OPTIONAL_FUNCS(FT__SHIM_OPT)
+FT__SHIM_LOADER(ft__cupti_load_symbols, ft__cupti_api, FT__CUPTI_ALL)
 FT__SHIM_LOADER(ft__cuda_load_symbols, ft__cuda_api, FT_CUDA_FUNCS)
+#undef FT__CUPTI_ALL
+#undef FT__SHIM_OPT
 #undef FT__SHIM_SYM
 #undef FT__SHIM_LOADER
 

@@ -61,6 +61,8 @@ typedef struct cupti_tracer {
   const ft_event_sink *sink;
   bool armed;
   unsigned kinds; /* FT_KIND_BIT set armed at start */
+  bool range_only;            /* watching cudaProfilerStart: kinds enabled there, not at start */
+  atomic_bool range_enabled;  /* the first cudaProfilerStart enabled them */
   int64_t clock_offset; /* subtracted from CUPTI timestamps */
   pthread_mutex_t decode_mu;
   char err[512];
@@ -498,6 +500,28 @@ static const struct {
 };
 enum { N_KINDS = sizeof kind_map / sizeof kind_map[0] };
 
+/* High-frequency queries the runtime and torch make around every launch; kineto
+ * leaves the same ones out. Recording them cost torch's add_ loop 8 API records per
+ * op instead of 1 (measured on the H200, CUDA 13). FLAGTRACE_CUPTI_ALL_APIS=1 keeps them. */
+static const CUpti_CallbackId quiet_runtime[] = {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020};
+static const CUpti_CallbackId quiet_driver[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute, CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState,
+    CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName};
+
+static void quiet_apis(cupti_tracer *t, bool driver) {
+  /* set both ways: CUPTI keeps a per-API switch across sessions */
+  uint8_t keep = ft__env_flag("FLAGTRACE_CUPTI_ALL_APIS");
+  ft__pfn_cuptiActivityEnableRuntimeApi fn = driver ? t->api.cuptiActivityEnableDriverApi
+                                                    : t->api.cuptiActivityEnableRuntimeApi;
+  const CUpti_CallbackId *ids = driver ? quiet_driver : quiet_runtime;
+  size_t n = driver ? sizeof quiet_driver / sizeof *quiet_driver : sizeof quiet_runtime / sizeof *quiet_runtime;
+  for (size_t i = 0; i < n; i++) {
+    CUptiResult r = fn ? fn(ids[i], keep) : CUPTI_ERROR_NOT_SUPPORTED;
+    ft__log("cupti: %s %s %s: %s", keep ? "record" : "leave out", driver ? "driver" : "runtime",
+            api_name(driver, ids[i]), r == CUPTI_SUCCESS ? "ok" : "no per-API switch in this CUPTI (recorded)");
+  }
+}
+
 static void disable_kinds(cupti_tracer *t) {
   for (size_t i = 0; i < N_KINDS; i++)
     if (t->kinds & FT_KIND_BIT(kind_map[i].ft_kind)) t->api.cuptiActivityDisable(kind_map[i].cupti);
@@ -511,6 +535,8 @@ static ft_status enable_kinds(cupti_tracer *t) {
     if (!(t->kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
     st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, kind_map[i].cupti);
     ft__log("cupti: enable kind %d: %s", (int)kind_map[i].cupti, st ? t->err : "ok");
+    if (!st && (kind_map[i].ft_kind == FT_EVENT_RUNTIME || kind_map[i].ft_kind == FT_EVENT_DRIVER))
+      quiet_apis(t, kind_map[i].ft_kind == FT_EVENT_DRIVER);
   }
   if (st) disable_kinds(t); /* disabling what was never enabled is harmless */
   return st;
@@ -526,6 +552,7 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     return FT_EBUSY;
   }
   t->sink = sink;
+  atomic_store(&t->range_enabled, false);
   register_thread();
   atomic_store(&dropped_total, 0);
   size_t want = env_size("FLAGTRACE_CUPTI_BUFFER_BYTES", DEFAULT_BUF_SIZE) & ~(size_t)7;
@@ -561,7 +588,9 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   }
   st = ft__cuptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
   ft__log("cupti: register callbacks: %s", st ? t->err : "ok");
-  if (!st) st = enable_kinds(t);
+  /* Waiting for cudaProfilerStart, nothing is enabled: an enabled kernel kind costs
+   * every launch about 1 us even when nothing will be kept (gpu-facts). */
+  if (!st && !t->range_only) st = enable_kinds(t);
   if (st) {
     atomic_store(&active, NULL);
     return st;
@@ -622,7 +651,17 @@ static void CUPTIAPI profiler_callback(void *userdata, CUpti_CallbackDomain doma
   bool start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
                (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
   /* the range opens when the start call returns and closes when the stop call begins */
-  if (profiler_on && cb->callbackSite == (start ? CUPTI_API_EXIT : CUPTI_API_ENTER)) profiler_on(profiler_ctx, start);
+  if (!profiler_on || cb->callbackSite != (start ? CUPTI_API_EXIT : CUPTI_API_ENTER)) return;
+  /* Kinds are enabled at the first start, before the window opens, and stay enabled
+   * after the stop: kernels launched inside the range still deliver their records,
+   * and what comes later falls outside the window and is discarded (counted). */
+  cupti_tracer *t = atomic_load(&active);
+  if (start && t && t->range_only && !atomic_exchange(&t->range_enabled, true)) {
+    ft_status st = enable_kinds(t);
+    if (st) ft__warn("cupti: cannot enable activity at cudaProfilerStart: %s", t->err);
+    else ft__log("cupti: activity enabled at cudaProfilerStart");
+  }
+  profiler_on(profiler_ctx, start);
 }
 
 static ft_status cu_watch_profiler_api(ft_tracer *base, void (*on)(void *ctx, bool start), void *ctx) {
@@ -641,6 +680,7 @@ static ft_status cu_watch_profiler_api(ft_tracer *base, void (*on)(void *ctx, bo
              {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}};
   for (size_t i = 0; i < 4 && !st; i++)
     st = ft__cuptiEnableCallback(&t->api, t->err, sizeof t->err, 1, sub, ids[i].d, ids[i].id);
+  t->range_only = !st; /* when watching fails the session records the whole run */
   return st;
 }
 

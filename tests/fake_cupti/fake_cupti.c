@@ -82,12 +82,29 @@ static int is_enabled(CUpti_ActivityKind k) {
   return k == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION ? ext_enabled : (int)((enabled >> k) & 1);
 }
 
+/* Per-API switches (cuptiActivityEnableRuntimeApi / ...DriverApi): bit set = off. */
+static uint8_t api_off[2][1024];
+
+static CUptiResult api_switch(int driver, CUpti_CallbackId cbid, uint8_t enable) {
+  if (getenv("FAKE_CUPTI_NO_API_SWITCH")) return CUPTI_ERROR_NOT_SUPPORTED;
+  if (cbid >= 1024) return CUPTI_ERROR_INVALID_PARAMETER;
+  api_off[driver][cbid] = !enable;
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  return api_switch(0, cbid, enable);
+}
+EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+  return api_switch(1, cbid, enable);
+}
+
 EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
   pthread_mutex_lock(&mu);
   uint32_t corr = next_corr++;
   uint64_t t0 = now_ns();
   CUpti_ActivityKind api_kind = l->driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
-  if (!l->no_runtime && is_enabled(api_kind)) {
+  uint32_t cbid = l->cbid ? l->cbid : l->driver ? 307 : 211;
+  if (!l->no_runtime && is_enabled(api_kind) && !(cbid < 1024 && api_off[l->driver ? 1 : 0][cbid])) {
     for (int kind = 0; kind < 8; kind++) {
       if (!ext_depth[kind] || !ext_enabled) continue;
       CUpti_ActivityExternalCorrelation *x = slot(&api_buf, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
@@ -98,7 +115,7 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
     }
     CUpti_ActivityAPI *a = slot(&api_buf, api_kind);
     a->kind = api_kind;
-    a->cbid = l->cbid ? l->cbid : l->driver ? 307 : 211;
+    a->cbid = cbid;
     a->start = t0;
     a->end = t0 + 500;
     a->processId = (uint32_t)getpid();

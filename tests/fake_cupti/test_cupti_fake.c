@@ -18,6 +18,8 @@
 #include "fake_cupti.h"
 #include "internal.h"
 #include "test_support.h"
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
 
 static fake_cupti_launch_fn launch;
 static fake_cupti_drop_fn drop;
@@ -294,6 +296,34 @@ static void test_driver_launches_and_activity_selection(void **state) {
   ft_session_destroy(s);
 }
 
+/* The per-launch queries (cudaGetDevice, cuKernelGetName, ...) stay out of the
+ * trace, as in kineto's; FLAGTRACE_CUPTI_ALL_APIS=1 brings them back. */
+static void test_per_launch_queries_left_out(void **state) {
+  (void)state;
+  for (int all = 0; all < 2; all++) {
+    if (all) setenv("FLAGTRACE_CUPTI_ALL_APIS", "1", 1);
+    ft_session *s = started();
+    fake_launch get_device = {.kind = FAKE_RUNTIME_ONLY, .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020};
+    fake_launch get_name = {.kind = FAKE_RUNTIME_ONLY, .driver = 1, .cbid = CUPTI_DRIVER_TRACE_CBID_cuKernelGetName};
+    fake_launch get_count = {.kind = FAKE_RUNTIME_ONLY, .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020};
+    fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 100);
+    launch(&get_device);
+    launch(&get_name);
+    launch(&get_count);
+    launch(&k);
+    ft_test_settle();
+    assert_int_equal(ft_session_stop(s), FT_OK);
+    yajl_val doc = ft_test_render(s);
+    assert_non_null(ft_test_find_x(doc, "cuda_runtime", "cudaLaunchKernel", 0));
+    assert_non_null(ft_test_find_x(doc, "cuda_runtime", "cudaGetDeviceCount", 0)); /* not on the list */
+    assert_int_equal(ft_test_find_x(doc, "cuda_runtime", "cudaGetDevice", 0) != NULL, all);
+    assert_int_equal(ft_test_find_x(doc, "cuda_driver", "cuKernelGetName", 0) != NULL, all);
+    yajl_tree_free(doc);
+    ft_session_destroy(s);
+  }
+  unsetenv("FLAGTRACE_CUPTI_ALL_APIS");
+}
+
 static void test_framework_correlation_push_pop(void **state) {
   (void)state;
   /* what the kineto adaptor does with torch's op ids: 0 is a valid id */
@@ -453,6 +483,7 @@ int main(void) {
       cmocka_unit_test(test_contract),
       cmocka_unit_test(test_graphs_orphans_and_window),
       cmocka_unit_test(test_driver_launches_and_activity_selection),
+      cmocka_unit_test(test_per_launch_queries_left_out),
       cmocka_unit_test(test_framework_correlation_push_pop),
       cmocka_unit_test(test_pop_unwinds_the_vendor_stack),
       cmocka_unit_test(test_dropped_records_are_reported),

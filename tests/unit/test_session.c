@@ -297,6 +297,24 @@ static void test_external_ids_resolved_by_correlation(void **state) {
   assert_int_equal(ns, 10); /* the runtime event is not device time */
   yajl_tree_free(doc);
   ft_session_destroy(s);
+
+  /* Reports out of id order (threads, buffers) and an id reported twice: the later
+   * report wins, whatever the order of the ids around it. */
+  s = new_session();
+  assert_int_equal(ft__session_inject_external(s, 40, 4), FT_OK);
+  assert_int_equal(ft__session_inject_external(s, 35, 1), FT_OK);
+  assert_int_equal(ft__session_inject_external(s, 31, 3), FT_OK);
+  assert_int_equal(ft__session_inject_external(s, 35, 5), FT_OK);
+  add(s, FT_EVENT_KERNEL, LO + 10, LO + 20, 40, false, 0, "k40");
+  add(s, FT_EVENT_KERNEL, LO + 30, LO + 40, 31, false, 0, "k31");
+  add(s, FT_EVENT_KERNEL, LO + 50, LO + 60, 35, false, 0, "k35");
+  assert_int_equal(ft__session_inject_external(s, 99, 9), FT_OK); /* resolves all, as stop does */
+  doc = ft_test_render(s);
+  assert_int_equal(int_of(args_of_first(doc, "k40"), "External id"), 4);
+  assert_int_equal(int_of(args_of_first(doc, "k31"), "External id"), 3);
+  assert_int_equal(int_of(args_of_first(doc, "k35"), "External id"), 5);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
 }
 
 static void add_range(ft_session *s, const char *name, uint64_t start, uint64_t end, uint64_t id, uint32_t tid) {

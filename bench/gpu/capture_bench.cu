@@ -1,0 +1,122 @@
+// A real capture through the C API for P4 (write throughput on a real capture), P5
+// (the trace `flagtrace stats` reads) and P6 (memory per captured event). Launches
+// KERNELS kernels in named ranges of 10 (a CPU range, its launches and kernels, as a
+// framework op would make), then writes the trace REPS times, JSON and gzip.
+// CAPTURE_BENCH_NO_FLAGTRACE=1: the launches only (run under the raw-CUPTI floor,
+// its peak RSS is what CUPTI itself holds for the same records).
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <flagtrace/flagtrace.h>
+
+__global__ void fill_kernel(float *x, float v) { x[threadIdx.x] = v; }
+__global__ void scale_kernel(float *x, float v) { x[threadIdx.x] *= v; }
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// VmRSS or VmHWM (peak) in bytes.
+static double proc_kb(const char *key) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  double kb = 0;
+  size_t klen = strlen(key);
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, key, klen)) kb = atof(line + klen + 1);
+  if (f) fclose(f);
+  return kb * 1024;
+}
+
+static void print_times(const char *key, const double *t, int n) {
+  printf("\"%s\": [", key);
+  for (int i = 0; i < n; i++) printf("%s%.5f", i ? ", " : "", t[i]);
+  printf("], ");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: capture_bench KERNELS OUT_PREFIX [REPS]\n");
+    return 2;
+  }
+  long n = atol(argv[1]);
+  const char *prefix = argv[2];
+  int reps = argc > 3 ? atoi(argv[3]) : 5;
+  if (n <= 0 || reps <= 0 || reps > 32) return 2;
+  float *x;
+  if (cudaMalloc(&x, 1024 * sizeof(float)) != cudaSuccess) {
+    fprintf(stderr, "capture_bench: no CUDA device\n");
+    return 1;
+  }
+  for (int i = 0; i < 1000; i++) fill_kernel<<<1, 32>>>(x, 1.0f);
+  cudaDeviceSynchronize();
+  double rss0 = proc_kb("VmRSS:");
+  if (getenv("CAPTURE_BENCH_NO_FLAGTRACE")) { // the P6 baseline: the same launches, no session
+    for (long i = 0; i < n; i++) {
+      if (i & 1) scale_kernel<<<1, 32>>>(x, 1.0001f);
+      else fill_kernel<<<1, 32>>>(x, 2.0f);
+    }
+    cudaDeviceSynchronize();
+    printf("{\"kernels\": %ld, \"rss_before\": %.0f, \"peak_rss\": %.0f}\n", n, rss0, proc_kb("VmHWM:"));
+    return 0;
+  }
+  ft_session *s;
+  ft_status st = ft_session_create(&s, NULL);
+  if (!st) st = ft_session_start(s);
+  const char *why = "";
+  if (st || ft_session_device_status(s, &why)) {
+    fprintf(stderr, "capture_bench: no device tracing: %s %s\n", ft_strerror(st), why);
+    return 1;
+  }
+  char name[32];
+  for (long i = 0; i < n; i += 10) {
+    snprintf(name, sizeof name, "op%ld", (i / 10) % 50);
+    ft_range_push(s, name, NULL);
+    for (long j = i; j < n && j < i + 10; j++) {
+      if (j & 1) scale_kernel<<<1, 32>>>(x, 1.0001f);
+      else fill_kernel<<<1, 32>>>(x, 2.0f);
+    }
+    ft_range_pop(s);
+  }
+  cudaDeviceSynchronize();
+  ft_session_stop(s);
+  double peak = proc_kb("VmHWM:");
+  ft_session_counts c;
+  ft_session_counts_get(s, &c);
+  double tj[32], tg[32];
+  char path[4096];
+  long long bytes_json = 0, bytes_gz = 0;
+  for (int gz = 0; gz < 2; gz++) {
+    snprintf(path, sizeof path, "%s%s", prefix, gz ? ".json.gz" : ".json");
+    for (int r = 0; r < reps; r++) {
+      double t0 = now_s();
+      if ((st = ft_session_write(s, path))) {
+        fprintf(stderr, "capture_bench: %s: %s\n", path, ft_session_last_error(s));
+        return 1;
+      }
+      (gz ? tg : tj)[r] = now_s() - t0;
+    }
+    FILE *f = fopen(path, "rb");
+    if (f) {
+      fseek(f, 0, SEEK_END);
+      (gz ? bytes_gz : bytes_json) = ftell(f);
+      fclose(f);
+    }
+  }
+  unsigned long long events = c.device_events + c.cpu_ranges;
+  printf("{\"kernels\": %ld, \"device_events\": %llu, \"cpu_ranges\": %llu, \"flows\": %llu, \"dropped\": %llu, ", n,
+         (unsigned long long)c.device_events, (unsigned long long)c.cpu_ranges, (unsigned long long)c.flows,
+         (unsigned long long)c.dropped_records);
+  print_times("write_json_s", tj, reps);
+  print_times("write_gzip_s", tg, reps);
+  printf("\"bytes_json\": %lld, \"bytes_gzip\": %lld, \"events\": %llu, \"rss_before\": %.0f, \"peak_rss\": %.0f}\n",
+         bytes_json, bytes_gz, events, rss0, peak);
+  ft_session_destroy(s);
+  cudaFree(x);
+  return 0;
+}

@@ -1,0 +1,42 @@
+// Launch-bound loop for the overhead benchmarks (P1, P2): empty kernels, timed on
+// the host, one JSON line per process. Knows nothing of flagtrace or CUPTI: what it
+// runs under (nothing, `flagtrace record`, the raw-CUPTI floor) is the variable.
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+__global__ void empty_kernel() {}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 200000;
+  int reps = argc > 2 ? atoi(argv[2]) : 3;
+  if (n <= 0 || reps <= 0 || reps > 64) {
+    fprintf(stderr, "usage: launch_loop [LAUNCHES>0] [REPS 1..64]\n");
+    return 2;
+  }
+  if (cudaFree(0) != cudaSuccess) {
+    fprintf(stderr, "launch_loop: no CUDA device\n");
+    return 1;
+  }
+  for (long i = 0; i < 10000; i++) empty_kernel<<<1, 1>>>(); // warm-up: module load, queues
+  cudaDeviceSynchronize();
+  double best = 1e30;
+  printf("{\"launches\": %ld, \"us_per_launch\": [", n);
+  for (int r = 0; r < reps; r++) {
+    double t0 = now_s();
+    for (long i = 0; i < n; i++) empty_kernel<<<1, 1>>>();
+    if (cudaDeviceSynchronize() != cudaSuccess) return 1;
+    double us = (now_s() - t0) * 1e6 / (double)n;
+    if (us < best) best = us;
+    printf("%s%.4f", r ? ", " : "", us);
+  }
+  printf("], \"best\": %.4f}\n", best);
+  return 0;
+}

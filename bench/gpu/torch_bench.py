@@ -1,0 +1,105 @@
+"""PyTorch side of the GPU benchmarks; one mode per process, one JSON line out.
+
+loop MODE: a launch-bound `x.add_(1.0)` loop (P1, P3).
+  bare       no profiler, flagtrace not imported            (P1 baseline)
+  idle       `import flagtrace.torch`, no profiler          (P1)
+  kineto     torch.profiler [CPU, CUDA], kineto's own CUPTI (P3 baseline)
+  flagtrace  `import flagtrace.torch`, then the same profile (P3)
+capture: kineto's own capture of about EVENTS events, timing export_chrome_trace
+  (P4 baseline) and key_averages (P5 baseline) on it."""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+
+def loop(mode, iters, reps):
+    if mode in ("idle", "flagtrace"):
+        import flagtrace.torch as ftt
+        if not ftt.available:
+            sys.exit(f"torch_bench: flagtrace.torch is not available: {ftt.reason}")
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.zeros(1024, device="cuda")
+    in_loop, end_to_end = [], []
+
+    def body():
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            x.add_(1.0)
+        torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    for r in range(reps + 1):  # the first is a warm-up (profiler and CUPTI init)
+        if mode in ("bare", "idle"):
+            t_loop = body()
+            t_all = t_loop
+        else:
+            t0 = time.perf_counter()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                t_loop = body()
+            t_all = time.perf_counter() - t0
+            if r == 0:
+                kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+        if r:
+            in_loop.append(t_loop * 1e6 / iters)
+            end_to_end.append(t_all)
+    out = {"mode": mode, "iters": iters, "us_per_op": in_loop, "end_to_end_s": end_to_end}
+    if mode in ("kineto", "flagtrace"):
+        out["device_events_first_rep"] = kernels
+    print(json.dumps(out))
+
+
+def capture(events, reps):
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.zeros(1024, device="cuda")
+    iters = events // 3  # aten::add_, its cudaLaunchKernel, its kernel
+    export_s, key_avg_s, counts = [], [], []
+    with tempfile.TemporaryDirectory() as d:
+        for r in range(reps + 1):
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for _ in range(iters):
+                    x.add_(1.0)
+                torch.cuda.synchronize()
+            path = os.path.join(d, f"t{r}.json")
+            t0 = time.perf_counter()
+            prof.export_chrome_trace(path)
+            t_export = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            prof.key_averages()
+            t_avg = time.perf_counter() - t0
+            with open(path) as f:
+                doc = json.load(f)
+            n = sum(1 for e in doc["traceEvents"] if e.get("ph") == "X")
+            if r:
+                export_s.append(t_export)
+                key_avg_s.append(t_avg)
+                counts.append(n)
+    print(json.dumps({"mode": "capture", "slices": counts, "export_chrome_trace_s": export_s,
+                      "key_averages_s": key_avg_s}))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    lp = sub.add_parser("loop")
+    lp.add_argument("mode", choices=["bare", "idle", "kineto", "flagtrace"])
+    lp.add_argument("--iters", type=int, default=20000)
+    lp.add_argument("--reps", type=int, default=3)
+    cp = sub.add_parser("capture")
+    cp.add_argument("--events", type=int, default=100000)
+    cp.add_argument("--reps", type=int, default=5)
+    a = ap.parse_args()
+    if a.cmd == "loop":
+        loop(a.mode, a.iters, a.reps)
+    else:
+        capture(a.events, a.reps)
+
+
+if __name__ == "__main__":
+    main()
