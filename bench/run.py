@@ -86,7 +86,8 @@ def cpu_part(build, quick):
 
     def run(exe):  # its "# title" line becomes a plain sentence under our heading
         text = sh([os.path.join(build, "bench", exe)] + flag).strip()
-        return re.sub(r"^# ", "", text, flags=re.M)
+        text = re.sub(r"^# ", "", text, flags=re.M)
+        return re.sub(r"^([^|\n].*)\n\|", r"\1\n\n|", text, flags=re.M)  # a table needs a blank line before it
 
     return ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer"), "",
             "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""]
