@@ -62,12 +62,15 @@ bool ft__open_vendor_library(const char *const *candidates, size_t n, const char
 /* The body of a shim loader's X-macro step (used where api, handle, why and
  * why_len are in scope): resolves name into api->name; a required symbol that is
  * missing makes the loader return 0, naming it in why. */
-#define FT__SHIM_RESOLVE(name, required)                                                                    \
+#define FT__SHIM_RESOLVE(name, required) FT__SHIM_RESOLVE_AS(name, #name, required)
+/* The same, for a library that exports the function under another name (MetaX's
+ * mcpti* for CUPTI's cupti*). */
+#define FT__SHIM_RESOLVE_AS(name, symbol, required)                                                         \
   dlerror();                                                                                                 \
-  api->name = (ft__pfn_##name)dlsym(handle, #name);                                                          \
+  api->name = (ft__pfn_##name)dlsym(handle, symbol);                                                         \
   if (!api->name && (required)) {                                                                            \
     const char *dl_err_ = dlerror();                                                                         \
-    snprintf(why, why_len, "symbol %s missing: %s", #name, dl_err_ ? dl_err_ : "NULL symbol");             \
+    snprintf(why, why_len, "symbol %s missing: %s", symbol, dl_err_ ? dl_err_ : "NULL symbol");             \
     return 0;                                                                                                \
   }
 

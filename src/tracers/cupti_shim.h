@@ -99,10 +99,36 @@ typedef struct ft__cuda_api {
     list(FT__SHIM_SYM) return 1;                                                    \
   }
 #define FT__SHIM_SYM(ret, name, params, args) FT__SHIM_RESOLVE(name, 1)
-#define FT__SHIM_OPT(ret, name, params, args) FT__SHIM_RESOLVE(name, 0)
+FT__SHIM_LOADER(ft__cuda_load_symbols, ft__cuda_api, FT_CUDA_FUNCS)
+#undef FT__SHIM_SYM
+
+/* MetaX's MCPTI exports the same functions as mcpti*. Of those, only what an
+ * activity trace cannot do without is required there (vendor-apis.md lists no
+ * more); the rest degrade one feature each when absent. */
+#ifdef FT_MCPTI
+#define FT_CUPTI_PREFIX "mcpti"
+static int ft__cupti_required(const char *name) {
+  static const char *const need[] = {"cuptiActivityRegisterCallbacks", "cuptiActivityEnable", "cuptiActivityDisable",
+                                     "cuptiActivityFlushAll", "cuptiActivityGetNumDroppedRecords"};
+  for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+    if (!strcmp(name, need[i])) return 1;
+  return 0;
+}
+#else
+#define FT_CUPTI_PREFIX "cupti"
+static int ft__cupti_required(const char *name) { return name != NULL; }
+#endif
+/* "cupti" + the rest of the name, with the vendor's prefix instead */
+#define FT__SHIM_VENDOR_SYM(name, required)                                          \
+  {                                                                                \
+    char sym_[96];                                                                 \
+    snprintf(sym_, sizeof sym_, "%s%s", FT_CUPTI_PREFIX, #name + 5);               \
+    FT__SHIM_RESOLVE_AS(name, sym_, (required) && ft__cupti_required(#name))       \
+  }
+#define FT__SHIM_SYM(ret, name, params, args) FT__SHIM_VENDOR_SYM(name, 1)
+#define FT__SHIM_OPT(ret, name, params, args) FT__SHIM_VENDOR_SYM(name, 0)
 #define FT__CUPTI_ALL(X) FT_CUPTI_FUNCS(X) FT_CUPTI_OPTIONAL_FUNCS(FT__SHIM_OPT)
 FT__SHIM_LOADER(ft__cupti_load_symbols, ft__cupti_api, FT__CUPTI_ALL)
-FT__SHIM_LOADER(ft__cuda_load_symbols, ft__cuda_api, FT_CUDA_FUNCS)
 #undef FT__CUPTI_ALL
 #undef FT__SHIM_OPT
 #undef FT__SHIM_SYM
@@ -113,11 +139,15 @@ FT__SHIM_LOADER(ft__cuda_load_symbols, ft__cuda_api, FT_CUDA_FUNCS)
 #define FT__SHIM_PREPEND(...) (const ft__cupti_api *api, char *err, size_t errlen, __VA_ARGS__)
 #define FT__SHIM_WRAP(ret, name, params, args)                                     \
   static inline ft_status ft__##name FT__SHIM_PREPEND params {                     \
+    if (!api->name) { /* optional in this vendor's library (MCPTI) */              \
+      snprintf(err, errlen, "%s%s: not in this library", FT_CUPTI_PREFIX, #name + 5); \
+      return FT_EUNAVAILABLE;                                                      \
+    }                                                                              \
     CUptiResult r = api->name args;                                                \
     if (r == CUPTI_SUCCESS) return FT_OK;                                          \
     const char *msg = NULL;                                                        \
-    if (api->cuptiGetResultString(r, &msg) != CUPTI_SUCCESS || !msg) msg = "?";    \
-    snprintf(err, errlen, "%s: %s (CUptiResult %d)", #name, msg, (int)r);          \
+    if (!api->cuptiGetResultString || api->cuptiGetResultString(r, &msg) != CUPTI_SUCCESS || !msg) msg = "?"; \
+    snprintf(err, errlen, "%s%s: %s (result %d)", FT_CUPTI_PREFIX, #name + 5, msg, (int)r); \
     return FT_EVENDOR;                                                             \
   }
 FT_CUPTI_FUNCS(FT__SHIM_WRAP)

@@ -1,4 +1,5 @@
-/* NVIDIA CUPTI tracer: arms CUPTI activity at session start and decodes its records. */
+/* NVIDIA CUPTI tracer (also PPU's CUPTI, and MetaX's MCPTI when built with FT_MCPTI):
+ * arms activity at session start and decodes its records. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
@@ -64,6 +65,20 @@ typedef struct cupti_tracer {
   bool range_only;            /* watching cudaProfilerStart: kinds enabled there, not at start */
   atomic_bool range_enabled;  /* the first cudaProfilerStart enabled them */
   int64_t clock_offset; /* subtracted from CUPTI timestamps */
+  uint64_t untimed;     /* records without usable timing (start = end = 0, or implausible): counted as dropped */
+#ifdef FT_MCPTI
+  ft__clock_map clock; /* MCPTI's own clock, sampled against CLOCK_REALTIME at start and stop */
+  bool have_clock;
+  CUptiResult (*get_api_name)(CUpti_ActivityKind kind, uint32_t id, const char **name);
+  /* completed buffers, decoded at stop: MCPTI names API ids only after a flush, and
+   * its name lookup can deadlock inside the buffer callback (seed §6.2) */
+  struct retained {
+    uint8_t *buf;
+    size_t valid;
+  } *kept;
+  size_t n_kept, cap_kept;
+  uint64_t resyncs, skipped_bytes;
+#endif
   pthread_mutex_t decode_mu;
   char err[512];
 } cupti_tracer;
@@ -142,6 +157,35 @@ static const char *api_name(bool driver, uint32_t cbid) {
   return driver ? "cudaDriver" : "cudaRuntime";
 }
 
+#ifdef FT_MCPTI
+/* MCPTI's callback ids are its own namespace (not CUPTI's table above): names come
+ * from mcptiActivityGetApiName, called only at stop, after the flush. Cached per id. */
+enum { MC_NAME_IDS = 4096 };
+static char *mc_names[2][MC_NAME_IDS];
+static bool mc_tried[2][MC_NAME_IDS];
+
+static const char *vendor_api_name(cupti_tracer *t, bool driver, uint32_t cbid) {
+  const char *generic = driver ? "mcDriver" : "mcRuntime"; /* the numeric cbid stays in the args */
+  bool cacheable = cbid < MC_NAME_IDS;
+  if (cacheable && mc_tried[driver][cbid]) return mc_names[driver][cbid] ? mc_names[driver][cbid] : generic;
+  const char *name = NULL;
+  if (!t->get_api_name ||
+      t->get_api_name(driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME, cbid, &name) !=
+          CUPTI_SUCCESS ||
+      !name || !*name)
+    name = NULL;
+  if (!cacheable) return name ? name : generic;
+  mc_tried[driver][cbid] = true;
+  mc_names[driver][cbid] = name ? strdup(name) : NULL;
+  return mc_names[driver][cbid] ? mc_names[driver][cbid] : generic;
+}
+#else
+static const char *vendor_api_name(cupti_tracer *t, bool driver, uint32_t cbid) {
+  (void)t;
+  return api_name(driver, cbid);
+}
+#endif
+
 static const char *memcpy_kind(uint8_t k) {
   switch (k) {
   case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
@@ -177,6 +221,12 @@ static const char *memory_kind(unsigned k) {
 static void bind_cuda(cupti_tracer *t) {
   if (t->cuda_state) return;
   t->cuda_state = -1;
+#ifdef FT_MCPTI
+  /* MetaX's device-property API is not in our facts: the occupancy fields are
+   * left out there, never guessed. */
+  ft__log("mcpti: no device-property queries on MetaX: occupancy fields are left out");
+  return;
+#endif
   /* Only a libcuda the program already loaded: we never initialize CUDA. The
    * CUPTI library itself is also asked, so a test double can stand in. */
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -226,6 +276,25 @@ static const ft__occ_device *device_props(cupti_tracer *t, uint32_t id) {
 /* ---- decoding ---- */
 
 static uint64_t ts(const cupti_tracer *t, uint64_t v) { return v - (uint64_t)t->clock_offset; }
+
+/* A record's [start, end] on CLOCK_REALTIME; false when it has no timing (both 0,
+ * the vendors' "timing unavailable" sentinel) or, on MCPTI, an implausible one. */
+static bool span(cupti_tracer *t, uint64_t start, uint64_t end, uint64_t *s, uint64_t *e) {
+  if (!start && !end) {
+    t->untimed++;
+    return false;
+  }
+#ifdef FT_MCPTI
+  if (t->have_clock && !ft__clock_map_span(&t->clock, start, end, s, e)) {
+    t->untimed++;
+    return false;
+  }
+  if (t->have_clock) return true;
+#endif
+  *s = ts(t, start);
+  *e = ts(t, end);
+  return true;
+}
 
 /* A small formatting arena for one event's metadata values. */
 typedef struct mdbuf {
@@ -320,7 +389,9 @@ static const char *kernel_name(const char *raw) {
 }
 
 static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
-  ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = ts(t, k->start), .end_ns = ts(t, k->end),
+  uint64_t s, e;
+  if (!span(t, k->start, k->end, &s, &e)) return;
+  ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = s, .end_ns = e,
                         .correlation_id = k->correlationId, .device = k->deviceId,
                         .stream = k->streamId, .name = kernel_name(k->name)};
   mdbuf m = {.n = 0, .used = 0};
@@ -355,7 +426,9 @@ static void decode_memcpy(cupti_tracer *t, const CUpti_ActivityMemcpy6 *c) {
   char name[96];
   snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", memcpy_kind(c->copyKind), memory_kind(c->srcKind),
            memory_kind(c->dstKind));
-  ft_device_event ev = {.kind = FT_EVENT_MEMCPY, .start_ns = ts(t, c->start), .end_ns = ts(t, c->end),
+  uint64_t s, e;
+  if (!span(t, c->start, c->end, &s, &e)) return;
+  ft_device_event ev = {.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = e,
                         .correlation_id = c->correlationId, .device = c->deviceId,
                         .stream = c->streamId, .name = name};
   mdbuf m = {.n = 0, .used = 0};
@@ -368,7 +441,9 @@ static void decode_memcpy(cupti_tracer *t, const CUpti_ActivityMemcpy6 *c) {
 static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
   char name[64];
   snprintf(name, sizeof name, "Memset (%s)", memory_kind(s->memoryKind));
-  ft_device_event ev = {.kind = FT_EVENT_MEMSET, .start_ns = ts(t, s->start), .end_ns = ts(t, s->end),
+  uint64_t st, en;
+  if (!span(t, s->start, s->end, &st, &en)) return;
+  ft_device_event ev = {.kind = FT_EVENT_MEMSET, .start_ns = st, .end_ns = en,
                         .correlation_id = s->correlationId, .device = s->deviceId,
                         .stream = s->streamId, .name = name};
   mdbuf m = {.n = 0, .used = 0};
@@ -379,32 +454,17 @@ static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
 }
 
 static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver) {
-  ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = ts(t, a->start),
-                        .end_ns = ts(t, a->end), .correlation_id = a->correlationId,
-                        .thread_id = os_tid(a->threadId), .name = api_name(driver, a->cbid)};
+  uint64_t s, e;
+  if (!span(t, a->start, a->end, &s, &e)) return;
+  ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = e,
+                        .correlation_id = a->correlationId, .thread_id = os_tid(a->threadId),
+                        .name = vendor_api_name(t, driver, a->cbid)};
   mdbuf m = {.n = 0, .used = 0};
   md_add(&m, "cbid", "%u", (unsigned)a->cbid);
   emit(t, &ev, &m);
 }
 
-static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
-  /* Ends on CUPTI's own end signal; bounded by the most records the valid bytes
-   * can physically hold, so a vendor with small, numerous records (PPU) is never
-   * cut short by a flat count (seed §1.2). */
-  size_t bound = valid / sizeof(uint32_t) + 1;
-  CUpti_Activity *rec = NULL;
-  char err[256];
-  pthread_mutex_lock(&t->decode_mu);
-  for (size_t n = 0; n < bound; n++) {
-    CUptiResult r = t->api.cuptiActivityGetNextRecord(buf, valid, &rec);
-    if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
-    if (r != CUPTI_SUCCESS) {
-      const char *msg = "?";
-      t->api.cuptiGetResultString(r, &msg);
-      snprintf(err, sizeof err, "%s", msg ? msg : "?");
-      ft__warn("cupti: reading an activity buffer failed after %zu records (%s); the rest of it is lost", n, err);
-      break;
-    }
+static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
     switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -432,14 +492,140 @@ static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
     default:
       ft__log("cupti: ignoring record kind %d", (int)rec->kind);
     }
+}
+
+#ifdef FT_MCPTI
+/* MCPTI records: CUPTI's kinds and field prefixes, 8-byte aligned, but full sizes of
+ * their own (vendor-apis.md, MACA 3.x); every field decode_record reads lies inside them. */
+enum { MC_KERNEL_SIZE = 200, MC_MEMCPY_SIZE = 88, MC_MEMSET_SIZE = 88 };
+_Static_assert(offsetof(CUpti_ActivityKernel10, queued) + 8 <= MC_KERNEL_SIZE, "kernel field outside MCPTI's record");
+_Static_assert(offsetof(CUpti_ActivityMemcpy6, streamId) + 4 <= MC_MEMCPY_SIZE, "memcpy field outside MCPTI's record");
+_Static_assert(offsetof(CUpti_ActivityMemset4, memoryKind) + 2 <= MC_MEMSET_SIZE, "memset field outside MCPTI's record");
+
+static bool times_ok(uint64_t start, uint64_t end) {
+  /* the no-timing sentinel is a valid record (skipped later); else end >= start and
+   * no single activity longer than an hour */
+  return (!start && !end) || (end >= start && end - start <= 3600ull * 1000000000ull);
+}
+
+static bool dims_ok(int x, int y, int z, int max_x) { return x > 0 && x <= max_x && y > 0 && y < 65536 && z > 0 && z < 65536; }
+
+/* The size of a well-formed MCPTI record of this kind at p (avail bytes readable),
+ * or 0 when the candidate is malformed. */
+static size_t mc_record_size(const uint8_t *p, size_t avail) {
+  uint32_t kind;
+  memcpy(&kind, p, sizeof kind);
+  switch (kind) {
+  case CUPTI_ACTIVITY_KIND_KERNEL:
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+    const CUpti_ActivityKernel10 *k = (const void *)p;
+    if (avail < MC_KERNEL_SIZE) return 0;
+    return k->correlationId && dims_ok(k->gridX, k->gridY, k->gridZ, INT32_MAX) &&
+                   dims_ok(k->blockX, k->blockY, k->blockZ, 4096) && times_ok(k->start, k->end)
+               ? MC_KERNEL_SIZE
+               : 0;
+  }
+  case CUPTI_ACTIVITY_KIND_MEMCPY:
+  case CUPTI_ACTIVITY_KIND_MEMSET: {
+    const CUpti_ActivityMemset4 *m = (const void *)p; /* bytes, start, end, correlation: same offsets in both */
+    size_t n = kind == CUPTI_ACTIVITY_KIND_MEMCPY ? MC_MEMCPY_SIZE : MC_MEMSET_SIZE;
+    return avail >= n && m->correlationId && times_ok(m->start, m->end) ? n : 0;
+  }
+  case CUPTI_ACTIVITY_KIND_RUNTIME:
+  case CUPTI_ACTIVITY_KIND_DRIVER: {
+    const CUpti_ActivityAPI *a = (const void *)p;
+    return avail >= sizeof *a && a->correlationId && times_ok(a->start, a->end) ? sizeof *a : 0;
+  }
+  case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+    const CUpti_ActivityExternalCorrelation *x = (const void *)p;
+    return avail >= sizeof *x && x->correlationId && x->externalKind >= CUPTI_EXTERNAL_CORRELATION_KIND_UNKNOWN &&
+                   x->externalKind <= CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
+               ? sizeof *x
+               : 0;
+  }
+  default:
+    return 0;
+  }
+}
+_Static_assert(offsetof(CUpti_ActivityMemcpy6, bytes) == offsetof(CUpti_ActivityMemset4, bytes) &&
+                   offsetof(CUpti_ActivityMemcpy6, start) == offsetof(CUpti_ActivityMemset4, start) &&
+                   offsetof(CUpti_ActivityMemcpy6, correlationId) == offsetof(CUpti_ActivityMemset4, correlationId),
+               "memcpy and memset prefixes differ");
+
+/* MCPTI 3.8's iterator can return a stale pointer after external-correlation
+ * records (seed §6.2), so the buffer is walked here: record by record at the
+ * library's sizes, and on a malformed candidate 8 bytes on, to the next plausible
+ * record (counted). */
+static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
+  size_t off = 0, lost_from = SIZE_MAX;
+  while (off + 8 <= valid) {
+    size_t n = mc_record_size(buf + off, valid - off);
+    if (!n) {
+      if (lost_from == SIZE_MAX) lost_from = off, t->resyncs++;
+      off += 8;
+      continue;
+    }
+    if (lost_from != SIZE_MAX) t->skipped_bytes += off - lost_from, lost_from = SIZE_MAX;
+    decode_record(t, (const CUpti_Activity *)(buf + off));
+    off += (n + 7) & ~(size_t)7;
+  }
+  if (lost_from != SIZE_MAX) t->skipped_bytes += valid - lost_from;
+}
+#else
+static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
+  /* Ends on CUPTI's own end signal; bounded by the most records the valid bytes
+   * can physically hold, so a vendor with small, numerous records (PPU) is never
+   * cut short by a flat count (seed §1.2). */
+  size_t bound = valid / sizeof(uint32_t) + 1;
+  CUpti_Activity *rec = NULL;
+  pthread_mutex_lock(&t->decode_mu);
+  for (size_t n = 0; n < bound; n++) {
+    CUptiResult r = t->api.cuptiActivityGetNextRecord(buf, valid, &rec);
+    if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
+    if (r != CUPTI_SUCCESS) {
+      const char *msg = "?";
+      t->api.cuptiGetResultString(r, &msg);
+      ft__warn("cupti: reading an activity buffer failed after %zu records (%s); the rest of it is lost", n,
+               msg ? msg : "?");
+      break;
+    }
+    decode_record(t, rec);
   }
   pthread_mutex_unlock(&t->decode_mu);
 }
+#endif
+
+#ifdef FT_MCPTI
+/* Keeps a completed buffer for decoding at stop; false when out of memory. */
+static bool keep_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
+  pthread_mutex_lock(&t->decode_mu);
+  if (t->n_kept == t->cap_kept) {
+    size_t ncap = t->cap_kept ? t->cap_kept * 2 : 64;
+    struct retained *n = realloc(t->kept, ncap * sizeof *n);
+    if (!n) {
+      pthread_mutex_unlock(&t->decode_mu);
+      return false;
+    }
+    t->kept = n;
+    t->cap_kept = ncap;
+  }
+  t->kept[t->n_kept++] = (struct retained){buf, valid};
+  pthread_mutex_unlock(&t->decode_mu);
+  return true;
+}
+#endif
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid) {
   (void)size;
   cupti_tracer *t = atomic_load(&active);
+#ifdef FT_MCPTI
+  if (t && buf && valid) {
+    if (!keep_buffer(t, buf, valid)) ft__warn("mcpti: out of memory keeping an activity buffer; its records are lost");
+    else buf = NULL; /* returned to the pool after decoding at stop */
+  }
+#else
   if (t && buf && valid) decode_buffer(t, buf, valid);
+#endif
   if (t) {
     size_t dropped = 0;
     if (t->api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
@@ -456,6 +642,7 @@ static int load_cupti(void *api, void *handle, char *why, size_t len) {
   return ft__cupti_load_symbols(api, handle, why, len);
 }
 
+#ifndef FT_MCPTI
 /* The CUPTI copy shipped beside an already loaded torch (site-packages/nvidia/cu13). */
 static int find_torch_dir(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
@@ -466,6 +653,22 @@ static int find_torch_dir(struct dl_phdr_info *info, size_t size, void *data) {
   return 1;
 }
 
+#endif
+
+#ifdef FT_MCPTI
+static bool open_cupti(cupti_tracer *t) {
+  /* MACA's usual install (MACA_PATH, default /opt/maca); the path is assumed, not
+   * verified on MetaX hardware (README) */
+  const char *maca = getenv("MACA_PATH");
+  char in_maca[PATH_MAX] = "";
+  if (maca && *maca) snprintf(in_maca, sizeof in_maca, "%s/lib/libmcpti.so", maca);
+  const char *const candidates[] = {"libmcpti.so", in_maca, "/opt/maca/lib/libmcpti.so"};
+  bool ok = ft__open_vendor_library(candidates, 3, "libmcpti not found (set FLAGOS_TRACER_LIBRARY or MACA_PATH)",
+                                    load_cupti, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
+  if (ok) *(void **)&t->get_api_name = dlsym(t->api.handle, "mcptiActivityGetApiName");
+  return ok;
+}
+#else
 static bool open_cupti(cupti_tracer *t) {
   /* the soname, then CUDA_HOME's usual layouts, then the copy beside a loaded torch */
   const char *cuda_home = getenv("CUDA_HOME");
@@ -479,6 +682,7 @@ static bool open_cupti(cupti_tracer *t) {
   return ft__open_vendor_library(candidates, 6, "libcupti not found (set FLAGOS_TRACER_LIBRARY or CUDA_HOME)",
                                  load_cupti, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
 }
+#endif
 
 /* ---- ops ---- */
 
@@ -509,6 +713,10 @@ static const CUpti_CallbackId quiet_driver[] = {
     CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName};
 
 static void quiet_apis(cupti_tracer *t, bool driver) {
+#ifdef FT_MCPTI
+  (void)t, (void)driver; /* the ids above are CUPTI's; MCPTI numbers its APIs differently */
+  return;
+#endif
   /* set both ways: CUPTI keeps a per-API switch across sessions */
   uint8_t keep = ft__env_flag("FLAGTRACE_CUPTI_ALL_APIS");
   ft__pfn_cuptiActivityEnableRuntimeApi fn = driver ? t->api.cuptiActivityEnableDriverApi
@@ -565,7 +773,17 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     return FT_ENOMEM;
   }
   ft_status st;
+  t->untimed = 0;
   /* Clock: CUPTI and the capture window must share the UNIX-epoch domain (seed §3.3). */
+#ifdef FT_MCPTI
+  /* MCPTI stamps records with its own (device) clock: mapped affinely from samples
+   * against CLOCK_REALTIME taken here and at stop. */
+  t->resyncs = t->skipped_bytes = 0;
+  t->clock.r0 = ft__now_ns();
+  t->have_clock = !ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, &t->clock.v0);
+  t->clock.v1 = t->clock.v0, t->clock.r1 = t->clock.r0;
+  if (!t->have_clock) ft__warn("mcpti: cannot read its clock (%s); timestamps are taken as CLOCK_REALTIME", t->err);
+#else
   uint64_t cupti_now = 0;
   if (!ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, &cupti_now)) {
     int64_t off = (int64_t)(cupti_now - ft__now_ns());
@@ -577,6 +795,7 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
       t->clock_offset = off;
     }
   }
+#endif
   size_t dev_buf = env_size("FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES", 0);
   if (dev_buf) {
     size_t len = sizeof dev_buf;
@@ -606,11 +825,39 @@ static ft_status cu_drain(ft_tracer *base) {
   return ft__cuptiActivityFlushAll(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
+#ifdef FT_MCPTI
+/* After the final flush: the second clock sample, then every kept buffer. */
+static void decode_kept(cupti_tracer *t) {
+  uint64_t v1;
+  if (t->have_clock && !ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, &v1)) {
+    t->clock.v1 = v1;
+    t->clock.r1 = ft__now_ns();
+  }
+  for (size_t i = 0; i < t->n_kept; i++) {
+    decode_buffer(t, t->kept[i].buf, t->kept[i].valid);
+    ft__pool_put(t->kept[i].buf);
+  }
+  ft__log("mcpti: decoded %zu buffers at stop", t->n_kept);
+  t->n_kept = 0;
+  if (t->resyncs)
+    ft__warn("mcpti: %llu malformed stretches in its activity buffers (%llu bytes) were skipped to the next "
+             "well-formed record", (unsigned long long)t->resyncs, (unsigned long long)t->skipped_bytes);
+}
+#endif
+
 static ft_status cu_stop(ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
   if (!t->armed) return FT_OK;
   disable_kinds(t);
   ft_status st = ft__cuptiActivityFlushAll(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+#ifdef FT_MCPTI
+  decode_kept(t);
+#endif
+  if (t->untimed) {
+    atomic_fetch_add(&dropped_total, t->untimed);
+    ft__log("%s: %llu records without usable timing (start = end = 0, or implausible) dropped", t->base.ops->name,
+            (unsigned long long)t->untimed);
+  }
   t->armed = false;
   atomic_store(&active, NULL);
   return st;
@@ -667,6 +914,11 @@ static void CUPTIAPI profiler_callback(void *userdata, CUpti_CallbackDomain doma
 static ft_status cu_watch_profiler_api(ft_tracer *base, void (*on)(void *ctx, bool start), void *ctx) {
   cupti_tracer *t = (cupti_tracer *)base;
   if (!t->loaded) return FT_EUNAVAILABLE;
+#ifdef FT_MCPTI
+  (void)on, (void)ctx;
+  snprintf(t->err, sizeof t->err, "MCPTI's callback ids for the profiler API are not known to flagtrace");
+  return FT_EUNAVAILABLE;
+#endif
   profiler_on = on;
   profiler_ctx = ctx;
   CUpti_SubscriberHandle sub;
@@ -695,12 +947,19 @@ static void cu_destroy(ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
   if (t->armed) cu_stop(base);
   /* libcupti stays loaded: CUPTI may still hold callbacks into this library. */
+#ifdef FT_MCPTI
+  free(t->kept);
+#endif
   pthread_mutex_destroy(&t->decode_mu);
   free(t);
 }
 
 static const ft_tracer_ops cupti_ops = {
+#ifdef FT_MCPTI
+    .name = "mcpti",
+#else
     .name = "cupti",
+#endif
     .runtime_category = "cuda_runtime",
     .driver_category = "cuda_driver",
     .available = cu_available,
@@ -716,28 +975,41 @@ static const ft_tracer_ops cupti_ops = {
     .watch_profiler_api = cu_watch_profiler_api,
 };
 
+#ifdef FT_MCPTI
+static bool library_usable(cupti_tracer *t) {
+  /* MCPTI's versions are MACA's, not CUPTI's: its record sizes are fixed above. */
+  if (ft__cuptiGetVersion(&t->api, t->err, sizeof t->err, &t->version)) t->version = 0;
+  ft__log("mcpti: bound %s (version %u%s)", t->path, t->version,
+          t->get_api_name ? "" : "; no mcptiActivityGetApiName: API rows keep generic names");
+  return true;
+}
+#else
+static bool library_usable(cupti_tracer *t) {
+  if (ft__cuptiGetVersion(&t->api, t->err, sizeof t->err, &t->version)) {
+    snprintf(t->why, sizeof t->why, "%s: %s", t->path, t->err);
+    return false;
+  }
+  if (t->version / 10000 != FT_CUPTI_COMPILED_MAJOR) {
+    /* Never gated (seed §4): decoding another major's layouts reads garbage. */
+    ft__warn("CUPTI at %s reports API version %u, but this flagtrace decodes CUPTI %d.x "
+             "record layouts (built with %d): device activity will not be collected",
+             t->path, t->version, FT_CUPTI_COMPILED_MAJOR, CUPTI_API_VERSION);
+    snprintf(t->why, sizeof t->why, "record layout mismatch: %s is CUPTI API %u, built for %d", t->path,
+             t->version, CUPTI_API_VERSION);
+    return false;
+  }
+  ft__log("cupti: bound %s (API version %u)", t->path, t->version);
+  return true;
+}
+#endif
+
 ft_status ft_make_device_tracer(ft_tracer **out) {
   cupti_tracer *t = calloc(1, sizeof *t);
   if (!t) return FT_ENOMEM;
   t->base.ops = &cupti_ops;
   pthread_mutex_init(&t->decode_mu, NULL);
-  if (open_cupti(t)) {
-    ft_status st = ft__cuptiGetVersion(&t->api, t->err, sizeof t->err, &t->version);
-    if (st) {
-      snprintf(t->why, sizeof t->why, "%s: %s", t->path, t->err);
-    } else if (t->version / 10000 != FT_CUPTI_COMPILED_MAJOR) {
-      /* Never gated (seed §4): decoding another major's layouts reads garbage. */
-      ft__warn("CUPTI at %s reports API version %u, but this flagtrace decodes CUPTI %d.x "
-               "record layouts (built with %d): device activity will not be collected",
-               t->path, t->version, FT_CUPTI_COMPILED_MAJOR, CUPTI_API_VERSION);
-      snprintf(t->why, sizeof t->why, "record layout mismatch: %s is CUPTI API %u, built for %d",
-               t->path, t->version, CUPTI_API_VERSION);
-    } else {
-      t->loaded = true;
-      ft__log("cupti: bound %s (API version %u)", t->path, t->version);
-    }
-  }
-  if (!t->loaded) ft__log("cupti: unavailable: %s", t->why);
+  t->loaded = open_cupti(t) && library_usable(t);
+  if (!t->loaded) ft__log("%s: unavailable: %s", cupti_ops.name, t->why);
   *out = &t->base;
   return FT_OK;
 }

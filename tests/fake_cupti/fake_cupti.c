@@ -1,4 +1,8 @@
-/* A fake libcupti for CI: real CUPTI 13 record layouts, scripted by the test. */
+/* A fake libcupti for CI: real CUPTI 13 record layouts, scripted by the test.
+ * Built again with FAKE_MCPTI as a fake MetaX libmcpti (mcpti* symbols, MCPTI's
+ * record sizes, its own clock and API-id namespace, corruption on request); with
+ * FAKE_CUPTI_PPU=1 in the environment it also does what PPU's CUPTI does (a
+ * driver record beside every runtime record, under the same correlation id). */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <cupti_activity.h>
@@ -16,6 +20,36 @@
 #include "fake_cupti.h"
 
 #define EXPORT __attribute__((visibility("default")))
+
+#ifdef FAKE_MCPTI
+/* the same functions under MetaX's names */
+#define cuptiGetVersion mcptiGetVersion
+#define cuptiGetResultString mcptiGetResultString
+#define cuptiActivityRegisterCallbacks mcptiActivityRegisterCallbacks
+#define cuptiActivityEnable mcptiActivityEnable
+#define cuptiActivityDisable mcptiActivityDisable
+#define cuptiActivityFlushAll mcptiActivityFlushAll
+#define cuptiActivityGetNextRecord mcptiActivityGetNextRecord
+#define cuptiActivityGetNumDroppedRecords mcptiActivityGetNumDroppedRecords
+#define cuptiActivityPushExternalCorrelationId mcptiActivityPushExternalCorrelationId
+#define cuptiActivityPopExternalCorrelationId mcptiActivityPopExternalCorrelationId
+#define cuptiActivitySetAttribute mcptiActivitySetAttribute
+#define cuptiGetTimestamp mcptiGetTimestamp
+#define cuptiActivityEnableRuntimeApi mcptiActivityEnableRuntimeApi
+#define cuptiActivityEnableDriverApi mcptiActivityEnableDriverApi
+#define cuptiSubscribe mcptiSubscribe
+#define cuptiEnableCallback mcptiEnableCallback
+/* MCPTI's clock: a device counter, here 1.7e9 s behind CLOCK_REALTIME */
+#define VENDOR_CLOCK_BEHIND 1700000000000000000ull
+/* MCPTI's own API ids: nothing like CUPTI's (211 = cudaLaunchKernel there) */
+#define LAUNCH_CBID 7u
+static int in_completion;     /* the tracer is inside our buffer callback */
+static int api_name_misuse;   /* mcptiActivityGetApiName called from there */
+static size_t corrupt_next;   /* bytes of garbage before the next device record */
+#else
+#define VENDOR_CLOCK_BEHIND 0ull
+#define LAUNCH_CBID 211u
+#endif
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static CUpti_BuffersCallbackRequestFunc on_request;
@@ -39,10 +73,15 @@ static __thread size_t ext_depth[8];
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - VENDOR_CLOCK_BEHIND;
 }
 
 static size_t record_size(CUpti_ActivityKind k) {
+#ifdef FAKE_MCPTI
+  /* MACA 3.x's record sizes (vendor-apis.md): CUPTI's prefixes, other lengths */
+  if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return 200;
+  if (k == CUPTI_ACTIVITY_KIND_MEMCPY || k == CUPTI_ACTIVITY_KIND_MEMSET) return 88;
+#endif
   switch (k) {
   case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
   case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
@@ -59,12 +98,17 @@ static void complete(fbuf *b) {
   uint8_t *p = b->p;
   size_t size = b->size, used = b->used;
   memset(b, 0, sizeof *b);
+#ifdef FAKE_MCPTI
+  in_completion++;
   on_complete(NULL, 0, p, size, used);
+  in_completion--;
+#else
+  on_complete(NULL, 0, p, size, used);
+#endif
 }
 
-/* Room for one record of kind k in b, requesting a buffer from the tracer. */
-static void *slot(fbuf *b, CUpti_ActivityKind k) {
-  size_t n = (record_size(k) + 7) & ~(size_t)7;
+/* Room for n bytes in b, requesting a buffer from the tracer. */
+static void *raw_slot(fbuf *b, size_t n) {
   if (b->p && b->size - b->used < n) complete(b);
   if (!b->p) {
     size_t max = 0;
@@ -76,6 +120,19 @@ static void *slot(fbuf *b, CUpti_ActivityKind k) {
   memset(r, 0, n);
   b->used += n;
   return r;
+}
+
+/* Room for one record of kind k. */
+static void *slot(fbuf *b, CUpti_ActivityKind k) {
+#ifdef FAKE_MCPTI
+  if (b == &dev_buf && corrupt_next) { /* what MCPTI 3.8 can leave between records */
+    uint32_t *junk = raw_slot(b, corrupt_next);
+    junk[0] = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL; /* a kernel kind on a record that is no kernel */
+    junk[1] = 0xdeadbeef;
+    corrupt_next = 0;
+  }
+#endif
+  return raw_slot(b, (record_size(k) + 7) & ~(size_t)7);
 }
 
 static int is_enabled(CUpti_ActivityKind k) {
@@ -103,7 +160,7 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
   uint32_t corr = next_corr++;
   uint64_t t0 = now_ns();
   CUpti_ActivityKind api_kind = l->driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
-  uint32_t cbid = l->cbid ? l->cbid : l->driver ? 307 : 211;
+  uint32_t cbid = l->cbid ? l->cbid : l->driver ? 307 : LAUNCH_CBID;
   if (!l->no_runtime && is_enabled(api_kind) && !(cbid < 1024 && api_off[l->driver ? 1 : 0][cbid])) {
     for (int kind = 0; kind < 8; kind++) {
       if (!ext_depth[kind] || !ext_enabled) continue;
@@ -122,15 +179,27 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
     /* what CUPTI 13 reports, measured on the H200: pthread_self()'s low 32 bits */
     a->threadId = (uint32_t)(uintptr_t)pthread_self();
     a->correlationId = corr;
+    /* PPU: the runtime call's driver record too, under the same correlation id */
+    if (!l->driver && getenv("FAKE_CUPTI_PPU") && is_enabled(CUPTI_ACTIVITY_KIND_DRIVER)) {
+      CUpti_ActivityAPI runtime = *a; /* slot may hand a's buffer over */
+      CUpti_ActivityAPI *d = slot(&api_buf, CUPTI_ACTIVITY_KIND_DRIVER);
+      *d = runtime;
+      d->kind = CUPTI_ACTIVITY_KIND_DRIVER;
+      d->cbid = 307; /* cuLaunchKernel */
+      d->start = t0 + 100;
+      d->end = t0 + 400;
+    }
   }
   int n = l->device_records > 0 ? l->device_records : 1;
-  uint64_t start = t0 + 1000 + (uint64_t)l->start_offset_ns;
+  /* no_timing: "timing unavailable", start = end = 0 on the device records */
+  uint64_t start = l->no_timing ? 0 : t0 + 1000 + (uint64_t)l->start_offset_ns;
+  uint64_t dur = l->no_timing ? 0 : l->dur_ns;
   for (int i = 0; i < n && l->kind != FAKE_RUNTIME_ONLY; i++, start += l->dur_ns + 100) {
     if (l->kind == FAKE_KERNEL && is_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
       CUpti_ActivityKernel10 *k = slot(&dev_buf, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
       k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
       k->start = start;
-      k->end = start + l->dur_ns;
+      k->end = start + dur;
       k->deviceId = 0;
       k->contextId = 1;
       k->streamId = l->stream ? l->stream : 7;
@@ -149,7 +218,7 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
       c->dstKind = l->dst_kind;
       c->bytes = l->bytes;
       c->start = start;
-      c->end = start + l->dur_ns;
+      c->end = start + dur;
       c->contextId = 1;
       c->streamId = l->stream ? l->stream : 7;
       c->correlationId = corr;
@@ -158,7 +227,7 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
       s->kind = CUPTI_ACTIVITY_KIND_MEMSET;
       s->bytes = l->bytes;
       s->start = start;
-      s->end = start + l->dur_ns;
+      s->end = start + dur;
       s->contextId = 1;
       s->streamId = l->stream ? l->stream : 7;
       s->correlationId = corr;
@@ -223,6 +292,10 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
 
 EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **record) {
   uint8_t *p;
+#ifdef FAKE_MCPTI
+  /* MCPTI 3.8's stale iterator: after an external-correlation record, that record again */
+  if (*record && (*record)->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) return CUPTI_SUCCESS;
+#endif
   if (!*record) {
     p = buffer;
   } else {
@@ -337,3 +410,38 @@ EXPORT void fake_cupti_profiler_api(int start) {
   d.callbackSite = CUPTI_API_EXIT;
   subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, id, &d);
 }
+
+#ifdef FAKE_MCPTI
+/* ---- MetaX only ---- */
+
+/* Names in MCPTI's own id namespace; unknown ids are an error, as a real lookup may be. */
+EXPORT CUptiResult mcptiActivityGetApiName(CUpti_ActivityKind kind, uint32_t id, const char **name) {
+  if (in_completion) { /* the real one can deadlock here (seed §6.2) */
+    api_name_misuse++;
+    return CUPTI_ERROR_INVALID_OPERATION;
+  }
+  static const struct {
+    CUpti_ActivityKind kind;
+    uint32_t id;
+    const char *name;
+  } known[] = {{CUPTI_ACTIVITY_KIND_RUNTIME, LAUNCH_CBID, "mcLaunchKernel"},
+               {CUPTI_ACTIVITY_KIND_RUNTIME, 12, "mcMemcpyAsync"},
+               {CUPTI_ACTIVITY_KIND_RUNTIME, 20, "mcMemsetAsync"},
+               {CUPTI_ACTIVITY_KIND_DRIVER, 307, "mcModuleLaunchKernel"}};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (known[i].kind == kind && known[i].id == id) {
+      *name = known[i].name;
+      return CUPTI_SUCCESS;
+    }
+  return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+EXPORT int fake_mcpti_api_name_misuse(void) { return api_name_misuse; }
+
+/* n bytes (a multiple of 8, at least 8) of garbage before the next device record. */
+EXPORT void fake_mcpti_corrupt(size_t n) {
+  pthread_mutex_lock(&mu);
+  corrupt_next = n;
+  pthread_mutex_unlock(&mu);
+}
+#endif

@@ -22,6 +22,7 @@ typedef struct fake_launch {
   uint32_t cbid;      /* runtime callback id; 0 = cudaLaunchKernel (211) */
   int driver;         /* 1: a driver API call (cbid 0 = cuLaunchKernel, 307) */
   uint32_t stream;
+  int no_timing; /* 1: device records with start = end = 0 ("timing unavailable") */
 } fake_launch;
 
 /* Records the launch as CUPTI would: a runtime API record (and an external

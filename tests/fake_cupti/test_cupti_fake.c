@@ -50,11 +50,8 @@ static void expect_dim(yajl_val args, const char *key, int x, int y, int z) {
 }
 
 static ft_session *started(void) {
-  ft_session *s;
-  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  ft_session *s = ft_test_started();
   const char *why;
-  if (ft_session_device_status(s, &why) != FT_OK) fail_msg("fake CUPTI not usable: %s", why);
-  assert_int_equal(ft_session_start(s), FT_OK);
   assert_int_equal(ft_session_device_status(s, &why), FT_OK);
   return s;
 }

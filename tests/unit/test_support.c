@@ -115,6 +115,15 @@ yajl_val ft_test_render(struct ft_session *s) {
   return v;
 }
 
+ft_session *ft_test_started(void) {
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  const char *why;
+  if (ft_session_device_status(s, &why) != FT_OK) fail_msg("the fake vendor library is not usable: %s", why);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  return s;
+}
+
 void ft_test_settle(void) {
   struct timespec ts = {0, 3000000};
   nanosleep(&ts, NULL);

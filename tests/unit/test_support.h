@@ -31,6 +31,10 @@ struct ft_session;
  * invalid JSON. Free with yajl_tree_free. */
 yajl_val ft_test_render(struct ft_session *s);
 
+/* A started session whose device tracer is usable (the fake library named by
+ * FLAGOS_TRACER_LIBRARY); fails the test with the reason otherwise. */
+struct ft_session *ft_test_started(void);
+
 /* Sleeps 3 ms: device records end microseconds after their launch, and the
  * capture window must close after them. */
 void ft_test_settle(void);
