@@ -30,7 +30,7 @@ test-sanitize: deps
 test-tsan: deps
 	cmake -S . -B $(TSAN_BUILD) -DFT_SANITIZE=thread -DFT_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
-	cd $(TSAN_BUILD) && ctest --output-on-failure -R 'threads|test_session|cupti_fake|record'
+	cd $(TSAN_BUILD) && ctest --output-on-failure -R 'threads|test_session|test_json|cupti_fake|record'
 
 test-valgrind: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null

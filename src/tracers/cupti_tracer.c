@@ -465,33 +465,33 @@ static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver)
 }
 
 static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
-    switch (rec->kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      decode_kernel(t, (const CUpti_ActivityKernel10 *)rec);
-      break;
-    case CUPTI_ACTIVITY_KIND_MEMCPY:
-      decode_memcpy(t, (const CUpti_ActivityMemcpy6 *)rec);
-      break;
-    case CUPTI_ACTIVITY_KIND_MEMSET:
-      decode_memset(t, (const CUpti_ActivityMemset4 *)rec);
-      break;
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-      decode_api(t, (const CUpti_ActivityAPI *)rec, false);
-      break;
-    case CUPTI_ACTIVITY_KIND_DRIVER:
-      decode_api(t, (const CUpti_ActivityAPI *)rec, true);
-      break;
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-      const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
-      if (x->externalKind == FT_EXT_KIND &&
-          t->sink->external_id(t->sink->ctx, x->correlationId, x->externalId) != FT_OK)
-        ft__warn("cupti: out of memory recording a correlation; attribution may be lost");
-      break;
-    }
-    default:
-      ft__log("cupti: ignoring record kind %d", (int)rec->kind);
-    }
+  switch (rec->kind) {
+  case CUPTI_ACTIVITY_KIND_KERNEL:
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    decode_kernel(t, (const CUpti_ActivityKernel10 *)rec);
+    break;
+  case CUPTI_ACTIVITY_KIND_MEMCPY:
+    decode_memcpy(t, (const CUpti_ActivityMemcpy6 *)rec);
+    break;
+  case CUPTI_ACTIVITY_KIND_MEMSET:
+    decode_memset(t, (const CUpti_ActivityMemset4 *)rec);
+    break;
+  case CUPTI_ACTIVITY_KIND_RUNTIME:
+    decode_api(t, (const CUpti_ActivityAPI *)rec, false);
+    break;
+  case CUPTI_ACTIVITY_KIND_DRIVER:
+    decode_api(t, (const CUpti_ActivityAPI *)rec, true);
+    break;
+  case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+    const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
+    if (x->externalKind == FT_EXT_KIND &&
+        t->sink->external_id(t->sink->ctx, x->correlationId, x->externalId) != FT_OK)
+      ft__warn("cupti: out of memory recording a correlation; attribution may be lost");
+    break;
+  }
+  default:
+    ft__log("cupti: ignoring record kind %d", (int)rec->kind);
+  }
 }
 
 #ifdef FT_MCPTI
@@ -508,7 +508,9 @@ static bool times_ok(uint64_t start, uint64_t end) {
   return (!start && !end) || (end >= start && end - start <= 3600ull * 1000000000ull);
 }
 
-static bool dims_ok(int x, int y, int z, int max_x) { return x > 0 && x <= max_x && y > 0 && y < 65536 && z > 0 && z < 65536; }
+static bool dims_ok(int x, int y, int z, int max_x) {
+  return x > 0 && x <= max_x && y > 0 && y < 65536 && z > 0 && z < 65536;
+}
 
 /* The size of a well-formed MCPTI record of this kind at p (avail bytes readable),
  * or 0 when the candidate is malformed. */

@@ -152,12 +152,49 @@ static void test_gzip_memory_round_trip(void **state) {
   ft__out_abort(o);
 }
 
+/* One sequence of writes into a plain and a gzip writer (a write larger than the
+ * buffer and a long escaped string in the middle): the same bytes, in order. */
+static void write_mixed(ft__out *o, const char *big, size_t big_len) {
+  char line[64];
+  for (int i = 0; i < 60000; i++) {
+    int n = snprintf(line, sizeof line, "{\"i\": %d}\n", i);
+    ft__out_write(o, line, (size_t)n);
+    if (i == 20000) ft__out_write(o, big, big_len);            /* > one buffer: written past it */
+    if (i == 40000) ft__out_json_string(o, big, big_len / 2); /* escaped in pieces */
+  }
+}
+
+static void test_gzip_matches_plain_byte_for_byte(void **state) {
+  (void)state;
+  size_t big_len = 700 * 1024;
+  char *big = malloc(big_len);
+  assert_non_null(big);
+  for (size_t i = 0; i < big_len; i++) big[i] = (char)('a' + (i * 7) % 26);
+  ft__out *p, *z;
+  assert_int_equal(ft__out_open_mem(&p, false), FT_OK);
+  assert_int_equal(ft__out_open_mem(&z, true), FT_OK);
+  write_mixed(p, big, big_len);
+  write_mixed(z, big, big_len);
+  size_t plen, zlen, ulen;
+  const char *plain = ft__out_mem(p, &plen);
+  const char *gz = ft__out_mem(z, &zlen);
+  char *un = ft_test_gunzip(gz, zlen, &ulen);
+  assert_non_null(un);
+  assert_int_equal(ulen, plen);
+  assert_memory_equal(un, plain, plen);
+  free(un);
+  free(big);
+  ft__out_abort(p);
+  ft__out_abort(z);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_escape_specials), cmocka_unit_test(test_escape_utf8),
       cmocka_unit_test(test_literal_rule),    cmocka_unit_test(test_value_quoting),
       cmocka_unit_test(test_double_format),   cmocka_unit_test(test_us3),
       cmocka_unit_test(test_gzip_memory_round_trip),
+      cmocka_unit_test(test_gzip_matches_plain_byte_for_byte),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
