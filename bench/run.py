@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs the benchmarks of issue 6 and writes one dated markdown table.
+"""Runs flagtrace's benchmarks (P1-P6, README: Performance) and writes one dated markdown table.
 
   bench/run.py --build BUILD --out DIR          CPU only: P4 synthetic, P5 synthetic, P6 synthetic
   bench/run.py --gpu --build BUILD --out DIR    + P1..P6 on the GPU (scripts/gpu-check.sh does this)
@@ -261,6 +261,13 @@ def main():
     for exe in ("bench_writer", "bench_stats"):
         if not os.path.exists(os.path.join(a.build, "bench", exe)):
             ap.error(f"{a.build}/bench/{exe} is missing: build first (make test, or cmake --build {a.build})")
+    if a.gpu:
+        for exe in ("gpu/launch_loop", "gpu/capture_bench", "gpu/libcupti_floor.so"):
+            if not os.path.exists(os.path.join(a.build, "bench", exe)):
+                ap.error(f"{a.build}/bench/{exe} is missing: --gpu needs a build configured with "
+                         "-DFT_BUILD_GPU_TESTS=ON on a machine with nvcc (scripts/gpu-check.sh does that)")
+        if not os.path.exists(os.path.join(a.build, "flagtrace")):
+            ap.error(f"{a.build}/flagtrace is missing: --gpu runs `flagtrace record`")
     os.makedirs(a.out, exist_ok=True)
     reps = 1 if a.quick else a.reps
     doc = ["# flagtrace benchmarks" + (" (quick mode: nothing judged)" if a.quick else ""), ""]
