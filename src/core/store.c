@@ -301,9 +301,12 @@ ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
   e->correlation_id = ev->correlation_id;
   e->flags = ev->has_external_id ? FT__F_HAS_EXTERNAL : 0;
   e->external_id = ev->external_id;
-  e->device = ev->device;
-  e->stream = ev->stream;
-  e->thread_id = ev->thread_id;
+  if (ft__is_device_kind(e->kind)) {
+    e->device = ev->device;
+    e->stream = ev->stream;
+  } else {
+    e->thread_id = ev->thread_id;
+  }
   e->name_id = name_id;
   e->meta_first = first;
   e->meta_count = (uint16_t)ev->n_metadata;

@@ -495,11 +495,15 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
       kv[k].key = ft__intern_str(&store->names, id->key);
       kv[k].value = ft__intern_str(&store->values, id->value);
     }
+    bool dev = ft__is_device_kind(e->kind);
     ft_export_event x = {.event = {.kind = (ft_event_kind)e->kind, .start_ns = e->start_ns, .end_ns = e->end_ns,
                                    .correlation_id = e->correlation_id,
                                    .has_external_id = (e->flags & FT__F_HAS_EXTERNAL) != 0,
-                                   .external_id = e->external_id, .device = e->device, .stream = e->stream,
-                                   .thread_id = e->thread_id, .name = ft__intern_str(&store->names, e->name_id),
+                                   .external_id = e->external_id,
+                                   .device = dev ? e->device : 0,
+                                   .stream = dev ? e->stream : 0,
+                                   .thread_id = dev ? 0 : e->thread_id,
+                                   .name = ft__intern_str(&store->names, e->name_id),
                                    .metadata = kv, .n_metadata = e->meta_count}};
     flowrec *f = has_flow_role(e) ? flow_of(&p, e->correlation_id) : NULL;
     if (f && f->owner && f->n_dev) {
