@@ -17,3 +17,22 @@ int ft__clock_map_span(const ft__clock_map *m, uint64_t start, uint64_t end, uin
   *e = ft__clock_map_apply(m, end);
   return *s + IMPLAUSIBLE_NS >= m->r0 && *e <= m->r1 + IMPLAUSIBLE_NS;
 }
+
+bool ft__clock_sample(ft__vendor_clock_fn read, void *ctx, uint64_t *v, uint64_t *r) {
+  /* Three tries; the one bracketed most tightly by CLOCK_REALTIME reads wins (a
+   * preemption between the reads skews one pair, rarely all three), and its
+   * realtime is the bracket's midpoint. Over a session of milliseconds a 5 us skew
+   * is already a 0.1 % rate error. */
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; i < 3; i++) {
+    uint64_t vv, before = ft__now_ns();
+    if (!read(ctx, &vv)) return false;
+    uint64_t after = ft__now_ns(), width = after - before;
+    if (width < best) {
+      best = width;
+      *v = vv;
+      *r = before + width / 2;
+    }
+  }
+  return true;
+}

@@ -49,6 +49,10 @@ uint64_t ft__clock_map_apply(const ft__clock_map *m, uint64_t vendor_ns);
 /* Maps [start, end]; 0 for timestamps no real record has (zero, reversed, or
  * further than 10 s outside the session). */
 int ft__clock_map_span(const ft__clock_map *m, uint64_t start, uint64_t end, uint64_t *s, uint64_t *e);
+/* One (vendor, CLOCK_REALTIME) sample pair for the map: read returns true with the
+ * vendor's time in *v. False when the vendor clock cannot be read. */
+typedef bool (*ft__vendor_clock_fn)(void *ctx, uint64_t *v);
+bool ft__clock_sample(ft__vendor_clock_fn read, void *ctx, uint64_t *v, uint64_t *r);
 
 /* Binds a tracer's vendor library. FLAGOS_TRACER_LIBRARY, when set, is the only
  * file tried (honoured or reported, never replaced); else each non-empty

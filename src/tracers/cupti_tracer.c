@@ -598,6 +598,11 @@ static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
 #endif
 
 #ifdef FT_MCPTI
+static bool read_clock(void *ctx, uint64_t *v) {
+  cupti_tracer *t = ctx;
+  return !ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, v);
+}
+
 /* Keeps a completed buffer for decoding at stop; false when out of memory. */
 static bool keep_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
   pthread_mutex_lock(&t->decode_mu);
@@ -781,8 +786,7 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   /* MCPTI stamps records with its own (device) clock: mapped affinely from samples
    * against CLOCK_REALTIME taken here and at stop. */
   t->resyncs = t->skipped_bytes = 0;
-  t->clock.r0 = ft__now_ns();
-  t->have_clock = !ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, &t->clock.v0);
+  t->have_clock = ft__clock_sample(read_clock, t, &t->clock.v0, &t->clock.r0);
   t->clock.v1 = t->clock.v0, t->clock.r1 = t->clock.r0;
   if (!t->have_clock) ft__warn("mcpti: cannot read its clock (%s); timestamps are taken as CLOCK_REALTIME", t->err);
 #else
@@ -830,11 +834,8 @@ static ft_status cu_drain(ft_tracer *base) {
 #ifdef FT_MCPTI
 /* After the final flush: the second clock sample, then every kept buffer. */
 static void decode_kept(cupti_tracer *t) {
-  uint64_t v1;
-  if (t->have_clock && !ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, &v1)) {
-    t->clock.v1 = v1;
-    t->clock.r1 = ft__now_ns();
-  }
+  uint64_t v1, r1;
+  if (t->have_clock && ft__clock_sample(read_clock, t, &v1, &r1)) t->clock.v1 = v1, t->clock.r1 = r1;
   for (size_t i = 0; i < t->n_kept; i++) {
     decode_buffer(t, t->kept[i].buf, t->kept[i].valid);
     ft__pool_put(t->kept[i].buf);

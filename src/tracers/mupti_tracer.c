@@ -184,12 +184,12 @@ static void decode_all(mupti_tracer *t) {
   }
 }
 
-static bool sample_clock(mupti_tracer *t, uint64_t *m, uint64_t *r) {
-  uint64_t before = ft__now_ns();
-  if (ft__muptiGetTimestamp(&t->api, t->err, sizeof t->err, m)) return false;
-  *r = before + (ft__now_ns() - before) / 2;
-  return true;
+static bool read_clock(void *ctx, uint64_t *v) {
+  mupti_tracer *t = ctx;
+  return !ft__muptiGetTimestamp(&t->api, t->err, sizeof t->err, v);
 }
+
+static bool sample_clock(mupti_tracer *t, uint64_t *m, uint64_t *r) { return ft__clock_sample(read_clock, t, m, r); }
 
 /* ---- ops ---- */
 

@@ -125,12 +125,12 @@ static void decode(roc_tracer *t, const roctracer_record *r, char **demangled) {
   emit(t, &ev, md, 1);
 }
 
-static bool sample_clock(roc_tracer *t, uint64_t *v, uint64_t *r) {
-  uint64_t before = ft__now_ns();
-  if (FT__ROC_CALL(&t->api, t->err, sizeof t->err, t->api.roctracer_get_timestamp(v))) return false;
-  *r = before + (ft__now_ns() - before) / 2;
-  return true;
+static bool read_clock(void *ctx, uint64_t *v) {
+  roc_tracer *t = ctx;
+  return !FT__ROC_CALL(&t->api, t->err, sizeof t->err, t->api.roctracer_get_timestamp(v));
 }
+
+static bool sample_clock(roc_tracer *t, uint64_t *v, uint64_t *r) { return ft__clock_sample(read_clock, t, v, r); }
 
 /* ---- ops ---- */
 

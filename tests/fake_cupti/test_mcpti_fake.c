@@ -64,7 +64,8 @@ static void test_records_clock_and_names(void **state) {
   yajl_val kr = ft_test_find_x(doc, "kernel", "matmul(float*, float*, float*, int)", 0);
   assert_non_null(kr);
   double dur = YAJL_GET_DOUBLE(ft_test_get(kr, "dur"));
-  if (dur < 249.9 || dur > 250.1) fail_msg("kernel duration %f us, expected 250", dur);
+  /* the map's rate comes from two clock samples milliseconds apart: allow 0.4 % */
+  if (dur < 249.0 || dur > 251.0) fail_msg("kernel duration %f us, expected 250", dur);
   assert_int_equal(arg_int(kr, "External id"), (long long)op);
   assert_int_equal(arg_int(kr, "registers per thread"), 24);
   assert_null(ft_test_get(ft_test_get(kr, "args"), "est. achieved occupancy %")); /* no MetaX properties: omitted */
