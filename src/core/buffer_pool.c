@@ -81,3 +81,32 @@ void ft__pool_put(uint8_t *b) {
   pthread_mutex_unlock(&mu);
   free(b); /* only if the free list could not take it back */
 }
+
+bool ft__held_add(ft__held *h, uint8_t *buf, size_t valid) {
+  if (h->n == h->cap) {
+    size_t ncap = h->cap ? h->cap * 2 : 64;
+    struct ft__held_buf *n = realloc(h->items, ncap * sizeof *n);
+    if (!n) return false;
+    h->items = n;
+    h->cap = ncap;
+  }
+  h->items[h->n++] = (struct ft__held_buf){buf, valid};
+  return true;
+}
+
+size_t ft__held_take_all(ft__held *h, void (*decode)(void *ctx, uint8_t *buf, size_t valid), void *ctx) {
+  size_t n = h->n;
+  for (size_t i = 0; i < n; i++) {
+    decode(ctx, h->items[i].buf, h->items[i].valid);
+    ft__pool_put(h->items[i].buf);
+  }
+  h->n = 0;
+  return n;
+}
+
+void ft__held_free(ft__held *h) {
+  for (size_t i = 0; i < h->n; i++) ft__pool_put(h->items[i].buf);
+  free(h->items);
+  h->items = NULL;
+  h->n = h->cap = 0;
+}

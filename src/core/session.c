@@ -179,11 +179,9 @@ static const uint64_t *find_ext(const ft_session *s, uint32_t corr) {
 static void resolve_external_ids(ft_session *s) {
   if (!s->n_corr_ext) return;
   if (!s->corr_ext_sorted) { /* usually already in order: then no sort and no sort buffer (peak RSS) */
-    for (size_t i = 1; i < s->n_corr_ext && !s->corr_ext_sorted; i++)
-      if (cmp_corr_ext(&s->corr_ext[i - 1], &s->corr_ext[i]) > 0) {
-        qsort(s->corr_ext, s->n_corr_ext, sizeof *s->corr_ext, cmp_corr_ext);
-        s->corr_ext_sorted = true;
-      }
+    size_t i = 1;
+    while (i < s->n_corr_ext && cmp_corr_ext(&s->corr_ext[i - 1], &s->corr_ext[i]) <= 0) i++;
+    if (i < s->n_corr_ext) qsort(s->corr_ext, s->n_corr_ext, sizeof *s->corr_ext, cmp_corr_ext);
     s->corr_ext_sorted = true;
   }
   for (size_t i = 0; i < s->store.events.len; i++) {

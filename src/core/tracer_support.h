@@ -40,6 +40,22 @@ uint8_t *ft__pool_get(size_t *buffer_size);
 void ft__pool_put(uint8_t *buffer);
 size_t ft__pool_buffer_size(void);
 
+/* Completed activity buffers held until stop, for tracers that can decode only then
+ * (the second clock sample, name lookups after the last flush). Not locked: the
+ * caller serializes. ft__held_add returns false when out of memory (the buffer is
+ * then still the caller's); ft__held_take_all hands each held buffer to decode and
+ * back to the pool, in arrival order; ft__held_free returns any left and frees. */
+typedef struct ft__held {
+  struct ft__held_buf {
+    uint8_t *buf;
+    size_t valid;
+  } *items;
+  size_t n, cap;
+} ft__held;
+bool ft__held_add(ft__held *h, uint8_t *buf, size_t valid);
+size_t ft__held_take_all(ft__held *h, void (*decode)(void *ctx, uint8_t *buf, size_t valid), void *ctx);
+void ft__held_free(ft__held *h);
+
 /* A vendor clock mapped onto CLOCK_REALTIME: (v0, r0) sampled at session start,
  * (v1, r1) at stop; the mapping is affine between them (offset only if v1 == v0). */
 typedef struct ft__clock_map {

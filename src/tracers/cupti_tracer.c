@@ -72,11 +72,7 @@ typedef struct cupti_tracer {
   CUptiResult (*get_api_name)(CUpti_ActivityKind kind, uint32_t id, const char **name);
   /* completed buffers, decoded at stop: MCPTI names API ids only after a flush, and
    * its name lookup can deadlock inside the buffer callback (seed §6.2) */
-  struct retained {
-    uint8_t *buf;
-    size_t valid;
-  } *kept;
-  size_t n_kept, cap_kept;
+  ft__held kept; /* under decode_mu */
   uint64_t resyncs, skipped_bytes;
 #endif
   pthread_mutex_t decode_mu;
@@ -606,20 +602,12 @@ static bool read_clock(void *ctx, uint64_t *v) {
 /* Keeps a completed buffer for decoding at stop; false when out of memory. */
 static bool keep_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
   pthread_mutex_lock(&t->decode_mu);
-  if (t->n_kept == t->cap_kept) {
-    size_t ncap = t->cap_kept ? t->cap_kept * 2 : 64;
-    struct retained *n = realloc(t->kept, ncap * sizeof *n);
-    if (!n) {
-      pthread_mutex_unlock(&t->decode_mu);
-      return false;
-    }
-    t->kept = n;
-    t->cap_kept = ncap;
-  }
-  t->kept[t->n_kept++] = (struct retained){buf, valid};
+  bool kept = ft__held_add(&t->kept, buf, valid);
   pthread_mutex_unlock(&t->decode_mu);
-  return true;
+  return kept;
 }
+
+static void decode_held(void *ctx, uint8_t *buf, size_t valid) { decode_buffer(ctx, buf, valid); }
 #endif
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid) {
@@ -836,12 +824,8 @@ static ft_status cu_drain(ft_tracer *base) {
 static void decode_kept(cupti_tracer *t) {
   uint64_t v1, r1;
   if (t->have_clock && ft__clock_sample(read_clock, t, &v1, &r1)) t->clock.v1 = v1, t->clock.r1 = r1;
-  for (size_t i = 0; i < t->n_kept; i++) {
-    decode_buffer(t, t->kept[i].buf, t->kept[i].valid);
-    ft__pool_put(t->kept[i].buf);
-  }
-  ft__log("mcpti: decoded %zu buffers at stop", t->n_kept);
-  t->n_kept = 0;
+  size_t n = ft__held_take_all(&t->kept, decode_held, t);
+  ft__log("mcpti: decoded %zu buffers at stop", n);
   if (t->resyncs)
     ft__warn("mcpti: %llu malformed stretches in its activity buffers (%llu bytes) were skipped to the next "
              "well-formed record", (unsigned long long)t->resyncs, (unsigned long long)t->skipped_bytes);
@@ -951,7 +935,7 @@ static void cu_destroy(ft_tracer *base) {
   if (t->armed) cu_stop(base);
   /* libcupti stays loaded: CUPTI may still hold callbacks into this library. */
 #ifdef FT_MCPTI
-  free(t->kept);
+  ft__held_free(&t->kept);
 #endif
   pthread_mutex_destroy(&t->decode_mu);
   free(t);

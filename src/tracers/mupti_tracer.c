@@ -17,11 +17,6 @@
 
 enum { POOL_INITIAL = 8, BUF_SIZE = 8 * 1024 * 1024 };
 
-typedef struct done_buf {
-  uint8_t *buf;
-  size_t valid;
-} done_buf;
-
 typedef struct mupti_tracer {
   ft_tracer base;
   ft__mupti_api api;
@@ -35,8 +30,7 @@ typedef struct mupti_tracer {
   ft__clock_map clock; /* MUPTI's clock sampled against CLOCK_REALTIME at start and stop */
   /* completed buffers wait for the stop sample: only then is the mapping known */
   pthread_mutex_t mu;
-  done_buf *done;
-  size_t n_done, done_cap;
+  ft__held done;
   atomic_uint_fast64_t dropped;
   uint64_t implausible;
 } mupti_tracer;
@@ -59,15 +53,7 @@ static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t
   if (t->api.muptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == MUPTI_SUCCESS && dropped)
     atomic_fetch_add(&t->dropped, dropped);
   pthread_mutex_lock(&t->mu);
-  if (buffer && valid && t->n_done == t->done_cap) {
-    size_t ncap = t->done_cap ? t->done_cap * 2 : 64;
-    done_buf *n = realloc(t->done, ncap * sizeof *n);
-    if (n) t->done = n, t->done_cap = ncap;
-  }
-  if (buffer && valid && t->n_done < t->done_cap) {
-    t->done[t->n_done++] = (done_buf){buffer, valid};
-    buffer = NULL;
-  }
+  if (buffer && valid && ft__held_add(&t->done, buffer, valid)) buffer = NULL;
   pthread_mutex_unlock(&t->mu);
   if (buffer && valid) ft__warn("mupti: out of memory holding an activity buffer; its records are lost");
   ft__pool_put(buffer);
@@ -161,21 +147,22 @@ static void decode(mupti_tracer *t, const MUpti_Activity *rec) {
   t->implausible++; /* a break above: timestamps no real record has */
 }
 
-static void decode_all(mupti_tracer *t) {
-  for (size_t i = 0; i < t->n_done; i++) {
-    MUpti_Activity *rec = NULL;
-    for (size_t n = 0, bound = t->done[i].valid / 4 + 1; n < bound; n++) {
-      MUptiResult r = t->api.muptiActivityGetNextRecord(t->done[i].buf, t->done[i].valid, &rec);
-      if (r == MUPTI_ERROR_MAX_LIMIT_REACHED) break;
-      if (r != MUPTI_SUCCESS) {
-        ft__warn("mupti: reading an activity buffer failed (MUptiResult %d); the rest of it is lost", r);
-        break;
-      }
-      decode(t, rec);
+static void decode_buffer(void *ctx, uint8_t *buf, size_t valid) {
+  mupti_tracer *t = ctx;
+  MUpti_Activity *rec = NULL;
+  for (size_t n = 0, bound = valid / 4 + 1; n < bound; n++) {
+    MUptiResult r = t->api.muptiActivityGetNextRecord(buf, valid, &rec);
+    if (r == MUPTI_ERROR_MAX_LIMIT_REACHED) break;
+    if (r != MUPTI_SUCCESS) {
+      ft__warn("mupti: reading an activity buffer failed (MUptiResult %d); the rest of it is lost", r);
+      break;
     }
-    ft__pool_put(t->done[i].buf);
+    decode(t, rec);
   }
-  t->n_done = 0;
+}
+
+static void decode_all(mupti_tracer *t) {
+  ft__held_take_all(&t->done, decode_buffer, t);
   if (t->implausible) {
     ft__warn("mupti: %llu records with implausible timestamps were dropped (counted in dropped_records)",
              (unsigned long long)t->implausible);
@@ -287,8 +274,7 @@ static const char *mu_last_error(const ft_tracer *base) { return ((const mupti_t
 static void mu_destroy(ft_tracer *base) {
   mupti_tracer *t = (mupti_tracer *)base;
   if (t->armed) mu_stop(base);
-  for (size_t i = 0; i < t->n_done; i++) ft__pool_put(t->done[i].buf);
-  free(t->done);
+  ft__held_free(&t->done);
   pthread_mutex_destroy(&t->mu);
   free(t);
 }
