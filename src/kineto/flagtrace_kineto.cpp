@@ -204,6 +204,44 @@ class Session : public libkineto::IActivityProfilerSession {
   uint64_t* linked_count_ = nullptr;
 };
 
+// The device type a profile's rows are named for. The rules live in one Python
+// function (python/flagtrace/_device.py), which decides for both states of torch's
+// privateuse1 backend name -- the one input that changes after import, when a vendor
+// extension renames the backend -- and hands both answers here; configure() reads the
+// name and picks one. It does not call into Python: kineto calls configure() holding
+// its profiler mutex, with the GIL released (torch's _prepare_profiler), and a thread
+// holding the GIL may be waiting on that mutex (torch's _kineto_step, from every
+// Optimizer.step), so acquiring the GIL there can deadlock.
+struct DeviceChoice {
+  std::string device; // "cuda", "privateuse1", or "" (none: why says why)
+  std::string why;
+};
+static std::mutex choice_mu;
+// [0]: the backend has no name, [1]: it has one. Until Python says otherwise, the
+// automatic rule with a CUDA device.
+static DeviceChoice choice[2] = {{"cuda", "default"}, {"privateuse1", "default"}};
+static std::string configured; // what the last configure() chose, for tests
+static bool (*privateuse1_named)() = nullptr;
+
+void set_device_choice(const std::string& unnamed, const std::string& unnamed_why, const std::string& named,
+                       const std::string& named_why) {
+  std::lock_guard<std::mutex> g(choice_mu);
+  choice[0] = {unnamed, unnamed_why};
+  choice[1] = {named, named_why};
+}
+
+std::string configured_device() {
+  std::lock_guard<std::mutex> g(choice_mu);
+  return configured;
+}
+
+static DeviceChoice choose_device() {
+  bool named = privateuse1_named && privateuse1_named();
+  std::lock_guard<std::mutex> g(choice_mu);
+  configured = choice[named].device;
+  return choice[named];
+}
+
 class Profiler : public libkineto::IActivityProfiler {
  public:
   const std::string& name() const override { return name_; }
@@ -230,12 +268,17 @@ class Profiler : public libkineto::IActivityProfiler {
     }
     diag("configure: activities mask " + std::to_string(o.activities));
     if (!(o.activities & (FT_ACTIVITY_KERNEL | FT_ACTIVITY_MEMCPY | FT_ACTIVITY_MEMSET))) return nullptr;
+    DeviceChoice d = choose_device();
+    if (d.device.empty()) {
+      static std::once_flag said;
+      std::call_once(said, [&d] { std::fprintf(stderr, "flagtrace.torch: %s\n", d.why.c_str()); });
+      return nullptr;
+    }
+    diag("configure: rows named for " + d.device + " (" + d.why + ")");
     ft_session* s = nullptr;
     if (ft_session_create(&s, &o) != FT_OK) return nullptr;
-    return std::make_unique<Session>(s, runtime_is_cuda_);
+    return std::make_unique<Session>(s, d.device == "cuda");
   }
-
-  explicit Profiler(bool runtime_is_cuda) : runtime_is_cuda_(runtime_is_cuda) {}
 
  private:
   std::string name_ = "flagtrace";
@@ -243,12 +286,15 @@ class Profiler : public libkineto::IActivityProfiler {
                                      ActivityType::GPU_MEMSET,        ActivityType::CUDA_RUNTIME,
                                      ActivityType::CUDA_DRIVER,       ActivityType::PRIVATEUSE1_RUNTIME,
                                      ActivityType::PRIVATEUSE1_DRIVER};
-  bool runtime_is_cuda_;
 };
 
-// Registers flagtrace as kineto's device profiler. Returns 0 on success; otherwise
-// a one-line reason in msg and nothing changed.
-int install(bool runtime_is_cuda, std::string& msg) {
+// Registers flagtrace as kineto's device profiler, once per process (again: 0 and
+// nothing done). privateuse1_named tells whether torch's privateuse1 backend has a
+// name (the caller reads c10). Returns 0 on success; otherwise a one-line reason in
+// msg and kineto left as it was.
+int install(bool (*named)(), std::string& msg) {
+  static bool installed = false;
+  if (installed) return 0;
   auto& api = libkineto::api();
   if (api.isProfilerRegistered()) {
     // kineto initialized itself (with its own CUPTI in a CUDA build): two CUPTI
@@ -257,11 +303,26 @@ int install(bool runtime_is_cuda, std::string& msg) {
           "flagtrace cannot take over this process's profiler";
     return -1;
   }
+  // A tracer that cannot run (no vendor library, a build without one) would leave
+  // kineto CPU-only for nothing: torch.profiler keeps its own device profiling.
+  ft_session* probe = nullptr;
+  const char* why = "";
+  ft_status st = ft_session_create(&probe, nullptr);
+  if (st == FT_OK && ft_session_device_status(probe, &why) != FT_OK) st = FT_EUNAVAILABLE;
+  if (st != FT_OK) {
+    msg = std::string("this build's device tracer cannot run (") + (probe ? why : ft_strerror(st)) +
+          "): torch.profiler runs without flagtrace";
+    ft_session_destroy(probe);
+    return -1;
+  }
+  ft_session_destroy(probe);
+  privateuse1_named = named;
   // CPU-only kineto: torch's prepareTrace then skips its own (CUPTI) init, and
   // device activity comes from the child profiler registered below.
   libkineto_init(/*cpuOnly=*/true, /*logOnError=*/true);
   api.suppressLogMessages();
-  api.registerProfilerFactory([runtime_is_cuda] { return std::make_unique<Profiler>(runtime_is_cuda); });
+  api.registerProfilerFactory([] { return std::make_unique<Profiler>(); });
+  installed = true;
   diag("registered as kineto's child profiler");
   return 0;
 }
