@@ -1,7 +1,8 @@
 """Builds the flagtrace Python package against the installed torch (no network):
-    pip install --no-build-isolation ./python
-libflagtrace is built with CMake from the repository and shipped inside the package;
-the kineto adaptor is compiled against torch's own kineto headers."""
+    [FLAGOS_ACCELERATOR=ascend] pip install --no-build-isolation ./python
+libflagtrace is built with CMake from the repository (for FLAGOS_ACCELERATOR's tracer,
+else CMake's default) and shipped inside the package; the kineto adaptor is compiled
+against torch's own kineto headers."""
 import glob
 import os
 import shutil
@@ -18,8 +19,10 @@ LIBDIR = os.path.join(HERE, "flagtrace", "lib")
 class Build(BuildExtension):
     def run(self):
         build = os.path.join(ROOT, "build-python")
+        # always passed, so an unset variable means CMake's default, not a cached choice
+        accelerator = os.environ.get("FLAGOS_ACCELERATOR", "")
         subprocess.check_call(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DFT_BUILD_TESTS=OFF",
-                               "-DFT_BUILD_BENCH=OFF", "-DFT_BUILD_CLI=OFF"])
+                               "-DFT_BUILD_BENCH=OFF", "-DFT_BUILD_CLI=OFF", f"-DFLAGOS_ACCELERATOR={accelerator}"])
         subprocess.check_call(["cmake", "--build", build, "--target", "flagtrace", "-j", str(os.cpu_count() or 2)])
         # beside the sources (the extension links against it) and into the build
         # tree (package data is collected before build_ext runs, so put it there too)

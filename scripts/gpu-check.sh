@@ -77,8 +77,12 @@ step "python package: pip install --no-build-isolation ./python" \
   python3 -m pip install --no-build-isolation --no-deps ./python
 step "profiler baseline from native torch-cuda (tests/data/gen_profiler_baseline.py)" bash -c "
   python3 tests/data/gen_profiler_baseline.py && cp tests/data/profiler_cuda_baseline.json $OUT/"
-step "PyTorch integration: parity (7), contract, usage" \
-  env PYTHONUNBUFFERED=1 python3 -m pytest -v -p no:cacheprovider tests/integration
+# one pytest process per mode: torch's privateuse1 backend is renamed before the first
+# profile of its process (tests/integration/conftest.py)
+step "PyTorch integration [CPU, CUDA]: parity (7 + naming + every op's self time), contract, usage" \
+  env FLAGTRACE_TEST_MODE=cuda PYTHONUNBUFFERED=1 python3 -m pytest -v -p no:cacheprovider tests/integration
+step "PyTorch integration [CPU, PrivateUse1] renamed 'flagos': parity (7 + naming + every op's self time), contract, usage" \
+  env FLAGTRACE_TEST_MODE=privateuse1 PYTHONUNBUFFERED=1 python3 -m pytest -v -p no:cacheprovider tests/integration
 # P1-P6 against their baselines (bench/run.py); the dated table lands in $OUT and,
 # copied from there, in bench/results/.
 step "bench: P1-P6 (bench/run.py --gpu)" env PYTHONUNBUFFERED=1 python3 bench/run.py --gpu --build "$BUILD" --out "$OUT"

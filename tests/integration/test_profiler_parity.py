@@ -1,10 +1,12 @@
 """torch.profiler with flagtrace against native torch-cuda: the seed's seven
-structural assertions (§5), none a bare "> 0". The baseline is
-tests/data/profiler_cuda_baseline.json (tests/data/gen_profiler_baseline.py)."""
+structural assertions (§5), none a bare "> 0", plus the device-type naming and every
+op's self device time. The baseline is tests/data/profiler_cuda_baseline.json
+(tests/data/gen_profiler_baseline.py); in privateuse1 mode (conftest.py) its
+cuda_runtime/cuda_driver are matched by privateuse1_runtime/privateuse1_driver."""
 import json
 import os
 
-from conftest import DEVICE_CATS, flow_halves, runtime_events, xs
+from conftest import DEVICE_CATS, MODE, USE_DEVICE, flow_halves, runtime_events, xs
 
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "profiler_cuda_baseline.json")
 GENERIC_RUNTIME_NAMES = {"cudaRuntime", "cudaDriver"}
@@ -90,3 +92,39 @@ def test_capture_window_containment(capture):
     lo, hi = spans[0]["ts"], spans[0]["ts"] + spans[0]["dur"]
     out = [e for e in xs(doc, DEVICE_CATS) + runtime_events(doc) if e["ts"] < lo or e["ts"] + e["dur"] > hi + 0.001]
     assert not out, f"{len(out)} events escape [{lo}, {hi}]: {[(x['name'][:40], x['ts']) for x in out[:3]]}"
+
+
+def test_runtime_rows_named_for_the_mode(capture):
+    """cuda_runtime/cuda_driver for [CPU, CUDA], privateuse1_* for a renamed backend,
+    chosen at the first profile although flagtrace.torch was imported before the rename."""
+    assert capture["configured"] == MODE
+    cats = {e["cat"] for e in runtime_events(capture["doc"])}
+    # the workload calls both APIs (cuLaunchKernel for the odd-block kernel)
+    assert cats == {f"{MODE}_runtime", f"{MODE}_driver"}, cats
+
+
+def test_self_device_time_of_every_op(capture):
+    """key_averages()' self device time, under the mode's device, equals the sum of the
+    op's own device events (External id match) for every op that has any."""
+    doc = capture["doc"]
+    op_of = {e["args"]["External id"]: e["name"] for e in xs(doc, ("cpu_op",))}
+    owned = {}
+    for e in xs(doc, DEVICE_CATS):
+        op = op_of.get(e.get("args", {}).get("External id"))
+        if op is not None:
+            total, n = owned.get(op, (0.0, 0))
+            owned[op] = (total + e["dur"], n + 1)
+    assert {"aten::mm", "aten::sort"} <= set(owned), sorted(owned)
+    averages = {a.key: a for a in capture["averages"]}
+    wrong = {}
+    for op, (total, n) in sorted(owned.items()):
+        a = averages.get(op)
+        got = a.self_device_time_total if a else None
+        # 1 %, and a nanosecond per event for the trace's rounding
+        if got is None or abs(got - total) > 0.01 * total + 0.001 * n:
+            wrong[op] = (got, round(total, 3), n)
+    assert not wrong, f"op: (self device time, sum of its device events, how many; us): {wrong}"
+    timed = [a for a in capture["averages"] if a.self_device_time_total > 0]
+    assert {a.use_device for a in timed} == {USE_DEVICE}, {a.key: a.use_device for a in timed}
+    table = capture["averages"].table(sort_by="self_device_time_total", row_limit=5)
+    assert f"Self {USE_DEVICE.upper()}" in table, table
