@@ -21,6 +21,7 @@ __all__ = ["install", "resolve", "available", "reason", "DEVICES"]
 available = False  # flagtrace is torch.profiler's device profiler in this process
 reason = ""  # why not, when available is False
 _explicit = None  # install(device=...), normalized
+_env = None  # FLAGTRACE_TORCH_DEVICE as read by the last install()
 
 
 def _say(msg):
@@ -35,9 +36,10 @@ def _cuda_available():
 def resolve():
     """(device, why): the device type the next profile names its rows for, "cuda" or
     "privateuse1", and the rule that chose it; or (None, reason) when no device
-    activity would be recorded. Raises ValueError for an invalid FLAGTRACE_TORCH_DEVICE."""
+    activity would be recorded. FLAGTRACE_TORCH_DEVICE is the value the last install()
+    (the import) read. Raises ValueError for an invalid one."""
     import torch
-    return resolve_device(_explicit, os.environ.get(ENV), torch._C._get_privateuse1_backend_name(), _cuda_available)
+    return resolve_device(_explicit, _env, torch._C._get_privateuse1_backend_name(), _cuda_available)
 
 
 def _publish_choice(_C):
@@ -46,9 +48,10 @@ def _publish_choice(_C):
     extension renames the backend when it is imported); configure() reads that name in
     C++ and picks one. Deciding here keeps the rules in one Python function without
     taking the GIL inside kineto's configure (see flagtrace_kineto.cpp)."""
-    env = os.environ.get(ENV)
-    unnamed = resolve_device(_explicit, env, UNNAMED, _cuda_available)
-    named = resolve_device(_explicit, env, "any name but privateuseone", _cuda_available)
+    global _env
+    _env = os.environ.get(ENV)
+    unnamed = resolve_device(_explicit, _env, UNNAMED, _cuda_available)
+    named = resolve_device(_explicit, _env, "any name but privateuseone", _cuda_available)
     _C.set_device_choice(unnamed[0] or "", unnamed[1], named[0] or "", named[1])
 
 

@@ -132,6 +132,14 @@ class Glue(unittest.TestCase):
         t._C._get_privateuse1_backend_name = lambda: "flagos"  # a vendor extension imported later
         self.assertEqual(ft.resolve()[0], "privateuse1")
 
+    def test_env_is_read_by_install_not_later(self):
+        c = FakeC()
+        ft, _ = self.load(fake_torch(), c)
+        os.environ[ENV] = "privateuse1"  # restored by load's cleanup
+        self.assertEqual(ft.resolve()[0], "cuda")  # what the extension still holds
+        ft.install()
+        self.assertEqual((ft.resolve()[0], c.choices[-1]), ("privateuse1", ("privateuse1", "privateuse1")))
+
     def test_env_fixes_both_choices(self):
         c = FakeC()
         ft, err = self.load(fake_torch(), c, env="privateuse1")
