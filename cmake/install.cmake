@@ -4,7 +4,7 @@ include(CMakePackageConfigHelpers)
 
 # First, before any file: every destination must be writable, so that a read-only
 # prefix fails with one line and leaves nothing half-installed.
-set(FT_INSTALL_DIRS ${CMAKE_INSTALL_LIBDIR} ${CMAKE_INSTALL_INCLUDEDIR})
+set(FT_INSTALL_DIRS ${CMAKE_INSTALL_LIBDIR} ${CMAKE_INSTALL_INCLUDEDIR} ${CMAKE_INSTALL_DOCDIR})
 if(FT_BUILD_CLI)
   list(APPEND FT_INSTALL_DIRS ${CMAKE_INSTALL_BINDIR} ${CMAKE_INSTALL_MANDIR} ${CMAKE_INSTALL_DATADIR})
 endif()
@@ -17,6 +17,8 @@ install(TARGETS flagtrace EXPORT flagtraceTargets
 install(FILES include/flagtrace/flagtrace.h include/flagtrace/device_tracer.h
               ${FT_GENERATED_INCLUDE}/flagtrace/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flagtrace)
+
+install(FILES LICENSE CHANGELOG.md README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # pkg-config: prefix found from the .pc file's own place, so --prefix at install time works
 set(FT_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -2,9 +2,11 @@
 # Installs the build into a temporary prefix and uses only that prefix: builds
 # examples/embed.c with pkg-config and with find_package(flagtrace), runs both, runs
 # the installed flagtrace CLI, and checks a read-only prefix fails cleanly.
-# usage: test_install.sh BUILD_DIR SOURCE_DIR VERSION HAVE_INJECT(ON/OFF)
+# usage: test_install.sh BUILD_DIR SOURCE_DIR VERSION HAVE_INJECT(ON/OFF) [FT_SANITIZE]
 set -euo pipefail
-build=$1 src=$2 version=$3 inject=$4
+build=$1 src=$2 version=$3 inject=$4 san=${5:-}
+# a sanitized library needs a program built with the same sanitizers
+sanflags=${san:+-fsanitize=$san}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
@@ -18,7 +20,7 @@ real=$(readlink -f "$libdir/libflagtrace.so")
 soname=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libflagtrace.so.0 ] && [ -L "$libdir/$soname" ] || fail "SONAME '$soname' or its link missing"
 for f in include/flagtrace/flagtrace.h include/flagtrace/version.h include/flagtrace/device_tracer.h bin/flagtrace \
-         share/man/man1/flagtrace.1 share/bash-completion/completions/flagtrace; do
+         share/man/man1/flagtrace.1 share/bash-completion/completions/flagtrace share/doc/flagtrace/LICENSE; do
   [ -f "$p/$f" ] || fail "$f not installed"
 done
 [ -f "$libdir/pkgconfig/flagtrace.pc" ] || fail "flagtrace.pc not in $libdir/pkgconfig"
@@ -37,7 +39,7 @@ unset CPATH C_INCLUDE_PATH LIBRARY_PATH LD_LIBRARY_PATH CMAKE_PREFIX_PATH FLAGTR
 [ "$(pkg-config --modversion flagtrace)" = "$version" ] || fail "pkg-config --modversion"
 flags=$(pkg-config --cflags --libs flagtrace)
 case "$flags" in *"$build"*|*"$src"*) fail "pkg-config flags name the build or source tree: $flags" ;; esac
-cc -std=c11 -Wall -Werror embed.c $flags -Wl,-rpath,"$(pkg-config --variable=libdir flagtrace)" -o embed_pc
+cc -std=c11 -Wall -Werror $sanflags embed.c $flags -Wl,-rpath,"$(pkg-config --variable=libdir flagtrace)" -o embed_pc
 cat >CMakeLists.txt <<CM
 cmake_minimum_required(VERSION 3.20)
 project(embed_app LANGUAGES C)
@@ -45,7 +47,7 @@ find_package(flagtrace $version REQUIRED)
 add_executable(embed_cm embed.c)
 target_link_libraries(embed_cm PRIVATE flagtrace::flagtrace)
 CM
-cmake -S . -B cm -DCMAKE_PREFIX_PATH="$p" >cm.log 2>&1 || { cat cm.log; fail "find_package(flagtrace) configure"; }
+cmake -S . -B cm -DCMAKE_PREFIX_PATH="$p" -DCMAKE_C_FLAGS="$sanflags" >cm.log 2>&1 || { cat cm.log; fail "find_package(flagtrace) configure"; }
 cmake --build cm >>cm.log 2>&1 || { cat cm.log; fail "find_package(flagtrace) build"; }
 if grep -rqs -e "$build" -e "$src/include" cm/CMakeFiles/embed_cm.dir/flags.make cm/CMakeFiles/embed_cm.dir/link.txt; then
   fail "the find_package build uses the build or source tree"
