@@ -4,6 +4,7 @@ CMake builds libflagtrace, the flagtrace command and, on CUDA, its injection lib
 they ship inside the package (flagtrace/lib, flagtrace/bin; `flagtrace` runs the
 command). With torch installed, the kineto adaptor flagtrace._C is compiled too,
 against torch's own kineto headers. The version is CMakeLists.txt's project(VERSION)."""
+import importlib.util
 import os
 import re
 import shutil
@@ -30,6 +31,13 @@ def version():
 
 def fail(msg):
     sys.exit(f"flagtrace: {msg}")  # one line; pip stops before installing anything
+
+
+# pip builds a wheel even for `pip install`: setuptools before 70.1 needs the wheel
+# package for that, and without it would stop at "invalid command 'bdist_wheel'"
+if not (importlib.util.find_spec("wheel") or importlib.util.find_spec("setuptools.command.bdist_wheel")):
+    fail("building the Python package needs the 'wheel' package with this setuptools "
+         "(apt-get install python3-wheel, or pip install wheel)")
 
 
 def need_tool(what, env, names, package):
