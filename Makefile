@@ -6,34 +6,39 @@ FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: demo test test-sanitize test-tsan test-valgrind fuzz-regress fuzz bench deps clean
+.PHONY: demo test test-sanitize test-tsan test-valgrind fuzz-regress fuzz bench deps deps-build deps-test clean
 
+# Packages by need (scripts/deps.sh): the demo only builds; tests and CI add their tools.
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh ci
+deps-build:
+	@scripts/deps.sh build
+deps-test:
+	@scripts/deps.sh test
 
-demo: deps
+demo: deps-build
 	BUILD=$(BUILD) JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" scripts/demo.sh
 
-test: deps
-	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+test: deps-test
+	cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=ON $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 	python3 scripts/codegen/gen_cupti_runtime_cbid.py --check
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	python3 bench/run.py --quick --build $(BUILD) --out $(BUILD)/bench-quick
 
-test-sanitize: deps
-	cmake -S . -B $(ASAN_BUILD) -DFT_SANITIZE=address,undefined -DFT_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
+test-sanitize: deps-test
+	cmake -S . -B $(ASAN_BUILD) -DFT_BUILD_TESTS=ON -DFT_SANITIZE=address,undefined -DFT_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
 # The threaded tests (16 threads, ranges, the fake CUPTI) and the CPU path under TSan.
-test-tsan: deps
-	cmake -S . -B $(TSAN_BUILD) -DFT_SANITIZE=thread -DFT_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
+test-tsan: deps-test
+	cmake -S . -B $(TSAN_BUILD) -DFT_BUILD_TESTS=ON -DFT_SANITIZE=thread -DFT_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
 	cd $(TSAN_BUILD) && ctest --output-on-failure -R 'threads|test_session|test_json|cupti_fake|record'
 
 test-valgrind: deps
-	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 	scripts/valgrind.sh $(BUILD)
 
@@ -52,8 +57,8 @@ fuzz: $(FUZZ_BUILD)/fuzz/fuzz_writer
 	$(FUZZ_BUILD)/fuzz/fuzz_writer -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/writer
 	$(FUZZ_BUILD)/fuzz/fuzz_stats -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/stats
 
-bench: deps
-	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+bench: deps-test
+	cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=ON $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS) --target bench_writer bench_stats
 	python3 bench/run.py --build $(BUILD) --out bench/results
 

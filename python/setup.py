@@ -1,58 +1,116 @@
-"""Builds the flagtrace Python package against the installed torch (no network):
-    [FLAGOS_ACCELERATOR=ascend] pip install --no-build-isolation ./python
-libflagtrace is built with CMake from the repository (for FLAGOS_ACCELERATOR's tracer,
-else CMake's default) and shipped inside the package; the kineto adaptor is compiled
-against torch's own kineto headers."""
-import glob
+"""Builds the flagtrace Python package from this repository (no network):
+    pip install --no-build-isolation ./python      (or: pip wheel --no-build-isolation ./python)
+CMake builds libflagtrace, the flagtrace command and, on CUDA, its injection library;
+they ship inside the package (flagtrace/lib, flagtrace/bin; `flagtrace` runs the
+command). FLAGOS_ACCELERATOR picks the tracer ([FLAGOS_ACCELERATOR=ascend] pip install ...;
+unset: CMake's default). With torch installed, the kineto adaptor flagtrace._C is compiled too,
+against torch's own kineto headers. The version is CMakeLists.txt's project(VERSION)."""
+import importlib.util
 import os
+import re
 import shutil
 import subprocess
+import sys
 
-from setuptools import setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths
+from setuptools import Distribution, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 LIBDIR = os.path.join(HERE, "flagtrace", "lib")
 
+try:
+    from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths
+except ImportError:  # without torch: the library and the command, no kineto adaptor
+    BuildExtension, CppExtension = build_ext, None
+
+
+def version():
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        return re.search(r"project\(flagtrace VERSION ([0-9.]+)", f.read())[1]
+
+
+def fail(msg):
+    sys.exit(f"flagtrace: {msg}")  # one line; pip stops before installing anything
+
+
+# pip builds a wheel even for `pip install`: setuptools before 70.1 needs the wheel
+# package for that, and without it would stop at "invalid command 'bdist_wheel'"
+if not (importlib.util.find_spec("wheel") or importlib.util.find_spec("setuptools.command.bdist_wheel")):
+    fail("building the Python package needs the 'wheel' package with this setuptools "
+         "(apt-get install python3-wheel, or pip install wheel)")
+
+
+def need_tool(what, env, names, package):
+    cands = [os.environ[env].split()[0]] if os.environ.get(env) else names
+    if not any(shutil.which(c) for c in cands):
+        fail(f"building the Python package needs {what}: no {' or '.join(cands)} on PATH (apt-get install {package})")
+
+
+def run(cmd):
+    try:
+        subprocess.check_call(cmd)
+    except (OSError, subprocess.CalledProcessError) as e:
+        fail(f"'{' '.join(cmd)}' failed ({e}); its output is above")
+
 
 class Build(BuildExtension):
     def run(self):
+        need_tool("cmake", "CMAKE", ["cmake"], "cmake")
+        need_tool("a C compiler", "CC", ["cc", "gcc", "clang"], "gcc")
+        if CppExtension:
+            need_tool("a C++ compiler", "CXX", ["c++", "g++", "clang++"], "g++")
         build = os.path.join(ROOT, "build-python")
+        cmake = shutil.which(os.environ.get("CMAKE", "cmake"))
         # always passed, so an unset variable means CMake's default, not a cached choice
         accelerator = os.environ.get("FLAGOS_ACCELERATOR", "")
-        subprocess.check_call(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DFT_BUILD_TESTS=OFF",
-                               "-DFT_BUILD_BENCH=OFF", "-DFT_BUILD_CLI=OFF", f"-DFLAGOS_ACCELERATOR={accelerator}"])
-        subprocess.check_call(["cmake", "--build", build, "--target", "flagtrace", "-j", str(os.cpu_count() or 2)])
-        # beside the sources (the extension links against it) and into the build
-        # tree (package data is collected before build_ext runs, so put it there too)
-        for dest in (LIBDIR, os.path.join(self.build_lib, "flagtrace", "lib")):
-            os.makedirs(dest, exist_ok=True)
-            for lib in glob.glob(os.path.join(build, "libflagtrace.so*")):
-                shutil.copy(lib, os.path.join(dest, os.path.basename(lib)))  # links become files
+        run([cmake, "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DFT_BUILD_TESTS=OFF", "-DFT_BUILD_BENCH=OFF",
+             f"-DFLAGOS_ACCELERATOR={accelerator}"])
+        run([cmake, "--build", build, "-j", str(os.cpu_count() or 2)])
+        # Straight into the build tree, which becomes the wheel: the library under its
+        # SONAME (what flagtrace._C loads through its rpath), the injection library,
+        # and the command, where `record` finds ../lib/libflagtrace_inject.so.
+        # libflagtrace.so beside the sources is only for linking the extension.
+        pkg = os.path.join(self.build_lib, "flagtrace")
+        ship = {"lib": ["libflagtrace.so.0", "libflagtrace_inject.so"], "bin": ["flagtrace"]}
+        for sub, names in ship.items():
+            os.makedirs(os.path.join(pkg, sub), exist_ok=True)
+            for name in names:
+                if os.path.exists(os.path.join(build, name)):  # no injection library outside CUDA
+                    shutil.copy(os.path.join(build, name), os.path.join(pkg, sub, name))  # links become files
+        os.makedirs(LIBDIR, exist_ok=True)
+        shutil.copy(os.path.join(build, "libflagtrace.so"), os.path.join(LIBDIR, "libflagtrace.so"))
+        with open(os.path.join(pkg, "_version.py"), "w") as f:
+            f.write(f'"""Written by setup.py from CMakeLists.txt."""\n__version__ = "{version()}"\n')
         super().run()
 
 
-ext = CppExtension(
-    "flagtrace._C",
-    [os.path.relpath(os.path.join(ROOT, "src/kineto", f), HERE) for f in ("flagtrace_kineto.cpp", "module.cpp")],
-    # torch ships kineto's headers in include/kineto; they include each other by
-    # bare name, so that directory itself goes on the path
-    include_dirs=[os.path.join(ROOT, "include")] + [os.path.join(p, "kineto") for p in include_paths()
-                                                    if os.path.isdir(os.path.join(p, "kineto"))],
-    library_dirs=[LIBDIR],
-    libraries=["flagtrace"],
-    # torch exports neither fmt's vformat nor the KINETO_NAMESPACE macro's users
-    extra_compile_args=["-DFMT_HEADER_ONLY", "-DKINETO_NAMESPACE=libkineto", "-O2"],
-    extra_link_args=["-Wl,-rpath,$ORIGIN/lib"],
-)
+class BinaryDistribution(Distribution):
+    """The package carries native code even without the torch extension: a platform wheel."""
+
+    def has_ext_modules(self):
+        return True
+
+
+ext_modules = []
+if CppExtension:
+    ext_modules.append(CppExtension(
+        "flagtrace._C",
+        [os.path.relpath(os.path.join(ROOT, "src/kineto", f), HERE) for f in ("flagtrace_kineto.cpp", "module.cpp")],
+        # torch ships kineto's headers in include/kineto; they include each other by
+        # bare name, so that directory itself goes on the path. version.h is generated.
+        include_dirs=[os.path.join(ROOT, "include"), os.path.join(ROOT, "build-python", "include")]
+        + [os.path.join(p, "kineto") for p in include_paths() if os.path.isdir(os.path.join(p, "kineto"))],
+        library_dirs=[LIBDIR],
+        libraries=["flagtrace"],
+        # torch exports neither fmt's vformat nor the KINETO_NAMESPACE macro's users
+        extra_compile_args=["-DFMT_HEADER_ONLY", "-DKINETO_NAMESPACE=libkineto", "-O2"],
+        extra_link_args=["-Wl,-rpath,$ORIGIN/lib"],
+    ))
 
 setup(
-    name="flagtrace",
-    version="0.1.0",
-    description="Vendor-neutral GPU activity profiler: torch.profiler integration",
-    packages=["flagtrace"],
-    package_data={"flagtrace": ["lib/libflagtrace.so*"]},
-    ext_modules=[ext],
+    version=version(),
+    ext_modules=ext_modules,
     cmdclass={"build_ext": Build},
+    distclass=BinaryDistribution,
 )

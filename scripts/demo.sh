@@ -6,15 +6,19 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 JOBS=${JOBS:-$(nproc)}
 if nvidia-smi -L >/dev/null 2>&1 && command -v "${CUDACXX:-nvcc}" >/dev/null 2>&1; then
-  cmake -S . -B "$BUILD" -DFT_BUILD_GPU_TESTS=ON ${CMAKE_FLAGS:-} >/dev/null
+  cmake -S . -B "$BUILD" -DFT_BUILD_GPU_TESTS=ON -DFT_BUILD_TESTS=OFF -DFT_BUILD_BENCH=OFF ${CMAKE_FLAGS:-} >/dev/null
   cmake --build "$BUILD" -j "$JOBS" --target flagtrace_cli flagtrace_inject sample
   rm -f "$BUILD"/sample-*.json.gz
   "$BUILD/flagtrace" record -o "$BUILD/sample-%p.json.gz" -- "$BUILD/tests/gpu/sample"
   "$BUILD/flagtrace" stats "$BUILD"/sample-*.json.gz
-  echo "open $(ls "$BUILD"/sample-*.json.gz) in https://ui.perfetto.dev or chrome://tracing"
+  trace=$(ls "$BUILD"/sample-*.json.gz)
 else
   echo "make demo: no NVIDIA GPU here; summarizing tests/data/sample_h200.json.gz, recorded on an H200 by this same command"
-  cmake -S . -B "$BUILD" ${CMAKE_FLAGS:-} >/dev/null
+  # the build packages only (scripts/deps.sh build): no tests, no benchmarks
+  cmake -S . -B "$BUILD" -DFT_BUILD_TESTS=OFF -DFT_BUILD_BENCH=OFF ${CMAKE_FLAGS:-} >/dev/null
   cmake --build "$BUILD" -j "$JOBS" --target flagtrace_cli
-  "$BUILD/flagtrace" stats tests/data/sample_h200.json.gz
+  trace=tests/data/sample_h200.json.gz
+  "$BUILD/flagtrace" stats "$trace"
 fi
+echo
+echo "make demo: the trace is $trace; open it at https://ui.perfetto.dev (Open trace file) or in chrome://tracing (Load)"

@@ -1,7 +1,21 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and tests need, only those missing.
+# Installs the Debian packages a profile needs, only those missing:
+#   build  what `make demo` needs: compile the library and the flagtrace command
+#   test   build + what `make test` needs (cmocka, the Python test tools, pkg-config, groff)
+#   ci     test + what `.ci/run` adds (clang's libFuzzer, valgrind); the default
 set -euo pipefail
-need=(cmake gcc g++ make pkg-config zlib1g-dev libcmocka-dev libyajl-dev python3 clang libclang-rt-dev valgrind)
+profile=${1:-ci}
+build=(cmake gcc g++ make zlib1g-dev libyajl-dev)
+# python3-setuptools/-wheel/-venv/-pip: the wheel test builds and installs offline
+test=("${build[@]}" pkg-config libcmocka-dev python3 python3-pytest python3-setuptools python3-wheel python3-venv
+      python3-pip groff-base)
+ci=("${test[@]}" clang libclang-rt-dev valgrind)
+case $profile in
+  build) need=("${build[@]}") ;;
+  test) need=("${test[@]}") ;;
+  ci) need=("${ci[@]}") ;;
+  *) echo "usage: scripts/deps.sh [build|test|ci]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

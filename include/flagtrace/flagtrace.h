@@ -15,7 +15,7 @@ extern "C" {
 #define FT_EXPORT
 #endif
 
-#define FT_VERSION_STRING "0.1.0"
+#include "flagtrace/version.h" /* FT_VERSION_STRING, generated from CMakeLists.txt */
 
 /* Every status flagtrace returns. 0 is success; errors are negative. The list is
  * an X-macro so the enum and ft_strerror() can never disagree. */

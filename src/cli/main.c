@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "flagtrace/flagtrace.h"
+#include "ft_git_commit.h" /* FT_GIT_COMMIT: "" outside a git checkout */
 
 #ifndef FT_TRACER_NAME
 #define FT_TRACER_NAME "unknown"
@@ -48,7 +49,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
-    printf("flagtrace %s (accelerator %s, tracer %s)\n", ft_version(), FT_ACCELERATOR_NAME, FT_TRACER_NAME);
+    printf("flagtrace %s (accelerator %s, tracer %s%s%s)\n", ft_version(), FT_ACCELERATOR_NAME, FT_TRACER_NAME,
+           FT_GIT_COMMIT[0] ? ", commit " : "", FT_GIT_COMMIT);
     return 0;
   }
   if (!strcmp(cmd, "record")) return ft_cli_record(argc - 1, argv + 1);

@@ -56,7 +56,13 @@ static bool valid_trace_list(const char *list) {
   return n > 0 && list[strlen(list) - 1] != ',';
 }
 
-/* The injection library: FLAGTRACE_INJECT_LIBRARY, else beside this executable. */
+#ifndef FT_INJECT_RELDIR
+#define FT_INJECT_RELDIR "../lib/flagtrace"
+#endif
+
+/* The injection library: FLAGTRACE_INJECT_LIBRARY, else beside this executable (a
+ * build tree, the wheel's flagtrace/bin and flagtrace/lib), else where
+ * `cmake --install` puts it: ${libdir}/flagtrace, FT_INJECT_RELDIR from bindir. */
 static bool find_inject(char *out, size_t len) {
   const char *env = getenv("FLAGTRACE_INJECT_LIBRARY");
   if (env && *env) {
@@ -69,7 +75,7 @@ static bool find_inject(char *out, size_t len) {
   exe[n] = '\0';
   char *dir = dirname(exe);
   static const char *const rel[] = {"libflagtrace_inject.so", "../lib/libflagtrace_inject.so",
-                                    "../lib/flagtrace/libflagtrace_inject.so"};
+                                    FT_INJECT_RELDIR "/libflagtrace_inject.so"};
   for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
     snprintf(out, len, "%s/%s", dir, rel[i]);
     if (access(out, R_OK) == 0) return true;

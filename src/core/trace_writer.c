@@ -451,8 +451,8 @@ ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
     if (!ft__in_window(e, p.lo, p.hi)) continue;
     /* The slice is written before its flow halves (Perfetto binds by order). */
     write_event(s, &p, o, e, base);
-    uint64_t plo, phi;
-    uint32_t pdev, pstream;
+    uint64_t plo = 0, phi = 0; /* set by project(); zeroed for GCC -O3's maybe-uninitialized */
+    uint32_t pdev = 0, pstream = 0;
     if (e->kind == FT__EV_CPU_RANGE && project(&p, e, &plo, &phi, &pdev, &pstream))
       write_projection(&p, o, e, plo, phi, pdev, pstream, base, s);
     write_flows(s, &p, o, i, e, base);

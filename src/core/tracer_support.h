@@ -94,4 +94,10 @@ bool ft__open_vendor_library(const char *const *candidates, size_t n, const char
     return 0;                                                                                                \
   }
 
+/* The demangled form of a mangled C++ name ("_Z..."), malloc'd (the caller frees),
+ * or NULL when name is not mangled or cannot be demangled (keep the raw name).
+ * libstdc++'s __cxa_demangle is looked up at first use, so the library never
+ * needs libstdc++ (demangle.c). Thread-safe. */
+char *ft__demangle(const char *name);
+
 #endif

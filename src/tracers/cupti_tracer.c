@@ -135,8 +135,6 @@ static uint32_t os_tid(uint32_t cupti_tid) {
 
 /* ---- names ---- */
 
-extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
-
 static const char *const runtime_names[] = {
 #include "generated/cupti_runtime_cbid.inc"
 };
@@ -347,12 +345,8 @@ static const char *kernel_name(const char *raw) {
       if (names.keys[i] == raw) return names.vals[i];
     }
   }
-  int status = 0;
-  char *dm = __cxa_demangle(raw, NULL, NULL, &status);
-  if (!dm || status) {
-    free(dm);
-    return raw;
-  }
+  char *dm = ft__demangle(raw);
+  if (!dm) return raw;
   if ((names.len + 1) * 2 > names.cap) {
     size_t ncap = names.cap ? names.cap * 2 : 256;
     const char **nk = calloc(ncap, sizeof *nk);

@@ -14,8 +14,6 @@
 #include "roctracer_shim.h"
 #include "tracer_support.h"
 
-extern char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
-
 typedef struct roc_tracer {
   ft_tracer base;
   ft__roctracer_api api;
@@ -102,10 +100,9 @@ static void decode(roc_tracer *t, const roctracer_record *r, char **demangled) {
                         .device = (uint32_t)r->u.device.device_id, .stream = (uint32_t)r->u.device.queue_id};
   if (r->kind == HIP_KIND_KERNEL) {
     const char *raw = r->v.kernel_name ? r->v.kernel_name : "<unnamed kernel>";
-    int status = 0;
-    *demangled = raw[0] == '_' && raw[1] == 'Z' ? __cxa_demangle(raw, NULL, NULL, &status) : NULL;
+    *demangled = ft__demangle(raw);
     ev.kind = FT_EVENT_KERNEL;
-    ev.name = *demangled && !status ? *demangled : raw;
+    ev.name = *demangled ? *demangled : raw;
     emit(t, &ev, NULL, 0); /* the HIP_OPS record has no grid or block: omitted */
     return;
   }

@@ -1,4 +1,6 @@
 """End-to-end: the flagtrace binary's --help, --version and its errors."""
+import os
+import re
 import subprocess
 import sys
 
@@ -14,9 +16,17 @@ assert r.returncode == 0, r
 assert r.stdout.startswith("usage: flagtrace"), r.stdout
 assert "FLAGOS_TRACE" in r.stdout and "FLAGOS_TRACER_LIBRARY" in r.stdout
 
+# the version is CMakeLists.txt's project(VERSION); from a git checkout, the commit too
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+version = re.search(r"project\(flagtrace VERSION ([0-9.]+)", open(os.path.join(root, "CMakeLists.txt")).read())[1]
+checkout = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True).returncode == 0
 r = run("--version")
 assert r.returncode == 0, r
-assert r.stdout.strip() == f"flagtrace 0.1.0 (accelerator {accel}, tracer {tracer})", r.stdout
+m = re.fullmatch(rf"flagtrace {re.escape(version)} \(accelerator {accel}, tracer {tracer}(, commit ([0-9a-f]{{12}})(-dirty)?)?\)\n",
+                 r.stdout)
+assert m and bool(m[1]) == checkout, (r.stdout, checkout)
+if checkout:  # a commit of this repository (HEAD may have moved since the build)
+    assert subprocess.run(["git", "-C", root, "cat-file", "-e", m[2] + "^{commit}"]).returncode == 0, r.stdout
 
 for bad, word in (("--bogus", "unknown option '--bogus'"), ("frobnicate", "unknown command 'frobnicate'")):
     r = run(bad)

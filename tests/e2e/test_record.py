@@ -9,7 +9,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-from trace_checks import Results, check_flows_paired, check_window, load, xs  # noqa: E402
+from trace_checks import Results, Skip, check_flows_paired, check_window, load, xs  # noqa: E402
 
 flagtrace, driver = sys.argv[1], sys.argv[2]
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()  # e.g. valgrind (scripts/valgrind.sh)
@@ -124,8 +124,7 @@ def _(d):
     mnt = os.path.join(d, "tiny")
     os.mkdir(mnt)
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", mnt], capture_output=True).returncode:
-        print("     (skipped: cannot mount a small tmpfs here)")
-        return
+        raise Skip("cannot mount a small tmpfs here")
     try:
         r = record("-o", os.path.join(mnt, "t.json"), "--", driver, "many")
         assert r.returncode == 0, r

@@ -1,6 +1,8 @@
 """Structural checks of a flagtrace Chrome trace, shared by the GPU tests."""
 import gzip
 import json
+import os
+import re
 import sys
 from collections import Counter, defaultdict
 
@@ -61,17 +63,29 @@ def device_time_by_external_id(doc):
     return total
 
 
+class Skip(Exception):
+    """Raised by a check that cannot run here, with the reason; counted apart from passes."""
+
+
 class Results:
-    """A minimal runner: PASS/FAIL per check, then the closing 'N passed, M failed'."""
+    """A minimal runner: PASS/FAIL/SKIP per check, then the closing 'N passed, M failed'.
+    FT_TEST_ONLY / FT_TEST_EXCLUDE (regexes on the check's name) pick the checks, so a
+    check that may skip runs as its own ctest (exit 77 when all it ran skipped)."""
 
     def __init__(self):
-        self.passed = self.failed = 0
+        self.passed = self.failed = self.skipped = 0
+        self.only, self.exclude = os.environ.get("FT_TEST_ONLY"), os.environ.get("FT_TEST_EXCLUDE")
 
     def check(self, name, fn, *args):
+        if (self.only and not re.search(self.only, name)) or (self.exclude and re.search(self.exclude, name)):
+            return
         try:
             fn(*args)
             self.passed += 1
             print(f"PASS {name}")
+        except Skip as e:
+            self.skipped += 1
+            print(f"SKIP {name}: {e}")
         except AssertionError as e:
             self.failed += 1
             print(f"FAIL {name}: {e}")
@@ -84,5 +98,8 @@ class Results:
         return wrap
 
     def finish(self):
-        print(f"{self.passed} passed, {self.failed} failed")
-        sys.exit(1 if self.failed else 0)
+        print(f"{self.passed} passed, {self.failed} failed" + (f", {self.skipped} skipped" if self.skipped else ""))
+        if not (self.passed or self.failed or self.skipped):
+            print("FAIL: no check ran (FT_TEST_ONLY / FT_TEST_EXCLUDE match nothing?)")
+            sys.exit(1)
+        sys.exit(1 if self.failed else 77 if not self.passed else 0)

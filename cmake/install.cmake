@@ -1,0 +1,62 @@
+# `cmake --install`: the library, its headers, pkg-config and CMake packages, the CLI
+# with its injection library, man page and bash completion (GNUInstallDirs layout).
+include(CMakePackageConfigHelpers)
+
+# First, before any file: every destination must be writable, so that a read-only
+# prefix fails with one line and leaves nothing half-installed.
+set(FT_INSTALL_DIRS ${CMAKE_INSTALL_LIBDIR} ${CMAKE_INSTALL_INCLUDEDIR} ${CMAKE_INSTALL_DOCDIR})
+if(FT_BUILD_CLI)
+  list(APPEND FT_INSTALL_DIRS ${CMAKE_INSTALL_BINDIR} ${CMAKE_INSTALL_MANDIR} ${CMAKE_INSTALL_DATADIR})
+endif()
+install(CODE "set(FT_INSTALL_DIRS \"${FT_INSTALL_DIRS}\")")
+install(SCRIPT ${CMAKE_SOURCE_DIR}/cmake/install_check.cmake)
+
+install(TARGETS flagtrace EXPORT flagtraceTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES include/flagtrace/flagtrace.h include/flagtrace/device_tracer.h
+              ${FT_GENERATED_INCLUDE}/flagtrace/version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flagtrace)
+
+install(FILES LICENSE CHANGELOG.md README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# pkg-config: prefix found from the .pc file's own place, so --prefix at install time works
+set(FT_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+foreach(d INCLUDEDIR LIBDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${d}}")
+    set(FT_PC_${d} "${CMAKE_INSTALL_${d}}")
+  else()
+    set(FT_PC_${d} "\${prefix}/${CMAKE_INSTALL_${d}}")
+  endif()
+endforeach()
+if(IS_ABSOLUTE "${FT_PKGCONFIG_DIR}")
+  message(FATAL_ERROR "flagtrace: CMAKE_INSTALL_LIBDIR must be relative to the prefix (the .pc and CMake files are relocatable)")
+endif()
+file(RELATIVE_PATH FT_PC_PREFIX_FROM_PCDIR /p/${FT_PKGCONFIG_DIR} /p)
+configure_file(cmake/flagtrace.pc.in ${CMAKE_BINARY_DIR}/flagtrace.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/flagtrace.pc DESTINATION ${FT_PKGCONFIG_DIR})
+
+# CMake: find_package(flagtrace [0.1]) -> flagtrace::flagtrace; 0.x minors are not compatible
+set(FT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/flagtrace)
+install(EXPORT flagtraceTargets NAMESPACE flagtrace:: DESTINATION ${FT_CMAKE_DIR})
+configure_package_config_file(cmake/flagtraceConfig.cmake.in ${CMAKE_BINARY_DIR}/flagtraceConfig.cmake
+                              INSTALL_DESTINATION ${FT_CMAKE_DIR})
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/flagtraceConfigVersion.cmake COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/flagtraceConfig.cmake ${CMAKE_BINARY_DIR}/flagtraceConfigVersion.cmake
+        DESTINATION ${FT_CMAKE_DIR})
+
+if(FT_BUILD_CLI)
+  # flagtrace(1) rendered from the built CLI's own --help texts, so the two cannot drift
+  add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/flagtrace.1
+    COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:flagtrace_cli> -DVERSION=${PROJECT_VERSION}
+            -DOUT=${CMAKE_BINARY_DIR}/flagtrace.1 -P ${CMAKE_SOURCE_DIR}/cmake/gen_man.cmake
+    DEPENDS flagtrace_cli ${CMAKE_SOURCE_DIR}/cmake/gen_man.cmake VERBATIM)
+  add_custom_target(ft_man ALL DEPENDS ${CMAKE_BINARY_DIR}/flagtrace.1)
+  install(TARGETS flagtrace_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(FILES ${CMAKE_BINARY_DIR}/flagtrace.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  install(FILES completions/flagtrace DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+endif()
+if(FT_HAVE_INJECT)
+  # where `record` looks for it (FT_INJECT_RELDIR)
+  install(TARGETS flagtrace_inject LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/flagtrace)
+endif()

@@ -1,0 +1,11 @@
+# Each of LIBS must not NEED libstdc++ (a C library; __cxa_demangle is found at run time).
+foreach(lib ${LIBS})
+  execute_process(COMMAND ${READELF} -d ${lib} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR NOT dyn MATCHES "NEEDED")
+    message(FATAL_ERROR "readelf -d ${lib} failed or lists no NEEDED entry")
+  endif()
+  if(dyn MATCHES "NEEDED[^\n]*libstdc\\+\\+")
+    message(FATAL_ERROR "${lib} NEEDs libstdc++")
+  endif()
+  message(STATUS "${lib}: no libstdc++ among its NEEDED entries")
+endforeach()

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The bash completion, sourced into a plain bash: commands, each command's options
+# (as its --help lists them), option values, comma lists and the command after --.
+# usage: test_completion.sh FLAGTRACE_EXE COMPLETION_FILE
+set -uo pipefail
+exe=$1
+# shellcheck source=/dev/null
+source "$2"
+fails=0
+complete_line() { # words...; the last word is the one being completed
+  COMP_WORDS=("$exe" "$@")
+  COMP_CWORD=$#
+  _flagtrace
+  printf '%s\n' "${COMPREPLY[@]}" | sort -u | tr '\n' ' '
+}
+expect() { # expected-reply words...
+  local want=$1 got
+  shift
+  got=$(complete_line "$@")
+  if [ "$got" != "$want" ]; then
+    echo "FAIL: flagtrace $* -> '$got', want '$want'" >&2
+    fails=$((fails + 1))
+  fi
+}
+expect "stats " st
+expect "record " rec
+expect "--help --version -V -h record stats " ""
+expect "--capture-range= " record --ca
+expect "cudaProfilerApi " record --capture-range = ""
+expect "kernel,memcpy kernel,memset " record -t kernel,mem
+expect "memcpy memset " record --trace mem
+expect "csv " stats --format c
+expect "csv json table " stats -f ""
+expect "kernels,api kernels,gpu kernels,memory kernels,ops " stats --report kernels,
+expect "--format --help --report -f -h -r " stats -
+# after --, record completes a command, then that command's arguments
+expect "echo " record -o x.json -- ech
+cd "$(mktemp -d)" && touch x.json && trap 'rm -rf "$PWD"' EXIT
+expect "x.json " record -- ech x.js
+expect "x.json " stats x
+# every option a command's --help lists is offered, and nothing else
+for cmd in record stats; do
+  want=$("$exe" "$cmd" --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z-]+=?' | grep -oE -- '--?[a-z-]+=?' | sort -u | tr '\n' ' ')
+  got=$(complete_line "$cmd" -)
+  for o in $want; do
+    case " $got " in *" $o "*) ;; *) echo "FAIL: flagtrace $cmd - does not offer $o ($got)" >&2; fails=$((fails + 1)) ;; esac
+  done
+done
+# the value lists are the ones the help texts name
+"$exe" record --help | grep -q "kernel,memcpy,memset,runtime,driver,nvtx" || { echo "FAIL: record's --trace list changed" >&2; fails=$((fails + 1)); }
+for r in kernels api memory ops gpu; do
+  "$exe" stats --help | grep -qE "^ +$r  " || { echo "FAIL: stats --help no longer lists report '$r'" >&2; fails=$((fails + 1)); }
+done
+[ $fails -eq 0 ] || exit 1
+echo "1 passed, 0 failed"

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix and uses only that prefix: builds
+# examples/embed.c with pkg-config and with find_package(flagtrace), runs both, runs
+# the installed flagtrace CLI, and checks a read-only prefix fails cleanly.
+# usage: test_install.sh BUILD_DIR SOURCE_DIR VERSION HAVE_INJECT(ON/OFF) [FT_SANITIZE]
+set -euo pipefail
+build=$1 src=$2 version=$3 inject=$4 san=${5:-}
+# a sanitized library needs a program built with the same sanitizers
+sanflags=${san:+-fsanitize=$san}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
+p=$tmp/prefix
+
+cmake --install "$build" --prefix "$p" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
+libdir=$(dirname "$(find "$p" -name libflagtrace.so)")
+[ -n "$libdir" ] || fail "no libflagtrace.so under $p"
+real=$(readlink -f "$libdir/libflagtrace.so")
+[ "$(basename "$real")" = "libflagtrace.so.$version" ] || fail "libflagtrace.so -> $real, want libflagtrace.so.$version"
+soname=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$soname" = libflagtrace.so.0 ] && [ -L "$libdir/$soname" ] || fail "SONAME '$soname' or its link missing"
+for f in include/flagtrace/flagtrace.h include/flagtrace/version.h include/flagtrace/device_tracer.h bin/flagtrace \
+         share/man/man1/flagtrace.1 share/bash-completion/completions/flagtrace share/doc/flagtrace/LICENSE; do
+  [ -f "$p/$f" ] || fail "$f not installed"
+done
+[ -f "$libdir/pkgconfig/flagtrace.pc" ] || fail "flagtrace.pc not in $libdir/pkgconfig"
+[ -f "$libdir/cmake/flagtrace/flagtraceConfigVersion.cmake" ] || fail "CMake package not in $libdir/cmake/flagtrace"
+grep -q "FT_VERSION_STRING \"$version\"" "$p/include/flagtrace/version.h" || fail "version.h does not say $version"
+if [ "$inject" = ON ]; then
+  [ -f "$libdir/flagtrace/libflagtrace_inject.so" ] || fail "libflagtrace_inject.so not in $libdir/flagtrace"
+fi
+
+# Nothing from the source or build tree: the example is copied, only $p is searched.
+mkdir "$tmp/app"
+cp "$src/examples/embed.c" "$tmp/app/"
+cd "$tmp/app"
+export PKG_CONFIG_LIBDIR=$libdir/pkgconfig PKG_CONFIG_PATH=
+unset CPATH C_INCLUDE_PATH LIBRARY_PATH LD_LIBRARY_PATH CMAKE_PREFIX_PATH FLAGTRACE_INJECT_LIBRARY
+[ "$(pkg-config --modversion flagtrace)" = "$version" ] || fail "pkg-config --modversion"
+flags=$(pkg-config --cflags --libs flagtrace)
+case "$flags" in *"$build"*|*"$src"*) fail "pkg-config flags name the build or source tree: $flags" ;; esac
+cc -std=c11 -Wall -Werror $sanflags embed.c $flags -Wl,-rpath,"$(pkg-config --variable=libdir flagtrace)" -o embed_pc
+cat >CMakeLists.txt <<CM
+cmake_minimum_required(VERSION 3.20)
+project(embed_app LANGUAGES C)
+find_package(flagtrace $version REQUIRED)
+add_executable(embed_cm embed.c)
+target_link_libraries(embed_cm PRIVATE flagtrace::flagtrace)
+CM
+cmake -S . -B cm -DCMAKE_PREFIX_PATH="$p" -DCMAKE_C_FLAGS="$sanflags" >cm.log 2>&1 || { cat cm.log; fail "find_package(flagtrace) configure"; }
+cmake --build cm >>cm.log 2>&1 || { cat cm.log; fail "find_package(flagtrace) build"; }
+if grep -rqs -e "$build" -e "$src/include" cm/CMakeFiles/embed_cm.dir/flags.make cm/CMakeFiles/embed_cm.dir/link.txt; then
+  fail "the find_package build uses the build or source tree"
+fi
+# a version newer than this one is refused by the version file
+sed "s/flagtrace $version REQUIRED/flagtrace 99.0 REQUIRED/" CMakeLists.txt >CMakeLists.tmp && mv CMakeLists.tmp CMakeLists.txt
+if cmake -S . -B cm99 -DCMAKE_PREFIX_PATH="$p" >cm99.log 2>&1; then fail "find_package(flagtrace 99.0) was accepted"; fi
+
+for exe in ./embed_pc ./cm/embed_cm; do
+  lib=$(ldd "$exe" | sed -n 's/.*libflagtrace.so.0 => \([^ ]*\).*/\1/p')
+  [ "$(readlink -f "$lib")" = "$real" ] || fail "$exe loads libflagtrace from '$lib', not $p"
+  FLAGOS_TRACER_LIBRARY=/nonexistent/libvendor.so "$exe" "$tmp/app/${exe##*/}.json.gz" >run.log || fail "$exe failed"
+  grep -q "6 CPU ranges" run.log || fail "$exe: $(cat run.log)"
+done
+
+# The installed CLI: its version, and stats on the example's trace and a bundled one.
+out=$("$p/bin/flagtrace" --version)
+[[ $out == "flagtrace $version ("* ]] || fail "installed flagtrace --version: $out"
+"$p/bin/flagtrace" stats --format json "$tmp/app/embed_pc.json.gz" >stats.json || fail "installed flagtrace stats"
+python3 - stats.json <<'PY' || fail "stats of the example's trace"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+ops = {r["name"]: r for r in doc["ops"]}
+assert set(ops) == {"step", "compute"} and ops["step"]["calls"] == 3, doc["ops"]
+PY
+"$p/bin/flagtrace" stats --report kernels "$src/tests/data/sample_h200.json.gz" | grep -q "saxpy(float, float const\*, float\*, int)" ||
+  fail "installed flagtrace stats on tests/data/sample_h200.json.gz"
+if [ "$inject" = ON ]; then # record finds the injection library it was installed with
+  got=$("$p/bin/flagtrace" record -- sh -c 'echo "$CUDA_INJECTION64_PATH"')
+  [ "$(readlink -f "$got")" = "$(readlink -f "$libdir/flagtrace/libflagtrace_inject.so")" ] ||
+    fail "installed record uses '$got'"
+fi
+
+# A prefix we may not write: one line, non-zero, and nothing installed.
+ro=$tmp/readonly
+mkdir "$ro"
+as_user=()
+if [ "$(id -u)" -eq 0 ]; then # root writes anywhere: try as nobody
+  command -v setpriv >/dev/null || { echo "SKIPPED: read-only prefix check needs setpriv as root"; exit 77; }
+  chmod 755 "$tmp"
+  as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+fi
+chmod 555 "$ro"
+set +e
+"${as_user[@]}" cmake --install "$build" --prefix "$ro/usr" >ro.log 2>&1
+rc=$?
+set -e
+[ $rc -ne 0 ] || fail "install into a read-only prefix succeeded"
+grep -q "^flagtrace: cannot install into $ro/usr: $ro is not a writable directory; nothing was installed" ro.log ||
+  { cat ro.log; fail "read-only prefix: no clear line"; }
+[ -z "$(ls -A "$ro")" ] || fail "read-only prefix: something was installed: $(ls -A "$ro")"
+echo "1 passed, 0 failed"
