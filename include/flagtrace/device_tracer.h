@@ -122,10 +122,11 @@ struct ft_tracer {
 
 enum { FT_FLOW_NONE = 0, FT_FLOW_START = 1, FT_FLOW_END = 2 };
 
-/* One exported device or API event with its flow half. One flow per event, ids
- * below 2^32 (what kineto's activities hold): the launching API call gets START,
- * the first device event of the launch END, both with the vendor correlation id;
- * further device events of the same launch (graphs) get none, so no half dangles.
+/* One exported device or API event with its flow half, as torch-cuda draws them:
+ * the launching API call gets START and every device event of the launch END, all
+ * with the vendor correlation id (below 2^32, what kineto's activities hold), so a
+ * graph replay's nodes all point at their one launch. No half dangles: a launch
+ * gets START only when some device event of it is exported, and the other way round.
  * Pointers are valid during the visitor call only. */
 typedef struct ft_export_event {
   ft_device_event event;

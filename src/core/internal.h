@@ -242,7 +242,8 @@ ft_status ft__session_fail(ft_session *s, ft_status status, const char *fmt, ...
 typedef struct ft__export_stats {
   uint64_t exported;
   uint64_t window_discarded;
-  uint64_t flows;
+  uint64_t flows;       /* device events with a flow end */
+  uint64_t flow_starts; /* launches with a flow start (a graph replay: one for all its nodes) */
 } ft__export_stats;
 
 /* Writes the session's trace to o (kineto layout); with o NULL, only computes stats. */

@@ -8,7 +8,6 @@
 typedef struct flowrec {
   uint32_t owner; /* index + 1 of the first in-window runtime event with the id */
   uint32_t n_dev; /* in-window device events it launched */
-  uint32_t next_k; /* flows already handed to device events while writing */
   bool owner_is_runtime;
   /* the device work of this launch, for range projections */
   uint64_t dev_lo, dev_hi;
@@ -90,6 +89,16 @@ static flowrec *flow_of(const plan *p, uint32_t corr) {
 
 static bool has_flow_role(const ft__event *e) {
   return e->correlation_id && (ft__is_api_kind(e->kind) || ft__is_device_kind(e->kind));
+}
+
+/* FT_FLOW_START for the launch that owns a correlation id with device work in the
+ * output, FT_FLOW_END for each of that work's device events, else FT_FLOW_NONE.
+ * Valid once plan_build has run. */
+static int flow_role(const plan *p, size_t i, const ft__event *e) {
+  const flowrec *f = has_flow_role(e) ? flow_of(p, e->correlation_id) : NULL;
+  if (!f || !f->owner || !f->n_dev) return FT_FLOW_NONE;
+  if (ft__is_api_kind(e->kind)) return f->owner == i + 1 ? FT_FLOW_START : FT_FLOW_NONE;
+  return FT_FLOW_END;
 }
 
 /* Sizes the flow table from the in-window ids: dense when their span is at most
@@ -224,7 +233,7 @@ static ft_status plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t 
       continue;
     flowrec *f = flow_of(p, e->correlation_id);
     if (!f || !f->owner) continue; /* launch not in the output: no flow */
-    f->n_dev++;
+    p->stats.flow_starts += !f->n_dev++;
     p->stats.flows++;
     if (!f->dev_hi) {
       f->dev_lo = e->start_ns;
@@ -236,11 +245,6 @@ static ft_status plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t 
   }
   return p->has_ranges ? collect_calls(s, p) : FT_OK;
 }
-
-/* Flow ids: the first device event of a launch keeps the vendor id itself (what
- * kineto and HTA expect); further device events of the same launch (graphs) get
- * k << 32 | id, which no 32-bit vendor id can collide with. Never 0. */
-static uint64_t flow_id(uint32_t corr, uint64_t k) { return k << 32 | corr; }
 
 static void out_key(ft__out *o, const char *key) {
   ft__out_json_string(o, key, strlen(key));
@@ -369,18 +373,16 @@ static void write_event(const ft_session *s, plan *p, ft__out *o, const ft__even
   ft__out_write(o, "}}", 2);
 }
 
+/* torch-cuda's arrows: one start on the launch and an end on every device event it
+ * launched, all with the vendor id (a graph replay's five nodes share their launch's
+ * start), so every device event is linked and ids stay below 2^32. */
 static void write_flows(const ft_session *s, plan *p, ft__out *o, size_t i, const ft__event *e,
                         uint64_t base) {
-  if (!has_flow_role(e)) return;
-  flowrec *f = flow_of(p, e->correlation_id);
-  if (!f || !f->owner) return;
-  if (ft__is_api_kind(e->kind)) {
-    if (f->owner != i + 1) return; /* not the owner */
-    for (uint64_t k = 0; k < f->n_dev; k++)
-      out_flow(o, 's', flow_id(e->correlation_id, k), s->pid, e->thread_id, e->start_ns - base);
-    return;
-  }
-  out_flow(o, 'f', flow_id(e->correlation_id, f->next_k++), e->device, e->stream, e->start_ns - base);
+  int role = flow_role(p, i, e);
+  if (role == FT_FLOW_START)
+    out_flow(o, 's', e->correlation_id, s->pid, e->thread_id, e->start_ns - base);
+  else if (role == FT_FLOW_END)
+    out_flow(o, 'f', e->correlation_id, e->device, e->stream, e->start_ns - base);
 }
 
 static void write_projection(plan *p, ft__out *o, const ft__event *r, uint64_t lo, uint64_t hi, uint32_t dev,
@@ -505,16 +507,8 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
                                    .thread_id = dev ? 0 : e->thread_id,
                                    .name = ft__intern_str(&store->names, e->name_id),
                                    .metadata = kv, .n_metadata = e->meta_count}};
-    flowrec *f = has_flow_role(e) ? flow_of(&p, e->correlation_id) : NULL;
-    if (f && f->owner && f->n_dev) {
-      if (ft__is_api_kind(e->kind) && f->owner == i + 1) {
-        x.flow = FT_FLOW_START;
-        x.flow_id = e->correlation_id;
-      } else if (ft__is_device_kind(e->kind) && f->next_k++ == 0) {
-        x.flow = FT_FLOW_END;
-        x.flow_id = e->correlation_id;
-      }
-    }
+    x.flow = flow_role(&p, i, e);
+    if (x.flow != FT_FLOW_NONE) x.flow_id = e->correlation_id;
     if (visit(ctx, &x)) break;
   }
   free(kv);

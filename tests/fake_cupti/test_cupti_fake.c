@@ -235,22 +235,95 @@ static void test_graphs_orphans_and_window(void **state) {
   yajl_val doc = ft_test_render(s);
   assert_null(ft_test_find_x(doc, "kernel", "before_start", 0));
   expect_dim(ft_test_get(ft_test_find_x(doc, "kernel", "orphan", 0), "args"), "block", 31, 1, 1);
-  /* three device events of one launch: ids g, 1<<32|g, 2<<32|g, each paired */
+  /* three device events of one launch: one start and three ends, all with id g */
   yajl_val ev = ft_test_get(doc, "traceEvents");
-  for (uint64_t k = 0; k < 3; k++) {
-    long long want = (long long)(k << 32 | g);
-    int s_n = 0, f_n = 0;
-    for (size_t i = 0; i < ev->u.array.len; i++) {
-      yajl_val e = ev->u.array.values[i];
-      yajl_val id = ft_test_get(e, "id");
-      if (!id || YAJL_GET_INTEGER(id) != want) continue;
-      if (!strcmp(ft_test_str(e, "ph"), "s")) s_n++;
-      if (!strcmp(ft_test_str(e, "ph"), "f")) f_n++;
-    }
-    assert_int_equal(s_n, 1);
-    assert_int_equal(f_n, 1);
+  int s_n = 0, f_n = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    yajl_val id = ft_test_get(e, "id");
+    if (!id) continue;
+    assert_int_equal(YAJL_GET_INTEGER(id), g);
+    if (!strcmp(ft_test_str(e, "ph"), "s")) s_n++;
+    if (!strcmp(ft_test_str(e, "ph"), "f")) f_n++;
   }
+  assert_int_equal(s_n, 1);
+  assert_int_equal(f_n, 3);
   yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+typedef struct graph_tally {
+  int starts, ends, kernels, foreign;
+  uint32_t start_ids[8];
+} graph_tally;
+
+static int graph_visit(void *ctx, const ft_export_event *x) {
+  graph_tally *t = ctx;
+  if (x->flow == FT_FLOW_START) t->start_ids[t->starts++ & 7] = (uint32_t)x->flow_id;
+  if (x->event.kind == FT_EVENT_KERNEL) {
+    t->kernels++;
+    /* every node: an end whose id is its own launch's, attributed to op 42 */
+    if (x->flow != FT_FLOW_END || x->flow_id != x->event.correlation_id || !x->event.has_external_id ||
+        x->event.external_id != 42)
+      t->foreign++;
+    else
+      t->ends++;
+  }
+  return 0;
+}
+
+/* Five replays of a five-node graph (issue 13): torch-cuda links all 25 nodes to
+ * their cudaGraphLaunch, one start per launch and one end per node, in both front ends. */
+static void test_graph_replays_link_every_node(void **state) {
+  (void)state;
+  ft_session *s = started();
+  fake_launch g = kernel("graph_node", 1, 1, 1, 32, 8, 0, 1000);
+  g.device_records = 5;
+  g.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000;
+  uint32_t corr[5];
+  assert_int_equal(ft_correlation_push(s, 42), FT_OK);
+  for (int i = 0; i < 5; i++) corr[i] = launch(&g);
+  assert_int_equal(ft_correlation_pop(s), FT_OK);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft_session_counts c;
+  assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
+  assert_int_equal(c.flows, 25);
+  yajl_val doc = ft_test_render(s);
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  int s_n[5] = {0}, f_n[5] = {0};
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    const char *ph = ft_test_str(e, "ph");
+    if (strcmp(ph, "s") && strcmp(ph, "f")) continue;
+    long long id = YAJL_GET_INTEGER(ft_test_get(e, "id"));
+    int which = -1;
+    for (int k = 0; k < 5; k++)
+      if (id == corr[k]) which = k;
+    assert_true(which >= 0);
+    if (!strcmp(ph, "s")) s_n[which]++;
+    else {
+      f_n[which]++;
+      /* the end sits on a node of that launch: the slice before it carries the id */
+      yajl_val slice = ev->u.array.values[i - 1];
+      assert_string_equal(ft_test_str(slice, "cat"), "kernel");
+      assert_int_equal(num(ft_test_get(slice, "args"), "correlation"), id);
+      assert_int_equal(num(ft_test_get(slice, "args"), "External id"), 42);
+    }
+  }
+  for (int k = 0; k < 5; k++) {
+    assert_int_equal(s_n[k], 1);
+    assert_int_equal(f_n[k], 5);
+  }
+  assert_non_null(ft_test_find_x(doc, "cuda_runtime", "cudaGraphLaunch", 0));
+  yajl_tree_free(doc);
+  graph_tally t = {0};
+  assert_int_equal(ft_session_foreach_event(s, 0, UINT64_MAX, graph_visit, &t, NULL), FT_OK);
+  assert_int_equal(t.kernels, 25);
+  assert_int_equal(t.ends, 25);
+  assert_int_equal(t.foreign, 0);
+  assert_int_equal(t.starts, 5);
+  for (int k = 0; k < 5; k++) assert_int_equal(t.start_ids[k], corr[k]);
   ft_session_destroy(s);
 }
 
@@ -479,6 +552,7 @@ int main(void) {
       cmocka_unit_test(test_copies_sets_and_runtime_names),
       cmocka_unit_test(test_contract),
       cmocka_unit_test(test_graphs_orphans_and_window),
+      cmocka_unit_test(test_graph_replays_link_every_node),
       cmocka_unit_test(test_driver_launches_and_activity_selection),
       cmocka_unit_test(test_per_launch_queries_left_out),
       cmocka_unit_test(test_framework_correlation_push_pop),
