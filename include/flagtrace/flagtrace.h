@@ -63,7 +63,8 @@ enum {
 
 typedef struct ft_session_options {
   /* Distributed rank and world size for the trace's distributedInfo; -1 means
-   * unknown (then RANK/WORLD_SIZE from the environment are used, else 0/1). */
+   * unknown (then RANK/WORLD_SIZE from the environment are used). A trace whose
+   * rank is unknown has no distributedInfo; world_size is written when known. */
   int rank;
   int world_size;
   /* Process name shown on the CPU row; NULL uses the program name. */

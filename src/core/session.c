@@ -81,8 +81,10 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
   }
   s->state = FT__S_CREATED;
   s->pid = (uint32_t)getpid();
-  s->rank = opts->rank >= 0 ? opts->rank : env_int("RANK", 0);
-  s->world_size = opts->world_size >= 1 ? opts->world_size : env_int("WORLD_SIZE", 1);
+  /* -1: unknown, and then no distributedInfo at all (issue 13: a torchrun launcher
+   * writing rank 0 beside the real rank 0 misleads HTA) */
+  s->rank = opts->rank >= 0 ? opts->rank : env_int("RANK", -1);
+  s->world_size = opts->world_size >= 1 ? opts->world_size : env_int("WORLD_SIZE", -1);
   s->activities = opts->activities & FT_ACTIVITY_ALL;
   if (opts->process_name)
     snprintf(s->process_name, sizeof s->process_name, "%s", opts->process_name);

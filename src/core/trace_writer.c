@@ -406,12 +406,17 @@ static void write_header(const ft_session *s, const plan *p, ft__out *o, uint64_
   const char *why = "";
   bool collected = ft_session_device_status(s, &why) == FT_OK;
   FT__OUT_LIT(o, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n");
-  /* HTA finds the rank with the regex "rank":\s+(\d+): keep the space. */
-  FT__OUT_LIT(o, "  \"distributedInfo\": {\"rank\": ");
-  ft__out_i64(o, s->rank);
-  FT__OUT_LIT(o, ", \"world_size\": ");
-  ft__out_i64(o, s->world_size);
-  ft__out_str(o, "},\n  \"flagtrace\": {\"version\": \"" FT_VERSION_STRING "\", \"tracer\": ");
+  if (s->rank >= 0) {
+    /* HTA finds the rank with the regex "rank":\s+(\d+): keep the space. */
+    FT__OUT_LIT(o, "  \"distributedInfo\": {\"rank\": ");
+    ft__out_i64(o, s->rank);
+    if (s->world_size >= 1) {
+      FT__OUT_LIT(o, ", \"world_size\": ");
+      ft__out_i64(o, s->world_size);
+    }
+    FT__OUT_LIT(o, "},\n");
+  }
+  ft__out_str(o, "  \"flagtrace\": {\"version\": \"" FT_VERSION_STRING "\", \"tracer\": ");
   ft__out_json_string(o, s->tracer->ops->name, strlen(s->tracer->ops->name));
   ft__out_str(o, collected ? ", \"device_activity\": true" : ", \"device_activity\": false");
   FT__OUT_LIT(o, ", \"device_status\": ");
