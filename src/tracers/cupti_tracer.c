@@ -60,6 +60,7 @@ typedef struct cupti_tracer {
   ft__occ_device devs[MAX_DEVICES];
   signed char dev_state[MAX_DEVICES]; /* 0 unknown, 1 known, -1 unavailable */
   const ft_event_sink *sink;
+  bool all_apis; /* FLAGTRACE_CUPTI_ALL_APIS: no API row left out */
   bool armed;
   unsigned kinds; /* FT_KIND_BIT set armed at start */
   bool range_only;            /* watching cudaProfilerStart: kinds enabled there, not at start */
@@ -434,6 +435,29 @@ static void decode_memcpy(cupti_tracer *t, const CUpti_ActivityMemcpy6 *c) {
   emit(t, &ev, &m);
 }
 
+/* Peer-to-peer copies arrive only under CUPTI_ACTIVITY_KIND_MEMCPY2 (measured on two
+ * H200s): on the device and stream that ran them, with kineto's keys and order. */
+static void decode_p2p(cupti_tracer *t, const CUpti_ActivityMemcpyPtoP4 *c) {
+  char name[96];
+  snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", memcpy_kind(c->copyKind), memory_kind(c->srcKind),
+           memory_kind(c->dstKind));
+  uint64_t s, e;
+  if (!span(t, c->start, c->end, &s, &e)) return;
+  ft_device_event ev = {.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = e,
+                        .correlation_id = c->correlationId, .device = c->deviceId,
+                        .stream = c->streamId, .name = name};
+  mdbuf m = {.n = 0, .used = 0};
+  md_add(&m, "fromDevice", "%u", c->srcDeviceId);
+  md_add(&m, "inDevice", "%u", c->deviceId);
+  md_add(&m, "toDevice", "%u", c->dstDeviceId);
+  md_add(&m, "fromContext", "%u", c->srcContextId);
+  md_add(&m, "inContext", "%u", c->contextId);
+  md_add(&m, "toContext", "%u", c->dstContextId);
+  md_add(&m, "bytes", "%llu", (unsigned long long)c->bytes);
+  md_bandwidth(&m, c->bytes, c->start, c->end);
+  emit(t, &ev, &m);
+}
+
 static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
   char name[64];
   snprintf(name, sizeof name, "Memset (%s)", memory_kind(s->memoryKind));
@@ -449,7 +473,10 @@ static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
   emit(t, &ev, &m);
 }
 
+static bool api_left_out(const cupti_tracer *t, bool driver, uint32_t cbid);
+
 static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver) {
+  if (api_left_out(t, driver, a->cbid)) return;
   uint64_t s, e;
   if (!span(t, a->start, a->end, &s, &e)) return;
   ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = e,
@@ -468,6 +495,9 @@ static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
     break;
   case CUPTI_ACTIVITY_KIND_MEMCPY:
     decode_memcpy(t, (const CUpti_ActivityMemcpy6 *)rec);
+    break;
+  case CUPTI_ACTIVITY_KIND_MEMCPY2:
+    decode_p2p(t, (const CUpti_ActivityMemcpyPtoP4 *)rec);
     break;
   case CUPTI_ACTIVITY_KIND_MEMSET:
     decode_memset(t, (const CUpti_ActivityMemset4 *)rec);
@@ -692,20 +722,58 @@ static bool cu_available(const ft_tracer *base, const char **why) {
 static const struct {
   unsigned ft_kind;
   CUpti_ActivityKind cupti;
+  bool optional; /* a library without it still traces the rest */
 } kind_map[] = {
-    {FT_EVENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, {FT_EVENT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
-    {FT_EVENT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET},            {FT_EVENT_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME},
-    {FT_EVENT_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER},
+    {FT_EVENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, false},
+    {FT_EVENT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY, false},
+#ifndef FT_MCPTI /* MCPTI's record sizes for it are not in our facts */
+    {FT_EVENT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, true}, /* peer-to-peer copies */
+#endif
+    {FT_EVENT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET, false},
+    {FT_EVENT_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME, false},
+    {FT_EVENT_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER, false},
 };
 enum { N_KINDS = sizeof kind_map / sizeof kind_map[0] };
 
-/* High-frequency queries the runtime and torch make around every launch; kineto
- * leaves the same ones out. Recording them cost torch's add_ loop 8 API records per
- * op instead of 1 (measured on the H200, CUDA 13). FLAGTRACE_CUPTI_ALL_APIS=1 keeps them. */
-static const CUpti_CallbackId quiet_runtime[] = {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020};
+/* API rows as torch-cuda's (kineto 2.11, CuptiActivityApi.cpp, CuptiActivityProfiler.cpp
+ * and CuptiCbidRegistry.cpp): CUPTI is told not to record the per-launch queries
+ * below at all (they cost torch's add_ loop 8 API records per op instead of 1,
+ * measured on the H200), kineto's runtime blocklist is left out, and of the driver
+ * API only kineto's tracked calls are kept (launches and the cuMem* virtual-memory
+ * calls): cuPointerGetAttribute, cuOccupancy*, cuLibraryGetKernel, our own
+ * cuDeviceGetAttribute queries, ... are not rows. FLAGTRACE_CUPTI_ALL_APIS=1 keeps
+ * everything. The ids are CUPTI's; MCPTI numbers its APIs differently. */
+static const CUpti_CallbackId quiet_runtime[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,         CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,      CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020};
 static const CUpti_CallbackId quiet_driver[] = {
     CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute, CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState,
-    CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName};
+    CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName,
+    CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute};
+static const CUpti_CallbackId kept_driver[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuMemCreate,     CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+    CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,      CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
+    CUPTI_DRIVER_TRACE_CBID_cuMemExportToShareableHandle, CUPTI_DRIVER_TRACE_CBID_cuMemImportFromShareableHandle};
+
+static bool in_list(const CUpti_CallbackId *ids, size_t n, uint32_t cbid) {
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] == cbid) return true;
+  return false;
+}
+
+/* Decode-time half of the filter, for CUPTIs without the per-API switch. */
+static bool api_left_out(const cupti_tracer *t, bool driver, uint32_t cbid) {
+#ifdef FT_MCPTI
+  (void)t, (void)driver, (void)cbid;
+  return false;
+#else
+  if (t->all_apis) return false;
+  if (driver) return !in_list(kept_driver, sizeof kept_driver / sizeof *kept_driver, cbid);
+  return in_list(quiet_runtime, sizeof quiet_runtime / sizeof *quiet_runtime, cbid);
+#endif
+}
 
 static void quiet_apis(cupti_tracer *t, bool driver) {
 #ifdef FT_MCPTI
@@ -713,7 +781,7 @@ static void quiet_apis(cupti_tracer *t, bool driver) {
   return;
 #endif
   /* set both ways: CUPTI keeps a per-API switch across sessions */
-  uint8_t keep = ft__env_flag("FLAGTRACE_CUPTI_ALL_APIS");
+  uint8_t keep = t->all_apis;
   ft__pfn_cuptiActivityEnableRuntimeApi fn = driver ? t->api.cuptiActivityEnableDriverApi
                                                     : t->api.cuptiActivityEnableRuntimeApi;
   const CUpti_CallbackId *ids = driver ? quiet_driver : quiet_runtime;
@@ -738,6 +806,7 @@ static ft_status enable_kinds(cupti_tracer *t) {
     if (!(t->kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
     st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, kind_map[i].cupti);
     ft__log("cupti: enable kind %d: %s", (int)kind_map[i].cupti, st ? t->err : "ok");
+    if (st && kind_map[i].optional) st = FT_OK;
     if (!st && (kind_map[i].ft_kind == FT_EVENT_RUNTIME || kind_map[i].ft_kind == FT_EVENT_DRIVER))
       quiet_apis(t, kind_map[i].ft_kind == FT_EVENT_DRIVER);
   }
@@ -755,6 +824,7 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     return FT_EBUSY;
   }
   t->sink = sink;
+  t->all_apis = ft__env_flag("FLAGTRACE_CUPTI_ALL_APIS");
   atomic_store(&t->range_enabled, false);
   register_thread();
   atomic_store(&dropped_total, 0);

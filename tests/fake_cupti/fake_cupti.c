@@ -85,6 +85,7 @@ static size_t record_size(CUpti_ActivityKind k) {
   switch (k) {
   case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
   case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+  case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
   case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
   case CUPTI_ACTIVITY_KIND_RUNTIME:
   case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
@@ -200,8 +201,8 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
       k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
       k->start = start;
       k->end = start + dur;
-      k->deviceId = 0;
-      k->contextId = 1;
+      k->deviceId = l->device;
+      k->contextId = 1 + l->device;
       k->streamId = l->stream ? l->stream : 7;
       k->gridX = l->grid[0], k->gridY = l->grid[1], k->gridZ = l->grid[2];
       k->blockX = l->block[0], k->blockY = l->block[1], k->blockZ = l->block[2];
@@ -219,8 +220,26 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
       c->bytes = l->bytes;
       c->start = start;
       c->end = start + dur;
-      c->contextId = 1;
+      c->deviceId = l->device;
+      c->contextId = 1 + l->device;
       c->streamId = l->stream ? l->stream : 7;
+      c->correlationId = corr;
+    } else if (l->kind == FAKE_P2P && is_enabled(CUPTI_ACTIVITY_KIND_MEMCPY2)) {
+      CUpti_ActivityMemcpyPtoP4 *c = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMCPY2);
+      c->kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+      c->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+      c->srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+      c->dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+      c->bytes = l->bytes;
+      c->start = start;
+      c->end = start + dur;
+      c->deviceId = l->device;
+      c->contextId = 1 + l->device;
+      c->streamId = l->stream ? l->stream : 7;
+      c->srcDeviceId = l->src_device;
+      c->srcContextId = 1 + l->src_device;
+      c->dstDeviceId = l->dst_device;
+      c->dstContextId = 1 + l->dst_device;
       c->correlationId = corr;
     } else if (l->kind == FAKE_MEMSET && is_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) {
       CUpti_ActivityMemset4 *s = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMSET);

@@ -366,32 +366,111 @@ static void test_driver_launches_and_activity_selection(void **state) {
   ft_session_destroy(s);
 }
 
-/* The per-launch queries (cudaGetDevice, cuKernelGetName, ...) stay out of the
- * trace, as in kineto's; FLAGTRACE_CUPTI_ALL_APIS=1 brings them back. */
-static void test_per_launch_queries_left_out(void **state) {
+/* API rows as torch-cuda's (issue 13): kineto's runtime blocklist and every driver
+ * call but its tracked ones stay out, with CUPTI's per-API switch and without it
+ * (decode-time filter); FLAGTRACE_CUPTI_ALL_APIS=1 brings them back. */
+static void test_api_rows_as_kineto(void **state) {
   (void)state;
-  for (int all = 0; all < 2; all++) {
+  static const uint32_t left_rt[] = {
+      CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020};
+  static const char *const left_rt_names[] = {"cudaGetDevice", "cudaSetDevice", "cudaGetLastError",
+                                              "cudaEventCreate", "cudaEventCreateWithFlags", "cudaEventDestroy"};
+  static const uint32_t left_drv[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuKernelGetName, CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttribute,
+      CUPTI_DRIVER_TRACE_CBID_cuOccupancyMaxActiveBlocksPerMultiprocessor, CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction, CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute,
+      CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent};
+  static const char *const left_drv_names[] = {"cuKernelGetName", "cuPointerGetAttribute",
+                                               "cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuLibraryGetKernel",
+                                               "cuKernelGetFunction", "cuDeviceGetAttribute", "cuCtxGetCurrent"};
+  for (int mode = 0; mode < 3; mode++) {
+    bool all = mode == 2;
+    if (mode == 1) setenv("FAKE_CUPTI_NO_API_SWITCH", "1", 1);
     if (all) setenv("FLAGTRACE_CUPTI_ALL_APIS", "1", 1);
     ft_session *s = started();
-    fake_launch get_device = {.kind = FAKE_RUNTIME_ONLY, .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020};
-    fake_launch get_name = {.kind = FAKE_RUNTIME_ONLY, .driver = 1, .cbid = CUPTI_DRIVER_TRACE_CBID_cuKernelGetName};
+    for (size_t i = 0; i < sizeof left_rt / sizeof *left_rt; i++) {
+      fake_launch q = {.kind = FAKE_RUNTIME_ONLY, .cbid = left_rt[i]};
+      launch(&q);
+    }
+    for (size_t i = 0; i < sizeof left_drv / sizeof *left_drv; i++) {
+      fake_launch q = {.kind = FAKE_RUNTIME_ONLY, .driver = 1, .cbid = left_drv[i]};
+      launch(&q);
+    }
     fake_launch get_count = {.kind = FAKE_RUNTIME_ONLY, .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020};
+    fake_launch mem_create = {.kind = FAKE_RUNTIME_ONLY, .driver = 1, .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemCreate};
     fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 100);
-    launch(&get_device);
-    launch(&get_name);
+    fake_launch kex = kernel("kex", 1, 1, 1, 32, 8, 0, 100);
+    kex.driver = 1;
+    kex.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx;
     launch(&get_count);
+    launch(&mem_create);
     launch(&k);
+    launch(&kex);
     ft_test_settle();
     assert_int_equal(ft_session_stop(s), FT_OK);
     yajl_val doc = ft_test_render(s);
+    /* kept in every mode */
     assert_non_null(ft_test_find_x(doc, "cuda_runtime", "cudaLaunchKernel", 0));
-    assert_non_null(ft_test_find_x(doc, "cuda_runtime", "cudaGetDeviceCount", 0)); /* not on the list */
-    assert_int_equal(ft_test_find_x(doc, "cuda_runtime", "cudaGetDevice", 0) != NULL, all);
-    assert_int_equal(ft_test_find_x(doc, "cuda_driver", "cuKernelGetName", 0) != NULL, all);
+    assert_non_null(ft_test_find_x(doc, "cuda_runtime", "cudaGetDeviceCount", 0));
+    assert_non_null(ft_test_find_x(doc, "cuda_driver", "cuMemCreate", 0));
+    assert_non_null(ft_test_find_x(doc, "cuda_driver", "cuLaunchKernelEx", 0));
+    for (size_t i = 0; i < sizeof left_rt / sizeof *left_rt; i++)
+      if ((ft_test_find_x(doc, "cuda_runtime", left_rt_names[i], 0) != NULL) != all)
+        fail_msg("mode %d: %s", mode, left_rt_names[i]);
+    for (size_t i = 0; i < sizeof left_drv / sizeof *left_drv; i++)
+      if ((ft_test_find_x(doc, "cuda_driver", left_drv_names[i], 0) != NULL) != all)
+        fail_msg("mode %d: %s", mode, left_drv_names[i]);
+    assert_int_equal(count_cat(doc, "X", "cuda_runtime"), all ? 8 : 2);
+    assert_int_equal(count_cat(doc, "X", "cuda_driver"), all ? 9 : 2);
     yajl_tree_free(doc);
     ft_session_destroy(s);
+    unsetenv("FAKE_CUPTI_NO_API_SWITCH");
   }
   unsetenv("FLAGTRACE_CUPTI_ALL_APIS");
+}
+
+/* Peer-to-peer copies come as CUPTI_ACTIVITY_KIND_MEMCPY2 records: torch-cuda's name
+ * and args, on the device that ran them, linked to their launch (issue 13). */
+static void test_peer_to_peer_copies(void **state) {
+  (void)state;
+  ft_session *s = started();
+  fake_launch p2p = {.kind = FAKE_P2P, .bytes = 16 << 20, .dur_ns = 100000, .device = 1, .src_device = 0,
+                     .dst_device = 1, .stream = 13, .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020};
+  assert_int_equal(ft_correlation_push(s, 77), FT_OK);
+  uint32_t corr = launch(&p2p);
+  assert_int_equal(ft_correlation_pop(s), FT_OK);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  yajl_val e = ft_test_find_x(doc, "gpu_memcpy", "Memcpy PtoP (Device -> Device)", 0);
+  assert_non_null(e);
+  assert_int_equal(num(e, "pid"), 1);
+  assert_int_equal(num(e, "tid"), 13);
+  yajl_val a = ft_test_get(e, "args");
+  assert_int_equal(num(a, "External id"), 77);
+  assert_int_equal(num(a, "correlation"), corr);
+  assert_int_equal(num(a, "device"), 1);
+  assert_int_equal(num(a, "fromDevice"), 0);
+  assert_int_equal(num(a, "inDevice"), 1);
+  assert_int_equal(num(a, "toDevice"), 1);
+  assert_int_equal(num(a, "fromContext"), 1);
+  assert_int_equal(num(a, "inContext"), 2);
+  assert_int_equal(num(a, "toContext"), 2);
+  assert_int_equal(num(a, "bytes"), 16 << 20);
+  assert_true(fabs(num(a, "memory bandwidth (GB/s)") - (16 << 20) / 100000.0) < 1e-9);
+  /* kineto's key order after the ids */
+  static const char *const order[] = {"fromDevice", "inDevice", "toDevice", "fromContext",
+                                      "inContext", "toContext", "bytes", "memory bandwidth (GB/s)"};
+  size_t at = 0;
+  for (size_t i = 0; i < a->u.object.len && at < 8; i++)
+    if (!strcmp(a->u.object.keys[i], order[at])) at++;
+  assert_int_equal(at, 8);
+  assert_int_equal(count_cat(doc, "f", "ac2g"), 1);
+  assert_int_equal(count_cat(doc, "s", "ac2g"), 1);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
 }
 
 static void test_framework_correlation_push_pop(void **state) {
@@ -554,7 +633,8 @@ int main(void) {
       cmocka_unit_test(test_graphs_orphans_and_window),
       cmocka_unit_test(test_graph_replays_link_every_node),
       cmocka_unit_test(test_driver_launches_and_activity_selection),
-      cmocka_unit_test(test_per_launch_queries_left_out),
+      cmocka_unit_test(test_api_rows_as_kineto),
+      cmocka_unit_test(test_peer_to_peer_copies),
       cmocka_unit_test(test_framework_correlation_push_pop),
       cmocka_unit_test(test_pop_unwinds_the_vendor_stack),
       cmocka_unit_test(test_dropped_records_are_reported),
