@@ -99,7 +99,15 @@ typedef struct ft_tracer_ops {
   ft_status (*stop)(ft_tracer *t);
   ft_status (*push_correlation)(ft_tracer *t, uint64_t external_id);
   ft_status (*pop_correlation)(ft_tracer *t);
+  /* Devices the vendor reports (0 when it cannot tell); read after stop. */
   int (*device_count)(const ft_tracer *t);
+  /* Optional (NULL when the vendor offers no device queries): the properties of
+   * device (0 .. device_count-1) as kineto's deviceProperties names them (name,
+   * totalGlobalMem, computeMajor, ..., numSms); only those the vendor offers.
+   * Values are text, written raw when provably a JSON literal. Returns how many;
+   * *props stays valid until destroy. Called after stop, so that these queries
+   * are never recorded as the program's own API calls. */
+  size_t (*device_properties)(ft_tracer *t, int device, const ft_kv **props);
   /* Records the vendor reported as dropped since start. */
   uint64_t (*dropped_records)(const ft_tracer *t);
   /* The last vendor error text ("" when none), owned by the tracer. */

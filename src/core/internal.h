@@ -229,6 +229,11 @@ struct ft_session {
   uint64_t next_external_id;
   uint64_t dropped;
   int rank, world_size;
+  /* deviceProperties: per device, its entries in store.kvs (read at stop) */
+  struct ft__devprop {
+    uint32_t first, count;
+  } *devprops;
+  int n_devprops;
   unsigned activities;
   char process_name[128];
   uint32_t pid;

@@ -114,6 +114,7 @@ void ft_session_destroy(ft_session *s) {
   if (s->state == FT__S_RUNNING) ft_session_stop(s);
   if (s->tracer) s->tracer->ops->destroy(s->tracer);
   ft__store_free(&s->store);
+  free(s->devprops);
   free(s->corr_ext);
   ft__map_free(&s->open_ranges);
   ft__vec_free(&s->open_vec);
@@ -224,6 +225,38 @@ ft_status ft_session_start(ft_session *s) {
   return FT_OK;
 }
 
+enum { MAX_DEVPROPS = 64 };
+
+/* deviceProperties: one entry per device the vendor reports, read once the tracer
+ * has stopped, so that these queries never show as the program's API calls. A
+ * failure only leaves the list shorter. */
+static void snapshot_devices(ft_session *s) {
+  const ft_tracer_ops *ops = s->tracer->ops;
+  int n = ops->device_count ? ops->device_count(s->tracer) : 0;
+  if (n <= 0 || s->devprops) return;
+  if (n > MAX_DEVPROPS) n = MAX_DEVPROPS;
+  s->devprops = calloc((size_t)n, sizeof *s->devprops);
+  if (!s->devprops) return;
+  pthread_mutex_lock(&s->mu);
+  for (int d = 0; d < n; d++) {
+    const ft_kv *kv = NULL;
+    size_t m = ops->device_properties ? ops->device_properties(s->tracer, d, &kv) : 0;
+    s->devprops[d].first = (uint32_t)s->store.kvs.len;
+    for (size_t i = 0; i < m; i++) {
+      ft__kvid id;
+      ft__kvid *slot;
+      if (ft__intern(&s->store.names, kv[i].key, strlen(kv[i].key), &id.key) ||
+          ft__intern(&s->store.values, kv[i].value, strlen(kv[i].value), &id.value) ||
+          !(slot = ft__vec_push(&s->store.kvs)))
+        break;
+      *slot = id;
+      s->devprops[d].count++;
+    }
+    s->n_devprops = d + 1;
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
 ft_status ft_session_stop(ft_session *s) {
   if (!s) return FT_EINVAL;
   pthread_mutex_lock(&s->mu);
@@ -241,6 +274,7 @@ ft_status ft_session_stop(ft_session *s) {
     if (st) result = ft__session_fail(s, st, "stopping tracer '%s': %s", ops->name, ops->last_error(s->tracer));
     s->dropped = ops->dropped_records(s->tracer);
     s->tracer_armed = false;
+    snapshot_devices(s);
     pthread_mutex_lock(&s->mu);
     resolve_external_ids(s);
     pthread_mutex_unlock(&s->mu);

@@ -402,10 +402,29 @@ static void write_projection(plan *p, ft__out *o, const ft__event *r, uint64_t l
   FT__OUT_LIT(o, "}}");
 }
 
-static void write_header(const ft_session *s, const plan *p, ft__out *o, uint64_t base) {
+/* kineto's layout: one object per device, "id" first, then what the vendor offers. */
+static void write_device_properties(const ft_session *s, plan *p, ft__out *o) {
+  for (int d = 0; d < s->n_devprops; d++) {
+    ft__out_str(o, d ? ",\n    {\"id\": " : "\n    {\"id\": ");
+    ft__out_u64(o, (uint64_t)d);
+    for (uint32_t k = 0; k < s->devprops[d].count; k++) {
+      const ft__kvid *kv = ft__vec_at(&s->store.kvs, s->devprops[d].first + k);
+      ft__out_write(o, ", ", 2);
+      out_interned(o, p, false, &s->store.names, kv->key);
+      ft__out_write(o, ": ", 2);
+      out_interned(o, p, true, &s->store.values, kv->value);
+    }
+    ft__out_write(o, "}", 1);
+  }
+  if (s->n_devprops) FT__OUT_LIT(o, "\n  ");
+}
+
+static void write_header(const ft_session *s, plan *p, ft__out *o, uint64_t base) {
   const char *why = "";
   bool collected = ft_session_device_status(s, &why) == FT_OK;
-  FT__OUT_LIT(o, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n");
+  FT__OUT_LIT(o, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
+  write_device_properties(s, p, o);
+  FT__OUT_LIT(o, "],\n");
   if (s->rank >= 0) {
     /* HTA finds the rank with the regex "rank":\s+(\d+): keep the space. */
     FT__OUT_LIT(o, "  \"distributedInfo\": {\"rank\": ");

@@ -58,6 +58,7 @@ typedef struct cupti_tracer {
   ft__cuda_api cuda;
   int cuda_state; /* 0 not tried, 1 bound, -1 absent */
   ft__occ_device devs[MAX_DEVICES];
+  struct mdbuf *props[MAX_DEVICES]; /* deviceProperties, filled at the first ask */
   signed char dev_state[MAX_DEVICES]; /* 0 unknown, 1 known, -1 unavailable */
   const ft_event_sink *sink;
   bool all_apis; /* FLAGTRACE_CUPTI_ALL_APIS: no API row left out */
@@ -294,12 +295,13 @@ static bool span(cupti_tracer *t, uint64_t start, uint64_t end, uint64_t *s, uin
 }
 
 /* A small formatting arena for one event's metadata values. */
-typedef struct mdbuf {
+struct mdbuf {
   ft_kv kv[16];
   size_t n;
   char text[512];
   size_t used;
-} mdbuf;
+};
+typedef struct mdbuf mdbuf;
 
 static void md_add(mdbuf *m, const char *key, const char *fmt, ...) FT__PRINTF(3, 4);
 static void md_add(mdbuf *m, const char *key, const char *fmt, ...) {
@@ -943,6 +945,48 @@ static int cu_device_count(const ft_tracer *base) {
   return t->cuda_state > 0 && t->cuda.cuDeviceGetCount(&n) == CUDA_SUCCESS ? n : 0;
 }
 
+/* kineto's deviceProperties fields, in its order, from the driver's own queries. */
+static size_t cu_device_properties(ft_tracer *base, int id, const ft_kv **out) {
+  cupti_tracer *t = (cupti_tracer *)base;
+  if (id < 0 || id >= MAX_DEVICES) return 0;
+  if (t->props[id]) {
+    *out = t->props[id]->kv;
+    return t->props[id]->n;
+  }
+  bind_cuda(t);
+  CUdevice dev;
+  if (t->cuda_state < 0 || t->cuda.cuDeviceGet(&dev, id) != CUDA_SUCCESS) return 0;
+  mdbuf *m = calloc(1, sizeof *m);
+  if (!m) return 0;
+  char name[256];
+  size_t mem = 0;
+  if (t->cuda.cuDeviceGetName(name, (int)sizeof name, dev) == CUDA_SUCCESS) md_add(m, "name", "%s", name);
+  if (t->cuda.cuDeviceTotalMem_v2(&mem, dev) == CUDA_SUCCESS) md_add(m, "totalGlobalMem", "%zu", mem);
+  static const struct {
+    const char *key;
+    CUdevice_attribute a;
+  } q[] = {
+      {"computeMajor", CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
+      {"computeMinor", CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
+      {"maxThreadsPerBlock", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
+      {"maxThreadsPerMultiprocessor", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR},
+      {"regsPerBlock", CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK},
+      {"warpSize", CU_DEVICE_ATTRIBUTE_WARP_SIZE},
+      {"sharedMemPerBlock", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK},
+      {"numSms", CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
+      {"regsPerMultiprocessor", CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR},
+      {"sharedMemPerBlockOptin", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN},
+      {"sharedMemPerMultiprocessor", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR},
+  };
+  for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+    int v;
+    if (t->cuda.cuDeviceGetAttribute(&v, q[i].a, dev) == CUDA_SUCCESS) md_add(m, q[i].key, "%d", v);
+  }
+  t->props[id] = m;
+  *out = m->kv;
+  return m->n;
+}
+
 /* cudaProfilerStart/Stop (and the driver's cuProfilerStart/Stop) through CUPTI's
  * callback API: the one subscriber CUPTI allows is taken only when asked for. */
 static void (*profiler_on)(void *ctx, bool start);
@@ -1007,6 +1051,7 @@ static void cu_destroy(ft_tracer *base) {
 #ifdef FT_MCPTI
   ft__held_free(&t->kept);
 #endif
+  for (int i = 0; i < MAX_DEVICES; i++) free(t->props[i]);
   pthread_mutex_destroy(&t->decode_mu);
   free(t);
 }
@@ -1026,6 +1071,7 @@ static const ft_tracer_ops cupti_ops = {
     .push_correlation = cu_push,
     .pop_correlation = cu_pop,
     .device_count = cu_device_count,
+    .device_properties = cu_device_properties,
     .dropped_records = cu_dropped,
     .last_error = cu_last_error,
     .destroy = cu_destroy,

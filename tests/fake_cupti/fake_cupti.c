@@ -12,6 +12,7 @@
 #include <cupti_result.h>
 #include <cupti_version.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -366,19 +367,37 @@ EXPORT CUptiResult cuptiGetTimestamp(uint64_t *timestamp) {
 
 /* ---- the libcuda queries (an H200's properties) ---- */
 
+/* FAKE_CUPTI_DEVICES=N: N identical devices (default 1) */
+static int n_devices(void) {
+  const char *v = getenv("FAKE_CUPTI_DEVICES");
+  return v && atoi(v) > 0 ? atoi(v) : 1;
+}
+
 EXPORT CUresult cuDeviceGetCount(int *count) {
-  *count = 1;
+  *count = n_devices();
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
-  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *device = 0;
+  if (ordinal < 0 || ordinal >= n_devices()) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice device) {
+  if (device < 0 || device >= n_devices() || len < 1) return CUDA_ERROR_INVALID_VALUE;
+  snprintf(name, (size_t)len, "NVIDIA H200 (fake %d)", device);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device) {
+  if (device < 0 || device >= n_devices()) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = 150109880320ull;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice device) {
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (device < 0 || device >= n_devices()) return CUDA_ERROR_INVALID_DEVICE;
   switch (attrib) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
@@ -390,6 +409,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUde
   case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 49152; break;
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 233472; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 232448; break;
   case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; break;
   default: return CUDA_ERROR_INVALID_VALUE;
   }

@@ -473,6 +473,72 @@ static void test_peer_to_peer_copies(void **state) {
   ft_session_destroy(s);
 }
 
+static bool has_meta(yajl_val doc, const char *name, long long pid, long long tid, const char *key,
+                     const char *sval, long long ival) {
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    if (strcmp(ft_test_str(e, "ph"), "M") || strcmp(ft_test_str(e, "name"), name) || num(e, "pid") != pid ||
+        num(e, "tid") != tid)
+      continue;
+    yajl_val v = ft_test_get(ft_test_get(e, "args"), key);
+    if (sval && YAJL_IS_STRING(v) && !strcmp(v->u.string, sval)) return true;
+    if (!sval && YAJL_IS_NUMBER(v) && YAJL_GET_INTEGER(v) == ival) return true;
+  }
+  return false;
+}
+
+/* One process, two devices (issue 13): both devices' rows are named, and
+ * deviceProperties holds one object per device with torch-cuda's keys in its order
+ * (tests/data/torch_cuda_2.11_reference.json.gz) and the driver's values. */
+static void test_two_devices_rows_and_properties(void **state) {
+  (void)state;
+  setenv("FAKE_CUPTI_DEVICES", "2", 1);
+  ft_session *s = started();
+  fake_launch k0 = kernel("on_gpu0", 1, 1, 1, 32, 8, 0, 100);
+  fake_launch k1 = kernel("on_gpu1", 1, 1, 1, 32, 8, 0, 100);
+  k1.device = 1;
+  k1.stream = 21;
+  launch(&k0);
+  launch(&k1);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  assert_int_equal(num(ft_test_find_x(doc, "kernel", "on_gpu1", 0), "pid"), 1);
+  for (long long d = 0; d < 2; d++) {
+    char label[16];
+    snprintf(label, sizeof label, "GPU %lld", d);
+    assert_true(has_meta(doc, "process_name", d, 0, "name", label, 0));
+    assert_true(has_meta(doc, "process_labels", d, 0, "labels", label, 0));
+    assert_true(has_meta(doc, "process_sort_index", d, 0, "sort_index", NULL, d));
+  }
+  assert_true(has_meta(doc, "thread_name", 0, 7, "name", "stream 7 ", 0));
+  assert_true(has_meta(doc, "thread_name", 1, 21, "name", "stream 21 ", 0));
+  yajl_val props = ft_test_get(doc, "deviceProperties");
+  assert_true(YAJL_IS_ARRAY(props));
+  assert_int_equal(props->u.array.len, 2);
+  static const char *const keys[] = {"id", "name", "totalGlobalMem", "computeMajor", "computeMinor",
+                                     "maxThreadsPerBlock", "maxThreadsPerMultiprocessor", "regsPerBlock",
+                                     "warpSize", "sharedMemPerBlock", "numSms", "regsPerMultiprocessor",
+                                     "sharedMemPerBlockOptin", "sharedMemPerMultiprocessor"};
+  static const long long h200[] = {0, 0, 150109880320ll, 9, 0, 1024, 2048, 65536, 32, 49152, 132, 65536,
+                                   232448, 233472};
+  for (size_t d = 0; d < 2; d++) {
+    yajl_val o = props->u.array.values[d];
+    assert_true(YAJL_IS_OBJECT(o));
+    assert_int_equal(o->u.object.len, 14);
+    for (size_t k = 0; k < 14; k++) assert_string_equal(o->u.object.keys[k], keys[k]);
+    assert_int_equal(num(o, "id"), d);
+    char name[64];
+    snprintf(name, sizeof name, "NVIDIA H200 (fake %zu)", d);
+    assert_string_equal(ft_test_str(o, "name"), name);
+    for (size_t k = 2; k < 14; k++) assert_int_equal(num(o, keys[k]), h200[k]);
+  }
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+  unsetenv("FAKE_CUPTI_DEVICES");
+}
+
 static void test_framework_correlation_push_pop(void **state) {
   (void)state;
   /* what the kineto adaptor does with torch's op ids: 0 is a valid id */
@@ -635,6 +701,7 @@ int main(void) {
       cmocka_unit_test(test_driver_launches_and_activity_selection),
       cmocka_unit_test(test_api_rows_as_kineto),
       cmocka_unit_test(test_peer_to_peer_copies),
+      cmocka_unit_test(test_two_devices_rows_and_properties),
       cmocka_unit_test(test_framework_correlation_push_pop),
       cmocka_unit_test(test_pop_unwinds_the_vendor_stack),
       cmocka_unit_test(test_dropped_records_are_reported),
