@@ -21,6 +21,9 @@ typedef enum ft_event_kind {
   FT_EVENT_MEMSET = 2,
   FT_EVENT_RUNTIME = 3,
   FT_EVENT_DRIVER = 4, /* driver API calls (cuLaunchKernel from Triton, ...) */
+  /* Exported only (ft_session_foreach_event), never from a tracer: a CPU range
+   * projected onto a device row (device, stream, external_id = the range's id). */
+  FT_EVENT_GPU_USER_ANNOTATION = 6,
 } ft_event_kind;
 
 /* A set of kinds to record: bit (1 << kind), the FT_ACTIVITY_* flags of flagtrace.h. */

@@ -102,6 +102,8 @@ enum {
   FT__EV_CPU_RANGE = 5,
 };
 #define FT__F_HAS_EXTERNAL 1u
+/* a framework's user range (ft_user_range_push): projected, never written as a slice */
+#define FT__F_USER_RANGE 2u
 
 typedef struct ft__event {
   uint64_t start_ns, end_ns;

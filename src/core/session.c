@@ -27,6 +27,15 @@ typedef struct open_range {
 } open_range;
 static _Thread_local int tls_depth;
 
+/* framework user ranges (ft_user_range_push) open on this thread */
+typedef struct user_frame {
+  ft_session *session;
+  uint64_t id, start_ns;
+  uint32_t name_id;
+} user_frame;
+static _Thread_local user_frame tls_user[MAX_DEPTH];
+static _Thread_local int tls_user_depth;
+
 /* The vendor activity APIs are process-global: one running session at a time. */
 static _Atomic(ft_session *) active_session;
 
@@ -327,6 +336,38 @@ ft_status ft_correlation_pop(ft_session *s) {
   return s->tracer->ops->pop_correlation(s->tracer);
 }
 
+ft_status ft_user_range_push(ft_session *s, uint64_t id, const char *name) {
+  if (!s) return FT_EINVAL;
+  if (tls_user_depth >= MAX_DEPTH)
+    return ft__session_fail(s, FT_ERANGE, "more than %d nested user ranges on one thread", MAX_DEPTH);
+  user_frame *f = &tls_user[tls_user_depth];
+  pthread_mutex_lock(&s->mu);
+  ft_status st = ft__intern(&s->store.names, name ? name : "", name ? strlen(name) : 0, &f->name_id);
+  pthread_mutex_unlock(&s->mu);
+  if (st) return ft__session_fail(s, st, "recording a user range");
+  f->session = s;
+  f->id = id;
+  f->start_ns = ft__now_ns();
+  tls_user_depth++; /* pushed even while stopped: the pops stay balanced */
+  return FT_OK;
+}
+
+ft_status ft_user_range_pop(ft_session *s) {
+  if (!s) return FT_EINVAL;
+  if (!tls_user_depth || tls_user[tls_user_depth - 1].session != s)
+    return ft__session_fail(s, FT_ESTATE, "no open user range of this session on this thread");
+  user_frame f = tls_user[--tls_user_depth];
+  uint64_t now = ft__now_ns();
+  ft_status st = FT_OK;
+  pthread_mutex_lock(&s->mu);
+  if (s->state == FT__S_RUNNING) {
+    st = ft__store_add_range(&s->store, f.name_id, f.start_ns, now, f.id, ft__gettid());
+    if (!st) ((ft__event *)ft__vec_at(&s->store.events, s->store.events.len - 1))->flags |= FT__F_USER_RANGE;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return st ? ft__session_fail(s, st, "recording a user range") : FT_OK;
+}
+
 ft_status ft_range_pop(ft_session *s) {
   if (!s) return FT_EINVAL;
   if (tls_depth == 0 || tls_frames[tls_depth - 1].session != s)
@@ -434,6 +475,8 @@ ft_status ft_session_counts_get(ft_session *s, ft_session_counts *out) {
   memset(out, 0, sizeof *out);
   for (size_t i = 0; i < s->store.events.len; i++) {
     const ft__event *e = ft__vec_at(&s->store.events, i);
+    if (e->kind == FT__EV_CPU_RANGE && (e->flags & FT__F_USER_RANGE))
+      continue; /* the framework's own slice, not ours */
     if (e->kind == FT__EV_CPU_RANGE)
       out->cpu_ranges++;
     else

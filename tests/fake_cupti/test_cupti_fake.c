@@ -539,6 +539,98 @@ static void test_two_devices_rows_and_properties(void **state) {
   unsetenv("FAKE_CUPTI_DEVICES");
 }
 
+typedef struct ann_tally {
+  int n;
+  uint64_t ext[8];
+  uint32_t dev[8], stream[8];
+  uint64_t lo[8], hi[8];
+} ann_tally;
+
+static int ann_visit(void *ctx, const ft_export_event *x) {
+  ann_tally *t = ctx;
+  if (x->event.kind == FT_EVENT_GPU_USER_ANNOTATION && t->n < 8) {
+    t->ext[t->n] = x->event.external_id;
+    t->dev[t->n] = x->event.device;
+    t->stream[t->n] = x->event.stream;
+    t->lo[t->n] = x->event.start_ns;
+    t->hi[t->n++] = x->event.end_ns;
+    assert_true(x->event.has_external_id && x->flow == FT_FLOW_NONE);
+  }
+  return 0;
+}
+
+static double us_of(yajl_val e, const char *key) { return YAJL_GET_DOUBLE(ft_test_get(e, key)); }
+
+/* torch's record_function ranges (pushUserCorrelationId) become kineto's
+ * gpu_user_annotation (issue 13): per innermost user range and (device, stream),
+ * from its device work's first start to last end; no CPU slice of ours. */
+static void test_user_ranges_project_onto_gpu_rows(void **state) {
+  (void)state;
+  ft_session *s = started();
+  fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 1000);
+  fake_launch k9 = k;
+  k9.stream = 9;
+  assert_int_equal(ft_user_range_push(s, 100, "ProfilerStep#1"), FT_OK);
+  assert_int_equal(ft_correlation_push(s, 1), FT_OK);
+  launch(&k); /* A: step, stream 7 */
+  assert_int_equal(ft_correlation_pop(s), FT_OK);
+  assert_int_equal(ft_user_range_push(s, 101, NULL), FT_OK);
+  launch(&k);  /* B: optimizer, stream 7 */
+  launch(&k9); /* C: optimizer, stream 9 */
+  assert_int_equal(ft_user_range_pop(s), FT_OK);
+  launch(&k); /* D: step again */
+  assert_int_equal(ft_user_range_pop(s), FT_OK);
+  launch(&k); /* E: in no user range */
+  assert_int_equal(ft_user_range_pop(s), FT_ESTATE);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  assert_int_equal(count_cat(doc, "X", "user_annotation"), 0);
+  assert_int_equal(count_cat(doc, "X", "gpu_user_annotation"), 3);
+  yajl_val kernels[5];
+  for (int i = 0; i < 5; i++) kernels[i] = ft_test_find_x(doc, "kernel", "k", i);
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  int seen = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    if (strcmp(ft_test_str(e, "cat"), "gpu_user_annotation")) continue;
+    long long ext = (long long)num(ft_test_get(e, "args"), "External id");
+    long long tid = (long long)num(e, "tid");
+    assert_int_equal(num(e, "pid"), 0);
+    yajl_val first, last;
+    if (ext == 100) {
+      assert_string_equal(ft_test_str(e, "name"), "ProfilerStep#1");
+      assert_int_equal(tid, 7);
+      first = kernels[0], last = kernels[3];
+      seen |= 1;
+    } else {
+      assert_int_equal(ext, 101);
+      assert_string_equal(ft_test_str(e, "name"), "");
+      first = last = kernels[tid == 9 ? 2 : 1];
+      seen |= tid == 9 ? 2 : 4;
+    }
+    assert_true(fabs(us_of(e, "ts") - us_of(first, "ts")) < 0.0015);
+    assert_true(fabs(us_of(e, "ts") + us_of(e, "dur") - us_of(last, "ts") - us_of(last, "dur")) < 0.0025);
+  }
+  assert_int_equal(seen, 7);
+  yajl_tree_free(doc);
+  ann_tally t = {0};
+  assert_int_equal(ft_session_foreach_event(s, 0, UINT64_MAX, ann_visit, &t, NULL), FT_OK);
+  assert_int_equal(t.n, 3);
+  int by_ext[2] = {0, 0};
+  for (int i = 0; i < 3; i++) {
+    assert_true(t.ext[i] == 100 || t.ext[i] == 101);
+    by_ext[t.ext[i] - 100]++;
+    assert_true(t.lo[i] < t.hi[i]);
+  }
+  assert_int_equal(by_ext[0], 1);
+  assert_int_equal(by_ext[1], 2);
+  ft_session_counts c;
+  assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
+  assert_int_equal(c.cpu_ranges, 0);
+  ft_session_destroy(s);
+}
+
 static void test_framework_correlation_push_pop(void **state) {
   (void)state;
   /* what the kineto adaptor does with torch's op ids: 0 is a valid id */
@@ -702,6 +794,7 @@ int main(void) {
       cmocka_unit_test(test_api_rows_as_kineto),
       cmocka_unit_test(test_peer_to_peer_copies),
       cmocka_unit_test(test_two_devices_rows_and_properties),
+      cmocka_unit_test(test_user_ranges_project_onto_gpu_rows),
       cmocka_unit_test(test_framework_correlation_push_pop),
       cmocka_unit_test(test_pop_unwinds_the_vendor_stack),
       cmocka_unit_test(test_dropped_records_are_reported),
