@@ -50,7 +50,8 @@ def check(doc):
     per_launch = Counter(e["args"]["correlation"] for e in nodes)
     assert len(nodes) == REPLAYS * NODES and set(per_launch.values()) == {NODES}, per_launch
     check_flows_paired(doc)
-    halves = Counter((e["ph"], e["id"]) for e in doc["traceEvents"] if e.get("ph") in ("s", "f"))
+    halves = Counter((e["ph"], e["id"]) for e in doc["traceEvents"]
+                     if e.get("ph") in ("s", "f") and e.get("cat") == "ac2g")
     linked = sum(halves[("f", i)] for i in ids)
     assert linked == REPLAYS * NODES, f"{linked} of {REPLAYS * NODES} graph nodes linked"
     assert all(halves[("s", i)] == 1 for i in ids), "one flow start per launch"
