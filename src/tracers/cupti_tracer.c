@@ -421,15 +421,26 @@ static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
   emit(t, &ev, &m);
 }
 
+/* What both copy record kinds (MEMCPY's Memcpy6, MEMCPY2's PtoP4) share: kineto's
+ * name and the event on the device and stream that ran the copy; false when the
+ * record has no timing. name needs 96 bytes. */
+#define COPY_EVENT(t, c, name, ev)                                                                         \
+  copy_event((t), (c)->copyKind, (c)->srcKind, (c)->dstKind, (c)->start, (c)->end, (c)->correlationId,   \
+             (c)->deviceId, (c)->streamId, (name), (ev))
+static bool copy_event(cupti_tracer *t, uint8_t copy_kind, uint8_t src, uint8_t dst, uint64_t start, uint64_t end,
+                       uint32_t corr, uint32_t device, uint32_t stream, char *name, ft_device_event *ev) {
+  snprintf(name, 96, "Memcpy %s (%s -> %s)", memcpy_kind(copy_kind), memory_kind(src), memory_kind(dst));
+  uint64_t s, e;
+  if (!span(t, start, end, &s, &e)) return false;
+  *ev = (ft_device_event){.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = e, .correlation_id = corr,
+                          .device = device, .stream = stream, .name = name};
+  return true;
+}
+
 static void decode_memcpy(cupti_tracer *t, const CUpti_ActivityMemcpy6 *c) {
   char name[96];
-  snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", memcpy_kind(c->copyKind), memory_kind(c->srcKind),
-           memory_kind(c->dstKind));
-  uint64_t s, e;
-  if (!span(t, c->start, c->end, &s, &e)) return;
-  ft_device_event ev = {.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = e,
-                        .correlation_id = c->correlationId, .device = c->deviceId,
-                        .stream = c->streamId, .name = name};
+  ft_device_event ev;
+  if (!COPY_EVENT(t, c, name, &ev)) return;
   mdbuf m = {.n = 0, .used = 0};
   md_add(&m, "context", "%u", c->contextId);
   md_add(&m, "bytes", "%llu", (unsigned long long)c->bytes);
@@ -438,16 +449,11 @@ static void decode_memcpy(cupti_tracer *t, const CUpti_ActivityMemcpy6 *c) {
 }
 
 /* Peer-to-peer copies arrive only under CUPTI_ACTIVITY_KIND_MEMCPY2 (measured on two
- * H200s): on the device and stream that ran them, with kineto's keys and order. */
+ * H200s), with kineto's keys in its order. */
 static void decode_p2p(cupti_tracer *t, const CUpti_ActivityMemcpyPtoP4 *c) {
   char name[96];
-  snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", memcpy_kind(c->copyKind), memory_kind(c->srcKind),
-           memory_kind(c->dstKind));
-  uint64_t s, e;
-  if (!span(t, c->start, c->end, &s, &e)) return;
-  ft_device_event ev = {.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = e,
-                        .correlation_id = c->correlationId, .device = c->deviceId,
-                        .stream = c->streamId, .name = name};
+  ft_device_event ev;
+  if (!COPY_EVENT(t, c, name, &ev)) return;
   mdbuf m = {.n = 0, .used = 0};
   md_add(&m, "fromDevice", "%u", c->srcDeviceId);
   md_add(&m, "inDevice", "%u", c->deviceId);

@@ -157,6 +157,22 @@ EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t e
   return api_switch(1, cbid, enable);
 }
 
+/* The fields both copy records (Memcpy6, MemcpyPtoP4) share, from the launch l. */
+#define FILL_COPY(c, record_kind, copy, src, dst)   \
+  do {                                              \
+    (c)->kind = (record_kind);                      \
+    (c)->copyKind = (copy);                         \
+    (c)->srcKind = (src);                           \
+    (c)->dstKind = (dst);                           \
+    (c)->bytes = l->bytes;                          \
+    (c)->start = start;                             \
+    (c)->end = start + dur;                         \
+    (c)->deviceId = l->device;                      \
+    (c)->contextId = 1 + l->device;                 \
+    (c)->streamId = l->stream ? l->stream : 7;      \
+    (c)->correlationId = corr;                      \
+  } while (0)
+
 EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
   pthread_mutex_lock(&mu);
   uint32_t corr = next_corr++;
@@ -214,34 +230,15 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
       k->name = l->name;
     } else if (l->kind == FAKE_MEMCPY && is_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) {
       CUpti_ActivityMemcpy6 *c = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMCPY);
-      c->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-      c->copyKind = l->copy_kind;
-      c->srcKind = l->src_kind;
-      c->dstKind = l->dst_kind;
-      c->bytes = l->bytes;
-      c->start = start;
-      c->end = start + dur;
-      c->deviceId = l->device;
-      c->contextId = 1 + l->device;
-      c->streamId = l->stream ? l->stream : 7;
-      c->correlationId = corr;
+      FILL_COPY(c, CUPTI_ACTIVITY_KIND_MEMCPY, l->copy_kind, l->src_kind, l->dst_kind);
     } else if (l->kind == FAKE_P2P && is_enabled(CUPTI_ACTIVITY_KIND_MEMCPY2)) {
       CUpti_ActivityMemcpyPtoP4 *c = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMCPY2);
-      c->kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
-      c->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
-      c->srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-      c->dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-      c->bytes = l->bytes;
-      c->start = start;
-      c->end = start + dur;
-      c->deviceId = l->device;
-      c->contextId = 1 + l->device;
-      c->streamId = l->stream ? l->stream : 7;
+      FILL_COPY(c, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
       c->srcDeviceId = l->src_device;
       c->srcContextId = 1 + l->src_device;
       c->dstDeviceId = l->dst_device;
       c->dstContextId = 1 + l->dst_device;
-      c->correlationId = corr;
     } else if (l->kind == FAKE_MEMSET && is_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) {
       CUpti_ActivityMemset4 *s = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMSET);
       s->kind = CUPTI_ACTIVITY_KIND_MEMSET;
