@@ -104,6 +104,10 @@ def main():
         n_native = check_trace(native, torch_path=True, ours=False)
         n_ours = check_trace(ours, torch_path=True)
         assert n_ours == n_native, f"{n_ours} PtoP copies, torch-cuda {n_native}"
+        # under torch.profiler kineto writes deviceProperties itself (CUDA builds query
+        # the runtime even CPU-only): the same objects as torch-cuda's
+        assert ours.get("deviceProperties") == native.get("deviceProperties"), \
+            (ours.get("deviceProperties"), native.get("deviceProperties"))
         print(f"PASS torch.profiler + flagtrace on two GPUs: {n_ours} PtoP copies as torch-cuda's")
     else:
         sys.exit(f"unknown mode {mode}")
