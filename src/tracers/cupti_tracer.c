@@ -237,12 +237,58 @@ static void bind_cuda(cupti_tracer *t) {
   else ft__log("cupti: no libcuda in the process (%s): occupancy fields are left out", why);
 }
 
+/* Our own libcuda queries are driver calls CUPTI records like the program's when
+ * driver activity is on (occupancy needs them while decoding). Each batch notes
+ * its thread (as CUPTI numbers it) and CLOCK_REALTIME span, and decode_api drops
+ * the query records that fall inside one, even with FLAGTRACE_CUPTI_ALL_APIS=1. */
+enum { OWN_QUERY_WINDOWS = 256, OWN_QUERY_SLACK_NS = 100000 /* CUPTI's clock vs ours */ };
+static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct own_query {
+  uint32_t tid;
+  uint64_t lo, hi;
+} own_queries[OWN_QUERY_WINDOWS];
+static size_t n_own_queries;
+
+static uint64_t own_query_begin(void) { return ft__now_ns(); }
+
+static void own_query_end(uint64_t lo) {
+  pthread_mutex_lock(&own_mu);
+  /* a few per device and session; the oldest are overwritten past the cap */
+  own_queries[n_own_queries++ % OWN_QUERY_WINDOWS] =
+      (struct own_query){(uint32_t)(uintptr_t)pthread_self(), lo, ft__now_ns()};
+  pthread_mutex_unlock(&own_mu);
+}
+
+static bool is_own_query(uint32_t cbid, uint32_t cupti_tid, uint64_t start, uint64_t end) {
+  if (cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceGet && cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceGetCount &&
+      cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute && cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceGetName &&
+      cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceTotalMem_v2)
+    return false;
+  bool own = false;
+  pthread_mutex_lock(&own_mu);
+  size_t n = n_own_queries < OWN_QUERY_WINDOWS ? n_own_queries : OWN_QUERY_WINDOWS;
+  for (size_t i = 0; i < n && !own; i++)
+    own = own_queries[i].tid == cupti_tid && start + OWN_QUERY_SLACK_NS >= own_queries[i].lo &&
+          end <= own_queries[i].hi + OWN_QUERY_SLACK_NS;
+  pthread_mutex_unlock(&own_mu);
+  return own;
+}
+
+static const ft__occ_device *query_occupancy(cupti_tracer *t, uint32_t id);
+
 static const ft__occ_device *device_props(cupti_tracer *t, uint32_t id) {
   if (id >= MAX_DEVICES) return NULL;
   if (t->dev_state[id]) return t->dev_state[id] > 0 ? &t->devs[id] : NULL;
   t->dev_state[id] = -1;
   bind_cuda(t);
   if (t->cuda_state < 0) return NULL;
+  uint64_t q0 = own_query_begin();
+  const ft__occ_device *d = query_occupancy(t, id);
+  own_query_end(q0);
+  return d;
+}
+
+static const ft__occ_device *query_occupancy(cupti_tracer *t, uint32_t id) {
   CUdevice dev;
   if (t->cuda.cuDeviceGet(&dev, (int)id) != CUDA_SUCCESS) return NULL;
   ft__occ_device *d = &t->devs[id];
@@ -487,6 +533,7 @@ static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver)
   if (api_left_out(t, driver, a->cbid)) return;
   uint64_t s, e;
   if (!span(t, a->start, a->end, &s, &e)) return;
+  if (driver && is_own_query(a->cbid, a->threadId, s, e)) return;
   ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = e,
                         .correlation_id = a->correlationId, .thread_id = os_tid(a->threadId),
                         .name = vendor_api_name(t, driver, a->cbid)};
@@ -964,6 +1011,7 @@ static size_t cu_device_properties(ft_tracer *base, int id, const ft_kv **out) {
   if (t->cuda_state < 0 || t->cuda.cuDeviceGet(&dev, id) != CUDA_SUCCESS) return 0;
   mdbuf *m = calloc(1, sizeof *m);
   if (!m) return 0;
+  uint64_t q0 = own_query_begin(); /* after stop nothing is recorded; noted all the same */
   char name[256];
   size_t mem = 0;
   if (t->cuda.cuDeviceGetName(name, (int)sizeof name, dev) == CUDA_SUCCESS) md_add(m, "name", "%s", name);
@@ -988,6 +1036,7 @@ static size_t cu_device_properties(ft_tracer *base, int id, const ft_kv **out) {
     int v;
     if (t->cuda.cuDeviceGetAttribute(&v, q[i].a, dev) == CUDA_SUCCESS) md_add(m, q[i].key, "%d", v);
   }
+  own_query_end(q0);
   t->props[id] = m;
   *out = m->kv;
   return m->n;

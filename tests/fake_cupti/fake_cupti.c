@@ -95,6 +95,8 @@ static size_t record_size(CUpti_ActivityKind k) {
   }
 }
 
+static __thread int completing; /* inside the tracer's buffer callback, mu held */
+
 static void complete(fbuf *b) {
   if (!b->p) return;
   uint8_t *p = b->p;
@@ -105,7 +107,9 @@ static void complete(fbuf *b) {
   on_complete(NULL, 0, p, size, used);
   in_completion--;
 #else
+  completing++;
   on_complete(NULL, 0, p, size, used);
+  completing--;
 #endif
 }
 
@@ -157,6 +161,38 @@ EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t e
   return api_switch(1, cbid, enable);
 }
 
+/* Driver API records for the libcuda queries (at the end of this file), as CUPTI writes them for any caller
+ * while driver activity is on: the tracer's own occupancy queries included. Made
+ * inside the tracer's buffer callback (mu held there), they wait in `deferred`
+ * until the API buffer is next written. */
+static CUpti_ActivityAPI deferred[64];
+static size_t n_deferred;
+
+static void query_record(uint32_t cbid, uint64_t t0) {
+  if (!is_enabled(CUPTI_ACTIVITY_KIND_DRIVER) || api_off[1][cbid]) return;
+  CUpti_ActivityAPI a;
+  memset(&a, 0, sizeof a);
+  a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  a.cbid = cbid;
+  a.start = t0;
+  a.end = now_ns();
+  a.processId = (uint32_t)getpid();
+  a.threadId = (uint32_t)(uintptr_t)pthread_self();
+  a.correlationId = 0;
+  if (!completing) pthread_mutex_lock(&mu);
+  if (n_deferred < 64) deferred[n_deferred++] = a;
+  if (!completing) pthread_mutex_unlock(&mu);
+}
+
+/* Under mu: the deferred query records into the API buffer. */
+static void flush_deferred(void) {
+  for (size_t i = 0; i < n_deferred; i++) {
+    CUpti_ActivityAPI *a = slot(&api_buf, CUPTI_ACTIVITY_KIND_DRIVER);
+    *a = deferred[i];
+  }
+  n_deferred = 0;
+}
+
 /* The fields both copy records (Memcpy6, MemcpyPtoP4) share, from the launch l. */
 #define FILL_COPY(c, record_kind, copy, src, dst)   \
   do {                                              \
@@ -175,6 +211,7 @@ EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t e
 
 EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
   pthread_mutex_lock(&mu);
+  flush_deferred();
   uint32_t corr = next_corr++;
   uint64_t t0 = now_ns();
   CUpti_ActivityKind api_kind = l->driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
@@ -302,6 +339,7 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   /* Device buffer first: its records refer to correlations whose external ids
    * arrive in the API buffer afterwards, as can happen with real buffers. */
   complete(&dev_buf);
+  flush_deferred(); /* queries the tracer made while decoding the device buffer */
   complete(&api_buf);
   pthread_mutex_unlock(&mu);
   return CUPTI_SUCCESS;
@@ -371,11 +409,13 @@ static int n_devices(void) {
 }
 
 EXPORT CUresult cuDeviceGetCount(int *count) {
+  query_record(CUPTI_DRIVER_TRACE_CBID_cuDeviceGetCount, now_ns());
   *count = n_devices();
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  query_record(CUPTI_DRIVER_TRACE_CBID_cuDeviceGet, now_ns());
   if (ordinal < 0 || ordinal >= n_devices()) return CUDA_ERROR_INVALID_DEVICE;
   *device = ordinal;
   return CUDA_SUCCESS;
@@ -394,6 +434,7 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device) {
 }
 
 EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice device) {
+  query_record(CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute, now_ns());
   if (device < 0 || device >= n_devices()) return CUDA_ERROR_INVALID_DEVICE;
   switch (attrib) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;

@@ -431,6 +431,34 @@ static void test_api_rows_as_kineto(void **state) {
   unsetenv("FLAGTRACE_CUPTI_ALL_APIS");
 }
 
+/* Our occupancy queries run while decoding, with driver activity on: CUPTI records
+ * them like the program's calls. They never become rows, even with every API kept;
+ * the program's own query of the same API does. */
+static void test_own_queries_are_not_rows(void **state) {
+  (void)state;
+  setenv("FLAGTRACE_CUPTI_ALL_APIS", "1", 1);
+  ft_session *s = started();
+  fake_launch users = {.kind = FAKE_RUNTIME_ONLY, .driver = 1, .cbid = CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute};
+  launch(&users);
+  fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 100);
+  launch(&k);
+  ft_test_settle();
+  /* decoding the kernel now (activity on) makes the occupancy queries */
+  assert_int_equal(s->tracer->ops->drain(s->tracer), FT_OK);
+  launch(&k);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  assert_non_null(ft_test_find_x(doc, "cuda_driver", "cuDeviceGetAttribute", 0)); /* the program's */
+  assert_null(ft_test_find_x(doc, "cuda_driver", "cuDeviceGetAttribute", 1));
+  assert_null(ft_test_find_x(doc, "cuda_driver", "cuDeviceGet", 0));
+  /* the occupancy fields were computed, so the queries did run */
+  assert_non_null(ft_test_get(ft_test_get(ft_test_find_x(doc, "kernel", "k", 0), "args"), "warps per SM"));
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+  unsetenv("FLAGTRACE_CUPTI_ALL_APIS");
+}
+
 /* Peer-to-peer copies come as CUPTI_ACTIVITY_KIND_MEMCPY2 records: torch-cuda's name
  * and args, on the device that ran them, linked to their launch (issue 13). */
 static void test_peer_to_peer_copies(void **state) {
@@ -793,6 +821,7 @@ int main(void) {
       cmocka_unit_test(test_driver_launches_and_activity_selection),
       cmocka_unit_test(test_api_rows_as_kineto),
       cmocka_unit_test(test_peer_to_peer_copies),
+      cmocka_unit_test(test_own_queries_are_not_rows),
       cmocka_unit_test(test_two_devices_rows_and_properties),
       cmocka_unit_test(test_user_ranges_project_onto_gpu_rows),
       cmocka_unit_test(test_framework_correlation_push_pop),
