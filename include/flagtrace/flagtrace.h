@@ -151,7 +151,7 @@ typedef struct ft_session_counts {
   uint64_t device_events;    /* kernel + memcpy + memset + runtime events received */
   uint64_t window_discarded; /* events outside the capture window, left out on write */
   uint64_t dropped_records;  /* records the vendor reported dropped */
-  uint64_t flows;            /* flow pairs in the exported trace */
+  uint64_t flows;            /* device events linked to their launch (flow ends) in the export */
 } ft_session_counts;
 
 /* Counts for the stopped session (window_discarded and flows reflect the export
