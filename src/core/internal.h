@@ -231,6 +231,7 @@ struct ft_session {
   uint64_t next_external_id;
   uint64_t dropped;
   int rank, world_size;
+  uint64_t serial; /* unique per process: a freed session's address can come back */
   /* deviceProperties: per device, its entries in store.kvs (read at stop) */
   struct ft__devprop {
     uint32_t first, count;

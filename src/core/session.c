@@ -30,6 +30,7 @@ static _Thread_local int tls_depth;
 /* framework user ranges (ft_user_range_push) open on this thread */
 typedef struct user_frame {
   ft_session *session;
+  uint64_t serial; /* the session's, as its address may be reused */
   uint64_t id, start_ns;
   uint32_t name_id;
 } user_frame;
@@ -89,6 +90,8 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
     return FT_ENOMEM;
   }
   s->state = FT__S_CREATED;
+  static atomic_uint_fast64_t serials;
+  s->serial = atomic_fetch_add(&serials, 1) + 1;
   s->pid = (uint32_t)getpid();
   /* -1: unknown, and then no distributedInfo at all (issue 13: a torchrun launcher
    * writing rank 0 beside the real rank 0 misleads HTA) */
@@ -338,6 +341,9 @@ ft_status ft_correlation_pop(ft_session *s) {
 
 ft_status ft_user_range_push(ft_session *s, uint64_t id, const char *name) {
   if (!s) return FT_EINVAL;
+  /* frames another session left open (a profile that ended inside a range) are
+   * stale: one session at a time uses these */
+  while (tls_user_depth && tls_user[tls_user_depth - 1].serial != s->serial) tls_user_depth--;
   if (tls_user_depth >= MAX_DEPTH)
     return ft__session_fail(s, FT_ERANGE, "more than %d nested user ranges on one thread", MAX_DEPTH);
   user_frame *f = &tls_user[tls_user_depth];
@@ -346,6 +352,7 @@ ft_status ft_user_range_push(ft_session *s, uint64_t id, const char *name) {
   pthread_mutex_unlock(&s->mu);
   if (st) return ft__session_fail(s, st, "recording a user range");
   f->session = s;
+  f->serial = s->serial;
   f->id = id;
   f->start_ns = ft__now_ns();
   tls_user_depth++; /* pushed even while stopped: the pops stay balanced */
@@ -354,7 +361,7 @@ ft_status ft_user_range_push(ft_session *s, uint64_t id, const char *name) {
 
 ft_status ft_user_range_pop(ft_session *s) {
   if (!s) return FT_EINVAL;
-  if (!tls_user_depth || tls_user[tls_user_depth - 1].session != s)
+  if (!tls_user_depth || tls_user[tls_user_depth - 1].serial != s->serial)
     return ft__session_fail(s, FT_ESTATE, "no open user range of this session on this thread");
   user_frame f = tls_user[--tls_user_depth];
   uint64_t now = ft__now_ns();

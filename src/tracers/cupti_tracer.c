@@ -239,9 +239,9 @@ static void bind_cuda(cupti_tracer *t) {
 
 /* Our own libcuda queries are driver calls CUPTI records like the program's when
  * driver activity is on (occupancy needs them while decoding). Each batch notes
- * its thread (as CUPTI numbers it) and CLOCK_REALTIME span, and decode_api drops
- * the query records that fall inside one, even with FLAGTRACE_CUPTI_ALL_APIS=1. */
-enum { OWN_QUERY_WINDOWS = 256, OWN_QUERY_SLACK_NS = 100000 /* CUPTI's clock vs ours */ };
+ * its thread (as CUPTI numbers it) and span on CUPTI's own clock, and decode_api
+ * drops the query records that fall inside one, even with FLAGTRACE_CUPTI_ALL_APIS=1. */
+enum { OWN_QUERY_WINDOWS = 256 };
 static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct own_query {
   uint32_t tid;
@@ -249,13 +249,19 @@ static struct own_query {
 } own_queries[OWN_QUERY_WINDOWS];
 static size_t n_own_queries;
 
-static uint64_t own_query_begin(void) { return ft__now_ns(); }
+static uint64_t cupti_now(const cupti_tracer *t) {
+  uint64_t v = 0;
+  return t->api.cuptiGetTimestamp && t->api.cuptiGetTimestamp(&v) == CUPTI_SUCCESS ? v : 0;
+}
 
-static void own_query_end(uint64_t lo) {
+static uint64_t own_query_begin(const cupti_tracer *t) { return cupti_now(t); }
+
+static void own_query_end(const cupti_tracer *t, uint64_t lo) {
+  uint64_t hi = cupti_now(t);
+  if (!lo || !hi) return; /* no clock to tell them apart by */
   pthread_mutex_lock(&own_mu);
   /* a few per device and session; the oldest are overwritten past the cap */
-  own_queries[n_own_queries++ % OWN_QUERY_WINDOWS] =
-      (struct own_query){(uint32_t)(uintptr_t)pthread_self(), lo, ft__now_ns()};
+  own_queries[n_own_queries++ % OWN_QUERY_WINDOWS] = (struct own_query){(uint32_t)(uintptr_t)pthread_self(), lo, hi};
   pthread_mutex_unlock(&own_mu);
 }
 
@@ -268,8 +274,7 @@ static bool is_own_query(uint32_t cbid, uint32_t cupti_tid, uint64_t start, uint
   pthread_mutex_lock(&own_mu);
   size_t n = n_own_queries < OWN_QUERY_WINDOWS ? n_own_queries : OWN_QUERY_WINDOWS;
   for (size_t i = 0; i < n && !own; i++)
-    own = own_queries[i].tid == cupti_tid && start + OWN_QUERY_SLACK_NS >= own_queries[i].lo &&
-          end <= own_queries[i].hi + OWN_QUERY_SLACK_NS;
+    own = own_queries[i].tid == cupti_tid && start >= own_queries[i].lo && end <= own_queries[i].hi;
   pthread_mutex_unlock(&own_mu);
   return own;
 }
@@ -282,9 +287,9 @@ static const ft__occ_device *device_props(cupti_tracer *t, uint32_t id) {
   t->dev_state[id] = -1;
   bind_cuda(t);
   if (t->cuda_state < 0) return NULL;
-  uint64_t q0 = own_query_begin();
+  uint64_t q0 = own_query_begin(t);
   const ft__occ_device *d = query_occupancy(t, id);
-  own_query_end(q0);
+  own_query_end(t, q0);
   return d;
 }
 
@@ -533,7 +538,7 @@ static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver)
   if (api_left_out(t, driver, a->cbid)) return;
   uint64_t s, e;
   if (!span(t, a->start, a->end, &s, &e)) return;
-  if (driver && is_own_query(a->cbid, a->threadId, s, e)) return;
+  if (driver && is_own_query(a->cbid, a->threadId, a->start, a->end)) return; /* CUPTI's clock, as noted */
   ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = e,
                         .correlation_id = a->correlationId, .thread_id = os_tid(a->threadId),
                         .name = vendor_api_name(t, driver, a->cbid)};
@@ -1011,7 +1016,7 @@ static size_t cu_device_properties(ft_tracer *base, int id, const ft_kv **out) {
   if (t->cuda_state < 0 || t->cuda.cuDeviceGet(&dev, id) != CUDA_SUCCESS) return 0;
   mdbuf *m = calloc(1, sizeof *m);
   if (!m) return 0;
-  uint64_t q0 = own_query_begin(); /* after stop nothing is recorded; noted all the same */
+  uint64_t q0 = own_query_begin(t); /* after stop nothing is recorded; noted all the same */
   char name[256];
   size_t mem = 0;
   if (t->cuda.cuDeviceGetName(name, (int)sizeof name, dev) == CUDA_SUCCESS) md_add(m, "name", "%s", name);
@@ -1036,7 +1041,7 @@ static size_t cu_device_properties(ft_tracer *base, int id, const ft_kv **out) {
     int v;
     if (t->cuda.cuDeviceGetAttribute(&v, q[i].a, dev) == CUDA_SUCCESS) md_add(m, q[i].key, "%d", v);
   }
-  own_query_end(q0);
+  own_query_end(t, q0);
   t->props[id] = m;
   *out = m->kv;
   return m->n;

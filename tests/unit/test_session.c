@@ -486,6 +486,28 @@ static void test_write_files_plain_and_gzip(void **state) {
   rmdir(dir);
 }
 
+/* A profile that ends inside a user range (torch's ProfilerStep) leaves its frame
+ * open; hundreds of such profiles later, user ranges still work. */
+static void test_stale_user_ranges_do_not_pile_up(void **state) {
+  (void)state;
+  for (int i = 0; i < 300; i++) {
+    ft_session *s;
+    assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+    assert_int_equal(ft_session_start(s), FT_OK);
+    assert_int_equal(ft_user_range_push(s, (uint64_t)i, "ProfilerStep"), FT_OK);
+    assert_int_equal(ft_session_stop(s), FT_OK);
+    ft_session_destroy(s);
+  }
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  assert_int_equal(ft_user_range_push(s, 7, "step"), FT_OK);
+  assert_int_equal(ft_user_range_pop(s), FT_OK);
+  assert_int_equal(ft_user_range_pop(s), FT_ESTATE); /* nothing of this session left */
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft_session_destroy(s);
+}
+
 /* A rendered trace of a session created with opts (NULL: defaults), as text. */
 static char *render_text(const ft_session_options *opts, size_t *len) {
   ft_session *s;
@@ -562,6 +584,7 @@ int main(void) {
       cmocka_unit_test(test_second_session_is_busy),
       cmocka_unit_test(test_write_files_plain_and_gzip),
       cmocka_unit_test(test_distributed_info_only_with_a_rank),
+      cmocka_unit_test(test_stale_user_ranges_do_not_pile_up),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
