@@ -51,7 +51,9 @@ def check_trace(doc, torch_path, ours=True, runs=1):
         return len(p2p)
     linked = check_flows_paired(doc)
     n_dev = len(xs(doc, DEVICE_CATS))
-    assert linked >= n_dev * 0.95, f"{linked} of {n_dev} device events linked"
+    ends = {(e["pid"], e["tid"], e["ts"]) for e in doc["traceEvents"] if e.get("ph") == "f"}
+    unlinked = sorted({e["name"] for e in xs(doc, DEVICE_CATS) if (e["pid"], e["tid"], e["ts"]) not in ends})
+    assert linked == n_dev, f"{linked} of {n_dev} device events linked; unlinked: {unlinked[:5]}"
     named = {(e["pid"], e["name"]) for e in doc["traceEvents"] if e.get("ph") == "M"}
     for d in (0, 1):
         assert (d, "process_name") in named and (d, "process_sort_index") in named, f"device {d} rows unnamed"
