@@ -83,6 +83,36 @@ step "PyTorch integration [CPU, CUDA]: parity (7 + naming + every op's self time
   env FLAGTRACE_TEST_MODE=cuda PYTHONUNBUFFERED=1 python3 -m pytest -v -p no:cacheprovider tests/integration
 step "PyTorch integration [CPU, PrivateUse1] renamed 'flagos': parity (7 + naming + every op's self time), contract, usage" \
   env FLAGTRACE_TEST_MODE=privateuse1 PYTHONUNBUFFERED=1 python3 -m pytest -v -p no:cacheprovider tests/integration
+# ---- issue 13: CUDA-graph replays and a training step against torch-cuda (one GPU) ----
+step "record CUDA-graph replays: 25 of 25 nodes linked" bash -c "
+  $FT record -o $BUILD/graph_record.json.gz -- python3 tests/gpu/torch_graph_replay.py workload &&
+  python3 tests/gpu/torch_graph_replay.py check $BUILD/graph_record.json.gz"
+step "torch.profiler CUDA-graph replays: 25 of 25 nodes linked" bash -c "
+  python3 tests/gpu/torch_graph_replay.py profile $BUILD/graph_prof.json.gz &&
+  python3 tests/gpu/torch_graph_replay.py check $BUILD/graph_prof.json.gz"
+# torch_cuda.json.gz and flagtrace.json.gz come back in $OUT/hta for tests/gpu/hta_compare.py
+step "training step: torch-cuda vs flagtrace (device events, gpu_user_annotation, API rows)" \
+  python3 tests/gpu/torch_train_step.py --out "$OUT/hta"
+
+# ---- issue 13: two GPUs (nvidia-h200-x2); the rest of this script needs one ----
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "$NGPU" -ge 2 ]; then
+  step "2 GPUs: record one process on both devices (rows, PtoP copies, flows, deviceProperties)" bash -c "
+    $FT record -o $BUILD/two_gpus.json.gz -- python3 tests/gpu/torch_two_gpus.py workload &&
+    python3 tests/gpu/torch_two_gpus.py check-record $BUILD/two_gpus.json.gz"
+  step "2 GPUs: torch.profiler one process on both devices vs torch-cuda" \
+    python3 tests/gpu/torch_two_gpus.py compare "$BUILD"
+  step "2 GPUs: record a 2-rank NCCL DDP job, then stats over both ranks" bash -c "
+    rm -rf $BUILD/ddp && mkdir -p $BUILD/ddp &&
+    $FT record -o $BUILD/ddp/ddp-%r-%p.json.gz -- python3 -m torch.distributed.run --nproc_per_node=2 tests/gpu/torch_ddp.py &&
+    python3 tests/gpu/check_mp_traces.py $BUILD/ddp --prefix ddp --nccl --stats $FT"
+  step "2 GPUs: torch.profiler 2-rank NCCL DDP job, then stats over both ranks" bash -c "
+    rm -rf $BUILD/ddp-prof && mkdir -p $BUILD/ddp-prof &&
+    python3 -m torch.distributed.run --nproc_per_node=2 tests/gpu/torch_ddp.py --profile $BUILD/ddp-prof &&
+    python3 tests/gpu/check_mp_traces.py $BUILD/ddp-prof --prefix ddp-prof --nccl --stats $FT"
+else
+  echo "SKIP 2 GPUs: skipped: $NGPU GPU" | tee -a "$LOG"
+fi
 # P1-P6 against their baselines (bench/run.py); the dated table lands in $OUT and,
 # copied from there, in bench/results/.
 step "bench: P1-P6 (bench/run.py --gpu)" env PYTHONUNBUFFERED=1 python3 bench/run.py --gpu --build "$BUILD" --out "$OUT"

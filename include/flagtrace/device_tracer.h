@@ -21,6 +21,9 @@ typedef enum ft_event_kind {
   FT_EVENT_MEMSET = 2,
   FT_EVENT_RUNTIME = 3,
   FT_EVENT_DRIVER = 4, /* driver API calls (cuLaunchKernel from Triton, ...) */
+  /* Exported only (ft_session_foreach_event), never from a tracer: a CPU range
+   * projected onto a device row (device, stream, external_id = the range's id). */
+  FT_EVENT_GPU_USER_ANNOTATION = 6,
 } ft_event_kind;
 
 /* A set of kinds to record: bit (1 << kind), the FT_ACTIVITY_* flags of flagtrace.h. */
@@ -99,7 +102,15 @@ typedef struct ft_tracer_ops {
   ft_status (*stop)(ft_tracer *t);
   ft_status (*push_correlation)(ft_tracer *t, uint64_t external_id);
   ft_status (*pop_correlation)(ft_tracer *t);
+  /* Devices the vendor reports (0 when it cannot tell); read after stop. */
   int (*device_count)(const ft_tracer *t);
+  /* Optional (NULL when the vendor offers no device queries): the properties of
+   * device (0 .. device_count-1) as kineto's deviceProperties names them (name,
+   * totalGlobalMem, computeMajor, ..., numSms); only those the vendor offers.
+   * Values are text, written raw when provably a JSON literal. Returns how many;
+   * *props stays valid until destroy. Called after stop, so that these queries
+   * are never recorded as the program's own API calls. */
+  size_t (*device_properties)(ft_tracer *t, int device, const ft_kv **props);
   /* Records the vendor reported as dropped since start. */
   uint64_t (*dropped_records)(const ft_tracer *t);
   /* The last vendor error text ("" when none), owned by the tracer. */
@@ -122,10 +133,11 @@ struct ft_tracer {
 
 enum { FT_FLOW_NONE = 0, FT_FLOW_START = 1, FT_FLOW_END = 2 };
 
-/* One exported device or API event with its flow half. One flow per event, ids
- * below 2^32 (what kineto's activities hold): the launching API call gets START,
- * the first device event of the launch END, both with the vendor correlation id;
- * further device events of the same launch (graphs) get none, so no half dangles.
+/* One exported device or API event with its flow half, as torch-cuda draws them:
+ * the launching API call gets START and every device event of the launch END, all
+ * with the vendor correlation id (below 2^32, what kineto's activities hold), so a
+ * graph replay's nodes all point at their one launch. No half dangles: a launch
+ * gets START only when some device event of it is exported, and the other way round.
  * Pointers are valid during the visitor call only. */
 typedef struct ft_export_event {
   ft_device_event event;

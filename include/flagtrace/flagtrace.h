@@ -63,7 +63,8 @@ enum {
 
 typedef struct ft_session_options {
   /* Distributed rank and world size for the trace's distributedInfo; -1 means
-   * unknown (then RANK/WORLD_SIZE from the environment are used, else 0/1). */
+   * unknown (then RANK/WORLD_SIZE from the environment are used). A trace whose
+   * rank is unknown has no distributedInfo; world_size is written when known. */
   int rank;
   int world_size;
   /* Process name shown on the CPU row; NULL uses the program name. */
@@ -119,6 +120,18 @@ FT_EXPORT ft_status ft_range_pop(ft_session *session);
 FT_EXPORT ft_status ft_correlation_push(ft_session *session, uint64_t external_id);
 FT_EXPORT ft_status ft_correlation_pop(ft_session *session);
 
+/* Marks a framework's user range (torch's record_function: its id, as the framework
+ * writes it) as open on the calling thread, without recording a CPU slice (the
+ * framework writes its own) and without touching the vendor's correlation (the op
+ * ids keep the attribution). At export each range is projected onto the GPU rows
+ * as kineto does (gpu_user_annotation): the device work whose launching API call
+ * ran on this thread while the range was the innermost open user range, one span
+ * per (device, stream). Vendor-neutral: it needs only the calls' threads and times.
+ * name may be NULL (the adaptor then names the projection itself). Pushes nest per
+ * thread; calls outside a running session are ignored (FT_OK). */
+FT_EXPORT ft_status ft_user_range_push(ft_session *session, uint64_t id, const char *name);
+FT_EXPORT ft_status ft_user_range_pop(ft_session *session);
+
 /* Writes the stopped session as a Chrome trace (kineto layout). A path ending in
  * ".gz" is gzip-compressed. The file is written under a temporary name in the same
  * directory and renamed, so no reader ever sees a partial trace. Events that do not
@@ -138,7 +151,7 @@ typedef struct ft_session_counts {
   uint64_t device_events;    /* kernel + memcpy + memset + runtime events received */
   uint64_t window_discarded; /* events outside the capture window, left out on write */
   uint64_t dropped_records;  /* records the vendor reported dropped */
-  uint64_t flows;            /* flow pairs in the exported trace */
+  uint64_t flows;            /* device events linked to their launch (flow ends) in the export */
 } ft_session_counts;
 
 /* Counts for the stopped session (window_discarded and flows reflect the export

@@ -102,6 +102,8 @@ enum {
   FT__EV_CPU_RANGE = 5,
 };
 #define FT__F_HAS_EXTERNAL 1u
+/* a framework's user range (ft_user_range_push): projected, never written as a slice */
+#define FT__F_USER_RANGE 2u
 
 typedef struct ft__event {
   uint64_t start_ns, end_ns;
@@ -229,6 +231,12 @@ struct ft_session {
   uint64_t next_external_id;
   uint64_t dropped;
   int rank, world_size;
+  uint64_t serial; /* unique per process: a freed session's address can come back */
+  /* deviceProperties: per device, its entries in store.kvs (read at stop) */
+  struct ft__devprop {
+    uint32_t first, count;
+  } *devprops;
+  int n_devprops;
   unsigned activities;
   char process_name[128];
   uint32_t pid;
@@ -242,7 +250,8 @@ ft_status ft__session_fail(ft_session *s, ft_status status, const char *fmt, ...
 typedef struct ft__export_stats {
   uint64_t exported;
   uint64_t window_discarded;
-  uint64_t flows;
+  uint64_t flows;       /* device events with a flow end */
+  uint64_t flow_starts; /* launches with a flow start (a graph replay: one for all its nodes) */
 } ft__export_stats;
 
 /* Writes the session's trace to o (kineto layout); with o NULL, only computes stats. */

@@ -27,6 +27,16 @@ typedef struct open_range {
 } open_range;
 static _Thread_local int tls_depth;
 
+/* framework user ranges (ft_user_range_push) open on this thread */
+typedef struct user_frame {
+  ft_session *session;
+  uint64_t serial; /* the session's, as its address may be reused */
+  uint64_t id, start_ns;
+  uint32_t name_id;
+} user_frame;
+static _Thread_local user_frame tls_user[MAX_DEPTH];
+static _Thread_local int tls_user_depth;
+
 /* The vendor activity APIs are process-global: one running session at a time. */
 static _Atomic(ft_session *) active_session;
 
@@ -80,9 +90,13 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
     return FT_ENOMEM;
   }
   s->state = FT__S_CREATED;
+  static atomic_uint_fast64_t serials;
+  s->serial = atomic_fetch_add(&serials, 1) + 1;
   s->pid = (uint32_t)getpid();
-  s->rank = opts->rank >= 0 ? opts->rank : env_int("RANK", 0);
-  s->world_size = opts->world_size >= 1 ? opts->world_size : env_int("WORLD_SIZE", 1);
+  /* -1: unknown, and then no distributedInfo at all (issue 13: a torchrun launcher
+   * writing rank 0 beside the real rank 0 misleads HTA) */
+  s->rank = opts->rank >= 0 ? opts->rank : env_int("RANK", -1);
+  s->world_size = opts->world_size >= 1 ? opts->world_size : env_int("WORLD_SIZE", -1);
   s->activities = opts->activities & FT_ACTIVITY_ALL;
   if (opts->process_name)
     snprintf(s->process_name, sizeof s->process_name, "%s", opts->process_name);
@@ -112,6 +126,7 @@ void ft_session_destroy(ft_session *s) {
   if (s->state == FT__S_RUNNING) ft_session_stop(s);
   if (s->tracer) s->tracer->ops->destroy(s->tracer);
   ft__store_free(&s->store);
+  free(s->devprops);
   free(s->corr_ext);
   ft__map_free(&s->open_ranges);
   ft__vec_free(&s->open_vec);
@@ -222,6 +237,38 @@ ft_status ft_session_start(ft_session *s) {
   return FT_OK;
 }
 
+enum { MAX_DEVPROPS = 64 };
+
+/* deviceProperties: one entry per device the vendor reports, read once the tracer
+ * has stopped, so that these queries never show as the program's API calls. A
+ * failure only leaves the list shorter. */
+static void snapshot_devices(ft_session *s) {
+  const ft_tracer_ops *ops = s->tracer->ops;
+  int n = ops->device_count ? ops->device_count(s->tracer) : 0;
+  if (n <= 0 || s->devprops) return;
+  if (n > MAX_DEVPROPS) n = MAX_DEVPROPS;
+  s->devprops = calloc((size_t)n, sizeof *s->devprops);
+  if (!s->devprops) return;
+  pthread_mutex_lock(&s->mu);
+  for (int d = 0; d < n; d++) {
+    const ft_kv *kv = NULL;
+    size_t m = ops->device_properties ? ops->device_properties(s->tracer, d, &kv) : 0;
+    s->devprops[d].first = (uint32_t)s->store.kvs.len;
+    for (size_t i = 0; i < m; i++) {
+      ft__kvid id;
+      ft__kvid *slot;
+      if (ft__intern(&s->store.names, kv[i].key, strlen(kv[i].key), &id.key) ||
+          ft__intern(&s->store.values, kv[i].value, strlen(kv[i].value), &id.value) ||
+          !(slot = ft__vec_push(&s->store.kvs)))
+        break;
+      *slot = id;
+      s->devprops[d].count++;
+    }
+    s->n_devprops = d + 1;
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
 ft_status ft_session_stop(ft_session *s) {
   if (!s) return FT_EINVAL;
   pthread_mutex_lock(&s->mu);
@@ -239,6 +286,7 @@ ft_status ft_session_stop(ft_session *s) {
     if (st) result = ft__session_fail(s, st, "stopping tracer '%s': %s", ops->name, ops->last_error(s->tracer));
     s->dropped = ops->dropped_records(s->tracer);
     s->tracer_armed = false;
+    snapshot_devices(s);
     pthread_mutex_lock(&s->mu);
     resolve_external_ids(s);
     pthread_mutex_unlock(&s->mu);
@@ -289,6 +337,42 @@ ft_status ft_correlation_pop(ft_session *s) {
   if (!tls_corr_pushed) return FT_OK; /* its push happened outside a capture */
   tls_corr_pushed--;
   return s->tracer->ops->pop_correlation(s->tracer);
+}
+
+ft_status ft_user_range_push(ft_session *s, uint64_t id, const char *name) {
+  if (!s) return FT_EINVAL;
+  /* frames another session left open (a profile that ended inside a range) are
+   * stale: one session at a time uses these */
+  while (tls_user_depth && tls_user[tls_user_depth - 1].serial != s->serial) tls_user_depth--;
+  if (tls_user_depth >= MAX_DEPTH)
+    return ft__session_fail(s, FT_ERANGE, "more than %d nested user ranges on one thread", MAX_DEPTH);
+  user_frame *f = &tls_user[tls_user_depth];
+  pthread_mutex_lock(&s->mu);
+  ft_status st = ft__intern(&s->store.names, name ? name : "", name ? strlen(name) : 0, &f->name_id);
+  pthread_mutex_unlock(&s->mu);
+  if (st) return ft__session_fail(s, st, "recording a user range");
+  f->session = s;
+  f->serial = s->serial;
+  f->id = id;
+  f->start_ns = ft__now_ns();
+  tls_user_depth++; /* pushed even while stopped: the pops stay balanced */
+  return FT_OK;
+}
+
+ft_status ft_user_range_pop(ft_session *s) {
+  if (!s) return FT_EINVAL;
+  if (!tls_user_depth || tls_user[tls_user_depth - 1].serial != s->serial)
+    return ft__session_fail(s, FT_ESTATE, "no open user range of this session on this thread");
+  user_frame f = tls_user[--tls_user_depth];
+  uint64_t now = ft__now_ns();
+  ft_status st = FT_OK;
+  pthread_mutex_lock(&s->mu);
+  if (s->state == FT__S_RUNNING) {
+    st = ft__store_add_range(&s->store, f.name_id, f.start_ns, now, f.id, ft__gettid());
+    if (!st) ((ft__event *)ft__vec_at(&s->store.events, s->store.events.len - 1))->flags |= FT__F_USER_RANGE;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return st ? ft__session_fail(s, st, "recording a user range") : FT_OK;
 }
 
 ft_status ft_range_pop(ft_session *s) {
@@ -398,6 +482,8 @@ ft_status ft_session_counts_get(ft_session *s, ft_session_counts *out) {
   memset(out, 0, sizeof *out);
   for (size_t i = 0; i < s->store.events.len; i++) {
     const ft__event *e = ft__vec_at(&s->store.events, i);
+    if (e->kind == FT__EV_CPU_RANGE && (e->flags & FT__F_USER_RANGE))
+      continue; /* the framework's own slice, not ours */
     if (e->kind == FT__EV_CPU_RANGE)
       out->cpu_ranges++;
     else

@@ -8,7 +8,6 @@
 typedef struct flowrec {
   uint32_t owner; /* index + 1 of the first in-window runtime event with the id */
   uint32_t n_dev; /* in-window device events it launched */
-  uint32_t next_k; /* flows already handed to device events while writing */
   bool owner_is_runtime;
   /* the device work of this launch, for range projections */
   uint64_t dev_lo, dev_hi;
@@ -20,6 +19,16 @@ typedef struct api_call {
   uint32_t tid, corr;
   uint64_t start;
 } api_call;
+
+/* A framework user range and one of its projections onto a device row. */
+typedef struct user_range {
+  uint32_t tid, idx; /* idx: the range's index in the store */
+  uint64_t start, end;
+} user_range;
+typedef struct uproj {
+  uint32_t range, device, stream;
+  uint64_t lo, hi;
+} uproj;
 
 typedef struct plan {
   uint64_t lo, hi; /* the window exported */
@@ -36,6 +45,9 @@ typedef struct plan {
   api_call *calls; /* sorted by (tid, start); only when there are CPU ranges */
   size_t n_calls;
   bool has_ranges;
+  size_t n_user; /* framework user ranges in the window (ft_user_range_push) */
+  struct uproj *uprojs; /* their projections, one per (range, device, stream) */
+  size_t n_uprojs;
   ft__export_stats stats;
   /* Interned strings rendered once as JSON (names and keys escaped, values raw or
    * escaped by the literal rule): kernel names repeat thousands of times. */
@@ -45,6 +57,7 @@ typedef struct plan {
 
 static void plan_free(plan *p) {
   free(p->calls);
+  free(p->uprojs);
   ft__arena_free(&p->rendered);
   free(p->names);
   free(p->values);
@@ -90,6 +103,16 @@ static flowrec *flow_of(const plan *p, uint32_t corr) {
 
 static bool has_flow_role(const ft__event *e) {
   return e->correlation_id && (ft__is_api_kind(e->kind) || ft__is_device_kind(e->kind));
+}
+
+/* FT_FLOW_START for the launch that owns a correlation id with device work in the
+ * output, FT_FLOW_END for each of that work's device events, else FT_FLOW_NONE.
+ * Valid once plan_build has run. */
+static int flow_role(const plan *p, size_t i, const ft__event *e) {
+  const flowrec *f = has_flow_role(e) ? flow_of(p, e->correlation_id) : NULL;
+  if (!f || !f->owner || !f->n_dev) return FT_FLOW_NONE;
+  if (ft__is_api_kind(e->kind)) return f->owner == i + 1 ? FT_FLOW_START : FT_FLOW_NONE;
+  return FT_FLOW_END;
 }
 
 /* Sizes the flow table from the in-window ids: dense when their span is at most
@@ -179,6 +202,86 @@ static bool project(const plan *p, const ft__event *r, uint64_t *lo, uint64_t *h
   return any;
 }
 
+static int cmp_user_range(const void *a, const void *b) {
+  const user_range *x = a, *y = b;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return (x->end < y->end) - (x->end > y->end); /* same start: the outer one first */
+}
+
+static int cmp_uproj(const void *a, const void *b) {
+  const uproj *x = a, *y = b;
+  if (x->range != y->range) return x->range < y->range ? -1 : 1;
+  if (x->device != y->device) return x->device < y->device ? -1 : 1;
+  return (x->stream > y->stream) - (x->stream < y->stream);
+}
+
+/* The innermost user range of thread tid open at t: of the ranges sorted by
+ * (tid, start), the last one started by t that has not ended (ranges nest). */
+static const user_range *innermost(const user_range *u, size_t n, uint32_t tid, uint64_t t) {
+  size_t a = 0, b = n;
+  while (a < b) {
+    size_t m = (a + b) / 2;
+    if (u[m].tid < tid || (u[m].tid == tid && u[m].start <= t)) a = m + 1;
+    else b = m;
+  }
+  for (size_t i = a; i-- > 0 && u[i].tid == tid;)
+    if (u[i].end >= t) return &u[i];
+  return NULL;
+}
+
+/* kineto's gpu_user_annotation (GpuUserEventMap), found by thread and time instead
+ * of the vendor's second correlation kind, so that it works for every vendor: each
+ * device event goes to the innermost user range open on its launching call's thread
+ * at the call, and each (range, device, stream) spans its events' first start to
+ * last end. */
+static ft_status project_user_ranges(const ft_session *s, plan *p) {
+  const ft__vec *ev = &s->store.events;
+  user_range *u = malloc(p->n_user * sizeof *u);
+  if (!u) return FT_ENOMEM;
+  size_t nu = 0;
+  for (size_t i = 0; i < ev->len && nu < p->n_user; i++) {
+    const ft__event *e = ft__vec_at(ev, i);
+    if ((e->flags & FT__F_USER_RANGE) && ft__in_window(e, p->lo, p->hi))
+      u[nu++] = (user_range){e->thread_id, (uint32_t)i, e->start_ns, e->end_ns};
+  }
+  qsort(u, nu, sizeof *u, cmp_user_range);
+  size_t cap = 0;
+  for (size_t i = 0; i < ev->len; i++) {
+    const ft__event *e = ft__vec_at(ev, i);
+    if (!ft__is_device_kind(e->kind) || !e->correlation_id || !ft__in_window(e, p->lo, p->hi)) continue;
+    const flowrec *f = flow_of(p, e->correlation_id);
+    if (!f || !f->owner) continue;
+    const ft__event *call = ft__vec_at(ev, f->owner - 1);
+    const user_range *r = innermost(u, nu, call->thread_id, call->start_ns);
+    if (!r) continue;
+    if (p->n_uprojs == cap) {
+      cap = cap ? 2 * cap : 256;
+      uproj *n = realloc(p->uprojs, cap * sizeof *n);
+      if (!n) {
+        free(u);
+        return FT_ENOMEM;
+      }
+      p->uprojs = n;
+    }
+    p->uprojs[p->n_uprojs++] = (uproj){r->idx, e->device, e->stream, e->start_ns, e->end_ns};
+  }
+  free(u);
+  qsort(p->uprojs, p->n_uprojs, sizeof *p->uprojs, cmp_uproj);
+  size_t out = 0;
+  for (size_t i = 0; i < p->n_uprojs; i++) {
+    uproj *x = &p->uprojs[i], *last = out ? &p->uprojs[out - 1] : NULL;
+    if (last && !cmp_uproj(last, x)) {
+      if (x->lo < last->lo) last->lo = x->lo;
+      if (x->hi > last->hi) last->hi = x->hi;
+    } else {
+      p->uprojs[out++] = *x;
+    }
+  }
+  p->n_uprojs = out;
+  return FT_OK;
+}
+
 static ft_status plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi) {
   memset(p, 0, sizeof *p);
   p->lo = lo;
@@ -194,6 +297,10 @@ static ft_status plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t 
   uint64_t last_tid = 0, last_dev = 0, last_stream = 0;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
+    if (e->flags & FT__F_USER_RANGE) { /* not a slice of ours: only projected */
+      p->n_user += ft__in_window(e, p->lo, p->hi);
+      continue;
+    }
     if (!ft__in_window(e, p->lo, p->hi)) {
       p->stats.window_discarded++;
       continue;
@@ -224,7 +331,7 @@ static ft_status plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t 
       continue;
     flowrec *f = flow_of(p, e->correlation_id);
     if (!f || !f->owner) continue; /* launch not in the output: no flow */
-    f->n_dev++;
+    p->stats.flow_starts += !f->n_dev++;
     p->stats.flows++;
     if (!f->dev_hi) {
       f->dev_lo = e->start_ns;
@@ -234,13 +341,9 @@ static ft_status plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t 
     if (e->start_ns < f->dev_lo) f->dev_lo = e->start_ns;
     if (e->end_ns > f->dev_hi) f->dev_hi = e->end_ns;
   }
-  return p->has_ranges ? collect_calls(s, p) : FT_OK;
+  ft_status st = p->has_ranges ? collect_calls(s, p) : FT_OK;
+  return st || !p->n_user ? st : project_user_ranges(s, p);
 }
-
-/* Flow ids: the first device event of a launch keeps the vendor id itself (what
- * kineto and HTA expect); further device events of the same launch (graphs) get
- * k << 32 | id, which no 32-bit vendor id can collide with. Never 0. */
-static uint64_t flow_id(uint32_t corr, uint64_t k) { return k << 32 | corr; }
 
 static void out_key(ft__out *o, const char *key) {
   ft__out_json_string(o, key, strlen(key));
@@ -369,18 +472,16 @@ static void write_event(const ft_session *s, plan *p, ft__out *o, const ft__even
   ft__out_write(o, "}}", 2);
 }
 
+/* torch-cuda's arrows: one start on the launch and an end on every device event it
+ * launched, all with the vendor id (a graph replay's five nodes share their launch's
+ * start), so every device event is linked and ids stay below 2^32. */
 static void write_flows(const ft_session *s, plan *p, ft__out *o, size_t i, const ft__event *e,
                         uint64_t base) {
-  if (!has_flow_role(e)) return;
-  flowrec *f = flow_of(p, e->correlation_id);
-  if (!f || !f->owner) return;
-  if (ft__is_api_kind(e->kind)) {
-    if (f->owner != i + 1) return; /* not the owner */
-    for (uint64_t k = 0; k < f->n_dev; k++)
-      out_flow(o, 's', flow_id(e->correlation_id, k), s->pid, e->thread_id, e->start_ns - base);
-    return;
-  }
-  out_flow(o, 'f', flow_id(e->correlation_id, f->next_k++), e->device, e->stream, e->start_ns - base);
+  int role = flow_role(p, i, e);
+  if (role == FT_FLOW_START)
+    out_flow(o, 's', e->correlation_id, s->pid, e->thread_id, e->start_ns - base);
+  else if (role == FT_FLOW_END)
+    out_flow(o, 'f', e->correlation_id, e->device, e->stream, e->start_ns - base);
 }
 
 static void write_projection(plan *p, ft__out *o, const ft__event *r, uint64_t lo, uint64_t hi, uint32_t dev,
@@ -400,16 +501,40 @@ static void write_projection(plan *p, ft__out *o, const ft__event *r, uint64_t l
   FT__OUT_LIT(o, "}}");
 }
 
-static void write_header(const ft_session *s, const plan *p, ft__out *o, uint64_t base) {
+/* kineto's layout: one object per device, "id" first, then what the vendor offers. */
+static void write_device_properties(const ft_session *s, plan *p, ft__out *o) {
+  for (int d = 0; d < s->n_devprops; d++) {
+    ft__out_str(o, d ? ",\n    {\"id\": " : "\n    {\"id\": ");
+    ft__out_u64(o, (uint64_t)d);
+    for (uint32_t k = 0; k < s->devprops[d].count; k++) {
+      const ft__kvid *kv = ft__vec_at(&s->store.kvs, s->devprops[d].first + k);
+      ft__out_write(o, ", ", 2);
+      out_interned(o, p, false, &s->store.names, kv->key);
+      ft__out_write(o, ": ", 2);
+      out_interned(o, p, true, &s->store.values, kv->value);
+    }
+    ft__out_write(o, "}", 1);
+  }
+  if (s->n_devprops) FT__OUT_LIT(o, "\n  ");
+}
+
+static void write_header(const ft_session *s, plan *p, ft__out *o, uint64_t base) {
   const char *why = "";
   bool collected = ft_session_device_status(s, &why) == FT_OK;
-  FT__OUT_LIT(o, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [],\n");
-  /* HTA finds the rank with the regex "rank":\s+(\d+): keep the space. */
-  FT__OUT_LIT(o, "  \"distributedInfo\": {\"rank\": ");
-  ft__out_i64(o, s->rank);
-  FT__OUT_LIT(o, ", \"world_size\": ");
-  ft__out_i64(o, s->world_size);
-  ft__out_str(o, "},\n  \"flagtrace\": {\"version\": \"" FT_VERSION_STRING "\", \"tracer\": ");
+  FT__OUT_LIT(o, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [");
+  write_device_properties(s, p, o);
+  FT__OUT_LIT(o, "],\n");
+  if (s->rank >= 0) {
+    /* HTA finds the rank with the regex "rank":\s+(\d+): keep the space. */
+    FT__OUT_LIT(o, "  \"distributedInfo\": {\"rank\": ");
+    ft__out_i64(o, s->rank);
+    if (s->world_size >= 1) {
+      FT__OUT_LIT(o, ", \"world_size\": ");
+      ft__out_i64(o, s->world_size);
+    }
+    FT__OUT_LIT(o, "},\n");
+  }
+  ft__out_str(o, "  \"flagtrace\": {\"version\": \"" FT_VERSION_STRING "\", \"tracer\": ");
   ft__out_json_string(o, s->tracer->ops->name, strlen(s->tracer->ops->name));
   ft__out_str(o, collected ? ", \"device_activity\": true" : ", \"device_activity\": false");
   FT__OUT_LIT(o, ", \"device_status\": ");
@@ -448,7 +573,7 @@ ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
   const ft__vec *ev = &s->store.events;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!ft__in_window(e, p.lo, p.hi)) continue;
+    if (!ft__in_window(e, p.lo, p.hi) || (e->flags & FT__F_USER_RANGE)) continue;
     /* The slice is written before its flow halves (Perfetto binds by order). */
     write_event(s, &p, o, e, base);
     uint64_t plo = 0, phi = 0; /* set by project(); zeroed for GCC -O3's maybe-uninitialized */
@@ -456,6 +581,10 @@ ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
     if (e->kind == FT__EV_CPU_RANGE && project(&p, e, &plo, &phi, &pdev, &pstream))
       write_projection(&p, o, e, plo, phi, pdev, pstream, base, s);
     write_flows(s, &p, o, i, e, base);
+  }
+  for (size_t i = 0; i < p.n_uprojs; i++) {
+    const uproj *u = &p.uprojs[i];
+    write_projection(&p, o, ft__vec_at(ev, u->range), u->lo, u->hi, u->device, u->stream, base, s);
   }
   FT__OUT_LIT(o, "\n  ]\n}\n");
   plan_free(&p);
@@ -474,7 +603,8 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
   size_t kv_cap = 0;
   uint64_t outside = 0;
   const ft__store *store = &s->store;
-  for (size_t i = 0; i < store->events.len && !st; i++) {
+  bool stopped = false;
+  for (size_t i = 0; i < store->events.len && !st && !stopped; i++) {
     const ft__event *e = ft__vec_at(&store->events, i);
     if (e->kind == FT__EV_CPU_RANGE) continue;
     if (!ft__in_window(e, lo, hi)) {
@@ -505,17 +635,19 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
                                    .thread_id = dev ? 0 : e->thread_id,
                                    .name = ft__intern_str(&store->names, e->name_id),
                                    .metadata = kv, .n_metadata = e->meta_count}};
-    flowrec *f = has_flow_role(e) ? flow_of(&p, e->correlation_id) : NULL;
-    if (f && f->owner && f->n_dev) {
-      if (ft__is_api_kind(e->kind) && f->owner == i + 1) {
-        x.flow = FT_FLOW_START;
-        x.flow_id = e->correlation_id;
-      } else if (ft__is_device_kind(e->kind) && f->next_k++ == 0) {
-        x.flow = FT_FLOW_END;
-        x.flow_id = e->correlation_id;
-      }
-    }
-    if (visit(ctx, &x)) break;
+    x.flow = flow_role(&p, i, e);
+    if (x.flow != FT_FLOW_NONE) x.flow_id = e->correlation_id;
+    stopped = visit(ctx, &x) != 0;
+  }
+  /* the user ranges' projections (gpu_user_annotation), after every event */
+  for (size_t i = 0; i < p.n_uprojs && !st && !stopped; i++) {
+    const uproj *u = &p.uprojs[i];
+    const ft__event *r = ft__vec_at(&store->events, u->range);
+    ft_export_event x = {.event = {.kind = FT_EVENT_GPU_USER_ANNOTATION, .start_ns = u->lo, .end_ns = u->hi,
+                                   .has_external_id = true, .external_id = r->external_id,
+                                   .device = u->device, .stream = u->stream,
+                                   .name = ft__intern_str(&store->names, r->name_id)}};
+    stopped = visit(ctx, &x) != 0;
   }
   free(kv);
   plan_free(&p);

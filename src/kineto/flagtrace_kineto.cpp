@@ -1,6 +1,7 @@
 // The kineto adaptor: flagtrace sessions as a kineto child profiler, so that
 // torch.profiler gets flagtrace's device activity. No vendor type appears here:
 // it sees only the public C API (flagtrace.h, device_tracer.h).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -85,10 +86,12 @@ class Session : public libkineto::IActivityProfilerSession {
   // torch's op ids drive the tracer's external correlation on the calling thread.
   void pushCorrelationId(uint64_t id) override { ft_correlation_push(s_, id); }
   void popCorrelationId() override { ft_correlation_pop(s_); }
-  // User annotations (record_function) keep their own ids in kineto; pushing them
-  // on the same stack would steal the attribution from the op, so they are ignored.
-  void pushUserCorrelationId(uint64_t) override {}
-  void popUserCorrelationId() override {}
+  // User annotations (record_function) keep their own ids in kineto: never on the
+  // op stack (that would steal the attribution from the op), but remembered by
+  // thread and time, so that the core projects each onto the GPU rows as kineto's
+  // gpu_user_annotation (named at processTrace through the linked-activity resolver).
+  void pushUserCorrelationId(uint64_t id) override { ft_user_range_push(s_, id, nullptr); }
+  void popUserCorrelationId() override { ft_user_range_pop(s_); }
 
   // Overriding only the 1-argument form would never receive the resolver (seed §1.3).
   void processTrace(libkineto::ActivityLogger& logger) override {
@@ -112,6 +115,7 @@ class Session : public libkineto::IActivityProfilerSession {
     linked_count_ = &linked_n;
     ft_session_foreach_event(s_, start > 0 ? (uint64_t)start : 0, end > 0 ? (uint64_t)end : 0, &Session::visit, this,
                              &discarded);
+    name_other_devices(logger, start);
     diag("processTrace window [" + std::to_string(start) + ", " + std::to_string(end) + "]: " +
          std::to_string(visited_) + " events, " + std::to_string(linked_n) + " linked, " +
          std::to_string(discarded) + " outside the window");
@@ -140,6 +144,37 @@ class Session : public libkineto::IActivityProfilerSession {
   std::unique_ptr<libkineto::CpuTraceBuffer> getTraceBuffer() override { return std::move(owned_); }
 
  private:
+  // getDeviceInfo names one device; kineto asks no more, so every other device
+  // with events gets torch-cuda's rows here (a one-process two-GPU trace).
+  void name_other_devices(libkineto::ActivityLogger& logger, int64_t time) {
+    std::vector<uint32_t> dev(256), stream(256);
+    size_t n = std::min(ft_session_streams(s_, dev.data(), stream.data(), dev.size()), dev.size());
+    std::set<uint32_t> seen;
+    for (size_t i = 0; i < n; i++) {
+      if (i == 0 || !seen.insert(dev[i]).second || dev[i] == dev[0]) continue;
+      int64_t d = dev[i];
+      logger.handleDeviceInfo(libkineto::DeviceInfo{d, 5000000 + d, process_name(), "GPU " + std::to_string(d)},
+                              time);
+    }
+  }
+
+  // kineto's gpu_user_annotation: the record_function range's own name (resolved
+  // like an op), on the device row; ranges kineto cannot resolve are left out, as
+  // kineto itself leaves them out.
+  void emit_annotation(const ft_device_event& e) {
+    const libkineto::ITraceActivity* range = linked_ && *linked_ ? (*linked_)((int32_t)e.external_id) : nullptr;
+    if (!range && !*e.name) return;
+    buf_->emplace_activity(buf_->span, ActivityType::GPU_USER_ANNOTATION, range ? range->name() : e.name);
+    libkineto::GenericTraceActivity& a = *buf_->activities.back();
+    a.startTime = (int64_t)e.start_ns;
+    a.endTime = (int64_t)e.end_ns;
+    a.id = (int32_t)e.external_id;
+    a.device = (int32_t)e.device;
+    a.resource = (int32_t)e.stream;
+    visited_++;
+    logger_->handleGenericActivity(a);
+  }
+
   static int visit(void* ctx, const ft_export_event* x) {
     static_cast<Session*>(ctx)->emit(*x);
     return 0;
@@ -157,6 +192,7 @@ class Session : public libkineto::IActivityProfilerSession {
 
   void emit(const ft_export_event& x) {
     const ft_device_event& e = x.event;
+    if (e.kind == FT_EVENT_GPU_USER_ANNOTATION) return emit_annotation(e);
     bool device = e.kind == FT_EVENT_KERNEL || e.kind == FT_EVENT_MEMCPY || e.kind == FT_EVENT_MEMSET;
     // Loggers keep pointers to activities: they live in the trace buffer kineto
     // takes over (getTraceBuffer), each one allocated once.

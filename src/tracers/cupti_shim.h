@@ -59,7 +59,9 @@
   X(CUresult, cuDeviceGetCount, (int *count), (count))                                           \
   X(CUresult, cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))                  \
   X(CUresult, cuDeviceGetAttribute, (int *value, CUdevice_attribute attrib, CUdevice device),   \
-    (value, attrib, device))
+    (value, attrib, device))                                                                     \
+  X(CUresult, cuDeviceGetName, (char *name, int len, CUdevice device), (name, len, device))     \
+  X(CUresult, cuDeviceTotalMem_v2, (size_t *bytes, CUdevice device), (bytes, device))
 
 #define FT__SHIM_PFN(ret, name, params, args) typedef ret (*ft__pfn_##name) params;
 FT_CUPTI_FUNCS(FT__SHIM_PFN)

@@ -58,8 +58,10 @@ typedef struct cupti_tracer {
   ft__cuda_api cuda;
   int cuda_state; /* 0 not tried, 1 bound, -1 absent */
   ft__occ_device devs[MAX_DEVICES];
+  struct mdbuf *props[MAX_DEVICES]; /* deviceProperties, filled at the first ask */
   signed char dev_state[MAX_DEVICES]; /* 0 unknown, 1 known, -1 unavailable */
   const ft_event_sink *sink;
+  bool all_apis; /* FLAGTRACE_CUPTI_ALL_APIS: no API row left out */
   bool armed;
   unsigned kinds; /* FT_KIND_BIT set armed at start */
   bool range_only;            /* watching cudaProfilerStart: kinds enabled there, not at start */
@@ -233,12 +235,63 @@ static void bind_cuda(cupti_tracer *t) {
   else ft__log("cupti: no libcuda in the process (%s): occupancy fields are left out", why);
 }
 
+/* Our own libcuda queries are driver calls CUPTI records like the program's when
+ * driver activity is on (occupancy needs them while decoding). Each batch notes
+ * its thread (as CUPTI numbers it) and span on CUPTI's own clock, and decode_api
+ * drops the query records that fall inside one, even with FLAGTRACE_CUPTI_ALL_APIS=1. */
+enum { OWN_QUERY_WINDOWS = 256 };
+static pthread_mutex_t own_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct own_query {
+  uint32_t tid;
+  uint64_t lo, hi;
+} own_queries[OWN_QUERY_WINDOWS];
+static size_t n_own_queries;
+
+static uint64_t cupti_now(const cupti_tracer *t) {
+  uint64_t v = 0;
+  return t->api.cuptiGetTimestamp && t->api.cuptiGetTimestamp(&v) == CUPTI_SUCCESS ? v : 0;
+}
+
+static uint64_t own_query_begin(const cupti_tracer *t) { return cupti_now(t); }
+
+static void own_query_end(const cupti_tracer *t, uint64_t lo) {
+  uint64_t hi = cupti_now(t);
+  if (!lo || !hi) return; /* no clock to tell them apart by */
+  pthread_mutex_lock(&own_mu);
+  /* a few per device and session; the oldest are overwritten past the cap */
+  own_queries[n_own_queries++ % OWN_QUERY_WINDOWS] = (struct own_query){(uint32_t)(uintptr_t)pthread_self(), lo, hi};
+  pthread_mutex_unlock(&own_mu);
+}
+
+static bool is_own_query(uint32_t cbid, uint32_t cupti_tid, uint64_t start, uint64_t end) {
+  if (cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceGet && cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceGetCount &&
+      cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute && cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceGetName &&
+      cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceTotalMem_v2)
+    return false;
+  bool own = false;
+  pthread_mutex_lock(&own_mu);
+  size_t n = n_own_queries < OWN_QUERY_WINDOWS ? n_own_queries : OWN_QUERY_WINDOWS;
+  for (size_t i = 0; i < n && !own; i++)
+    own = own_queries[i].tid == cupti_tid && start >= own_queries[i].lo && end <= own_queries[i].hi;
+  pthread_mutex_unlock(&own_mu);
+  return own;
+}
+
+static const ft__occ_device *query_occupancy(cupti_tracer *t, uint32_t id);
+
 static const ft__occ_device *device_props(cupti_tracer *t, uint32_t id) {
   if (id >= MAX_DEVICES) return NULL;
   if (t->dev_state[id]) return t->dev_state[id] > 0 ? &t->devs[id] : NULL;
   t->dev_state[id] = -1;
   bind_cuda(t);
   if (t->cuda_state < 0) return NULL;
+  uint64_t q0 = own_query_begin(t);
+  const ft__occ_device *d = query_occupancy(t, id);
+  own_query_end(t, q0);
+  return d;
+}
+
+static const ft__occ_device *query_occupancy(cupti_tracer *t, uint32_t id) {
   CUdevice dev;
   if (t->cuda.cuDeviceGet(&dev, (int)id) != CUDA_SUCCESS) return NULL;
   ft__occ_device *d = &t->devs[id];
@@ -291,12 +344,13 @@ static bool span(cupti_tracer *t, uint64_t start, uint64_t end, uint64_t *s, uin
 }
 
 /* A small formatting arena for one event's metadata values. */
-typedef struct mdbuf {
+struct mdbuf {
   ft_kv kv[16];
   size_t n;
   char text[512];
   size_t used;
-} mdbuf;
+};
+typedef struct mdbuf mdbuf;
 
 static void md_add(mdbuf *m, const char *key, const char *fmt, ...) FT__PRINTF(3, 4);
 static void md_add(mdbuf *m, const char *key, const char *fmt, ...) {
@@ -412,17 +466,46 @@ static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
   emit(t, &ev, &m);
 }
 
+/* What both copy record kinds (MEMCPY's Memcpy6, MEMCPY2's PtoP4) share: kineto's
+ * name and the event on the device and stream that ran the copy; false when the
+ * record has no timing. name needs 96 bytes. */
+#define COPY_EVENT(t, c, name, ev)                                                                         \
+  copy_event((t), (c)->copyKind, (c)->srcKind, (c)->dstKind, (c)->start, (c)->end, (c)->correlationId,   \
+             (c)->deviceId, (c)->streamId, (name), (ev))
+static bool copy_event(cupti_tracer *t, uint8_t copy_kind, uint8_t src, uint8_t dst, uint64_t start, uint64_t end,
+                       uint32_t corr, uint32_t device, uint32_t stream, char *name, ft_device_event *ev) {
+  snprintf(name, 96, "Memcpy %s (%s -> %s)", memcpy_kind(copy_kind), memory_kind(src), memory_kind(dst));
+  uint64_t s, e;
+  if (!span(t, start, end, &s, &e)) return false;
+  *ev = (ft_device_event){.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = e, .correlation_id = corr,
+                          .device = device, .stream = stream, .name = name};
+  return true;
+}
+
 static void decode_memcpy(cupti_tracer *t, const CUpti_ActivityMemcpy6 *c) {
   char name[96];
-  snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", memcpy_kind(c->copyKind), memory_kind(c->srcKind),
-           memory_kind(c->dstKind));
-  uint64_t s, e;
-  if (!span(t, c->start, c->end, &s, &e)) return;
-  ft_device_event ev = {.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = e,
-                        .correlation_id = c->correlationId, .device = c->deviceId,
-                        .stream = c->streamId, .name = name};
+  ft_device_event ev;
+  if (!COPY_EVENT(t, c, name, &ev)) return;
   mdbuf m = {.n = 0, .used = 0};
   md_add(&m, "context", "%u", c->contextId);
+  md_add(&m, "bytes", "%llu", (unsigned long long)c->bytes);
+  md_bandwidth(&m, c->bytes, c->start, c->end);
+  emit(t, &ev, &m);
+}
+
+/* Peer-to-peer copies arrive only under CUPTI_ACTIVITY_KIND_MEMCPY2 (measured on two
+ * H200s), with kineto's keys in its order. */
+static void decode_p2p(cupti_tracer *t, const CUpti_ActivityMemcpyPtoP4 *c) {
+  char name[96];
+  ft_device_event ev;
+  if (!COPY_EVENT(t, c, name, &ev)) return;
+  mdbuf m = {.n = 0, .used = 0};
+  md_add(&m, "fromDevice", "%u", c->srcDeviceId);
+  md_add(&m, "inDevice", "%u", c->deviceId);
+  md_add(&m, "toDevice", "%u", c->dstDeviceId);
+  md_add(&m, "fromContext", "%u", c->srcContextId);
+  md_add(&m, "inContext", "%u", c->contextId);
+  md_add(&m, "toContext", "%u", c->dstContextId);
   md_add(&m, "bytes", "%llu", (unsigned long long)c->bytes);
   md_bandwidth(&m, c->bytes, c->start, c->end);
   emit(t, &ev, &m);
@@ -443,9 +526,13 @@ static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
   emit(t, &ev, &m);
 }
 
+static bool api_left_out(const cupti_tracer *t, bool driver, uint32_t cbid);
+
 static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver) {
+  if (api_left_out(t, driver, a->cbid)) return;
   uint64_t s, e;
   if (!span(t, a->start, a->end, &s, &e)) return;
+  if (driver && is_own_query(a->cbid, a->threadId, a->start, a->end)) return; /* CUPTI's clock, as noted */
   ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = e,
                         .correlation_id = a->correlationId, .thread_id = os_tid(a->threadId),
                         .name = vendor_api_name(t, driver, a->cbid)};
@@ -462,6 +549,9 @@ static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
     break;
   case CUPTI_ACTIVITY_KIND_MEMCPY:
     decode_memcpy(t, (const CUpti_ActivityMemcpy6 *)rec);
+    break;
+  case CUPTI_ACTIVITY_KIND_MEMCPY2:
+    decode_p2p(t, (const CUpti_ActivityMemcpyPtoP4 *)rec);
     break;
   case CUPTI_ACTIVITY_KIND_MEMSET:
     decode_memset(t, (const CUpti_ActivityMemset4 *)rec);
@@ -686,20 +776,58 @@ static bool cu_available(const ft_tracer *base, const char **why) {
 static const struct {
   unsigned ft_kind;
   CUpti_ActivityKind cupti;
+  bool optional; /* a library without it still traces the rest */
 } kind_map[] = {
-    {FT_EVENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, {FT_EVENT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
-    {FT_EVENT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET},            {FT_EVENT_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME},
-    {FT_EVENT_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER},
+    {FT_EVENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, false},
+    {FT_EVENT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY, false},
+#ifndef FT_MCPTI /* MCPTI's record sizes for it are not in our facts */
+    {FT_EVENT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, true}, /* peer-to-peer copies */
+#endif
+    {FT_EVENT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET, false},
+    {FT_EVENT_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME, false},
+    {FT_EVENT_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER, false},
 };
 enum { N_KINDS = sizeof kind_map / sizeof kind_map[0] };
 
-/* High-frequency queries the runtime and torch make around every launch; kineto
- * leaves the same ones out. Recording them cost torch's add_ loop 8 API records per
- * op instead of 1 (measured on the H200, CUDA 13). FLAGTRACE_CUPTI_ALL_APIS=1 keeps them. */
-static const CUpti_CallbackId quiet_runtime[] = {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020};
+/* API rows as torch-cuda's (kineto 2.11, CuptiActivityApi.cpp, CuptiActivityProfiler.cpp
+ * and CuptiCbidRegistry.cpp): CUPTI is told not to record the per-launch queries
+ * below at all (they cost torch's add_ loop 8 API records per op instead of 1,
+ * measured on the H200), kineto's runtime blocklist is left out, and of the driver
+ * API only kineto's tracked calls are kept (launches and the cuMem* virtual-memory
+ * calls): cuPointerGetAttribute, cuOccupancy*, cuLibraryGetKernel, our own
+ * cuDeviceGetAttribute queries, ... are not rows. FLAGTRACE_CUPTI_ALL_APIS=1 keeps
+ * everything. The ids are CUPTI's; MCPTI numbers its APIs differently. */
+static const CUpti_CallbackId quiet_runtime[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,         CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,      CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020};
 static const CUpti_CallbackId quiet_driver[] = {
     CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute, CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState,
-    CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName};
+    CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName,
+    CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute};
+static const CUpti_CallbackId kept_driver[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuMemCreate,     CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+    CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,      CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
+    CUPTI_DRIVER_TRACE_CBID_cuMemExportToShareableHandle, CUPTI_DRIVER_TRACE_CBID_cuMemImportFromShareableHandle};
+
+static bool in_list(const CUpti_CallbackId *ids, size_t n, uint32_t cbid) {
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] == cbid) return true;
+  return false;
+}
+
+/* Decode-time half of the filter, for CUPTIs without the per-API switch. */
+static bool api_left_out(const cupti_tracer *t, bool driver, uint32_t cbid) {
+#ifdef FT_MCPTI
+  (void)t, (void)driver, (void)cbid;
+  return false;
+#else
+  if (t->all_apis) return false;
+  if (driver) return !in_list(kept_driver, sizeof kept_driver / sizeof *kept_driver, cbid);
+  return in_list(quiet_runtime, sizeof quiet_runtime / sizeof *quiet_runtime, cbid);
+#endif
+}
 
 static void quiet_apis(cupti_tracer *t, bool driver) {
 #ifdef FT_MCPTI
@@ -707,7 +835,7 @@ static void quiet_apis(cupti_tracer *t, bool driver) {
   return;
 #endif
   /* set both ways: CUPTI keeps a per-API switch across sessions */
-  uint8_t keep = ft__env_flag("FLAGTRACE_CUPTI_ALL_APIS");
+  uint8_t keep = t->all_apis;
   ft__pfn_cuptiActivityEnableRuntimeApi fn = driver ? t->api.cuptiActivityEnableDriverApi
                                                     : t->api.cuptiActivityEnableRuntimeApi;
   const CUpti_CallbackId *ids = driver ? quiet_driver : quiet_runtime;
@@ -732,6 +860,7 @@ static ft_status enable_kinds(cupti_tracer *t) {
     if (!(t->kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
     st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, kind_map[i].cupti);
     ft__log("cupti: enable kind %d: %s", (int)kind_map[i].cupti, st ? t->err : "ok");
+    if (st && kind_map[i].optional) st = FT_OK;
     if (!st && (kind_map[i].ft_kind == FT_EVENT_RUNTIME || kind_map[i].ft_kind == FT_EVENT_DRIVER))
       quiet_apis(t, kind_map[i].ft_kind == FT_EVENT_DRIVER);
   }
@@ -749,6 +878,7 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     return FT_EBUSY;
   }
   t->sink = sink;
+  t->all_apis = ft__env_flag("FLAGTRACE_CUPTI_ALL_APIS");
   atomic_store(&t->range_enabled, false);
   register_thread();
   atomic_store(&dropped_total, 0);
@@ -867,6 +997,50 @@ static int cu_device_count(const ft_tracer *base) {
   return t->cuda_state > 0 && t->cuda.cuDeviceGetCount(&n) == CUDA_SUCCESS ? n : 0;
 }
 
+/* kineto's deviceProperties fields, in its order, from the driver's own queries. */
+static size_t cu_device_properties(ft_tracer *base, int id, const ft_kv **out) {
+  cupti_tracer *t = (cupti_tracer *)base;
+  if (id < 0 || id >= MAX_DEVICES) return 0;
+  if (t->props[id]) {
+    *out = t->props[id]->kv;
+    return t->props[id]->n;
+  }
+  bind_cuda(t);
+  CUdevice dev;
+  if (t->cuda_state < 0 || t->cuda.cuDeviceGet(&dev, id) != CUDA_SUCCESS) return 0;
+  mdbuf *m = calloc(1, sizeof *m);
+  if (!m) return 0;
+  uint64_t q0 = own_query_begin(t); /* after stop nothing is recorded; noted all the same */
+  char name[256];
+  size_t mem = 0;
+  if (t->cuda.cuDeviceGetName(name, (int)sizeof name, dev) == CUDA_SUCCESS) md_add(m, "name", "%s", name);
+  if (t->cuda.cuDeviceTotalMem_v2(&mem, dev) == CUDA_SUCCESS) md_add(m, "totalGlobalMem", "%zu", mem);
+  static const struct {
+    const char *key;
+    CUdevice_attribute a;
+  } q[] = {
+      {"computeMajor", CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
+      {"computeMinor", CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
+      {"maxThreadsPerBlock", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
+      {"maxThreadsPerMultiprocessor", CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR},
+      {"regsPerBlock", CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK},
+      {"warpSize", CU_DEVICE_ATTRIBUTE_WARP_SIZE},
+      {"sharedMemPerBlock", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK},
+      {"numSms", CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
+      {"regsPerMultiprocessor", CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR},
+      {"sharedMemPerBlockOptin", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN},
+      {"sharedMemPerMultiprocessor", CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR},
+  };
+  for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+    int v;
+    if (t->cuda.cuDeviceGetAttribute(&v, q[i].a, dev) == CUDA_SUCCESS) md_add(m, q[i].key, "%d", v);
+  }
+  own_query_end(t, q0);
+  t->props[id] = m;
+  *out = m->kv;
+  return m->n;
+}
+
 /* cudaProfilerStart/Stop (and the driver's cuProfilerStart/Stop) through CUPTI's
  * callback API: the one subscriber CUPTI allows is taken only when asked for. */
 static void (*profiler_on)(void *ctx, bool start);
@@ -931,6 +1105,7 @@ static void cu_destroy(ft_tracer *base) {
 #ifdef FT_MCPTI
   ft__held_free(&t->kept);
 #endif
+  for (int i = 0; i < MAX_DEVICES; i++) free(t->props[i]);
   pthread_mutex_destroy(&t->decode_mu);
   free(t);
 }
@@ -950,6 +1125,7 @@ static const ft_tracer_ops cupti_ops = {
     .push_correlation = cu_push,
     .pop_correlation = cu_pop,
     .device_count = cu_device_count,
+    .device_properties = cu_device_properties,
     .dropped_records = cu_dropped,
     .last_error = cu_last_error,
     .destroy = cu_destroy,

@@ -74,6 +74,18 @@ def _(d):
     assert "inject_driver: pop returned" not in r.stderr, r.stderr
 
 
+@case("record: distributedInfo only when a rank is known (RANK), never rank 0 by default")
+def _(d):
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
+    r = subprocess.run([*WRAP, flagtrace, "record", "-o", os.path.join(d, "none.json"), "--", driver, "exit"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r
+    assert "distributedInfo" not in load(os.path.join(d, "none.json"))
+    r = record("-o", os.path.join(d, "r%r.json"), "--", driver, "exit", env={"RANK": "1", "WORLD_SIZE": "2"})
+    assert r.returncode == 0, r
+    assert load(os.path.join(d, "r1.json"))["distributedInfo"] == {"rank": 1, "world_size": 2}
+
+
 @case("record --trace=kernel,nvtx: no API rows, no flows")
 def _(d):
     r = record("--trace=kernel,nvtx", "-o", os.path.join(d, "t.json"), "--", driver, "exit")

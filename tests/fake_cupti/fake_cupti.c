@@ -12,6 +12,7 @@
 #include <cupti_result.h>
 #include <cupti_version.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -85,6 +86,7 @@ static size_t record_size(CUpti_ActivityKind k) {
   switch (k) {
   case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
   case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+  case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
   case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
   case CUPTI_ACTIVITY_KIND_RUNTIME:
   case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
@@ -92,6 +94,8 @@ static size_t record_size(CUpti_ActivityKind k) {
   default: return 0;
   }
 }
+
+static __thread int completing; /* inside the tracer's buffer callback, mu held */
 
 static void complete(fbuf *b) {
   if (!b->p) return;
@@ -103,7 +107,9 @@ static void complete(fbuf *b) {
   on_complete(NULL, 0, p, size, used);
   in_completion--;
 #else
+  completing++;
   on_complete(NULL, 0, p, size, used);
+  completing--;
 #endif
 }
 
@@ -155,8 +161,57 @@ EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t e
   return api_switch(1, cbid, enable);
 }
 
+/* Driver API records for the libcuda queries (at the end of this file), as CUPTI writes them for any caller
+ * while driver activity is on: the tracer's own occupancy queries included. Made
+ * inside the tracer's buffer callback (mu held there), they wait in `deferred`
+ * until the API buffer is next written. */
+static CUpti_ActivityAPI deferred[64];
+static size_t n_deferred;
+
+static void query_record(uint32_t cbid, uint64_t t0) {
+  if (!is_enabled(CUPTI_ACTIVITY_KIND_DRIVER) || api_off[1][cbid]) return;
+  CUpti_ActivityAPI a;
+  memset(&a, 0, sizeof a);
+  a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+  a.cbid = cbid;
+  a.start = t0;
+  a.end = now_ns();
+  a.processId = (uint32_t)getpid();
+  a.threadId = (uint32_t)(uintptr_t)pthread_self();
+  a.correlationId = 0;
+  if (!completing) pthread_mutex_lock(&mu);
+  if (n_deferred < 64) deferred[n_deferred++] = a;
+  if (!completing) pthread_mutex_unlock(&mu);
+}
+
+/* Under mu: the deferred query records into the API buffer. */
+static void flush_deferred(void) {
+  for (size_t i = 0; i < n_deferred; i++) {
+    CUpti_ActivityAPI *a = slot(&api_buf, CUPTI_ACTIVITY_KIND_DRIVER);
+    *a = deferred[i];
+  }
+  n_deferred = 0;
+}
+
+/* The fields both copy records (Memcpy6, MemcpyPtoP4) share, from the launch l. */
+#define FILL_COPY(c, record_kind, copy, src, dst)   \
+  do {                                              \
+    (c)->kind = (record_kind);                      \
+    (c)->copyKind = (copy);                         \
+    (c)->srcKind = (src);                           \
+    (c)->dstKind = (dst);                           \
+    (c)->bytes = l->bytes;                          \
+    (c)->start = start;                             \
+    (c)->end = start + dur;                         \
+    (c)->deviceId = l->device;                      \
+    (c)->contextId = 1 + l->device;                 \
+    (c)->streamId = l->stream ? l->stream : 7;      \
+    (c)->correlationId = corr;                      \
+  } while (0)
+
 EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
   pthread_mutex_lock(&mu);
+  flush_deferred();
   uint32_t corr = next_corr++;
   uint64_t t0 = now_ns();
   CUpti_ActivityKind api_kind = l->driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
@@ -200,8 +255,8 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
       k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
       k->start = start;
       k->end = start + dur;
-      k->deviceId = 0;
-      k->contextId = 1;
+      k->deviceId = l->device;
+      k->contextId = 1 + l->device;
       k->streamId = l->stream ? l->stream : 7;
       k->gridX = l->grid[0], k->gridY = l->grid[1], k->gridZ = l->grid[2];
       k->blockX = l->block[0], k->blockY = l->block[1], k->blockZ = l->block[2];
@@ -212,16 +267,15 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
       k->name = l->name;
     } else if (l->kind == FAKE_MEMCPY && is_enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) {
       CUpti_ActivityMemcpy6 *c = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMCPY);
-      c->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-      c->copyKind = l->copy_kind;
-      c->srcKind = l->src_kind;
-      c->dstKind = l->dst_kind;
-      c->bytes = l->bytes;
-      c->start = start;
-      c->end = start + dur;
-      c->contextId = 1;
-      c->streamId = l->stream ? l->stream : 7;
-      c->correlationId = corr;
+      FILL_COPY(c, CUPTI_ACTIVITY_KIND_MEMCPY, l->copy_kind, l->src_kind, l->dst_kind);
+    } else if (l->kind == FAKE_P2P && is_enabled(CUPTI_ACTIVITY_KIND_MEMCPY2)) {
+      CUpti_ActivityMemcpyPtoP4 *c = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMCPY2);
+      FILL_COPY(c, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+      c->srcDeviceId = l->src_device;
+      c->srcContextId = 1 + l->src_device;
+      c->dstDeviceId = l->dst_device;
+      c->dstContextId = 1 + l->dst_device;
     } else if (l->kind == FAKE_MEMSET && is_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) {
       CUpti_ActivityMemset4 *s = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMSET);
       s->kind = CUPTI_ACTIVITY_KIND_MEMSET;
@@ -285,6 +339,7 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   /* Device buffer first: its records refer to correlations whose external ids
    * arrive in the API buffer afterwards, as can happen with real buffers. */
   complete(&dev_buf);
+  flush_deferred(); /* queries the tracer made while decoding the device buffer */
   complete(&api_buf);
   pthread_mutex_unlock(&mu);
   return CUPTI_SUCCESS;
@@ -347,19 +402,40 @@ EXPORT CUptiResult cuptiGetTimestamp(uint64_t *timestamp) {
 
 /* ---- the libcuda queries (an H200's properties) ---- */
 
+/* FAKE_CUPTI_DEVICES=N: N identical devices (default 1) */
+static int n_devices(void) {
+  const char *v = getenv("FAKE_CUPTI_DEVICES");
+  return v && atoi(v) > 0 ? atoi(v) : 1;
+}
+
 EXPORT CUresult cuDeviceGetCount(int *count) {
-  *count = 1;
+  query_record(CUPTI_DRIVER_TRACE_CBID_cuDeviceGetCount, now_ns());
+  *count = n_devices();
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
-  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *device = 0;
+  query_record(CUPTI_DRIVER_TRACE_CBID_cuDeviceGet, now_ns());
+  if (ordinal < 0 || ordinal >= n_devices()) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice device) {
+  if (device < 0 || device >= n_devices() || len < 1) return CUDA_ERROR_INVALID_VALUE;
+  snprintf(name, (size_t)len, "NVIDIA H200 (fake %d)", device);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device) {
+  if (device < 0 || device >= n_devices()) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = 150109880320ull;
   return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice device) {
-  if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  query_record(CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute, now_ns());
+  if (device < 0 || device >= n_devices()) return CUDA_ERROR_INVALID_DEVICE;
   switch (attrib) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
@@ -371,6 +447,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUde
   case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; break;
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = 49152; break;
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 233472; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 232448; break;
   case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; break;
   default: return CUDA_ERROR_INVALID_VALUE;
   }

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { FAKE_KERNEL, FAKE_MEMCPY, FAKE_MEMSET, FAKE_RUNTIME_ONLY };
+enum { FAKE_KERNEL, FAKE_MEMCPY, FAKE_MEMSET, FAKE_RUNTIME_ONLY, FAKE_P2P };
 
 typedef struct fake_launch {
   int kind;
@@ -22,6 +22,8 @@ typedef struct fake_launch {
   uint32_t cbid;      /* runtime callback id; 0 = cudaLaunchKernel (211) */
   int driver;         /* 1: a driver API call (cbid 0 = cuLaunchKernel, 307) */
   uint32_t stream;
+  uint32_t device;              /* device records: the device that ran them */
+  uint32_t src_device, dst_device; /* FAKE_P2P: a CUPTI_ACTIVITY_KIND_MEMCPY2 record */
   int no_timing; /* 1: device records with start = end = 0 ("timing unavailable") */
 } fake_launch;
 

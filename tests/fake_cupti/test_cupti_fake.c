@@ -235,22 +235,95 @@ static void test_graphs_orphans_and_window(void **state) {
   yajl_val doc = ft_test_render(s);
   assert_null(ft_test_find_x(doc, "kernel", "before_start", 0));
   expect_dim(ft_test_get(ft_test_find_x(doc, "kernel", "orphan", 0), "args"), "block", 31, 1, 1);
-  /* three device events of one launch: ids g, 1<<32|g, 2<<32|g, each paired */
+  /* three device events of one launch: one start and three ends, all with id g */
   yajl_val ev = ft_test_get(doc, "traceEvents");
-  for (uint64_t k = 0; k < 3; k++) {
-    long long want = (long long)(k << 32 | g);
-    int s_n = 0, f_n = 0;
-    for (size_t i = 0; i < ev->u.array.len; i++) {
-      yajl_val e = ev->u.array.values[i];
-      yajl_val id = ft_test_get(e, "id");
-      if (!id || YAJL_GET_INTEGER(id) != want) continue;
-      if (!strcmp(ft_test_str(e, "ph"), "s")) s_n++;
-      if (!strcmp(ft_test_str(e, "ph"), "f")) f_n++;
-    }
-    assert_int_equal(s_n, 1);
-    assert_int_equal(f_n, 1);
+  int s_n = 0, f_n = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    yajl_val id = ft_test_get(e, "id");
+    if (!id) continue;
+    assert_int_equal(YAJL_GET_INTEGER(id), g);
+    if (!strcmp(ft_test_str(e, "ph"), "s")) s_n++;
+    if (!strcmp(ft_test_str(e, "ph"), "f")) f_n++;
   }
+  assert_int_equal(s_n, 1);
+  assert_int_equal(f_n, 3);
   yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+typedef struct graph_tally {
+  int starts, ends, kernels, foreign;
+  uint32_t start_ids[8];
+} graph_tally;
+
+static int graph_visit(void *ctx, const ft_export_event *x) {
+  graph_tally *t = ctx;
+  if (x->flow == FT_FLOW_START) t->start_ids[t->starts++ & 7] = (uint32_t)x->flow_id;
+  if (x->event.kind == FT_EVENT_KERNEL) {
+    t->kernels++;
+    /* every node: an end whose id is its own launch's, attributed to op 42 */
+    if (x->flow != FT_FLOW_END || x->flow_id != x->event.correlation_id || !x->event.has_external_id ||
+        x->event.external_id != 42)
+      t->foreign++;
+    else
+      t->ends++;
+  }
+  return 0;
+}
+
+/* Five replays of a five-node graph (issue 13): torch-cuda links all 25 nodes to
+ * their cudaGraphLaunch, one start per launch and one end per node, in both front ends. */
+static void test_graph_replays_link_every_node(void **state) {
+  (void)state;
+  ft_session *s = started();
+  fake_launch g = kernel("graph_node", 1, 1, 1, 32, 8, 0, 1000);
+  g.device_records = 5;
+  g.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000;
+  uint32_t corr[5];
+  assert_int_equal(ft_correlation_push(s, 42), FT_OK);
+  for (int i = 0; i < 5; i++) corr[i] = launch(&g);
+  assert_int_equal(ft_correlation_pop(s), FT_OK);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft_session_counts c;
+  assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
+  assert_int_equal(c.flows, 25);
+  yajl_val doc = ft_test_render(s);
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  int s_n[5] = {0}, f_n[5] = {0};
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    const char *ph = ft_test_str(e, "ph");
+    if (strcmp(ph, "s") && strcmp(ph, "f")) continue;
+    long long id = YAJL_GET_INTEGER(ft_test_get(e, "id"));
+    int which = -1;
+    for (int k = 0; k < 5; k++)
+      if (id == corr[k]) which = k;
+    assert_true(which >= 0);
+    if (!strcmp(ph, "s")) s_n[which]++;
+    else {
+      f_n[which]++;
+      /* the end sits on a node of that launch: the slice before it carries the id */
+      yajl_val slice = ev->u.array.values[i - 1];
+      assert_string_equal(ft_test_str(slice, "cat"), "kernel");
+      assert_int_equal(num(ft_test_get(slice, "args"), "correlation"), id);
+      assert_int_equal(num(ft_test_get(slice, "args"), "External id"), 42);
+    }
+  }
+  for (int k = 0; k < 5; k++) {
+    assert_int_equal(s_n[k], 1);
+    assert_int_equal(f_n[k], 5);
+  }
+  assert_non_null(ft_test_find_x(doc, "cuda_runtime", "cudaGraphLaunch", 0));
+  yajl_tree_free(doc);
+  graph_tally t = {0};
+  assert_int_equal(ft_session_foreach_event(s, 0, UINT64_MAX, graph_visit, &t, NULL), FT_OK);
+  assert_int_equal(t.kernels, 25);
+  assert_int_equal(t.ends, 25);
+  assert_int_equal(t.foreign, 0);
+  assert_int_equal(t.starts, 5);
+  for (int k = 0; k < 5; k++) assert_int_equal(t.start_ids[k], corr[k]);
   ft_session_destroy(s);
 }
 
@@ -293,32 +366,297 @@ static void test_driver_launches_and_activity_selection(void **state) {
   ft_session_destroy(s);
 }
 
-/* The per-launch queries (cudaGetDevice, cuKernelGetName, ...) stay out of the
- * trace, as in kineto's; FLAGTRACE_CUPTI_ALL_APIS=1 brings them back. */
-static void test_per_launch_queries_left_out(void **state) {
+/* API rows as torch-cuda's (issue 13): kineto's runtime blocklist and every driver
+ * call but its tracked ones stay out, with CUPTI's per-API switch and without it
+ * (decode-time filter); FLAGTRACE_CUPTI_ALL_APIS=1 brings them back. */
+static void test_api_rows_as_kineto(void **state) {
   (void)state;
-  for (int all = 0; all < 2; all++) {
+  static const uint32_t left_rt[] = {
+      CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020};
+  static const char *const left_rt_names[] = {"cudaGetDevice", "cudaSetDevice", "cudaGetLastError",
+                                              "cudaEventCreate", "cudaEventCreateWithFlags", "cudaEventDestroy"};
+  static const uint32_t left_drv[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuKernelGetName, CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttribute,
+      CUPTI_DRIVER_TRACE_CBID_cuOccupancyMaxActiveBlocksPerMultiprocessor, CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction, CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute,
+      CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent};
+  static const char *const left_drv_names[] = {"cuKernelGetName", "cuPointerGetAttribute",
+                                               "cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuLibraryGetKernel",
+                                               "cuKernelGetFunction", "cuDeviceGetAttribute", "cuCtxGetCurrent"};
+  for (int mode = 0; mode < 3; mode++) {
+    bool all = mode == 2;
+    if (mode == 1) setenv("FAKE_CUPTI_NO_API_SWITCH", "1", 1);
     if (all) setenv("FLAGTRACE_CUPTI_ALL_APIS", "1", 1);
     ft_session *s = started();
-    fake_launch get_device = {.kind = FAKE_RUNTIME_ONLY, .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020};
-    fake_launch get_name = {.kind = FAKE_RUNTIME_ONLY, .driver = 1, .cbid = CUPTI_DRIVER_TRACE_CBID_cuKernelGetName};
+    for (size_t i = 0; i < sizeof left_rt / sizeof *left_rt; i++) {
+      fake_launch q = {.kind = FAKE_RUNTIME_ONLY, .cbid = left_rt[i]};
+      launch(&q);
+    }
+    for (size_t i = 0; i < sizeof left_drv / sizeof *left_drv; i++) {
+      fake_launch q = {.kind = FAKE_RUNTIME_ONLY, .driver = 1, .cbid = left_drv[i]};
+      launch(&q);
+    }
     fake_launch get_count = {.kind = FAKE_RUNTIME_ONLY, .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020};
+    fake_launch mem_create = {.kind = FAKE_RUNTIME_ONLY, .driver = 1, .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemCreate};
     fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 100);
-    launch(&get_device);
-    launch(&get_name);
+    fake_launch kex = kernel("kex", 1, 1, 1, 32, 8, 0, 100);
+    kex.driver = 1;
+    kex.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx;
     launch(&get_count);
+    launch(&mem_create);
     launch(&k);
+    launch(&kex);
     ft_test_settle();
     assert_int_equal(ft_session_stop(s), FT_OK);
     yajl_val doc = ft_test_render(s);
+    /* kept in every mode */
     assert_non_null(ft_test_find_x(doc, "cuda_runtime", "cudaLaunchKernel", 0));
-    assert_non_null(ft_test_find_x(doc, "cuda_runtime", "cudaGetDeviceCount", 0)); /* not on the list */
-    assert_int_equal(ft_test_find_x(doc, "cuda_runtime", "cudaGetDevice", 0) != NULL, all);
-    assert_int_equal(ft_test_find_x(doc, "cuda_driver", "cuKernelGetName", 0) != NULL, all);
+    assert_non_null(ft_test_find_x(doc, "cuda_runtime", "cudaGetDeviceCount", 0));
+    assert_non_null(ft_test_find_x(doc, "cuda_driver", "cuMemCreate", 0));
+    assert_non_null(ft_test_find_x(doc, "cuda_driver", "cuLaunchKernelEx", 0));
+    for (size_t i = 0; i < sizeof left_rt / sizeof *left_rt; i++)
+      if ((ft_test_find_x(doc, "cuda_runtime", left_rt_names[i], 0) != NULL) != all)
+        fail_msg("mode %d: %s", mode, left_rt_names[i]);
+    for (size_t i = 0; i < sizeof left_drv / sizeof *left_drv; i++)
+      if ((ft_test_find_x(doc, "cuda_driver", left_drv_names[i], 0) != NULL) != all)
+        fail_msg("mode %d: %s", mode, left_drv_names[i]);
+    assert_int_equal(count_cat(doc, "X", "cuda_runtime"), all ? 8 : 2);
+    assert_int_equal(count_cat(doc, "X", "cuda_driver"), all ? 9 : 2);
     yajl_tree_free(doc);
     ft_session_destroy(s);
+    unsetenv("FAKE_CUPTI_NO_API_SWITCH");
   }
   unsetenv("FLAGTRACE_CUPTI_ALL_APIS");
+}
+
+/* Our occupancy queries run while decoding, with driver activity on: CUPTI records
+ * them like the program's calls. They never become rows, even with every API kept;
+ * the program's own query of the same API does. */
+static void test_own_queries_are_not_rows(void **state) {
+  (void)state;
+  setenv("FLAGTRACE_CUPTI_ALL_APIS", "1", 1);
+  ft_session *s = started();
+  fake_launch users = {.kind = FAKE_RUNTIME_ONLY, .driver = 1, .cbid = CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute};
+  launch(&users);
+  fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 100);
+  launch(&k);
+  ft_test_settle();
+  /* decoding the kernel now (activity on) makes the occupancy queries */
+  assert_int_equal(s->tracer->ops->drain(s->tracer), FT_OK);
+  launch(&k);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  assert_non_null(ft_test_find_x(doc, "cuda_driver", "cuDeviceGetAttribute", 0)); /* the program's */
+  assert_null(ft_test_find_x(doc, "cuda_driver", "cuDeviceGetAttribute", 1));
+  assert_null(ft_test_find_x(doc, "cuda_driver", "cuDeviceGet", 0));
+  /* the occupancy fields were computed, so the queries did run */
+  assert_non_null(ft_test_get(ft_test_get(ft_test_find_x(doc, "kernel", "k", 0), "args"), "warps per SM"));
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+  unsetenv("FLAGTRACE_CUPTI_ALL_APIS");
+}
+
+/* Peer-to-peer copies come as CUPTI_ACTIVITY_KIND_MEMCPY2 records: torch-cuda's name
+ * and args, on the device that ran them, linked to their launch (issue 13). */
+static void test_peer_to_peer_copies(void **state) {
+  (void)state;
+  ft_session *s = started();
+  fake_launch p2p = {.kind = FAKE_P2P, .bytes = 16 << 20, .dur_ns = 100000, .device = 1, .src_device = 0,
+                     .dst_device = 1, .stream = 13, .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020};
+  assert_int_equal(ft_correlation_push(s, 77), FT_OK);
+  uint32_t corr = launch(&p2p);
+  assert_int_equal(ft_correlation_pop(s), FT_OK);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  yajl_val e = ft_test_find_x(doc, "gpu_memcpy", "Memcpy PtoP (Device -> Device)", 0);
+  assert_non_null(e);
+  assert_int_equal(num(e, "pid"), 1);
+  assert_int_equal(num(e, "tid"), 13);
+  yajl_val a = ft_test_get(e, "args");
+  assert_int_equal(num(a, "External id"), 77);
+  assert_int_equal(num(a, "correlation"), corr);
+  assert_int_equal(num(a, "device"), 1);
+  assert_int_equal(num(a, "fromDevice"), 0);
+  assert_int_equal(num(a, "inDevice"), 1);
+  assert_int_equal(num(a, "toDevice"), 1);
+  assert_int_equal(num(a, "fromContext"), 1);
+  assert_int_equal(num(a, "inContext"), 2);
+  assert_int_equal(num(a, "toContext"), 2);
+  assert_int_equal(num(a, "bytes"), 16 << 20);
+  assert_true(fabs(num(a, "memory bandwidth (GB/s)") - (16 << 20) / 100000.0) < 1e-9);
+  /* kineto's key order after the ids */
+  static const char *const order[] = {"fromDevice", "inDevice", "toDevice", "fromContext",
+                                      "inContext", "toContext", "bytes", "memory bandwidth (GB/s)"};
+  size_t at = 0;
+  for (size_t i = 0; i < a->u.object.len && at < 8; i++)
+    if (!strcmp(a->u.object.keys[i], order[at])) at++;
+  assert_int_equal(at, 8);
+  assert_int_equal(count_cat(doc, "f", "ac2g"), 1);
+  assert_int_equal(count_cat(doc, "s", "ac2g"), 1);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static bool has_meta(yajl_val doc, const char *name, long long pid, long long tid, const char *key,
+                     const char *sval, long long ival) {
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    if (strcmp(ft_test_str(e, "ph"), "M") || strcmp(ft_test_str(e, "name"), name) || num(e, "pid") != pid ||
+        num(e, "tid") != tid)
+      continue;
+    yajl_val v = ft_test_get(ft_test_get(e, "args"), key);
+    if (sval && YAJL_IS_STRING(v) && !strcmp(v->u.string, sval)) return true;
+    if (!sval && YAJL_IS_NUMBER(v) && YAJL_GET_INTEGER(v) == ival) return true;
+  }
+  return false;
+}
+
+/* One process, two devices (issue 13): both devices' rows are named, and
+ * deviceProperties holds one object per device with torch-cuda's keys in its order
+ * (tests/data/torch_cuda_2.11_reference.json.gz) and the driver's values. */
+static void test_two_devices_rows_and_properties(void **state) {
+  (void)state;
+  setenv("FAKE_CUPTI_DEVICES", "2", 1);
+  ft_session *s = started();
+  fake_launch k0 = kernel("on_gpu0", 1, 1, 1, 32, 8, 0, 100);
+  fake_launch k1 = kernel("on_gpu1", 1, 1, 1, 32, 8, 0, 100);
+  k1.device = 1;
+  k1.stream = 21;
+  launch(&k0);
+  launch(&k1);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  assert_int_equal(num(ft_test_find_x(doc, "kernel", "on_gpu1", 0), "pid"), 1);
+  for (long long d = 0; d < 2; d++) {
+    char label[16];
+    snprintf(label, sizeof label, "GPU %lld", d);
+    assert_true(has_meta(doc, "process_name", d, 0, "name", label, 0));
+    assert_true(has_meta(doc, "process_labels", d, 0, "labels", label, 0));
+    assert_true(has_meta(doc, "process_sort_index", d, 0, "sort_index", NULL, d));
+  }
+  assert_true(has_meta(doc, "thread_name", 0, 7, "name", "stream 7 ", 0));
+  assert_true(has_meta(doc, "thread_name", 1, 21, "name", "stream 21 ", 0));
+  yajl_val props = ft_test_get(doc, "deviceProperties");
+  assert_true(YAJL_IS_ARRAY(props));
+  assert_int_equal(props->u.array.len, 2);
+  static const char *const keys[] = {"id", "name", "totalGlobalMem", "computeMajor", "computeMinor",
+                                     "maxThreadsPerBlock", "maxThreadsPerMultiprocessor", "regsPerBlock",
+                                     "warpSize", "sharedMemPerBlock", "numSms", "regsPerMultiprocessor",
+                                     "sharedMemPerBlockOptin", "sharedMemPerMultiprocessor"};
+  static const long long h200[] = {0, 0, 150109880320ll, 9, 0, 1024, 2048, 65536, 32, 49152, 132, 65536,
+                                   232448, 233472};
+  for (size_t d = 0; d < 2; d++) {
+    yajl_val o = props->u.array.values[d];
+    assert_true(YAJL_IS_OBJECT(o));
+    assert_int_equal(o->u.object.len, 14);
+    for (size_t k = 0; k < 14; k++) assert_string_equal(o->u.object.keys[k], keys[k]);
+    assert_int_equal(num(o, "id"), d);
+    char name[64];
+    snprintf(name, sizeof name, "NVIDIA H200 (fake %zu)", d);
+    assert_string_equal(ft_test_str(o, "name"), name);
+    for (size_t k = 2; k < 14; k++) assert_int_equal(num(o, keys[k]), h200[k]);
+  }
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+  unsetenv("FAKE_CUPTI_DEVICES");
+}
+
+typedef struct ann_tally {
+  int n;
+  uint64_t ext[8];
+  uint32_t dev[8], stream[8];
+  uint64_t lo[8], hi[8];
+} ann_tally;
+
+static int ann_visit(void *ctx, const ft_export_event *x) {
+  ann_tally *t = ctx;
+  if (x->event.kind == FT_EVENT_GPU_USER_ANNOTATION && t->n < 8) {
+    t->ext[t->n] = x->event.external_id;
+    t->dev[t->n] = x->event.device;
+    t->stream[t->n] = x->event.stream;
+    t->lo[t->n] = x->event.start_ns;
+    t->hi[t->n++] = x->event.end_ns;
+    assert_true(x->event.has_external_id && x->flow == FT_FLOW_NONE);
+  }
+  return 0;
+}
+
+static double us_of(yajl_val e, const char *key) { return YAJL_GET_DOUBLE(ft_test_get(e, key)); }
+
+/* torch's record_function ranges (pushUserCorrelationId) become kineto's
+ * gpu_user_annotation (issue 13): per innermost user range and (device, stream),
+ * from its device work's first start to last end; no CPU slice of ours. */
+static void test_user_ranges_project_onto_gpu_rows(void **state) {
+  (void)state;
+  ft_session *s = started();
+  fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 1000);
+  fake_launch k9 = k;
+  k9.stream = 9;
+  assert_int_equal(ft_user_range_push(s, 100, "ProfilerStep#1"), FT_OK);
+  assert_int_equal(ft_correlation_push(s, 1), FT_OK);
+  launch(&k); /* A: step, stream 7 */
+  assert_int_equal(ft_correlation_pop(s), FT_OK);
+  assert_int_equal(ft_user_range_push(s, 101, NULL), FT_OK);
+  launch(&k);  /* B: optimizer, stream 7 */
+  launch(&k9); /* C: optimizer, stream 9 */
+  assert_int_equal(ft_user_range_pop(s), FT_OK);
+  launch(&k); /* D: step again */
+  assert_int_equal(ft_user_range_pop(s), FT_OK);
+  launch(&k); /* E: in no user range */
+  assert_int_equal(ft_user_range_pop(s), FT_ESTATE);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  assert_int_equal(count_cat(doc, "X", "user_annotation"), 0);
+  assert_int_equal(count_cat(doc, "X", "gpu_user_annotation"), 3);
+  yajl_val kernels[5];
+  for (int i = 0; i < 5; i++) kernels[i] = ft_test_find_x(doc, "kernel", "k", i);
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  int seen = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    if (strcmp(ft_test_str(e, "cat"), "gpu_user_annotation")) continue;
+    long long ext = (long long)num(ft_test_get(e, "args"), "External id");
+    long long tid = (long long)num(e, "tid");
+    assert_int_equal(num(e, "pid"), 0);
+    yajl_val first, last;
+    if (ext == 100) {
+      assert_string_equal(ft_test_str(e, "name"), "ProfilerStep#1");
+      assert_int_equal(tid, 7);
+      first = kernels[0], last = kernels[3];
+      seen |= 1;
+    } else {
+      assert_int_equal(ext, 101);
+      assert_string_equal(ft_test_str(e, "name"), "");
+      first = last = kernels[tid == 9 ? 2 : 1];
+      seen |= tid == 9 ? 2 : 4;
+    }
+    assert_true(fabs(us_of(e, "ts") - us_of(first, "ts")) < 0.0015);
+    assert_true(fabs(us_of(e, "ts") + us_of(e, "dur") - us_of(last, "ts") - us_of(last, "dur")) < 0.0025);
+  }
+  assert_int_equal(seen, 7);
+  yajl_tree_free(doc);
+  ann_tally t = {0};
+  assert_int_equal(ft_session_foreach_event(s, 0, UINT64_MAX, ann_visit, &t, NULL), FT_OK);
+  assert_int_equal(t.n, 3);
+  int by_ext[2] = {0, 0};
+  for (int i = 0; i < 3; i++) {
+    assert_true(t.ext[i] == 100 || t.ext[i] == 101);
+    by_ext[t.ext[i] - 100]++;
+    assert_true(t.lo[i] < t.hi[i]);
+  }
+  assert_int_equal(by_ext[0], 1);
+  assert_int_equal(by_ext[1], 2);
+  ft_session_counts c;
+  assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
+  assert_int_equal(c.cpu_ranges, 0);
+  ft_session_destroy(s);
 }
 
 static void test_framework_correlation_push_pop(void **state) {
@@ -479,8 +817,13 @@ int main(void) {
       cmocka_unit_test(test_copies_sets_and_runtime_names),
       cmocka_unit_test(test_contract),
       cmocka_unit_test(test_graphs_orphans_and_window),
+      cmocka_unit_test(test_graph_replays_link_every_node),
       cmocka_unit_test(test_driver_launches_and_activity_selection),
-      cmocka_unit_test(test_per_launch_queries_left_out),
+      cmocka_unit_test(test_api_rows_as_kineto),
+      cmocka_unit_test(test_peer_to_peer_copies),
+      cmocka_unit_test(test_own_queries_are_not_rows),
+      cmocka_unit_test(test_two_devices_rows_and_properties),
+      cmocka_unit_test(test_user_ranges_project_onto_gpu_rows),
       cmocka_unit_test(test_framework_correlation_push_pop),
       cmocka_unit_test(test_pop_unwinds_the_vendor_stack),
       cmocka_unit_test(test_dropped_records_are_reported),

@@ -1,25 +1,63 @@
-"""Checks the per-process traces of a torchrun job recorded with -o DIR/mp-%r-%p.json.gz."""
+"""Checks the per-process traces of a torchrun job: one trace per rank with its rank and
+the world size, and (--nccl) NCCL kernels on the rank's own device only.
+
+  check_mp_traces.py DIR                      record -o DIR/mp-%r-%p.json.gz
+  check_mp_traces.py DIR --prefix ddp --nccl  record -o DIR/ddp-%r-%p.json.gz of torch_ddp.py
+  check_mp_traces.py DIR --prefix ddp-prof --nccl
+                                              torch_ddp.py --profile DIR (torch.profiler)
+"""
+import argparse
 import glob
+import json
 import os
-import sys
+import subprocess
 
-from trace_checks import check_flows_paired, load, xs
+from trace_checks import DEVICE_CATS, check_flows_paired, load, xs
 
-d = sys.argv[1]
-# torchrun's launcher initializes CUDA too (it counts devices): it writes its own
-# trace, named without a rank since it has none
-launcher = glob.glob(os.path.join(d, "mp-norank-*.json.gz"))
+ap = argparse.ArgumentParser()
+ap.add_argument("dir")
+ap.add_argument("--prefix", default="mp")
+ap.add_argument("--nccl", action="store_true", help="an NCCL job: kernels on the rank's own device")
+ap.add_argument("--world", type=int, default=2)
+ap.add_argument("--stats", metavar="FLAGTRACE", help="also run `flagtrace stats` over every rank's file")
+a = ap.parse_args()
+
+# torchrun's launcher initializes CUDA too (it counts devices): under record it writes
+# its own trace, named without a rank since it has none, and with no distributedInfo
+launcher = glob.glob(os.path.join(a.dir, f"{a.prefix}-norank-*.json.gz"))
 assert len(launcher) <= 1, launcher
-files = sorted(set(glob.glob(os.path.join(d, "mp-*.json.gz"))) - set(launcher))
+for f in launcher:
+    assert "distributedInfo" not in load(f), f"{f}: the launcher has no rank but writes one"
+files = sorted(set(glob.glob(os.path.join(a.dir, f"{a.prefix}-*.json.gz"))) - set(launcher))
 ranks = {}
 for f in files:
     doc = load(f)
     info = doc["distributedInfo"]
-    assert os.path.basename(f).startswith(f"mp-{info['rank']}-"), (f, info)
-    assert info["world_size"] == 2, (f, info)
-    assert len(xs(doc, ("kernel",))) >= 6, f
-    check_flows_paired(doc)
+    assert os.path.basename(f).startswith(f"{a.prefix}-{info['rank']}"), (f, info)
+    assert info["world_size"] == a.world, (f, info)
+    kernels = xs(doc, ("kernel",))
+    assert len(kernels) >= 6, f
+    if a.nccl:
+        nccl = [e for e in kernels if "nccl" in e["name"].lower()]
+        assert nccl, f"{f}: no NCCL kernels"
+        # one GPU per rank (torch.cuda.set_device(rank)): all its device work there
+        devices = {e["pid"] for e in xs(doc, DEVICE_CATS)}
+        assert devices == {info["rank"]}, f"{f}: rank {info['rank']} has device events on {devices}"
+    check_flows_paired(doc)  # under torch.profiler too: the ac2g arrows are the adaptor's
     ranks[info["rank"]] = f
-assert sorted(ranks) == [0, 1] and len(files) == 2, files
-print("PASS one trace per rank, rank and world size in distributedInfo")
+assert sorted(ranks) == list(range(a.world)) and len(files) == a.world, files
+if a.stats:
+    r = subprocess.run([a.stats, "stats", "--report", "kernels,gpu", "--format", "json", *files],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    calls = sum(k["calls"] for k in st["kernels"])
+    want = sum(len(xs(load(f), ("kernel",))) for f in files)
+    assert calls == want, f"stats counts {calls} kernels, the files hold {want}"
+    assert any("nccl" in k["name"].lower() for k in st["kernels"]) or not a.nccl, st["kernels"][:5]
+    assert sorted(g["device"] for g in st["gpu"]) == list(range(a.world)), st["gpu"]
+    print(f"PASS flagtrace stats over {len(files)} ranks: {calls} kernels, busy % for devices "
+          f"{[g['device'] for g in st['gpu']]}")
+print(f"PASS one trace per rank ({a.prefix}), rank and world size in distributedInfo"
+      + (", NCCL kernels on each rank's own device" if a.nccl else ""))
 print("1 passed, 0 failed")

@@ -58,8 +58,9 @@ static size_t count_x(yajl_val doc, const char *name) {
   return n;
 }
 
-/* Every flow id: exactly one s and one f, each right after a slice on the same
- * pid/tid at the same ts. Returns the number of pairs. */
+/* Every flow id: exactly one s and at least one f (one per device event of the
+ * launch, as torch-cuda draws graph replays), each right after a slice on the
+ * same pid/tid at the same ts, ids below 2^32. Returns the number of f halves. */
 static size_t check_flows(yajl_val doc) {
   yajl_val ev = events_of(doc);
   size_t pairs = 0;
@@ -68,7 +69,7 @@ static size_t check_flows(yajl_val doc) {
     const char *ph = ft_test_str(e, "ph");
     if (strcmp(ph, "s") && strcmp(ph, "f")) continue;
     long long id = int_of(e, "id");
-    assert_true(id != 0);
+    assert_true(id > 0 && id < (1ll << 32));
     /* the preceding X (skipping earlier flow halves) is the slice it belongs to */
     size_t j = i;
     while (j > 0 && strcmp(ft_test_str(ev->u.array.values[j - 1], "ph"), "X")) j--;
@@ -89,7 +90,7 @@ static size_t check_flows(yajl_val doc) {
       }
     }
     assert_int_equal(s_count, 1);
-    assert_int_equal(f_count, 1);
+    assert_true(f_count >= 1);
     if (!strcmp(ph, "f")) pairs++;
   }
   return pairs;
@@ -114,7 +115,7 @@ static void test_foreach_event_one_flow_per_event(void **state) {
   ft_session *s = new_session();
   add(s, FT_EVENT_RUNTIME, LO + 10, LO + 20, 40, true, 3, "launch40");
   add(s, FT_EVENT_KERNEL, LO + 30, LO + 40, 40, true, 3, "k40a");
-  add(s, FT_EVENT_KERNEL, LO + 50, LO + 60, 40, true, 3, "k40b"); /* same launch: no flow */
+  add(s, FT_EVENT_KERNEL, LO + 50, LO + 60, 40, true, 3, "k40b"); /* same launch: its own end */
   add(s, FT_EVENT_RUNTIME, LO + 70, LO + 80, 41, false, 0, "sync41");
   add(s, FT_EVENT_KERNEL, LO + 90, LO + 95, 42, false, 0, "orphan42");
   add(s, FT_EVENT_KERNEL, HI + 1, HI + 9, 43, false, 0, "late");
@@ -124,9 +125,10 @@ static void test_foreach_event_one_flow_per_event(void **state) {
   assert_int_equal(v.n, 5);
   assert_int_equal(outside, 1);
   assert_int_equal(v.starts, 1);
-  assert_int_equal(v.ends, 1);
+  assert_int_equal(v.ends, 2);
   assert_int_equal(v.start_ids[0], 40);
   assert_int_equal(v.end_ids[0], 40);
+  assert_int_equal(v.end_ids[1], 40);
   /* a narrower window: the launch falls out, so the kernel loses its flow */
   memset(&v, 0, sizeof v);
   assert_int_equal(ft_session_foreach_event(s, LO + 25, HI, visit, &v, &outside), FT_OK);
@@ -179,7 +181,7 @@ static void test_flow_edge_cases(void **state) {
   /* 14: kernel outside the window -> launch gets no flow */
   add(s, FT_EVENT_RUNTIME, LO + 800, LO + 810, 14, false, 0, "late14");
   add(s, FT_EVENT_KERNEL, HI - 5, HI + 5, 14, false, 0, "k14");
-  /* 15: one launch, two device events (a graph) -> two pairs, distinct ids */
+  /* 15: one launch, two device events (a graph) -> one start, two ends, id 15 */
   add(s, FT_EVENT_KERNEL, LO + 900, LO + 950, 15, false, 0, "g15a"); /* device first in storage */
   add(s, FT_EVENT_RUNTIME, LO + 850, LO + 860, 15, false, 0, "graph15");
   add(s, FT_EVENT_MEMCPY, LO + 960, LO + 990, 15, false, 0, "g15b");
@@ -200,16 +202,17 @@ static void test_flow_edge_cases(void **state) {
   ft_session_counts c;
   assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
   assert_int_equal(c.flows, 5);
-  /* the ids: 10, 15, 1<<32|15, 16, 17 */
+  /* the ends per id: 10, 15 twice, 16, 17 */
   yajl_val ev = events_of(doc);
-  long long want[] = {10, 15, (1ll << 32) | 15, 16, 17};
-  for (size_t w = 0; w < 5; w++) {
+  long long want[] = {10, 15, 16, 17};
+  size_t want_n[] = {1, 2, 1, 1};
+  for (size_t w = 0; w < 4; w++) {
     size_t hits = 0;
     for (size_t i = 0; i < ev->u.array.len; i++) {
       yajl_val e = ev->u.array.values[i];
       if (!strcmp(ft_test_str(e, "ph"), "f") && int_of(e, "id") == want[w]) hits++;
     }
-    assert_int_equal(hits, 1);
+    assert_int_equal(hits, want_n[w]);
   }
   yajl_tree_free(doc);
   ft_session_destroy(s);
@@ -465,8 +468,6 @@ static void test_write_files_plain_and_gzip(void **state) {
     if (!doc) fail_msg("%s: %s", path, err);
     assert_int_equal(check_flows(doc), 1);
     assert_int_equal(count_x(doc, "k\x01\xef\xbf\xbd"), 1); /* escaped, U+FFFD */
-    /* HTA's rank regex needs a space after the colon */
-    assert_non_null(strstr(text, "\"rank\": 0"));
     yajl_tree_free(doc);
     if (text != raw) free(text);
     free(raw);
@@ -485,6 +486,88 @@ static void test_write_files_plain_and_gzip(void **state) {
   rmdir(dir);
 }
 
+/* A profile that ends inside a user range (torch's ProfilerStep) leaves its frame
+ * open; hundreds of such profiles later, user ranges still work. */
+static void test_stale_user_ranges_do_not_pile_up(void **state) {
+  (void)state;
+  for (int i = 0; i < 300; i++) {
+    ft_session *s;
+    assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+    assert_int_equal(ft_session_start(s), FT_OK);
+    assert_int_equal(ft_user_range_push(s, (uint64_t)i, "ProfilerStep"), FT_OK);
+    assert_int_equal(ft_session_stop(s), FT_OK);
+    ft_session_destroy(s);
+  }
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  assert_int_equal(ft_user_range_push(s, 7, "step"), FT_OK);
+  assert_int_equal(ft_user_range_pop(s), FT_OK);
+  assert_int_equal(ft_user_range_pop(s), FT_ESTATE); /* nothing of this session left */
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft_session_destroy(s);
+}
+
+/* A rendered trace of a session created with opts (NULL: defaults), as text. */
+static char *render_text(const ft_session_options *opts, size_t *len) {
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, opts), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft__out *o;
+  assert_int_equal(ft__out_open_mem(&o, false), FT_OK);
+  assert_int_equal(ft__write_trace(s, o, NULL), FT_OK);
+  const char *m = ft__out_mem(o, len);
+  char *copy = malloc(*len + 1);
+  memcpy(copy, m, *len);
+  copy[*len] = '\0';
+  ft__out_abort(o);
+  ft_session_destroy(s);
+  return copy;
+}
+
+/* issue 13: a process with no known rank writes no distributedInfo (a torchrun
+ * launcher must not look like a second rank 0); a known one is written with the
+ * space HTA's rank regex needs. */
+static void test_distributed_info_only_with_a_rank(void **state) {
+  (void)state;
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  size_t len;
+  char err[256];
+  char *text = render_text(NULL, &len);
+  yajl_val doc = ft_test_parse_json(text, len, err, sizeof err);
+  assert_non_null(doc);
+  assert_null(ft_test_get(doc, "distributedInfo"));
+  assert_null(strstr(text, "\"rank\""));
+  yajl_tree_free(doc);
+  free(text);
+
+  setenv("RANK", "3", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  text = render_text(NULL, &len);
+  doc = ft_test_parse_json(text, len, err, sizeof err);
+  assert_non_null(doc);
+  assert_int_equal(int_of(ft_test_get(doc, "distributedInfo"), "rank"), 3);
+  assert_int_equal(int_of(ft_test_get(doc, "distributedInfo"), "world_size"), 4);
+  assert_non_null(strstr(text, "\"rank\": 3"));
+  yajl_tree_free(doc);
+  free(text);
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+
+  ft_session_options o;
+  ft_session_options_init(&o);
+  o.rank = 0; /* the options' rank, no world size known: only the rank */
+  text = render_text(&o, &len);
+  doc = ft_test_parse_json(text, len, err, sizeof err);
+  assert_non_null(doc);
+  assert_int_equal(int_of(ft_test_get(doc, "distributedInfo"), "rank"), 0);
+  assert_null(ft_test_get(ft_test_get(doc, "distributedInfo"), "world_size"));
+  yajl_tree_free(doc);
+  free(text);
+}
+
 int main(void) {
   /* No vendor library: the session tests must not depend on a GPU. */
   setenv("FLAGOS_TRACER_LIBRARY", "/nonexistent/libcupti.so", 1);
@@ -500,6 +583,8 @@ int main(void) {
       cmocka_unit_test(test_ranges_record_and_nest),
       cmocka_unit_test(test_second_session_is_busy),
       cmocka_unit_test(test_write_files_plain_and_gzip),
+      cmocka_unit_test(test_distributed_info_only_with_a_rank),
+      cmocka_unit_test(test_stale_user_ranges_do_not_pile_up),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
