@@ -16,7 +16,10 @@ from collections import Counter
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from trace_checks import DEVICE_CATS, check_flows_paired, load, xs  # noqa: E402
 
-STEPS = 4  # wait 1, warmup 1, active 1: ProfilerStep#2 is recorded
+# wait 1, warmup 1, active 3: ProfilerStep#2..#4 are recorded. HTA leaves the last
+# iteration out and its temporal breakdown needs more than one (with a single step it
+# asserted on torch-cuda's own trace: a negative non-compute time after ns rounding).
+STEPS = 5
 
 
 def train(out, with_flagtrace):
@@ -26,10 +29,12 @@ def train(out, with_flagtrace):
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024),
-                                torch.nn.LayerNorm(1024), torch.nn.Linear(1024, 10)).cuda()
+    # GPU-bound (milliseconds of matmuls per step), so that the temporal breakdown
+    # measures the device rather than the host's launch pace, which varies by process
+    model = torch.nn.Sequential(torch.nn.Linear(2048, 8192), torch.nn.GELU(), torch.nn.Linear(8192, 2048),
+                                torch.nn.LayerNorm(2048), torch.nn.Linear(2048, 10)).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x, y = torch.randn(256, 1024, device="cuda"), torch.randint(0, 10, (256,), device="cuda")
+    x, y = torch.randn(4096, 2048, device="cuda"), torch.randint(0, 10, (4096,), device="cuda")
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -40,7 +45,7 @@ def train(out, with_flagtrace):
     step()  # cuBLAS handles, AdamW state
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                 schedule=schedule(wait=1, warmup=1, active=1, repeat=1),
+                 schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
                  on_trace_ready=lambda p: p.export_chrome_trace(out)) as prof:
         for _ in range(STEPS):
             step()
