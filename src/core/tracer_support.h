@@ -29,6 +29,13 @@ uint64_t ft__now_ns(void);
  * 100). buf needs 32 bytes; returns the length written (not NUL-terminated). */
 size_t ft__fmt_double(double v, char *buf);
 
+/* Vendor API records that carry pthread_self()'s low 32 bits where the trace needs
+ * the OS thread id (CUPTI measured; TOPSPTI by default): ft__thread_register records
+ * the calling thread's pair once (cheap after the first call); ft__thread_os_tid
+ * translates, returning vendor_tid itself for a thread never registered. */
+void ft__thread_register(void);
+uint32_t ft__thread_os_tid(uint32_t vendor_tid);
+
 /* The activity-buffer pool (buffer_pool.c), process-wide like the vendors' own
  * activity APIs. ft__pool_reserve makes n buffers of buffer_size bytes ready
  * (called at session start, so launching threads never allocate); it returns 1,
