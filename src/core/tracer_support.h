@@ -77,6 +77,23 @@ int ft__clock_map_span(const ft__clock_map *m, uint64_t start, uint64_t end, uin
 typedef bool (*ft__vendor_clock_fn)(void *ctx, uint64_t *v);
 bool ft__clock_sample(ft__vendor_clock_fn read, void *ctx, uint64_t *v, uint64_t *r);
 
+/* Tracers that hold buffers until stop and read them with the vendor's own record
+ * iterator (MUPTI, TOPSPTI): how to read and decode one record. */
+typedef struct ft__stop_decoder {
+  const char *who; /* the tracer's name, for diagnostics */
+  /* the vendor's iterator: returns its result; *rec is its position (NULL: first) */
+  int (*next)(void *ctx, uint8_t *buf, size_t valid, const void **rec);
+  int success, end; /* next's results for "a record" and "end of buffer" */
+  /* false when the record's timestamps are implausible: it was dropped */
+  bool (*decode)(void *ctx, const void *rec);
+  void *ctx; /* also read's ctx */
+} ft__stop_decoder;
+/* At stop, after the final flush: closes clock with a stop sample (offset only,
+ * warned with read_err, when there is none), decodes every held buffer, and returns
+ * how many records were dropped for implausible timestamps (warned). */
+uint64_t ft__decode_at_stop(ft__held *held, ft__clock_map *clock, ft__vendor_clock_fn read, const char *read_err,
+                            const ft__stop_decoder *d);
+
 /* Binds a tracer's vendor library. FLAGOS_TRACER_LIBRARY, when set, is the only
  * file tried (honoured or reported, never replaced); else each non-empty
  * candidate in turn. load resolves the symbols from a handle into api (0 with the

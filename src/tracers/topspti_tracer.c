@@ -40,7 +40,6 @@ typedef struct topspti_tracer {
   bool accepting;
   atomic_uint_fast64_t dropped;
   atomic_uint_fast64_t lost_ids;
-  uint64_t implausible;
 } topspti_tracer;
 
 static _Atomic(topspti_tracer *) active;
@@ -108,13 +107,16 @@ static const char *api_name(topspti_tracer *t, bool driver, uint32_t cbid) {
   return driver ? "topsDriver" : "topsRuntime"; /* the cbid stays in the args */
 }
 
-static void decode(topspti_tracer *t, const Topspti_Activity *rec) {
+/* False for a record with timestamps no real record has: it is dropped. */
+static bool decode(void *ctx, const void *record) {
+  topspti_tracer *t = ctx;
+  const Topspti_Activity *rec = record;
   char a[32], b[32], c[32];
   uint64_t s, en;
   switch (rec->kind) {
   case TOPSPTI_ACTIVITY_KIND_KERNEL: {
     const Topspti_ActivityKernel *k = (const Topspti_ActivityKernel *)rec;
-    if (!ft__clock_map_span(&t->clock, k->start, k->end, &s, &en)) break;
+    if (!ft__clock_map_span(&t->clock, k->start, k->end, &s, &en)) return false;
     snprintf(a, sizeof a, "%u", k->contextId);
     snprintf(b, sizeof b, "[%d, %d, %d]", k->gridX, k->gridY, k->gridZ);
     snprintf(c, sizeof c, "[%d, %d, %d]", k->blockX, k->blockY, k->blockZ);
@@ -128,11 +130,11 @@ static void decode(topspti_tracer *t, const Topspti_Activity *rec) {
                           .device = k->deviceId, .stream = k->streamId, .name = dm && !status ? dm : raw};
     emit(t, &ev, md, 3);
     free(dm);
-    return;
+    return true;
   }
   case TOPSPTI_ACTIVITY_KIND_MEMCPY: {
     const Topspti_ActivityMemcpy *m = (const Topspti_ActivityMemcpy *)rec;
-    if (!ft__clock_map_span(&t->clock, m->start, m->end, &s, &en)) break;
+    if (!ft__clock_map_span(&t->clock, m->start, m->end, &s, &en)) return false;
     snprintf(a, sizeof a, "%u", m->contextId);
     snprintf(b, sizeof b, "%llu", (unsigned long long)m->bytes);
     snprintf(c, sizeof c, "%u", (unsigned)m->copyKind);
@@ -140,11 +142,11 @@ static void decode(topspti_tracer *t, const Topspti_Activity *rec) {
     ft_device_event ev = {.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = en, .correlation_id = m->correlationId,
                           .device = m->deviceId, .stream = m->streamId, .name = "Memcpy"};
     emit(t, &ev, md, 3);
-    return;
+    return true;
   }
   case TOPSPTI_ACTIVITY_KIND_MEMSET: {
     const Topspti_ActivityMemset *m = (const Topspti_ActivityMemset *)rec;
-    if (!ft__clock_map_span(&t->clock, m->start, m->end, &s, &en)) break;
+    if (!ft__clock_map_span(&t->clock, m->start, m->end, &s, &en)) return false;
     snprintf(a, sizeof a, "%u", m->contextId);
     snprintf(b, sizeof b, "%llu", (unsigned long long)m->bytes);
     snprintf(c, sizeof c, "%u", m->value);
@@ -152,12 +154,12 @@ static void decode(topspti_tracer *t, const Topspti_Activity *rec) {
     ft_device_event ev = {.kind = FT_EVENT_MEMSET, .start_ns = s, .end_ns = en, .correlation_id = m->correlationId,
                           .device = m->deviceId, .stream = m->streamId, .name = "Memset"};
     emit(t, &ev, md, 3);
-    return;
+    return true;
   }
   case TOPSPTI_ACTIVITY_KIND_RUNTIME:
   case TOPSPTI_ACTIVITY_KIND_DRIVER: {
     const Topspti_ActivityAPI *x = (const Topspti_ActivityAPI *)rec;
-    if (!ft__clock_map_span(&t->clock, x->start, x->end, &s, &en)) break;
+    if (!ft__clock_map_span(&t->clock, x->start, x->end, &s, &en)) return false;
     bool driver = rec->kind == TOPSPTI_ACTIVITY_KIND_DRIVER;
     snprintf(a, sizeof a, "%u", x->cbid);
     ft_kv md[1] = {{"cbid", a}};
@@ -165,38 +167,19 @@ static void decode(topspti_tracer *t, const Topspti_Activity *rec) {
                           .correlation_id = x->correlationId, .thread_id = ft__thread_os_tid(x->threadId),
                           .name = api_name(t, driver, x->cbid)};
     emit(t, &ev, md, 1);
-    return;
+    return true;
   }
   default:
-    return;
+    return true; /* a kind not enabled here: skipped */
   }
-  t->implausible++; /* a break above: timestamps no real record has */
 }
 
-static void decode_buffer(void *ctx, uint8_t *buf, size_t valid) {
+static int next_record(void *ctx, uint8_t *buf, size_t valid, const void **rec) {
   topspti_tracer *t = ctx;
-  Topspti_Activity *rec = NULL;
-  for (size_t n = 0, bound = valid / 4 + 1; n < bound; n++) {
-    TopsptiResult r = t->api.topsptiActivityGetNextRecord(buf, valid, &rec);
-    if (r == TOPSPTI_ERROR_MAX_LIMIT_REACHED) break;
-    if (r != TOPSPTI_SUCCESS) {
-      ft__warn("topspti: reading an activity buffer failed (TopsptiResult %d; %d is the assumed end-of-buffer "
-               "value); the rest of it is lost",
-               r, TOPSPTI_ERROR_MAX_LIMIT_REACHED);
-      break;
-    }
-    decode(t, rec);
-  }
-}
-
-static void decode_all(topspti_tracer *t) {
-  ft__held_take_all(&t->done, decode_buffer, t);
-  if (t->implausible) {
-    ft__warn("topspti: %llu records with implausible timestamps were dropped (counted in dropped_records)",
-             (unsigned long long)t->implausible);
-    atomic_fetch_add(&t->dropped, t->implausible);
-    t->implausible = 0;
-  }
+  Topspti_Activity *r = (Topspti_Activity *)*rec;
+  TopsptiResult res = t->api.topsptiActivityGetNextRecord(buf, valid, &r);
+  *rec = r;
+  return res;
 }
 
 static bool read_clock(void *ctx, uint64_t *v) {
@@ -317,14 +300,10 @@ static ft_status tp_stop(ft_tracer *base) {
   disable_kinds(t);
   ft_status st = ft__topsptiActivityFlushAll(&t->api, t->err, sizeof t->err, TOPSPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   count_dropped(t);
-  if (!ft__clock_sample(read_clock, t, &t->clock.v1, &t->clock.r1)) {
-    t->clock.v1 = t->clock.v0, t->clock.r1 = t->clock.r0; /* offset only */
-    ft__warn("topspti: no clock sample at stop (%s); mapping by the start offset only", t->err);
-  }
-  ft__log("topspti: clock: %llu topspti ns = %llu realtime ns over the session",
-          (unsigned long long)(t->clock.v1 - t->clock.v0), (unsigned long long)(t->clock.r1 - t->clock.r0));
+  const ft__stop_decoder dec = {.who = "topspti", .next = next_record, .success = TOPSPTI_SUCCESS,
+                                 .end = TOPSPTI_ERROR_MAX_LIMIT_REACHED, .decode = decode, .ctx = t};
   pthread_mutex_lock(&t->mu);
-  decode_all(t);
+  atomic_fetch_add(&t->dropped, ft__decode_at_stop(&t->done, &t->clock, read_clock, t->err, &dec));
   pthread_mutex_unlock(&t->mu);
   uint64_t lost = atomic_load(&t->lost_ids);
   if (lost)
