@@ -1,5 +1,5 @@
-/* The stop-time half of tracers that decode only at stop through the vendor's own
- * record iterator: close the clock map, walk the held buffers, count the implausible. */
+/* What the tracers that decode CUPTI-shaped records at stop share: closing the clock
+ * map, walking the held buffers with the vendor's iterator, copies and sets. */
 #include <stdio.h>
 
 #include "tracer_support.h"
@@ -41,4 +41,20 @@ uint64_t ft__decode_at_stop(ft__held *held, ft__clock_map *clock, ft__vendor_clo
     ft__warn("%s: %llu records with implausible timestamps were dropped (counted in dropped_records)", d->who,
              (unsigned long long)w.implausible);
   return w.implausible;
+}
+
+bool ft__emit_transfer(const ft_event_sink *sink, const ft__clock_map *clock, const ft__transfer *x, const char *who) {
+  uint64_t s, e;
+  if (!ft__clock_map_span(clock, x->start, x->end, &s, &e)) return false;
+  char ctx[32], bytes[32], extra[32];
+  snprintf(ctx, sizeof ctx, "%u", x->context);
+  snprintf(bytes, sizeof bytes, "%llu", (unsigned long long)x->bytes);
+  snprintf(extra, sizeof extra, "%llu", (unsigned long long)x->extra);
+  ft_kv md[3] = {{"context", ctx}, {"bytes", bytes}, {x->extra_key, extra}};
+  bool copy = x->kind == FT_EVENT_MEMCPY;
+  ft_device_event ev = {.kind = x->kind, .start_ns = s, .end_ns = e, .correlation_id = x->correlation_id,
+                        .device = x->device, .stream = x->stream, .name = copy ? "Memcpy" : "Memset",
+                        .metadata = md, .n_metadata = 3};
+  if (sink->event(sink->ctx, &ev) != FT_OK) ft__warn("%s: out of memory recording an event; it is lost", who);
+  return true;
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "flagtrace/device_tracer.h"
+
 #if defined(__GNUC__)
 #define FT__PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
@@ -93,6 +95,20 @@ typedef struct ft__stop_decoder {
  * how many records were dropped for implausible timestamps (warned). */
 uint64_t ft__decode_at_stop(ft__held *held, ft__clock_map *clock, ft__vendor_clock_fn read, const char *read_err,
                             const ft__stop_decoder *d);
+
+/* A copy or set as CUPTI-shaped records (MUPTI, TOPSPTI) describe it, in vendor
+ * time. ft__emit_transfer maps it through clock and hands it to sink as "Memcpy" or
+ * "Memset" with the metadata context, bytes and extra_key; false when its times are
+ * implausible (nothing emitted). An event lost for memory is warned about as who's. */
+typedef struct ft__transfer {
+  ft_event_kind kind; /* FT_EVENT_MEMCPY or FT_EVENT_MEMSET */
+  uint64_t start, end;
+  uint32_t correlation_id, device, context, stream;
+  uint64_t bytes;
+  const char *extra_key; /* "copy kind", "value" */
+  uint64_t extra;
+} ft__transfer;
+bool ft__emit_transfer(const ft_event_sink *sink, const ft__clock_map *clock, const ft__transfer *x, const char *who);
 
 /* Binds a tracer's vendor library. FLAGOS_TRACER_LIBRARY, when set, is the only
  * file tried (honoured or reported, never replaced); else each non-empty

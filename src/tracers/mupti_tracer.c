@@ -101,27 +101,15 @@ static bool decode(void *ctx, const void *record) {
   }
   case MUPTI_ACTIVITY_KIND_MEMCPY: {
     const MUpti_ActivityMemcpy4 *m = (const MUpti_ActivityMemcpy4 *)rec;
-    if (!ft__clock_map_span(&t->clock, m->start, m->end, &s, &en)) return false;
-    snprintf(a, sizeof a, "%u", m->contextId);
-    snprintf(b, sizeof b, "%llu", (unsigned long long)m->bytes);
-    snprintf(c, sizeof c, "%u", (unsigned)m->copyKind);
-    ft_kv md[3] = {{"context", a}, {"bytes", b}, {"copy kind", c}};
-    ft_device_event ev = {.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = en, .correlation_id = m->correlationId,
-                          .device = m->deviceId, .stream = m->streamId, .name = "Memcpy"};
-    emit(t, &ev, md, 3);
-    return true;
+    ft__transfer x = {FT_EVENT_MEMCPY, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
+                      m->bytes, "copy kind", m->copyKind};
+    return ft__emit_transfer(t->sink, &t->clock, &x, "mupti");
   }
   case MUPTI_ACTIVITY_KIND_MEMSET: {
     const MUpti_ActivityMemset3 *m = (const MUpti_ActivityMemset3 *)rec;
-    if (!ft__clock_map_span(&t->clock, m->start, m->end, &s, &en)) return false;
-    snprintf(a, sizeof a, "%u", m->contextId);
-    snprintf(b, sizeof b, "%llu", (unsigned long long)m->bytes);
-    snprintf(c, sizeof c, "%u", m->value);
-    ft_kv md[3] = {{"context", a}, {"bytes", b}, {"value", c}};
-    ft_device_event ev = {.kind = FT_EVENT_MEMSET, .start_ns = s, .end_ns = en, .correlation_id = m->correlationId,
-                          .device = m->deviceId, .stream = m->streamId, .name = "Memset"};
-    emit(t, &ev, md, 3);
-    return true;
+    ft__transfer x = {FT_EVENT_MEMSET, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
+                      m->bytes, "value", m->value};
+    return ft__emit_transfer(t->sink, &t->clock, &x, "mupti");
   }
   case MUPTI_ACTIVITY_KIND_RUNTIME:
   case MUPTI_ACTIVITY_KIND_DRIVER: {

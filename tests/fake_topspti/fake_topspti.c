@@ -10,18 +10,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../fake_common/fake_activity.h"
 #include "fake_topspti.h"
 #include "topspti_shim.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static Topspti_BuffersCallbackRequestFunc on_request;
-static Topspti_BuffersCallbackCompleteFunc on_complete;
 static uint64_t enabled;
 static uint32_t next_corr = 1;
-static uint8_t *cur;
-static size_t cur_size, cur_used;
+static fake_buffer buf;
 /* apart from mu: buffers complete (and the count is read) with mu held */
 static atomic_size_t pending_dropped;
 static uint32_t version = FT_TOPSPTI_LAYOUT_VERSION;
@@ -29,36 +27,9 @@ static Topspti_CallbackFunc cb;
 static void *cb_userdata;
 static unsigned cb_domains; /* bit per enabled domain */
 
-/* the device clock: far from CLOCK_REALTIME, and not quite the same rate */
-static uint64_t topspti_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  long double ns = (long double)ts.tv_sec * 1e9L + ts.tv_nsec;
-  return (uint64_t)(ns * 1.001L) + 7000000000000ull;
-}
+static uint64_t topspti_now(void) { return fake_device_clock(7000000000000ull); }
 
-static void complete_cur(void) {
-  if (!cur) return;
-  uint8_t *b = cur;
-  size_t s = cur_size, u = cur_used;
-  cur = NULL;
-  on_complete(b, s, u);
-}
-
-static void *slot(size_t n) {
-  n = (n + 7) & ~(size_t)7;
-  if (cur && cur_size - cur_used < n) complete_cur();
-  if (!cur) {
-    size_t max;
-    on_request(&cur, &cur_size, &max);
-    if (!cur) abort();
-    cur_used = 0;
-  }
-  void *r = cur + cur_used;
-  memset(r, 0, n);
-  cur_used += n;
-  return r;
-}
+static void *slot(size_t n) { return fake_buffer_slot(&buf, n); }
 
 static size_t record_size(uint32_t kind) {
   switch (kind) {
@@ -131,7 +102,7 @@ EXPORT uint32_t fake_topspti_launch(const fake_tp_launch *l) {
   if (!l->callback_after_completion) callback(domain, TOPSPTI_API_ENTER, l->cbid, corr);
   pthread_mutex_lock(&mu);
   write_records(l, corr, topspti_now());
-  if (l->callback_after_completion) complete_cur();
+  if (l->callback_after_completion) fake_buffer_complete(&buf);
   pthread_mutex_unlock(&mu);
   if (l->callback_after_completion) callback(domain, TOPSPTI_API_ENTER, l->cbid, corr);
   callback(domain, TOPSPTI_API_EXIT, l->cbid, corr);
@@ -144,8 +115,8 @@ EXPORT void fake_topspti_set_version(uint32_t v) { version = v; }
 
 EXPORT TopsptiResult topsptiActivityRegisterCallbacks(Topspti_BuffersCallbackRequestFunc r,
                                                       Topspti_BuffersCallbackCompleteFunc c) {
-  on_request = r;
-  on_complete = c;
+  buf.request = r;
+  buf.complete = c;
   return TOPSPTI_SUCCESS;
 }
 EXPORT TopsptiResult topsptiActivityEnable(int kind) {
@@ -160,7 +131,7 @@ EXPORT TopsptiResult topsptiActivityDisable(int kind) {
 EXPORT TopsptiResult topsptiActivityFlushAll(uint32_t flag) {
   (void)flag;
   pthread_mutex_lock(&mu);
-  complete_cur();
+  fake_buffer_complete(&buf);
   pthread_mutex_unlock(&mu);
   return TOPSPTI_SUCCESS;
 }
