@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "flagtrace/device_tracer.h"
+
 #if defined(__GNUC__)
 #define FT__PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
@@ -28,6 +30,13 @@ uint64_t ft__now_ns(void);
  * fmt "{}" prints it (fixed for exponents -4..15, else d.ddde±XX; 8e-05, 19.69..,
  * 100). buf needs 32 bytes; returns the length written (not NUL-terminated). */
 size_t ft__fmt_double(double v, char *buf);
+
+/* Vendor API records that carry pthread_self()'s low 32 bits where the trace needs
+ * the OS thread id (CUPTI measured; TOPSPTI by default): ft__thread_register records
+ * the calling thread's pair once (cheap after the first call); ft__thread_os_tid
+ * translates, returning vendor_tid itself for a thread never registered. */
+void ft__thread_register(void);
+uint32_t ft__thread_os_tid(uint32_t vendor_tid);
 
 /* The activity-buffer pool (buffer_pool.c), process-wide like the vendors' own
  * activity APIs. ft__pool_reserve makes n buffers of buffer_size bytes ready
@@ -69,6 +78,37 @@ int ft__clock_map_span(const ft__clock_map *m, uint64_t start, uint64_t end, uin
  * vendor's time in *v. False when the vendor clock cannot be read. */
 typedef bool (*ft__vendor_clock_fn)(void *ctx, uint64_t *v);
 bool ft__clock_sample(ft__vendor_clock_fn read, void *ctx, uint64_t *v, uint64_t *r);
+
+/* Tracers that hold buffers until stop and read them with the vendor's own record
+ * iterator (MUPTI, TOPSPTI): how to read and decode one record. */
+typedef struct ft__stop_decoder {
+  const char *who; /* the tracer's name, for diagnostics */
+  /* the vendor's iterator: returns its result; *rec is its position (NULL: first) */
+  int (*next)(void *ctx, uint8_t *buf, size_t valid, const void **rec);
+  int success, end; /* next's results for "a record" and "end of buffer" */
+  /* false when the record's timestamps are implausible: it was dropped */
+  bool (*decode)(void *ctx, const void *rec);
+  void *ctx; /* also read's ctx */
+} ft__stop_decoder;
+/* At stop, after the final flush: closes clock with a stop sample (offset only,
+ * warned with read_err, when there is none), decodes every held buffer, and returns
+ * how many records were dropped for implausible timestamps (warned). */
+uint64_t ft__decode_at_stop(ft__held *held, ft__clock_map *clock, ft__vendor_clock_fn read, const char *read_err,
+                            const ft__stop_decoder *d);
+
+/* A copy or set as CUPTI-shaped records (MUPTI, TOPSPTI) describe it, in vendor
+ * time. ft__emit_transfer maps it through clock and hands it to sink as "Memcpy" or
+ * "Memset" with the metadata context, bytes and extra_key; false when its times are
+ * implausible (nothing emitted). An event lost for memory is warned about as who's. */
+typedef struct ft__transfer {
+  ft_event_kind kind; /* FT_EVENT_MEMCPY or FT_EVENT_MEMSET */
+  uint64_t start, end;
+  uint32_t correlation_id, device, context, stream;
+  uint64_t bytes;
+  const char *extra_key; /* "copy kind", "value" */
+  uint64_t extra;
+} ft__transfer;
+bool ft__emit_transfer(const ft_event_sink *sink, const ft__clock_map *clock, const ft__transfer *x, const char *who);
 
 /* Binds a tracer's vendor library. FLAGOS_TRACER_LIBRARY, when set, is the only
  * file tried (honoured or reported, never replaced); else each non-empty

@@ -94,46 +94,8 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 /* ---- thread ids ----
  * CUPTI's API records carry the low 32 bits of pthread_self(), measured on the
  * H200 (1389465600 where gettid() said 745); the trace's CPU rows use OS thread
- * ids. Each thread that pushes a correlation id (or starts the session) records
- * its pair here, and runtime records are translated; a thread never seen keeps
- * CUPTI's value. Process-global, like CUPTI's own numbering. */
-
-enum { TID_SLOTS = 4096 };
-static pthread_mutex_t tid_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint32_t tid_keys[TID_SLOTS], tid_vals[TID_SLOTS];
-static _Thread_local bool tid_registered;
-
-static uint32_t tid_hash(uint32_t k) { return (k * 2654435761u) >> 20; } /* 12 bits */
-
-static void register_thread(void) {
-  if (tid_registered) return;
-  tid_registered = true;
-  uint32_t key = (uint32_t)(uintptr_t)pthread_self(), os = (uint32_t)gettid();
-  if (!key) return;
-  pthread_mutex_lock(&tid_mu);
-  for (uint32_t i = tid_hash(key), n = 0; n < TID_SLOTS; i = (i + 1) % TID_SLOTS, n++) {
-    if (tid_keys[i] == key || !tid_keys[i]) {
-      tid_keys[i] = key;
-      tid_vals[i] = os;
-      break;
-    }
-  }
-  pthread_mutex_unlock(&tid_mu);
-}
-
-static uint32_t os_tid(uint32_t cupti_tid) {
-  uint32_t out = cupti_tid;
-  pthread_mutex_lock(&tid_mu);
-  for (uint32_t i = tid_hash(cupti_tid), n = 0; cupti_tid && n < TID_SLOTS; i = (i + 1) % TID_SLOTS, n++) {
-    if (!tid_keys[i]) break;
-    if (tid_keys[i] == cupti_tid) {
-      out = tid_vals[i];
-      break;
-    }
-  }
-  pthread_mutex_unlock(&tid_mu);
-  return out;
-}
+ * ids. Each thread that pushes a correlation id (or starts the session) registers
+ * its pair with the core (ft__thread_register), and runtime records are translated. */
 
 /* ---- names ---- */
 
@@ -534,7 +496,7 @@ static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver)
   if (!span(t, a->start, a->end, &s, &e)) return;
   if (driver && is_own_query(a->cbid, a->threadId, a->start, a->end)) return; /* CUPTI's clock, as noted */
   ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = e,
-                        .correlation_id = a->correlationId, .thread_id = os_tid(a->threadId),
+                        .correlation_id = a->correlationId, .thread_id = ft__thread_os_tid(a->threadId),
                         .name = vendor_api_name(t, driver, a->cbid)};
   mdbuf m = {.n = 0, .used = 0};
   md_add(&m, "cbid", "%u", (unsigned)a->cbid);
@@ -880,7 +842,7 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   t->sink = sink;
   t->all_apis = ft__env_flag("FLAGTRACE_CUPTI_ALL_APIS");
   atomic_store(&t->range_enabled, false);
-  register_thread();
+  ft__thread_register();
   atomic_store(&dropped_total, 0);
   size_t want = env_size("FLAGTRACE_CUPTI_BUFFER_BYTES", DEFAULT_BUF_SIZE) & ~(size_t)7;
   int reserved = ft__pool_reserve(POOL_INITIAL, want);
@@ -976,7 +938,7 @@ static ft_status cu_stop(ft_tracer *base) {
 
 static ft_status cu_push(ft_tracer *base, uint64_t id) {
   cupti_tracer *t = (cupti_tracer *)base;
-  register_thread();
+  ft__thread_register();
   char err[256];
   return t->loaded ? ft__cuptiActivityPushExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, id)
                    : FT_EUNAVAILABLE;

@@ -32,7 +32,6 @@ typedef struct mupti_tracer {
   pthread_mutex_t mu;
   ft__held done;
   atomic_uint_fast64_t dropped;
-  uint64_t implausible;
 } mupti_tracer;
 
 static _Atomic(mupti_tracer *) active;
@@ -77,14 +76,17 @@ static const char *api_name(mupti_tracer *t, bool driver, uint32_t cbid, char *b
   return buf;
 }
 
-static void decode(mupti_tracer *t, const MUpti_Activity *rec) {
+/* False for a record with timestamps no real record has: it is dropped. */
+static bool decode(void *ctx, const void *record) {
+  mupti_tracer *t = ctx;
+  const MUpti_Activity *rec = record;
   char a[32], b[32], c[32], d[32], e[32], nb[64];
   uint64_t s, en;
   switch (rec->kind) {
   case MUPTI_ACTIVITY_KIND_KERNEL:
   case MUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
     const MUpti_ActivityKernel6 *k = (const MUpti_ActivityKernel6 *)rec;
-    if (!ft__clock_map_span(&t->clock, k->start, k->end, &s, &en)) break;
+    if (!ft__clock_map_span(&t->clock, k->start, k->end, &s, &en)) return false;
     snprintf(a, sizeof a, "%u", k->contextId);
     snprintf(b, sizeof b, "%u", (unsigned)k->registersPerThread);
     snprintf(c, sizeof c, "%d", k->staticSharedMemory + k->dynamicSharedMemory);
@@ -95,36 +97,24 @@ static void decode(mupti_tracer *t, const MUpti_Activity *rec) {
     ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = s, .end_ns = en, .correlation_id = k->correlationId,
                           .device = k->deviceId, .stream = k->streamId, .name = k->name ? k->name : "<unnamed>"};
     emit(t, &ev, md, 5);
-    return;
+    return true;
   }
   case MUPTI_ACTIVITY_KIND_MEMCPY: {
     const MUpti_ActivityMemcpy4 *m = (const MUpti_ActivityMemcpy4 *)rec;
-    if (!ft__clock_map_span(&t->clock, m->start, m->end, &s, &en)) break;
-    snprintf(a, sizeof a, "%u", m->contextId);
-    snprintf(b, sizeof b, "%llu", (unsigned long long)m->bytes);
-    snprintf(c, sizeof c, "%u", (unsigned)m->copyKind);
-    ft_kv md[3] = {{"context", a}, {"bytes", b}, {"copy kind", c}};
-    ft_device_event ev = {.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = en, .correlation_id = m->correlationId,
-                          .device = m->deviceId, .stream = m->streamId, .name = "Memcpy"};
-    emit(t, &ev, md, 3);
-    return;
+    ft__transfer x = {FT_EVENT_MEMCPY, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
+                      m->bytes, "copy kind", m->copyKind};
+    return ft__emit_transfer(t->sink, &t->clock, &x, "mupti");
   }
   case MUPTI_ACTIVITY_KIND_MEMSET: {
     const MUpti_ActivityMemset3 *m = (const MUpti_ActivityMemset3 *)rec;
-    if (!ft__clock_map_span(&t->clock, m->start, m->end, &s, &en)) break;
-    snprintf(a, sizeof a, "%u", m->contextId);
-    snprintf(b, sizeof b, "%llu", (unsigned long long)m->bytes);
-    snprintf(c, sizeof c, "%u", m->value);
-    ft_kv md[3] = {{"context", a}, {"bytes", b}, {"value", c}};
-    ft_device_event ev = {.kind = FT_EVENT_MEMSET, .start_ns = s, .end_ns = en, .correlation_id = m->correlationId,
-                          .device = m->deviceId, .stream = m->streamId, .name = "Memset"};
-    emit(t, &ev, md, 3);
-    return;
+    ft__transfer x = {FT_EVENT_MEMSET, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
+                      m->bytes, "value", m->value};
+    return ft__emit_transfer(t->sink, &t->clock, &x, "mupti");
   }
   case MUPTI_ACTIVITY_KIND_RUNTIME:
   case MUPTI_ACTIVITY_KIND_DRIVER: {
     const MUpti_ActivityAPI *x = (const MUpti_ActivityAPI *)rec;
-    if (!ft__clock_map_span(&t->clock, x->start, x->end, &s, &en)) break;
+    if (!ft__clock_map_span(&t->clock, x->start, x->end, &s, &en)) return false;
     bool driver = rec->kind == MUPTI_ACTIVITY_KIND_DRIVER;
     snprintf(a, sizeof a, "%u", x->cbid);
     ft_kv md[1] = {{"cbid", a}};
@@ -132,51 +122,32 @@ static void decode(mupti_tracer *t, const MUpti_Activity *rec) {
                           .correlation_id = x->correlationId, .thread_id = x->threadId,
                           .name = api_name(t, driver, x->cbid, nb, sizeof nb)};
     emit(t, &ev, md, 1);
-    return;
+    return true;
   }
   case MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
     const MUpti_ActivityExternalCorrelation *x = (const MUpti_ActivityExternalCorrelation *)rec;
     if (x->externalKind == MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 &&
         t->sink->external_id(t->sink->ctx, x->correlationId, x->externalId) != FT_OK)
       ft__warn("mupti: out of memory recording a correlation; attribution may be lost");
-    return;
+    return true;
   }
   default:
-    return;
+    return true; /* a kind not enabled here: skipped */
   }
-  t->implausible++; /* a break above: timestamps no real record has */
 }
 
-static void decode_buffer(void *ctx, uint8_t *buf, size_t valid) {
+static int next_record(void *ctx, uint8_t *buf, size_t valid, const void **rec) {
   mupti_tracer *t = ctx;
-  MUpti_Activity *rec = NULL;
-  for (size_t n = 0, bound = valid / 4 + 1; n < bound; n++) {
-    MUptiResult r = t->api.muptiActivityGetNextRecord(buf, valid, &rec);
-    if (r == MUPTI_ERROR_MAX_LIMIT_REACHED) break;
-    if (r != MUPTI_SUCCESS) {
-      ft__warn("mupti: reading an activity buffer failed (MUptiResult %d); the rest of it is lost", r);
-      break;
-    }
-    decode(t, rec);
-  }
-}
-
-static void decode_all(mupti_tracer *t) {
-  ft__held_take_all(&t->done, decode_buffer, t);
-  if (t->implausible) {
-    ft__warn("mupti: %llu records with implausible timestamps were dropped (counted in dropped_records)",
-             (unsigned long long)t->implausible);
-    atomic_fetch_add(&t->dropped, t->implausible);
-    t->implausible = 0;
-  }
+  MUpti_Activity *r = (MUpti_Activity *)*rec;
+  MUptiResult res = t->api.muptiActivityGetNextRecord(buf, valid, &r);
+  *rec = r;
+  return res;
 }
 
 static bool read_clock(void *ctx, uint64_t *v) {
   mupti_tracer *t = ctx;
   return !ft__muptiGetTimestamp(&t->api, t->err, sizeof t->err, v);
 }
-
-static bool sample_clock(mupti_tracer *t, uint64_t *m, uint64_t *r) { return ft__clock_sample(read_clock, t, m, r); }
 
 /* ---- ops ---- */
 
@@ -204,7 +175,7 @@ static ft_status mu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   t->kinds = kinds;
   atomic_store(&t->dropped, 0);
   ft_status st = ft__pool_reserve(POOL_INITIAL, BUF_SIZE) ? FT_OK : FT_ENOMEM;
-  if (!st && !sample_clock(t, &t->clock.v0, &t->clock.r0)) st = FT_EVENDOR;
+  if (!st && !ft__clock_sample(read_clock, t, &t->clock.v0, &t->clock.r0)) st = FT_EVENDOR;
   if (!st) st = ft__muptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
   if (!st) st = ft__muptiActivityEnable(&t->api, t->err, sizeof t->err, MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   for (unsigned k = 0; k <= FT_EVENT_DRIVER && !st; k++)
@@ -231,14 +202,10 @@ static ft_status mu_stop(ft_tracer *base) {
     if (t->kinds & FT_KIND_BIT(k)) t->api.muptiActivityDisable(kind_for[k]);
   t->api.muptiActivityDisable(MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   ft_status st = ft__muptiActivityFlushAll(&t->api, t->err, sizeof t->err, MUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  if (!sample_clock(t, &t->clock.v1, &t->clock.r1)) {
-    t->clock.v1 = t->clock.v0, t->clock.r1 = t->clock.r0; /* offset only */
-    ft__warn("mupti: no clock sample at stop (%s); mapping by the start offset only", t->err);
-  }
-  ft__log("mupti: clock: %llu mupti ns = %llu realtime ns over the session",
-          (unsigned long long)(t->clock.v1 - t->clock.v0), (unsigned long long)(t->clock.r1 - t->clock.r0));
+  const ft__stop_decoder dec = {.who = "mupti", .next = next_record, .success = MUPTI_SUCCESS,
+                                 .end = MUPTI_ERROR_MAX_LIMIT_REACHED, .decode = decode, .ctx = t};
   pthread_mutex_lock(&t->mu);
-  decode_all(t);
+  atomic_fetch_add(&t->dropped, ft__decode_at_stop(&t->done, &t->clock, read_clock, t->err, &dec));
   pthread_mutex_unlock(&t->mu);
   t->armed = false;
   atomic_store(&active, NULL);

@@ -9,50 +9,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../fake_common/fake_activity.h"
 #include "mupti_shim.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static MUpti_BuffersCallbackRequestFunc on_request;
 static MUpti_BuffersCallbackCompleteFunc on_complete;
 static uint64_t enabled;
 static uint32_t next_corr = 1;
 static __thread uint64_t stack[64];
 static __thread size_t depth;
-static uint8_t *cur;
-static size_t cur_size, cur_used;
+static fake_buffer buf;
 
-/* the device clock: far from CLOCK_REALTIME, and not quite the same rate */
-static uint64_t mupti_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  long double ns = (long double)ts.tv_sec * 1e9L + ts.tv_nsec;
-  return (uint64_t)(ns * 1.001L) + 5000000000000ull;
-}
+static uint64_t mupti_now(void) { return fake_device_clock(5000000000000ull); }
 
-static void complete_cur(void) {
-  if (!cur) return;
-  uint8_t *b = cur;
-  size_t s = cur_size, u = cur_used;
-  cur = NULL;
-  on_complete(NULL, 0, b, s, u);
-}
+static void complete(uint8_t *b, size_t size, size_t valid) { on_complete(NULL, 0, b, size, valid); }
 
-static void *slot(size_t n) {
-  n = (n + 7) & ~(size_t)7;
-  if (cur && cur_size - cur_used < n) complete_cur();
-  if (!cur) {
-    size_t max;
-    on_request(&cur, &cur_size, &max);
-    if (!cur) abort();
-    cur_used = 0;
-  }
-  void *r = cur + cur_used;
-  memset(r, 0, n);
-  cur_used += n;
-  return r;
-}
+static void *slot(size_t n) { return fake_buffer_slot(&buf, n); }
 
 static size_t record_size(uint32_t kind) {
   switch (kind) {
@@ -118,8 +92,9 @@ EXPORT uint32_t fake_mupti_launch(int kind, const char *name, uint64_t dur, int 
 }
 
 EXPORT MUptiResult muptiActivityRegisterCallbacks(MUpti_BuffersCallbackRequestFunc r, MUpti_BuffersCallbackCompleteFunc c) {
-  on_request = r;
   on_complete = c;
+  buf.request = r;
+  buf.complete = complete;
   return MUPTI_SUCCESS;
 }
 EXPORT MUptiResult muptiActivityEnable(int kind) {
@@ -133,7 +108,7 @@ EXPORT MUptiResult muptiActivityDisable(int kind) {
 EXPORT MUptiResult muptiActivityFlushAll(uint32_t flag) {
   (void)flag;
   pthread_mutex_lock(&mu);
-  complete_cur();
+  fake_buffer_complete(&buf);
   pthread_mutex_unlock(&mu);
   return MUPTI_SUCCESS;
 }
