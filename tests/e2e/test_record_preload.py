@@ -13,7 +13,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
 from trace_checks import Results, check_flows_paired, check_window, load, xs  # noqa: E402
 
-flagtrace, driver, fake_runtime, tracer = sys.argv[1:5]
+flagtrace, driver, fake_runtime = (os.path.abspath(a) for a in sys.argv[1:4])
+tracer = sys.argv[4]
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()  # e.g. valgrind (scripts/valgrind.sh)
 results = Results()
 signal.signal(signal.SIGINT, signal.SIG_DFL)  # see test_record.py
@@ -41,7 +42,7 @@ def case(name):
 def runtime_in(d, name=RUNTIMES[0]):
     """The fake runtime under a vendor runtime's file name, as a program would load it."""
     path = os.path.join(d, name)
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         os.symlink(fake_runtime, path)
     return path
 
