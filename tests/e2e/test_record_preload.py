@@ -188,4 +188,101 @@ def _(d):
         assert r.returncode == 2 and f"--inject takes {valid}" in r.stderr and r.stderr.count("\n") == 1, (bad, r)
 
 
+def start_waiting(d, out):
+    p = subprocess.Popen([*WRAP, flagtrace, "record", "--inject=preload", "-o", out, "--", driver, "wait"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(d))
+    assert p.stdout.readline() == "preload_driver: ready\n"
+    return p
+
+
+@case("record: SIGINT sent to record alone (not its group) reaches the program, which writes its trace")
+def _(d):
+    out = os.path.join(d, "t.json")
+    p = start_waiting(d, out)
+    p.send_signal(signal.SIGINT)
+    _, stderr = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGINT, (p.returncode, stderr)
+    check_trace(out)
+
+
+@case("record: SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGPIPE sent to record are passed on to the program")
+def _(d):
+    for sig in (signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT, signal.SIGPIPE):
+        p = start_waiting(d, os.path.join(d, f"t{sig}.json"))
+        p.send_signal(sig)
+        _, stderr = p.communicate(timeout=60)
+        # the default action ends the program; only SIGINT/SIGTERM write a trace
+        assert p.returncode == 128 + sig, (sig, p.returncode, stderr)
+        assert f"died of signal {int(sig)}" in stderr, (sig, stderr)
+
+
+@case("record: bad output names are refused before the program starts (one line, status 2)")
+def _(d):
+    marker = os.path.join(d, "started")
+    os.mkdir(os.path.join(d, "sub%p"))
+    bad = [
+        (".", "names a directory"),
+        ("/", "names a directory"),
+        (d + "/", "names a directory"),
+        (d + "/..", "names a directory"),
+        (d, "is a directory"),
+        (os.path.join(d, "sub%p", "t.json"), "escapes belong in the file name"),
+        (os.path.join(d, "t-%q.json"), "unknown escape '%q'"),
+        (os.path.join(d, "t-%"), "unknown escape '%'"),
+        (os.path.join(d, "a\nb.json"), "line break"),
+    ]
+    for out, text in bad:
+        r = subprocess.run([flagtrace, "record", "-o", out, "--", "sh", "-c", f"touch {marker}"],
+                           capture_output=True, text=True, cwd=d)
+        assert r.returncode == 2 and text in r.stderr and r.stderr.count("\n") == 1, (out, r)
+        assert not os.path.exists(marker), out
+    # %% is a literal % anywhere, the directory included
+    os.mkdir(os.path.join(d, "50%"))
+    r = record(d, "-o", os.path.join(d, "50%%", "t-%p.json"), "--", driver, "exit")
+    assert r.returncode == 0 and len(glob.glob(os.path.join(d, "50%", "t-*.json"))) == 1, r
+
+
+@case("record -o over an existing file: refused unless --force-overwrite (nsys's convention)")
+def _(d):
+    out = os.path.join(d, "t.json")
+    with open(out, "w") as f:
+        f.write("precious")
+    r = record(d, "-o", out, "--", driver, "exit")
+    assert r.returncode == 2 and r.stderr == f"flagtrace record: '{out}' exists; --force-overwrite replaces it " \
+        "(see flagtrace record --help)\n", r
+    assert r.stdout == "" and open(out).read() == "precious"
+    r = record(d, "--force-overwrite=yes", "-o", out, "--", driver, "exit")
+    assert r.returncode == 2 and "takes no value" in r.stderr, r
+    r = record(d, "--force-overwrite", "-o", out, "--", driver, "exit")
+    assert r.returncode == 0 and len(written(r)) == 1, r
+    check_trace(out)
+    # a name only the process can expand (%r: its RANK) is checked where it writes
+    ranked = os.path.join(d, "r-%r.json")
+    with open(os.path.join(d, "r-norank.json"), "w") as f:
+        f.write("precious")
+    r = record(d, "-o", ranked, "--", driver, "exit")
+    assert r.returncode == 0 and not written(r), r
+    assert r.stderr == f"flagtrace: {d}/r-norank.json exists: trace not written (record --force-overwrite " \
+        "replaces it)\n", r.stderr
+    assert open(os.path.join(d, "r-norank.json")).read() == "precious"
+    r = record(d, "--force-overwrite", "-o", ranked, "--", driver, "exit")
+    assert r.returncode == 0 and len(written(r)) == 1, r
+    check_trace(os.path.join(d, "r-norank.json"))
+
+
+@case("record --inject=preload: a setuid program that changes our ids gets one line")
+def _(d):
+    prog = os.path.join(d, "suid")
+    subprocess.run(["cp", "/bin/true", prog], check=True)
+    if os.geteuid() == 0:
+        os.chown(prog, 65534, -1)
+    os.chmod(prog, 0o4755)
+    if os.stat(prog).st_uid == os.getuid():
+        print("     (skipped: cannot give the file another owner)")
+        return
+    r = record(d, "--", prog)
+    assert r.stderr.startswith(f"flagtrace record: '{prog}' is setuid, so the loader ignores LD_PRELOAD"), r
+    assert r.stderr.count("\n") == 1, r.stderr
+
+
 results.finish()
