@@ -311,11 +311,17 @@ int ft_cli_record(int argc, char **argv) {
    * between fork and the handler cannot kill us with the program left running. */
   static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE};
   struct sigaction fwd = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART}, old[7];
+  sigset_t block, unblocked;
   sigemptyset(&fwd.sa_mask);
+  sigemptyset(&block);
   for (size_t s = 0; s < sizeof forwarded / sizeof forwarded[0]; s++) {
     sigaction(forwarded[s], NULL, &old[s]);
     if (old[s].sa_handler != SIG_IGN) sigaction(forwarded[s], &fwd, NULL);
+    sigaddset(&block, forwarded[s]);
   }
+  /* held until child_pid is known: the program may run (and be signalled) before
+   * fork returns here */
+  sigprocmask(SIG_BLOCK, &block, &unblocked);
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
@@ -324,6 +330,7 @@ int ft_cli_record(int argc, char **argv) {
   }
   if (pid == 0) {
     for (size_t s = 0; s < sizeof forwarded / sizeof forwarded[0]; s++) sigaction(forwarded[s], &old[s], NULL);
+    sigprocmask(SIG_SETMASK, &unblocked, NULL);
     /* record killed (SIGKILL): the program is told to end and still writes its trace */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) raise(SIGTERM);
@@ -332,6 +339,7 @@ int ft_cli_record(int argc, char **argv) {
     _exit(127);
   }
   child_pid = pid;
+  sigprocmask(SIG_SETMASK, &unblocked, NULL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
