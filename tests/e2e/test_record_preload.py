@@ -17,7 +17,8 @@ flagtrace, driver, fake_runtime = (os.path.abspath(a) for a in sys.argv[1:4])
 tracer = sys.argv[4]
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()  # e.g. valgrind (scripts/valgrind.sh)
 results = Results()
-signal.signal(signal.SIGINT, signal.SIG_DFL)  # see test_record.py
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # see test_record.py; a background job also
+signal.signal(signal.SIGQUIT, signal.SIG_DFL)  # inherits SIGQUIT ignored, which record keeps
 
 help_text = subprocess.run([flagtrace, "record", "--help"], capture_output=True, text=True).stdout
 RUNTIMES = re.findall(r"\b(lib[\w.-]+\.so)\b", help_text.split("preload:")[1].split("(default here")[0])
@@ -27,6 +28,8 @@ RUNTIME_CAT = "cuda_runtime" if tracer in ("cupti", "mcpti") else "privateuse1_r
 # MSPTI records copies and sets only when libmspti was loaded at process start: the
 # user preloads it, and record keeps their LD_PRELOAD ahead of its own
 EXTRA_ENV = {"LD_PRELOAD": os.environ["FLAGOS_TRACER_LIBRARY"]} if tracer == "mspti" else {}
+# under ASan (make test-sanitize) the preloaded library comes before the ASan runtime
+EXTRA_ENV["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0"]))
 
 
 def case(name):
@@ -214,6 +217,21 @@ def _(d):
         # the default action ends the program; only SIGINT/SIGTERM write a trace
         assert p.returncode == 128 + sig, (sig, p.returncode, stderr)
         assert f"died of signal {int(sig)}" in stderr, (sig, stderr)
+
+
+@case("record: a signal record inherited as ignored stays ignored, for record and the program")
+def _(d):
+    out = os.path.join(d, "t.json")
+    p = subprocess.Popen([*WRAP, flagtrace, "record", "--inject=preload", "-o", out, "--", driver, "wait"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(d),
+                         preexec_fn=lambda: signal.signal(signal.SIGUSR1, signal.SIG_IGN))
+    assert p.stdout.readline() == "preload_driver: ready\n"
+    p.send_signal(signal.SIGUSR1)
+    time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    _, stderr = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, (p.returncode, stderr)
+    check_trace(out)
 
 
 @case("record: bad output names are refused before the program starts (one line, status 2)")
