@@ -219,7 +219,7 @@ def _(d):
         assert f"died of signal {int(sig)}" in stderr, (sig, stderr)
 
 
-@case("record: a signal record inherited as ignored stays ignored, for record and the program")
+@case("record: a signal record inherited as ignored stays ignored by the program")
 def _(d):
     out = os.path.join(d, "t.json")
     p = subprocess.Popen([*WRAP, flagtrace, "record", "--inject=preload", "-o", out, "--", driver, "wait"],
