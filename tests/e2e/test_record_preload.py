@@ -7,7 +7,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
@@ -32,14 +31,6 @@ EXTRA_ENV = {"LD_PRELOAD": os.environ["FLAGOS_TRACER_LIBRARY"]} if tracer == "ms
 EXTRA_ENV["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0"]))
 
 
-def case(name):
-    def wrap(fn):
-        def in_tmp():
-            with tempfile.TemporaryDirectory() as d:
-                fn(d)
-        results.check(name, in_tmp)
-        return fn
-    return wrap
 
 
 def runtime_in(d, name=RUNTIMES[0]):
@@ -64,6 +55,24 @@ def written(r):
     return re.findall(r"^flagtrace: wrote (\S+) \((\d+) events, (\d+) dropped\)$", r.stderr, re.M)
 
 
+def start_waiting(d, out, **popen):
+    """record with the driver in "wait" mode, returned once the program is armed and waiting."""
+    p = subprocess.Popen([*WRAP, flagtrace, "record", "--inject=preload", "-o", out, "--", driver, "wait"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(d), **popen)
+    assert p.stdout.readline() == "preload_driver: ready\n"
+    return p
+
+
+def signalled(d, out, *sigs, **popen):
+    """Sends sigs to record mid-run; returns record's status and stderr."""
+    p = start_waiting(d, out, **popen)
+    for sig in sigs:
+        p.send_signal(sig)
+        time.sleep(0.1)
+    _, stderr = p.communicate(timeout=60)
+    return p.returncode, stderr
+
+
 def check_trace(path):
     """One kernel, one copy, one memset, each launched by one runtime call, flows paired."""
     assert os.path.exists(path), f"{path} was not written: {os.listdir(os.path.dirname(path))}"
@@ -77,7 +86,7 @@ def check_trace(path):
     return doc
 
 
-@case("record --inject=preload: armed at the runtime's dlopen; trace, stdout and status pass through")
+@results.tmp_case("record --inject=preload: armed at the runtime's dlopen; trace, stdout and status pass through")
 def _(d):
     r = record(d, "-o", os.path.join(d, "run-%p.json.gz"), "--", driver, "status")
     assert r.returncode == 3, r
@@ -89,7 +98,7 @@ def _(d):
     assert "not armed" not in r.stderr, r.stderr
 
 
-@case("record --inject=preload: every runtime name of this build arms it")
+@results.tmp_case("record --inject=preload: every runtime name of this build arms it")
 def _(d):
     for name in RUNTIMES:
         out = os.path.join(d, name + ".json")
@@ -98,7 +107,7 @@ def _(d):
         check_trace(out)
 
 
-@case("record --inject=preload: a runtime already loaded at start (LD_PRELOAD) arms it at the constructor")
+@results.tmp_case("record --inject=preload: a runtime already loaded at start (LD_PRELOAD) arms it at the constructor")
 def _(d):
     env = env_for(d)
     env["LD_PRELOAD"] = ":".join(filter(None, [EXTRA_ENV.get("LD_PRELOAD"), env["FAKE_RUNTIME"]]))
@@ -107,7 +116,7 @@ def _(d):
     check_trace(os.path.join(d, "t.json"))
 
 
-@case("record --inject=preload: a program that never loads the runtime writes nothing")
+@results.tmp_case("record --inject=preload: a program that never loads the runtime writes nothing")
 def _(d):
     r = record(d, "-o", os.path.join(d, "t-%p.json"), "--", driver, "none")
     assert r.returncode == 0 and r.stdout == "preload_driver: none done\n", r
@@ -119,7 +128,7 @@ def _(d):
     assert os.listdir(d) == [RUNTIMES[0]], os.listdir(d)
 
 
-@case("record --inject=preload: a child that execs inherits it; one trace per process, named by %p")
+@results.tmp_case("record --inject=preload: a child that execs inherits it; one trace per process, named by %p")
 def _(d):
     r = record(d, "-o", os.path.join(d, "t-%p.json"), "--", driver, "spawn")
     assert r.returncode == 0, r
@@ -132,33 +141,27 @@ def _(d):
         check_trace(p)
 
 
-@case("record --inject=preload: fork without exec writes one trace, the parent's")
+@results.tmp_case("record --inject=preload: fork without exec writes one trace, the parent's")
 def _(d):
     r = record(d, "-o", os.path.join(d, "t-%p.json"), "--", driver, "fork")
     assert r.returncode == 0, r
     assert len(glob.glob(os.path.join(d, "t-*.json"))) == 1 and len(written(r)) == 1, (os.listdir(d), r.stderr)
 
 
-@case("record --inject=preload: SIGTERM to record mid-run reaches the program; the trace is complete")
+@results.tmp_case("record --inject=preload: SIGTERM to record mid-run reaches the program; the trace is complete")
 def _(d):
     out = os.path.join(d, "t.json.gz")
-    p = subprocess.Popen([*WRAP, flagtrace, "record", "--inject=preload", "-o", out, "--", driver, "wait"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(d))
-    assert p.stdout.readline() == "preload_driver: ready\n"
-    p.send_signal(signal.SIGTERM)
-    stdout, stderr = p.communicate(timeout=60)
-    assert p.returncode == 128 + signal.SIGTERM, (p.returncode, stderr)
+    rc, stderr = signalled(d, out, signal.SIGTERM)
+    assert rc == 128 + signal.SIGTERM, (rc, stderr)
     assert len(re.findall(r"^flagtrace: wrote ", stderr, re.M)) == 1, stderr
     check_trace(out)
     assert not glob.glob(os.path.join(d, "*.tmp.*"))
 
 
-@case("record --inject=preload: record killed (SIGKILL): the program gets SIGTERM and still writes")
+@results.tmp_case("record --inject=preload: record killed (SIGKILL): the program gets SIGTERM and still writes")
 def _(d):
     out = os.path.join(d, "t.json")
-    p = subprocess.Popen([*WRAP, flagtrace, "record", "--inject=preload", "-o", out, "--", driver, "wait"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(d))
-    assert p.stdout.readline() == "preload_driver: ready\n"
+    p = start_waiting(d, out)
     p.kill()
     p.wait()
     for _ in range(200):  # the orphan ends on its own (PR_SET_PDEATHSIG), not after 30 s
@@ -168,7 +171,7 @@ def _(d):
     check_trace(out)
 
 
-@case("record --inject=preload: a statically linked program gets one line and runs untraced")
+@results.tmp_case("record --inject=preload: a statically linked program gets one line and runs untraced")
 def _(d):
     static = os.path.join(d, "static")
     src = os.path.join(d, "s.c")
@@ -183,7 +186,7 @@ def _(d):
         "no trace can be injected (it runs untraced)\n", r.stderr
 
 
-@case("record --inject: bad values get one line naming the valid ones, status 2")
+@results.tmp_case("record --inject: bad values get one line naming the valid ones, status 2")
 def _(d):
     valid = "cuda or preload" if DEFAULT == "cuda" else "preload"
     for bad in ("bogus", "", "cuda" if DEFAULT != "cuda" else "PRELOAD"):
@@ -191,50 +194,33 @@ def _(d):
         assert r.returncode == 2 and f"--inject takes {valid}" in r.stderr and r.stderr.count("\n") == 1, (bad, r)
 
 
-def start_waiting(d, out):
-    p = subprocess.Popen([*WRAP, flagtrace, "record", "--inject=preload", "-o", out, "--", driver, "wait"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(d))
-    assert p.stdout.readline() == "preload_driver: ready\n"
-    return p
-
-
-@case("record: SIGINT sent to record alone (not its group) reaches the program, which writes its trace")
+@results.tmp_case("record: SIGINT sent to record alone (not its group) reaches the program, which writes its trace")
 def _(d):
     out = os.path.join(d, "t.json")
-    p = start_waiting(d, out)
-    p.send_signal(signal.SIGINT)
-    _, stderr = p.communicate(timeout=60)
-    assert p.returncode == 128 + signal.SIGINT, (p.returncode, stderr)
+    rc, stderr = signalled(d, out, signal.SIGINT)
+    assert rc == 128 + signal.SIGINT, (rc, stderr)
     check_trace(out)
 
 
-@case("record: SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGPIPE sent to record are passed on to the program")
+@results.tmp_case("record: SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT, SIGPIPE sent to record are passed on to the program")
 def _(d):
     for sig in (signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGQUIT, signal.SIGPIPE):
-        p = start_waiting(d, os.path.join(d, f"t{sig}.json"))
-        p.send_signal(sig)
-        _, stderr = p.communicate(timeout=60)
+        rc, stderr = signalled(d, os.path.join(d, f"t{sig}.json"), sig)
         # the default action ends the program; only SIGINT/SIGTERM write a trace
-        assert p.returncode == 128 + sig, (sig, p.returncode, stderr)
+        assert rc == 128 + sig, (sig, rc, stderr)
         assert f"died of signal {int(sig)}" in stderr, (sig, stderr)
 
 
-@case("record: a signal record inherited as ignored stays ignored by the program")
+@results.tmp_case("record: a signal record inherited as ignored stays ignored by the program")
 def _(d):
     out = os.path.join(d, "t.json")
-    p = subprocess.Popen([*WRAP, flagtrace, "record", "--inject=preload", "-o", out, "--", driver, "wait"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(d),
-                         preexec_fn=lambda: signal.signal(signal.SIGUSR1, signal.SIG_IGN))
-    assert p.stdout.readline() == "preload_driver: ready\n"
-    p.send_signal(signal.SIGUSR1)
-    time.sleep(0.2)
-    p.send_signal(signal.SIGTERM)
-    _, stderr = p.communicate(timeout=60)
-    assert p.returncode == 128 + signal.SIGTERM, (p.returncode, stderr)
+    rc, stderr = signalled(d, out, signal.SIGUSR1, signal.SIGTERM,
+                           preexec_fn=lambda: signal.signal(signal.SIGUSR1, signal.SIG_IGN))
+    assert rc == 128 + signal.SIGTERM, (rc, stderr)
     check_trace(out)
 
 
-@case("record: bad output names are refused before the program starts (one line, status 2)")
+@results.tmp_case("record: bad output names are refused before the program starts (one line, status 2)")
 def _(d):
     marker = os.path.join(d, "started")
     os.mkdir(os.path.join(d, "sub%p"))
@@ -260,7 +246,7 @@ def _(d):
     assert r.returncode == 0 and len(glob.glob(os.path.join(d, "50%", "t-*.json"))) == 1, r
 
 
-@case("record -o over an existing file: refused unless --force-overwrite (nsys's convention)")
+@results.tmp_case("record -o over an existing file: refused unless --force-overwrite (nsys's convention)")
 def _(d):
     out = os.path.join(d, "t.json")
     with open(out, "w") as f:
@@ -288,7 +274,7 @@ def _(d):
     check_trace(os.path.join(d, "r-norank.json"))
 
 
-@case("record --inject=preload: a setuid program that changes our ids gets one line")
+@results.tmp_case("record --inject=preload: a setuid program that changes our ids gets one line")
 def _(d):
     prog = os.path.join(d, "suid")
     subprocess.run(["cp", "/bin/true", prog], check=True)
