@@ -5,6 +5,7 @@ import glob
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -139,6 +140,31 @@ def _(d):
     assert sorted(w[0] for w in written(r)) == want, r.stderr
     for p in want:
         check_trace(p)
+
+
+@results.tmp_case("record --inject=preload: a bare-name dlopen still searches the caller's RUNPATH")
+def _(d):
+    # preload_driver's RUNPATH is $ORIGIN/preload_rt; through the dlopen wrapper the
+    # loader would search the wrapper's (none)
+    rt_dir = os.path.join(os.path.dirname(driver), "preload_rt")
+    os.makedirs(rt_dir, exist_ok=True)
+    runtime_in(rt_dir)
+    out = os.path.join(d, "t.json")
+    r = record(d, "-o", out, "--", driver, "exit", env=dict(env_for(d), FAKE_RUNTIME=RUNTIMES[0]))
+    assert r.returncode == 0 and len(written(r)) == 1, r
+    check_trace(out)
+    r = subprocess.run([driver, "exit"], capture_output=True, text=True, env=dict(env_for(d), FAKE_RUNTIME="libnone.so"))
+    assert r.returncode == 3 and "libnone.so: cannot open shared object file" in r.stderr, r  # no wrapper: as ever
+    r = record(d, "--", driver, "exit", env=dict(env_for(d), FAKE_RUNTIME="libnone.so"))
+    assert r.returncode == 3 and "libnone.so: cannot open shared object file" in r.stderr, r  # the loader's error
+
+
+@results.tmp_case("record --inject=preload: %h and %r expand in the process, as with CUDA injection")
+def _(d):
+    r = record(d, "-o", os.path.join(d, "t-%h-%r-%%.json"), "--", driver, "exit", env=env_for(d, RANK="3"))
+    out = os.path.join(d, f"t-{socket.gethostname()}-3-%.json")
+    assert r.returncode == 0 and [w[0] for w in written(r)] == [out], r
+    check_trace(out)
 
 
 @results.tmp_case("record --inject=preload: fork without exec writes one trace, the parent's")
