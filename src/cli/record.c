@@ -200,13 +200,23 @@ static const char *preload_ignored(const char *prog) {
   return why;
 }
 
-/* Signals sent to record by a process are passed on; a terminal's (SI_KERNEL)
- * already reached the program, which shares our process group. */
-static volatile sig_atomic_t child_pid;
-static void forward_signal(int sig, siginfo_t *si, void *uctx) {
-  (void)uctx;
-  if (si && (si->si_code == SI_KERNEL || si->si_pid == getpid())) return;
-  if (child_pid > 0) kill((pid_t)child_pid, sig);
+/* Waits for the program, passing on the signals in fwd that a process sends to
+ * record. A terminal's (SI_KERNEL) already reached the program, which shares our
+ * process group. Signals are taken synchronously (sigwaitinfo, everything in fwd
+ * and SIGCHLD blocked since before fork): none is lost before the pid is known,
+ * and nothing runs in a signal handler. Returns the program's wait status. */
+static int wait_forwarding(pid_t pid, const sigset_t *fwd) {
+  sigset_t set = *fwd;
+  sigaddset(&set, SIGCHLD);
+  int status = 0;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) return status;
+    siginfo_t si;
+    int sig = sigwaitinfo(&set, &si);
+    if (sig <= 0 || sig == SIGCHLD || si.si_code == SI_KERNEL || si.si_pid == getpid()) continue;
+    kill(pid, sig);
+  }
 }
 
 int ft_cli_record(int argc, char **argv) {
@@ -307,21 +317,20 @@ int ft_cli_record(int argc, char **argv) {
   if (rfd >= 0) setenv("FLAGTRACE_REPORT_FILE", report, 1);
 
   /* Ignored dispositions we inherited stay ignored (and pass to the program on
-   * exec); the others are forwarded. Installed before fork so a signal arriving
-   * between fork and the handler cannot kill us with the program left running. */
+   * exec); the others are forwarded. SIGCHLD must not be ignored here, or the
+   * program would be reaped before we could read its status. */
   static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE};
-  struct sigaction fwd = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART}, old[7];
-  sigset_t block, unblocked;
-  sigemptyset(&fwd.sa_mask);
-  sigemptyset(&block);
+  sigset_t fwd, blocked, unblocked;
+  sigemptyset(&fwd);
   for (size_t s = 0; s < sizeof forwarded / sizeof forwarded[0]; s++) {
-    sigaction(forwarded[s], NULL, &old[s]);
-    if (old[s].sa_handler != SIG_IGN) sigaction(forwarded[s], &fwd, NULL);
-    sigaddset(&block, forwarded[s]);
+    struct sigaction old;
+    if (sigaction(forwarded[s], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaddset(&fwd, forwarded[s]);
   }
-  /* held until child_pid is known: the program may run (and be signalled) before
-   * fork returns here */
-  sigprocmask(SIG_BLOCK, &block, &unblocked);
+  struct sigaction dfl = {.sa_handler = SIG_DFL}, old_chld;
+  sigaction(SIGCHLD, &dfl, &old_chld);
+  blocked = fwd;
+  sigaddset(&blocked, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &blocked, &unblocked);
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
@@ -329,7 +338,7 @@ int ft_cli_record(int argc, char **argv) {
     return 1;
   }
   if (pid == 0) {
-    for (size_t s = 0; s < sizeof forwarded / sizeof forwarded[0]; s++) sigaction(forwarded[s], &old[s], NULL);
+    sigaction(SIGCHLD, &old_chld, NULL);
     sigprocmask(SIG_SETMASK, &unblocked, NULL);
     /* record killed (SIGKILL): the program is told to end and still writes its trace */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -338,11 +347,9 @@ int ft_cli_record(int argc, char **argv) {
     fprintf(stderr, "flagtrace record: cannot run '%s': %s\n", argv[i], strerror(errno));
     _exit(127);
   }
-  child_pid = pid;
-  sigprocmask(SIG_SETMASK, &unblocked, NULL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  /* the signals stay blocked until we exit: one arriving late would otherwise end
+   * record with its default action and lose the program's status */
+  int status = wait_forwarding(pid, &fwd);
   rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 
   if (rfd >= 0) {
