@@ -111,7 +111,7 @@ class Gpu:
 
     def record(self, *args, env=None):
         out = os.path.join(self.tmp, "rec.json.gz")
-        return sh([self.ft, "record", "-o", out, *args], env=env)
+        return sh([self.ft, "record", "--force-overwrite", "-o", out, *args], env=env)
 
     def launch_variants(self, variants, launches, rounds):
         """variants: name -> argv prefix and env. Interleaved, one process per round."""
@@ -124,8 +124,10 @@ class Gpu:
         return best
 
     def p1_p2(self, launches):
-        rec = [self.ft, "record", "-o", os.path.join(self.tmp, "rec.json.gz"), "--"]
-        idle = [self.ft, "record", "--capture-range=cudaProfilerApi", "-o", os.path.join(self.tmp, "idle.json.gz"), "--"]
+        # the same file every round: replaced (record refuses that by default)
+        rec = [self.ft, "record", "--force-overwrite", "-o", os.path.join(self.tmp, "rec.json.gz"), "--"]
+        idle = [self.ft, "record", "--force-overwrite", "--capture-range=cudaProfilerApi", "-o",
+                os.path.join(self.tmp, "idle.json.gz"), "--"]
         v = self.launch_variants({
             "bare": ([], None),
             "idle": (idle, None),
