@@ -108,12 +108,11 @@ INJECT_EXPORT void *dlopen(const char *file, int mode) {
   dlopen_fn real = real_dlopen();
   if (!real) return NULL;
   void *h = real(file, mode);
-  if (!runtimes) return h;
   if (!h && file && !strchr(file, '/')) {
     h = open_for_caller(file, mode, __builtin_return_address(0));
     if (!h) h = real(file, mode); /* the loader's own error for dlerror() */
   }
-  if (h && !atomic_load(&armed)) {
+  if (h && runtimes && !atomic_load(&armed)) {
     unsigned long long adds = 0;
     dl_iterate_phdr(read_adds, &adds);
     if (adds != atomic_load_explicit(&seen_adds, memory_order_relaxed)) check_link_map();
