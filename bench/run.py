@@ -111,7 +111,7 @@ class Gpu:
 
     def record(self, *args, env=None):
         out = os.path.join(self.tmp, "rec.json.gz")
-        return sh([self.ft, "record", "-o", out, *args], env=env)
+        return sh([self.ft, "record", "--force-overwrite", "-o", out, *args], env=env)
 
     def launch_variants(self, variants, launches, rounds):
         """variants: name -> argv prefix and env. Interleaved, one process per round."""
@@ -124,13 +124,16 @@ class Gpu:
         return best
 
     def p1_p2(self, launches):
-        rec = [self.ft, "record", "-o", os.path.join(self.tmp, "rec.json.gz"), "--"]
-        idle = [self.ft, "record", "--capture-range=cudaProfilerApi", "-o", os.path.join(self.tmp, "idle.json.gz"), "--"]
+        # the same file every round: replaced (record refuses that by default)
+        rec = [self.ft, "record", "--force-overwrite", "-o", os.path.join(self.tmp, "rec.json.gz"), "--"]
+        idle = [self.ft, "record", "--force-overwrite", "--capture-range=cudaProfilerApi", "-o",
+                os.path.join(self.tmp, "idle.json.gz"), "--"]
         v = self.launch_variants({
             "bare": ([], None),
             "idle": (idle, None),
             "floor": ([], {"CUDA_INJECTION64_PATH": self.floor}),
             "record": (rec, None),
+            "idle_preload": ([self.ft, "record", "--inject=preload"] + idle[2:], None),
         }, launches, 2 * self.reps)  # twice the rounds: 1 % is within this machine's noise
         rows = []
         b, i = mm(v["bare"]), mm(v["idle"])
@@ -138,6 +141,11 @@ class Gpu:
         rows.append(("P1", "CUDA C launch loop, injection loaded, no capture (`record --capture-range=cudaProfilerApi`, "
                      "no cudaProfilerStart)", f"{b[0]:.3f} / {b[1]:.3f} µs", f"{i[0]:.3f} / {i[1]:.3f} µs",
                      f"{r1:.3f}", "≤ 1.01", r1 <= 1.01))
+        ip = mm(v["idle_preload"])
+        r1p = ip[1] / b[1]
+        rows.append(("P1", "the same under `record --inject=preload` (LD_PRELOAD, armed when libcuda loads)",
+                     f"{b[0]:.3f} / {b[1]:.3f} µs", f"{ip[0]:.3f} / {ip[1]:.3f} µs", f"{r1p:.3f}", "≤ 1.01",
+                     r1p <= 1.01))
         f, rc = mm(v["floor"]), mm(v["record"])
         o_floor, o_ft = f[1] / b[1] - 1, rc[1] / b[1] - 1
         r2 = o_ft / o_floor if o_floor > 0 else float("inf")

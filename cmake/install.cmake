@@ -57,6 +57,6 @@ if(FT_BUILD_CLI)
   install(FILES completions/flagtrace DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
 endif()
 if(FT_HAVE_INJECT)
-  # where `record` looks for it (FT_INJECT_RELDIR)
-  install(TARGETS flagtrace_inject LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/flagtrace)
+  # where `record` looks for them (FT_INJECT_RELDIR): the preload library beside the injection one
+  install(TARGETS flagtrace_inject flagtrace_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/flagtrace)
 endif()

@@ -69,14 +69,15 @@ class Build(BuildExtension):
         run([cmake, "--build", build, "-j", str(os.cpu_count() or 2)])
         # Straight into the build tree, which becomes the wheel: the library under its
         # SONAME (what flagtrace._C loads through its rpath), the injection library,
-        # and the command, where `record` finds ../lib/libflagtrace_inject.so.
+        # and the command, where `record` finds ../lib/libflagtrace_inject.so (and the
+        # preload library beside it).
         # libflagtrace.so beside the sources is only for linking the extension.
         pkg = os.path.join(self.build_lib, "flagtrace")
-        ship = {"lib": ["libflagtrace.so.0", "libflagtrace_inject.so"], "bin": ["flagtrace"]}
+        ship = {"lib": ["libflagtrace.so.0", "libflagtrace_inject.so", "libflagtrace_preload.so"], "bin": ["flagtrace"]}
         for sub, names in ship.items():
             os.makedirs(os.path.join(pkg, sub), exist_ok=True)
             for name in names:
-                if os.path.exists(os.path.join(build, name)):  # no injection library outside CUDA
+                if os.path.exists(os.path.join(build, name)):  # none on a cpu build
                     shutil.copy(os.path.join(build, name), os.path.join(pkg, sub, name))  # links become files
         os.makedirs(LIBDIR, exist_ok=True)
         shutil.copy(os.path.join(build, "libflagtrace.so"), os.path.join(LIBDIR, "libflagtrace.so"))

@@ -52,10 +52,17 @@ step "C API workload (named ranges)" bash -c "
   FLAGOS_TRACE=1 $BUILD/tests/gpu/gpu_workload $OUT/workload_trace.json.gz $BUILD/workload_expect.json &&
   python3 tests/gpu/check_workload_trace.py $OUT/workload_trace.json.gz $BUILD/workload_expect.json"
 step "record the CUDA sample (whole run)" bash -c "
-  $FT record -o $OUT/sample_h200.json.gz -- $BUILD/tests/gpu/sample &&
+  $FT record --force-overwrite -o $OUT/sample_h200.json.gz -- $BUILD/tests/gpu/sample &&
   python3 tests/gpu/check_sample_trace.py $OUT/sample_h200.json.gz whole"
+step "record the CUDA sample (--inject=preload: LD_PRELOAD, armed when libcuda loads)" bash -c "
+  set -o pipefail && rm -f $BUILD/sample_preload.json.gz &&
+  $FT record --inject=preload -o $BUILD/sample_preload.json.gz -- $BUILD/tests/gpu/sample 2>&1 | tee $BUILD/preload.log &&
+  grep -q '^flagtrace: wrote .*/sample_preload.json.gz ([0-9]* events, 0 dropped)\$' $BUILD/preload.log &&
+  python3 tests/gpu/check_sample_trace.py $BUILD/sample_preload.json.gz whole &&
+  $FT record --inject=preload -- python3 -c pass 2>&1 | tee $BUILD/preload-none.log &&
+  grep -q 'wrote no trace (no process of it loaded libcuda.so or libcudart.so)' $BUILD/preload-none.log"
 step "record the CUDA sample (--capture-range=cudaProfilerApi)" bash -c "
-  $FT record --capture-range=cudaProfilerApi -o $BUILD/sample_range.json.gz -- $BUILD/tests/gpu/sample --profiler-range &&
+  $FT record --force-overwrite --capture-range=cudaProfilerApi -o $BUILD/sample_range.json.gz -- $BUILD/tests/gpu/sample --profiler-range &&
   python3 tests/gpu/check_sample_trace.py $BUILD/sample_range.json.gz range"
 step "torch kernel fields: flagtrace vs torch.profiler" \
   python3 tests/gpu/torch_kernel_fields.py --lib "$LIB" --out-dir "$OUT"

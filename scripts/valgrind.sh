@@ -23,6 +23,9 @@ if [ -f "$FAKE" ]; then
   done
   run env FT_TEST_WRAPPER="$VG" FLAGOS_TRACER_LIBRARY="$FAKE" FLAGTRACE_INJECT_LIBRARY="$BUILD/libflagtrace_inject.so" \
     python3 tests/e2e/test_record.py "$BUILD/flagtrace" "$BUILD/tests/inject_driver"
+  run env FT_TEST_WRAPPER="$VG" FLAGOS_TRACER_LIBRARY="$FAKE" FLAGTRACE_INJECT_LIBRARY="$BUILD/libflagtrace_inject.so" \
+    python3 tests/e2e/test_record_preload.py "$BUILD/flagtrace" "$BUILD/tests/preload_driver" \
+    "$BUILD/tests/libfake_runtime.so" cupti
 fi
 run env FLAGOS_TRACER_LIBRARY=/nonexistent $VG "$BUILD/embed_example" "$BUILD/valgrind-embed.json.gz" >/dev/null
 run env FT_TEST_WRAPPER="$VG" python3 tests/e2e/test_stats.py "$BUILD/flagtrace" tests/data

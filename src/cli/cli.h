@@ -18,6 +18,10 @@ typedef struct ft_cli_option {
 
 enum { FT_CLI_HELP = -1, FT_CLI_ERROR = -2 };
 
+/* A switch (an option taking no value) is an option whose value starts as
+ * ft_cli_off; the parser sets it to ft_cli_on. */
+extern const char ft_cli_off[], ft_cli_on[];
+
 /* Parses argv[1..] up to "--" or the first operand against opts (ended by a zero
  * entry). Returns the index of the first operand; FT_CLI_HELP after printing usage
  * (exit 0); FT_CLI_ERROR after printing a one-line error (exit FT_CLI_USAGE). */

@@ -5,6 +5,8 @@
 
 #include "cli.h"
 
+const char ft_cli_off[] = "off", ft_cli_on[] = "on";
+
 int ft_cli_usage_error(const char *cmd, const char *fmt, ...) {
   char msg[512];
   va_list ap;
@@ -45,6 +47,11 @@ int ft_cli_parse(const char *cmd, int argc, char **argv, const ft_cli_option *op
     const char *val;
     const ft_cli_option *o = match(a, opts, &val);
     if (!o) return ft_cli_usage_error(cmd, "unknown option '%s'", a), FT_CLI_ERROR;
+    if (*o->value == ft_cli_off || *o->value == ft_cli_on) {
+      if (val) return ft_cli_usage_error(cmd, "option '--%s' takes no value", o->long_name), FT_CLI_ERROR;
+      *o->value = ft_cli_on;
+      continue;
+    }
     if (!val) {
       if (i + 1 >= argc) return ft_cli_usage_error(cmd, "option '%s' needs a value", a), FT_CLI_ERROR;
       val = argv[++i];

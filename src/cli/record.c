@@ -1,5 +1,6 @@
-/* flagtrace record: run any CUDA program under the injection library, no code change. */
+/* flagtrace record: run any accelerator program under the injection library, no code change. */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -11,35 +12,52 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "inject.h"
 
-static const char usage[] =
+#ifndef FT_ACCELERATOR_NAME
+#define FT_ACCELERATOR_NAME "unknown"
+#endif
+
+/* %s: the injection default and the runtime libraries of this build */
+static const char usage_fmt[] =
     "usage: flagtrace record [options] [--] COMMAND [ARGS...]\n"
     "\n"
-    "Runs COMMAND with flagtrace's injection library (CUDA_INJECTION64_PATH and\n"
-    "NVTX_INJECTION64_PATH): every process it starts that initializes CUDA writes its\n"
-    "own trace when it exits, or when SIGINT/SIGTERM ends it. The program is not changed.\n"
-    "COMMAND's stdin, stdout and stderr pass through; each written trace is reported\n"
-    "on stderr with its event and dropped-record counts.\n"
+    "Runs COMMAND with flagtrace's injection library: every process it starts that\n"
+    "uses the accelerator writes its own trace when it exits, or when SIGINT/SIGTERM\n"
+    "ends it. The program is not changed. COMMAND's stdin, stdout and stderr pass\n"
+    "through; each written trace is reported on stderr with its event and\n"
+    "dropped-record counts.\n"
     "\n"
     "options:\n"
-    "  -o, --output PATTERN   trace file (default flagtrace-%p.json.gz); %p = pid,\n"
-    "                         %h = host, %r = RANK (else LOCAL_RANK, else norank),\n"
-    "                         %% = %; a name ending in .gz is gzip-compressed\n"
+    "  -o, --output PATTERN   trace file (default flagtrace-%%p.json.gz); %%p = pid,\n"
+    "                         %%h = host, %%r = RANK (else LOCAL_RANK, else norank),\n"
+    "                         %%%% = %%; a name ending in .gz is gzip-compressed;\n"
+    "                         escapes belong in the file name, not the directory\n"
+    "      --force-overwrite  replace an existing trace file (default: refuse)\n"
     "  -t, --trace LIST       what to record, a comma-separated subset of\n"
     "                         kernel,memcpy,memset,runtime,driver,nvtx (default: all)\n"
+    "      --inject=HOW       cuda: the CUDA driver loads the library at cuInit\n"
+    "                         (CUDA_INJECTION64_PATH; CUDA builds only);\n"
+    "                         preload: LD_PRELOAD, armed when a process loads\n"
+    "                         %s\n"
+    "                         (default here: %s)\n"
     "      --capture-range=cudaProfilerApi\n"
     "                         write only what happens between the program's first\n"
     "                         cudaProfilerStart and cudaProfilerStop (device tracing\n"
     "                         is enabled at that start, so waiting for it is cheap)\n"
     "  -h, --help             show this help\n"
     "\n"
+    "Signals sent to record (INT, TERM, HUP, QUIT, USR1, USR2, PIPE) are passed on\n"
+    "to COMMAND; if record itself is killed, COMMAND gets SIGTERM (PR_SET_PDEATHSIG).\n"
+    "\n"
     "exit status: COMMAND's own; 128+N if it died of signal N; 127 if it could not be\n"
     "run; 2 for a usage error.\n"
     "\n"
-    "example: flagtrace record -o run-%p.json.gz -- python train.py\n";
+    "example: flagtrace record -o run-%%p.json.gz -- python train.py\n";
 
 static bool valid_trace_list(const char *list) {
   static const char *const ok[] = {"kernel", "memcpy", "memset", "runtime", "driver", "nvtx"};
@@ -83,23 +101,50 @@ static bool find_inject(char *out, size_t len) {
   return false;
 }
 
-/* The output pattern made absolute (the program may change directory), and its
- * directory checked now rather than after a long run. */
-static int resolve_output(const char *pattern, char *out, size_t len) {
+/* The pattern's escapes are checked now, not when a process writes after a long
+ * run: only %p %h %r %% anywhere, and only %% in the directory (a per-process
+ * directory would not exist: nothing creates it). */
+static int check_pattern(const char *pattern) {
   if (!*pattern) return ft_cli_usage_error("record", "empty output name");
+  const char *slash = strrchr(pattern, '/');
+  for (const char *p = pattern; *p; p++) {
+    if (*p == '\n' || *p == '\r')
+      return ft_cli_usage_error("record", "the output name may not contain a line break");
+    if (*p != '%') continue;
+    if (!p[1] || !strchr("phr%", p[1]))
+      return ft_cli_usage_error("record", "unknown escape '%%%.1s' in output name '%s' (valid: %%p %%h %%r %%%%)",
+                                p[1] ? p + 1 : "", pattern);
+    if (slash && p < slash && p[1] != '%')
+      return ft_cli_usage_error("record", "'%%%c' in the output directory of '%s': escapes belong in the file name",
+                                p[1], pattern);
+    p++;
+  }
+  return 0;
+}
+
+/* The output pattern made absolute (the program may change directory), its
+ * directory checked now rather than after a long run, and an existing file
+ * refused unless force (nsys's convention). */
+static int resolve_output(const char *pattern, bool force, char *out, size_t len) {
+  int rc = check_pattern(pattern);
+  if (rc) return rc;
+  char abs[PATH_MAX + 256];
   if (pattern[0] == '/') {
-    snprintf(out, len, "%s", pattern);
+    snprintf(abs, sizeof abs, "%s", pattern);
   } else {
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd)) return ft_cli_usage_error("record", "cannot read the current directory: %s", strerror(errno));
-    snprintf(out, len, "%s/%s", cwd, pattern);
+    snprintf(abs, sizeof abs, "%s/%s", cwd, pattern);
   }
-  char dir[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s", out);
-  char *slash = strrchr(dir, '/');
-  if (slash == dir) slash[1] = '\0';
-  else *slash = '\0';
-  if (strchr(dir, '%')) return 0; /* a per-process directory: checked by each process */
+  snprintf(out, len, "%s", abs);
+  /* what a process will write, %p and %r aside: they differ per process */
+  char path[PATH_MAX + 256];
+  ft__inject_expand(abs, path, sizeof path);
+  char *base = strrchr(path, '/') + 1;
+  if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+    return ft_cli_usage_error("record", "output '%s' names a directory, not a file", pattern);
+  char dir[PATH_MAX + 256];
+  snprintf(dir, sizeof dir, "%.*s", base - path > 1 ? (int)(base - path - 1) : 1, path);
   struct stat st;
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
     fprintf(stderr, "flagtrace record: output directory '%s' does not exist\n", dir);
@@ -109,85 +154,218 @@ static int resolve_output(const char *pattern, char *out, size_t len) {
     fprintf(stderr, "flagtrace record: output directory '%s' is not writable: %s\n", dir, strerror(errno));
     return FT_CLI_USAGE;
   }
+  if (strstr(pattern, "%p") || strstr(pattern, "%r")) return 0;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    return ft_cli_usage_error("record", "output '%s' is a directory, not a file", path);
+  if (!force && lstat(path, &st) == 0)
+    return ft_cli_usage_error("record", "'%s' exists; --force-overwrite replaces it", path);
   return 0;
 }
 
-static volatile sig_atomic_t child_pid;
-static void forward_signal(int sig) {
-  if (child_pid > 0) kill((pid_t)child_pid, sig);
+/* Where execvp would find prog, or false. */
+static bool find_program(const char *prog, char *out, size_t len) {
+  if (strchr(prog, '/')) {
+    snprintf(out, len, "%s", prog);
+    return access(out, X_OK) == 0;
+  }
+  const char *path = getenv("PATH");
+  if (!path) path = "/bin:/usr/bin";
+  for (const char *p = path;; p = strchr(p, ':') + 1) {
+    size_t n = strcspn(p, ":");
+    snprintf(out, len, "%.*s%s%s", (int)n, n ? p : ".", n && p[n - 1] == '/' ? "" : "/", prog);
+    struct stat st;
+    if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0) return true;
+    if (!p[n]) return false;
+  }
+}
+
+/* Why the loader will ignore LD_PRELOAD for prog, or NULL: a program without an
+ * ELF interpreter (statically linked) has no loader; a setuid/setgid one that
+ * changes our ids runs in secure mode, which drops LD_PRELOAD of a path. */
+static const char *preload_ignored(const char *prog) {
+  char path[PATH_MAX];
+  struct stat st;
+  if (!find_program(prog, path, sizeof path) || stat(path, &st) != 0) return NULL; /* exec reports it */
+  if ((st.st_mode & S_ISUID) && st.st_uid != getuid()) return "is setuid";
+  if ((st.st_mode & S_ISGID) && st.st_gid != getgid()) return "is setgid";
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  Elf64_Ehdr eh;
+  const char *why = NULL;
+  if (read(fd, &eh, sizeof eh) == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    bool interp = false;
+    for (unsigned i = 0; i < eh.e_phnum && !interp; i++) {
+      Elf64_Phdr ph;
+      if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph) break;
+      interp = ph.p_type == PT_INTERP;
+    }
+    if (!interp) why = "is statically linked";
+  }
+  close(fd);
+  return why;
+}
+
+/* Waits for the program, passing on the signals in fwd that a process sends to
+ * record. A terminal's (SI_KERNEL) already reached the program, which shares our
+ * process group. Signals are taken synchronously (sigwaitinfo, everything in fwd
+ * and SIGCHLD blocked since before fork): none is lost before the pid is known,
+ * and nothing runs in a signal handler. Returns the program's wait status. */
+static int wait_forwarding(pid_t pid, const sigset_t *fwd) {
+  sigset_t set = *fwd;
+  sigaddset(&set, SIGCHLD);
+  int status = 0;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) return status;
+    siginfo_t si;
+    int sig = sigwaitinfo(&set, &si);
+    if (sig <= 0 || sig == SIGCHLD || si.si_code == SI_KERNEL || si.si_pid == getpid()) continue;
+    kill(pid, sig);
+  }
 }
 
 int ft_cli_record(int argc, char **argv) {
-  const char *output = "flagtrace-%p.json.gz", *trace = NULL, *capture = NULL;
-  const ft_cli_option opts[] = {{'o', "output", &output}, {'t', "trace", &trace}, {0, "capture-range", &capture}, {0}};
+  const char *output = "flagtrace-%p.json.gz", *trace = NULL, *capture = NULL, *inject_how = NULL;
+  const char *force_arg = ft_cli_off;
+  const ft_cli_option opts[] = {{'o', "output", &output},       {'t', "trace", &trace},
+                                {0, "capture-range", &capture}, {0, "inject", &inject_how},
+                                {0, "force-overwrite", &force_arg}, {0}};
+  bool cuda_build = !strcmp(FT_ACCELERATOR_NAME, "cuda");
+  const ft__runtime_set *runtimes = ft__runtime_set_for(FT_ACCELERATOR_NAME);
+  char libs[256] = "(no runtime library: this build has no accelerator)";
+  if (runtimes) ft__runtime_list(runtimes, libs, sizeof libs);
+  char usage[sizeof usage_fmt + 512];
+  snprintf(usage, sizeof usage, usage_fmt, libs, cuda_build ? "cuda" : "preload");
   int i = ft_cli_parse("record", argc, argv, opts, usage);
   if (i == FT_CLI_HELP) return 0;
   if (i == FT_CLI_ERROR) return FT_CLI_USAGE;
+  bool force = force_arg == ft_cli_on;
+  if (!runtimes) {
+    fprintf(stderr, "flagtrace record: this flagtrace was built for FLAGOS_ACCELERATOR=%s, which has no device "
+                    "to record; build for an accelerator (see README)\n", FT_ACCELERATOR_NAME);
+    return FT_CLI_USAGE;
+  }
   if (i >= argc) return ft_cli_usage_error("record", "no command to run");
   if (trace && !valid_trace_list(trace))
     return ft_cli_usage_error("record", "--trace takes a comma-separated subset of kernel,memcpy,memset,runtime,"
                                         "driver,nvtx, not '%s'", trace);
   if (capture && strcmp(capture, "cudaProfilerApi") && strcmp(capture, "none"))
     return ft_cli_usage_error("record", "--capture-range takes cudaProfilerApi or none, not '%s'", capture);
+  bool preload = !cuda_build;
+  if (inject_how) {
+    if (cuda_build && (!strcmp(inject_how, "cuda") || !strcmp(inject_how, "preload")))
+      preload = !strcmp(inject_how, "preload");
+    else if (!cuda_build && !strcmp(inject_how, "preload"))
+      preload = true;
+    else if (cuda_build)
+      return ft_cli_usage_error("record", "--inject takes cuda or preload, not '%s'", inject_how);
+    else
+      return ft_cli_usage_error("record", "--inject takes preload (cuda needs a CUDA build; this one is for %s), "
+                                          "not '%s'", FT_ACCELERATOR_NAME, inject_how);
+  }
   char out[PATH_MAX + 256];
-  int rc = resolve_output(output, out, sizeof out);
+  int rc = resolve_output(output, force, out, sizeof out);
   if (rc) return rc;
   char inject[PATH_MAX];
-#ifdef FT_NO_INJECTION
-  (void)find_inject;
-  fprintf(stderr, "flagtrace record: record injects into CUDA programs, and this flagtrace was built for "
-                  "FLAGOS_ACCELERATOR=%s; use the C API or the PyTorch integration there\n", FT_NO_INJECTION);
-  return FT_CLI_USAGE;
-#endif
   if (!find_inject(inject, sizeof inject)) {
     fprintf(stderr, "flagtrace record: the injection library libflagtrace_inject.so was not found beside "
                     "this executable (set FLAGTRACE_INJECT_LIBRARY)\n");
     return FT_CLI_USAGE;
   }
+  char preload_lib[PATH_MAX + 32] = "";
+  if (preload) {
+    /* the preload library lives beside the injection library, both named absolutely */
+    char *abs_inject = realpath(inject, NULL);
+    if (abs_inject) {
+      snprintf(inject, sizeof inject, "%s", abs_inject);
+      free(abs_inject);
+    }
+    snprintf(preload_lib, sizeof preload_lib, "%.*slibflagtrace_preload.so", (int)(strrchr(inject, '/') + 1 - inject),
+             inject);
+    if (access(preload_lib, R_OK) != 0) {
+      fprintf(stderr, "flagtrace record: the preload library %s was not found beside the injection library\n",
+              preload_lib);
+      return FT_CLI_USAGE;
+    }
+    /* LD_PRELOAD splits at spaces and colons and has no quoting */
+    if (strpbrk(preload_lib, " :"))
+      return ft_cli_usage_error("record", "LD_PRELOAD cannot name '%s' (a space or colon in the path)", preload_lib);
+  }
+  const char *untraceable = preload ? preload_ignored(argv[i]) : NULL;
+  if (untraceable)
+    fprintf(stderr, "flagtrace record: '%s' %s, so the loader ignores LD_PRELOAD: no trace can be injected "
+                    "(it runs untraced)\n", argv[i], untraceable);
   char report[] = "/tmp/flagtrace-record-XXXXXX";
   int rfd = mkstemp(report);
   if (rfd >= 0) close(rfd);
 
-  const char *prev = getenv("CUDA_INJECTION64_PATH");
-  if (prev && *prev && strcmp(prev, inject))
-    fprintf(stderr, "flagtrace record: replacing CUDA_INJECTION64_PATH=%s\n", prev);
-  bool nvtx = !trace || strstr(trace, "nvtx");
-  setenv("CUDA_INJECTION64_PATH", inject, 1);
+  bool nvtx = cuda_build && (!trace || strstr(trace, "nvtx"));
+  if (preload) {
+    const char *prev = getenv("LD_PRELOAD");
+    char *value = malloc((prev ? strlen(prev) : 0) + strlen(preload_lib) + 2);
+    if (!value) return 1;
+    sprintf(value, "%s%s%s", prev && *prev ? prev : "", prev && *prev ? ":" : "", preload_lib); /* theirs first */
+    setenv("LD_PRELOAD", value, 1);
+    free(value);
+    setenv("FLAGTRACE_PRELOAD", inject, 1);
+  } else {
+    const char *prev = getenv("CUDA_INJECTION64_PATH");
+    if (prev && *prev && strcmp(prev, inject))
+      fprintf(stderr, "flagtrace record: replacing CUDA_INJECTION64_PATH=%s\n", prev);
+    setenv("CUDA_INJECTION64_PATH", inject, 1);
+  }
   if (nvtx) setenv("NVTX_INJECTION64_PATH", inject, 1);
   setenv("FLAGTRACE_OUTPUT", out, 1);
+  if (force) setenv("FLAGTRACE_FORCE_OVERWRITE", "1", 1);
   if (trace) setenv("FLAGTRACE_TRACE", trace, 1);
   if (capture) setenv("FLAGTRACE_CAPTURE_RANGE", capture, 1);
   if (rfd >= 0) setenv("FLAGTRACE_REPORT_FILE", report, 1);
 
+  /* Ignored dispositions we inherited stay ignored (and pass to the program on
+   * exec); the others are forwarded. SIGCHLD must not be ignored here, or the
+   * program would be reaped before we could read its status. */
+  static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE};
+  sigset_t fwd, blocked, unblocked;
+  sigemptyset(&fwd);
+  for (size_t s = 0; s < sizeof forwarded / sizeof forwarded[0]; s++) {
+    struct sigaction old;
+    if (sigaction(forwarded[s], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaddset(&fwd, forwarded[s]);
+  }
+  struct sigaction dfl = {.sa_handler = SIG_DFL}, old_chld;
+  sigaction(SIGCHLD, &dfl, &old_chld);
+  blocked = fwd;
+  sigaddset(&blocked, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &blocked, &unblocked);
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     fprintf(stderr, "flagtrace record: fork: %s\n", strerror(errno));
     return 1;
   }
   if (pid == 0) {
+    sigaction(SIGCHLD, &old_chld, NULL);
+    sigprocmask(SIG_SETMASK, &unblocked, NULL);
+    /* record killed (SIGKILL): the program is told to end and still writes its trace */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) raise(SIGTERM);
     execvp(argv[i], argv + i);
     fprintf(stderr, "flagtrace record: cannot run '%s': %s\n", argv[i], strerror(errno));
     _exit(127);
   }
-  child_pid = pid;
-  /* Ctrl-C reaches the whole process group: the program handles it, we outlive it
-   * to report. A SIGTERM sent to us alone is passed on. */
-  struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal};
-  sigaction(SIGINT, &ign, NULL);
-  sigaction(SIGQUIT, &ign, NULL);
-  sigaction(SIGTERM, &fwd, NULL);
-  sigaction(SIGHUP, &fwd, NULL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  /* the signals stay blocked until we exit: one arriving late would otherwise end
+   * record with its default action and lose the program's status */
+  int status = wait_forwarding(pid, &fwd);
   rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 
   if (rfd >= 0) {
     struct stat st;
-    if (stat(report, &st) == 0 && st.st_size == 0 && rc != 127) {
+    if (stat(report, &st) == 0 && st.st_size == 0 && rc != 127 && !untraceable) {
       if (WIFSIGNALED(status))
         fprintf(stderr, "flagtrace record: '%s' died of signal %d (%s) and wrote no trace (a crash leaves none, "
                         "never a partial one)\n", argv[i], WTERMSIG(status), strsignal(WTERMSIG(status)));
+      else if (preload)
+        fprintf(stderr, "flagtrace record: '%s' wrote no trace (no process of it loaded %s)\n", argv[i], libs);
       else
         fprintf(stderr, "flagtrace record: '%s' wrote no trace (no process of it initialized CUDA)\n", argv[i]);
     }

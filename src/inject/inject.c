@@ -1,5 +1,6 @@
-/* The injection library `flagtrace record` hands to the CUDA driver (and to NVTX):
- * profiles an unmodified process and writes its trace at exit or on SIGINT/SIGTERM. */
+/* The injection library `flagtrace record` hands to the CUDA driver (and to NVTX), or
+ * preloads (preload.c): profiles an unmodified process and writes its trace at exit
+ * or on SIGINT/SIGTERM. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -25,47 +26,6 @@ static atomic_int finished;    /* the trace was written (or abandoned) */
 static bool capture_range;     /* --capture-range=cudaProfilerApi */
 static atomic_int range_state; /* 0 before cudaProfilerStart, 1 inside, 2 after stop */
 static uint64_t range_lo, range_hi;
-
-/* ---- output names ---- */
-
-size_t ft__inject_expand(const char *pattern, char *out, size_t len) {
-  size_t o = 0;
-  char val[256];
-  for (const char *p = pattern; *p && o + 1 < len; p++) {
-    const char *v = NULL;
-    if (p[0] == '%' && p[1]) {
-      switch (p[1]) {
-      case 'p':
-        snprintf(val, sizeof val, "%ld", (long)getpid());
-        v = val;
-        break;
-      case 'h':
-        if (gethostname(val, sizeof val)) snprintf(val, sizeof val, "host");
-        val[sizeof val - 1] = '\0';
-        v = val;
-        break;
-      case 'r': {
-        const char *r = getenv("RANK");
-        if (!r || !*r) r = getenv("LOCAL_RANK");
-        snprintf(val, sizeof val, "%s", r && *r ? r : "norank");
-        v = val;
-        break;
-      }
-      case '%':
-        v = "%";
-        break;
-      }
-    }
-    if (v) {
-      p++;
-      for (; *v && o + 1 < len; v++) out[o++] = *v;
-    } else {
-      out[o++] = *p;
-    }
-  }
-  out[o] = '\0';
-  return o;
-}
 
 /* ---- finishing: at exit, or from the signal thread ---- */
 
@@ -98,6 +58,15 @@ static void finish(void) {
   const char *pattern = getenv("FLAGTRACE_OUTPUT");
   char path[4096];
   ft__inject_expand(pattern && *pattern ? pattern : "flagtrace-%p.json.gz", path, sizeof path);
+  /* record checked a name without %p before the run; this catches a second process
+   * writing the same name, and files that appeared meanwhile (nsys's convention) */
+  const char *force = getenv("FLAGTRACE_FORCE_OVERWRITE");
+  if (!(force && !strcmp(force, "1")) && access(path, F_OK) == 0) {
+    char line[4200];
+    snprintf(line, sizeof line, "%s exists: trace not written (record --force-overwrite replaces it)", path);
+    report(line);
+    return;
+  }
   ft_status st = ft_session_write(session, path);
   if (st) {
     report(ft_session_last_error(session));
@@ -228,14 +197,16 @@ end:
   return session;
 }
 
-/* Called by the CUDA driver from cuInit when CUDA_INJECTION64_PATH names us. */
-INJECT_EXPORT int InitializeInjection(void) {
+bool ft__inject_begin(void) {
   ft_session *s = ft__inject_session();
   if (!s) {
     fprintf(stderr, "flagtrace: could not create a profiling session; this process is not traced\n");
-    return 0;
+    return false;
   }
   const char *why;
   if (ft_session_device_status(s, &why) != FT_OK) fprintf(stderr, "flagtrace: no device activity: %s\n", why);
-  return 1;
+  return true;
 }
+
+/* Called by the CUDA driver from cuInit when CUDA_INJECTION64_PATH names us. */
+INJECT_EXPORT int InitializeInjection(void) { return ft__inject_begin(); }

@@ -1,17 +1,37 @@
-/* Shared by the injection library's files: the process's one session, output names. */
+/* Shared by the injection library's files (and record): the session, output names, runtimes. */
 #ifndef FLAGTRACE_INJECT_H
 #define FLAGTRACE_INJECT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "flagtrace/flagtrace.h"
 
-/* The process's session, created and started on first use (from cuInit or the
- * first NVTX call, whichever comes first); NULL if it could not be created. */
+/* The process's session, created and started on first use (from cuInit, the
+ * first NVTX call, or the preload library seeing the vendor runtime load,
+ * whichever comes first); NULL if it could not be created. */
 ft_session *ft__inject_session(void);
+
+/* Creates the session (ft__inject_session) and says in one line when it could
+ * not, or when it has no device activity. Returns false when there is no session. */
+bool ft__inject_begin(void);
 
 /* Expands %p (pid), %h (host), %r (RANK, else LOCAL_RANK, else "norank") and %% in
  * pattern into out; returns the length written. */
 size_t ft__inject_expand(const char *pattern, char *out, size_t len);
+
+/* The runtime libraries whose loading arms the preload library. */
+#define FT__MAX_RUNTIME_NAMES 4
+typedef struct ft__runtime_set {
+  const char *accelerator; /* FLAGOS_ACCELERATOR */
+  const char *names[FT__MAX_RUNTIME_NAMES]; /* file names, NULL-terminated when shorter */
+} ft__runtime_set;
+
+/* The set for an accelerator, or NULL when it has none (cpu). */
+const ft__runtime_set *ft__runtime_set_for(const char *accelerator);
+/* True when path's file name is one of set's names, exactly or followed by '.'. */
+bool ft__runtime_matches(const ft__runtime_set *set, const char *path);
+/* "libA.so or libB.so" into out; returns its length. */
+size_t ft__runtime_list(const ft__runtime_set *set, char *out, size_t len);
 
 #endif

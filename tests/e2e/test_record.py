@@ -6,7 +6,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
 from trace_checks import Results, Skip, check_flows_paired, check_window, load, xs  # noqa: E402
@@ -19,15 +18,6 @@ results = Results()
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def case(name):
-    """Runs the case at once, in a fresh temporary directory."""
-    def wrap(fn):
-        def in_tmp():
-            with tempfile.TemporaryDirectory() as d:
-                fn(d)
-        results.check(name, in_tmp)
-        return fn
-    return wrap
 
 
 def record(*args, cwd=None, env=None):
@@ -39,7 +29,7 @@ def written(r):
     return re.findall(r"^flagtrace: wrote (\S+) \((\d+) events, (\d+) dropped\)$", r.stderr, re.M)
 
 
-@case("record: trace written at exit, %p expanded, stdout and status pass through")
+@results.tmp_case("record: trace written at exit, %p expanded, stdout and status pass through")
 def _(d):
     r = record("-o", os.path.join(d, "run-%p.json.gz"), "--", driver, "exit")
     assert r.returncode == 0, r
@@ -58,7 +48,7 @@ def _(d):
         - len(xs(doc, ("gpu_user_annotation",))), events
 
 
-@case("record: NVTX push/pop, marks, domains, registered strings; attribution to the innermost range")
+@results.tmp_case("record: NVTX push/pop, marks, domains, registered strings; attribution to the innermost range")
 def _(d):
     r = record("-o", os.path.join(d, "t.json"), "--", driver, "exit")
     assert r.returncode == 0, r
@@ -74,7 +64,7 @@ def _(d):
     assert "inject_driver: pop returned" not in r.stderr, r.stderr
 
 
-@case("record: distributedInfo only when a rank is known (RANK), never rank 0 by default")
+@results.tmp_case("record: distributedInfo only when a rank is known (RANK), never rank 0 by default")
 def _(d):
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
     r = subprocess.run([*WRAP, flagtrace, "record", "-o", os.path.join(d, "none.json"), "--", driver, "exit"],
@@ -86,7 +76,7 @@ def _(d):
     assert load(os.path.join(d, "r1.json"))["distributedInfo"] == {"rank": 1, "world_size": 2}
 
 
-@case("record --trace=kernel,nvtx: no API rows, no flows")
+@results.tmp_case("record --trace=kernel,nvtx: no API rows, no flows")
 def _(d):
     r = record("--trace=kernel,nvtx", "-o", os.path.join(d, "t.json"), "--", driver, "exit")
     assert r.returncode == 0, r
@@ -96,7 +86,7 @@ def _(d):
     assert xs(doc, ("user_annotation",))
 
 
-@case("record --capture-range=cudaProfilerApi: only what ran between start and stop")
+@results.tmp_case("record --capture-range=cudaProfilerApi: only what ran between start and stop")
 def _(d):
     r = record("--capture-range=cudaProfilerApi", "-o", os.path.join(d, "t.json"), "--", driver, "range")
     assert r.returncode == 0, r
@@ -108,7 +98,7 @@ def _(d):
     assert doc["flagtrace"]["window_discarded"] == 2, doc["flagtrace"]
 
 
-@case("record: SIGTERM still leaves a complete trace; status 128+15")
+@results.tmp_case("record: SIGTERM still leaves a complete trace; status 128+15")
 def _(d):
     r = record("-o", os.path.join(d, "t.json.gz"), "--", driver, "sigterm")
     assert r.returncode == 143, r
@@ -118,7 +108,7 @@ def _(d):
     assert not glob.glob(os.path.join(d, "*.tmp.*"))
 
 
-@case("record: SIGINT as well; a crash leaves no trace and no partial file")
+@results.tmp_case("record: SIGINT as well; a crash leaves no trace and no partial file")
 def _(d):
     r = record("-o", os.path.join(d, "t.json"), "--", driver, "sigint")
     assert r.returncode == 130, r
@@ -131,7 +121,7 @@ def _(d):
     assert os.listdir(d) == [], os.listdir(d)
 
 
-@case("record: a full disk gives one line, the program's status, and no file")
+@results.tmp_case("record: a full disk gives one line, the program's status, and no file")
 def _(d):
     mnt = os.path.join(d, "tiny")
     os.mkdir(mnt)
@@ -147,7 +137,7 @@ def _(d):
         subprocess.run(["umount", mnt])
 
 
-@case("record: a CUPTI of another major version: warning, CPU trace still written")
+@results.tmp_case("record: a CUPTI of another major version: warning, CPU trace still written")
 def _(d):
     r = subprocess.run([*WRAP, flagtrace, "record", "-o", os.path.join(d, "t.json"), "--", driver, "exit"],
                        capture_output=True, text=True, env=dict(os.environ, FAKE_CUPTI_VERSION="120000"))
@@ -158,7 +148,7 @@ def _(d):
     assert xs(doc, ("user_annotation",)) and not xs(doc, ("kernel",))
 
 
-@case("record: FLAGOS_TRACE=maybe warns once and changes nothing else")
+@results.tmp_case("record: FLAGOS_TRACE=maybe warns once and changes nothing else")
 def _(d):
     r = subprocess.run([*WRAP, flagtrace, "record", "-o", os.path.join(d, "t.json"), "--", driver, "exit"],
                        capture_output=True, text=True, env=dict(os.environ, FLAGOS_TRACE="maybe"))
@@ -167,7 +157,7 @@ def _(d):
     assert len(xs(load(os.path.join(d, "t.json")), ("kernel",))) == 2
 
 
-@case("record: fork without exec writes one trace, the parent's")
+@results.tmp_case("record: fork without exec writes one trace, the parent's")
 def _(d):
     r = record("-o", os.path.join(d, "t-%p.json"), "--", driver, "fork")
     assert r.returncode == 0, r
@@ -175,14 +165,14 @@ def _(d):
     assert len(written(r)) == 1, r.stderr
 
 
-@case("record: a relative output lands in the caller's directory")
+@results.tmp_case("record: a relative output lands in the caller's directory")
 def _(d):
     r = record("-o", "rel.json", "--", driver, "exit", cwd=d)
     assert r.returncode == 0, r
     assert os.path.exists(os.path.join(d, "rel.json"))
 
 
-@case("record: exit status and signals of a program that never uses CUDA")
+@results.tmp_case("record: exit status and signals of a program that never uses CUDA")
 def _(d):
     r = record("-o", os.path.join(d, "x.json"), "--", "sh", "-c", "exit 3")
     assert r.returncode == 3, r
@@ -191,7 +181,7 @@ def _(d):
     assert r.returncode == 128 + 9, r
 
 
-@case("record: bad input gets one line naming the problem and a non-zero status")
+@results.tmp_case("record: bad input gets one line naming the problem and a non-zero status")
 def _(d):
     bad = [
         (["--bogus", "true"], 2, "unknown option '--bogus'"),

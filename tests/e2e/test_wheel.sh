@@ -47,6 +47,7 @@ if [ "$inject" = ON ]; then
   got=$(env -u FLAGTRACE_INJECT_LIBRARY "$tmp/venv/bin/flagtrace" record -- sh -c 'echo "$CUDA_INJECTION64_PATH"' 2>/dev/null)
   [[ $(readlink -f "$got") == "$tmp"/venv/lib/python*/site-packages/flagtrace/lib/libflagtrace_inject.so ]] ||
     fail "record from the wheel injects '$got'"
+  [ -f "$(dirname "$(readlink -f "$got")")/libflagtrace_preload.so" ] || fail "the wheel lacks libflagtrace_preload.so"
 fi
 
 # 2. pip install straight from the tree (setuptools and wheel from the system)

@@ -47,7 +47,7 @@ def main():
     me = os.path.abspath(__file__)
     trace = os.path.join(args.out_dir, "emit_nvtx_trace.json.gz")
     subprocess.run([sys.executable, me, "--mode", "native", "--out-dir", args.out_dir], check=True)
-    subprocess.run([args.flagtrace, "record", "--capture-range=cudaProfilerApi", "-o", trace, "--",
+    subprocess.run([args.flagtrace, "record", "--force-overwrite", "--capture-range=cudaProfilerApi", "-o", trace, "--",
                     sys.executable, me, "--mode", "recorded"], check=True)
     stats = json.loads(subprocess.run([args.flagtrace, "stats", "--format", "json", "--report", "ops,kernels", trace],
                                       check=True, capture_output=True, text=True).stdout)

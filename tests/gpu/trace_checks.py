@@ -4,6 +4,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 from collections import Counter, defaultdict
 
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -96,6 +97,16 @@ class Results:
         """Decorator form: runs the function at once."""
         def wrap(fn):
             self.check(name, fn)
+            return fn
+        return wrap
+
+    def tmp_case(self, name):
+        """Decorator form, the function given a fresh temporary directory."""
+        def wrap(fn):
+            def in_tmp():
+                with tempfile.TemporaryDirectory() as d:
+                    fn(d)
+            self.check(name, in_tmp)
             return fn
         return wrap
 

@@ -28,6 +28,7 @@ done
 grep -q "FT_VERSION_STRING \"$version\"" "$p/include/flagtrace/version.h" || fail "version.h does not say $version"
 if [ "$inject" = ON ]; then
   [ -f "$libdir/flagtrace/libflagtrace_inject.so" ] || fail "libflagtrace_inject.so not in $libdir/flagtrace"
+  [ -f "$libdir/flagtrace/libflagtrace_preload.so" ] || fail "libflagtrace_preload.so not in $libdir/flagtrace"
 fi
 
 # Nothing from the source or build tree: the example is copied, only $p is searched.

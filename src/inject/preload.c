@@ -1,0 +1,130 @@
+/* libflagtrace_preload.so, what `record --inject=preload` puts in LD_PRELOAD: loads the
+ * injection library only once the process loads its accelerator's runtime library. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject.h"
+
+#define INJECT_EXPORT __attribute__((visibility("default")))
+
+#ifndef FT_ACCELERATOR_NAME
+#error "preload.c needs FT_ACCELERATOR_NAME"
+#endif
+
+typedef void *(*dlopen_fn)(const char *, int);
+
+/* This library is all a process that never uses the device pays for: libc only,
+ * a getenv and one link-map walk at start, a counter check per dlopen. The
+ * injection library (the session, zlib, libstdc++, the tracer) loads at arming. */
+static const ft__runtime_set *runtimes; /* non-NULL only under record */
+static const char *inject_path;         /* FLAGTRACE_PRELOAD: libflagtrace_inject.so */
+static atomic_bool armed;               /* the session was begun (or given up on) */
+static _Atomic unsigned long long seen_adds; /* dlpi_adds at the last link-map scan */
+static _Atomic(dlopen_fn) real_dlopen_ptr;
+
+static dlopen_fn real_dlopen(void) {
+  dlopen_fn f = atomic_load_explicit(&real_dlopen_ptr, memory_order_acquire);
+  if (!f) { /* the same answer in any thread, so a race only repeats the lookup */
+    f = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
+    atomic_store_explicit(&real_dlopen_ptr, f, memory_order_release);
+  }
+  return f;
+}
+
+static int find_runtime(struct dl_phdr_info *info, size_t size, void *found) {
+  (void)size;
+  atomic_store_explicit(&seen_adds, info->dlpi_adds, memory_order_relaxed);
+  if (info->dlpi_name && info->dlpi_name[0] && ft__runtime_matches(runtimes, info->dlpi_name)) {
+    *(const char **)found = info->dlpi_name;
+    return 1;
+  }
+  return 0;
+}
+
+/* Scans the link map (only when objects were added since the last scan) and
+ * begins the session the first time a runtime library is in it. */
+static void check_link_map(void) {
+  if (!runtimes || atomic_load(&armed)) return;
+  const char *found = NULL;
+  dl_iterate_phdr(find_runtime, &found);
+  if (!found) return;
+  bool expected = false;
+  if (!atomic_compare_exchange_strong(&armed, &expected, true)) return;
+  /* the entry the CUDA driver calls: one session machinery for both injections */
+  void *h = real_dlopen()(inject_path, RTLD_NOW | RTLD_LOCAL);
+  int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+  if (!init) {
+    const char *e = dlerror();
+    fprintf(stderr, "flagtrace: %s was loaded, but %s could not be: %s; this process is not traced\n", found,
+            inject_path, e ? e : "no InitializeInjection");
+    return;
+  }
+  init();
+}
+
+/* dl_iterate_phdr's counter of loaded objects: an unchanged count means nothing
+ * new can have been loaded, so a dlopen of an already-loaded library costs one
+ * callback instead of a walk of every name. */
+static int read_adds(struct dl_phdr_info *info, size_t size, void *out) {
+  (void)size;
+  *(unsigned long long *)out = info->dlpi_adds;
+  return 1;
+}
+
+/* The loader resolves a bare name against the *calling* object's DT_RPATH/RUNPATH,
+ * and through this wrapper the caller is us (no RUNPATH). Where that lookup fails,
+ * retry in the search path the real caller would have had. */
+static void *open_for_caller(const char *file, int mode, const void *caller) {
+  Dl_info info;
+  struct link_map *lm = NULL;
+  if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) return NULL;
+  Dl_serinfo size;
+  if (dlinfo(lm, RTLD_DI_SERINFOSIZE, &size)) return NULL;
+  Dl_serinfo *si = malloc(size.dls_size);
+  if (!si) return NULL;
+  void *h = NULL;
+  si->dls_size = size.dls_size;
+  si->dls_cnt = size.dls_cnt;
+  if (!dlinfo(lm, RTLD_DI_SERINFOSIZE, si) && !dlinfo(lm, RTLD_DI_SERINFO, si)) {
+    char path[4096];
+    for (unsigned i = 0; i < si->dls_cnt && !h; i++) {
+      if (snprintf(path, sizeof path, "%s/%s", si->dls_serpath[i].dls_name, file) >= (int)sizeof path) continue;
+      h = real_dlopen()(path, mode);
+    }
+  }
+  free(si);
+  return h;
+}
+
+/* Interposes the loader's dlopen in a preloaded process: a vendor runtime is
+ * usually dlopened (a Python extension's dependency), not linked by the program. */
+INJECT_EXPORT void *dlopen(const char *file, int mode) {
+  dlopen_fn real = real_dlopen();
+  if (!real) return NULL;
+  void *h = real(file, mode);
+  if (!h && file && !strchr(file, '/')) {
+    h = open_for_caller(file, mode, __builtin_return_address(0));
+    if (!h) h = real(file, mode); /* the loader's own error for dlerror() */
+  }
+  if (h && runtimes && !atomic_load(&armed)) {
+    unsigned long long adds = 0;
+    dl_iterate_phdr(read_adds, &adds);
+    if (adds != atomic_load_explicit(&seen_adds, memory_order_relaxed)) check_link_map();
+  }
+  return h;
+}
+
+/* record sets FLAGTRACE_PRELOAD to the injection library's path; without it (the
+ * library preloaded by hand) this does nothing and dlopen only forwards. */
+__attribute__((constructor)) static void preload_init(void) {
+  inject_path = getenv("FLAGTRACE_PRELOAD");
+  if (!inject_path || inject_path[0] != '/') return;
+  runtimes = ft__runtime_set_for(FT_ACCELERATOR_NAME);
+  check_link_map();
+}

@@ -1,0 +1,68 @@
+/* A stand-in accelerator runtime for `record --inject=preload`: one library, linked
+ * under each vendor's runtime name by the test, whose launches drive the fake
+ * activity library FLAGOS_TRACER_LIBRARY names (fake CUPTI, MSPTI, MUPTI, roctracer). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "fake_cupti.h"
+#include "fake_mspti.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum { RT_KERNEL, RT_MEMCPY, RT_MEMSET };
+
+/* Each fake's launch call, for one kernel, one host-to-device copy, one memset. */
+static int cupti_launch(void *fn, int kind, const char *name) {
+  /* CUPTI's enum values: memcpy kind HTOD 1, memory kinds PAGEABLE 1, DEVICE 3 */
+  fake_launch l = {.kind = kind == RT_KERNEL ? FAKE_KERNEL : kind == RT_MEMCPY ? FAKE_MEMCPY : FAKE_MEMSET,
+                   .name = name, .grid = {8, 1, 1}, .block = {128, 1, 1}, .regs = 16, .copy_kind = 1,
+                   .src_kind = 1, .dst_kind = 3, .memory_kind = 3, .bytes = 4096, .dur_ns = 2000};
+  ((fake_cupti_launch_fn)fn)(&l);
+  return 0;
+}
+
+static int mspti_launch(void *fn, int kind, const char *name) {
+  static const char *const apis[] = {"aclrtLaunchKernel", "aclrtMemcpyAsync", "aclrtMemsetAsync"};
+  fake_ms_launch l = {.kind = kind == RT_KERNEL ? FAKE_MS_KERNEL : kind == RT_MEMCPY ? FAKE_MS_MEMCPY : FAKE_MS_MEMSET,
+                      .name = name, .apis = {apis[kind]}, .stream = 1, .bytes = 4096, .dur_ns = 2000};
+  ((fake_ms_launch_fn)fn)(&l);
+  return 0;
+}
+
+static int mupti_launch(void *fn, int kind, const char *name) {
+  ((uint32_t(*)(int, const char *, uint64_t, int))fn)(kind, name, 2000, 0);
+  return 0;
+}
+
+static int roctracer_launch(void *fn, int kind, const char *name) {
+  static const uint32_t codes[] = {0x11F0, 0x11F4, 0x1207}; /* kernel, H2D copy, fill */
+  ((uint64_t(*)(uint32_t, const char *, uint64_t, uint64_t))fn)(codes[kind], name, 4096, 2000);
+  return 0;
+}
+
+static const struct {
+  const char *symbol;
+  int (*launch)(void *fn, int kind, const char *name);
+} fakes[] = {
+    {"fake_cupti_launch", cupti_launch},
+    {"fake_mspti_launch", mspti_launch},
+    {"fake_mupti_launch", mupti_launch},
+    {"fake_roctracer_launch", roctracer_launch},
+};
+
+/* kind: 0 kernel, 1 memcpy, 2 memset. Returns -1 when the activity library was
+ * not loaded (nothing armed the tracer): then nothing is recorded, as on a device. */
+EXPORT int fake_rt_launch(int kind, const char *name) {
+  const char *lib = getenv("FLAGOS_TRACER_LIBRARY");
+  void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  if (!h || kind < RT_KERNEL || kind > RT_MEMSET) return -1;
+  int rc = -1;
+  for (size_t i = 0; i < sizeof fakes / sizeof fakes[0] && rc; i++) {
+    void *fn = dlsym(h, fakes[i].symbol);
+    if (fn) rc = fakes[i].launch(fn, kind, name);
+  }
+  dlclose(h);
+  return rc;
+}
