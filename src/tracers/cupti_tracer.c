@@ -767,6 +767,7 @@ static const CUpti_CallbackId quiet_driver[] = {
     CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute, CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState,
     CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName,
     CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute};
+#ifndef FT_MCPTI
 static const CUpti_CallbackId kept_driver[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
     CUPTI_DRIVER_TRACE_CBID_cuMemCreate,     CUPTI_DRIVER_TRACE_CBID_cuMemMap,
@@ -778,6 +779,7 @@ static bool in_list(const CUpti_CallbackId *ids, size_t n, uint32_t cbid) {
     if (ids[i] == cbid) return true;
   return false;
 }
+#endif
 
 /* Decode-time half of the filter, for CUPTIs without the per-API switch. */
 static bool api_left_out(const cupti_tracer *t, bool driver, uint32_t cbid) {

@@ -1,6 +1,6 @@
 /* A stand-in accelerator runtime for `record --inject=preload`: one library, linked
  * under each vendor's runtime name by the test, whose launches drive the fake
- * activity library FLAGOS_TRACER_LIBRARY names (fake CUPTI, MSPTI, MUPTI, roctracer). */
+ * activity library FLAGOS_TRACER_LIBRARY names (fake CUPTI, MSPTI, MUPTI, roctracer, TOPSPTI). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -8,6 +8,7 @@
 
 #include "fake_cupti.h"
 #include "fake_mspti.h"
+#include "fake_topspti.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -42,6 +43,13 @@ static int roctracer_launch(void *fn, int kind, const char *name) {
   return 0;
 }
 
+static int topspti_launch(void *fn, int kind, const char *name) {
+  fake_tp_launch l = {.kind = kind == RT_KERNEL ? FAKE_TP_KERNEL : kind == RT_MEMCPY ? FAKE_TP_MEMCPY : FAKE_TP_MEMSET,
+                      .name = name, .grid = {1, 1, 1}, .block = {32, 1, 1}, .bytes = 4096, .dur_ns = 2000};
+  ((fake_tp_launch_fn)fn)(&l);
+  return 0;
+}
+
 static const struct {
   const char *symbol;
   int (*launch)(void *fn, int kind, const char *name);
@@ -50,6 +58,7 @@ static const struct {
     {"fake_mspti_launch", mspti_launch},
     {"fake_mupti_launch", mupti_launch},
     {"fake_roctracer_launch", roctracer_launch},
+    {"fake_topspti_launch", topspti_launch},
 };
 
 /* kind: 0 kernel, 1 memcpy, 2 memset. Returns -1 when the activity library was

@@ -76,10 +76,16 @@ assert set(ops) == {"step", "compute"} and ops["step"]["calls"] == 3, doc["ops"]
 PY
 "$p/bin/flagtrace" stats --report kernels "$src/tests/data/sample_h200.json.gz" | grep -q "saxpy(float, float const\*, float\*, int)" ||
   fail "installed flagtrace stats on tests/data/sample_h200.json.gz"
-if [ "$inject" = ON ]; then # record finds the injection library it was installed with
-  got=$("$p/bin/flagtrace" record -- sh -c 'echo "$CUDA_INJECTION64_PATH"')
-  [ "$(readlink -f "$got")" = "$(readlink -f "$libdir/flagtrace/libflagtrace_inject.so")" ] ||
-    fail "installed record uses '$got'"
+if [ "$inject" = ON ]; then # record finds the libraries it was installed with
+  # the CUDA driver's injection variable on CUDA builds, the preload library on the others
+  if "$p/bin/flagtrace" --version | grep -q "accelerator cuda"; then
+    got=$("$p/bin/flagtrace" record -- sh -c 'echo "$CUDA_INJECTION64_PATH"')
+    want=$libdir/flagtrace/libflagtrace_inject.so
+  else
+    got=$("$p/bin/flagtrace" record -- sh -c 'echo "${LD_PRELOAD##*[ :]}"' 2>/dev/null)
+    want=$libdir/flagtrace/libflagtrace_preload.so
+  fi
+  [ "$(readlink -f "$got")" = "$(readlink -f "$want")" ] || fail "installed record uses '$got', not $want"
 fi
 
 # A prefix we may not write: one line, non-zero, and nothing installed.
