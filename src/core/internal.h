@@ -235,6 +235,10 @@ enum { FT__S_CREATED, FT__S_RUNNING, FT__S_STOPPED };
 struct ft_session {
   pthread_mutex_t mu;
   int state;
+  atomic_bool running;  /* state == RUNNING, for the lock-free correlation push */
+  uint64_t gen;         /* unique per session in the process: thread-local range
+                         * frames, correlation pushes and error texts carry it, so
+                         * a later session at the same address never takes them */
   ft_tracer *tracer;
   atomic_bool tracer_armed; /* read without the lock by ft_correlation_push */
   ft_status device_status;
@@ -255,10 +259,9 @@ struct ft_session {
   unsigned activities;
   char process_name[128];
   uint32_t pid;
-  char err[512];
 };
 
-/* Sets the session's last error message and returns status. */
+/* Sets the calling thread's last error message for s and returns status. */
 ft_status ft__session_fail(ft_session *s, ft_status status, const char *fmt, ...) FT__PRINTF(3, 4);
 
 /* Export statistics computed by the writer's rules (window, flows). */

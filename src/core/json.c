@@ -412,5 +412,6 @@ ft_status ft__out_close(ft__out *o, char *errbuf, size_t errlen) {
   return st;
 }
 
-size_t ft_json_escape(char *dst, const char *s, size_t n) { return ft__json_escape(dst, s, n); }
-int ft_json_is_literal(const char *s, size_t n) { return ft__json_is_literal(s, n); }
+/* The exported twins check their pointers: 0 (never a valid length) for NULL. */
+size_t ft_json_escape(char *dst, const char *s, size_t n) { return dst && (s || !n) ? ft__json_escape(dst, s ? s : "", n) : 0; }
+int ft_json_is_literal(const char *s, size_t n) { return s ? ft__json_is_literal(s, n) : 0; }
