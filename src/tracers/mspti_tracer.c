@@ -188,6 +188,26 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
   }
 }
 
+/* The bytes decode_record reads of a record of this kind (the kind alone for
+ * kinds it ignores). */
+static size_t record_bytes(uint32_t kind) {
+  switch (kind) {
+  case MSPTI_ACTIVITY_KIND_KERNEL: return MSPTI_KERNEL_SIZE;
+  case MSPTI_ACTIVITY_KIND_API: return MSPTI_API_SIZE;
+  case MSPTI_ACTIVITY_KIND_MEMCPY:
+  case MSPTI_ACTIVITY_KIND_MEMSET: return MSPTI_MEM_SIZE;
+  case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return MSPTI_EXT_SIZE;
+  default: return 4;
+  }
+}
+
+/* True when the record the library handed back lies wholly inside the valid
+ * bytes: decode_record never reads past them, whatever the library returns. */
+static bool record_fits(const uint8_t *buf, size_t valid, const uint8_t *rec) {
+  if (rec < buf || (size_t)(rec - buf) > valid || valid - (size_t)(rec - buf) < 4) return false;
+  return valid - (size_t)(rec - buf) >= record_bytes(rd32(rec, 0));
+}
+
 static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
   *buffer = ft__pool_get(size);
   *max_records = 0;
@@ -205,6 +225,10 @@ static void buffer_completed(uint8_t *buffer, size_t size, size_t valid) {
       if (r == MSPTI_ERROR_MAX_LIMIT_REACHED) break;
       if (r != MSPTI_SUCCESS) {
         ft__warn("mspti: reading an activity buffer failed (msptiResult %d); the rest of it is lost", r);
+        break;
+      }
+      if (!record_fits(buffer, valid, (const uint8_t *)rec)) {
+        ft__warn("mspti: a record runs past the buffer's valid bytes; the rest of it is lost");
         break;
       }
       decode_record(t, (const uint8_t *)rec);

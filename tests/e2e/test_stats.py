@@ -343,4 +343,42 @@ def _():
         assert per_event <= 16, f"{per_event:.1f} B per device event"
 
 
+@case("stats: busy % is the exact union for shuffled, overlapping and > 4.3 s device work")
+def _():
+    import random
+    rnd = random.Random(14)
+    ev, iv = [], defaultdict(list)
+    for i in range(30000):
+        dev = rnd.randrange(3)
+        ts = rnd.randrange(0, 10 ** 9)  # ns
+        dur = rnd.choice([rnd.randrange(0, 5000), rnd.randrange(0, 10 ** 6), 5 * 10 ** 9 + rnd.randrange(10 ** 6)])
+        if i % 3:  # mostly in time order, as real traces are
+            ts = i * 30000 + rnd.randrange(1000)
+        ev.append('{"ph":"X","cat":"kernel","name":"k","ts":%d.%03d,"dur":%d.%03d,"pid":%d}' % (
+            ts // 1000, ts % 1000, dur // 1000, dur % 1000, dev))
+        iv[dev].append((ts, ts + dur))
+    stretch = []  # 6 s of touching 1 ms kernels, shuffled: merged, they outgrow a 4.3 s interval
+    for i in range(6000):
+        stretch.append('{"ph":"X","cat":"kernel","name":"k","ts":%d,"dur":1000,"pid":3}' % (2 * 10 ** 6 + 1000 * i))
+        iv[3].append((2 * 10 ** 9 + 10 ** 6 * i, 2 * 10 ** 9 + 10 ** 6 * (i + 1)))
+    rnd.shuffle(stretch)
+    ev += stretch
+    rnd.shuffle(ev[: len(ev) // 2])
+    busy = {}
+    for dev, xs in iv.items():
+        xs.sort()
+        total, lo, hi = 0, xs[0][0], xs[0][1]
+        for a, b in xs[1:]:
+            if a > hi:
+                total, lo, hi = total + hi - lo, a, b
+            else:
+                hi = max(hi, b)
+        busy[dev] = total + hi - lo
+    with tempfile.TemporaryDirectory() as d:
+        r = stats("-f", "json", "-r", "gpu", write(d, "t.json", '{"traceEvents":[' + ",".join(ev) + "]}"))
+        assert r.returncode == 0, r
+        got = {g["device"]: round(g["busy_us"] * 1000) for g in json.loads(r.stdout)["gpu"]}
+        assert got == busy, (got, busy)
+
+
 results.finish()
