@@ -13,14 +13,8 @@
 
 
 static size_t packed_size(uint32_t kind) {
-  switch (kind) {
-  case MSPTI_ACTIVITY_KIND_KERNEL: return MSPTI_KERNEL_SIZE;
-  case MSPTI_ACTIVITY_KIND_API: return MSPTI_API_SIZE;
-  case MSPTI_ACTIVITY_KIND_MEMCPY:
-  case MSPTI_ACTIVITY_KIND_MEMSET: return MSPTI_MEM_SIZE;
-  case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return MSPTI_EXT_SIZE;
-  default: return 8 + kind % 64; /* kinds we ignore: any size */
-  }
+  size_t n = ft__mspti_record_size(kind);
+  return n ? n : 8 + kind % 64; /* kinds we ignore: any size */
 }
 
 static const char *const name = "aclnnAdd";

@@ -188,24 +188,13 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
   }
 }
 
-/* The bytes decode_record reads of a record of this kind (the kind alone for
- * kinds it ignores). */
-static size_t record_bytes(uint32_t kind) {
-  switch (kind) {
-  case MSPTI_ACTIVITY_KIND_KERNEL: return MSPTI_KERNEL_SIZE;
-  case MSPTI_ACTIVITY_KIND_API: return MSPTI_API_SIZE;
-  case MSPTI_ACTIVITY_KIND_MEMCPY:
-  case MSPTI_ACTIVITY_KIND_MEMSET: return MSPTI_MEM_SIZE;
-  case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return MSPTI_EXT_SIZE;
-  default: return 4;
-  }
-}
-
 /* True when the record the library handed back lies wholly inside the valid
- * bytes: decode_record never reads past them, whatever the library returns. */
+ * bytes (the kind alone for kinds decode_record ignores): it never reads past
+ * them, whatever the library returns. */
 static bool record_fits(const uint8_t *buf, size_t valid, const uint8_t *rec) {
   if (rec < buf || (size_t)(rec - buf) > valid || valid - (size_t)(rec - buf) < 4) return false;
-  return valid - (size_t)(rec - buf) >= record_bytes(rd32(rec, 0));
+  size_t need = ft__mspti_record_size(rd32(rec, 0));
+  return valid - (size_t)(rec - buf) >= (need ? need : 4);
 }
 
 static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {

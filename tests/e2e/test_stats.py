@@ -25,6 +25,18 @@ def stats(*args):
     return subprocess.run([*WRAP, flagtrace, "stats", *args], capture_output=True, text=True)
 
 
+def union_length(intervals):
+    """The length of the union of (start, end) pairs."""
+    xs = sorted(intervals)
+    total, lo, hi = 0, xs[0][0], xs[0][1]
+    for a, b in xs[1:]:
+        if a > hi:
+            total, lo, hi = total + hi - lo, a, b
+        else:
+            hi = max(hi, b)
+    return total + hi - lo
+
+
 def expected(path):
     """The summaries, computed from the parsed JSON with no shared code."""
     doc = json.load(gzip.open(path, "rt"))
@@ -65,17 +77,7 @@ def expected(path):
     for ext, t in ext_dev.items():
         if ext in ext_name:
             ops[ext_name[ext]] += t / 1000
-    busy = {}
-    for dev, iv in intervals.items():
-        iv.sort()
-        total, cur_lo, cur_hi = 0.0, iv[0][0], iv[0][1]
-        for a, b in iv[1:]:
-            if a > cur_hi:
-                total += cur_hi - cur_lo
-                cur_lo, cur_hi = a, b
-            else:
-                cur_hi = max(cur_hi, b)
-        busy[dev] = (total + cur_hi - cur_lo) / 1000
+    busy = {dev: union_length(iv) / 1000 for dev, iv in intervals.items()}
     us = lambda d: {k: [x / 1000 for x in v] for k, v in d.items()}  # noqa: E731
     mem = {k: [c, b, t / 1000] for k, (c, b, t) in mem.items()}
     return us(kern), us(api), mem, ops, op_calls, busy, (hi - lo) / 1000
@@ -364,16 +366,7 @@ def _():
     rnd.shuffle(stretch)
     ev += stretch
     rnd.shuffle(ev[: len(ev) // 2])
-    busy = {}
-    for dev, xs in iv.items():
-        xs.sort()
-        total, lo, hi = 0, xs[0][0], xs[0][1]
-        for a, b in xs[1:]:
-            if a > hi:
-                total, lo, hi = total + hi - lo, a, b
-            else:
-                hi = max(hi, b)
-        busy[dev] = total + hi - lo
+    busy = {dev: union_length(xs) for dev, xs in iv.items()}
     with tempfile.TemporaryDirectory() as d:
         r = stats("-f", "json", "-r", "gpu", write(d, "t.json", '{"traceEvents":[' + ",".join(ev) + "]}"))
         assert r.returncode == 0, r
