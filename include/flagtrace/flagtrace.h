@@ -113,7 +113,8 @@ FT_EXPORT ft_status ft_range_push(ft_session *session, const char *name, uint64_
 /* Closes the calling thread's innermost range of this session and pops its
  * correlation id. FT_ESTATE if the thread has no open range in this session. A
  * range still open when its session stopped is popped with FT_ESTATE (not
- * recorded); one left open when another session starts is dropped. */
+ * recorded); one of another session, left open on this thread, is dropped when
+ * this session pushes a range here (it could never be recorded). */
 FT_EXPORT ft_status ft_range_pop(ft_session *session);
 
 /* Pushes a framework op id (e.g. torch's) as the calling thread's external
