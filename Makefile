@@ -43,23 +43,30 @@ test-valgrind: deps
 	scripts/valgrind.sh $(BUILD)
 
 # libFuzzer (clang): every committed corpus input once (CI), or fuzz for FUZZ_SECONDS.
+# UBSan's undefined set includes signed-integer-overflow (named for the stats
+# reader's times, issue 14); -fno-sanitize-recover makes any report a failure.
 FUZZ_SECONDS ?= 600
+FUZZ_WALKERS = fuzz_mcpti fuzz_roctracer fuzz_mspti
 $(FUZZ_BUILD)/fuzz/fuzz_writer: deps
-	CC=clang cmake -S . -B $(FUZZ_BUILD) -DFT_FUZZ=ON -DFT_SANITIZE=address,undefined -DFLAGOS_ACCELERATOR=cpu \
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DFT_FUZZ=ON -DFT_SANITIZE=address,undefined,signed-integer-overflow -DFLAGOS_ACCELERATOR=cpu \
 	  -DFT_BUILD_TESTS=OFF -DFT_BUILD_BENCH=OFF >/dev/null
 	cmake --build $(FUZZ_BUILD) -j $(JOBS)
 
 fuzz-regress: $(FUZZ_BUILD)/fuzz/fuzz_writer
 	$(FUZZ_BUILD)/fuzz/fuzz_writer -runs=0 fuzz/corpus/writer
 	$(FUZZ_BUILD)/fuzz/fuzz_stats -runs=0 fuzz/corpus/stats
+	for w in $(FUZZ_WALKERS); do if [ -x $(FUZZ_BUILD)/fuzz/$$w ]; then \
+	  $(FUZZ_BUILD)/fuzz/$$w -runs=0 fuzz/corpus/$${w#fuzz_} || exit 1; else echo "$$w: not built (no CUPTI headers)"; fi; done
 
 fuzz: $(FUZZ_BUILD)/fuzz/fuzz_writer
 	$(FUZZ_BUILD)/fuzz/fuzz_writer -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/writer
 	$(FUZZ_BUILD)/fuzz/fuzz_stats -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/stats
+	for w in $(FUZZ_WALKERS); do if [ -x $(FUZZ_BUILD)/fuzz/$$w ]; then \
+	  $(FUZZ_BUILD)/fuzz/$$w -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/$${w#fuzz_} || exit 1; fi; done
 
 bench: deps-test
 	cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=ON $(CMAKE_FLAGS) >/dev/null
-	cmake --build $(BUILD) -j $(JOBS) --target bench_writer bench_stats
+	cmake --build $(BUILD) -j $(JOBS) --target bench_writer bench_stats flagtrace_cli
 	python3 bench/run.py --build $(BUILD) --out bench/results
 
 clean:

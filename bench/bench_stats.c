@@ -1,5 +1,6 @@
 /* `flagtrace stats` reader throughput on a 1 M-event trace, against yajl alone
- * (validation without callbacks) on the same bytes, measured in the same run. */
+ * (validation without callbacks) on the same bytes, measured in the same run;
+ * with --write PATH N, writes an N-slice trace for the P5 memory row instead. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,36 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* A torch-like trace for stats' peak RSS: per launch a runtime call and a kernel
+ * (two streams, two devices), one op range per 10 launches holding their External
+ * id. Written through the library, so its layout is the writer's. */
+static int write_trace(const char *path, size_t n) {
+  ft_session *s;
+  if (ft_session_create(&s, NULL) || ft_session_start(s) || ft_session_stop(s)) return 1;
+  ft__session_set_window(s, 0, UINT64_MAX / 2);
+  uint64_t t = 1000000;
+  uint32_t op_name;
+  if (ft__intern(&s->store.names, "aten::mm", 8, &op_name)) return 1;
+  for (size_t i = 0; i < n; i += 2, t += 4000) {
+    uint32_t corr = (uint32_t)(i / 2 + 1);
+    uint64_t ext = i / 20 + 1;
+    ft_device_event rt = {.kind = FT_EVENT_RUNTIME, .start_ns = t, .end_ns = t + 3000, .correlation_id = corr,
+                          .has_external_id = true, .external_id = ext, .thread_id = 7, .name = "cudaLaunchKernel"};
+    ft_device_event k = {.kind = FT_EVENT_KERNEL, .start_ns = t + 5000, .end_ns = t + 7000 + i % 3 * 1000,
+                         .correlation_id = corr, .has_external_id = true, .external_id = ext,
+                         .device = (uint32_t)(i / 2 % 2), .stream = 7 + (uint32_t)(i / 4 % 2),
+                         .name = i % 4 ? "gemm_kernel" : "elementwise_kernel"};
+    if (ft__session_inject(s, &rt) || ft__session_inject(s, &k)) return 1;
+    if (i % 20 == 0 && ft__store_add_range(&s->store, op_name, t, t + 40000, ext, 7)) return 1;
+  }
+  ft_status st = ft_session_write(s, path);
+  if (st) fprintf(stderr, "bench_stats: %s\n", ft_session_last_error(s));
+  ft_session_destroy(s);
+  return st ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && !strcmp(argv[1], "--write")) return write_trace(argv[2], strtoull(argv[3], NULL, 10));
   bool quick = argc > 1 && !strcmp(argv[1], "--quick");
   size_t n = quick ? 100000 : 1000000;
   int reps = quick ? 1 : 5;

@@ -90,7 +90,52 @@ def cpu_part(build, quick):
         return re.sub(r"^([^|\n].*)\n\|", r"\1\n\n|", text, flags=re.M)  # a table needs a blank line before it
 
     return ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer"), "",
-            "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""]
+            "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""] + stats_memory(build, quick)
+
+
+def peak_rss_kb(cmd):
+    """Peak RSS of cmd in KiB: /usr/bin/time's (a small C parent), else wait4's, which also
+    counts the Python child before its exec (a few MiB more, the same for every size)."""
+    if os.path.exists("/usr/bin/time"):
+        r = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True, check=True)
+        return int(r.stderr.strip().splitlines()[-1])
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    if status:
+        raise RuntimeError(f"{' '.join(cmd)}: status {status}")
+    return ru.ru_maxrss
+
+
+def stats_memory(build, quick):
+    """P5 memory: `flagtrace stats` peak RSS on synthetic traces of a few sizes (bench_stats --write:
+    per launch a runtime call and a kernel on two devices, an op range per 10 launches), as bytes per
+    device event between the sizes. Target (issue 14): at most 16 B per device event."""
+    ft = os.path.join(build, "flagtrace")
+    if not os.path.exists(ft):
+        return ["## P5 memory: `flagtrace stats` peak RSS", "", f"skipped: {ft} is not built", ""]
+    sizes = [100000, 400000] if quick else [400000, 2000000, 4000000]
+    rows = ["## P5 memory: `flagtrace stats` peak RSS (synthetic gzip traces, bench_stats --write)", "",
+            "| slices | kernels (device events) | peak RSS | B per device event over the previous size | target |",
+            "|---|---|---|---|---|"]
+    tmp = tempfile.mkdtemp(prefix="ftbench.")
+    try:
+        prev = None
+        env = {"FLAGOS_TRACER_LIBRARY": "/nonexistent"}
+        for n in sizes:
+            path = os.path.join(tmp, f"t{n}.json.gz")
+            sh([os.path.join(build, "bench", "bench_stats"), "--write", path, str(n)], env=env)
+            kb = min(peak_rss_kb([ft, "stats", path]) for _ in range(1 if quick else 3))
+            kernels = n // 2
+            slope = "" if prev is None else (kb - prev[1]) * 1024 / (kernels - prev[0])
+            cell = "" if prev is None else f"{slope:.1f}"
+            judged = "" if prev is None else f"≤ 16 B: {verdict(slope <= 16, quick)}"
+            rows.append(f"| {n:,} | {kernels:,} | {kb / 1024:.1f} MiB | {cell} | {judged} |")
+            prev = (kernels, kb)
+            os.unlink(path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rows + [""]
 
 
 # ---- GPU ----

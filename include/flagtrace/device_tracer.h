@@ -152,12 +152,13 @@ typedef int (*ft_export_visitor)(void *ctx, const ft_export_event *event);
  * [lo_ns, hi_ns] (UNIX-epoch ns; strict containment), in recording order, with the
  * same pairing rules as the trace writer. CPU ranges are not visited. Returns
  * FT_ESTATE unless the session was stopped. *discarded (nullable) receives how many
- * device/API events fell outside the window. */
+ * device/API events fell outside the window. FT_EINVAL when lo_ns > hi_ns. */
 FT_EXPORT ft_status ft_session_foreach_event(ft_session *session, uint64_t lo_ns, uint64_t hi_ns,
                                              ft_export_visitor visit, void *ctx, uint64_t *discarded);
 
 /* Devices and streams that carry exported device events, for row labels. Fills up
- * to max (device, stream) pairs and returns how many there are. Valid after stop. */
+ * to max (device, stream) pairs and returns how many there are. Valid after stop;
+ * 0 before, or when max > 0 and devices or streams is NULL. */
 FT_EXPORT size_t ft_session_streams(ft_session *session, uint32_t *devices, uint32_t *streams, size_t max);
 
 /* The one factory of this build: exactly one tracer file defines it, selected by

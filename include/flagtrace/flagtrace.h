@@ -79,14 +79,17 @@ typedef struct ft_session_options {
 FT_EXPORT void ft_session_options_init(ft_session_options *opts);
 
 /* Creates a session and binds this build's device tracer (it is not armed until
- * ft_session_start). A tracer that is unavailable (no library, no device) is not
+ * ft_session_start). FT_EINVAL for an unknown FT_ACTIVITY_* bit, a rank below -1, a
+ * world_size of 0 or below -1, or a rank not below a known world_size. A tracer that is unavailable (no library, no device) is not
  * an error: CPU ranges still record and the trace says why no device activity was
  * collected (see ft_session_device_status). opts may be NULL.
  * On success *out is yours; release it with ft_session_destroy. */
 FT_EXPORT ft_status ft_session_create(ft_session **out, const ft_session_options *opts);
 
 /* Releases the session; stops it first if it is running. NULL is ignored.
- * Must not race with any other call on the same session. */
+ * Must not race with any other call on the same session. Ranges and correlation
+ * ids left pushed on any thread die with it: no later session (even one at the
+ * same address) pops them, and they take none of its nesting depth. */
 FT_EXPORT void ft_session_destroy(ft_session *session);
 
 /* Opens the capture window and arms the device tracer. Returns FT_ESTATE if the
@@ -109,14 +112,20 @@ FT_EXPORT ft_status ft_session_stop(ft_session *session);
 FT_EXPORT ft_status ft_range_push(ft_session *session, const char *name, uint64_t *external_id);
 
 /* Closes the calling thread's innermost range of this session and pops its
- * correlation id. FT_ESTATE if the thread has no open range in this session. */
+ * correlation id. FT_ESTATE if the thread has no open range in this session. A
+ * range still open when its session stopped is popped with FT_ESTATE (not
+ * recorded); one of another session, left open on this thread, is dropped when
+ * this session pushes a range here (it could never be recorded). */
 FT_EXPORT ft_status ft_range_pop(ft_session *session);
 
 /* Pushes a framework op id (e.g. torch's) as the calling thread's external
  * correlation id without recording a range: device work launched until the
  * matching pop is attributed to it. For framework adaptors that record their own
- * CPU ops (the kineto adaptor). Thread-safe; pushes nest per thread; a pop after
- * the session stopped still unwinds the vendor's stack. */
+ * CPU ops (the kineto adaptor). Thread-safe; pushes nest per thread. As with
+ * ranges: push is FT_ESTATE unless the session runs; pop is FT_ESTATE when the
+ * calling thread has no push of this session left (before start, more pops than
+ * pushes, pushes of an earlier session); a pop after the session stopped still
+ * unwinds the vendor's stack. */
 FT_EXPORT ft_status ft_correlation_push(ft_session *session, uint64_t external_id);
 FT_EXPORT ft_status ft_correlation_pop(ft_session *session);
 
@@ -133,8 +142,14 @@ FT_EXPORT ft_status ft_user_range_push(ft_session *session, uint64_t id, const c
 FT_EXPORT ft_status ft_user_range_pop(ft_session *session);
 
 /* Writes the stopped session as a Chrome trace (kineto layout). A path ending in
- * ".gz" is gzip-compressed. The file is written under a temporary name in the same
- * directory and renamed, so no reader ever sees a partial trace. Events that do not
+ * ".gz" is gzip-compressed. A new file or a regular file is written under a
+ * temporary name in the same directory and renamed over it (keeping its
+ * permissions), so no reader ever sees a partial trace. Special files are never
+ * replaced: a FIFO or character device (/dev/null, a pipe) is written through in
+ * place, without that atomicity (a FIFO nobody reads is FT_EIO at once, a reader
+ * that goes away FT_EIO with EPIPE, never SIGPIPE); a symlink is followed and its
+ * target written, the link kept (a dangling one is FT_EIO); a directory, block
+ * device or socket is FT_EIO. Events that do not
  * lie wholly inside the capture window are left out and counted in the trace's
  * "flagtrace" metadata. FT_ESTATE unless the session was stopped; FT_EIO with
  * ft_session_last_error() naming the path and the system error otherwise. */
@@ -163,20 +178,24 @@ FT_EXPORT ft_status ft_session_counts_get(ft_session *session, ft_session_counts
  * to a one-line reason owned by the session. */
 FT_EXPORT ft_status ft_session_device_status(const ft_session *session, const char **why);
 
-/* The message of the last error on this session (with the vendor's text or the
- * path and errno where there was one); "" when none. Owned by the session, valid
- * until the next call on it. */
+/* The message of the calling thread's last failed call on this session (with the
+ * vendor's text or the path and errno where there was one); "" when the thread has
+ * had none, or failed on another session since. The text is per thread (thread-local,
+ * no lock): threads failing at once never see each other's message. Valid until
+ * the calling thread's next failing call. */
 FT_EXPORT const char *ft_session_last_error(const ft_session *session);
 
 /* ---- helpers for adaptors that emit JSON through another writer ---- */
 
 /* Writes s[0..n) as a quoted JSON string into dst (which holds 6 * n + 2 bytes):
- * every control byte escaped, invalid UTF-8 as U+FFFD. Returns the bytes written.
- * The trace writer's own escaping. */
+ * every control byte escaped, invalid UTF-8 as U+FFFD. Returns the bytes written
+ * (at least 2), or 0 for a NULL dst, or a NULL s with n > 0. The trace writer's
+ * own escaping. */
 FT_EXPORT size_t ft_json_escape(char *dst, const char *s, size_t n);
 
 /* Non-zero when s[0..n) may be emitted raw as a JSON value (a number, true,
- * false, null, or a bracketed list of numbers); such text is never quoted. */
+ * false, null, or a bracketed list of numbers); such text is never quoted. 0 for
+ * a NULL s. */
 FT_EXPORT int ft_json_is_literal(const char *s, size_t n);
 
 /* Non-zero when FLAGOS_TRACE asks for diagnostics. */

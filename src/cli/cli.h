@@ -27,6 +27,10 @@ extern const char ft_cli_off[], ft_cli_on[];
  * (exit 0); FT_CLI_ERROR after printing a one-line error (exit FT_CLI_USAGE). */
 int ft_cli_parse(const char *cmd, int argc, char **argv, const ft_cli_option *opts, const char *usage);
 
+/* The same, getopt_long's way: options anywhere among the operands, until "--".
+ * Reorders argv (options first) and returns the index of the first operand. */
+int ft_cli_parse_anywhere(const char *cmd, int argc, char **argv, const ft_cli_option *opts, const char *usage);
+
 /* Prints "flagtrace CMD: <message> (see flagtrace CMD --help)"; returns FT_CLI_USAGE. */
 int ft_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -1,4 +1,5 @@
 /* The flagtrace command: dispatches to one file per subcommand. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,7 +39,20 @@ static const char usage[] =
     "  flagtrace record -o train-%p.json.gz -- python train.py\n"
     "  flagtrace stats train-*.json.gz\n";
 
-int main(int argc, char **argv) {
+/* Every command's output is checked: a full disk or a closed stdout is one line
+ * and a non-zero status, never a silent exit 0 with the output lost. */
+static int finish(int status) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout)) return status;
+  fprintf(stderr, "flagtrace: cannot write the output: %s\n", errno ? strerror(errno) : "write error");
+  return status ? status : 1;
+}
+
+static int run(int argc, char **argv);
+
+int main(int argc, char **argv) { return finish(run(argc, argv)); }
+
+static int run(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage, stderr);
     return FT_CLI_USAGE;

@@ -1,6 +1,7 @@
 /* Option parsing shared by the subcommands: -x VALUE, --long VALUE, --long=VALUE. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -34,29 +35,63 @@ static const ft_cli_option *match(const char *a, const ft_cli_option *opts, cons
   return NULL;
 }
 
+/* Takes the option at argv[*i] (and its value). 0, FT_CLI_HELP or FT_CLI_ERROR. */
+static int take_option(const char *cmd, int argc, char **argv, int *i, const ft_cli_option *opts, const char *usage) {
+  const char *a = argv[*i];
+  if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    fputs(usage, stdout);
+    return FT_CLI_HELP;
+  }
+  const char *val;
+  const ft_cli_option *o = match(a, opts, &val);
+  if (!o) return ft_cli_usage_error(cmd, "unknown option '%s'", a), FT_CLI_ERROR;
+  if (*o->value == ft_cli_off || *o->value == ft_cli_on) { /* a switch */
+    if (val) return ft_cli_usage_error(cmd, "option '--%s' takes no value", o->long_name), FT_CLI_ERROR;
+    *o->value = ft_cli_on;
+    return 0;
+  }
+  if (!val) {
+    if (*i + 1 >= argc) return ft_cli_usage_error(cmd, "option '%s' needs a value", a), FT_CLI_ERROR;
+    val = argv[++*i];
+  }
+  *o->value = val;
+  return 0;
+}
+
 int ft_cli_parse(const char *cmd, int argc, char **argv, const ft_cli_option *opts, const char *usage) {
   int i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--")) return i + 1;
     if (a[0] != '-' || !a[1]) break;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(usage, stdout);
-      return FT_CLI_HELP;
-    }
-    const char *val;
-    const ft_cli_option *o = match(a, opts, &val);
-    if (!o) return ft_cli_usage_error(cmd, "unknown option '%s'", a), FT_CLI_ERROR;
-    if (*o->value == ft_cli_off || *o->value == ft_cli_on) {
-      if (val) return ft_cli_usage_error(cmd, "option '--%s' takes no value", o->long_name), FT_CLI_ERROR;
-      *o->value = ft_cli_on;
-      continue;
-    }
-    if (!val) {
-      if (i + 1 >= argc) return ft_cli_usage_error(cmd, "option '%s' needs a value", a), FT_CLI_ERROR;
-      val = argv[++i];
-    }
-    *o->value = val;
+    int r = take_option(cmd, argc, argv, &i, opts, usage);
+    if (r) return r;
   }
   return i;
+}
+
+int ft_cli_parse_anywhere(const char *cmd, int argc, char **argv, const ft_cli_option *opts, const char *usage) {
+  char **operands = malloc((size_t)argc * sizeof *operands);
+  if (!operands) return ft_cli_usage_error(cmd, "out of memory"), FT_CLI_ERROR;
+  int n = 0, w = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--")) {
+      while (++i < argc) operands[n++] = argv[i];
+      break;
+    }
+    if (a[0] != '-' || !a[1]) { /* an operand ("-" too) */
+      operands[n++] = argv[i];
+      continue;
+    }
+    int first = i, r = take_option(cmd, argc, argv, &i, opts, usage);
+    if (r) {
+      free(operands);
+      return r;
+    }
+    while (first <= i) argv[w++] = argv[first++]; /* options first, in order */
+  }
+  memcpy(argv + w, operands, (size_t)n * sizeof *operands);
+  free(operands);
+  return w;
 }

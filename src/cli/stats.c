@@ -27,8 +27,24 @@ static const char usage[] =
     "  -f, --format FMT    table (default), csv or json\n"
     "  -h, --help          show this help\n"
     "\n"
+    "Options may come before or after the files; after \"--\" everything is a file.\n"
+    "\n"
+    "Complete events whose ts is missing, or whose ts or dur is not a number (a\n"
+    "string, say) or lies beyond +-4e15 us, are skipped and counted in one line on\n"
+    "stderr (\"N events skipped: ...\"). Older kineto categories (Runtime, Memcpy,\n"
+    "Memset, Operator, \"external id\") and MTIA's (mtia_runtime, mtia_ccp_events)\n"
+    "are read as their current names. A second \"traceEvents\" key, and data after\n"
+    "the end of a gzip stream, are errors; the array form ([...]) may lack its \"]\".\n"
+    "\n"
+    "memory: grows with the names, devices and rows reported, plus what exact answers\n"
+    "need per event: 16 B per device event at most for busy % (less where device\n"
+    "work overlaps or touches), and 16-32 B per distinct \"External id\" of an op in\n"
+    "the file being read, for ops.\n"
+    "\n"
     "exit status: 0; 2 for a usage error, or a file that cannot be read or parsed\n"
-    "(reported in one line with the file, the problem and the byte offset).\n";
+    "(reported in one line with the file, the problem and the byte offset of the\n"
+    "offending byte, counted from 0 in the uncompressed text); 1 when the output\n"
+    "cannot be written (a full disk, a closed stdout) or memory runs out.\n";
 
 enum { REP_KERNELS = 1, REP_API = 2, REP_MEMORY = 4, REP_OPS = 8, REP_GPU = 16, REP_ALL = 31 };
 enum fmt { FMT_TABLE, FMT_CSV, FMT_JSON };
@@ -222,10 +238,11 @@ static void print_ops(out *o) {
   free(rows);
 }
 
-static void print_gpu(out *o, ft_stats *st) {
-  ft_stat_busy busy[256];
-  size_t n = ft_stats_busy(st, busy, 256);
-  uint64_t span = st->last_ns > st->first_ns ? (uint64_t)(st->last_ns - st->first_ns) : 0;
+static int print_gpu(out *o, ft_stats *st) {
+  size_t n;
+  ft_stat_busy *busy = ft_stats_busy(st, &n);
+  if (n == SIZE_MAX) return -1;
+  uint64_t span = ft_stats_span(st);
   section_begin(o, "gpu", "GPU busy",
                 o->fmt == FMT_CSV ? "device,busy_us,span_us,busy_pct" : " Device      Busy(us)      Span(us)   Busy(%)");
   for (size_t i = 0; i < n; i++) {
@@ -239,6 +256,23 @@ static void print_gpu(out *o, ft_stats *st) {
       printf(" %6lld %13.3f %13.3f %9.2f\n", (long long)busy[i].device, us(busy[i].busy_ns), us(span), pct);
   }
   section_end(o, n);
+  free(busy);
+  return 0;
+}
+
+/* One line on stderr for the complete events that were not summarized. */
+static uint64_t report_skipped(const ft_stats *st) {
+  const ft_stat_skips *k = &st->skipped;
+  uint64_t n = k->bad_time + k->time_range;
+  if (!n) return 0;
+  char a[96] = "", b[96] = "";
+  if (k->bad_time)
+    snprintf(a, sizeof a, "%llu with ts missing or ts/dur not a number", (unsigned long long)k->bad_time);
+  if (k->time_range)
+    snprintf(b, sizeof b, "%s%llu with ts or dur beyond +-%.0e us", k->bad_time ? ", " : "",
+             (unsigned long long)k->time_range, (double)FT_STATS_MAX_US);
+  fprintf(stderr, "flagtrace stats: %llu events skipped: %s%s\n", (unsigned long long)n, a, b);
+  return n;
 }
 
 int ft_cli_stats(int argc, char **argv) {
@@ -246,7 +280,7 @@ int ft_cli_stats(int argc, char **argv) {
   enum fmt fmt = FMT_TABLE;
   const char *report_arg = NULL, *format_arg = NULL;
   const ft_cli_option opts[] = {{'r', "report", &report_arg}, {'f', "format", &format_arg}, {0}};
-  int i = ft_cli_parse("stats", argc, argv, opts, usage);
+  int i = ft_cli_parse_anywhere("stats", argc, argv, opts, usage);
   if (i == FT_CLI_HELP) return 0;
   if (i == FT_CLI_ERROR) return FT_CLI_USAGE;
   if (report_arg && parse_report(report_arg, &report))
@@ -274,6 +308,7 @@ int ft_cli_stats(int argc, char **argv) {
     }
   }
   ft_stats_finish(&st);
+  uint64_t skipped = report_skipped(&st);
   out o = {.fmt = fmt, .first_section = true, .st = &st};
   if (fmt == FMT_JSON) {
     printf("{\"files\": [");
@@ -281,7 +316,8 @@ int ft_cli_stats(int argc, char **argv) {
       if (f > i) printf(", ");
       json_str(argv[f]);
     }
-    printf("], \"events\": %llu", (unsigned long long)st.events);
+    printf("], \"events\": %llu, \"skipped_events\": %llu", (unsigned long long)st.events,
+           (unsigned long long)skipped);
     o.first_section = false;
   } else if (fmt == FMT_TABLE) {
     printf("flagtrace stats: %llu events from %d file%s\n\n", (unsigned long long)st.events, argc - i,
@@ -291,8 +327,12 @@ int ft_cli_stats(int argc, char **argv) {
   if (report & REP_API) print_times(&o, FT_STAT_API, "api", "runtime and driver API", false, true);
   if (report & REP_MEMORY) print_memory(&o);
   if (report & REP_OPS) print_ops(&o);
-  if (report & REP_GPU) print_gpu(&o, &st);
+  int rc = 0;
+  if ((report & REP_GPU) && print_gpu(&o, &st)) {
+    fprintf(stderr, "flagtrace stats: out of memory\n");
+    rc = 1;
+  }
   if (fmt == FMT_JSON) printf("\n}\n");
   ft_stats_free(&st);
-  return 0;
+  return rc;
 }

@@ -23,17 +23,22 @@ typedef struct reader {
   bool saw_events, top_array;
   enum key key;
   char err[256];
+  size_t err_back; /* bytes from the last one consumed back to the offending token's start */
   /* the current event */
   char ph[8], cat[40];
   char *name;
   size_t name_len, name_cap;
   bool has_ts, has_dur, pid_num, has_ext;
+  bool bad_time;   /* ts or dur given as something other than a number */
+  bool time_range; /* ts or dur beyond +-FT_STATS_MAX_US */
   int64_t ts, dur, pid, ext;
   uint64_t bytes;
 } reader;
 
-/* "12.345" (µs) to ns without floating point; false when it is not such a number. */
-static bool us_to_ns(const char *s, size_t n, int64_t *out) {
+enum num { NUM_OK, NUM_BAD, NUM_RANGE };
+
+/* "12.345" (us) to ns without floating point, within +-FT_STATS_MAX_US. */
+static enum num us_to_ns(const char *s, size_t n, int64_t *out) {
   size_t i = 0;
   bool neg = n && s[0] == '-';
   if (neg) i++;
@@ -41,35 +46,274 @@ static bool us_to_ns(const char *s, size_t n, int64_t *out) {
   int frac_digits = 0;
   bool digits = false;
   for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits = true) {
-    if (whole > (INT64_MAX / 10000)) return false;
+    if (whole > FT_STATS_MAX_US) return NUM_RANGE;
     whole = whole * 10 + (s[i] - '0');
   }
   if (i < n && s[i] == '.') {
     for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits = true)
       if (frac_digits < 3) frac = frac * 10 + (s[i] - '0'), frac_digits++;
   }
-  if (!digits) return false;
+  if (!digits) return NUM_BAD;
   if (i < n) { /* exponent or anything else: go through double */
     char buf[64];
-    if (n >= sizeof buf) return false;
+    if (n >= sizeof buf) return NUM_BAD;
     memcpy(buf, s, n);
     buf[n] = '\0';
     char *end;
     double d = strtod(buf, &end);
-    if (*end || d != d || d > 9e15 || d < -9e15) return false;
+    if (*end || d != d) return NUM_BAD;
+    if (d > (double)FT_STATS_MAX_US || d < -(double)FT_STATS_MAX_US) return NUM_RANGE;
     *out = (int64_t)(d * 1000.0 + (d < 0 ? -0.5 : 0.5));
-    return true;
+    return NUM_OK;
   }
+  if (whole > FT_STATS_MAX_US) return NUM_RANGE;
   while (frac_digits < 3) frac *= 10, frac_digits++;
   *out = (neg ? -1 : 1) * (whole * 1000 + frac);
+  return NUM_OK;
+}
+
+/* A JSON integer (pid, External id, bytes), or "5.0"; false when it is not one. */
+static bool parse_int(const char *s, size_t n, int64_t *out) {
+  size_t i = n && s[0] == '-';
+  bool neg = i;
+  uint64_t v = 0;
+  if (i == n) return false;
+  for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+    if (v > (UINT64_MAX - 9) / 10) return false;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+  }
+  if (i < n && s[i] == '.') /* a whole number written with zeros after the point */
+    for (i++; i < n && s[i] == '0'; i++) {
+    }
+  if (i < n || v > (uint64_t)INT64_MAX) return false;
+  *out = neg ? -(int64_t)v : (int64_t)v;
   return true;
 }
 
-static bool parse_int(const char *s, size_t n, int64_t *out) {
-  int64_t v;
-  if (!us_to_ns(s, n, &v)) return false;
-  *out = v / 1000; /* integers: the same parser, scaled back */
-  return v % 1000 == 0;
+/* ---- the External id -> op join (16 B a slot) ---- */
+
+/* A value is an op row index with JOIN_OP set, or the device ns of an External id
+ * whose op has not been read yet (fewer than 2^63 ns: times are bounded). */
+#define JOIN_OP (1ull << 63)
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+static void join_free(ft_stat_join *j) {
+  free(j->keys);
+  free(j->vals);
+  free(j->used);
+  memset(j, 0, sizeof *j);
+}
+
+static bool join_used(const ft_stat_join *j, size_t i) { return j->used[i >> 3] >> (i & 7) & 1; }
+
+static uint64_t *join_upsert(ft_stat_join *j, uint64_t key);
+
+static bool join_grow(ft_stat_join *j) {
+  ft_stat_join n = {0};
+  n.cap = j->cap ? 2 * j->cap : 1024;
+  n.keys = malloc(n.cap * sizeof *n.keys);
+  n.vals = malloc(n.cap * sizeof *n.vals);
+  n.used = calloc(n.cap / 8, 1);
+  if (!n.keys || !n.vals || !n.used) {
+    join_free(&n);
+    return false;
+  }
+  for (size_t i = 0; i < j->cap; i++)
+    if (join_used(j, i)) *join_upsert(&n, j->keys[i]) = j->vals[i];
+  join_free(j);
+  *j = n;
+  return true;
+}
+
+/* The value of key (0 when new); NULL on ENOMEM. Load stays under 3/4. */
+static uint64_t *join_upsert(ft_stat_join *j, uint64_t key) {
+  if ((j->len + 1) * 4 > j->cap * 3 && !join_grow(j)) return NULL;
+  size_t i = mix(key) & (j->cap - 1);
+  for (; join_used(j, i); i = (i + 1) & (j->cap - 1))
+    if (j->keys[i] == key) return &j->vals[i];
+  j->used[i >> 3] |= (uint8_t)(1u << (i & 7));
+  j->keys[i] = key;
+  j->vals[i] = 0;
+  j->len++;
+  return &j->vals[i];
+}
+
+/* ---- busy intervals per device ---- */
+
+typedef struct span {
+  int64_t lo, hi;
+} span;
+
+/* Most device events last under 4.3 s: 12 B each; longer ones (and merged busy
+ * stretches that grow past it) go to a list of 16-B spans. */
+typedef struct __attribute__((packed)) short_span {
+  int64_t lo;
+  uint32_t len;
+} short_span;
+_Static_assert(sizeof(short_span) == 12, "a short interval is 12 bytes");
+
+static bool is_short(const ft__vec *v) { return v->elem == sizeof(short_span); }
+
+static span iv_get(const ft__vec *v, size_t i) {
+  if (!is_short(v)) return *(const span *)ft__vec_at(v, i);
+  short_span s;
+  memcpy(&s, ft__vec_at(v, i), sizeof s);
+  return (span){s.lo, s.lo + (int64_t)s.len};
+}
+
+static void iv_put(ft__vec *v, size_t i, span x) {
+  if (!is_short(v)) {
+    *(span *)ft__vec_at(v, i) = x;
+    return;
+  }
+  short_span s = {x.lo, (uint32_t)((uint64_t)x.hi - (uint64_t)x.lo)};
+  memcpy(ft__vec_at(v, i), &s, sizeof s);
+}
+
+static bool fits_short(span x) { return (uint64_t)x.hi - (uint64_t)x.lo <= UINT32_MAX; }
+
+static bool iv_less(span a, span b) { return a.lo < b.lo || (a.lo == b.lo && a.hi < b.hi); }
+
+/* In place (heapsort): a chunked vector never needs a second copy. */
+static void iv_sift(ft__vec *v, size_t root, size_t n) {
+  for (;;) {
+    size_t c = 2 * root + 1;
+    if (c >= n) return;
+    if (c + 1 < n && iv_less(iv_get(v, c), iv_get(v, c + 1))) c++;
+    span r = iv_get(v, root), x = iv_get(v, c);
+    if (!iv_less(r, x)) return;
+    iv_put(v, root, x);
+    iv_put(v, c, r);
+    root = c;
+  }
+}
+
+/* Sorts v (a cheap check first: traces are mostly in time order) and merges
+ * overlapping or touching intervals in place; merged stretches too long for a
+ * short interval move to longs. False on ENOMEM. */
+static bool iv_compact(ft__vec *v, ft__vec *longs) {
+  size_t n = v->len, k = 1;
+  while (k < n && !iv_less(iv_get(v, k), iv_get(v, k - 1))) k++;
+  if (k < n) {
+    for (size_t i = n / 2; i-- > 0;) iv_sift(v, i, n);
+    for (size_t end = n; end-- > 1;) {
+      span a = iv_get(v, 0);
+      iv_put(v, 0, iv_get(v, end));
+      iv_put(v, end, a);
+      iv_sift(v, 0, end);
+    }
+  }
+  size_t w = 0;
+  bool have = false, ok = true;
+  span cur = {0, 0};
+  for (size_t i = 0; i <= n; i++) {
+    span x = i < n ? iv_get(v, i) : (span){0, 0};
+    if (i < n && have && x.lo <= cur.hi) {
+      if (x.hi > cur.hi) cur.hi = x.hi;
+      continue;
+    }
+    if (have) { /* w < i: writes never pass reads */
+      if (!longs || fits_short(cur)) {
+        iv_put(v, w++, cur);
+      } else {
+        span *l = ft__vec_push(longs);
+        if (l) *l = cur;
+        ok &= l != NULL;
+      }
+    }
+    cur = x;
+    have = true;
+  }
+  v->len = w;
+  return ok;
+}
+
+static ft_stat_device *device(ft_stats *st, int64_t id) {
+  uint64_t *slot = ft__map_upsert(&st->device_index, (uint64_t)id);
+  if (!slot) return NULL;
+  if (!*slot) {
+    if (st->n_devices == st->cap_devices) {
+      size_t cap = st->cap_devices ? 2 * st->cap_devices : 8;
+      ft_stat_device *n = realloc(st->devices, cap * sizeof *n);
+      if (!n) return NULL;
+      st->devices = n;
+      st->cap_devices = cap;
+    }
+    ft_stat_device *d = &st->devices[st->n_devices++];
+    memset(d, 0, sizeof *d);
+    d->id = id;
+    ft__vec_init(&d->iv, sizeof(short_span), 12);
+    ft__vec_init(&d->longs, sizeof(span), 8);
+    *slot = st->n_devices;
+  }
+  return &st->devices[*slot - 1];
+}
+
+static bool add_interval(ft_stats *st, int64_t dev, int64_t lo, int64_t hi) {
+  ft_stat_device *d = device(st, dev);
+  if (!d) return false;
+  span x = {lo, hi};
+  if (!fits_short(x)) {
+    if (d->longs.len >= 256 && d->longs.len >= 2 * d->longs_merged) {
+      if (!iv_compact(&d->longs, NULL)) return false;
+      d->longs_merged = d->longs.len;
+    }
+    span *l = ft__vec_push(&d->longs);
+    if (l) *l = x;
+    return l != NULL;
+  }
+  if (d->iv.len) { /* in time order and touching the last: extend it */
+    span last = iv_get(&d->iv, d->iv.len - 1);
+    if (lo >= last.lo && lo <= last.hi) {
+      if (hi <= last.hi) return true;
+      last.hi = hi;
+      if (fits_short(last)) {
+        iv_put(&d->iv, d->iv.len - 1, last);
+        return true;
+      }
+    }
+  }
+  /* merge when the unmerged tail has grown as large as the merged part */
+  if (d->iv.len >= 4096 && d->iv.len - d->merged >= d->merged) {
+    if (!iv_compact(&d->iv, &d->longs)) return false;
+    d->merged = d->iv.len;
+  }
+  if (!ft__vec_push(&d->iv)) return false;
+  iv_put(&d->iv, d->iv.len - 1, x);
+  return true;
+}
+
+/* The union's length of a device's intervals, short and long. */
+static bool device_busy(ft_stat_device *d, uint64_t *busy) {
+  if (!iv_compact(&d->iv, &d->longs) || !iv_compact(&d->longs, NULL)) return false;
+  d->merged = d->iv.len;
+  d->longs_merged = d->longs.len;
+  size_t a = 0, b = 0;
+  bool have = false;
+  span cur = {0, 0};
+  *busy = 0;
+  while (a < d->iv.len || b < d->longs.len) { /* the two sorted lists, merged */
+    span x;
+    if (b >= d->longs.len || (a < d->iv.len && iv_less(iv_get(&d->iv, a), iv_get(&d->longs, b))))
+      x = iv_get(&d->iv, a++);
+    else
+      x = iv_get(&d->longs, b++);
+    if (have && x.lo <= cur.hi) {
+      if (x.hi > cur.hi) cur.hi = x.hi;
+      continue;
+    }
+    if (have) *busy += (uint64_t)cur.hi - (uint64_t)cur.lo;
+    cur = x;
+    have = true;
+  }
+  if (have) *busy += (uint64_t)cur.hi - (uint64_t)cur.lo;
+  return true;
 }
 
 static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len, uint8_t cat) {
@@ -107,65 +351,108 @@ static size_t op_name_len(const char *name, size_t len) {
   return cut;
 }
 
-static bool process_event(reader *r) {
-  ft_stats *st = r->st;
-  st->events++;
-  if (strcmp(r->ph, "X") || !r->has_ts) return true;
-  int64_t dur = r->has_dur && r->dur > 0 ? r->dur : 0;
-  if (st->first_ns > r->ts) st->first_ns = r->ts;
-  if (st->last_ns < r->ts + dur) st->last_ns = r->ts + dur;
-  const char *c = r->cat;
-  const char *name = r->name ? r->name : "";
-  bool device = false;
-  ft_stat_row *row_p = NULL;
-  if (!strcasecmp(c, "kernel")) {
-    row_p = row(st, FT_STAT_KERNELS, name, r->name_len, 0);
-    device = true;
-  } else if (!strcmp(c, "gpu_memcpy") || !strcmp(c, "gpu_memset")) {
-    row_p = row(st, FT_STAT_MEMORY, name, r->name_len, c[4] == 'm' && c[7] == 's' ? FT_STAT_CAT_MEMSET : FT_STAT_CAT_MEMCPY);
-    if (row_p) row_p->bytes += r->bytes;
-    device = true;
-  } else if (!strcmp(c, "cuda_runtime") || !strcmp(c, "privateuse1_runtime") || !strcmp(c, "cuda_driver")) {
-    row_p = row(st, FT_STAT_API, name, r->name_len, !strcmp(c, "cuda_driver") ? FT_STAT_CAT_DRIVER : FT_STAT_CAT_RUNTIME);
-  } else if (!strcmp(c, "cpu_op") || !strcmp(c, "user_annotation")) {
-    ft_stat_row *op = row(st, FT_STAT_OPS, name, op_name_len(name, r->name_len), 0);
-    if (!op) return false;
-    op->calls++;
-    if (r->has_ext) {
-      uint64_t *slot = ft__map_upsert(&st->ext_op, (uint64_t)r->ext);
-      if (!slot) return false;
-      *slot = ft__map_find(&st->index[FT_STAT_OPS], op->name_id)[0];
-    }
-    return true;
+/* The section of a complete event's category, including older kineto spellings
+ * (Runtime, Memcpy, Memset, Operator) and MTIA's. */
+enum sec { SEC_NONE, SEC_KERNEL, SEC_MEMCPY, SEC_MEMSET, SEC_RUNTIME, SEC_DRIVER, SEC_OP };
+
+static enum sec section_of(const char *c) {
+  static const struct {
+    const char *cat;
+    enum sec sec;
+  } cats[] = {
+      {"kernel", SEC_KERNEL},        {"mtia_ccp_events", SEC_KERNEL},    {"gpu_memcpy", SEC_MEMCPY},
+      {"memcpy", SEC_MEMCPY},        {"gpu_memset", SEC_MEMSET},         {"memset", SEC_MEMSET},
+      {"cuda_runtime", SEC_RUNTIME}, {"privateuse1_runtime", SEC_RUNTIME}, {"runtime", SEC_RUNTIME},
+      {"mtia_runtime", SEC_RUNTIME}, {"cuda_driver", SEC_DRIVER},        {"cpu_op", SEC_OP},
+      {"operator", SEC_OP},          {"user_annotation", SEC_OP},
+  };
+  for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++)
+    if (!strcasecmp(c, cats[i].cat)) return cats[i].sec;
+  return SEC_NONE;
+}
+
+/* Device time of External id ext: to its op when read, else held until it is. */
+static bool attribute(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns) {
+  st->device_ns += ns;
+  if (!has_ext) return true;
+  uint64_t *v = join_upsert(&st->ext_op, (uint64_t)ext);
+  if (!v) return false;
+  if (*v & JOIN_OP) {
+    ((ft_stat_row *)ft__vec_at(&st->rows[FT_STAT_OPS], *v & ~JOIN_OP))->total_ns += ns;
+    st->attributed_ns += ns;
   } else {
-    return true;
-  }
-  if (!row_p) return false;
-  add_time(row_p, (uint64_t)dur);
-  if (device) {
-    if (r->has_ext) {
-      uint64_t *ns = ft__map_upsert(&st->ext_device_ns, (uint64_t)r->ext);
-      if (!ns) return false;
-      *ns += (uint64_t)dur;
-    }
-    int64_t *iv = ft__vec_push(&st->intervals);
-    if (!iv) return false;
-    iv[0] = r->pid_num ? r->pid : -1;
-    iv[1] = r->ts;
-    iv[2] = r->ts + dur;
+    *v += ns; /* the sum of a file's device times stays below 2^63: times are bounded */
   }
   return true;
 }
 
+static bool process_event(reader *r) {
+  ft_stats *st = r->st;
+  st->events++;
+  if (strcmp(r->ph, "X")) return true;
+  if (r->time_range) {
+    st->skipped.time_range++;
+    return true;
+  }
+  if (r->bad_time || !r->has_ts) {
+    st->skipped.bad_time++;
+    return true;
+  }
+  int64_t dur = r->has_dur && r->dur > 0 ? r->dur : 0; /* both within +-4e18: the sum fits */
+  if (st->first_ns > r->ts) st->first_ns = r->ts;
+  if (st->last_ns < r->ts + dur) st->last_ns = r->ts + dur;
+  const char *name = r->name ? r->name : "";
+  enum sec sec = section_of(r->cat);
+  ft_stat_row *row_p = NULL;
+  switch (sec) {
+  case SEC_NONE: return true;
+  case SEC_KERNEL: row_p = row(st, FT_STAT_KERNELS, name, r->name_len, 0); break;
+  case SEC_MEMCPY:
+  case SEC_MEMSET:
+    row_p = row(st, FT_STAT_MEMORY, name, r->name_len, sec == SEC_MEMSET ? FT_STAT_CAT_MEMSET : FT_STAT_CAT_MEMCPY);
+    if (row_p) row_p->bytes += r->bytes;
+    break;
+  case SEC_RUNTIME:
+  case SEC_DRIVER:
+    row_p = row(st, FT_STAT_API, name, r->name_len, sec == SEC_DRIVER ? FT_STAT_CAT_DRIVER : FT_STAT_CAT_RUNTIME);
+    break;
+  case SEC_OP: {
+    ft_stat_row *op = row(st, FT_STAT_OPS, name, op_name_len(name, r->name_len), 0);
+    if (!op) return false;
+    op->calls++;
+    if (!r->has_ext) return true;
+    uint64_t *v = join_upsert(&st->ext_op, (uint64_t)r->ext);
+    if (!v) return false;
+    if (!(*v & JOIN_OP)) { /* device work that came first */
+      op->total_ns += *v;
+      st->attributed_ns += *v;
+    }
+    *v = JOIN_OP | (ft__map_find(&st->index[FT_STAT_OPS], op->name_id)[0] - 1);
+    return true;
+  }
+  }
+  if (!row_p) return false;
+  add_time(row_p, (uint64_t)dur);
+  if (sec == SEC_RUNTIME || sec == SEC_DRIVER) return true;
+  return attribute(st, r->has_ext, r->ext, (uint64_t)dur) &&
+         add_interval(st, r->pid_num ? r->pid : -1, r->ts, r->ts + dur);
+}
+
+/* ts or dur given as a string, null, list...: the event is skipped and counted. */
+static void non_number(reader *r) {
+  if (r->ev_depth && r->depth == r->ev_depth && (r->key == K_TS || r->key == K_DUR)) r->bad_time = true;
+}
+
 static int cb_start_map(void *ctx) {
   reader *r = ctx;
+  non_number(r);
   r->depth++;
   if (r->events_depth && r->depth == r->events_depth + 1) {
     r->ev_depth = r->depth;
     r->ph[0] = r->cat[0] = '\0';
     r->name_len = 0;
     if (r->name) r->name[0] = '\0';
-    r->has_ts = r->has_dur = r->pid_num = r->has_ext = false;
+    r->has_ts = r->has_dur = r->pid_num = r->has_ext = r->bad_time = r->time_range = false;
     r->bytes = 0;
   } else if (r->ev_depth && r->depth == r->ev_depth + 1 && r->key == K_ARGS) {
     r->args_depth = r->depth;
@@ -192,6 +479,7 @@ static int cb_end_map(void *ctx) {
 
 static int cb_start_array(void *ctx) {
   reader *r = ctx;
+  non_number(r);
   r->depth++;
   if (r->depth == 1) { /* the JSON Array Format: a bare list of events */
     r->top_array = true;
@@ -218,7 +506,14 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
   r->key = K_OTHER;
 #define IS(lit) (n == sizeof(lit) - 1 && !memcmp(k, lit, n))
   if (r->depth == 1 && !r->top_array) {
-    if (IS("traceEvents")) r->key = K_EVENTS;
+    if (IS("traceEvents")) {
+      if (r->saw_events) { /* summing both would double the totals: refused */
+        snprintf(r->err, sizeof r->err, "duplicate \"traceEvents\" key");
+        r->err_back = n + 1; /* point at the key's opening quote */
+        return 0;
+      }
+      r->key = K_EVENTS;
+    }
   } else if (r->ev_depth && r->depth == r->ev_depth) {
     if (IS("ph")) r->key = K_PH;
     else if (IS("cat")) r->key = K_CAT;
@@ -228,7 +523,7 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
     else if (IS("pid")) r->key = K_PID;
     else if (IS("args")) r->key = K_ARGS;
   } else if (r->args_depth && r->depth == r->args_depth) {
-    if (IS("External id")) r->key = K_EXT;
+    if (IS("External id") || IS("external id")) r->key = K_EXT; /* the second: older kineto */
     else if (IS("bytes")) r->key = K_BYTES;
   }
 #undef IS
@@ -243,6 +538,7 @@ static int bad_events(reader *r) {
 static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   reader *r = ctx;
   if (r->key == K_EVENTS) return bad_events(r);
+  non_number(r);
   if (r->ev_depth && r->depth == r->ev_depth) {
     if (r->key == K_PH || r->key == K_CAT) {
       char *dst = r->key == K_PH ? r->ph : r->cat;
@@ -274,9 +570,12 @@ static int cb_number(void *ctx, const char *s, size_t n) {
   reader *r = ctx;
   if (r->key == K_EVENTS) return bad_events(r);
   if (r->ev_depth && r->depth == r->ev_depth) {
-    if (r->key == K_TS) r->has_ts = us_to_ns(s, n, &r->ts);
-    else if (r->key == K_DUR) r->has_dur = us_to_ns(s, n, &r->dur);
-    else if (r->key == K_PID) r->pid_num = parse_int(s, n, &r->pid);
+    if (r->key == K_TS || r->key == K_DUR) {
+      enum num v = us_to_ns(s, n, r->key == K_TS ? &r->ts : &r->dur);
+      if (v == NUM_OK) *(r->key == K_TS ? &r->has_ts : &r->has_dur) = true;
+      else if (v == NUM_RANGE) r->time_range = true;
+      else r->bad_time = true;
+    } else if (r->key == K_PID) r->pid_num = parse_int(s, n, &r->pid);
   } else if (r->args_depth && r->depth == r->args_depth) {
     int64_t v;
     if (r->key == K_EXT) r->has_ext = parse_int(s, n, &r->ext);
@@ -289,6 +588,7 @@ static int cb_number(void *ctx, const char *s, size_t n) {
 static int cb_scalar(void *ctx) {
   reader *r = ctx;
   if (r->key == K_EVENTS) return bad_events(r);
+  non_number(r);
   r->key = K_OTHER;
   return 1;
 }
@@ -338,8 +638,16 @@ static ft_status parse(ft_stats *st, chunk_fn next, void *src, char *err, size_t
       break;
     }
     yajl_status ys = n ? yajl_parse(h, buf, (size_t)n) : yajl_complete_parse(h);
+    if (ys != yajl_status_ok && !n && r.top_array && r.depth == 1 && !r.err[0]) {
+      /* The JSON Array Format may end without its "]" (a process that died
+       * mid-trace): every event read so far counts. */
+      break;
+    }
     if (ys != yajl_status_ok) {
-      uint64_t at = offset + (n ? yajl_get_bytes_consumed(h) : 0);
+      /* the offending byte itself: the last one yajl consumed (0-based) */
+      size_t used = n ? yajl_get_bytes_consumed(h) : 0;
+      uint64_t at = offset + (used ? used - 1 : 0);
+      at = at >= r.err_back ? at - r.err_back : 0;
       if (r.err[0]) {
         snprintf(err, errlen, "%s at byte %llu", r.err, (unsigned long long)at);
       } else if (!n) {
@@ -366,88 +674,133 @@ static ft_status parse(ft_stats *st, chunk_fn next, void *src, char *err, size_t
   free(buf);
   free(r.name);
   yajl_free(h);
+  /* The External id join is per file: ids restart in every rank's trace. */
+  join_free(&st->ext_op);
   return status;
 }
 
-static long gz_next(void *src, unsigned char *buf, size_t cap, char *err, size_t errlen) {
-  gzFile f = src;
-  int n = gzread(f, buf, (unsigned)cap);
-  int code;
-  const char *msg = gzerror(f, &code);
-  if (code == Z_BUF_ERROR) { /* the gzip stream ends before its trailer */
-    snprintf(err, errlen, "truncated gzip data after %lld bytes of text", (long long)gzoffset(f));
-    return -1;
+/* Input bytes from a file or from memory, inflated when they start with gzip's
+ * magic. Concatenated gzip members are read in turn (gzip(1) writes them);
+ * anything else after the last member is refused, not ignored. */
+typedef struct src {
+  FILE *f;
+  const unsigned char *mem; /* memory input, or the file's buffer */
+  size_t left;              /* unread bytes at mem */
+  unsigned char *fbuf;
+  bool eof;
+  uint64_t raw_read; /* compressed bytes taken so far */
+  bool gz, gz_member_done;
+  z_stream z;
+} src;
+
+enum { RAW_CHUNK = 1 << 18 };
+
+/* Makes unread raw bytes available; false at the end of input or on a read error. */
+static bool raw_fill(src *s, char *err, size_t errlen, bool *failed) {
+  if (s->left) return true;
+  if (!s->f || s->eof) return false;
+  size_t n = fread(s->fbuf, 1, RAW_CHUNK, s->f);
+  if (n < RAW_CHUNK) {
+    if (ferror(s->f)) {
+      snprintf(err, errlen, "read error (%s)", strerror(errno));
+      *failed = true;
+      return false;
+    }
+    s->eof = true;
   }
-  if (n < 0 || code != Z_OK) {
-    snprintf(err, errlen, "%s (%s)", code == Z_ERRNO ? "read error" : "corrupt gzip data", msg);
-    return -1;
+  s->mem = s->fbuf;
+  s->left = n;
+  return n > 0;
+}
+
+static long src_next(void *p, unsigned char *buf, size_t cap, char *err, size_t errlen) {
+  src *s = p;
+  bool failed = false;
+  if (!s->gz) {
+    if (!raw_fill(s, err, errlen, &failed)) return failed ? -1 : 0;
+    size_t n = s->left < cap ? s->left : cap;
+    memcpy(buf, s->mem, n);
+    s->mem += n;
+    s->left -= n;
+    return (long)n;
   }
-  return n;
+  s->z.next_out = buf;
+  s->z.avail_out = (uInt)cap;
+  while (s->z.avail_out == cap) {
+    if (!raw_fill(s, err, errlen, &failed)) {
+      if (failed) return -1;
+      if (s->gz_member_done) return 0;
+      snprintf(err, errlen, "truncated gzip data after %lu bytes of text", s->z.total_out);
+      return -1;
+    }
+    if (s->gz_member_done) { /* more bytes after a member: another member, or garbage */
+      if (s->left < 2 && s->f && !s->eof) { /* the magic straddles a read: keep one byte */
+        unsigned char c = s->mem[0];
+        s->fbuf[0] = c;
+        size_t n = fread(s->fbuf + 1, 1, RAW_CHUNK - 1, s->f);
+        if (n < RAW_CHUNK - 1) s->eof = true;
+        s->mem = s->fbuf;
+        s->left = n + 1;
+      }
+      if (s->left < 2 || s->mem[0] != 0x1f || s->mem[1] != 0x8b) {
+        snprintf(err, errlen, "trailing garbage after the gzip data at compressed byte %llu",
+                 (unsigned long long)s->raw_read);
+        return -1;
+      }
+      if (inflateReset(&s->z) != Z_OK) return -1;
+      s->gz_member_done = false;
+    }
+    s->z.next_in = (unsigned char *)s->mem;
+    s->z.avail_in = (uInt)(s->left < UINT32_MAX ? s->left : UINT32_MAX);
+    uInt before = s->z.avail_in;
+    int r = inflate(&s->z, Z_NO_FLUSH);
+    size_t used = before - s->z.avail_in;
+    s->mem += used;
+    s->left -= used;
+    s->raw_read += used;
+    if (r == Z_STREAM_END) {
+      s->gz_member_done = true;
+    } else if (r != Z_OK && r != Z_BUF_ERROR) {
+      snprintf(err, errlen, "corrupt gzip data (%s)", s->z.msg ? s->z.msg : "inflate failed");
+      return -1;
+    }
+  }
+  return (long)(cap - s->z.avail_out);
+}
+
+/* Reads from s after looking at its first bytes for gzip's magic. */
+static ft_status read_src(ft_stats *st, src *s, char *err, size_t errlen) {
+  bool failed = false;
+  if (raw_fill(s, err, errlen, &failed) && s->left >= 2 && s->mem[0] == 0x1f && s->mem[1] == 0x8b) {
+    if (inflateInit2(&s->z, 15 + 16) != Z_OK) return FT_ENOMEM;
+    s->gz = true;
+  }
+  ft_status r = failed ? FT_EIO : parse(st, src_next, s, err, errlen);
+  if (s->gz) inflateEnd(&s->z);
+  return r;
 }
 
 ft_status ft_stats_read(ft_stats *st, const char *path, char *err, size_t errlen) {
-  gzFile f = gzopen(path, "rb");
-  if (!f) {
+  src s;
+  memset(&s, 0, sizeof s);
+  s.f = fopen(path, "rb");
+  if (!s.f) {
     snprintf(err, errlen, "cannot open: %s", strerror(errno));
     return FT_EIO;
   }
-  gzbuffer(f, 1 << 18);
-  ft_status s = parse(st, gz_next, f, err, errlen);
-  gzclose(f);
-  return s;
-}
-
-typedef struct mem_src {
-  const char *p;
-  size_t left;
-  z_stream z; /* gzip data: inflated as it is read */
-  bool gz, gz_done;
-} mem_src;
-
-static long mem_next(void *src, unsigned char *buf, size_t cap, char *err, size_t errlen) {
-  (void)err, (void)errlen;
-  mem_src *m = src;
-  size_t n = m->left < cap ? m->left : cap;
-  memcpy(buf, m->p, n);
-  m->p += n;
-  m->left -= n;
-  return (long)n;
-}
-
-static long mem_gz_next(void *src, unsigned char *buf, size_t cap, char *err, size_t errlen) {
-  mem_src *m = src;
-  if (m->gz_done) return 0;
-  m->z.next_out = buf;
-  m->z.avail_out = (uInt)cap;
-  int r = inflate(&m->z, Z_NO_FLUSH);
-  long n = (long)(cap - m->z.avail_out);
-  if (r == Z_STREAM_END) {
-    m->gz_done = true;
-  } else if (r == Z_BUF_ERROR && m->z.avail_in == 0 && !n) {
-    snprintf(err, errlen, "truncated gzip data after %lu bytes of text", m->z.total_out);
-    return -1;
-  } else if (r != Z_OK && r != Z_BUF_ERROR) {
-    snprintf(err, errlen, "corrupt gzip data (%s)", m->z.msg ? m->z.msg : "inflate failed");
-    return -1;
-  }
-  return n;
+  s.fbuf = malloc(RAW_CHUNK);
+  ft_status r = s.fbuf ? read_src(st, &s, err, errlen) : FT_ENOMEM;
+  free(s.fbuf);
+  fclose(s.f);
+  return r;
 }
 
 ft_status ft_stats_read_mem(ft_stats *st, const char *data, size_t len, char *err, size_t errlen) {
-  mem_src m;
-  memset(&m, 0, sizeof m);
-  m.p = data;
-  m.left = len;
-  if (len >= 2 && (unsigned char)data[0] == 0x1f && (unsigned char)data[1] == 0x8b) {
-    /* like gzread, by content: gzip data is inflated on the way */
-    if (inflateInit2(&m.z, 15 + 16) != Z_OK) return FT_ENOMEM;
-    m.z.next_in = (unsigned char *)data;
-    m.z.avail_in = (uInt)len;
-    ft_status s = parse(st, mem_gz_next, &m, err, errlen);
-    inflateEnd(&m.z);
-    return s;
-  }
-  return parse(st, mem_next, &m, err, errlen);
+  src s;
+  memset(&s, 0, sizeof s);
+  s.mem = (const unsigned char *)data;
+  s.left = len;
+  return read_src(st, &s, err, errlen);
 }
 
 ft_status ft_stats_init(ft_stats *st) {
@@ -457,8 +810,7 @@ ft_status ft_stats_init(ft_stats *st) {
     ft__vec_init(&st->rows[i], sizeof(ft_stat_row), 10);
     if (ft__map_init(&st->index[i], 256)) return FT_ENOMEM;
   }
-  ft__vec_init(&st->intervals, 3 * sizeof(int64_t), 14);
-  if (ft__map_init(&st->ext_device_ns, 1024) || ft__map_init(&st->ext_op, 1024)) return FT_ENOMEM;
+  if (ft__map_init(&st->device_index, 8)) return FT_ENOMEM;
   st->first_ns = INT64_MAX;
   st->last_ns = INT64_MIN;
   return FT_OK;
@@ -470,64 +822,53 @@ void ft_stats_free(ft_stats *st) {
     ft__vec_free(&st->rows[i]);
     ft__map_free(&st->index[i]);
   }
-  ft__vec_free(&st->intervals);
-  ft__map_free(&st->ext_device_ns);
-  ft__map_free(&st->ext_op);
+  join_free(&st->ext_op);
+  ft__map_free(&st->device_index);
+  for (size_t i = 0; i < st->n_devices; i++) {
+    ft__vec_free(&st->devices[i].iv);
+    ft__vec_free(&st->devices[i].longs);
+  }
+  free(st->devices);
 }
 
 void ft_stats_finish(ft_stats *st) {
   /* self device time of an op: device events whose External id is one of its
    * calls (the innermost op that launched them); the rest is left unattributed */
-  uint64_t unattributed = 0, total = 0;
-  for (size_t i = 0; i < st->intervals.len; i++) {
-    int64_t *iv = ft__vec_at(&st->intervals, i);
-    total += (uint64_t)(iv[2] - iv[1]);
-  }
-  uint64_t attributed = 0;
-  for (size_t i = 0; i < st->ext_device_ns.cap; i++) {
-    if (!st->ext_device_ns.used[i]) continue;
-    uint64_t *op = ft__map_find(&st->ext_op, st->ext_device_ns.keys[i]);
-    if (!op) continue;
-    ft_stat_row *r = ft__vec_at(&st->rows[FT_STAT_OPS], *op - 1);
-    r->total_ns += st->ext_device_ns.vals[i];
-    attributed += st->ext_device_ns.vals[i];
-  }
-  unattributed = total - attributed;
+  uint64_t unattributed = st->device_ns - st->attributed_ns;
   if (unattributed && st->rows[FT_STAT_OPS].len) {
     ft_stat_row *r = row(st, FT_STAT_OPS, "(no op)", 7, 0);
     if (r) r->total_ns += unattributed;
   }
 }
 
-static int cmp_interval(const void *a, const void *b) {
-  const int64_t *x = a, *y = b;
-  if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
-  return (x[1] > y[1]) - (x[1] < y[1]);
+uint64_t ft_stats_span(const ft_stats *st) {
+  /* both ends lie within +-8e18 ns: the difference fits unsigned */
+  return st->last_ns > st->first_ns ? (uint64_t)st->last_ns - (uint64_t)st->first_ns : 0;
 }
 
-size_t ft_stats_busy(ft_stats *st, ft_stat_busy *out, size_t max) {
-  /* copy the chunked intervals into one array to sort them */
-  size_t n = st->intervals.len, devs = 0;
-  int64_t *all = malloc(n * 3 * sizeof *all + 1);
-  if (!all) return 0;
-  for (size_t i = 0; i < n; i++) memcpy(all + 3 * i, ft__vec_at(&st->intervals, i), 3 * sizeof *all);
-  qsort(all, n, 3 * sizeof *all, cmp_interval);
-  for (size_t i = 0; i < n;) {
-    int64_t dev = all[3 * i], lo = all[3 * i + 1], hi = all[3 * i + 2];
-    uint64_t busy = 0;
-    for (; i < n && all[3 * i] == dev; i++) {
-      if (all[3 * i + 1] > hi) {
-        busy += (uint64_t)(hi - lo);
-        lo = all[3 * i + 1];
-        hi = all[3 * i + 2];
-      } else if (all[3 * i + 2] > hi) {
-        hi = all[3 * i + 2];
-      }
-    }
-    busy += (uint64_t)(hi - lo);
-    if (devs < max) out[devs] = (ft_stat_busy){(uint64_t)dev, busy};
-    devs++;
+static int by_device(const void *a, const void *b) {
+  const ft_stat_busy *x = a, *y = b;
+  return (x->device > y->device) - (x->device < y->device);
+}
+
+ft_stat_busy *ft_stats_busy(ft_stats *st, size_t *n) {
+  *n = 0;
+  if (!st->n_devices) return NULL;
+  ft_stat_busy *out = malloc(st->n_devices * sizeof *out);
+  if (!out) {
+    *n = SIZE_MAX;
+    return NULL;
   }
-  free(all);
-  return devs < max ? devs : max;
+  for (size_t i = 0; i < st->n_devices; i++) {
+    uint64_t busy;
+    if (!device_busy(&st->devices[i], &busy)) {
+      free(out);
+      *n = SIZE_MAX;
+      return NULL;
+    }
+    out[i] = (ft_stat_busy){st->devices[i].id, busy};
+  }
+  qsort(out, st->n_devices, sizeof *out, by_device);
+  *n = st->n_devices;
+  return out;
 }

@@ -8,7 +8,9 @@ uint64_t ft__clock_map_apply(const ft__clock_map *m, uint64_t v) {
   long double span = (long double)m->v1 - (long double)m->v0;
   long double scale = span > 0 ? ((long double)m->r1 - (long double)m->r0) / span : 1.0L;
   long double r = (long double)m->r0 + ((long double)v - (long double)m->v0) * scale;
-  return r <= 0 ? 0 : (uint64_t)(r + 0.5L);
+  /* a garbage timestamp may map past 2^64: saturate (a cast would be UB), and the
+   * span check then calls it implausible */
+  return r <= 0 ? 0 : r + 0.5L >= 0x1p64L ? UINT64_MAX : (uint64_t)(r + 0.5L);
 }
 
 int ft__clock_map_span(const ft__clock_map *m, uint64_t start, uint64_t end, uint64_t *s, uint64_t *e) {

@@ -152,6 +152,29 @@ static inline bool ft__is_device_kind(unsigned k) {
 /* Host-side API calls: they launch device work and carry the thread id. */
 static inline bool ft__is_api_kind(unsigned k) { return k == FT__EV_RUNTIME || k == FT__EV_DRIVER; }
 
+/* ---- the output file (trace_file.c) ---- */
+
+/* A trace's destination. A regular file or a new name is written under a
+ * temporary name beside it and renamed over it at commit (readers never see half
+ * a trace); a FIFO or character device is written through in place; a symlink is
+ * followed (its target written, the link kept; a dangling one is refused);
+ * directories, block devices and sockets are refused. */
+typedef struct ft__trace_file {
+  int fd;
+  char *target; /* what the temporary file is renamed to (the symlink resolved) */
+  char *tmp;    /* NULL when writing through */
+  bool fifo;    /* SIGPIPE is held off while writing */
+} ft__trace_file;
+
+/* Opens path's destination; on failure nothing is left behind and err says why. */
+ft_status ft__trace_file_open(ft__trace_file *f, const char *path, char *err, size_t errlen);
+/* Writes all of p; 0 or the errno of the failure (EPIPE, never SIGPIPE). */
+int ft__trace_file_write(ft__trace_file *f, const void *p, size_t n);
+/* Closes, and renames the temporary file into place; path names it in errors. */
+ft_status ft__trace_file_commit(ft__trace_file *f, const char *path, char *err, size_t errlen);
+/* Closes and removes the temporary file, if any; frees. Safe after commit. */
+void ft__trace_file_discard(ft__trace_file *f);
+
 /* ---- JSON output (json.c) ---- */
 
 typedef struct ft__out ft__out;
@@ -214,6 +237,10 @@ enum { FT__S_CREATED, FT__S_RUNNING, FT__S_STOPPED };
 struct ft_session {
   pthread_mutex_t mu;
   int state;
+  atomic_bool running;  /* state == RUNNING, for the lock-free correlation push */
+  uint64_t gen;         /* unique per session in the process: thread-local range
+                         * frames, correlation pushes and error texts carry it, so
+                         * a later session at the same address never takes them */
   ft_tracer *tracer;
   atomic_bool tracer_armed; /* read without the lock by ft_correlation_push */
   ft_status device_status;
@@ -240,10 +267,9 @@ struct ft_session {
   unsigned activities;
   char process_name[128];
   uint32_t pid;
-  char err[512];
 };
 
-/* Sets the session's last error message and returns status. */
+/* Sets the calling thread's last error message for s and returns status. */
 ft_status ft__session_fail(ft_session *s, ft_status status, const char *fmt, ...) FT__PRINTF(3, 4);
 
 /* Export statistics computed by the writer's rules (window, flows). */

@@ -17,12 +17,12 @@ struct ft__out {
   ft__out_head head; /* buf/used/cap: the inline fast path in internal.h */
   char buf[OUT_BUF];
   int fd;           /* -1 for memory writers */
+  ft__trace_file file;
   bool discard;     /* count bytes only (benchmarks) */
   bool gzip;
   z_stream z;
   bool z_ready;
-  char *path;       /* final name */
-  char *tmp;        /* temporary name */
+  char *path;       /* the name given, for messages */
   char *mem;        /* memory writer storage */
   size_t mem_len, mem_cap;
   int err;          /* first errno, 0 = fine */
@@ -52,18 +52,8 @@ static void sink_raw(ft__out *o, const void *p, size_t n) {
     o->mem_len += n;
     return;
   }
-  const char *c = p;
-  while (n) {
-    ssize_t w = write(o->fd, c, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      o->err = errno;
-      o->err_what = "write";
-      return;
-    }
-    c += w;
-    n -= (size_t)w;
-  }
+  o->err = ft__trace_file_write(&o->file, p, n);
+  if (o->err) o->err_what = "write";
 }
 
 static void deflate_some(ft__out *o, const char *p, size_t n, int flush) {
@@ -365,25 +355,17 @@ static bool ends_with(const char *s, const char *suffix) {
 ft_status ft__out_open(ft__out **out, const char *path, char *errbuf, size_t errlen) {
   ft__out *o = out_new();
   if (!o) return FT_ENOMEM;
-  size_t plen = strlen(path);
   o->path = strdup(path);
-  o->tmp = malloc(plen + 32);
-  if (!o->path || !o->tmp) {
+  if (!o->path) {
     ft__out_abort(o);
     return FT_ENOMEM;
   }
-  for (int attempt = 0; attempt < 100 && o->fd < 0; attempt++) {
-    snprintf(o->tmp, plen + 32, "%s.tmp.%ld.%d", path, (long)getpid(), attempt);
-    o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (o->fd < 0 && errno != EEXIST) break;
-  }
-  if (o->fd < 0) {
-    snprintf(errbuf, errlen, "cannot create trace file '%s': %s", path, strerror(errno));
-    free(o->tmp);
-    o->tmp = NULL; /* nothing to remove */
+  ft_status st = ft__trace_file_open(&o->file, path, errbuf, errlen);
+  if (st) {
     ft__out_abort(o);
-    return FT_EIO;
+    return st;
   }
+  o->fd = o->file.fd;
   if (ends_with(path, ".gz") && gz_init(o)) {
     ft__out_abort(o);
     return FT_ENOMEM;
@@ -406,9 +388,7 @@ const char *ft__out_mem(ft__out *o, size_t *len) {
 void ft__out_abort(ft__out *o) {
   if (!o) return;
   if (o->z_ready) deflateEnd(&o->z);
-  if (o->fd >= 0) close(o->fd);
-  if (o->tmp) unlink(o->tmp);
-  free(o->tmp);
+  if (o->fd >= 0) ft__trace_file_discard(&o->file);
   free(o->path);
   free(o->mem);
   free(o);
@@ -421,24 +401,8 @@ ft_status ft__out_close(ft__out *o, char *errbuf, size_t errlen) {
     deflateEnd(&o->z);
     o->z_ready = false;
   }
-  if (o->fd >= 0) {
-    if (!o->err && close(o->fd) != 0) {
-      o->err = errno;
-      o->err_what = "close";
-    } else if (o->err) {
-      close(o->fd);
-    }
-    o->fd = -1;
-    if (!o->err && rename(o->tmp, o->path) != 0) {
-      o->err = errno;
-      o->err_what = "rename into place";
-    }
-    if (!o->err) {
-      free(o->tmp);
-      o->tmp = NULL; /* renamed: nothing to remove */
-    }
-  }
   ft_status st = FT_OK;
+  if (o->fd >= 0 && !o->err) st = ft__trace_file_commit(&o->file, o->path, errbuf, errlen);
   if (o->err) {
     snprintf(errbuf, errlen, "cannot %s trace file '%s': %s", o->err_what,
              o->path ? o->path : "(memory)", strerror(o->err));
@@ -448,5 +412,6 @@ ft_status ft__out_close(ft__out *o, char *errbuf, size_t errlen) {
   return st;
 }
 
-size_t ft_json_escape(char *dst, const char *s, size_t n) { return ft__json_escape(dst, s, n); }
-int ft_json_is_literal(const char *s, size_t n) { return ft__json_is_literal(s, n); }
+/* The exported twins check their pointers: 0 (never a valid length) for NULL. */
+size_t ft_json_escape(char *dst, const char *s, size_t n) { return dst && (s || !n) ? ft__json_escape(dst, s ? s : "", n) : 0; }
+int ft_json_is_literal(const char *s, size_t n) { return s ? ft__json_is_literal(s, n) : 0; }

@@ -10,7 +10,7 @@
 enum { MAX_DEPTH = 256 };
 
 typedef struct range_frame {
-  ft_session *session;
+  uint64_t gen; /* the session's: a frame of a destroyed session never matches */
   uint64_t external_id;
   uint64_t start_ns;
   uint32_t name_id;
@@ -18,8 +18,19 @@ typedef struct range_frame {
 } range_frame;
 
 static _Thread_local range_frame tls_frames[MAX_DEPTH];
-/* ft_correlation_push calls that reached the tracer and await their pop */
-static _Thread_local int tls_corr_pushed;
+/* This thread's ft_correlation_push calls awaiting their pop, of session gen;
+ * they reached the tracer when tracer is set (a session pushes all or none). */
+static _Thread_local struct {
+  uint64_t gen;
+  uint64_t pushed;
+  bool tracer;
+} tls_corr;
+/* The last error, per thread: no lock, no race between threads failing at once. */
+static _Thread_local struct {
+  uint64_t gen;
+  char text[512];
+} tls_err;
+static atomic_uint_fast64_t next_gen;
 
 typedef struct open_range {
   uint64_t start_ns;
@@ -43,8 +54,9 @@ static _Atomic(ft_session *) active_session;
 ft_status ft__session_fail(ft_session *s, ft_status status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(s->err, sizeof s->err, fmt, ap);
+  vsnprintf(tls_err.text, sizeof tls_err.text, fmt, ap);
   va_end(ap);
+  tls_err.gen = s->gen;
   return status;
 }
 
@@ -79,8 +91,13 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
   ft_session_options def;
   ft_session_options_init(&def);
   if (!opts) opts = &def;
+  /* -1 is "unknown" for rank and world size; anything else must make sense */
+  if ((opts->activities & ~(unsigned)FT_ACTIVITY_ALL) || opts->rank < -1 || opts->world_size < -1 ||
+      opts->world_size == 0 || (opts->rank >= 0 && opts->world_size > 0 && opts->rank >= opts->world_size))
+    return FT_EINVAL;
   ft_session *s = calloc(1, sizeof *s);
   if (!s) return FT_ENOMEM;
+  s->gen = atomic_fetch_add(&next_gen, 1) + 1;
   pthread_mutex_init(&s->mu, NULL);
   ft__store_init(&s->store);
   ft__vec_init(&s->open_vec, sizeof(open_range), 6);
@@ -233,6 +250,7 @@ ft_status ft_session_start(ft_session *s) {
   }
   pthread_mutex_lock(&s->mu);
   s->state = FT__S_RUNNING;
+  s->running = true;
   pthread_mutex_unlock(&s->mu);
   return FT_OK;
 }
@@ -278,6 +296,7 @@ ft_status ft_session_stop(ft_session *s) {
   }
   s->hi = ft__now_ns();
   s->state = FT__S_STOPPED;
+  s->running = false;
   pthread_mutex_unlock(&s->mu);
   ft_status result = FT_OK;
   if (s->tracer_armed) {
@@ -299,15 +318,27 @@ ft_status ft_session_stop(ft_session *s) {
   return result;
 }
 
+/* Frames of other sessions can never be recorded (one session runs at a time and
+ * runs once): drop them, so they take no depth from the running session s. */
+static void drop_foreign_frames(const ft_session *s) {
+  int w = 0;
+  for (int i = 0; i < tls_depth; i++)
+    if (tls_frames[i].gen == s->gen) tls_frames[w++] = tls_frames[i];
+  tls_depth = w;
+}
+
 ft_status ft_range_push(ft_session *s, const char *name, uint64_t *external_id) {
   if (!s || !name) return FT_EINVAL;
-  if (tls_depth >= MAX_DEPTH)
-    return ft__session_fail(s, FT_ERANGE, "more than %d nested ranges on one thread", MAX_DEPTH);
   uint64_t now = ft__now_ns();
   pthread_mutex_lock(&s->mu);
   if (s->state != FT__S_RUNNING) {
     pthread_mutex_unlock(&s->mu);
     return ft__session_fail(s, FT_ESTATE, "ranges can be pushed only while the session runs");
+  }
+  if (tls_depth && tls_frames[tls_depth - 1].gen != s->gen) drop_foreign_frames(s);
+  if (tls_depth >= MAX_DEPTH) {
+    pthread_mutex_unlock(&s->mu);
+    return ft__session_fail(s, FT_ERANGE, "more than %d nested ranges on one thread", MAX_DEPTH);
   }
   range_frame *f = &tls_frames[tls_depth];
   ft_status st = ft__intern(&s->store.names, name, strlen(name), &f->name_id);
@@ -315,7 +346,7 @@ ft_status ft_range_push(ft_session *s, const char *name, uint64_t *external_id) 
   bool armed = s->tracer_armed;
   pthread_mutex_unlock(&s->mu);
   if (st) return ft__session_fail(s, st, "recording range '%s'", name);
-  f->session = s;
+  f->gen = s->gen;
   f->external_id = id;
   f->start_ns = now;
   f->tracer_pushed = armed && s->tracer->ops->push_correlation(s->tracer, id) == FT_OK;
@@ -326,17 +357,27 @@ ft_status ft_range_push(ft_session *s, const char *name, uint64_t *external_id) 
 
 ft_status ft_correlation_push(ft_session *s, uint64_t external_id) {
   if (!s) return FT_EINVAL;
-  if (!s->tracer_armed) return FT_OK; /* nothing to attribute outside a capture */
-  ft_status st = s->tracer->ops->push_correlation(s->tracer, external_id);
-  if (!st) tls_corr_pushed++;
-  return st;
+  if (!s->running) return ft__session_fail(s, FT_ESTATE, "correlation ids can be pushed only while the session runs");
+  if (tls_corr.gen != s->gen) /* another session's pushes: never popped into this one */
+    tls_corr.gen = s->gen, tls_corr.pushed = 0;
+  bool armed = s->tracer_armed; /* CPU-only sessions count the push and pop only */
+  if (armed) {
+    ft_status st = s->tracer->ops->push_correlation(s->tracer, external_id);
+    if (st) return ft__session_fail(s, st, "pushing correlation id %llu: %s", (unsigned long long)external_id,
+                                    s->tracer->ops->last_error(s->tracer));
+  }
+  tls_corr.tracer = armed;
+  tls_corr.pushed++;
+  return FT_OK;
 }
 
 ft_status ft_correlation_pop(ft_session *s) {
   if (!s) return FT_EINVAL;
-  if (!tls_corr_pushed) return FT_OK; /* its push happened outside a capture */
-  tls_corr_pushed--;
-  return s->tracer->ops->pop_correlation(s->tracer);
+  if (tls_corr.gen != s->gen || !tls_corr.pushed)
+    return ft__session_fail(s, FT_ESTATE, "no correlation id of this session pushed on this thread");
+  tls_corr.pushed--;
+  /* after stop too: the vendor's per-thread stack is unwound */
+  return tls_corr.tracer ? s->tracer->ops->pop_correlation(s->tracer) : FT_OK;
 }
 
 ft_status ft_user_range_push(ft_session *s, uint64_t id, const char *name) {
@@ -377,7 +418,7 @@ ft_status ft_user_range_pop(ft_session *s) {
 
 ft_status ft_range_pop(ft_session *s) {
   if (!s) return FT_EINVAL;
-  if (tls_depth == 0 || tls_frames[tls_depth - 1].session != s)
+  if (tls_depth == 0 || tls_frames[tls_depth - 1].gen != s->gen)
     return ft__session_fail(s, FT_ESTATE, "no open range of this session on this thread");
   range_frame f = tls_frames[--tls_depth];
   if (f.tracer_pushed) s->tracer->ops->pop_correlation(s->tracer);
@@ -394,7 +435,7 @@ ft_status ft_range_pop(ft_session *s) {
 
 int ft__range_depth(const ft_session *s) {
   int n = 0;
-  for (int i = 0; i < tls_depth; i++) n += tls_frames[i].session == s;
+  for (int i = 0; i < tls_depth; i++) n += tls_frames[i].gen == s->gen;
   return n;
 }
 
@@ -442,20 +483,20 @@ ft_status ft_session_write(ft_session *s, const char *path) {
   if (s->state != FT__S_STOPPED)
     return ft__session_fail(s, FT_ESTATE, "stop the session before writing it");
   ft__out *o;
-  ft_status st = ft__out_open(&o, path, s->err, sizeof s->err);
-  if (st) return st;
+  char err[sizeof tls_err.text] = "";
+  ft_status st = ft__out_open(&o, path, err, sizeof err);
+  if (st) return ft__session_fail(s, st, "%s", err[0] ? err : ft_strerror(st));
   ft__export_stats stats;
   st = ft__write_trace(s, o, &stats);
   if (st) {
     ft__out_abort(o);
     return ft__session_fail(s, st, "writing trace '%s': %s", path, ft_strerror(st));
   }
-  st = ft__out_close(o, s->err, sizeof s->err);
-  if (!st)
-    ft__log("wrote %s: %llu events, %llu outside the window, %llu flows", path,
-            (unsigned long long)stats.exported, (unsigned long long)stats.window_discarded,
-            (unsigned long long)stats.flows);
-  return st;
+  st = ft__out_close(o, err, sizeof err);
+  if (st) return ft__session_fail(s, st, "%s", err[0] ? err : ft_strerror(st));
+  ft__log("wrote %s: %llu events, %llu outside the window, %llu flows", path, (unsigned long long)stats.exported,
+          (unsigned long long)stats.window_discarded, (unsigned long long)stats.flows);
+  return FT_OK;
 }
 
 ft_status ft_session_device_time(ft_session *s, uint64_t external_id, uint64_t *ns, uint64_t *count) {
@@ -506,7 +547,7 @@ ft_status ft_session_device_status(const ft_session *s, const char **why) {
   return s->device_status;
 }
 
-const char *ft_session_last_error(const ft_session *s) { return s ? s->err : ""; }
+const char *ft_session_last_error(const ft_session *s) { return s && tls_err.gen == s->gen ? tls_err.text : ""; }
 
 ft_status ft__session_inject(ft_session *s, const ft_device_event *ev) { return sink_event(s, ev); }
 

@@ -595,7 +595,7 @@ ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
 
 ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_export_visitor visit, void *ctx,
                                    uint64_t *discarded) {
-  if (!s || !visit) return FT_EINVAL;
+  if (!s || !visit || lo > hi) return FT_EINVAL;
   if (s->state != FT__S_STOPPED) return ft__session_fail(s, FT_ESTATE, "stop the session first");
   plan p;
   ft_status st = plan_build(s, &p, lo, hi);
@@ -656,7 +656,7 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
 }
 
 size_t ft_session_streams(ft_session *s, uint32_t *devices, uint32_t *streams, size_t max) {
-  if (!s || s->state != FT__S_STOPPED) return 0;
+  if (!s || s->state != FT__S_STOPPED || (max && (!devices || !streams))) return 0;
   plan p;
   size_t n = 0;
   if (!plan_build(s, &p, s->lo, s->hi)) {

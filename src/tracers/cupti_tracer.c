@@ -599,21 +599,32 @@ _Static_assert(offsetof(CUpti_ActivityMemcpy6, bytes) == offsetof(CUpti_Activity
 /* MCPTI 3.8's iterator can return a stale pointer after external-correlation
  * records (seed §6.2), so the buffer is walked here: record by record at the
  * library's sizes, and on a malformed candidate 8 bytes on, to the next plausible
- * record (counted). */
-static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
+ * record (counted). A pure function of the bytes (fuzz/fuzz_mcpti.c): each
+ * well-formed record goes to visit with its size. */
+static void mc_walk(const uint8_t *buf, size_t valid, void (*visit)(void *ctx, const uint8_t *rec, size_t size),
+                    void *ctx, uint64_t *resyncs, uint64_t *skipped_bytes) {
   size_t off = 0, lost_from = SIZE_MAX;
   while (off + 8 <= valid) {
     size_t n = mc_record_size(buf + off, valid - off);
     if (!n) {
-      if (lost_from == SIZE_MAX) lost_from = off, t->resyncs++;
+      if (lost_from == SIZE_MAX) lost_from = off, ++*resyncs;
       off += 8;
       continue;
     }
-    if (lost_from != SIZE_MAX) t->skipped_bytes += off - lost_from, lost_from = SIZE_MAX;
-    decode_record(t, (const CUpti_Activity *)(buf + off));
+    if (lost_from != SIZE_MAX) *skipped_bytes += off - lost_from, lost_from = SIZE_MAX;
+    visit(ctx, buf + off, n);
     off += (n + 7) & ~(size_t)7;
   }
-  if (lost_from != SIZE_MAX) t->skipped_bytes += valid - lost_from;
+  if (lost_from != SIZE_MAX) *skipped_bytes += valid - lost_from;
+}
+
+static void decode_one(void *t, const uint8_t *rec, size_t size) {
+  (void)size;
+  decode_record(t, (const CUpti_Activity *)rec);
+}
+
+static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
+  mc_walk(buf, valid, decode_one, t, &t->resyncs, &t->skipped_bytes);
 }
 #else
 static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {

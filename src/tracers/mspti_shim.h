@@ -51,6 +51,18 @@ enum {
   MSPTI_EXT_KIND = 4, MSPTI_EXT_ID = 8, MSPTI_EXT_CORRELATION = 16, MSPTI_EXT_SIZE = 24,
 };
 
+/* The packed size of a record of a kind we decode; 0 for the others. */
+static inline size_t ft__mspti_record_size(uint32_t kind) {
+  switch (kind) {
+  case MSPTI_ACTIVITY_KIND_KERNEL: return MSPTI_KERNEL_SIZE;
+  case MSPTI_ACTIVITY_KIND_API: return MSPTI_API_SIZE;
+  case MSPTI_ACTIVITY_KIND_MEMCPY:
+  case MSPTI_ACTIVITY_KIND_MEMSET: return MSPTI_MEM_SIZE;
+  case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return MSPTI_EXT_SIZE;
+  default: return 0;
+  }
+}
+
 /* X(return type, name, (parameters), (arguments), required). Optional entries
  * (newer CANN releases only) may be missing; required ones make the library unusable. */
 #define FT_MSPTI_FUNCS(X)                                                                         \

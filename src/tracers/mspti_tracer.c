@@ -188,6 +188,15 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
   }
 }
 
+/* True when the record the library handed back lies wholly inside the valid
+ * bytes (the kind alone for kinds decode_record ignores): it never reads past
+ * them, whatever the library returns. */
+static bool record_fits(const uint8_t *buf, size_t valid, const uint8_t *rec) {
+  if (rec < buf || (size_t)(rec - buf) > valid || valid - (size_t)(rec - buf) < 4) return false;
+  size_t need = ft__mspti_record_size(rd32(rec, 0));
+  return valid - (size_t)(rec - buf) >= (need ? need : 4);
+}
+
 static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
   *buffer = ft__pool_get(size);
   *max_records = 0;
@@ -205,6 +214,10 @@ static void buffer_completed(uint8_t *buffer, size_t size, size_t valid) {
       if (r == MSPTI_ERROR_MAX_LIMIT_REACHED) break;
       if (r != MSPTI_SUCCESS) {
         ft__warn("mspti: reading an activity buffer failed (msptiResult %d); the rest of it is lost", r);
+        break;
+      }
+      if (!record_fits(buffer, valid, (const uint8_t *)rec)) {
+        ft__warn("mspti: a record runs past the buffer's valid bytes; the rest of it is lost");
         break;
       }
       decode_record(t, (const uint8_t *)rec);

@@ -42,7 +42,10 @@ static void buffer_callback(const char *begin, const char *end, void *arg) {
   roc_tracer *t = atomic_load(&active);
   if (!t) return;
   pthread_mutex_lock(&t->mu);
-  for (const roctracer_record *r = (const roctracer_record *)begin; (const char *)r < end;) {
+  /* only whole records inside [begin, end), each after the last: a library handing
+   * back a short tail or a pointer that does not advance is not followed */
+  for (const roctracer_record *r = (const roctracer_record *)begin;
+       (size_t)(end - (const char *)r) >= sizeof *r && (const char *)r >= begin;) {
     if (t->n_recs == t->recs_cap) {
       size_t ncap = t->recs_cap ? t->recs_cap * 2 : 4096;
       roctracer_record *n = realloc(t->recs, ncap * sizeof *n);
@@ -57,7 +60,7 @@ static void buffer_callback(const char *begin, const char *end, void *arg) {
     else
       t->lost++;
     const roctracer_record *next = NULL;
-    if (t->api.roctracer_next_record(r, &next) != ROCTRACER_STATUS_SUCCESS || !next) break;
+    if (t->api.roctracer_next_record(r, &next) != ROCTRACER_STATUS_SUCCESS || !next || next <= r) break;
     r = next;
   }
   pthread_mutex_unlock(&t->mu);

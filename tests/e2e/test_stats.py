@@ -25,6 +25,18 @@ def stats(*args):
     return subprocess.run([*WRAP, flagtrace, "stats", *args], capture_output=True, text=True)
 
 
+def union_length(intervals):
+    """The length of the union of (start, end) pairs."""
+    xs = sorted(intervals)
+    total, lo, hi = 0, xs[0][0], xs[0][1]
+    for a, b in xs[1:]:
+        if a > hi:
+            total, lo, hi = total + hi - lo, a, b
+        else:
+            hi = max(hi, b)
+    return total + hi - lo
+
+
 def expected(path):
     """The summaries, computed from the parsed JSON with no shared code."""
     doc = json.load(gzip.open(path, "rt"))
@@ -65,17 +77,7 @@ def expected(path):
     for ext, t in ext_dev.items():
         if ext in ext_name:
             ops[ext_name[ext]] += t / 1000
-    busy = {}
-    for dev, iv in intervals.items():
-        iv.sort()
-        total, cur_lo, cur_hi = 0.0, iv[0][0], iv[0][1]
-        for a, b in iv[1:]:
-            if a > cur_hi:
-                total += cur_hi - cur_lo
-                cur_lo, cur_hi = a, b
-            else:
-                cur_hi = max(cur_hi, b)
-        busy[dev] = (total + cur_hi - cur_lo) / 1000
+    busy = {dev: union_length(iv) / 1000 for dev, iv in intervals.items()}
     us = lambda d: {k: [x / 1000 for x in v] for k, v in d.items()}  # noqa: E731
     mem = {k: [c, b, t / 1000] for k, (c, b, t) in mem.items()}
     return us(kern), us(api), mem, ops, op_calls, busy, (hi - lo) / 1000
@@ -179,6 +181,198 @@ def _():
                        ([], "no trace file"), (["--bogus"], "unknown option")):
         r = stats(*args)
         assert r.returncode == 2 and text in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+# ---- hardening (issue 14): edge cases of the input, the output and the numbers ----
+
+def write(d, name, content):
+    p = os.path.join(d, name)
+    with open(p, "wb") as f:
+        f.write(content if isinstance(content, bytes) else content.encode())
+    return p
+
+
+def kernel(ts, dur, pid=0, name="k", cat="kernel", **args):
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": pid, "tid": 7, "args": args}
+
+
+def trace(events):
+    return json.dumps({"traceEvents": events})
+
+
+@case("stats: error byte offsets point at the offending byte (0-based)")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        for text, at in (('{"traceEvents": [}', 17), ("x", 0), ('{"traceEvents": 5}', 16),
+                         ('{"traceEvents": [{"ph": "X",}]}', 28), ('{"traceEvents": [] x', 19),
+                         ('{"traceEvents":[],"traceEvents":[]}', 18)):
+            r = stats(write(d, "t.json", text))
+            assert r.returncode == 2 and r.stderr.endswith(f" at byte {at}\n"), (text, r.stderr)
+            assert text[at] in "}x5,\"", text  # the byte named is the bad one
+
+
+@case("stats: a duplicated traceEvents key is refused, not summed")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        r = stats(write(d, "t.json", '{"traceEvents":[%s],"traceEvents":[%s]}' % (
+            json.dumps(kernel(1, 2)), json.dumps(kernel(1, 2)))))
+        assert r.returncode == 2 and 'duplicate "traceEvents" key at byte' in r.stderr, r.stderr
+
+
+@case("stats: gzip with trailing garbage is refused; concatenated members are read")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        z = gzip.compress(trace([kernel(1, 2)]).encode())
+        r = stats(write(d, "t.json.gz", z + b"garbage"))
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r
+        assert f"trailing garbage after the gzip data at compressed byte {len(z)}" in r.stderr, r.stderr
+        text = trace([kernel(1, 2)] * 3).encode()
+        r = stats("-f", "json", write(d, "two.json.gz", gzip.compress(text[:20]) + gzip.compress(text[20:])))
+        assert r.returncode == 0, r
+        assert json.loads(r.stdout)["kernels"][0]["calls"] == 3
+
+
+@case("stats: the array form may end without its ']' (Trace Event Format)")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        body = "[" + ",".join(json.dumps(kernel(i * 10, 2)) for i in range(4))
+        for text in (body, body + ",", body + ",\n  "):
+            r = stats("-f", "json", write(d, "t.json", text))
+            assert r.returncode == 0, (text[-5:], r.stderr)
+            got = json.loads(r.stdout)
+            assert (got["events"], got["kernels"][0]["calls"]) == (4, 4), got
+        r = stats(write(d, "t.json", body + ', {"ph": "X", "ts"'))  # cut inside an event: still an error
+        assert r.returncode == 2 and "truncated JSON" in r.stderr, r.stderr
+
+
+@case("stats: ts/dur that are not numbers are counted once as skipped, never read as 0")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        ev = [kernel(1, 2), kernel("5", 2), kernel(5, "2"), kernel(None, 2), {"ph": "X", "cat": "kernel", "name": "k"},
+              kernel(7, [1]), {"ph": "i", "ts": "9", "name": "instant"}]
+        r = stats("-f", "json", write(d, "t.json", trace(ev)))
+        assert r.returncode == 0, r
+        assert r.stderr == "flagtrace stats: 5 events skipped: 5 with ts missing or ts/dur not a number\n", r.stderr
+        got = json.loads(r.stdout)
+        assert got["skipped_events"] == 5 and got["kernels"][0]["calls"] == 1, got
+
+
+@case("stats: extreme times are skipped and counted, in-range extremes are exact (no overflow)")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        ev = [kernel(9223372036854779, 1), kernel(9e15, 9e15), kernel(-9e15, 1), kernel(1, 9e15),
+              kernel(-4e15, 1, pid=1), kernel(4e15, 4e15, pid=1)]
+        r = stats("-f", "json", write(d, "t.json", trace(ev)))
+        assert r.returncode == 0, r
+        assert r.stderr == "flagtrace stats: 4 events skipped: 4 with ts or dur beyond +-4e+15 us\n", r.stderr
+        got = json.loads(r.stdout)
+        assert [(g["device"], g["busy_us"], g["span_us"]) for g in got["gpu"]] == [(1, 4e15 + 1, 12e15)], got["gpu"]
+
+
+@case("stats: more than 256 devices are all reported")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        r = stats("-f", "json", "-r", "gpu", write(d, "t.json", trace([kernel(10, 2, pid=p) for p in range(300)])))
+        assert r.returncode == 0, r
+        assert [g["device"] for g in json.loads(r.stdout)["gpu"]] == list(range(300))
+
+
+@case("stats: options may follow the files; after -- everything is a file")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        p = write(d, "t.json", trace([kernel(1, 2)]))
+        r = stats(p, "--format", "json", p, "-r", "kernels")
+        assert r.returncode == 0, r
+        got = json.loads(r.stdout)
+        assert got["files"] == [p, p] and list(got) == ["files", "events", "skipped_events", "kernels"], got
+        r = stats(p, "--", "--format")
+        assert r.returncode == 2 and r.stderr == "flagtrace stats: --format: cannot open: No such file or directory\n", r
+
+
+@case("stats: older kineto spellings and MTIA categories are read")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        ev = [{"ph": "X", "cat": "Operator", "name": "aten::mm", "ts": 0, "dur": 50, "args": {"external id": 3}},
+              kernel(1, 2, cat="Kernel", name="gemm", **{"external id": 3}),
+              kernel(4, 3, cat="mtia_ccp_events", name="mtia_k", **{"external id": 3}),
+              kernel(8, 1, cat="Memcpy", name="Memcpy HtoD", bytes=1000),
+              kernel(10, 1, cat="Memset", name="Memset", bytes=10),
+              {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "ts": 0, "dur": 1},
+              {"ph": "X", "cat": "mtia_runtime", "name": "mtiaLaunch", "ts": 2, "dur": 1}]
+        r = stats("-f", "json", write(d, "t.json", trace(ev)))
+        assert r.returncode == 0 and not r.stderr, r
+        got = json.loads(r.stdout)
+        assert {k["name"]: k["total_us"] for k in got["kernels"]} == {"gemm": 2, "mtia_k": 3}
+        assert {m["name"]: (m["kind"], m["bytes"]) for m in got["memory"]} == {
+            "Memcpy HtoD": ("memcpy", 1000), "Memset": ("memset", 10)}
+        assert {a["name"] for a in got["api"]} == {"cudaLaunchKernel", "mtiaLaunch"}
+        assert {o["name"]: o["self_device_us"] for o in got["ops"]} == {"aten::mm": 5, "(no op)": 2}
+
+
+@case("stats: a failed write is one line and status 1 (/dev/full, closed stdout)")
+def _():
+    p = os.path.join(data, TRACES[0])
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([*WRAP, flagtrace, "stats", p], stdout=full, stderr=subprocess.PIPE, text=True)
+    assert r.returncode == 1 and r.stderr == "flagtrace: cannot write the output: No space left on device\n", r
+    r = subprocess.run([*WRAP, flagtrace, "stats", p], stderr=subprocess.PIPE, text=True,
+                       preexec_fn=lambda: os.close(1))
+    assert r.returncode == 1 and r.stderr == "flagtrace: cannot write the output: Bad file descriptor\n", r
+    r = subprocess.run([*WRAP, flagtrace, "--version"], stderr=subprocess.PIPE, text=True,
+                       preexec_fn=lambda: os.close(1))
+    assert r.returncode == 1 and r.stderr.startswith("flagtrace: cannot write the output"), r
+
+
+def peak_kb(path):
+    """Peak RSS of one `stats` run, in its own child (RUSAGE_CHILDREN is a max over children)."""
+    code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    return int(subprocess.run([sys.executable, "-c", code, flagtrace, "stats", path], capture_output=True,
+                              text=True, check=True).stdout)
+
+
+@case("stats: memory per device event is at most 16 B (busy intervals that never merge)")
+def _():
+    ldd = subprocess.run(["ldd", flagtrace], capture_output=True, text=True).stdout
+    if WRAP or "libasan" in ldd or "libtsan" in ldd:
+        return  # under valgrind or a sanitizer RSS means nothing
+    with tempfile.TemporaryDirectory() as d:
+        def make(n):  # kernels with gaps between them: no interval ever merges
+            body = ",".join('{"ph":"X","cat":"kernel","name":"k","ts":%d,"dur":1,"pid":0}' % (3 * i)
+                            for i in range(n))
+            return write(d, f"t{n}.json", '{"traceEvents":[' + body + "]}")
+        small, big = make(50000), make(650000)
+        per_event = (peak_kb(big) - peak_kb(small)) * 1024 / 600000
+        assert per_event <= 16, f"{per_event:.1f} B per device event"
+
+
+@case("stats: busy % is the exact union for shuffled, overlapping and > 4.3 s device work")
+def _():
+    import random
+    rnd = random.Random(14)
+    ev, iv = [], defaultdict(list)
+    for i in range(30000):
+        dev = rnd.randrange(3)
+        ts = rnd.randrange(0, 10 ** 9)  # ns
+        dur = rnd.choice([rnd.randrange(0, 5000), rnd.randrange(0, 10 ** 6), 5 * 10 ** 9 + rnd.randrange(10 ** 6)])
+        if i % 3:  # mostly in time order, as real traces are
+            ts = i * 30000 + rnd.randrange(1000)
+        ev.append('{"ph":"X","cat":"kernel","name":"k","ts":%d.%03d,"dur":%d.%03d,"pid":%d}' % (
+            ts // 1000, ts % 1000, dur // 1000, dur % 1000, dev))
+        iv[dev].append((ts, ts + dur))
+    stretch = []  # 6 s of touching 1 ms kernels, shuffled: merged, they outgrow a 4.3 s interval
+    for i in range(6000):
+        stretch.append('{"ph":"X","cat":"kernel","name":"k","ts":%d,"dur":1000,"pid":3}' % (2 * 10 ** 6 + 1000 * i))
+        iv[3].append((2 * 10 ** 9 + 10 ** 6 * i, 2 * 10 ** 9 + 10 ** 6 * (i + 1)))
+    rnd.shuffle(stretch)
+    ev += stretch
+    rnd.shuffle(ev[: len(ev) // 2])
+    busy = {dev: union_length(xs) for dev, xs in iv.items()}
+    with tempfile.TemporaryDirectory() as d:
+        r = stats("-f", "json", "-r", "gpu", write(d, "t.json", '{"traceEvents":[' + ",".join(ev) + "]}"))
+        assert r.returncode == 0, r
+        got = {g["device"]: round(g["busy_us"] * 1000) for g in json.loads(r.stdout)["gpu"]}
+        assert got == busy, (got, busy)
 
 
 results.finish()

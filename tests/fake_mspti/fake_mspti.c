@@ -36,16 +36,7 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static size_t record_size(uint32_t kind) {
-  switch (kind) {
-  case MSPTI_ACTIVITY_KIND_KERNEL: return MSPTI_KERNEL_SIZE;
-  case MSPTI_ACTIVITY_KIND_API: return MSPTI_API_SIZE;
-  case MSPTI_ACTIVITY_KIND_MEMCPY:
-  case MSPTI_ACTIVITY_KIND_MEMSET: return MSPTI_MEM_SIZE;
-  case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return MSPTI_EXT_SIZE;
-  default: return 0;
-  }
-}
+static size_t record_size(uint32_t kind) { return ft__mspti_record_size(kind); }
 
 static void complete(fbuf *b) {
   if (!b->p) return;

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -568,6 +569,169 @@ static void test_distributed_info_only_with_a_rank(void **state) {
   free(text);
 }
 
+/* Ranges left open when a running session is destroyed die with it: the next
+ * session (most likely at the same address) pops nothing of them and keeps its
+ * full nesting depth. */
+static void test_ranges_die_with_their_session(void **state) {
+  (void)state;
+  ft_session *a;
+  assert_int_equal(ft_session_create(&a, NULL), FT_OK);
+  assert_int_equal(ft_session_start(a), FT_OK);
+  for (int i = 0; i < 200; i++) assert_int_equal(ft_range_push(a, "left open", NULL), FT_OK);
+  assert_int_equal(ft__range_depth(a), 200);
+  ft_session_destroy(a); /* running, 200 ranges open on this thread */
+  ft_session *b;
+  assert_int_equal(ft_session_create(&b, NULL), FT_OK);
+  assert_int_equal(ft_session_start(b), FT_OK);
+  assert_int_equal(ft_range_pop(b), FT_ESTATE); /* a range it never pushed */
+  assert_string_equal(ft_session_last_error(b), "no open range of this session on this thread");
+  for (int i = 0; i < 256; i++) assert_int_equal(ft_range_push(b, "nest", NULL), FT_OK);
+  assert_int_equal(ft_range_push(b, "one too deep", NULL), FT_ERANGE);
+  assert_int_equal(ft__range_depth(b), 256);
+  for (int i = 0; i < 256; i++) assert_int_equal(ft_range_pop(b), FT_OK);
+  assert_int_equal(ft_range_pop(b), FT_ESTATE);
+  /* a stopped (not destroyed) session's open ranges do not block the next one either */
+  assert_int_equal(ft_range_push(b, "open at stop", NULL), FT_OK);
+  assert_int_equal(ft_session_stop(b), FT_OK);
+  ft_session *c;
+  assert_int_equal(ft_session_create(&c, NULL), FT_OK);
+  assert_int_equal(ft_session_start(c), FT_OK);
+  assert_int_equal(ft_range_pop(c), FT_ESTATE);
+  for (int i = 0; i < 256; i++) assert_int_equal(ft_range_push(c, "nest", NULL), FT_OK);
+  assert_int_equal(ft_range_push(c, "one too deep", NULL), FT_ERANGE);
+  ft_session_destroy(c);
+  ft_session_destroy(b);
+}
+
+/* ft_correlation_pop follows ft_range_pop: nothing to pop is FT_ESTATE. */
+static void test_correlation_pop_needs_a_push(void **state) {
+  (void)state;
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_correlation_pop(s), FT_ESTATE); /* before start */
+  assert_int_equal(ft_correlation_push(s, 5), FT_ESTATE);
+  assert_string_equal(ft_session_last_error(s), "correlation ids can be pushed only while the session runs");
+  assert_int_equal(ft_session_start(s), FT_OK);
+  assert_int_equal(ft_correlation_pop(s), FT_ESTATE);
+  assert_string_equal(ft_session_last_error(s), "no correlation id of this session pushed on this thread");
+  assert_int_equal(ft_correlation_push(s, 5), FT_OK);
+  assert_int_equal(ft_correlation_push(s, 6), FT_OK);
+  assert_int_equal(ft_correlation_pop(s), FT_OK);
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  assert_int_equal(ft_correlation_push(s, 7), FT_ESTATE); /* after stop */
+  assert_int_equal(ft_correlation_pop(s), FT_OK);     /* the push made while running */
+  assert_int_equal(ft_correlation_pop(s), FT_ESTATE); /* more pops than pushes */
+  ft_session *t;
+  assert_int_equal(ft_session_create(&t, NULL), FT_OK);
+  assert_int_equal(ft_session_start(t), FT_OK);
+  assert_int_equal(ft_session_stop(t), FT_OK);
+  ft_session_destroy(t);
+  ft_session *u; /* a push left by a destroyed session is not the next one's */
+  assert_int_equal(ft_session_create(&u, NULL), FT_OK);
+  assert_int_equal(ft_session_start(u), FT_OK);
+  assert_int_equal(ft_correlation_push(u, 8), FT_OK);
+  ft_session_destroy(u);
+  assert_int_equal(ft_session_create(&u, NULL), FT_OK);
+  assert_int_equal(ft_session_start(u), FT_OK);
+  assert_int_equal(ft_correlation_pop(u), FT_ESTATE);
+  ft_session_destroy(u);
+  ft_session_destroy(s);
+}
+
+/* Invalid arguments are a status everywhere, never accepted or a crash. */
+static void test_invalid_arguments(void **state) {
+  (void)state;
+  ft_session *s = NULL;
+  ft_session_options o;
+  ft_session_options_init(&o);
+  o.activities = FT_ACTIVITY_ALL + 1; /* an unknown bit */
+  assert_int_equal(ft_session_create(&s, &o), FT_EINVAL);
+  assert_null(s);
+  struct { int rank, world; ft_status want; } cases[] = {
+      {-2, -1, FT_EINVAL}, {-1, 0, FT_EINVAL}, {0, -2, FT_EINVAL}, {2, 2, FT_EINVAL},
+      {-1, -1, FT_OK},     {1, 2, FT_OK},     {3, -1, FT_OK},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ft_session_options_init(&o);
+    o.rank = cases[i].rank;
+    o.world_size = cases[i].world;
+    assert_int_equal(ft_session_create(&s, &o), cases[i].want);
+    ft_session_destroy(s);
+    s = NULL;
+  }
+  assert_int_equal(ft_session_create(NULL, NULL), FT_EINVAL);
+  assert_int_equal(ft_session_start(NULL), FT_EINVAL);
+  assert_int_equal(ft_session_stop(NULL), FT_EINVAL);
+  assert_int_equal(ft_range_push(NULL, "x", NULL), FT_EINVAL);
+  assert_int_equal(ft_range_pop(NULL), FT_EINVAL);
+  assert_int_equal(ft_correlation_push(NULL, 1), FT_EINVAL);
+  assert_int_equal(ft_correlation_pop(NULL), FT_EINVAL);
+  assert_int_equal(ft_session_write(NULL, "x"), FT_EINVAL);
+  assert_int_equal(ft_session_device_status(NULL, NULL), FT_EINVAL);
+  assert_string_equal(ft_session_last_error(NULL), "");
+  assert_int_equal(ft_json_escape(NULL, "a", 1), 0);
+  char buf[8];
+  assert_int_equal(ft_json_escape(buf, NULL, 1), 0);
+  assert_int_equal(ft_json_escape(buf, NULL, 0), 2); /* "" */
+  assert_int_equal(ft_json_is_literal(NULL, 3), 0);
+  s = new_session();
+  assert_int_equal(ft_range_push(s, NULL, NULL), FT_EINVAL);
+  assert_int_equal(ft_session_write(s, NULL), FT_EINVAL);
+  assert_int_equal(ft_session_write(s, ""), FT_EINVAL);
+  assert_int_equal(ft_session_device_time(s, 1, NULL, NULL), FT_EINVAL);
+  assert_int_equal(ft_session_counts_get(s, NULL), FT_EINVAL);
+  assert_int_equal(ft_session_foreach_event(s, 10, 9, NULL, NULL, NULL), FT_EINVAL);
+  assert_int_equal(ft_session_streams(s, NULL, NULL, 4), 0);
+  ft_session_destroy(s);
+}
+
+/* The last-error text is per thread: threads failing at once each read their
+ * own message, whole (TSan: no race). */
+struct failer {
+  ft_session *s;
+  int k;
+  int ok;
+};
+
+static void *fail_repeatedly(void *arg) {
+  struct failer *f = arg;
+  char want[128];
+  f->ok = 1;
+  for (int i = 0; i < 2000; i++) {
+    if (f->k % 2) {
+      if (ft_range_pop(f->s) != FT_ESTATE) f->ok = 0;
+      snprintf(want, sizeof want, "no open range of this session on this thread");
+    } else {
+      char path[64];
+      snprintf(path, sizeof path, "/nonexistent-%d/t.json", f->k);
+      if (ft_session_write(f->s, path) != FT_ESTATE) f->ok = 0; /* running: not stopped */
+      snprintf(want, sizeof want, "stop the session before writing it");
+    }
+    if (strcmp(ft_session_last_error(f->s), want)) f->ok = 0;
+  }
+  return NULL;
+}
+
+static void test_last_error_per_thread(void **state) {
+  (void)state;
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  struct failer f[8];
+  pthread_t t[8];
+  for (int i = 0; i < 8; i++) {
+    f[i] = (struct failer){s, i, 0};
+    assert_int_equal(pthread_create(&t[i], NULL, fail_repeatedly, &f[i]), 0);
+  }
+  for (int i = 0; i < 8; i++) {
+    pthread_join(t[i], NULL);
+    assert_int_equal(f[i].ok, 1);
+  }
+  assert_string_equal(ft_session_last_error(s), ""); /* this thread failed nothing */
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft_session_destroy(s);
+}
+
 int main(void) {
   /* No vendor library: the session tests must not depend on a GPU. */
   setenv("FLAGOS_TRACER_LIBRARY", "/nonexistent/libcupti.so", 1);
@@ -585,6 +749,10 @@ int main(void) {
       cmocka_unit_test(test_write_files_plain_and_gzip),
       cmocka_unit_test(test_distributed_info_only_with_a_rank),
       cmocka_unit_test(test_stale_user_ranges_do_not_pile_up),
+      cmocka_unit_test(test_ranges_die_with_their_session),
+      cmocka_unit_test(test_correlation_pop_needs_a_push),
+      cmocka_unit_test(test_invalid_arguments),
+      cmocka_unit_test(test_last_error_per_thread),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
