@@ -157,6 +157,9 @@ static int resolve_output(const char *pattern, bool force, char *out, size_t len
   if (strstr(pattern, "%p") || strstr(pattern, "%r")) return 0;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
     return ft_cli_usage_error("record", "output '%s' is a directory, not a file", path);
+  /* the writer refuses a dangling link (it never replaces a link): say so before the run */
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && stat(path, &st) != 0)
+    return ft_cli_usage_error("record", "output '%s' is a symbolic link to a missing file", path);
   if (!force && lstat(path, &st) == 0)
     return ft_cli_usage_error("record", "'%s' exists; --force-overwrite replaces it", path);
   return 0;

@@ -272,6 +272,23 @@ def _(d):
     assert r.returncode == 0 and len(glob.glob(os.path.join(d, "50%", "t-*.json"))) == 1, r
 
 
+@results.tmp_case("record -o a symlink: its target written and the link kept; a dangling link refused before the run")
+def _(d):
+    target, link = os.path.join(d, "real.json"), os.path.join(d, "link.json")
+    os.symlink(target, link)
+    marker = os.path.join(d, "ran")
+    r = record(d, "--force-overwrite", "-o", link, "--", "sh", "-c", f"touch {marker}")
+    assert r.returncode == 2 and r.stderr == f"flagtrace record: output '{link}' is a symbolic link to a missing " \
+        "file (see flagtrace record --help)\n", r
+    assert not os.path.exists(marker) and os.path.islink(link), "refused after the program ran"
+    with open(target, "w") as f:
+        f.write("old")
+    r = record(d, "--force-overwrite", "-o", link, "--", driver, "exit")
+    assert r.returncode == 0 and len(written(r)) == 1, r
+    assert os.path.islink(link) and os.readlink(link) == target
+    check_trace(target)
+
+
 @results.tmp_case("record -o over an existing file: refused unless --force-overwrite (nsys's convention)")
 def _(d):
     out = os.path.join(d, "t.json")
