@@ -61,6 +61,11 @@ step "record the CUDA sample (--inject=preload: LD_PRELOAD, armed when libcuda l
   python3 tests/gpu/check_sample_trace.py $BUILD/sample_preload.json.gz whole &&
   $FT record --inject=preload -- python3 -c pass 2>&1 | tee $BUILD/preload-none.log &&
   grep -q 'wrote no trace (no process of it loaded libcuda.so or libcudart.so)' $BUILD/preload-none.log"
+# torch loads libcudart with dlopen from its own RUNPATH: the preload library must arm there
+step "record --inject=preload a torch process: armed at torch's dlopen, its kernel in the trace" bash -c "
+  rm -rf $BUILD/tp && mkdir -p $BUILD/tp &&
+  $FT record --inject=preload -o $BUILD/tp/t-%p.json.gz -- python3 tests/gpu/torch_preload.py run &&
+  python3 tests/gpu/torch_preload.py check $BUILD/tp"
 step "record the CUDA sample (--capture-range=cudaProfilerApi)" bash -c "
   $FT record --force-overwrite --capture-range=cudaProfilerApi -o $BUILD/sample_range.json.gz -- $BUILD/tests/gpu/sample --profiler-range &&
   python3 tests/gpu/check_sample_trace.py $BUILD/sample_range.json.gz range"
