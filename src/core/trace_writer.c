@@ -634,7 +634,8 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
                                    .stream = dev ? e->stream : 0,
                                    .thread_id = dev ? 0 : e->thread_id,
                                    .name = ft__intern_str(&store->names, e->name_id),
-                                   .metadata = kv, .n_metadata = e->meta_count}};
+                                   .metadata = kv, .n_metadata = e->meta_count},
+                         .name_key = e->name_id, .meta_key = e->meta_first};
     x.flow = flow_role(&p, i, e);
     if (x.flow != FT_FLOW_NONE) x.flow_id = e->correlation_id;
     stopped = visit(ctx, &x) != 0;
@@ -646,7 +647,8 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
     ft_export_event x = {.event = {.kind = FT_EVENT_GPU_USER_ANNOTATION, .start_ns = u->lo, .end_ns = u->hi,
                                    .has_external_id = true, .external_id = r->external_id,
                                    .device = u->device, .stream = u->stream,
-                                   .name = ft__intern_str(&store->names, r->name_id)}};
+                                   .name = ft__intern_str(&store->names, r->name_id)},
+                         .name_key = r->name_id};
     stopped = visit(ctx, &x) != 0;
   }
   free(kv);

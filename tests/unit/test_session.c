@@ -140,6 +140,59 @@ static void test_foreach_event_one_flow_per_event(void **state) {
   ft_session_destroy(s);
 }
 
+/* The adaptor renders a name or a metadata list once per key: equal keys must
+ * mean equal text, and different text different keys. */
+typedef struct keyed {
+  int n;
+  uint32_t name_key[8], meta_key[8];
+  size_t n_meta[8];
+  char first_value[8][16];
+} keyed;
+
+static int visit_keys(void *ctx, const ft_export_event *x) {
+  keyed *k = ctx;
+  assert_true(k->n < 8);
+  k->name_key[k->n] = x->name_key;
+  k->meta_key[k->n] = x->meta_key;
+  k->n_meta[k->n] = x->event.n_metadata;
+  snprintf(k->first_value[k->n], sizeof k->first_value[0], "%s", x->event.n_metadata ? x->event.metadata[0].value : "");
+  k->n++;
+  return 0;
+}
+
+static void test_foreach_event_keys_name_and_metadata(void **state) {
+  (void)state;
+  ft_session *s = new_session();
+  static const ft_kv a[] = {{"grid", "[1, 1, 1]"}, {"block", "[32, 1, 1]"}};
+  static const ft_kv b[] = {{"grid", "[2, 1, 1]"}, {"block", "[32, 1, 1]"}};
+  static const ft_kv a1[] = {{"grid", "[1, 1, 1]"}};
+  const struct { const char *name; const ft_kv *md; size_t n; } ev[] = {
+      {"k1", a, 2}, {"k2", a, 2}, {"k1", b, 2}, {"k1", a, 2}, {"k3", a1, 1}, {"k3", NULL, 0}};
+  for (size_t i = 0; i < 6; i++) {
+    ft_device_event e = {.kind = FT_EVENT_KERNEL, .start_ns = LO + 10 * i + 1, .end_ns = LO + 10 * i + 5,
+                         .correlation_id = (uint32_t)i + 1, .stream = 7, .name = ev[i].name,
+                         .metadata = ev[i].md, .n_metadata = ev[i].n};
+    assert_int_equal(ft__session_inject(s, &e), FT_OK);
+  }
+  keyed k = {0};
+  assert_int_equal(ft_session_foreach_event(s, LO, HI, visit_keys, &k, NULL), FT_OK);
+  assert_int_equal(k.n, 6);
+  /* names: k1 k2 k1 k1 k3 k3 */
+  assert_int_equal(k.name_key[0], k.name_key[2]);
+  assert_int_equal(k.name_key[0], k.name_key[3]);
+  assert_int_equal(k.name_key[4], k.name_key[5]);
+  assert_int_not_equal(k.name_key[0], k.name_key[1]);
+  assert_int_not_equal(k.name_key[0], k.name_key[4]);
+  /* lists: a a b a a1 (none) -- (key, count) tells them apart */
+  assert_int_equal(k.meta_key[0], k.meta_key[1]);
+  assert_int_equal(k.meta_key[0], k.meta_key[3]);
+  assert_int_not_equal(k.meta_key[0], k.meta_key[2]);
+  assert_string_equal(k.first_value[2], "[2, 1, 1]");
+  assert_true(k.meta_key[4] != k.meta_key[0] || k.n_meta[4] != k.n_meta[0]);
+  assert_int_equal(k.n_meta[5], 0);
+  ft_session_destroy(s);
+}
+
 static void test_window_is_strict_containment(void **state) {
   (void)state;
   ft_session *s = new_session();
@@ -574,6 +627,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_window_is_strict_containment),
       cmocka_unit_test(test_foreach_event_one_flow_per_event),
+      cmocka_unit_test(test_foreach_event_keys_name_and_metadata),
       cmocka_unit_test(test_flow_edge_cases),
       cmocka_unit_test(test_flow_sparse_ids),
       cmocka_unit_test(test_external_id_zero_and_attribution),
