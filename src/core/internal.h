@@ -220,8 +220,15 @@ struct ft_session {
   char device_why[256];
   ft__store store;
   ft_event_sink sink;
-  /* (vendor correlation id, external id) pairs as reported, sorted and applied at
-   * stop: 16 B per pair, where a hash map cost 34-68 B (P6, bench/). */
+  /* (vendor correlation id, external id) reports, applied at stop. Reports in id
+   * order go to runs: consecutive ids under one external id (an op's launches) share
+   * one 16-byte entry, where a pair each cost 16 B and a hash map 34-68 B (P6,
+   * bench/). A report below the runs' end (threads, buffers out of order, an id
+   * reported again) is kept as its own pair, sorted at stop; it always postdates
+   * any run covering its id, so it wins over the runs. */
+  struct ft__corr_run *corr_runs;
+  size_t n_corr_runs, cap_corr_runs;
+  uint64_t corr_runs_end; /* one past the highest id in the runs */
   struct ft__corr_ext *corr_ext;
   size_t n_corr_ext, cap_corr_ext;
   bool corr_ext_sorted;

@@ -328,6 +328,40 @@ static void test_external_id_zero_and_attribution(void **state) {
   ft_session_destroy(s);
 }
 
+/* Reports in id order share runs (an op's consecutive launches: one entry, P6);
+ * a report below the runs (another thread, an id reported again) still wins. */
+static void test_external_id_runs(void **state) {
+  (void)state;
+  ft_session *s = new_session();
+  for (uint32_t c = 10; c < 30; c++) assert_int_equal(ft__session_inject_external(s, c, c < 20 ? 7 : 8), FT_OK);
+  assert_int_equal(ft__session_inject_external(s, 32, 8), FT_OK); /* a gap: a run of its own */
+  assert_int_equal(s->n_corr_runs, 3);
+  assert_int_equal(s->n_corr_ext, 0);
+  assert_int_equal(ft__session_inject_external(s, 15, 9), FT_OK); /* again, later: wins */
+  assert_int_equal(ft__session_inject_external(s, 5, 6), FT_OK);  /* first seen, out of order */
+  assert_int_equal(ft__session_inject_external(s, 31, 4), FT_OK); /* inside the gap */
+  assert_int_equal(s->n_corr_ext, 3);
+  static const struct { uint32_t corr; long long ext; } want[] = {
+      {10, 7}, {14, 7}, {15, 9}, {16, 7}, {19, 7}, {20, 8}, {29, 8}, {5, 6}, {31, 4}, {32, 8}};
+  char name[16];
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    snprintf(name, sizeof name, "k%u", want[i].corr);
+    add(s, FT_EVENT_KERNEL, LO + 10 * i + 1, LO + 10 * i + 5, want[i].corr, false, 0, name);
+  }
+  add(s, FT_EVENT_KERNEL, LO + 200, LO + 205, 30, false, 0, "k30"); /* never reported */
+  add(s, FT_EVENT_KERNEL, LO + 210, LO + 215, 33, false, 0, "k33"); /* past the last run */
+  assert_int_equal(ft__session_inject_external(s, 40, 1), FT_OK); /* resolves all, as stop does */
+  yajl_val doc = ft_test_render(s);
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    snprintf(name, sizeof name, "k%u", want[i].corr);
+    assert_int_equal(int_of(args_of_first(doc, name), "External id"), want[i].ext);
+  }
+  assert_null(ft_test_get(args_of_first(doc, "k30"), "External id"));
+  assert_null(ft_test_get(args_of_first(doc, "k33"), "External id"));
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 static void test_external_ids_resolved_by_correlation(void **state) {
   (void)state;
   /* Buffers complete in any order: a correlation record may come before or after
@@ -632,6 +666,7 @@ int main(void) {
       cmocka_unit_test(test_flow_sparse_ids),
       cmocka_unit_test(test_external_id_zero_and_attribution),
       cmocka_unit_test(test_external_ids_resolved_by_correlation),
+      cmocka_unit_test(test_external_id_runs),
       cmocka_unit_test(test_gpu_projection_of_ranges),
       cmocka_unit_test(test_start_end_ranges_and_marks),
       cmocka_unit_test(test_ranges_record_and_nest),
