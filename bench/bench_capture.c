@@ -72,7 +72,13 @@ int main(int argc, char **argv) {
   double t_stop = now_s() - t0;
   double peak = proc_bytes("VmHWM:");
   ft_session_counts c;
+  t0 = now_s();
   ft_session_counts_get(s, &c);
+  double t_counts = now_s() - t0;
+  uint32_t dev[16], stream[16];
+  t0 = now_s();
+  ft_session_streams(s, dev, stream, 16);
+  double t_streams = now_s() - t0;
   uint64_t sum = 0, events = c.device_events + c.cpu_ranges;
   double best = 1e30;
   for (int r = 0; r < 3; r++) {
@@ -82,8 +88,9 @@ int main(int argc, char **argv) {
     if (t < best) best = t;
   }
   printf("{\"launches\": %ld, \"device_events\": %llu, \"events\": %llu, \"rss_before\": %.0f, \"peak_rss\": %.0f, "
-         "\"stop_s\": %.5f, \"foreach_s\": %.5f, \"foreach_ns_per_event\": %.1f, \"checksum\": %llu}\n",
-         n, (unsigned long long)c.device_events, (unsigned long long)events, rss0, peak, t_stop, best,
+         "\"stop_s\": %.5f, \"counts_s\": %.5f, \"streams_s\": %.5f, \"foreach_s\": %.5f, "
+         "\"foreach_ns_per_event\": %.1f, \"checksum\": %llu}\n",
+         n, (unsigned long long)c.device_events, (unsigned long long)events, rss0, peak, t_stop, t_counts, t_streams, best,
          best * 1e9 / (double)c.device_events, (unsigned long long)(sum & 0xffff));
   ft_session_destroy(s);
   return 0;

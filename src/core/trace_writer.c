@@ -659,18 +659,26 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
 
 size_t ft_session_streams(ft_session *s, uint32_t *devices, uint32_t *streams, size_t max) {
   if (!s || s->state != FT__S_STOPPED) return 0;
-  plan p;
-  size_t n = 0;
-  if (!plan_build(s, &p, s->lo, s->hi)) {
-    for (size_t i = 0; i < p.streams.cap; i++) {
-      if (!p.streams.used[i]) continue;
-      if (n < max) {
-        devices[n] = (uint32_t)(p.streams.keys[i] >> 32);
-        streams[n] = (uint32_t)p.streams.keys[i];
-      }
-      n++;
-    }
+  /* The plan's stream set without the rest of the plan (flows, projections): an
+   * adaptor asks for the rows several times per profile exit. */
+  ft__map set;
+  if (ft__map_init(&set, 16)) return 0;
+  uint64_t last = 0;
+  bool ok = true;
+  for (size_t i = 0; i < s->store.events.len && ok; i++) {
+    const ft__event *e = ft__vec_at(&s->store.events, i);
+    if (ft__is_device_kind(e->kind) && ft__in_window(e, s->lo, s->hi))
+      ok = set_add(&set, (uint64_t)e->device << 32 | e->stream, &last) == FT_OK;
   }
-  plan_free(&p);
+  size_t n = 0;
+  for (size_t i = 0; ok && i < set.cap; i++) {
+    if (!set.used[i]) continue;
+    if (n < max) {
+      devices[n] = (uint32_t)(set.keys[i] >> 32);
+      streams[n] = (uint32_t)set.keys[i];
+    }
+    n++;
+  }
+  ft__map_free(&set);
   return n;
 }

@@ -208,9 +208,11 @@ class Session : public libkineto::IActivityProfilerSession {
     ft_status st = ft_session_stop(s_);
     if (st) errors_.push_back(std::string("stop: ") + ft_strerror(st) + ": " + ft_session_last_error(s_));
     ft_session_counts c{};
-    if (ft_session_counts_get(s_, &c) == FT_OK)
+    // counts walk the writer's whole plan: only when someone reads them
+    if (ft_diagnostics_enabled() && ft_session_counts_get(s_, &c) == FT_OK)
       diag("session stopped: " + std::to_string(c.device_events) + " events drained, " +
            std::to_string(c.dropped_records) + " dropped");
+    stopped_ = true;
     status_ = libkineto::TraceStatus::PROCESSING;
   }
 
@@ -262,17 +264,15 @@ class Session : public libkineto::IActivityProfilerSession {
 
   std::unique_ptr<libkineto::DeviceInfo> getDeviceInfo() override {
     // In cpu-only kineto nothing else names the GPU rows: torch-cuda's labels.
-    uint32_t dev[1], stream[1];
-    int64_t d = ft_session_streams(s_, dev, stream, 1) ? dev[0] : 0;
+    const auto& rows = streams();
+    int64_t d = rows.empty() ? 0 : rows[0].first;
     return std::make_unique<libkineto::DeviceInfo>(d, 5000000 + d, process_name(), "GPU " + std::to_string(d));
   }
 
   std::vector<libkineto::ResourceInfo> getResourceInfos() override {
-    std::vector<uint32_t> dev(64), stream(64);
-    size_t n = ft_session_streams(s_, dev.data(), stream.data(), dev.size());
     std::vector<libkineto::ResourceInfo> out;
-    for (size_t i = 0; i < n && i < dev.size(); i++)
-      out.emplace_back(dev[i], stream[i], stream[i], "stream " + std::to_string(stream[i]) + " ");
+    for (const auto& r : streams())
+      if (out.size() < 64) out.emplace_back(r.first, r.second, r.second, "stream " + std::to_string(r.second) + " ");
     return out;
   }
 
@@ -285,15 +285,27 @@ class Session : public libkineto::IActivityProfilerSession {
   // getDeviceInfo names one device; kineto asks no more, so every other device
   // with events gets torch-cuda's rows here (a one-process two-GPU trace).
   void name_other_devices(libkineto::ActivityLogger& logger, int64_t time) {
-    std::vector<uint32_t> dev(256), stream(256);
-    size_t n = std::min(ft_session_streams(s_, dev.data(), stream.data(), dev.size()), dev.size());
+    const auto& rows = streams();
+    size_t n = std::min(rows.size(), (size_t)256);
     std::set<uint32_t> seen;
     for (size_t i = 0; i < n; i++) {
-      if (i == 0 || !seen.insert(dev[i]).second || dev[i] == dev[0]) continue;
-      int64_t d = dev[i];
+      if (i == 0 || !seen.insert(rows[i].first).second || rows[i].first == rows[0].first) continue;
+      int64_t d = rows[i].first;
       logger.handleDeviceInfo(libkineto::DeviceInfo{d, 5000000 + d, process_name(), "GPU " + std::to_string(d)},
                               time);
     }
+  }
+
+  // The (device, stream) rows, read once after stop: kineto asks for them three
+  // times per profile exit (device info, resource info, the other devices).
+  const std::vector<std::pair<uint32_t, uint32_t>>& streams() {
+    if (!streams_read_ && stopped_) { // before stop the session has no rows to give
+      std::vector<uint32_t> dev(256), stream(256);
+      size_t n = std::min(ft_session_streams(s_, dev.data(), stream.data(), dev.size()), dev.size());
+      for (size_t i = 0; i < n; i++) streams_.emplace_back(dev[i], stream[i]);
+      streams_read_ = true;
+    }
+    return streams_;
   }
 
   // kineto's gpu_user_annotation: the record_function range's own name (resolved
@@ -401,6 +413,8 @@ class Session : public libkineto::IActivityProfilerSession {
   std::unordered_map<uint64_t, uint32_t> meta_ix_;
   std::unordered_map<std::string, uint32_t> annotation_ix_;
   std::vector<std::string> errors_;
+  std::vector<std::pair<uint32_t, uint32_t>> streams_;
+  bool streams_read_ = false, stopped_ = false;
   libkineto::getLinkedActivityCallback* linked_ = nullptr;
   libkineto::ActivityLogger* logger_ = nullptr;
   uint64_t visited_ = 0;
