@@ -139,8 +139,40 @@ def cpu_part(build, quick):
         text = re.sub(r"^# ", "", text, flags=re.M)
         return re.sub(r"^([^|\n].*)\n\|", r"\1\n\n|", text, flags=re.M)  # a table needs a blank line before it
 
-    return ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer"), "",
-            "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""]
+    doc = ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer"), "",
+           "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""]
+    doc += fake_capture(build, quick)
+    if os.path.exists(os.path.join(build, "bench", "bench_kineto")):  # built with -DFT_KINETO_SRC
+        doc += ["## P3: the kineto adaptor's per-event export cost, no torch (bench/bench_kineto.cpp)", "",
+                run("bench_kineto"), ""]
+    return doc
+
+
+def fake_capture(build, quick):
+    """P6 and the exit's own costs through the real CUPTI tracer against the fake
+    libcupti: two captures, each in its own process (a peak is measurable once)."""
+    exe = os.path.join(build, "bench", "bench_capture")
+    lib = os.path.join(build, "tests", "libfake_cupti.so")
+    if not (os.path.exists(exe) and os.path.exists(lib)):
+        return []
+    got = [last_json(sh([exe, str(n)], env={"FLAGOS_TRACER_LIBRARY": lib}))
+           for n in ((10000, 50000) if quick else (50000, 500000))]
+    out = ["## P6 and the profile exit with the fake CUPTI (bench/bench_capture.c)", "",
+           "The CUPTI tracer's own code against tests/fake_cupti (kernel launches in ranges of 10, as "
+           "bench/gpu/capture_bench.cu), its two activity buffers in flight included.", "",
+           "| events | peak RSS growth MB | B per event (total) | stop ms | counts ms | rows ms | "
+           "foreach ns/event | target |", "|---|---|---|---|---|---|---|---|"]
+    for r in got:
+        grow = r["peak_rss"] - r["rss_before"]
+        per = grow / r["events"]
+        ok = "(quick mode, not judged)" if quick else ("pass" if per <= 64 else "MISS") if r is got[-1] else "-"
+        out.append(f"| {r['events']:,} | {grow / 1e6:.1f} | {per:.1f} | {r['stop_s'] * 1e3:.1f} | "
+                   f"{r['counts_s'] * 1e3:.1f} | {r['streams_s'] * 1e3:.1f} | {r['foreach_ns_per_event']:.1f} | "
+                   f"≤ 64 B at the larger: {ok} |")
+    a, b = got
+    slope = ((b["peak_rss"] - b["rss_before"]) - (a["peak_rss"] - a["rss_before"])) / (b["events"] - a["events"])
+    out += ["", f"Per additional event (slope between the two): {slope:.1f} B.", ""]
+    return out
 
 
 # ---- GPU ----

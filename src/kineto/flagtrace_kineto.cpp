@@ -2,6 +2,7 @@
 // torch.profiler gets flagtrace's device activity. No vendor type appears here:
 // it sees only the public C API (flagtrace.h, device_tracer.h).
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -140,16 +141,17 @@ const std::string Activity::metadataJson() const {
   std::string out;
   out.reserve(64 + (list ? list->size() : 0));
   char num[16];
+  auto append_num = [&out, &num](auto v) { out.append(num, (size_t)(std::to_chars(num, num + sizeof num, v).ptr - num)); };
   if (on_device) {
     out += "\"device\": ";
-    out.append(num, (size_t)std::snprintf(num, sizeof num, "%d", device));
+    append_num(device);
     out += ", \"stream\": ";
-    out.append(num, (size_t)std::snprintf(num, sizeof num, "%d", resource));
+    append_num(resource);
   }
   if (has_correlation) {
     if (!out.empty()) out += ", ";
     out += "\"correlation\": ";
-    out.append(num, (size_t)std::snprintf(num, sizeof num, "%u", correlation));
+    append_num(correlation);
   }
   if (list && !list->empty()) {
     if (!out.empty()) out += ", ";
@@ -251,8 +253,9 @@ class Session : public libkineto::IActivityProfilerSession {
     ft_session_foreach_event(s_, start > 0 ? (uint64_t)start : 0, end > 0 ? (uint64_t)end : 0, &Session::visit, this,
                              &discarded);
     // Only the activities' lookups outlive this call.
-    name_ix_.clear();
-    meta_ix_.clear();
+    name_ix_ = {};
+    meta_ix_ = {};
+    meta_other_.clear();
     annotation_ix_.clear();
     name_other_devices(logger, start);
     diag("processTrace window [" + std::to_string(start) + ", " + std::to_string(end) + "]: " +
@@ -332,26 +335,42 @@ class Session : public libkineto::IActivityProfilerSession {
     logger_->handleActivity(a);
   }
 
+  // The core's keys are dense indices: plain vectors, kNone where not seen yet.
+  static uint32_t& slot(std::vector<uint32_t>& v, size_t key) {
+    if (key >= v.size()) v.resize(std::max(key + 1, 2 * v.size()), Activity::kNone);
+    return v[key];
+  }
+
   uint32_t name_of(const ft_export_event& x) {
-    auto it = name_ix_.find(x.name_key);
-    if (it != name_ix_.end()) return it->second;
-    block_->names.emplace_back(x.event.name);
-    return name_ix_[x.name_key] = (uint32_t)block_->names.size() - 1;
+    uint32_t& ix = slot(name_ix_, x.name_key);
+    if (ix == Activity::kNone) {
+      ix = (uint32_t)block_->names.size();
+      block_->names.emplace_back(x.event.name);
+    }
+    return ix;
   }
 
   // The list rendered once per (key, length), as add_metadata used to per event.
   uint32_t meta_of(const ft_export_event& x) {
     if (!x.event.n_metadata) return Activity::kNone;
+    // (key, length) names a list; one length per key is the rule, others go to a map
+    uint32_t& ix = slot(meta_ix_, x.meta_key);
+    if (ix != Activity::kNone && block_->metas[ix].plain.size() == x.event.n_metadata) return ix;
     uint64_t key = x.meta_key | (uint64_t)x.event.n_metadata << 32;
-    auto it = meta_ix_.find(key);
-    if (it != meta_ix_.end()) return it->second;
+    if (ix != Activity::kNone) {
+      auto it = meta_other_.find(key);
+      if (it != meta_other_.end()) return it->second;
+    }
     Block::Meta m;
     for (size_t i = 0; i < x.event.n_metadata; i++) {
       m.plain.emplace_back(x.event.metadata[i].key, std::string());
       append_entry(m.json, x.event.metadata[i].key, x.event.metadata[i].value, &m.plain.back().second);
     }
     block_->metas.push_back(std::move(m));
-    return meta_ix_[key] = (uint32_t)block_->metas.size() - 1;
+    uint32_t made = (uint32_t)block_->metas.size() - 1;
+    if (ix == Activity::kNone) ix = made;
+    else meta_other_[key] = made;
+    return made;
   }
 
   static int visit(void* ctx, const ft_export_event* x) {
@@ -409,8 +428,8 @@ class Session : public libkineto::IActivityProfilerSession {
   libkineto::CpuTraceBuffer* buf_;
   std::shared_ptr<Block> block_;
   // core key -> index in the block, during processTrace only
-  std::unordered_map<uint32_t, uint32_t> name_ix_;
-  std::unordered_map<uint64_t, uint32_t> meta_ix_;
+  std::vector<uint32_t> name_ix_, meta_ix_;
+  std::unordered_map<uint64_t, uint32_t> meta_other_;
   std::unordered_map<std::string, uint32_t> annotation_ix_;
   std::vector<std::string> errors_;
   std::vector<std::pair<uint32_t, uint32_t>> streams_;
