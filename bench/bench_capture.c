@@ -57,6 +57,7 @@ int main(int argc, char **argv) {
   ft_session *s;
   if (ft_session_create(&s, NULL) || ft_session_start(s)) return 1;
   char name[32];
+  double t_capture = now_s();
   for (long i = 0; i < n; i += 10) {
     snprintf(name, sizeof name, "op%ld", (i / 10) % 50);
     ft_range_push(s, name, NULL);
@@ -67,6 +68,7 @@ int main(int argc, char **argv) {
     }
     ft_range_pop(s);
   }
+  t_capture = now_s() - t_capture; /* the fake completes full buffers inline: decoding included */
   double t0 = now_s();
   if (ft_session_stop(s)) return 1;
   double t_stop = now_s() - t0;
@@ -88,9 +90,9 @@ int main(int argc, char **argv) {
     if (t < best) best = t;
   }
   printf("{\"launches\": %ld, \"device_events\": %llu, \"events\": %llu, \"rss_before\": %.0f, \"peak_rss\": %.0f, "
-         "\"stop_s\": %.5f, \"counts_s\": %.5f, \"streams_s\": %.5f, \"foreach_s\": %.5f, "
+         "\"capture_s\": %.5f, \"stop_s\": %.5f, \"counts_s\": %.5f, \"streams_s\": %.5f, \"foreach_s\": %.5f, "
          "\"foreach_ns_per_event\": %.1f, \"checksum\": %llu}\n",
-         n, (unsigned long long)c.device_events, (unsigned long long)events, rss0, peak, t_stop, t_counts, t_streams, best,
+         n, (unsigned long long)c.device_events, (unsigned long long)events, rss0, peak, t_capture, t_stop, t_counts, t_streams, best,
          best * 1e9 / (double)c.device_events, (unsigned long long)(sum & 0xffff));
   ft_session_destroy(s);
   return 0;

@@ -73,6 +73,18 @@ typedef struct cupti_tracer {
   atomic_bool range_enabled;  /* the first cudaProfilerStart enabled them */
   int64_t clock_offset; /* subtracted from CUPTI timestamps */
   uint64_t untimed;     /* records without usable timing (start = end = 0, or implausible): counted as dropped */
+  /* The last kernel's metadata, by what it is computed from: a program repeats few
+   * launch configurations, so its nine formatted numbers are made once per change,
+   * not per kernel (one decoder at a time: decode_mu, or the stop for MCPTI). */
+  struct kernel_md {
+    bool valid;
+    struct kernel_md_key {
+      uint64_t queued;
+      uint32_t context, device, regs;
+      int32_t static_smem, dynamic_smem, grid[3], block[3];
+    } key;
+    struct mdbuf *m;
+  } last_kernel;
 #ifdef FT_MCPTI
   ft__clock_map clock; /* MCPTI's own clock, sampled against CLOCK_REALTIME at start and stop */
   bool have_clock;
@@ -405,12 +417,35 @@ static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
   ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = s, .end_ns = e,
                         .correlation_id = k->correlationId, .device = k->deviceId,
                         .stream = k->streamId, .name = kernel_name(k->name)};
-  mdbuf m = {.n = 0, .used = 0};
+  struct kernel_md_key key;
+  memset(&key, 0, sizeof key); /* compared bytewise: padding zeroed, fields set one by one */
+  key.queued = k->queued;
+  key.context = k->contextId;
+  key.device = k->deviceId;
+  key.regs = k->registersPerThread;
+  key.static_smem = k->staticSharedMemory;
+  key.dynamic_smem = k->dynamicSharedMemory;
+  key.grid[0] = k->gridX, key.grid[1] = k->gridY, key.grid[2] = k->gridZ;
+  key.block[0] = k->blockX, key.block[1] = k->blockY, key.block[2] = k->blockZ;
+  struct kernel_md *last = &t->last_kernel;
+  if (!last->m && !(last->m = malloc(sizeof *last->m))) {
+    mdbuf none = {.n = 0, .used = 0}; /* out of memory: the event without its arguments */
+    emit(t, &ev, &none);
+    return;
+  }
+  if (last->valid && !memcmp(&last->key, &key, sizeof key)) {
+    emit(t, &ev, last->m);
+    return;
+  }
+  last->key = key;
+  last->valid = true;
+  mdbuf *m = last->m;
+  *m = (mdbuf){.n = 0, .used = 0};
   /* kineto's order and formats (the torch-cuda reference trace) */
-  md_add(&m, "queued", "%llu", (unsigned long long)k->queued);
-  md_add(&m, "context", "%u", k->contextId);
-  md_add(&m, "registers per thread", "%u", (unsigned)k->registersPerThread);
-  md_add(&m, "shared memory", "%d", k->staticSharedMemory + k->dynamicSharedMemory);
+  md_add(m, "queued", "%llu", (unsigned long long)k->queued);
+  md_add(m, "context", "%u", k->contextId);
+  md_add(m, "registers per thread", "%u", (unsigned)k->registersPerThread);
+  md_add(m, "shared memory", "%d", k->staticSharedMemory + k->dynamicSharedMemory);
   const ft__occ_device *d = device_props(t, k->deviceId);
   if (d) {
     /* float arithmetic and %f printing, as kineto's std::to_string(float) */
@@ -418,19 +453,19 @@ static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
     int block_size = k->blockX * k->blockY * k->blockZ;
     float bps = (float)blocks / (float)d->sm_count;
     float wps = bps * (float)block_size / (float)d->warp_size;
-    md_add(&m, "blocks per SM", "%f", (double)bps);
-    md_add(&m, "warps per SM", "%f", (double)wps);
+    md_add(m, "blocks per SM", "%f", (double)bps);
+    md_add(m, "warps per SM", "%f", (double)wps);
     int active_blocks = ft__occ_active_blocks(d, block_size, k->registersPerThread,
                                               (size_t)k->staticSharedMemory, (size_t)k->dynamicSharedMemory);
     if (active_blocks >= 0) {
       float b = (float)active_blocks < bps ? (float)active_blocks : bps;
       float occ = b * (float)block_size / (float)d->max_threads_per_sm;
-      md_add(&m, "est. achieved occupancy %", "%d", (int)(0.5 + occ * 100.0));
+      md_add(m, "est. achieved occupancy %", "%d", (int)(0.5 + occ * 100.0));
     }
   }
-  md_add(&m, "grid", "[%d, %d, %d]", k->gridX, k->gridY, k->gridZ);
-  md_add(&m, "block", "[%d, %d, %d]", k->blockX, k->blockY, k->blockZ);
-  emit(t, &ev, &m);
+  md_add(m, "grid", "[%d, %d, %d]", k->gridX, k->gridY, k->gridZ);
+  md_add(m, "block", "[%d, %d, %d]", k->blockX, k->blockY, k->blockZ);
+  emit(t, &ev, m);
 }
 
 /* What both copy record kinds (MEMCPY's Memcpy6, MEMCPY2's PtoP4) share: kineto's
@@ -860,6 +895,7 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   }
   ft_status st;
   t->untimed = 0;
+  t->last_kernel.valid = false;
   /* Clock: CUPTI and the capture window must share the UNIX-epoch domain (seed §3.3). */
 #ifdef FT_MCPTI
   /* MCPTI stamps records with its own (device) clock: mapped affinely from samples
@@ -1073,6 +1109,7 @@ static void cu_destroy(ft_tracer *base) {
   ft__held_free(&t->kept);
 #endif
   for (int i = 0; i < MAX_DEVICES; i++) free(t->props[i]);
+  free(t->last_kernel.m);
   pthread_mutex_destroy(&t->decode_mu);
   free(t);
 }
