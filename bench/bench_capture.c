@@ -12,27 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
 #include "fake_cupti.h"
 #include "flagtrace/device_tracer.h"
 #include "flagtrace/flagtrace.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* VmRSS or VmHWM (peak) in bytes. */
-static double proc_bytes(const char *key) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  double kb = 0;
-  size_t klen = strlen(key);
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, key, klen)) kb = atof(line + klen + 1);
-  if (f) fclose(f);
-  return kb * 1024;
-}
 
 /* What an adaptor does per event at the least: read every field it hands on. */
 static int visit(void *ctx, const ft_export_event *x) {
@@ -53,11 +36,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   static const char *const names[] = {"_Z11fill_kernelPff", "_Z12scale_kernelPff"};
-  double rss0 = proc_bytes("VmRSS:");
+  double rss0 = ft_bench_proc_bytes("VmRSS:");
   ft_session *s;
   if (ft_session_create(&s, NULL) || ft_session_start(s)) return 1;
   char name[32];
-  double t_capture = now_s();
+  double t_capture = ft_bench_now_s();
   for (long i = 0; i < n; i += 10) {
     snprintf(name, sizeof name, "op%ld", (i / 10) % 50);
     ft_range_push(s, name, NULL);
@@ -68,25 +51,25 @@ int main(int argc, char **argv) {
     }
     ft_range_pop(s);
   }
-  t_capture = now_s() - t_capture; /* the fake completes full buffers inline: decoding included */
-  double t0 = now_s();
+  t_capture = ft_bench_now_s() - t_capture; /* the fake completes full buffers inline: decoding included */
+  double t0 = ft_bench_now_s();
   if (ft_session_stop(s)) return 1;
-  double t_stop = now_s() - t0;
-  double peak = proc_bytes("VmHWM:");
+  double t_stop = ft_bench_now_s() - t0;
+  double peak = ft_bench_proc_bytes("VmHWM:");
   ft_session_counts c;
-  t0 = now_s();
+  t0 = ft_bench_now_s();
   ft_session_counts_get(s, &c);
-  double t_counts = now_s() - t0;
+  double t_counts = ft_bench_now_s() - t0;
   uint32_t dev[16], stream[16];
-  t0 = now_s();
+  t0 = ft_bench_now_s();
   ft_session_streams(s, dev, stream, 16);
-  double t_streams = now_s() - t0;
+  double t_streams = ft_bench_now_s() - t0;
   uint64_t sum = 0, events = c.device_events + c.cpu_ranges;
   double best = 1e30;
   for (int r = 0; r < 3; r++) {
-    t0 = now_s();
+    t0 = ft_bench_now_s();
     if (ft_session_foreach_event(s, 0, UINT64_MAX, visit, &sum, NULL)) return 1;
-    double t = now_s() - t0;
+    double t = ft_bench_now_s() - t0;
     if (t < best) best = t;
   }
   printf("{\"launches\": %ld, \"device_events\": %llu, \"events\": %llu, \"rss_before\": %.0f, \"peak_rss\": %.0f, "
