@@ -75,8 +75,8 @@ int main(int argc, char **argv) {
   printf("{\"launches\": %ld, \"device_events\": %llu, \"events\": %llu, \"rss_before\": %.0f, \"peak_rss\": %.0f, "
          "\"capture_s\": %.5f, \"stop_s\": %.5f, \"counts_s\": %.5f, \"streams_s\": %.5f, \"foreach_s\": %.5f, "
          "\"foreach_ns_per_event\": %.1f, \"checksum\": %llu}\n",
-         n, (unsigned long long)c.device_events, (unsigned long long)events, rss0, peak, t_capture, t_stop, t_counts, t_streams, best,
-         best * 1e9 / (double)c.device_events, (unsigned long long)(sum & 0xffff));
+         n, (unsigned long long)c.device_events, (unsigned long long)events, rss0, peak, t_capture, t_stop, t_counts,
+         t_streams, best, best * 1e9 / (double)c.device_events, (unsigned long long)(sum & 0xffff));
   ft_session_destroy(s);
   return 0;
 }

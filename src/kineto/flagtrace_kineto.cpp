@@ -111,6 +111,8 @@ class Activity final : public libkineto::ITraceActivity {
   bool flow_start = false, on_device = false, has_correlation = false;
 };
 
+static_assert(sizeof(Activity) == 80, "an activity grew: it is allocated once per exported event");
+
 struct Block {
   struct Meta {
     std::string json; // the list's entries, as metadataJson writes them
@@ -141,7 +143,9 @@ const std::string Activity::metadataJson() const {
   std::string out;
   out.reserve(64 + (list ? list->size() : 0));
   char num[16];
-  auto append_num = [&out, &num](auto v) { out.append(num, (size_t)(std::to_chars(num, num + sizeof num, v).ptr - num)); };
+  auto append_num = [&out, &num](auto v) {
+    out.append(num, (size_t)(std::to_chars(num, num + sizeof num, v).ptr - num));
+  };
   if (on_device) {
     out += "\"device\": ";
     append_num(device);
