@@ -344,6 +344,22 @@ static void md_add(mdbuf *m, const char *key, const char *fmt, ...) {
   m->used += (size_t)w + 1;
 }
 
+/* An unsigned value: the per-record numbers (API ids, contexts, sizes) without
+ * vsnprintf, which cost more than the rest of decoding such a record. */
+static void md_add_u64(mdbuf *m, const char *key, uint64_t v) {
+  char digits[20];
+  size_t n = 0;
+  do digits[n++] = (char)('0' + v % 10);
+  while ((v /= 10) != 0);
+  if (m->n >= sizeof m->kv / sizeof m->kv[0] || sizeof m->text - m->used < n + 1) return;
+  char *out = m->text + m->used;
+  for (size_t i = 0; i < n; i++) out[i] = digits[n - 1 - i];
+  out[n] = '\0';
+  m->kv[m->n].key = key;
+  m->kv[m->n++].value = out;
+  m->used += n + 1;
+}
+
 static void md_bandwidth(mdbuf *m, uint64_t bytes, uint64_t start, uint64_t end) {
   if (end <= start) {
     md_add(m, "memory bandwidth (GB/s)", "N/A"); /* quoted by the writer: not a literal */
@@ -489,8 +505,8 @@ static void decode_memcpy(cupti_tracer *t, const CUpti_ActivityMemcpy6 *c) {
   ft_device_event ev;
   if (!COPY_EVENT(t, c, name, &ev)) return;
   mdbuf m = {.n = 0, .used = 0};
-  md_add(&m, "context", "%u", c->contextId);
-  md_add(&m, "bytes", "%llu", (unsigned long long)c->bytes);
+  md_add_u64(&m, "context", c->contextId);
+  md_add_u64(&m, "bytes", c->bytes);
   md_bandwidth(&m, c->bytes, c->start, c->end);
   emit(t, &ev, &m);
 }
@@ -522,8 +538,8 @@ static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
                         .correlation_id = s->correlationId, .device = s->deviceId,
                         .stream = s->streamId, .name = name};
   mdbuf m = {.n = 0, .used = 0};
-  md_add(&m, "context", "%u", s->contextId);
-  md_add(&m, "bytes", "%llu", (unsigned long long)s->bytes);
+  md_add_u64(&m, "context", s->contextId);
+  md_add_u64(&m, "bytes", s->bytes);
   md_bandwidth(&m, s->bytes, s->start, s->end);
   emit(t, &ev, &m);
 }
@@ -539,7 +555,7 @@ static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver)
                         .correlation_id = a->correlationId, .thread_id = ft__thread_os_tid(a->threadId),
                         .name = vendor_api_name(t, driver, a->cbid)};
   mdbuf m = {.n = 0, .used = 0};
-  md_add(&m, "cbid", "%u", (unsigned)a->cbid);
+  md_add_u64(&m, "cbid", a->cbid);
   emit(t, &ev, &m);
 }
 
