@@ -139,6 +139,10 @@ typedef struct ft__store {
   /* identical metadata lists (a kernel's args repeat with the kernel) are stored
    * once: hash of the id list -> first | count << 32 */
   ft__map meta_sets;
+  /* the last list stored, for API calls [0] and device events [1] (first | count
+   * << 32; 0 = none): a tracer repeats one list over many events, which then costs
+   * string compares, not interning */
+  uint64_t last_meta[2];
 } ft__store;
 
 void ft__store_init(ft__store *st);
