@@ -336,12 +336,14 @@ class Gpu:
             grow = big["peak_rss"] - big["rss_before"]
             grow_floor = floor["peak_rss"] - floor["rss_before"]
             per = (grow - grow_floor) / big["events"]
+            at_create = big.get("rss_at_create", big["rss_before"])
             # one process each: no interval; the figure is judged as it stands
-            rows.append(row("P6", f"peak RSS growth over a real capture of {big['events']:,} events, less what the "
-                            "raw-CUPTI floor grows by for the same launches (CUPTI's own memory); includes the fixed "
-                            "activity buffers", f"{grow_floor / 1e6:.0f} MB (floor)",
-                            f"{grow / 1e6:.0f} MB ({grow / big['events']:.1f} B/event)", (per, per, per),
-                            "≤ 64 B/event", 64, True, q, 1, " B/event"))
+            rows.append(row("P6", f"peak RSS growth over a real capture of {big['events']:,} events from the armed "
+                            "session, less what the raw-CUPTI floor grows by from its armed state for the same "
+                            "launches (CUPTI's own memory); includes the activity buffers", f"{grow_floor / 1e6:.0f} MB "
+                            "(floor)", f"{grow / 1e6:.0f} MB ({grow / big['events']:.1f} B/event; "
+                            f"{(big['peak_rss'] - at_create) / 1e6:.0f} MB counting libcupti's load and arming)",
+                            (per, per, per), "≤ 64 B/event", 64, True, q, 1, " B/event"))
             # The cost of one more event, free of the fixed part (buffers, tables): the
             # slope between the two captures, each in its own fresh process.
             small_grow = small["peak_rss"] - small["rss_before"]
