@@ -400,9 +400,12 @@ def git_commit():
 
 
 def default_cores():
-    """Four cores away from core 0 (interrupts) on a machine that has them."""
-    n = os.cpu_count() or 1
-    return "2-5" if n >= 8 and shutil.which("taskset") else ""
+    """Four of the CPUs this process may use, skipping the first two (interrupts,
+    housekeeping), on a machine with 8 or more; "" (no pinning) otherwise."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(allowed) < 8 or not shutil.which("taskset"):
+        return ""
+    return ",".join(str(c) for c in allowed[2:6])
 
 
 def main():
@@ -416,7 +419,8 @@ def main():
                     help="repetitions of the capture, write and stats figures (P4-P6; default 3)")
     ap.add_argument("--pairs", type=int, default=15, help="interleaved process pairs for P1-P3 (default 15)")
     ap.add_argument("--cores", default=None,
-                    help="taskset core list every measured process is pinned to (default 2-5 on >= 8 CPUs; '' = none)")
+                    help="taskset CPU list every measured process is pinned to (default: the 3rd to 6th allowed CPU on "
+                         ">= 8; '' = none)")
     ap.add_argument("--only", default="", help="comma-separated row ids to run, e.g. P3 or P1,P2 (default: all)")
     ap.add_argument("--readme-from", metavar="JSON",
                     help="rewrite README.md's performance table from a run's .json and exit")
