@@ -3,18 +3,22 @@
 
   bench/run.py --build BUILD --out DIR          CPU only: P4 synthetic, P5 synthetic, P6 synthetic
   bench/run.py --gpu --build BUILD --out DIR    + P1..P6 on the GPU (scripts/gpu-check.sh does this)
+  bench/run.py --gpu --only P3 ...              only the rows named (P1..P6, comma-separated)
+  bench/run.py --readme-from FILE.json          README's performance table from a run's rows
 
 Every figure is a ratio against a baseline measured in this same run on this machine;
-targets are judged here and written next to the figure (pass / MISS), never asserted.
-Processes that are compared are interleaved (A B A B ...) so that drift of a shared
-machine hits both sides. Ratios compare medians (a single lucky process moves a
-minimum by 5 % on the H200 host, more than the 1 % P1 asks about); the minima are
-printed beside them."""
+targets are judged here and written next to the figure, never asserted. Method: the
+two processes compared run pinned to the same cores (taskset), interleaved in >= 15
+pairs (A B, then B A, ...), so that drift of a shared machine hits both sides; the
+figure is the median of the per-pair ratios with a bootstrap 95 % interval over the
+pairs. Verdict: "pass" only when the whole interval meets the target, "MISS" when the
+whole interval misses it, "within noise" when the interval straddles it."""
 import argparse
 import datetime
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import statistics
@@ -25,6 +29,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+IDS = ("P1", "P2", "P3", "P4", "P5", "P6")
+README_BEGIN = "<!-- bench/run.py: latest GPU table (begin) -->"
+README_END = "<!-- bench/run.py: latest GPU table (end) -->"
 
 
 def sh(cmd, env=None, check=True):
@@ -48,18 +55,61 @@ def mm(xs):
     return min(xs), statistics.median(xs)
 
 
-def verdict(ok, quick):
-    return "(quick mode, not judged)" if quick else ("pass" if ok else "MISS")
+def bootstrap(samples, stat, n=2000, seed=17):
+    """stat over samples, and its bootstrap 95 % interval. samples is one list of
+    paired rounds (resampled together) or a tuple of independent lists (each
+    resampled on its own). Seeded: the same data give the same interval."""
+    rnd = random.Random(seed)
+    est = stat(samples)
+    vals = []
+    for _ in range(n):
+        if isinstance(samples, tuple):
+            draw = tuple([xs[rnd.randrange(len(xs))] for _ in xs] for xs in samples)
+        else:
+            draw = [samples[rnd.randrange(len(samples))] for _ in samples]
+        try:
+            vals.append(stat(draw))
+        except (ZeroDivisionError, ValueError):
+            continue
+    vals.sort()
+    if not vals:
+        return est, est, est
+    return est, vals[int(0.025 * (len(vals) - 1))], vals[int(0.975 * (len(vals) - 1) + 0.5)]
 
 
-def machine(gpu):
-    lines = [f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"]
-    try:
-        commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]).strip()
-        dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"]).strip()
-        lines.append(f"- flagtrace commit: {commit}{' (with uncommitted changes)' if dirty else ''}")
-    except (RuntimeError, OSError):
-        lines.append("- flagtrace commit: unknown (not a git checkout)")
+def judge(ci, target, at_most, quick):
+    """pass only when the whole interval meets the target; MISS when the whole
+    interval misses it; otherwise the data cannot tell (within noise)."""
+    if quick:
+        return "(quick mode, not judged)"
+    _, lo, hi = ci
+    if at_most:
+        return "pass" if hi <= target else "MISS" if lo > target else "within noise"
+    return "pass" if lo >= target else "MISS" if hi < target else "within noise"
+
+
+def fmt_ci(ci, digits=3, suffix=""):
+    est, lo, hi = ci
+    if lo == hi == est:  # a single figure (one process): no interval to show
+        return f"{est:.{digits}f}{suffix}"
+    return f"{est:.{digits}f}{suffix} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def row(pid, what, peer, ours, ci, target_text, target, at_most, quick, digits=3, suffix=""):
+    """One table row; ci is (estimate, low, high), all three equal for a single figure."""
+    return {"id": pid, "what": what, "peer": peer, "flagtrace": ours, "ratio": fmt_ci(ci, digits, suffix),
+            "target": target_text, "verdict": judge(ci, target, at_most, quick), "estimate": ci[0],
+            "low": ci[1], "high": ci[2]}
+
+
+def pair_ratio(pairs):
+    """The median of per-pair ratios b / a."""
+    return statistics.median(b / a for a, b in pairs)
+
+
+def machine(gpu, commit, dirty):
+    lines = [f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+             f"- flagtrace commit: {commit}{' (with uncommitted changes)' if dirty else ''}"]
     cpu = "unknown"
     try:
         with open("/proc/cpuinfo") as f:
@@ -89,8 +139,14 @@ def cpu_part(build, quick):
         text = re.sub(r"^# ", "", text, flags=re.M)
         return re.sub(r"^([^|\n].*)\n\|", r"\1\n\n|", text, flags=re.M)  # a table needs a blank line before it
 
-    return ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer"), "",
-            "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""] + stats_memory(build, quick)
+    doc = ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer"), "",
+           "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""]
+    doc += stats_memory(build, quick)
+    doc += fake_capture(build, quick)
+    if os.path.exists(os.path.join(build, "bench", "bench_kineto")):  # built with -DFT_KINETO_SRC
+        doc += ["## P3: the kineto adaptor's per-event export cost, no torch (bench/bench_kineto.cpp)", "",
+                run("bench_kineto"), ""]
+    return doc
 
 
 def peak_rss_kb(cmd):
@@ -129,7 +185,7 @@ def stats_memory(build, quick):
             kernels = n // 2
             slope = "" if prev is None else (kb - prev[1]) * 1024 / (kernels - prev[0])
             cell = "" if prev is None else f"{slope:.1f}"
-            judged = "" if prev is None else f"≤ 16 B: {verdict(slope <= 16, quick)}"
+            judged = "" if prev is None else "≤ 16 B: " + ("(quick mode, not judged)" if quick else "pass" if slope <= 16 else "MISS")
             rows.append(f"| {n:,} | {kernels:,} | {kb / 1024:.1f} MiB | {cell} | {judged} |")
             prev = (kernels, kb)
             os.unlink(path)
@@ -138,11 +194,39 @@ def stats_memory(build, quick):
     return rows + [""]
 
 
+def fake_capture(build, quick):
+    """P6 and the exit's own costs through the real CUPTI tracer against the fake
+    libcupti: two captures, each in its own process (a peak is measurable once)."""
+    exe = os.path.join(build, "bench", "bench_capture")
+    lib = os.path.join(build, "tests", "libfake_cupti.so")
+    if not (os.path.exists(exe) and os.path.exists(lib)):
+        return []
+    got = [last_json(sh([exe, str(n)], env={"FLAGOS_TRACER_LIBRARY": lib}))
+           for n in ((10000, 50000) if quick else (50000, 500000))]
+    out = ["## P6 and the profile exit with the fake CUPTI (bench/bench_capture.c)", "",
+           "The CUPTI tracer's own code against tests/fake_cupti (kernel launches in ranges of 10, as "
+           "bench/gpu/capture_bench.cu), its two activity buffers in flight included.", "",
+           "| events | peak RSS growth MB | B per event (total) | stop ms | counts ms | rows ms | "
+           "foreach ns/event | target |", "|---|---|---|---|---|---|---|---|"]
+    for r in got:
+        grow = r["peak_rss"] - r["rss_before"]
+        per = grow / r["events"]
+        ok = "(quick mode, not judged)" if quick else ("pass" if per <= 64 else "MISS") if r is got[-1] else "-"
+        out.append(f"| {r['events']:,} | {grow / 1e6:.1f} | {per:.1f} | {r['stop_s'] * 1e3:.1f} | "
+                   f"{r['counts_s'] * 1e3:.1f} | {r['streams_s'] * 1e3:.1f} | {r['foreach_ns_per_event']:.1f} | "
+                   f"≤ 64 B at the larger: {ok} |")
+    a, b = got
+    slope = ((b["peak_rss"] - b["rss_before"]) - (a["peak_rss"] - a["rss_before"])) / (b["events"] - a["events"])
+    out += ["", f"Per additional event (slope between the two): {slope:.1f} B.", ""]
+    return out
+
+
 # ---- GPU ----
 
 class Gpu:
-    def __init__(self, build, tmp, reps):
-        self.build, self.tmp, self.reps = build, tmp, reps
+    def __init__(self, build, tmp, reps, pairs, cores, quick):
+        self.build, self.tmp, self.reps, self.pairs, self.quick = build, tmp, reps, pairs, quick
+        self.pin = ["taskset", "-c", cores] if cores else []
         self.ft = os.path.join(build, "flagtrace")
         self.loop = os.path.join(build, "bench", "gpu", "launch_loop")
         self.floor = os.path.join(build, "bench", "gpu", "libcupti_floor.so")
@@ -154,163 +238,255 @@ class Gpu:
         self.raw.append({"what": what, **data})
         print(f"bench: {what}: {json.dumps(data)[:300]}", file=sys.stderr)
 
-    def record(self, *args, env=None):
-        out = os.path.join(self.tmp, "rec.json.gz")
-        return sh([self.ft, "record", "--force-overwrite", "-o", out, *args], env=env)
+    def rounds(self, variants, run):
+        """Interleaved rounds: every variant once per round, the order reversed every
+        other round so that neither side always runs first. run(name, spec) -> sample."""
+        got = {k: [] for k in variants}
+        names = list(variants)
+        for r in range(self.pairs):
+            for name in (names if r % 2 == 0 else names[::-1]):
+                got[name].append(run(name, variants[name]))
+        return got
 
-    def launch_variants(self, variants, launches, rounds):
-        """variants: name -> argv prefix and env. Interleaved, one process per round."""
-        best = {k: [] for k in variants}
-        for _ in range(rounds):
-            for name, (prefix, env) in variants.items():
-                r = last_json(sh(prefix + [self.loop, str(launches), "3"], env=env))
-                best[name].append(r["best"])
-        self.note("launch loop µs/launch (best of 3 per process)", best)
-        return best
-
-    def p1_p2(self, launches):
+    def p1_p2(self, launches, want):
         # the same file every round: replaced (record refuses that by default)
         rec = [self.ft, "record", "--force-overwrite", "-o", os.path.join(self.tmp, "rec.json.gz"), "--"]
         idle = [self.ft, "record", "--force-overwrite", "--capture-range=cudaProfilerApi", "-o",
                 os.path.join(self.tmp, "idle.json.gz"), "--"]
-        v = self.launch_variants({
-            "bare": ([], None),
-            "idle": (idle, None),
-            "floor": ([], {"CUDA_INJECTION64_PATH": self.floor}),
-            "record": (rec, None),
-            "idle_preload": ([self.ft, "record", "--inject=preload"] + idle[2:], None),
-        }, launches, 2 * self.reps)  # twice the rounds: 1 % is within this machine's noise
+        variants = {"bare": ([], None)}
+        if "P1" in want:
+            variants["idle"] = (idle, None)
+            variants["idle_preload"] = ([self.ft, "record", "--inject=preload"] + idle[2:], None)
+        if "P2" in want:
+            variants["floor"] = ([], {"CUDA_INJECTION64_PATH": self.floor})
+            variants["record"] = (rec, None)
+        v = self.rounds(variants, lambda name, spec: last_json(
+            sh(self.pin + spec[0] + [self.loop, str(launches), "2"], env=spec[1]))["best"])
+        self.note("launch loop µs/launch (best of 2 per process), by round", v)
         rows = []
-        b, i = mm(v["bare"]), mm(v["idle"])
-        r1 = i[1] / b[1]
-        rows.append(("P1", "CUDA C launch loop, injection loaded, no capture (`record --capture-range=cudaProfilerApi`, "
-                     "no cudaProfilerStart)", f"{b[0]:.3f} / {b[1]:.3f} µs", f"{i[0]:.3f} / {i[1]:.3f} µs",
-                     f"{r1:.3f}", "≤ 1.01", r1 <= 1.01))
-        ip = mm(v["idle_preload"])
-        r1p = ip[1] / b[1]
-        rows.append(("P1", "the same under `record --inject=preload` (LD_PRELOAD, armed when libcuda loads)",
-                     f"{b[0]:.3f} / {b[1]:.3f} µs", f"{ip[0]:.3f} / {ip[1]:.3f} µs", f"{r1p:.3f}", "≤ 1.01",
-                     r1p <= 1.01))
-        f, rc = mm(v["floor"]), mm(v["record"])
-        o_floor, o_ft = f[1] / b[1] - 1, rc[1] / b[1] - 1
-        r2 = o_ft / o_floor if o_floor > 0 else float("inf")
-        rows.append(("P2", f"launch loop under `flagtrace record` (overhead {o_ft * 100:.1f} %) vs the raw-CUPTI floor "
-                     f"(overhead {o_floor * 100:.1f} %), same kinds", f"{f[0]:.3f} / {f[1]:.3f} µs (floor)",
-                     f"{rc[0]:.3f} / {rc[1]:.3f} µs", f"{r2:.3f} (overhead ratio)", "≤ 1.10", r2 <= 1.10))
+        b = mm(v["bare"])
+        if "P1" in want:
+            i = mm(v["idle"])
+            ci = bootstrap(list(zip(v["bare"], v["idle"])), pair_ratio)
+            rows.append(row("P1", "CUDA C launch loop, injection loaded, no capture (`record "
+                            "--capture-range=cudaProfilerApi`, no cudaProfilerStart)",
+                            f"{b[0]:.3f} / {b[1]:.3f} µs bare", f"{i[0]:.3f} / {i[1]:.3f} µs", ci, "≤ 1.01", 1.01,
+                            True, self.quick))
+            ip = mm(v["idle_preload"])
+            ci = bootstrap(list(zip(v["bare"], v["idle_preload"])), pair_ratio)
+            rows.append(row("P1", "the same under `record --inject=preload` (LD_PRELOAD, armed when libcuda loads)",
+                            f"{b[0]:.3f} / {b[1]:.3f} µs bare", f"{ip[0]:.3f} / {ip[1]:.3f} µs", ci, "≤ 1.01", 1.01,
+                            True, self.quick))
+        if "P2" in want:
+            f, rc = mm(v["floor"]), mm(v["record"])
+            rounds = list(zip(v["bare"], v["floor"], v["record"]))
+
+            def overhead_ratio(rs):  # ours over the floor's, each relative to bare in its round
+                o_floor = statistics.median(fl / ba for ba, fl, _ in rs) - 1
+                o_ft = statistics.median(re_ / ba for ba, _, re_ in rs) - 1
+                if o_floor <= 0:
+                    raise ValueError("no floor overhead")
+                return o_ft / o_floor
+
+            ci = bootstrap(rounds, overhead_ratio)
+            o_floor = statistics.median(fl / ba for ba, fl, _ in rounds) - 1
+            o_ft = statistics.median(re_ / ba for ba, _, re_ in rounds) - 1
+            rows.append(row("P2", f"launch loop under `flagtrace record` (overhead {o_ft * 100:.1f} %) vs the "
+                            f"raw-CUPTI floor (overhead {o_floor * 100:.1f} %), same kinds; ratio of the overheads",
+                            f"{f[0]:.3f} / {f[1]:.3f} µs (floor)", f"{rc[0]:.3f} / {rc[1]:.3f} µs", ci, "≤ 1.10", 1.10,
+                            True, self.quick))
         return rows
 
-    def torch_loops(self, modes, per_process_reps=3, processes=3):
-        got = {m: {"us_per_op": [], "end_to_end_s": []} for m in modes}
-        for _ in range(processes):
-            for m in modes:
-                r = last_json(sh([sys.executable, self.torch_bench, "loop", m, "--reps", str(per_process_reps)]))
-                got[m]["us_per_op"] += r["us_per_op"]
-                got[m]["end_to_end_s"] += r["end_to_end_s"]
-                if "device_events_first_rep" in r:
-                    got[m]["device_events"] = r["device_events_first_rep"]
-        self.note("torch add_ loop", got)
-        return got
-
-    def p1_p3_torch(self):
-        g = self.torch_loops(["bare", "idle", "kineto", "flagtrace"])
+    def p1_p3_torch(self, want):
+        """One `base` (bare loop, then kineto) and one `ft` process (idle loop, then
+        flagtrace) per round: each round gives one P1 pair and one P3 pair."""
+        reps = "1" if self.quick else "2"
+        g = self.rounds({"base": None, "ft": None}, lambda name, _: last_json(
+            sh(self.pin + [sys.executable, self.torch_bench, "loop", name, "--reps", reps])))
+        self.note("torch add_ loop, by round", g)
+        med = {m: {k: [statistics.median(r[k]) for r in g[m]] for k in ("plain_us_per_op", "us_per_op", "end_to_end_s")}
+               for m in g}
         rows = []
-        b, i = mm(g["bare"]["us_per_op"]), mm(g["idle"]["us_per_op"])
-        r = i[1] / b[1]
-        rows.append(("P1", "torch `x.add_(1.0)` × 20 000 after `import flagtrace.torch`, not profiling",
-                     f"{b[0]:.3f} / {b[1]:.3f} µs/op", f"{i[0]:.3f} / {i[1]:.3f} µs/op", f"{r:.3f}", "≤ 1.01",
-                     r <= 1.01))
-        k, f = mm(g["kineto"]["us_per_op"]), mm(g["flagtrace"]["us_per_op"])
-        r = f[1] / k[1]
-        rows.append(("P3", "the same loop in `torch.profiler.profile([CPU, CUDA])`, in-loop",
-                     f"{k[0]:.3f} / {k[1]:.3f} µs/op (kineto)", f"{f[0]:.3f} / {f[1]:.3f} µs/op", f"{r:.3f}",
-                     "≤ 1.00", r <= 1.00))
-        k, f = mm(g["kineto"]["end_to_end_s"]), mm(g["flagtrace"]["end_to_end_s"])
-        r = f[1] / k[1]
-        rows.append(("P3", "the same, end to end (enter to profile exit, incl. collection)",
-                     f"{k[0]:.3f} / {k[1]:.3f} s (kineto)", f"{f[0]:.3f} / {f[1]:.3f} s", f"{r:.3f}", "≤ 1.00",
-                     r <= 1.00))
+
+        def add(pid, key, what, unit, target_text, target, digits):
+            base, ours = med["base"][key], med["ft"][key]
+            ci = bootstrap(list(zip(base, ours)), pair_ratio)
+            b, f = mm(base), mm(ours)
+            peer = "bare" if pid == "P1" else "kineto"
+            rows.append(row(pid, what, f"{b[0]:.{digits}f} / {b[1]:.{digits}f} {unit} {peer}",
+                            f"{f[0]:.{digits}f} / {f[1]:.{digits}f} {unit}", ci, target_text, target, True, self.quick))
+
+        if "P1" in want:
+            add("P1", "plain_us_per_op", "torch `x.add_(1.0)` × 20 000 after `import flagtrace.torch`, not profiling",
+                "µs/op", "≤ 1.01", 1.01, 3)
+        if "P3" in want:
+            add("P3", "us_per_op", "the same loop in `torch.profiler.profile([CPU, CUDA])`, in-loop", "µs/op",
+                "≤ 1.00", 1.00, 3)
+            add("P3", "end_to_end_s", "the same, end to end (enter to profile exit, incl. collection)", "s",
+                "≤ 1.00", 1.00, 3)
         return rows
 
-    def stats_times(self, path):
+    def stats_times(self, path, reps):
         t = []
-        for _ in range(self.reps):
+        for _ in range(reps):
             t0 = time.perf_counter()
-            sh([self.ft, "stats", path])
+            sh(self.pin + [self.ft, "stats", path])
             t.append(time.perf_counter() - t0)
         return t
 
-    def p4_p5_p6(self, kernels_small, kernels_big):
+    def p4_p5_p6(self, kernels_small, kernels_big, want):
         rows = []
-        kin = last_json(sh([sys.executable, self.torch_bench, "capture", "--events", "100000",
-                            "--reps", str(self.reps)]))
-        self.note("kineto capture", kin)
-        small = last_json(sh([self.capture, str(kernels_small), os.path.join(self.tmp, "cap100k"), str(self.reps)]))
+        q = self.quick
+        kin = None
+        if "P4" in want or "P5" in want:
+            kin = last_json(sh(self.pin + [sys.executable, self.torch_bench, "capture", "--events", "100000",
+                                           "--reps", str(self.reps)]))
+            self.note("kineto capture", kin)
+        small = last_json(sh(self.pin + [self.capture, str(kernels_small), os.path.join(self.tmp, "cap100k"),
+                                         str(self.reps)]))
         self.note("flagtrace capture (100 k)", small)
-        n_k = statistics.median(kin["slices"])
-        ex = mm(kin["export_chrome_trace_s"])
-        k_rate = n_k / ex[1]
-        for key, label, target in (("write_json_s", "JSON", 3e6), ("write_gzip_s", "gzip", 1e6)):
-            w = mm(small[key])
-            rate = small["events"] / w[1]
-            ok = rate >= target and rate >= 10 * k_rate
-            rows.append(("P4", f"real capture, {small['events']:,} events ({small['kernels']:,} kernels), written as "
-                         f"{label}; baseline torch `export_chrome_trace` on {int(n_k):,} slices",
-                         f"{ex[0]:.3f} / {ex[1]:.3f} s = {k_rate / 1e6:.2f} M ev/s",
-                         f"{w[0]:.3f} / {w[1]:.3f} s = {rate / 1e6:.2f} M ev/s", f"{rate / k_rate:.1f}× kineto",
-                         f"≥ {target / 1e6:.0f} M ev/s and ≥ 10×", ok))
-        ka = mm(kin["key_averages_s"])
-        st_small = mm(self.stats_times(os.path.join(self.tmp, "cap100k.json.gz")))
-        r = ka[1] / st_small[1]
-        rows.append(("P5", f"`flagtrace stats` on the {small['events']:,}-event trace (gzip, whole process) vs "
-                     f"`key_averages()` on kineto's {int(n_k):,}-slice capture", f"{ka[0]:.3f} / {ka[1]:.3f} s",
-                     f"{st_small[0]:.3f} / {st_small[1]:.3f} s", f"{r:.1f}× faster", "≥ 10×", r >= 10))
-        big = last_json(sh([self.capture, str(kernels_big), os.path.join(self.tmp, "cap1m"), "1"]))
-        self.note("flagtrace capture (1 M)", big)
-        floor = last_json(sh([self.capture, str(kernels_big), "-"],
-                             env={"CAPTURE_BENCH_NO_FLAGTRACE": "1", "CUDA_INJECTION64_PATH": self.floor}))
-        self.note("raw-CUPTI floor, same launches", floor)
-        st_big = mm(self.stats_times(os.path.join(self.tmp, "cap1m.json.gz")))
-        rows.append(("P5", f"`flagtrace stats` on a real {big['events']:,}-event trace (gzip, "
-                     f"{big['bytes_gzip'] / 1e6:.0f} MB, whole process)", "-",
-                     f"{st_big[0]:.3f} / {st_big[1]:.3f} s", "-", "< 1 s", st_big[1] < 1.0))
-        grow = big["peak_rss"] - big["rss_before"]
-        grow_floor = floor["peak_rss"] - floor["rss_before"]
-        per = (grow - grow_floor) / big["events"]
-        rows.append(("P6", f"peak RSS growth over a real capture of {big['events']:,} events, less what the "
-                     "raw-CUPTI floor grows by for the same launches (CUPTI's own memory); includes the fixed "
-                     "activity buffers", f"{grow_floor / 1e6:.0f} MB (floor)",
-                     f"{grow / 1e6:.0f} MB ({grow / big['events']:.1f} B/event)",
-                     f"{per:.1f} B/event", "≤ 64 B + interned names", per <= 64))
-        # The cost of one more event, free of the fixed part (buffers, tables): the
-        # slope between the two captures, each in its own fresh process.
-        small_grow = small["peak_rss"] - small["rss_before"]
-        slope = (grow - small_grow) / (big["events"] - small["events"])
-        rows.append(("P6", f"the same, per additional event: slope between the {small['events']:,}- and "
-                     f"{big['events']:,}-event captures", f"{small_grow / 1e6:.0f} MB at {small['events']:,}",
-                     f"{grow / 1e6:.0f} MB at {big['events']:,}", f"{slope:.1f} B/event", "≤ 64 B + interned names",
-                     slope <= 64))
+        if "P4" in want:
+            n_k = statistics.median(kin["slices"])
+            ex = mm(kin["export_chrome_trace_s"])
+            k_rate = n_k / ex[1]
+            for key, label, target in (("write_json_s", "JSON", 3e6), ("write_gzip_s", "gzip", 1e6)):
+                w = mm(small[key])
+                rate = small["events"] / w[1]
+                ci_rate = bootstrap(small[key], lambda ts: small["events"] / statistics.median(ts) / 1e6)
+                ci_x = bootstrap((kin["export_chrome_trace_s"], small[key]),
+                                 lambda d: (small["events"] / statistics.median(d[1])) /
+                                           (n_k / statistics.median(d[0])))
+                what = (f"real capture, {small['events']:,} events ({small['kernels']:,} kernels), written as {label}; "
+                        f"peer torch `export_chrome_trace` on {int(n_k):,} slices")
+                peer = f"{ex[0]:.3f} / {ex[1]:.3f} s = {k_rate / 1e6:.2f} M ev/s"
+                ours = f"{w[0]:.3f} / {w[1]:.3f} s = {rate / 1e6:.2f} M ev/s"
+                rows.append(row("P4", what + " (rate)", peer, ours, ci_rate, f"≥ {target / 1e6:.0f} M ev/s",
+                                target / 1e6, False, q, 2, " M ev/s"))
+                rows.append(row("P4", what + " (× kineto)", peer, ours, ci_x, "≥ 10× kineto", 10, False, q, 1, "×"))
+        if "P5" in want:
+            ka = mm(kin["key_averages_s"])
+            n_k = statistics.median(kin["slices"])
+            st = self.stats_times(os.path.join(self.tmp, "cap100k.json.gz"), self.reps)
+            s_mm = mm(st)
+            ci = bootstrap((kin["key_averages_s"], st), lambda d: statistics.median(d[0]) / statistics.median(d[1]))
+            rows.append(row("P5", f"`flagtrace stats` on the {small['events']:,}-event trace (gzip, whole process) vs "
+                            f"`key_averages()` on kineto's {int(n_k):,}-slice capture", f"{ka[0]:.3f} / {ka[1]:.3f} s",
+                            f"{s_mm[0]:.3f} / {s_mm[1]:.3f} s", ci, "≥ 10× faster", 10, False, q, 1, "× faster"))
+        big = None
+        if "P5" in want or "P6" in want:
+            big = last_json(sh(self.pin + [self.capture, str(kernels_big), os.path.join(self.tmp, "cap1m"), "1"]))
+            self.note("flagtrace capture (1 M)", big)
+        if "P5" in want:
+            st = self.stats_times(os.path.join(self.tmp, "cap1m.json.gz"), self.reps)
+            s_mm = mm(st)
+            ci = bootstrap(st, statistics.median)
+            rows.append(row("P5", f"`flagtrace stats` on a real {big['events']:,}-event trace (gzip, "
+                            f"{big['bytes_gzip'] / 1e6:.0f} MB, whole process), seconds", "-",
+                            f"{s_mm[0]:.3f} / {s_mm[1]:.3f} s", ci, "< 1 s", 1.0, True, q, 3, " s"))
+        if "P6" in want:
+            floor = last_json(sh(self.pin + [self.capture, str(kernels_big), "-"],
+                                 env={"CAPTURE_BENCH_NO_FLAGTRACE": "1", "CUDA_INJECTION64_PATH": self.floor}))
+            self.note("raw-CUPTI floor, same launches", floor)
+            grow = big["peak_rss"] - big["rss_before"]
+            grow_floor = floor["peak_rss"] - floor["rss_before"]
+            per = (grow - grow_floor) / big["events"]
+            at_create = big.get("rss_at_create", big["rss_before"])
+            # one process each: no interval; the figure is judged as it stands
+            rows.append(row("P6", f"peak RSS growth over a real capture of {big['events']:,} events from the armed "
+                            "session, less what the raw-CUPTI floor grows by from its armed state for the same "
+                            "launches (CUPTI's own memory); includes the activity buffers", f"{grow_floor / 1e6:.0f} MB "
+                            "(floor)", f"{grow / 1e6:.0f} MB ({grow / big['events']:.1f} B/event; "
+                            f"{(big['peak_rss'] - at_create) / 1e6:.0f} MB counting libcupti's load and arming)",
+                            (per, per, per), "≤ 64 B/event", 64, True, q, 1, " B/event"))
+            # The cost of one more event, free of the fixed part (buffers, tables): the
+            # slope between the two captures, each in its own fresh process.
+            small_grow = small["peak_rss"] - small["rss_before"]
+            slope = (grow - small_grow) / (big["events"] - small["events"])
+            rows.append(row("P6", f"the same, per additional event: slope between the {small['events']:,}- and "
+                            f"{big['events']:,}-event captures", f"{small_grow / 1e6:.0f} MB at {small['events']:,}",
+                            f"{grow / 1e6:.0f} MB at {big['events']:,}", (slope, slope, slope), "≤ 64 B/event", 64,
+                            True, q, 1, " B/event"))
         return rows
 
 
-def table(rows, quick):
-    out = ["| id | what | baseline (min / median) | flagtrace (min / median) | ratio | target | verdict |",
+def table(rows):
+    out = ["| id | what | peer / baseline (min / median) | flagtrace (min / median) | ratio [95 % CI] | target | verdict |",
            "|---|---|---|---|---|---|---|"]
-    for pid, what, base, ours, ratio, target, ok in rows:
-        out.append(f"| {pid} | {what} | {base} | {ours} | {ratio} | {target} | {verdict(ok, quick)} |")
+    for r in rows:
+        out.append(f"| {r['id']} | {r['what']} | {r['peer']} | {r['flagtrace']} | {r['ratio']} | {r['target']} | "
+                   f"{r['verdict']} |")
     return out
+
+
+def readme_table(result):
+    """README's block: the run's source, then peer and flagtrace side by side per row."""
+    out = [README_BEGIN, "",
+           f"Latest on the GPU (`bench/results/{result['name']}.md`: {result['date']}, commit {result['commit']}, "
+           f"{result['gpu']}; median of per-pair ratios, bootstrap 95 % interval):", "",
+           "| id | what | peer | flagtrace | ratio [95 % CI] | target | verdict |", "|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        out.append(f"| {r['id']} | {r['what']} | {r['peer']} | {r['flagtrace']} | {r['ratio']} | {r['target']} | "
+                   f"{r['verdict']} |")
+    return out + ["", README_END]
+
+
+def update_readme(json_path, readme=os.path.join(ROOT, "README.md")):
+    with open(json_path) as f:
+        result = json.load(f)
+    with open(readme) as f:
+        text = f.read()
+    if README_BEGIN not in text or README_END not in text:
+        sys.exit(f"bench: {readme} has no {README_BEGIN} ... {README_END} block")
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    with open(readme, "w") as f:
+        f.write(head + "\n".join(readme_table(result)) + tail)
+    print(f"bench: README.md's table now shows {json_path}", file=sys.stderr)
+
+
+def git_commit():
+    try:
+        commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]).strip()
+        dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"]).strip()
+        return commit, bool(dirty)
+    except (RuntimeError, OSError):
+        return "unknown", False
+
+
+def default_cores():
+    """Four of the CPUs this process may use, skipping the first two (interrupts,
+    housekeeping), on a machine with 8 or more; "" (no pinning) otherwise."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(allowed) < 8 or not shutil.which("taskset"):
+        return ""
+    return ",".join(str(c) for c in allowed[2:6])
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="the CMake build folder (default: build)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"),
-                    help="where the dated markdown goes (default: bench/results)")
+                    help="where the dated markdown and its rows (.json) go (default: bench/results)")
     ap.add_argument("--gpu", action="store_true", help="also run P1..P6 on the GPU (needs the GPU build)")
-    ap.add_argument("--quick", action="store_true", help="small sizes, one repetition: checks it runs, judges nothing")
-    ap.add_argument("--reps", type=int, default=5, help="repetitions per figure (default 5)")
+    ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions: checks it runs, judges nothing")
+    ap.add_argument("--reps", type=int, default=3,
+                    help="repetitions of the capture, write and stats figures (P4-P6; default 3)")
+    ap.add_argument("--pairs", type=int, default=15, help="interleaved process pairs for P1-P3 (default 15)")
+    ap.add_argument("--cores", default=None,
+                    help="taskset CPU list every measured process is pinned to (default: the 3rd to 6th allowed CPU on "
+                         ">= 8; '' = none)")
+    ap.add_argument("--only", default="", help="comma-separated row ids to run, e.g. P3 or P1,P2 (default: all)")
+    ap.add_argument("--readme-from", metavar="JSON",
+                    help="rewrite README.md's performance table from a run's .json and exit")
     a = ap.parse_args()
-    if a.reps < 1:
-        ap.error("--reps must be at least 1")
+    if a.readme_from:
+        update_readme(a.readme_from)
+        return
+    want = set(x.strip().upper() for x in a.only.split(",") if x.strip()) or set(IDS)
+    if not want <= set(IDS):
+        ap.error(f"--only takes {', '.join(IDS)}")
+    if a.reps < 1 or a.pairs < 2:
+        ap.error("--reps must be at least 1 and --pairs at least 2")
     for exe in ("bench_writer", "bench_stats"):
         if not os.path.exists(os.path.join(a.build, "bench", exe)):
             ap.error(f"{a.build}/bench/{exe} is missing: build first (make test, or cmake --build {a.build})")
@@ -322,29 +498,51 @@ def main():
         if not os.path.exists(os.path.join(a.build, "flagtrace")):
             ap.error(f"{a.build}/flagtrace is missing: --gpu runs `flagtrace record`")
     os.makedirs(a.out, exist_ok=True)
+    t_start = time.perf_counter()
     reps = 1 if a.quick else a.reps
+    pairs = 3 if a.quick else a.pairs
+    cores = default_cores() if a.cores is None else a.cores
+    commit, dirty = git_commit()
     doc = ["# flagtrace benchmarks" + (" (quick mode: nothing judged)" if a.quick else ""), ""]
-    doc += machine(a.gpu) + [f"- repetitions: {reps} per figure", ""]
+    doc += machine(a.gpu, commit, dirty)
+    doc += [f"- method: P1-P3 {pairs} interleaved process pairs, median of per-pair ratios, bootstrap 95 % "
+            f"interval; P4-P6 {reps} repetitions; pinned to cores {cores or '(not pinned)'}",
+            f"- rows: {', '.join(sorted(want))}", ""]
+    rows = []
     if a.gpu:
         tmp = tempfile.mkdtemp(prefix="ftbench.")
         try:
-            g = Gpu(a.build, tmp, reps)
-            rows = g.p1_p2(20000 if a.quick else 200000)
-            rows += g.p1_p3_torch()
-            rows += g.p4_p5_p6(5000 if a.quick else 45000, 50000 if a.quick else 500000)
-            doc += ["## GPU: P1–P6", ""] + table(rows, a.quick) + [""]
+            g = Gpu(a.build, tmp, reps, pairs, cores, a.quick)
+            if want & {"P1", "P2"}:
+                rows += g.p1_p2(20000 if a.quick else 50000, want)
+            if want & {"P1", "P3"}:
+                rows += g.p1_p3_torch(want)
+            if want & {"P4", "P5", "P6"}:
+                rows += g.p4_p5_p6(5000 if a.quick else 45000, 50000 if a.quick else 500000, want)
+            rows.sort(key=lambda r: IDS.index(r["id"]))
+            doc += ["## GPU: P1–P6", ""] + table(rows) + [""]
             with open(os.path.join(a.out, "bench-raw.jsonl"), "w") as f:
                 for r in g.raw:
                     f.write(json.dumps(r) + "\n")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    doc += cpu_part(a.build, a.quick)
+    if want & {"P4", "P5", "P6"}:
+        doc += cpu_part(a.build, a.quick)
+    wall = time.perf_counter() - t_start
+    doc += [f"Wall time of this run: {wall:.0f} s."]
     kind = "gpu" if a.gpu else "cpu"
-    path = os.path.join(a.out, f"{datetime.date.today():%Y-%m-%d}-{kind}.md")
+    now = datetime.datetime.now(datetime.timezone.utc)
+    name = f"{now:%Y-%m-%d}-{commit}{'-dirty' if dirty else ''}-{kind}"
+    path = os.path.join(a.out, name + ".md")
     with open(path, "w") as f:
         f.write("\n".join(doc) + "\n")
+    gpu_name = next((ln.split(": ", 1)[1].split(";")[0] for ln in doc if ln.startswith("- GPU: ")), "no GPU")
+    with open(os.path.join(a.out, name + ".json"), "w") as f:
+        json.dump({"name": name, "date": f"{now:%Y-%m-%d %H:%M} UTC", "commit": commit + (" (dirty)" if dirty else ""),
+                   "gpu": gpu_name, "wall_s": round(wall, 1), "rows": rows}, f, indent=1, ensure_ascii=False)
+        f.write("\n")
     print("\n".join(doc))
-    print(f"bench: wrote {path}", file=sys.stderr)
+    print(f"bench: wrote {path} and {name}.json ({wall:.0f} s)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ build=(cmake gcc g++ make zlib1g-dev libyajl-dev)
 # python3-setuptools/-wheel/-venv/-pip: the wheel test builds and installs offline
 test=("${build[@]}" pkg-config libcmocka-dev python3 python3-pytest python3-setuptools python3-wheel python3-venv
       python3-pip groff-base)
-ci=("${test[@]}" clang libclang-rt-dev valgrind)
+# libfmt-dev: kineto's headers, for the adaptor's CPU test (cmake -DFT_KINETO_SRC=...)
+ci=("${test[@]}" clang libclang-rt-dev valgrind libfmt-dev)
 case $profile in
   build) need=("${build[@]}") ;;
   test) need=("${test[@]}") ;;

@@ -125,8 +125,9 @@ if [ "$NGPU" -ge 2 ]; then
 else
   echo "SKIP 2 GPUs: skipped: $NGPU GPU" | tee -a "$LOG"
 fi
-# P1-P6 against their baselines (bench/run.py); the dated table lands in $OUT and,
-# copied from there, in bench/results/.
+# P1-P6 against their baselines (bench/run.py, ~6 min); the table DATE-COMMIT-gpu.md
+# and its rows (.json) land in $OUT; copied to bench/results/, `bench/run.py
+# --readme-from bench/results/DATE-COMMIT-gpu.json` puts the rows in README.md.
 step "bench: P1-P6 (bench/run.py --gpu)" env PYTHONUNBUFFERED=1 python3 bench/run.py --gpu --build "$BUILD" --out "$OUT"
 rm -f "$OUT/torch_flagtrace_trace.json.gz"
 

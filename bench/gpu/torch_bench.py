@@ -5,6 +5,9 @@ loop MODE: a launch-bound `x.add_(1.0)` loop (P1, P3).
   idle       `import flagtrace.torch`, no profiler          (P1)
   kineto     torch.profiler [CPU, CUDA], kineto's own CUPTI (P3 baseline)
   flagtrace  `import flagtrace.torch`, then the same profile (P3)
+  base       bare, then kineto, in one process (one P1 and one P3 sample per process:
+             bench/run.py pairs it with an `ft` process, half the process starts)
+  ft         idle, then flagtrace, in one process
 capture: kineto's own capture of about EVENTS events, timing export_chrome_trace
   (P4 baseline) and key_averages (P5 baseline) on it."""
 import argparse
@@ -16,6 +19,17 @@ import time
 
 
 def loop(mode, iters, reps):
+    if mode in ("base", "ft"):  # the plain loop first, then the profiled one
+        plain = loop_once("bare" if mode == "base" else "idle", iters, reps)
+        prof = loop_once("kineto" if mode == "base" else "flagtrace", iters, reps)
+        prof["mode"] = mode
+        prof["plain_us_per_op"] = plain["us_per_op"]
+        print(json.dumps(prof))
+    else:
+        print(json.dumps(loop_once(mode, iters, reps)))
+
+
+def loop_once(mode, iters, reps):
     if mode in ("idle", "flagtrace"):
         import flagtrace.torch as ftt
         if not ftt.available:
@@ -50,7 +64,7 @@ def loop(mode, iters, reps):
     out = {"mode": mode, "iters": iters, "us_per_op": in_loop, "end_to_end_s": end_to_end}
     if mode in ("kineto", "flagtrace"):
         out["device_events_first_rep"] = kernels
-    print(json.dumps(out))
+    return out
 
 
 def capture(events, reps):
@@ -88,7 +102,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     lp = sub.add_parser("loop")
-    lp.add_argument("mode", choices=["bare", "idle", "kineto", "flagtrace"])
+    lp.add_argument("mode", choices=["bare", "idle", "kineto", "flagtrace", "base", "ft"])
     lp.add_argument("--iters", type=int, default=20000)
     lp.add_argument("--reps", type=int, default=3)
     cp = sub.add_parser("capture")

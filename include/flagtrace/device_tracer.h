@@ -143,6 +143,11 @@ typedef struct ft_export_event {
   ft_device_event event;
   int flow;         /* FT_FLOW_*: START on the launching API call, END on the device event */
   uint64_t flow_id; /* non-zero when flow != FT_FLOW_NONE */
+  /* Stable within the session: events with equal name_key have equal names, and
+   * events with equal meta_key and n_metadata equal metadata lists (the core stores
+   * each once), so an adaptor renders each name and list once, not per event. */
+  uint32_t name_key;
+  uint32_t meta_key;
 } ft_export_event;
 
 /* Receives events; returns non-zero to stop the walk. */

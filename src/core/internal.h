@@ -139,6 +139,10 @@ typedef struct ft__store {
   /* identical metadata lists (a kernel's args repeat with the kernel) are stored
    * once: hash of the id list -> first | count << 32 */
   ft__map meta_sets;
+  /* the last list stored, for API calls [0] and device events [1] (first | count
+   * << 32; 0 = none): a tracer repeats one list over many events, which then costs
+   * string compares, not interning */
+  uint64_t last_meta[2];
 } ft__store;
 
 void ft__store_init(ft__store *st);
@@ -247,8 +251,15 @@ struct ft_session {
   char device_why[256];
   ft__store store;
   ft_event_sink sink;
-  /* (vendor correlation id, external id) pairs as reported, sorted and applied at
-   * stop: 16 B per pair, where a hash map cost 34-68 B (P6, bench/). */
+  /* (vendor correlation id, external id) reports, applied at stop. Reports in id
+   * order go to runs: consecutive ids under one external id (an op's launches) share
+   * one 16-byte entry, where a pair each cost 16 B and a hash map 34-68 B (P6,
+   * bench/). A report below the runs' end (threads, buffers out of order, an id
+   * reported again) is kept as its own pair, sorted at stop; it always postdates
+   * any run covering its id, so it wins over the runs. */
+  struct ft__corr_run *corr_runs;
+  size_t n_corr_runs, cap_corr_runs;
+  uint64_t corr_runs_end; /* one past the highest id in the runs */
   struct ft__corr_ext *corr_ext;
   size_t n_corr_ext, cap_corr_ext;
   bool corr_ext_sorted;

@@ -145,6 +145,7 @@ void ft_session_destroy(ft_session *s) {
   ft__store_free(&s->store);
   free(s->devprops);
   free(s->corr_ext);
+  free(s->corr_runs);
   ft__map_free(&s->open_ranges);
   ft__vec_free(&s->open_vec);
   pthread_mutex_destroy(&s->mu);
@@ -165,25 +166,45 @@ struct ft__corr_ext {
   uint64_t ext;
 };
 
+struct ft__corr_run {
+  uint32_t first, n; /* ids first .. first + n - 1 */
+  uint64_t ext;
+};
+
+/* Room for one more element in *arr (elements of size elem): doubles, never past
+ * UINT32_MAX elements (seq and run lengths are 32-bit). */
+static bool grow(void **arr, size_t *cap, size_t len, size_t elem) {
+  if (len < *cap) return true;
+  size_t ncap = *cap ? *cap * 2 : 1024;
+  void *n = len < UINT32_MAX ? realloc(*arr, ncap * elem) : NULL;
+  if (!n) return false;
+  *arr = n;
+  *cap = ncap;
+  return true;
+}
+
 static ft_status sink_external_id(void *ctx, uint32_t corr, uint64_t ext) {
   ft_session *s = ctx;
   if (!corr) return FT_OK; /* 0 names no vendor call */
   ft_status st = FT_OK;
   pthread_mutex_lock(&s->mu);
-  if (s->n_corr_ext == s->cap_corr_ext) {
-    size_t ncap = s->cap_corr_ext ? s->cap_corr_ext * 2 : 1024;
-    struct ft__corr_ext *n = s->n_corr_ext < UINT32_MAX ? realloc(s->corr_ext, ncap * sizeof *n) : NULL;
-    if (n) {
-      s->corr_ext = n;
-      s->cap_corr_ext = ncap;
+  struct ft__corr_run *last = s->n_corr_runs ? &s->corr_runs[s->n_corr_runs - 1] : NULL;
+  if (last && corr == s->corr_runs_end && ext == last->ext && last->n < UINT32_MAX) {
+    last->n++;
+    s->corr_runs_end++;
+  } else if (corr >= s->corr_runs_end) {
+    if (grow((void **)&s->corr_runs, &s->cap_corr_runs, s->n_corr_runs, sizeof *s->corr_runs)) {
+      s->corr_runs[s->n_corr_runs++] = (struct ft__corr_run){corr, 1, ext};
+      s->corr_runs_end = (uint64_t)corr + 1;
     } else {
       st = FT_ENOMEM;
     }
-  }
-  if (!st) {
+  } else if (grow((void **)&s->corr_ext, &s->cap_corr_ext, s->n_corr_ext, sizeof *s->corr_ext)) {
     s->corr_ext[s->n_corr_ext] = (struct ft__corr_ext){corr, (uint32_t)s->n_corr_ext, ext};
     s->n_corr_ext++;
     s->corr_ext_sorted = false;
+  } else {
+    st = FT_ENOMEM;
   }
   pthread_mutex_unlock(&s->mu);
   return st;
@@ -195,7 +216,8 @@ static int cmp_corr_ext(const void *a, const void *b) {
   return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* The external id last reported for corr, or NULL (pairs sorted by corr, seq). */
+/* The external id last reported for corr, or NULL: a late pair (sorted by corr,
+ * seq) wins over the run covering corr. */
 static const uint64_t *find_ext(const ft_session *s, uint32_t corr) {
   size_t lo = 0, hi = s->n_corr_ext; /* first index with a larger corr */
   while (lo < hi) {
@@ -203,13 +225,21 @@ static const uint64_t *find_ext(const ft_session *s, uint32_t corr) {
     if (s->corr_ext[mid].corr <= corr) lo = mid + 1;
     else hi = mid;
   }
-  return lo && s->corr_ext[lo - 1].corr == corr ? &s->corr_ext[lo - 1].ext : NULL;
+  if (lo && s->corr_ext[lo - 1].corr == corr) return &s->corr_ext[lo - 1].ext;
+  lo = 0, hi = s->n_corr_runs; /* runs are in id order and never overlap */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->corr_runs[mid].first <= corr) lo = mid + 1;
+    else hi = mid;
+  }
+  const struct ft__corr_run *r = lo ? &s->corr_runs[lo - 1] : NULL;
+  return r && corr - r->first < r->n ? &r->ext : NULL;
 }
 
 /* Gives events that arrived without an external id the one their vendor
  * correlation id was issued under (the two id schemes of seed §2 meet here). */
 static void resolve_external_ids(ft_session *s) {
-  if (!s->n_corr_ext) return;
+  if (!s->n_corr_ext && !s->n_corr_runs) return;
   if (!s->corr_ext_sorted) { /* usually already in order: then no sort and no sort buffer (peak RSS) */
     size_t i = 1;
     while (i < s->n_corr_ext && cmp_corr_ext(&s->corr_ext[i - 1], &s->corr_ext[i]) <= 0) i++;

@@ -221,6 +221,7 @@ void ft__store_init(ft__store *st) {
   ft__vec_init(&st->events, sizeof(ft__event), 12);
   ft__vec_init(&st->kvs, sizeof(ft__kvid), 14);
   memset(&st->meta_sets, 0, sizeof st->meta_sets); /* made on the first metadata list */
+  st->last_meta[0] = st->last_meta[1] = 0;
 }
 
 void ft__store_free(ft__store *st) {
@@ -272,6 +273,20 @@ static ft_status store_meta(ft__store *st, const ft__kvid *ids, size_t n, uint32
   return FT_OK;
 }
 
+/* True when ev's metadata is, text for text, the list last stored (last). */
+static bool same_as_last(const ft__store *st, uint64_t last, const ft_device_event *ev) {
+  if ((last >> 32) != ev->n_metadata) return false;
+  uint32_t first = (uint32_t)last;
+  for (size_t i = 0; i < ev->n_metadata; i++) {
+    const ft__kvid *id = ft__vec_at(&st->kvs, first + i);
+    const ft_kv *kv = &ev->metadata[i];
+    if (!kv->key || !kv->value || strcmp(kv->key, ft__intern_str(&st->names, id->key)) ||
+        strcmp(kv->value, ft__intern_str(&st->values, id->value)))
+      return false;
+  }
+  return true;
+}
+
 ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
   if (!ev || !ev->name || (unsigned)ev->kind > FT_EVENT_DRIVER) return FT_EINVAL;
   if (ev->n_metadata > UINT16_MAX || (ev->n_metadata && !ev->metadata)) return FT_EINVAL;
@@ -282,7 +297,10 @@ ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
   uint32_t first = (uint32_t)st->kvs.len;
   ft__kvid ids[META_DEDUP_MAX];
   bool shared = ev->n_metadata <= META_DEDUP_MAX;
-  for (size_t i = 0; i < ev->n_metadata; i++) {
+  uint64_t *last = &st->last_meta[ft__is_device_kind(ev->kind)];
+  bool again = shared && ev->n_metadata && same_as_last(st, *last, ev);
+  if (again) first = (uint32_t)*last;
+  for (size_t i = 0; i < ev->n_metadata && !again; i++) {
     const ft_kv *kv = &ev->metadata[i];
     if (!kv->key || !kv->value) return FT_EINVAL;
     ft__kvid id, *slot = shared ? &ids[i] : ft__vec_push(&st->kvs);
@@ -292,7 +310,10 @@ ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
       return s;
     *slot = id;
   }
-  if (shared && ev->n_metadata && (s = store_meta(st, ids, ev->n_metadata, &first))) return s;
+  if (shared && ev->n_metadata && !again) {
+    if ((s = store_meta(st, ids, ev->n_metadata, &first))) return s;
+    *last = first | (uint64_t)ev->n_metadata << 32;
+  }
   ft__event *e = ft__vec_push(&st->events);
   if (!e) return FT_ENOMEM;
   e->kind = (uint8_t)ev->kind;

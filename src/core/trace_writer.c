@@ -172,7 +172,11 @@ static ft_status collect_calls(const ft_session *s, plan *p) {
     if (ft__is_api_kind(e->kind) && e->correlation_id && ft__in_window(e, p->lo, p->hi))
       p->calls[n++] = (api_call){e->thread_id, e->correlation_id, e->start_ns};
   }
-  qsort(p->calls, n, sizeof *p->calls, cmp_call);
+  /* one launching thread records its calls in order: then no sort (n log n, and
+   * glibc's merge buffer) at every plan */
+  size_t i = 1;
+  while (i < n && cmp_call(&p->calls[i - 1], &p->calls[i]) <= 0) i++;
+  if (i < n) qsort(p->calls, n, sizeof *p->calls, cmp_call);
   return FT_OK;
 }
 
@@ -634,7 +638,8 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
                                    .stream = dev ? e->stream : 0,
                                    .thread_id = dev ? 0 : e->thread_id,
                                    .name = ft__intern_str(&store->names, e->name_id),
-                                   .metadata = kv, .n_metadata = e->meta_count}};
+                                   .metadata = kv, .n_metadata = e->meta_count},
+                         .name_key = e->name_id, .meta_key = e->meta_first};
     x.flow = flow_role(&p, i, e);
     if (x.flow != FT_FLOW_NONE) x.flow_id = e->correlation_id;
     stopped = visit(ctx, &x) != 0;
@@ -646,7 +651,8 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
     ft_export_event x = {.event = {.kind = FT_EVENT_GPU_USER_ANNOTATION, .start_ns = u->lo, .end_ns = u->hi,
                                    .has_external_id = true, .external_id = r->external_id,
                                    .device = u->device, .stream = u->stream,
-                                   .name = ft__intern_str(&store->names, r->name_id)}};
+                                   .name = ft__intern_str(&store->names, r->name_id)},
+                         .name_key = r->name_id};
     stopped = visit(ctx, &x) != 0;
   }
   free(kv);
@@ -657,18 +663,26 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
 
 size_t ft_session_streams(ft_session *s, uint32_t *devices, uint32_t *streams, size_t max) {
   if (!s || s->state != FT__S_STOPPED || (max && (!devices || !streams))) return 0;
-  plan p;
-  size_t n = 0;
-  if (!plan_build(s, &p, s->lo, s->hi)) {
-    for (size_t i = 0; i < p.streams.cap; i++) {
-      if (!p.streams.used[i]) continue;
-      if (n < max) {
-        devices[n] = (uint32_t)(p.streams.keys[i] >> 32);
-        streams[n] = (uint32_t)p.streams.keys[i];
-      }
-      n++;
-    }
+  /* The plan's stream set without the rest of the plan (flows, projections): an
+   * adaptor asks for the rows several times per profile exit. */
+  ft__map set;
+  if (ft__map_init(&set, 16)) return 0;
+  uint64_t last = 0;
+  bool ok = true;
+  for (size_t i = 0; i < s->store.events.len && ok; i++) {
+    const ft__event *e = ft__vec_at(&s->store.events, i);
+    if (ft__is_device_kind(e->kind) && ft__in_window(e, s->lo, s->hi))
+      ok = set_add(&set, (uint64_t)e->device << 32 | e->stream, &last) == FT_OK;
   }
-  plan_free(&p);
+  size_t n = 0;
+  for (size_t i = 0; ok && i < set.cap; i++) {
+    if (!set.used[i]) continue;
+    if (n < max) {
+      devices[n] = (uint32_t)(set.keys[i] >> 32);
+      streams[n] = (uint32_t)set.keys[i];
+    }
+    n++;
+  }
+  ft__map_free(&set);
   return n;
 }

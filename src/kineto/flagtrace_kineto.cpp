@@ -2,6 +2,7 @@
 // torch.profiler gets flagtrace's device activity. No vendor type appears here:
 // it sees only the public C API (flagtrace.h, device_tracer.h).
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <GenericTraceActivity.h>
@@ -41,23 +43,155 @@ static std::string process_name() {
 
 // kineto's GenericTraceActivity writes metadata values either raw or inside quotes
 // without escaping them (seed §3.4): one bare word or one quote invalidates the whole
-// trace. Raw only when provably a JSON literal; otherwise escaped here.
-static void add_metadata(libkineto::GenericTraceActivity& a, const char* key, const char* value) {
+// trace. Raw only when provably a JSON literal; otherwise escaped here. Appends
+// `"key": value` as GenericTraceActivity::metadataJson writes an entry; *plain gets
+// what its getMetadataValue returns (the value without kineto's added quotes).
+static void append_entry(std::string& json, const char* key, const char* value, std::string* plain) {
+  std::string esc(6 * std::max(std::strlen(key), std::strlen(value)) + 2, '\0');
+  if (!json.empty()) json += ", ";
+  json.append(esc.data(), ft_json_escape(&esc[0], key, std::strlen(key)));
+  json += ": ";
   size_t n = std::strlen(value);
   if (ft_json_is_literal(value, n)) {
-    a.addMetadata(key, value);
+    json.append(value, n);
+    if (plain) plain->assign(value, n);
     return;
   }
-  std::string esc(6 * n + 2, '\0');
   size_t w = ft_json_escape(&esc[0], value, n);
-  a.addMetadataQuoted(key, esc.substr(1, w - 2)); // kineto adds the quotes
+  json.append(esc.data(), w);
+  if (plain) plain->assign(esc.data() + 1, w - 2);
 }
+
+// What the events of one profile share, rendered once: names and metadata lists
+// (by the core's keys), and the activities themselves in chunks that never move.
+// kineto's loggers keep raw pointers to the activities (torch's MemoryTraceLogger
+// until the profile object dies), and the session is destroyed right after
+// processTrace, so the block is reference-counted: the session holds it while
+// filling it, and a keeper activity in the trace buffer kineto takes over
+// (getTraceBuffer) holds it as long as kineto holds that buffer.
+struct Block;
+
+// One exported event, as kineto's CUPTI path wraps a raw record: plain fields,
+// the name and metadata by index into the block, metadata JSON produced only when
+// asked (torch asks twice per event, kineto's writer once). 80 bytes, no heap of
+// its own; a GenericTraceActivity cost a name string and a map node per entry.
+class Activity final : public libkineto::ITraceActivity {
+ public:
+  int64_t deviceId() const override { return device; }
+  int64_t resourceId() const override { return resource; }
+  int32_t getThreadId() const override { return thread; }
+  int64_t timestamp() const override { return start; }
+  int64_t duration() const override { return end - start; }
+  // kineto prints an activity's id as its "External id": the torch op id (0 =
+  // none), while the vendor id goes to "correlation" and the flow (seed §2).
+  int64_t correlationId() const override { return id; }
+  int flowType() const override { return flow_type; }
+  int64_t flowId() const override { return flow_id; }
+  bool flowStart() const override { return flow_start; }
+  libkineto::ActivityType type() const override { return kind; }
+  const std::string name() const override;
+  const libkineto::ITraceActivity* linkedActivity() const override { return linked; }
+  const libkineto::TraceSpan* traceSpan() const override;
+  // Never handleGenericActivity: torch's MemoryTraceLogger copies what it gets
+  // there as a GenericTraceActivity (slicing this away); handleActivity keeps the
+  // pointer, which the block keeps valid.
+  void log(libkineto::ActivityLogger& logger) const override { logger.handleActivity(*this); }
+  const std::string metadataJson() const override;
+  const std::string getMetadataValue(const std::string& key) const override;
+
+  static constexpr uint32_t kNone = UINT32_MAX;
+  const Block* block = nullptr;
+  int64_t start = 0, end = 0;
+  const libkineto::ITraceActivity* linked = nullptr;
+  int32_t id = 0, device = 0, resource = 0, thread = 0;
+  uint32_t correlation = 0, flow_id = 0;
+  uint32_t name_ix = 0, meta_ix = kNone; // into Block::names, Block::metas
+  libkineto::ActivityType kind = libkineto::ActivityType::ENUM_COUNT;
+  uint8_t flow_type = 0;
+  bool flow_start = false, on_device = false, has_correlation = false;
+};
+
+static_assert(sizeof(Activity) == 80, "an activity grew: it is allocated once per exported event");
+
+struct Block {
+  struct Meta {
+    std::string json; // the list's entries, as metadataJson writes them
+    std::vector<std::pair<std::string, std::string>> plain;
+  };
+  const libkineto::TraceSpan* span = nullptr;
+  std::vector<std::string> names;
+  std::vector<Meta> metas;
+  static constexpr size_t kChunk = 4096;
+  std::vector<std::unique_ptr<Activity[]>> chunks;
+  size_t n = 0;
+
+  Activity& add() {
+    if (n % kChunk == 0) chunks.emplace_back(new Activity[kChunk]);
+    Activity& a = chunks.back()[n++ % kChunk];
+    a.block = this;
+    return a;
+  }
+};
+
+const std::string Activity::name() const { return block->names[name_ix]; }
+const libkineto::TraceSpan* Activity::traceSpan() const { return block->span; }
+
+// The order flagtrace's own trace writer uses: device, stream, correlation, then the
+// vendor's list (a GenericTraceActivity wrote its hash map's order).
+const std::string Activity::metadataJson() const {
+  const std::string* list = meta_ix == kNone ? nullptr : &block->metas[meta_ix].json;
+  std::string out;
+  out.reserve(64 + (list ? list->size() : 0));
+  char num[16];
+  auto append_num = [&out, &num](auto v) {
+    out.append(num, (size_t)(std::to_chars(num, num + sizeof num, v).ptr - num));
+  };
+  if (on_device) {
+    out += "\"device\": ";
+    append_num(device);
+    out += ", \"stream\": ";
+    append_num(resource);
+  }
+  if (has_correlation) {
+    if (!out.empty()) out += ", ";
+    out += "\"correlation\": ";
+    append_num(correlation);
+  }
+  if (list && !list->empty()) {
+    if (!out.empty()) out += ", ";
+    out += *list;
+  }
+  return out;
+}
+
+const std::string Activity::getMetadataValue(const std::string& key) const {
+  if (on_device && key == "device") return std::to_string(device);
+  if (on_device && key == "stream") return std::to_string(resource);
+  if (has_correlation && key == "correlation") return std::to_string(correlation);
+  if (meta_ix != kNone)
+    for (const auto& kv : block->metas[meta_ix].plain)
+      if (kv.first == key) return kv.second;
+  return "";
+}
+
+// Rides in the trace buffer kineto keeps; never logged (kineto logs a child's
+// activities only through processTrace's logger calls).
+class Keeper final : public libkineto::GenericTraceActivity {
+ public:
+  explicit Keeper(std::shared_ptr<Block> b) : block_(std::move(b)) {}
+
+ private:
+  std::shared_ptr<Block> block_;
+};
 
 class Session : public libkineto::IActivityProfilerSession {
  public:
   Session(ft_session* s, bool cuda_names)
-      : s_(s), cuda_names_(cuda_names), owned_(std::make_unique<libkineto::CpuTraceBuffer>()), buf_(owned_.get()) {
+      : s_(s), cuda_names_(cuda_names), owned_(std::make_unique<libkineto::CpuTraceBuffer>()), buf_(owned_.get()),
+        block_(std::make_shared<Block>()) {
     buf_->gpuOpCount = 0;
+    block_->span = &buf_->span;
+    buf_->activities.push_back(std::make_unique<Keeper>(block_));
     // Armed here, at configure (the schedule's warmup), as kineto arms its own CUPTI:
     // the vendor's one-time cost of instrumenting each kernel then falls in the
     // warmup, not in the first recorded step (measured on the H200: armed at start(),
@@ -80,9 +214,11 @@ class Session : public libkineto::IActivityProfilerSession {
     ft_status st = ft_session_stop(s_);
     if (st) errors_.push_back(std::string("stop: ") + ft_strerror(st) + ": " + ft_session_last_error(s_));
     ft_session_counts c{};
-    if (ft_session_counts_get(s_, &c) == FT_OK)
+    // counts walk the writer's whole plan: only when someone reads them
+    if (ft_diagnostics_enabled() && ft_session_counts_get(s_, &c) == FT_OK)
       diag("session stopped: " + std::to_string(c.device_events) + " events drained, " +
            std::to_string(c.dropped_records) + " dropped");
+    stopped_ = true;
     status_ = libkineto::TraceStatus::PROCESSING;
   }
 
@@ -120,6 +256,11 @@ class Session : public libkineto::IActivityProfilerSession {
     linked_count_ = &linked_n;
     ft_session_foreach_event(s_, start > 0 ? (uint64_t)start : 0, end > 0 ? (uint64_t)end : 0, &Session::visit, this,
                              &discarded);
+    // Only the activities' lookups outlive this call.
+    name_ix_ = {};
+    meta_ix_ = {};
+    meta_other_.clear();
+    annotation_ix_.clear();
     name_other_devices(logger, start);
     diag("processTrace window [" + std::to_string(start) + ", " + std::to_string(end) + "]: " +
          std::to_string(visited_) + " events, " + std::to_string(linked_n) + " linked, " +
@@ -130,37 +271,48 @@ class Session : public libkineto::IActivityProfilerSession {
 
   std::unique_ptr<libkineto::DeviceInfo> getDeviceInfo() override {
     // In cpu-only kineto nothing else names the GPU rows: torch-cuda's labels.
-    uint32_t dev[1], stream[1];
-    int64_t d = ft_session_streams(s_, dev, stream, 1) ? dev[0] : 0;
+    const auto& rows = streams();
+    int64_t d = rows.empty() ? 0 : rows[0].first;
     return std::make_unique<libkineto::DeviceInfo>(d, 5000000 + d, process_name(), "GPU " + std::to_string(d));
   }
 
   std::vector<libkineto::ResourceInfo> getResourceInfos() override {
-    std::vector<uint32_t> dev(64), stream(64);
-    size_t n = ft_session_streams(s_, dev.data(), stream.data(), dev.size());
     std::vector<libkineto::ResourceInfo> out;
-    for (size_t i = 0; i < n && i < dev.size(); i++)
-      out.emplace_back(dev[i], stream[i], stream[i], "stream " + std::to_string(stream[i]) + " ");
+    for (const auto& r : streams())
+      if (out.size() < 64) out.emplace_back(r.first, r.second, r.second, "stream " + std::to_string(r.second) + " ");
     return out;
   }
 
-  // kineto keeps the buffer (and the activities its loggers point at) after this
-  // session is destroyed; buf_ keeps pointing at it in case it is asked early.
+  // kineto keeps the buffer after this session is destroyed, and with it the keeper
+  // of the block its loggers point into; buf_ keeps pointing at it in case it is
+  // asked early (the block then lives on in block_ as well).
   std::unique_ptr<libkineto::CpuTraceBuffer> getTraceBuffer() override { return std::move(owned_); }
 
  private:
   // getDeviceInfo names one device; kineto asks no more, so every other device
   // with events gets torch-cuda's rows here (a one-process two-GPU trace).
   void name_other_devices(libkineto::ActivityLogger& logger, int64_t time) {
-    std::vector<uint32_t> dev(256), stream(256);
-    size_t n = std::min(ft_session_streams(s_, dev.data(), stream.data(), dev.size()), dev.size());
+    const auto& rows = streams();
+    size_t n = std::min(rows.size(), (size_t)256);
     std::set<uint32_t> seen;
     for (size_t i = 0; i < n; i++) {
-      if (i == 0 || !seen.insert(dev[i]).second || dev[i] == dev[0]) continue;
-      int64_t d = dev[i];
+      if (i == 0 || !seen.insert(rows[i].first).second || rows[i].first == rows[0].first) continue;
+      int64_t d = rows[i].first;
       logger.handleDeviceInfo(libkineto::DeviceInfo{d, 5000000 + d, process_name(), "GPU " + std::to_string(d)},
                               time);
     }
+  }
+
+  // The (device, stream) rows, read once after stop: kineto asks for them three
+  // times per profile exit (device info, resource info, the other devices).
+  const std::vector<std::pair<uint32_t, uint32_t>>& streams() {
+    if (!streams_read_ && stopped_) { // before stop the session has no rows to give
+      std::vector<uint32_t> dev(256), stream(256);
+      size_t n = std::min(ft_session_streams(s_, dev.data(), stream.data(), dev.size()), dev.size());
+      for (size_t i = 0; i < n; i++) streams_.emplace_back(dev[i], stream[i]);
+      streams_read_ = true;
+    }
+    return streams_;
   }
 
   // kineto's gpu_user_annotation: the record_function range's own name (resolved
@@ -169,15 +321,60 @@ class Session : public libkineto::IActivityProfilerSession {
   void emit_annotation(const ft_device_event& e) {
     const libkineto::ITraceActivity* range = linked_ && *linked_ ? (*linked_)((int32_t)e.external_id) : nullptr;
     if (!range && !*e.name) return;
-    buf_->emplace_activity(buf_->span, ActivityType::GPU_USER_ANNOTATION, range ? range->name() : e.name);
-    libkineto::GenericTraceActivity& a = *buf_->activities.back();
-    a.startTime = (int64_t)e.start_ns;
-    a.endTime = (int64_t)e.end_ns;
+    std::string name = range ? range->name() : e.name;
+    auto it = annotation_ix_.find(name);
+    if (it == annotation_ix_.end()) {
+      it = annotation_ix_.emplace(name, (uint32_t)block_->names.size()).first;
+      block_->names.push_back(name);
+    }
+    Activity& a = block_->add();
+    a.kind = ActivityType::GPU_USER_ANNOTATION;
+    a.name_ix = it->second;
+    a.start = (int64_t)e.start_ns;
+    a.end = (int64_t)e.end_ns;
     a.id = (int32_t)e.external_id;
     a.device = (int32_t)e.device;
     a.resource = (int32_t)e.stream;
     visited_++;
-    logger_->handleGenericActivity(a);
+    logger_->handleActivity(a);
+  }
+
+  // The core's keys are dense indices: plain vectors, kNone where not seen yet.
+  static uint32_t& slot(std::vector<uint32_t>& v, size_t key) {
+    if (key >= v.size()) v.resize(std::max(key + 1, 2 * v.size()), Activity::kNone);
+    return v[key];
+  }
+
+  uint32_t name_of(const ft_export_event& x) {
+    uint32_t& ix = slot(name_ix_, x.name_key);
+    if (ix == Activity::kNone) {
+      ix = (uint32_t)block_->names.size();
+      block_->names.emplace_back(x.event.name);
+    }
+    return ix;
+  }
+
+  // The list rendered once per (key, length), as add_metadata used to per event.
+  uint32_t meta_of(const ft_export_event& x) {
+    if (!x.event.n_metadata) return Activity::kNone;
+    // (key, length) names a list; one length per key is the rule, others go to a map
+    uint32_t& ix = slot(meta_ix_, x.meta_key);
+    if (ix != Activity::kNone && block_->metas[ix].plain.size() == x.event.n_metadata) return ix;
+    uint64_t key = x.meta_key | (uint64_t)x.event.n_metadata << 32;
+    if (ix != Activity::kNone) {
+      auto it = meta_other_.find(key);
+      if (it != meta_other_.end()) return it->second;
+    }
+    Block::Meta m;
+    for (size_t i = 0; i < x.event.n_metadata; i++) {
+      m.plain.emplace_back(x.event.metadata[i].key, std::string());
+      append_entry(m.json, x.event.metadata[i].key, x.event.metadata[i].value, &m.plain.back().second);
+    }
+    block_->metas.push_back(std::move(m));
+    uint32_t made = (uint32_t)block_->metas.size() - 1;
+    if (ix == Activity::kNone) ix = made;
+    else meta_other_[key] = made;
+    return made;
   }
 
   static int visit(void* ctx, const ft_export_event* x) {
@@ -199,25 +396,20 @@ class Session : public libkineto::IActivityProfilerSession {
     const ft_device_event& e = x.event;
     if (e.kind == FT_EVENT_GPU_USER_ANNOTATION) return emit_annotation(e);
     bool device = e.kind == FT_EVENT_KERNEL || e.kind == FT_EVENT_MEMCPY || e.kind == FT_EVENT_MEMSET;
-    // Loggers keep pointers to activities: they live in the trace buffer kineto
-    // takes over (getTraceBuffer), each one allocated once.
-    buf_->emplace_activity(buf_->span, type_of(e.kind), e.name);
-    libkineto::GenericTraceActivity& a = *buf_->activities.back();
+    Activity& a = block_->add();
+    a.kind = type_of(e.kind);
+    a.name_ix = name_of(x);
+    a.meta_ix = meta_of(x);
     if (device) buf_->gpuOpCount++;
-    a.startTime = (int64_t)e.start_ns;
-    a.endTime = (int64_t)e.end_ns;
-    // kineto prints an activity's id as its "External id": the torch op id (0 =
-    // none), while the vendor id goes to "correlation" and the flow (seed §2).
+    a.start = (int64_t)e.start_ns;
+    a.end = (int64_t)e.end_ns;
     a.id = e.has_external_id ? (int32_t)e.external_id : 0;
     a.device = device ? (int32_t)e.device : (int32_t)getpid();
     a.resource = device ? (int32_t)e.stream : (int32_t)e.thread_id;
-    a.threadId = (int32_t)e.thread_id;
-    if (device) {
-      add_metadata(a, "device", std::to_string(e.device).c_str());
-      add_metadata(a, "stream", std::to_string(e.stream).c_str());
-    }
-    add_metadata(a, "correlation", std::to_string(e.correlation_id).c_str());
-    for (size_t i = 0; i < e.n_metadata; i++) add_metadata(a, e.metadata[i].key, e.metadata[i].value);
+    a.thread = (int32_t)e.thread_id;
+    a.on_device = device;
+    a.has_correlation = true;
+    a.correlation = e.correlation_id;
     // Attribution: the torch op id (External id), never the vendor id (seed §2).
     if (e.has_external_id && linked_ && *linked_) {
       a.linked = (*linked_)((int32_t)e.external_id);
@@ -226,19 +418,26 @@ class Session : public libkineto::IActivityProfilerSession {
     // Flows: the vendor correlation id on both halves; start only on the launch
     // whose device event is also emitted, so no half dangles.
     if (x.flow != FT_FLOW_NONE) {
-      a.flow.id = (uint32_t)x.flow_id;
-      a.flow.type = libkineto::kLinkAsyncCpuGpu;
-      a.flow.start = x.flow == FT_FLOW_START;
+      a.flow_id = (uint32_t)x.flow_id;
+      a.flow_type = libkineto::kLinkAsyncCpuGpu;
+      a.flow_start = x.flow == FT_FLOW_START;
     }
     visited_++;
-    logger_->handleGenericActivity(a);
+    logger_->handleActivity(a);
   }
 
   ft_session* s_;
   bool cuda_names_;
   std::unique_ptr<libkineto::CpuTraceBuffer> owned_;
   libkineto::CpuTraceBuffer* buf_;
+  std::shared_ptr<Block> block_;
+  // core key -> index in the block, during processTrace only
+  std::vector<uint32_t> name_ix_, meta_ix_;
+  std::unordered_map<uint64_t, uint32_t> meta_other_;
+  std::unordered_map<std::string, uint32_t> annotation_ix_;
   std::vector<std::string> errors_;
+  std::vector<std::pair<uint32_t, uint32_t>> streams_;
+  bool streams_read_ = false, stopped_ = false;
   libkineto::getLinkedActivityCallback* linked_ = nullptr;
   libkineto::ActivityLogger* logger_ = nullptr;
   uint64_t visited_ = 0;

@@ -62,6 +62,37 @@ static fake_launch kernel(const char *name, int gx, int gy, int gz, int bx, int 
   return l;
 }
 
+/* A kernel's arguments are formatted once per configuration and reused while it
+ * repeats: each kernel still gets its own, whatever came before it. */
+static void test_kernel_args_follow_each_configuration(void **state) {
+  (void)state;
+  ft_session *s = started();
+  fake_launch a = kernel("a0", 256, 1, 1, 256, 44, 0, 1000);
+  fake_launch b = kernel("b", 256, 1, 2, 256, 44, 0, 1000); /* grid z only */
+  fake_launch c = kernel("c", 256, 1, 2, 256, 44, 0, 1000);
+  c.dynamic_smem = 512; /* dynamic shared memory only */
+  launch(&a);
+  a.name = "a1";
+  launch(&a);
+  launch(&b);
+  launch(&c);
+  a.name = "a2";
+  launch(&a);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  static const struct { const char *name; int gz, smem; } want[] = {
+      {"a0", 1, 0}, {"a1", 1, 0}, {"b", 2, 0}, {"c", 2, 512}, {"a2", 1, 0}};
+  for (size_t i = 0; i < 5; i++) {
+    yajl_val args = ft_test_get(ft_test_find_x(doc, "kernel", want[i].name, 0), "args");
+    assert_non_null(args);
+    expect_dim(args, "grid", 256, 1, want[i].gz);
+    assert_int_equal(num(args, "shared memory"), want[i].smem);
+  }
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 /* The four kernels of the torch-cuda reference trace, with its values. */
 static void test_kernel_fields_match_torch_reference(void **state) {
   (void)state;
@@ -814,6 +845,7 @@ int main(void) {
   drop = (fake_cupti_drop_fn)dlsym(h, "fake_cupti_drop");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernel_fields_match_torch_reference),
+      cmocka_unit_test(test_kernel_args_follow_each_configuration),
       cmocka_unit_test(test_copies_sets_and_runtime_names),
       cmocka_unit_test(test_contract),
       cmocka_unit_test(test_graphs_orphans_and_window),

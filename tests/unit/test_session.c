@@ -141,6 +141,59 @@ static void test_foreach_event_one_flow_per_event(void **state) {
   ft_session_destroy(s);
 }
 
+/* The adaptor renders a name or a metadata list once per key: equal keys must
+ * mean equal text, and different text different keys. */
+typedef struct keyed {
+  int n;
+  uint32_t name_key[8], meta_key[8];
+  size_t n_meta[8];
+  char first_value[8][16];
+} keyed;
+
+static int visit_keys(void *ctx, const ft_export_event *x) {
+  keyed *k = ctx;
+  assert_true(k->n < 8);
+  k->name_key[k->n] = x->name_key;
+  k->meta_key[k->n] = x->meta_key;
+  k->n_meta[k->n] = x->event.n_metadata;
+  snprintf(k->first_value[k->n], sizeof k->first_value[0], "%s", x->event.n_metadata ? x->event.metadata[0].value : "");
+  k->n++;
+  return 0;
+}
+
+static void test_foreach_event_keys_name_and_metadata(void **state) {
+  (void)state;
+  ft_session *s = new_session();
+  static const ft_kv a[] = {{"grid", "[1, 1, 1]"}, {"block", "[32, 1, 1]"}};
+  static const ft_kv b[] = {{"grid", "[2, 1, 1]"}, {"block", "[32, 1, 1]"}};
+  static const ft_kv a1[] = {{"grid", "[1, 1, 1]"}};
+  const struct { const char *name; const ft_kv *md; size_t n; } ev[] = {
+      {"k1", a, 2}, {"k2", a, 2}, {"k1", b, 2}, {"k1", a, 2}, {"k3", a1, 1}, {"k3", NULL, 0}};
+  for (size_t i = 0; i < 6; i++) {
+    ft_device_event e = {.kind = FT_EVENT_KERNEL, .start_ns = LO + 10 * i + 1, .end_ns = LO + 10 * i + 5,
+                         .correlation_id = (uint32_t)i + 1, .stream = 7, .name = ev[i].name,
+                         .metadata = ev[i].md, .n_metadata = ev[i].n};
+    assert_int_equal(ft__session_inject(s, &e), FT_OK);
+  }
+  keyed k = {0};
+  assert_int_equal(ft_session_foreach_event(s, LO, HI, visit_keys, &k, NULL), FT_OK);
+  assert_int_equal(k.n, 6);
+  /* names: k1 k2 k1 k1 k3 k3 */
+  assert_int_equal(k.name_key[0], k.name_key[2]);
+  assert_int_equal(k.name_key[0], k.name_key[3]);
+  assert_int_equal(k.name_key[4], k.name_key[5]);
+  assert_int_not_equal(k.name_key[0], k.name_key[1]);
+  assert_int_not_equal(k.name_key[0], k.name_key[4]);
+  /* lists: a a b a a1 (none) -- (key, count) tells them apart */
+  assert_int_equal(k.meta_key[0], k.meta_key[1]);
+  assert_int_equal(k.meta_key[0], k.meta_key[3]);
+  assert_int_not_equal(k.meta_key[0], k.meta_key[2]);
+  assert_string_equal(k.first_value[2], "[2, 1, 1]");
+  assert_true(k.meta_key[4] != k.meta_key[0] || k.n_meta[4] != k.n_meta[0]);
+  assert_int_equal(k.n_meta[5], 0);
+  ft_session_destroy(s);
+}
+
 static void test_window_is_strict_containment(void **state) {
   (void)state;
   ft_session *s = new_session();
@@ -272,6 +325,40 @@ static void test_external_id_zero_and_attribution(void **state) {
   assert_int_equal(n, 1);
   assert_int_equal(ft_session_device_time(s, 7, &ns, &n), FT_OK);
   assert_int_equal(ns, 0);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+/* Reports in id order share runs (an op's consecutive launches: one entry, P6);
+ * a report below the runs (another thread, an id reported again) still wins. */
+static void test_external_id_runs(void **state) {
+  (void)state;
+  ft_session *s = new_session();
+  for (uint32_t c = 10; c < 30; c++) assert_int_equal(ft__session_inject_external(s, c, c < 20 ? 7 : 8), FT_OK);
+  assert_int_equal(ft__session_inject_external(s, 32, 8), FT_OK); /* a gap: a run of its own */
+  assert_int_equal(s->n_corr_runs, 3);
+  assert_int_equal(s->n_corr_ext, 0);
+  assert_int_equal(ft__session_inject_external(s, 15, 9), FT_OK); /* again, later: wins */
+  assert_int_equal(ft__session_inject_external(s, 5, 6), FT_OK);  /* first seen, out of order */
+  assert_int_equal(ft__session_inject_external(s, 31, 4), FT_OK); /* inside the gap */
+  assert_int_equal(s->n_corr_ext, 3);
+  static const struct { uint32_t corr; long long ext; } want[] = {
+      {10, 7}, {14, 7}, {15, 9}, {16, 7}, {19, 7}, {20, 8}, {29, 8}, {5, 6}, {31, 4}, {32, 8}};
+  char name[16];
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    snprintf(name, sizeof name, "k%u", want[i].corr);
+    add(s, FT_EVENT_KERNEL, LO + 10 * i + 1, LO + 10 * i + 5, want[i].corr, false, 0, name);
+  }
+  add(s, FT_EVENT_KERNEL, LO + 200, LO + 205, 30, false, 0, "k30"); /* never reported */
+  add(s, FT_EVENT_KERNEL, LO + 210, LO + 215, 33, false, 0, "k33"); /* past the last run */
+  assert_int_equal(ft__session_inject_external(s, 40, 1), FT_OK); /* resolves all, as stop does */
+  yajl_val doc = ft_test_render(s);
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    snprintf(name, sizeof name, "k%u", want[i].corr);
+    assert_int_equal(int_of(args_of_first(doc, name), "External id"), want[i].ext);
+  }
+  assert_null(ft_test_get(args_of_first(doc, "k30"), "External id"));
+  assert_null(ft_test_get(args_of_first(doc, "k33"), "External id"));
   yajl_tree_free(doc);
   ft_session_destroy(s);
 }
@@ -738,10 +825,12 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_window_is_strict_containment),
       cmocka_unit_test(test_foreach_event_one_flow_per_event),
+      cmocka_unit_test(test_foreach_event_keys_name_and_metadata),
       cmocka_unit_test(test_flow_edge_cases),
       cmocka_unit_test(test_flow_sparse_ids),
       cmocka_unit_test(test_external_id_zero_and_attribution),
       cmocka_unit_test(test_external_ids_resolved_by_correlation),
+      cmocka_unit_test(test_external_id_runs),
       cmocka_unit_test(test_gpu_projection_of_ranges),
       cmocka_unit_test(test_start_end_ranges_and_marks),
       cmocka_unit_test(test_ranges_record_and_nest),

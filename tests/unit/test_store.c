@@ -124,6 +124,36 @@ static void test_metadata_lists_shared(void **state) {
   ft__store_free(&st);
 }
 
+/* A tracer refills one buffer per record: the list is compared by its text, never
+ * by where it lies; API calls and device events interleave without mixing lists. */
+static void test_metadata_buffer_reused(void **state) {
+  (void)state;
+  ft__store st;
+  ft__store_init(&st);
+  char grid[16] = "[1, 1, 1]";
+  ft_kv k[] = {{"grid", grid}};
+  ft_kv api[] = {{"cbid", "211"}};
+  ft_device_event kev = {.kind = FT_EVENT_KERNEL, .name = "k", .metadata = k, .n_metadata = 1};
+  ft_device_event aev = {.kind = FT_EVENT_RUNTIME, .name = "cudaLaunchKernel", .metadata = api, .n_metadata = 1};
+  assert_int_equal(ft__store_add_device(&st, &kev), FT_OK); /* [1, 1, 1] */
+  assert_int_equal(ft__store_add_device(&st, &aev), FT_OK);
+  strcpy(grid, "[2, 1, 1]");
+  assert_int_equal(ft__store_add_device(&st, &kev), FT_OK); /* same place, new text */
+  assert_int_equal(ft__store_add_device(&st, &aev), FT_OK);
+  assert_int_equal(ft__store_add_device(&st, &kev), FT_OK); /* [2, 1, 1] again */
+  strcpy(grid, "[1, 1, 1]");
+  assert_int_equal(ft__store_add_device(&st, &kev), FT_OK); /* the first list again */
+  assert_int_equal(st.kvs.len, 3);
+  const char *want[] = {"[1, 1, 1]", "211", "[2, 1, 1]", "211", "[2, 1, 1]", "[1, 1, 1]"};
+  for (size_t i = 0; i < 6; i++) {
+    const ft__event *e = ft__vec_at(&st.events, i);
+    assert_int_equal(e->meta_count, 1);
+    const ft__kvid *kv = ft__vec_at(&st.kvs, e->meta_first);
+    assert_string_equal(ft__intern_str(&st.values, kv->value), want[i]);
+  }
+  ft__store_free(&st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_intern_dedups),
@@ -131,6 +161,7 @@ int main(void) {
       cmocka_unit_test(test_map),
       cmocka_unit_test(test_arena_large_blocks),
       cmocka_unit_test(test_metadata_lists_shared),
+      cmocka_unit_test(test_metadata_buffer_reused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
