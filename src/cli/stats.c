@@ -106,53 +106,6 @@ static int parse_size(const char *s, size_t *out) {
   return 0;
 }
 
-/* ---- output files: written beside their name, renamed into place at the end ---- */
-
-typedef struct outfile {
-  char *path, *tmp;
-  FILE *f;
-} outfile;
-
-static FILE *open_out(outfile *o, const char *path, char *err, size_t errlen) {
-  struct stat sb;
-  o->path = strdup(path);
-  if (!o->path) return NULL;
-  if (!stat(path, &sb) && !S_ISREG(sb.st_mode)) { /* /dev/stdout, a fifo: written in place */
-    o->f = fopen(path, "w");
-  } else if (asprintf(&o->tmp, "%s.tmp.XXXXXX", path) >= 0) {
-    int fd = mkstemp(o->tmp);
-    if (fd >= 0) {
-      fchmod(fd, 0644 & ~(mode_t)0);
-      o->f = fdopen(fd, "w");
-      if (!o->f) close(fd);
-    }
-  }
-  if (!o->f) snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-  return o->f;
-}
-
-/* Closes o; renames it into place when commit, else removes it. 0 or -1 (err set). */
-static int close_out(outfile *o, bool commit, char *err, size_t errlen) {
-  int rc = 0;
-  if (o->f) {
-    errno = 0;
-    if (fflush(o->f) || ferror(o->f)) rc = -1;
-    if (fclose(o->f)) rc = -1;
-    if (rc && commit) snprintf(err, errlen, "%s: cannot write: %s", o->path, errno ? strerror(errno) : "write error");
-  }
-  if (o->tmp) {
-    if (commit && !rc && rename(o->tmp, o->path)) {
-      snprintf(err, errlen, "%s: cannot write: %s", o->path, strerror(errno));
-      rc = -1;
-    }
-    if (!commit || rc) unlink(o->tmp);
-  }
-  free(o->path);
-  free(o->tmp);
-  memset(o, 0, sizeof *o);
-  return rc;
-}
-
 static size_t terminal_name_width(const ft_report *rep) {
   struct winsize ws;
   if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) || !ws.ws_col) return 0;
@@ -208,11 +161,11 @@ static int write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enu
                      long name_width, char *err, size_t errlen, const char *head, size_t head_len) {
   bool prefix = fmt == FMT_CSV && output && n_reps > 1;
   size_t n_out = prefix ? n_reps + 1 : 1;
-  outfile *outs = calloc(n_out, sizeof *outs);
+  ft_outfile *outs = calloc(n_out, sizeof *outs);
   if (!outs) return snprintf(err, errlen, "out of memory"), -1;
   int rc = 0;
   FILE *f = stdout;
-  if (output && !prefix && !(f = open_out(&outs[0], output, err, errlen))) rc = -1;
+  if (output && !prefix && !(f = ft_outfile_open(&outs[0], output, err, errlen))) rc = -1;
   if (!rc && !prefix) fwrite(head, 1, head_len, f);
   for (size_t r = 0; !rc && r < n_reps; r++) {
     const ft_report *rep = &reps[r];
@@ -222,7 +175,7 @@ static int write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enu
         rc = -1;
         break;
       }
-      f = open_out(&outs[r], p, err, errlen);
+      f = ft_outfile_open(&outs[r], p, err, errlen);
       free(p);
       if (!f) {
         rc = -1;
@@ -242,13 +195,13 @@ static int write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enu
   }
   if (!rc && prefix) {
     char *p;
-    if (asprintf(&p, "%s_files.csv", output) < 0 || !(f = open_out(&outs[n_reps], p, err, errlen))) rc = -1;
+    if (asprintf(&p, "%s_files.csv", output) < 0 || !(f = ft_outfile_open(&outs[n_reps], p, err, errlen))) rc = -1;
     else files_csv(f, job);
     free(p);
   }
   if (!rc && fmt == FMT_JSON) fputs("\n}\n", f);
   for (size_t i = 0; i < n_out; i++)
-    if (close_out(&outs[i], rc == 0, err, errlen)) rc = -1;
+    if (ft_outfile_close(&outs[i], rc == 0, err, errlen)) rc = -1;
   free(outs);
   return rc;
 }

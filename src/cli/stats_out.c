@@ -2,8 +2,11 @@
 #define _GNU_SOURCE
 #include "stats_out.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *const ft_report_names[REP_N] = {"kernels", "api",   "memory", "memsize", "ranges",
                                             "gpu_ranges", "ops", "gpu",   "ranks",   "trace"};
@@ -479,3 +482,46 @@ void ft_summary_lines(FILE *f, const ft_stat_job *job, const char *prefix) {
     fputc('\n', f);
   }
 }
+
+/* ---- output files: written beside their name, renamed into place at the end ---- */
+
+FILE *ft_outfile_open(ft_outfile *o, const char *path, char *err, size_t errlen) {
+  struct stat sb;
+  o->path = strdup(path);
+  if (!o->path) return NULL;
+  if (!stat(path, &sb) && !S_ISREG(sb.st_mode)) { /* /dev/stdout, a fifo: written in place */
+    o->f = fopen(path, "w");
+  } else if (asprintf(&o->tmp, "%s.tmp.XXXXXX", path) >= 0) {
+    int fd = mkstemp(o->tmp);
+    if (fd >= 0) {
+      fchmod(fd, 0644 & ~(mode_t)0);
+      o->f = fdopen(fd, "w");
+      if (!o->f) close(fd);
+    }
+  }
+  if (!o->f) snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+  return o->f;
+}
+
+/* Closes o; renames it into place when commit, else removes it. 0 or -1 (err set). */
+int ft_outfile_close(ft_outfile *o, bool commit, char *err, size_t errlen) {
+  int rc = 0;
+  if (o->f) {
+    errno = 0;
+    if (fflush(o->f) || ferror(o->f)) rc = -1;
+    if (fclose(o->f)) rc = -1;
+    if (rc && commit) snprintf(err, errlen, "%s: cannot write: %s", o->path, errno ? strerror(errno) : "write error");
+  }
+  if (o->tmp) {
+    if (commit && !rc && rename(o->tmp, o->path)) {
+      snprintf(err, errlen, "%s: cannot write: %s", o->path, strerror(errno));
+      rc = -1;
+    }
+    if (!commit || rc) unlink(o->tmp);
+  }
+  free(o->path);
+  free(o->tmp);
+  memset(o, 0, sizeof *o);
+  return rc;
+}
+

@@ -64,4 +64,15 @@ void ft_summary_lines(FILE *f, const ft_stat_job *job, const char *prefix);
 /* Number of notes (files whose trace says it is incomplete). */
 size_t ft_summary_notes(const ft_stat_job *job);
 
+/* An output file written beside its name and renamed into place when complete,
+ * so a failed run never leaves a partial report under the name (special files,
+ * /dev/stdout say, are written in place). */
+typedef struct ft_outfile {
+  char *path, *tmp;
+  FILE *f;
+} ft_outfile;
+FILE *ft_outfile_open(ft_outfile *o, const char *path, char *err, size_t errlen);
+/* Closes o; renames it into place when commit, else removes it. 0 or -1 (err set). */
+int ft_outfile_close(ft_outfile *o, bool commit, char *err, size_t errlen);
+
 #endif
