@@ -114,8 +114,18 @@ typedef struct ft_stat_busy {
   uint32_t *busy_bins, *copy_bins; /* per-mille busy / in copies per bin; report only */
 } ft_stat_busy;
 
+/* A section's recent rows (a cache in front of the name table). */
+#define FT_STAT_ROW_CACHE 64
+typedef struct ft_stat_last {
+  bool valid;
+  uint8_t cat;
+  uint32_t name_id;
+  size_t index;
+} ft_stat_last;
+
 typedef struct ft_stats {
   ft__strtab names;
+  ft_stat_last last[FT_STAT_N_SECTIONS][FT_STAT_ROW_CACHE];
   /* per section: name id (| cat << 32) -> index + 1 into rows */
   ft__map index[FT_STAT_N_SECTIONS];
   ft__vec rows[FT_STAT_N_SECTIONS]; /* ft_stat_row */
@@ -186,6 +196,9 @@ typedef struct ft_stat_job {
  * in err ("PATH: problem at byte N"); FT_ENOMEM when memory ran out. */
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, bool timeline, size_t trace_limit,
                            bool by_rank, char *err, size_t errlen);
+/* The same for one file in memory, called name (tests, fuzzing). */
+ft_status ft_stat_job_read_mem(ft_stat_job *job, const char *name, const char *data, size_t len, bool timeline,
+                               size_t trace_limit, bool by_rank, char *err, size_t errlen);
 void ft_stat_job_free(ft_stat_job *job);
 
 /* True when the name is a collective-communication kernel (NCCL, HCCL, RCCL). */

@@ -39,6 +39,8 @@ static bool merge_rows(ft_stats *dst, const ft_stats *src) {
 typedef struct worker {
   ft_stat_job *job;
   const char *const *paths;
+  const char *mem; /* one file from memory (fuzzing) instead of paths */
+  size_t mem_len;
   size_t n, next; /* the next file to read, under lock */
   bool timeline, by_rank;
   size_t trace_limit;
@@ -61,7 +63,8 @@ static ft_status read_one(worker *w, size_t f) {
   }
   st.timeline = w->timeline;
   st.trace_limit = w->trace_limit;
-  ft_status s = ft_stats_read(&st, w->paths[f], err, sizeof w->errs[f]);
+  ft_status s = w->mem ? ft_stats_read_mem(&st, w->mem, w->mem_len, err, sizeof w->errs[f])
+                       : ft_stats_read(&st, w->paths[f], err, sizeof w->errs[f]);
   if (!s) {
     ft_stats_finish(&st);
     file->busy = ft_stats_busy(&st, &file->n_busy);
@@ -140,13 +143,28 @@ static int by_file_ts(const void *a, const void *b) {
   return (x->ts > y->ts) - (x->ts < y->ts);
 }
 
+static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, const char *mem, size_t mem_len,
+                          bool timeline, size_t trace_limit, bool by_rank, char *err, size_t errlen);
+
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, bool timeline, size_t trace_limit,
                            bool by_rank, char *err, size_t errlen) {
+  return job_read(job, paths, n, NULL, 0, timeline, trace_limit, by_rank, err, errlen);
+}
+
+ft_status ft_stat_job_read_mem(ft_stat_job *job, const char *name, const char *data, size_t len, bool timeline,
+                               size_t trace_limit, bool by_rank, char *err, size_t errlen) {
+  const char *paths[1] = {name};
+  return job_read(job, paths, 1, data ? data : "", len, timeline, trace_limit, by_rank, err, errlen);
+}
+
+static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, const char *mem, size_t mem_len,
+                          bool timeline, size_t trace_limit, bool by_rank, char *err, size_t errlen) {
   memset(job, 0, sizeof *job);
+  snprintf(err, errlen, "out of memory"); /* replaced by a file's own reason */
   if (ft_stats_init(&job->total)) return FT_ENOMEM;
   job->files = calloc(n, sizeof *job->files);
-  worker w = {.job = job, .paths = paths, .n = n, .timeline = timeline, .trace_limit = trace_limit,
-              .by_rank = by_rank};
+  worker w = {.job = job, .paths = paths, .mem = mem, .mem_len = mem_len, .n = n, .timeline = timeline,
+              .trace_limit = trace_limit, .by_rank = by_rank};
   w.status = calloc(n, sizeof *w.status);
   w.errs = calloc(n, sizeof *w.errs);
   w.traces = calloc(n, sizeof *w.traces);

@@ -4,8 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
+#ifdef FT_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#endif
 
 #include "stats.h"
 
@@ -31,6 +35,8 @@ typedef struct reader {
   size_t err_back; /* bytes from the last one consumed back to the offending token's start */
   /* the current event */
   char ph[8], cat[40];
+  char last_cat[40]; /* the previous event's category and its section */
+  int last_sec;
   char *name;
   size_t name_len, name_cap;
   bool has_ts, has_dur, pid_num, has_ext;
@@ -352,6 +358,15 @@ static bool device_busy(ft_stat_ivset *d, uint64_t *busy, uint64_t *bins, int64_
 }
 
 static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len, uint8_t cat) {
+  /* a small cache first: names repeat, and comparing is cheaper than hashing a
+   * long kernel name (perf: ft__intern was 12 % of a read) */
+  uint64_t head = 0, tail = 0; /* a cheap key: the length, the first and last 8 bytes */
+  memcpy(&head, name, len < 8 ? len : 8);
+  if (len > 8) memcpy(&tail, name + len - 8, 8);
+  ft_stat_last *last = &st->last[section][mix(head ^ (tail * 31) ^ len) % FT_STAT_ROW_CACHE];
+  if (last->valid && last->cat == cat && ft__intern_len(&st->names, last->name_id) == len &&
+      !memcmp(ft__intern_str(&st->names, last->name_id), name, len))
+    return ft__vec_at(&st->rows[section], last->index);
   uint32_t id;
   if (ft__intern(&st->names, name, len, &id)) return NULL;
   uint64_t *slot = ft__map_upsert(&st->index[section], (uint64_t)cat << 32 | id);
@@ -364,6 +379,7 @@ static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len,
     r->comm = section == FT_STAT_KERNELS && ft_stats_is_comm(ft__intern_str(&st->names, id));
     *slot = st->rows[section].len;
   }
+  *last = (ft_stat_last){true, cat, id, *slot - 1};
   return ft__vec_at(&st->rows[section], *slot - 1);
 }
 
@@ -484,7 +500,14 @@ static bool process_event(reader *r) {
   if (st->first_ns > r->ts) st->first_ns = r->ts;
   if (st->last_ns < r->ts + dur) st->last_ns = r->ts + dur;
   const char *name = r->name ? r->name : "";
-  enum sec sec = section_of(r->cat);
+  enum sec sec;
+  if (!strcmp(r->cat, r->last_cat)) { /* categories repeat: skip the table's scan */
+    sec = (enum sec)r->last_sec;
+  } else {
+    sec = section_of(r->cat);
+    memcpy(r->last_cat, r->cat, sizeof r->cat);
+    r->last_sec = (int)sec;
+  }
   ft_stat_row *row_p = NULL;
   switch (sec) {
   case SEC_IGNORED: return true;
@@ -739,8 +762,9 @@ static const yajl_callbacks callbacks = {
     .yajl_end_array = cb_end_array,
 };
 
-/* One parse over chunks pulled from next(); offset is in the uncompressed text. */
-typedef long (*chunk_fn)(void *src, unsigned char *buf, size_t cap, char *err, size_t errlen);
+/* One parse over chunks pulled from next() (the chunk stays valid until the next
+ * call); offset is in the uncompressed text. */
+typedef long (*chunk_fn)(void *src, const unsigned char **data, char *err, size_t errlen);
 
 static ft_status parse(ft_stats *st, chunk_fn next, void *src, char *err, size_t errlen) {
   reader r;
@@ -751,13 +775,12 @@ static ft_status parse(ft_stats *st, chunk_fn next, void *src, char *err, size_t
   /* Names are only counted and re-escaped on output (invalid bytes become U+FFFD
    * there), so UTF-8 validation here would cost time for nothing. */
   yajl_config(h, yajl_dont_validate_strings, 1);
-  enum { CHUNK = 1 << 20 };
-  unsigned char *buf = malloc(CHUNK);
-  ft_status status = buf ? FT_OK : FT_ENOMEM;
+  ft_status status = FT_OK;
   uint64_t offset = 0;
   bool any = false;
   while (!status) {
-    long n = next(src, buf, CHUNK, err, errlen);
+    const unsigned char *buf = NULL;
+    long n = next(src, &buf, err, errlen);
     if (n < 0) {
       status = FT_EIO;
       break;
@@ -801,7 +824,6 @@ static ft_status parse(ft_stats *st, chunk_fn next, void *src, char *err, size_t
     snprintf(err, errlen, "no \"traceEvents\" array: not a Chrome trace");
     status = FT_EPARSE;
   }
-  free(buf);
   free(r.name);
   yajl_free(h);
   /* The External id join is per file: ids restart in every rank's trace. */
@@ -820,10 +842,81 @@ typedef struct src {
   bool eof;
   uint64_t raw_read; /* compressed bytes taken so far */
   bool gz, gz_member_done;
+  uint64_t total_out; /* text bytes inflated */
   z_stream z;
+#ifdef FT_HAVE_ISAL
+  struct inflate_state *isal; /* ISA-L's inflate, ~4x zlib's (README, bench_stats --split) */
+#endif
+  unsigned char *out; /* the chunk handed to the parser (single-threaded reads) */
 } src;
 
-enum { RAW_CHUNK = 1 << 18 };
+enum { RAW_CHUNK = 1 << 18, CHUNK = 1 << 20 };
+
+static bool gz_init(src *s) {
+#ifdef FT_HAVE_ISAL
+  s->isal = malloc(sizeof *s->isal);
+  if (!s->isal) return false;
+  isal_inflate_init(s->isal);
+  s->isal->crc_flag = ISAL_GZIP; /* header parsed, CRC and length checked */
+  return true;
+#else
+  return inflateInit2(&s->z, 15 + 16) == Z_OK;
+#endif
+}
+
+static void gz_end(src *s) {
+#ifdef FT_HAVE_ISAL
+  free(s->isal);
+#else
+  inflateEnd(&s->z);
+#endif
+}
+
+static bool gz_reset(src *s) {
+#ifdef FT_HAVE_ISAL
+  isal_inflate_reset(s->isal);
+  s->isal->crc_flag = ISAL_GZIP;
+  return true;
+#else
+  return inflateReset(&s->z) == Z_OK;
+#endif
+}
+
+/* Inflates from s->mem into out; *used input bytes taken. 1 at a member's end,
+ * 0 for more, -1 on corrupt data (err set). */
+static int gz_step(src *s, unsigned char *out, size_t *out_left, size_t *used, char *err, size_t errlen) {
+  uint32_t in = (uint32_t)(s->left < UINT32_MAX ? s->left : UINT32_MAX);
+#ifdef FT_HAVE_ISAL
+  struct inflate_state *z = s->isal;
+  z->next_in = (uint8_t *)s->mem;
+  z->avail_in = in;
+  z->next_out = out;
+  z->avail_out = (uint32_t)*out_left;
+  int r = isal_inflate(z);
+  *used = in - z->avail_in;
+  *out_left = z->avail_out;
+  if (r < 0) {
+    snprintf(err, errlen, "corrupt gzip data (%s)",
+             r == ISAL_INCORRECT_CHECKSUM ? "incorrect data check" : r == ISAL_INVALID_WRAPPER ? "incorrect header"
+                                                                                             : "invalid deflate data");
+    return -1;
+  }
+  return z->block_state == ISAL_BLOCK_FINISH;
+#else
+  s->z.next_in = (unsigned char *)s->mem;
+  s->z.avail_in = in;
+  s->z.next_out = out;
+  s->z.avail_out = (uInt)*out_left;
+  int r = inflate(&s->z, Z_NO_FLUSH);
+  *used = in - s->z.avail_in;
+  *out_left = s->z.avail_out;
+  if (r != Z_OK && r != Z_BUF_ERROR && r != Z_STREAM_END) {
+    snprintf(err, errlen, "corrupt gzip data (%s)", s->z.msg ? s->z.msg : "inflate failed");
+    return -1;
+  }
+  return r == Z_STREAM_END;
+#endif
+}
 
 /* Makes unread raw bytes available; false at the end of input or on a read error. */
 static bool raw_fill(src *s, char *err, size_t errlen, bool *failed) {
@@ -854,13 +947,12 @@ static long src_next(void *p, unsigned char *buf, size_t cap, char *err, size_t 
     s->left -= n;
     return (long)n;
   }
-  s->z.next_out = buf;
-  s->z.avail_out = (uInt)cap;
-  while (s->z.avail_out == cap) {
+  size_t out_left = cap;
+  while (out_left == cap) {
     if (!raw_fill(s, err, errlen, &failed)) {
       if (failed) return -1;
       if (s->gz_member_done) return 0;
-      snprintf(err, errlen, "truncated gzip data after %lu bytes of text", s->z.total_out);
+      snprintf(err, errlen, "truncated gzip data after %llu bytes of text", (unsigned long long)s->total_out);
       return -1;
     }
     if (s->gz_member_done) { /* more bytes after a member: another member, or garbage */
@@ -877,36 +969,125 @@ static long src_next(void *p, unsigned char *buf, size_t cap, char *err, size_t 
                  (unsigned long long)s->raw_read);
         return -1;
       }
-      if (inflateReset(&s->z) != Z_OK) return -1;
+      if (!gz_reset(s)) return -1;
       s->gz_member_done = false;
     }
-    s->z.next_in = (unsigned char *)s->mem;
-    s->z.avail_in = (uInt)(s->left < UINT32_MAX ? s->left : UINT32_MAX);
-    uInt before = s->z.avail_in;
-    int r = inflate(&s->z, Z_NO_FLUSH);
-    size_t used = before - s->z.avail_in;
+    size_t used, before = out_left;
+    int r = gz_step(s, buf + (cap - out_left), &out_left, &used, err, errlen);
     s->mem += used;
     s->left -= used;
     s->raw_read += used;
-    if (r == Z_STREAM_END) {
-      s->gz_member_done = true;
-    } else if (r != Z_OK && r != Z_BUF_ERROR) {
-      snprintf(err, errlen, "corrupt gzip data (%s)", s->z.msg ? s->z.msg : "inflate failed");
-      return -1;
-    }
+    s->total_out += before - out_left;
+    if (r < 0) return -1;
+    s->gz_member_done = r == 1;
   }
-  return (long)(cap - s->z.avail_out);
+  return (long)(cap - out_left);
+}
+
+static long sync_next(void *p, const unsigned char **data, char *err, size_t errlen) {
+  src *s = p;
+  *data = s->out;
+  return src_next(s, s->out, CHUNK, err, errlen);
+}
+
+/* Reading (and inflating) on a second thread while the parser works: a ring of
+ * PIPE_SLOTS chunks, so the parse waits only when inflating is the slower. */
+enum { PIPE_SLOTS = 4 };
+typedef struct pipe {
+  src *s;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  unsigned char *buf[PIPE_SLOTS];
+  long len[PIPE_SLOTS];
+  size_t head, count; /* the oldest filled slot; filled slots, the one the parser holds included */
+  bool held, stop;
+  char err[256]; /* the reader's error, for the slot whose len is -1 */
+} pipe_t;
+
+static void *pipe_fill(void *p) {
+  pipe_t *q = p;
+  for (size_t tail = 0;; tail = (tail + 1) % PIPE_SLOTS) {
+    pthread_mutex_lock(&q->mu);
+    while (q->count == PIPE_SLOTS && !q->stop) pthread_cond_wait(&q->cv, &q->mu);
+    bool stop = q->stop;
+    pthread_mutex_unlock(&q->mu);
+    if (stop) return NULL;
+    long n = src_next(q->s, q->buf[tail], CHUNK, q->err, sizeof q->err);
+    pthread_mutex_lock(&q->mu);
+    q->len[tail] = n;
+    q->count++;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    if (n <= 0) return NULL;
+  }
+}
+
+static long pipe_next(void *p, const unsigned char **data, char *err, size_t errlen) {
+  pipe_t *q = p;
+  pthread_mutex_lock(&q->mu);
+  if (q->held) { /* the parser is done with the previous chunk */
+    q->head = (q->head + 1) % PIPE_SLOTS;
+    q->count--;
+    q->held = false;
+    pthread_cond_broadcast(&q->cv);
+  }
+  while (!q->count) pthread_cond_wait(&q->cv, &q->mu);
+  long n = q->len[q->head];
+  *data = q->buf[q->head];
+  q->held = n > 0;
+  pthread_mutex_unlock(&q->mu);
+  if (n < 0) snprintf(err, errlen, "%s", q->err);
+  return n;
+}
+
+/* Parses s with its reading on a second thread; single-threaded when one cannot start. */
+static ft_status parse_piped(ft_stats *st, src *s, char *err, size_t errlen) {
+  pipe_t q;
+  memset(&q, 0, sizeof q);
+  q.s = s;
+  unsigned char *mem = malloc((size_t)PIPE_SLOTS * CHUNK);
+  pthread_t th;
+  if (!mem || pthread_mutex_init(&q.mu, NULL)) {
+    free(mem);
+    return parse(st, sync_next, s, err, errlen);
+  }
+  pthread_cond_init(&q.cv, NULL);
+  for (int i = 0; i < PIPE_SLOTS; i++) q.buf[i] = mem + (size_t)i * CHUNK;
+  ft_status r;
+  if (pthread_create(&th, NULL, pipe_fill, &q)) {
+    r = parse(st, sync_next, s, err, errlen);
+  } else {
+    r = parse(st, pipe_next, &q, err, errlen);
+    pthread_mutex_lock(&q.mu); /* the parse may stop early (an error): stop the reader */
+    q.stop = true;
+    pthread_cond_broadcast(&q.cv);
+    pthread_mutex_unlock(&q.mu);
+    pthread_join(th, NULL);
+  }
+  pthread_cond_destroy(&q.cv);
+  pthread_mutex_destroy(&q.mu);
+  free(mem);
+  return r;
 }
 
 /* Reads from s after looking at its first bytes for gzip's magic. */
 static ft_status read_src(ft_stats *st, src *s, char *err, size_t errlen) {
   bool failed = false;
   if (raw_fill(s, err, errlen, &failed) && s->left >= 2 && s->mem[0] == 0x1f && s->mem[1] == 0x8b) {
-    if (inflateInit2(&s->z, 15 + 16) != Z_OK) return FT_ENOMEM;
+    if (!gz_init(s)) return FT_ENOMEM;
     s->gz = true;
   }
-  ft_status r = failed ? FT_EIO : parse(st, src_next, s, err, errlen);
-  if (s->gz) inflateEnd(&s->z);
+  ft_status r;
+  if (failed) {
+    r = FT_EIO;
+  } else if (s->f) { /* a file: read and inflated on a second thread */
+    r = parse_piped(st, s, err, errlen);
+  } else {
+    s->out = malloc(CHUNK);
+    r = s->out ? parse(st, sync_next, s, err, errlen) : FT_ENOMEM;
+    free(s->out);
+  }
+  if (s->gz) gz_end(s);
   return r;
 }
 
