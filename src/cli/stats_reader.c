@@ -316,7 +316,8 @@ static void bin_add(uint64_t *bins, int64_t t0, uint64_t span_ns, int64_t lo, in
     size_t i = (size_t)((ft_u128)off * FT_TIMELINE_BINS / span_ns);
     if (i >= FT_TIMELINE_BINS) break;
     /* the bin's end, rounded up so every ns lands in exactly one bin */
-    int64_t end = t0 + (int64_t)(((ft_u128)(i + 1) * span_ns + FT_TIMELINE_BINS - 1) / FT_TIMELINE_BINS);
+    uint64_t end_off = (uint64_t)(((ft_u128)(i + 1) * span_ns + FT_TIMELINE_BINS - 1) / FT_TIMELINE_BINS);
+    int64_t end = (int64_t)((uint64_t)t0 + end_off); /* within [t0, t0 + span]: fits (spans exceed INT64_MAX) */
     int64_t b = hi < end ? hi : end;
     if (b <= a) b = a + 1;
     bins[i] += (uint64_t)(b - a);
