@@ -90,7 +90,25 @@ def cpu_part(build, quick):
         return re.sub(r"^([^|\n].*)\n\|", r"\1\n\n|", text, flags=re.M)  # a table needs a blank line before it
 
     return ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer"), "",
-            "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""] + stats_memory(build, quick)
+            "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""] + stats_memory(build, quick) \
+        + stats_split(build, quick)
+
+
+def stats_split(build, quick, path=None):
+    """P5 split: where reading a ~1 M-entry gzip trace goes (inflate zlib / ISA-L, yajl alone, the
+    reader, the whole pipelined read), bench_stats --split; on a synthetic trace unless path is given."""
+    if quick and not path:
+        return []
+    exe = os.path.join(build, "bench", "bench_stats")
+    tmp = tempfile.mkdtemp(prefix="ftbench.")
+    try:
+        if not path:
+            path = os.path.join(tmp, "split.json.gz")
+            sh([exe, "--write", path, "500000"], env={"FLAGOS_TRACER_LIBRARY": "/nonexistent"})
+        text = re.sub(r"^# ", "", sh([exe, "--split", path]).strip(), flags=re.M)
+        return ["## P5 split: reading a gzip trace", "", re.sub(r"^([^|\n].*)\n\|", r"\1\n\n|", text, flags=re.M), ""]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def peak_rss_kb(cmd):
@@ -270,6 +288,7 @@ class Gpu:
                              env={"CAPTURE_BENCH_NO_FLAGTRACE": "1", "CUDA_INJECTION64_PATH": self.floor}))
         self.note("raw-CUPTI floor, same launches", floor)
         st_big = mm(self.stats_times(os.path.join(self.tmp, "cap1m.json.gz")))
+        self.split = stats_split(self.build, False, os.path.join(self.tmp, "cap1m.json.gz"))
         rows.append(("P5", f"`flagtrace stats` on a real {big['events']:,}-event trace (gzip, "
                      f"{big['bytes_gzip'] / 1e6:.0f} MB, whole process)", "-",
                      f"{st_big[0]:.3f} / {st_big[1]:.3f} s", "-", "< 1 s", st_big[1] < 1.0))
@@ -333,6 +352,7 @@ def main():
             rows += g.p1_p3_torch()
             rows += g.p4_p5_p6(5000 if a.quick else 45000, 50000 if a.quick else 500000)
             doc += ["## GPU: P1–P6", ""] + table(rows, a.quick) + [""]
+            doc += getattr(g, "split", [])  # P5 split on the real 1 M-event capture
             with open(os.path.join(a.out, "bench-raw.jsonl"), "w") as f:
                 for r in g.raw:
                     f.write(json.dumps(r) + "\n")
