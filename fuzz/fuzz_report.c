@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t len = 0;
   FILE *m = open_memstream(&html, &len);
   if (!m) abort();
-  ft_status s = ft_report_html_write(m, &job);
+  ft_status s = ft_report_html_write(m, &job, NULL);
   fclose(m);
   if (!s) {
     const char *open = "<script id=\"ft-data\" type=\"application/json\">";

@@ -13,10 +13,36 @@
 
 extern const char ft_report_html[]; /* src/cli/report_template.html, embedded at build time */
 
-/* The data as JSON: the header, the timeline bins and every report. */
-static void write_data(FILE *f, const ft_stat_job *job, ft_report *reps, size_t n_reps) {
+/* The path of file relative to the directory dir (both absolute, as realpath gives them), into out. */
+static void relative(const char *dir, const char *file, char *out, size_t cap) {
+  size_t i = 0, common = 0;
+  for (; dir[i] && dir[i] == file[i]; i++)
+    if (dir[i] == '/') common = i + 1;
+  if (!dir[i] && file[i] == '/') common = i + 1; /* file lies under dir */
+  size_t w = 0;
+  out[0] = '\0';
+  size_t dlen = strlen(dir);
+  for (size_t k = common; k < dlen; k++) /* one "../" per component of dir left */
+    if ((k == common || dir[k - 1] == '/') && dir[k] != '/' && w < cap) w += (size_t)snprintf(out + w, cap - w, "../");
+  if (w < cap) snprintf(out + w, cap - w, "%s", file + common);
+}
+
+/* The data as JSON: the header, the timeline bins, every report, and each
+ * trace's address from the report's directory (out_dir; NULL: as given). */
+static void write_data(FILE *f, const ft_stat_job *job, ft_report *reps, size_t n_reps, const char *out_dir) {
   fputs("{\"schema\": 2, ", f);
   ft_summary_json(f, job);
+  fputs(",\n  \"hrefs\": [", f);
+  for (size_t i = 0; i < job->n_files; i++) {
+    char *abs = out_dir && strcmp(job->files[i].path, "-") ? realpath(job->files[i].path, NULL) : NULL;
+    char rel[4096];
+    if (abs) relative(out_dir, abs, rel, sizeof rel);
+    fputs(i ? ", " : "", f);
+    if (!strcmp(job->files[i].path, "-")) fputs("null", f);
+    else ft_json_string(f, abs ? rel : job->files[i].path);
+    free(abs);
+  }
+  fputc(']', f);
   fputs(",\n  \"timeline\": [", f);
   bool first = true;
   for (size_t i = 0; i < job->n_files; i++) {
@@ -43,7 +69,7 @@ static void write_data(FILE *f, const ft_stat_job *job, ft_report *reps, size_t 
   fputs("\n}\n", f);
 }
 
-ft_status ft_report_html_write(FILE *out, const ft_stat_job *job) {
+ft_status ft_report_html_write(FILE *out, const ft_stat_job *job, const char *out_dir) {
   ft_report reps[REP_N];
   size_t n_reps = 0;
   ft_report_opts o = {0};
@@ -54,7 +80,7 @@ ft_status ft_report_html_write(FILE *out, const ft_stat_job *job) {
   size_t len = 0;
   FILE *m = s ? NULL : open_memstream(&data, &len);
   if (m) {
-    write_data(m, job, reps, n_reps);
+    write_data(m, job, reps, n_reps, out_dir);
     if (fclose(m)) s = FT_ENOMEM;
   } else {
     s = FT_ENOMEM;

@@ -6,7 +6,8 @@
 
 #include "stats.h"
 
-/* Writes the self-contained HTML of job (read with timeline bins) to out. */
-ft_status ft_report_html_write(FILE *out, const ft_stat_job *job);
+/* Writes the self-contained HTML of job (read with timeline bins) to out; its
+ * links to the traces are relative to out_dir (absolute; NULL: paths as given). */
+ft_status ft_report_html_write(FILE *out, const ft_stat_job *job, const char *out_dir);
 
 #endif

@@ -1,7 +1,9 @@
 /* flagtrace report: the command that writes the HTML report of a job's traces. */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <libgen.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -58,7 +60,10 @@ int ft_cli_report(int argc, char **argv) {
   if (!f) {
     rc = 1;
   } else {
-    s = ft_report_html_write(f, &job);
+    char *copy = strdup(output), *dir = copy ? realpath(dirname(copy), NULL) : NULL;
+    s = ft_report_html_write(f, &job, dir);
+    free(dir);
+    free(copy);
     if (ft_outfile_close(&out, !s, err, sizeof err)) rc = 1;
     if (s) snprintf(err, sizeof err, "out of memory"), rc = 1;
   }

@@ -101,6 +101,9 @@ def _():
         for key in ("kernels", "api", "memory", "memsize", "ranges", "gpu_ranges", "ops", "gpu", "ranks"):
             assert f"table-{key}" in dom.ids, key
         assert dom.classes.get("open-trace") == 2 and dom.classes.get("perfetto") == 2, dom.classes
+        # the links to the traces are relative to the page: they hold when both are copied together
+        data_json = json.loads(page.split('type="application/json">', 1)[1].split("</script>", 1)[0])
+        assert data_json["hrefs"] == [os.path.relpath(os.path.realpath(f), os.path.realpath(d)) for f in files]
 
 
 @case("report: the test sees a JavaScript error and a missing section (it can fail)")
