@@ -145,13 +145,12 @@ static void files_csv(FILE *f, const ft_stat_job *job) {
   fputs("file,rank,events,span_us,tracer,device_activity,device_status,dropped_records,window_discarded\n", f);
   for (size_t i = 0; i < job->n_files; i++) {
     const ft_stat_file *x = &job->files[i];
-    fputc('"', f);
-    for (const char *p = x->path; *p; p++) fprintf(f, *p == '"' ? "\"\"" : "%c", *p);
-    fprintf(f, "\",%lld,%llu,%.3f,\"%s\",%s,\"", (long long)x->rank, (unsigned long long)x->events,
-            (double)x->span_ns / 1000.0, x->meta.tracer,
-            x->meta.device_activity < 0 ? "" : x->meta.device_activity ? "true" : "false");
-    for (const char *p = x->meta.device_status; *p; p++) fprintf(f, *p == '"' ? "\"\"" : "%c", *p);
-    fprintf(f, "\",%llu,%llu\n", (unsigned long long)x->meta.dropped_records,
+    ft_csv_field(f, x->path);
+    fprintf(f, ",%lld,%llu,%.3f,", (long long)x->rank, (unsigned long long)x->events, (double)x->span_ns / 1000.0);
+    ft_csv_field(f, x->meta.tracer);
+    fprintf(f, ",%s,", x->meta.device_activity < 0 ? "" : x->meta.device_activity ? "true" : "false");
+    ft_csv_field(f, x->meta.device_status);
+    fprintf(f, ",%llu,%llu\n", (unsigned long long)x->meta.dropped_records,
             (unsigned long long)x->meta.window_discarded);
   }
 }

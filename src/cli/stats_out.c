@@ -359,7 +359,7 @@ void ft_report_table(FILE *f, const ft_report *rep, size_t name_width) {
   if (!rep->n_rows) fprintf(f, "  (none)\n");
 }
 
-static void csv_field(FILE *f, const char *s) {
+void ft_csv_field(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
     if (*s == '"') fputc('"', f);
@@ -368,20 +368,24 @@ static void csv_field(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* A cell: strings through quote (csv's or json's), numbers as cell_text gives them. */
+static void put_cell(FILE *f, const ft_col *col, ft_cell c, void (*quote)(FILE *, const char *)) {
+  if (col->kind == COL_STR) {
+    quote(f, c.s);
+    return;
+  }
+  char buf[64];
+  cell_text(buf, sizeof buf, col, c);
+  fputs(buf, f);
+}
+
 void ft_report_csv(FILE *f, const ft_report *rep) {
   for (int j = 0; j < rep->n_cols; j++) fprintf(f, "%s%s", j ? "," : "", rep->cols[j].key);
   fputc('\n', f);
   for (size_t i = 0; i < rep->n_rows; i++) {
     for (int j = 0; j < rep->n_cols; j++) {
       if (j) fputc(',', f);
-      ft_cell c = rep->cells[i * (size_t)rep->n_cols + j];
-      if (rep->cols[j].kind == COL_STR) {
-        csv_field(f, c.s);
-      } else {
-        char buf[64];
-        cell_text(buf, sizeof buf, &rep->cols[j], c);
-        fputs(buf, f);
-      }
+      put_cell(f, &rep->cols[j], rep->cells[i * (size_t)rep->n_cols + j], ft_csv_field);
     }
     fputc('\n', f);
   }
@@ -402,15 +406,8 @@ void ft_report_json(FILE *f, const ft_report *rep) {
   for (size_t i = 0; i < rep->n_rows; i++) {
     fprintf(f, "%s\n    {", i ? "," : "");
     for (int j = 0; j < rep->n_cols; j++) {
-      ft_cell c = rep->cells[i * (size_t)rep->n_cols + j];
       fprintf(f, "%s\"%s\": ", j ? ", " : "", rep->cols[j].key);
-      if (rep->cols[j].kind == COL_STR) {
-        ft_json_string(f, c.s);
-      } else {
-        char buf[64];
-        cell_text(buf, sizeof buf, &rep->cols[j], c);
-        fputs(buf, f);
-      }
+      put_cell(f, &rep->cols[j], rep->cells[i * (size_t)rep->n_cols + j], ft_json_string);
     }
     fputc('}', f);
   }

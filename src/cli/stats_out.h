@@ -56,6 +56,7 @@ void ft_report_table(FILE *f, const ft_report *rep, size_t name_width);
 void ft_report_csv(FILE *f, const ft_report *rep);
 void ft_report_json(FILE *f, const ft_report *rep); /* the array */
 void ft_json_string(FILE *f, const char *s);
+void ft_csv_field(FILE *f, const char *s); /* quoted, quotes doubled */
 
 /* The job's header: per-file notes (device activity off, dropped, discarded),
  * skipped and unknown events. As json members ("files": [...], ...), or lines. */

@@ -674,23 +674,24 @@ static int bad_events(reader *r) {
   return 0;
 }
 
+/* s[0, n) into dst, cut to fit, NUL-terminated. */
+static void copy_cut(char *dst, size_t cap, const unsigned char *s, size_t n) {
+  size_t m = n < cap - 1 ? n : cap - 1;
+  memcpy(dst, s, m);
+  dst[m] = '\0';
+}
+
 static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   reader *r = ctx;
   if (r->key == K_EVENTS) return bad_events(r);
   non_number(r);
   if (r->meta_depth && r->depth == r->meta_depth && (r->key == K_TRACER || r->key == K_STATUS)) {
-    char *dst = r->key == K_TRACER ? r->st->meta.tracer : r->st->meta.device_status;
-    size_t cap = r->key == K_TRACER ? sizeof r->st->meta.tracer : sizeof r->st->meta.device_status;
-    size_t m = n < cap - 1 ? n : cap - 1;
-    memcpy(dst, s, m);
-    dst[m] = '\0';
+    if (r->key == K_TRACER) copy_cut(r->st->meta.tracer, sizeof r->st->meta.tracer, s, n);
+    else copy_cut(r->st->meta.device_status, sizeof r->st->meta.device_status, s, n);
   } else if (r->ev_depth && r->depth == r->ev_depth) {
     if (r->key == K_PH || r->key == K_CAT) {
-      char *dst = r->key == K_PH ? r->ph : r->cat;
-      size_t cap = r->key == K_PH ? sizeof r->ph : sizeof r->cat;
-      size_t m = n < cap - 1 ? n : cap - 1;
-      memcpy(dst, s, m);
-      dst[m] = '\0';
+      if (r->key == K_PH) copy_cut(r->ph, sizeof r->ph, s, n);
+      else copy_cut(r->cat, sizeof r->cat, s, n);
     } else if (r->key == K_NAME) {
       if (n + 1 > r->name_cap) {
         size_t cap = n + 1 > 2 * r->name_cap ? n + 1 : 2 * r->name_cap;
