@@ -52,8 +52,10 @@ for cmd in record stats report; do
 done
 # the value lists are the ones the help texts name
 "$exe" record --help | grep -q "kernel,memcpy,memset,runtime,driver,nvtx" || { echo "FAIL: record's --trace list changed" >&2; fails=$((fails + 1)); }
+# the help held in a variable: grep -q closing the pipe early would kill a long --help (pipefail)
+stats_help=$("$exe" stats --help)
 for r in kernels api memory memsize ranges gpu_ranges ops gpu ranks trace; do
-  "$exe" stats --help | grep -qE "^ +$r  " || { echo "FAIL: stats --help no longer lists report '$r'" >&2; fails=$((fails + 1)); }
+  grep -qE "^ +$r  " <<<"$stats_help" || { echo "FAIL: stats --help no longer lists report '$r'" >&2; fails=$((fails + 1)); }
 done
 [ $fails -eq 0 ] || exit 1
 echo "1 passed, 0 failed"
