@@ -558,4 +558,33 @@ def _():
                                                                             (20, 1, "b")], got
 
 
+@case("stats: on a terminal, table lines fit its width (names cut with ...)")
+def _():
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 150, 0, 0))
+    p = subprocess.Popen([*WRAP, flagtrace, "stats", "-r", "kernels", os.path.join(data, "torch_cuda_2.11_reference.json.gz")],
+                         stdout=slave, stderr=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    p.wait()
+    os.close(master)
+    lines = out.decode().replace("\r\n", "\n").splitlines()
+    rows = [line for line in lines[3:] if line.strip()]
+    assert p.returncode == 0 and rows, lines
+    assert max(len(line) for line in rows) <= 150, max(rows, key=len)
+    assert any(line.endswith("...") for line in rows), rows  # torch's long template names are cut
+
+
 results.finish()
