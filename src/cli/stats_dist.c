@@ -127,12 +127,21 @@ uint64_t ft_dist_median(const ft_stat_dist *d) {
     free(v);
     return m;
   }
-  uint64_t seen = 0;
+  /* the middle of the bucket holding value k (and k + 1 for an even count: the
+   * two middle values may lie in different buckets) */
+  uint64_t seen = 0, lo = 0;
+  bool have_lo = false;
   for (uint32_t i = 0; i < d->hist_len; i++) {
     seen += d->hist[i];
-    if (seen > k) {
-      uint64_t m = bucket_mid(d->hist_lo + i);
-      return m < d->min ? d->min : m > d->max ? d->max : m;
+    if (!have_lo && seen > k) {
+      lo = bucket_mid(d->hist_lo + i);
+      lo = lo < d->min ? d->min : lo > d->max ? d->max : lo;
+      have_lo = true;
+    }
+    if (seen > k + (d->n % 2 == 0)) {
+      uint64_t hi = bucket_mid(d->hist_lo + i);
+      hi = hi < d->min ? d->min : hi > d->max ? d->max : hi;
+      return lo + (hi - lo) / 2;
     }
   }
   return d->max;

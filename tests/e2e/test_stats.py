@@ -587,4 +587,24 @@ def _():
     assert any(line.endswith("...") for line in rows), rows  # torch's long template names are cut
 
 
+@case("stats: medians and stddev merged over files (exact + exact, histogram + exact)")
+def _():
+    import random
+    rnd = random.Random(161)
+    with tempfile.TemporaryDirectory() as d:
+        for sizes in ((200, 200), (300, 10), (10, 300), (100, 100, 56)):
+            durs = [[rnd.randrange(1000, 10 ** 8) for _ in range(n)] for n in sizes]
+            paths = [write(d, f"f{i}.json", trace([kernel(j * 200000, x / 1000) for j, x in enumerate(ds)]))
+                     for i, ds in enumerate(durs)]
+            got = json.loads(stats("-f", "json", "-r", "kernels", *paths).stdout)["kernels"][0]
+            every = [x for ds in durs for x in ds]
+            med = statistics.median(every)
+            if len(every) <= 256:
+                assert got["median_us"] == round(int(med) / 1000, 3), (sizes, got, med)
+            else:
+                assert abs(got["median_us"] * 1000 - med) <= 0.004 * med, (sizes, got, med)
+            assert abs(got["stddev_us"] - statistics.stdev(every) / 1000) <= 0.0005, (sizes, got)
+            assert (got["calls"], got["min_us"], got["max_us"]) == (len(every), min(every) / 1000, max(every) / 1000)
+
+
 results.finish()
