@@ -45,6 +45,7 @@ typedef struct worker {
   bool timeline, by_rank;
   size_t trace_limit;
   pthread_mutex_t lock;
+  bool failed; /* a file failed: start no other */
   ft_status *status; /* per file */
   char (*errs)[512];
   ft_stat_event **traces; /* per file, names re-interned in the total */
@@ -127,14 +128,21 @@ static ft_status read_one(worker *w, size_t f) {
   return s;
 }
 
+/* Files are taken in argument order; after a failure no new one is started, so
+ * every file before the first malformed one is read whole and the error named is
+ * always the first in argument order. */
 static void *run(void *p) {
   worker *w = p;
   for (;;) {
     pthread_mutex_lock(&w->lock);
-    size_t f = w->next < w->n ? w->next++ : SIZE_MAX;
+    size_t f = w->next < w->n && !w->failed ? w->next++ : SIZE_MAX;
     pthread_mutex_unlock(&w->lock);
     if (f == SIZE_MAX) return NULL;
-    w->status[f] = read_one(w, f);
+    ft_status s = read_one(w, f);
+    pthread_mutex_lock(&w->lock);
+    w->status[f] = s;
+    w->failed |= s != FT_OK;
+    pthread_mutex_unlock(&w->lock);
   }
 }
 
