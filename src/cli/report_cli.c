@@ -26,7 +26,8 @@ static const char usage[] =
     "                      temporary name and renamed when complete\n"
     "  -h, --help          show this help\n"
     "\n"
-    "Input, options and exit status as for flagtrace stats.\n";
+    "Input (\"-\" is stdin) and exit status as for flagtrace stats; options may\n"
+    "come before or after the files, getopt_long's way.\n";
 
 int ft_cli_report(int argc, char **argv) {
   const char *output = "report.html";
