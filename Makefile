@@ -55,12 +55,14 @@ $(FUZZ_BUILD)/fuzz/fuzz_writer: deps
 fuzz-regress: $(FUZZ_BUILD)/fuzz/fuzz_writer
 	$(FUZZ_BUILD)/fuzz/fuzz_writer -runs=0 fuzz/corpus/writer
 	$(FUZZ_BUILD)/fuzz/fuzz_stats -runs=0 fuzz/corpus/stats
+	$(FUZZ_BUILD)/fuzz/fuzz_report -runs=0 fuzz/corpus/report
 	for w in $(FUZZ_WALKERS); do if [ -x $(FUZZ_BUILD)/fuzz/$$w ]; then \
 	  $(FUZZ_BUILD)/fuzz/$$w -runs=0 fuzz/corpus/$${w#fuzz_} || exit 1; else echo "$$w: not built (no CUPTI headers)"; fi; done
 
 fuzz: $(FUZZ_BUILD)/fuzz/fuzz_writer
 	$(FUZZ_BUILD)/fuzz/fuzz_writer -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/writer
 	$(FUZZ_BUILD)/fuzz/fuzz_stats -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/stats
+	$(FUZZ_BUILD)/fuzz/fuzz_report -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/report
 	for w in $(FUZZ_WALKERS); do if [ -x $(FUZZ_BUILD)/fuzz/$$w ]; then \
 	  $(FUZZ_BUILD)/fuzz/$$w -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/$${w#fuzz_} || exit 1; fi; done
 

@@ -1,12 +1,18 @@
 /* `flagtrace stats` reader throughput on a 1 M-event trace, against yajl alone
  * (validation without callbacks) on the same bytes, measured in the same run;
- * with --write PATH N, writes an N-slice trace for the P5 memory row instead. */
+ * with --write PATH N, writes an N-slice trace for the P5 memory row instead;
+ * with --split PATH, where the time of reading a gzip trace goes (P5). */
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <yajl/yajl_parse.h>
+#include <zlib.h>
+#ifdef FT_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#endif
 
 #include "internal.h"
 #include "stats.h"
@@ -50,8 +56,146 @@ static int write_trace(const char *path, size_t n) {
   return st ? 1 : 0;
 }
 
+static double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Inflates all of gz into a growing buffer (zlib, or ISA-L); the text's length, 0 on failure. */
+static size_t inflate_all(const unsigned char *gz, size_t n, unsigned char **text, bool isal) {
+  size_t cap = n * 8 + (1 << 20), len = 0;
+  *text = malloc(cap);
+  if (!*text) return 0;
+#ifdef FT_HAVE_ISAL
+  if (isal) {
+    struct inflate_state *z = malloc(sizeof *z);
+    isal_inflate_init(z);
+    z->crc_flag = ISAL_GZIP;
+    z->next_in = (uint8_t *)gz;
+    z->avail_in = (uint32_t)n;
+    for (;;) {
+      if (cap - len < (1 << 20) && !(*text = realloc(*text, cap *= 2))) return 0;
+      z->next_out = *text + len;
+      z->avail_out = (uint32_t)(cap - len);
+      int r = isal_inflate(z);
+      len = (size_t)(z->next_out - *text);
+      if (r < 0) return 0;
+      if (z->block_state == ISAL_BLOCK_FINISH) break;
+    }
+    free(z);
+    return len;
+  }
+#endif
+  (void)isal;
+  z_stream z = {0};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return 0;
+  z.next_in = (unsigned char *)gz;
+  z.avail_in = (uInt)n;
+  int r = Z_OK;
+  while (r != Z_STREAM_END) {
+    if (cap - len < (1 << 20) && !(*text = realloc(*text, cap *= 2))) return 0;
+    z.next_out = *text + len;
+    z.avail_out = (uInt)(cap - len);
+    r = inflate(&z, Z_NO_FLUSH);
+    len = (size_t)(z.next_out - *text);
+    if (r != Z_OK && r != Z_STREAM_END) return 0;
+  }
+  inflateEnd(&z);
+  return len;
+}
+
+/* P5's split: inflate (zlib, ISA-L), yajl alone, the reader on the text, and the
+ * whole read of the file as `stats` does it (inflating on a second thread). CPU
+ * seconds of this process (a loaded host's wall time says little) and wall. */
+static int split(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return perror(path), 1;
+  fseek(f, 0, SEEK_END);
+  size_t n = (size_t)ftell(f);
+  rewind(f);
+  unsigned char *gz = malloc(n);
+  if (!gz || fread(gz, 1, n, f) != n) return 1;
+  fclose(f);
+  unsigned char *text;
+  printf("# bench_stats --split %s: %.1f MB gzip\n", path, (double)n / 1e6);
+  printf("| part | CPU s | wall s | MB/s of text |\n|---|---|---|---|\n");
+  size_t len = 0;
+  for (int isal = 0; isal < 2; isal++) {
+#ifndef FT_HAVE_ISAL
+    if (isal) {
+      printf("| inflate, ISA-L | (not built: FT_WITH_ISAL, libisal-dev) | | |\n");
+      continue;
+    }
+#endif
+    double c0 = cpu_s(), w0 = now_s();
+    len = inflate_all(gz, n, &text, isal);
+    double c = cpu_s() - c0, w = now_s() - w0;
+    if (!len) return fprintf(stderr, "bench_stats: %s: inflate failed\n", path), 1;
+    printf("| inflate, %s | %.3f | %.3f | %.0f |\n", isal ? "ISA-L" : "zlib", c, w, (double)len / 1e6 / w);
+    if (!isal) free(text);
+  }
+#ifndef FT_HAVE_ISAL
+  len = inflate_all(gz, n, &text, false);
+#endif
+  double c0 = cpu_s(), w0 = now_s();
+  yajl_handle h = yajl_alloc(NULL, NULL, NULL);
+  yajl_config(h, yajl_dont_validate_strings, 1);
+  if (yajl_parse(h, text, len) != yajl_status_ok || yajl_complete_parse(h) != yajl_status_ok) return 1;
+  yajl_free(h);
+  double c = cpu_s() - c0, w = now_s() - w0;
+  printf("| yajl alone (no callbacks) | %.3f | %.3f | %.0f |\n", c, w, (double)len / 1e6 / w);
+  /* the floor of a parser of our own: one pass that finds every string's end
+   * (memchr for the quote, escapes honored) and counts the objects */
+  c0 = cpu_s(), w0 = now_s();
+  uint64_t objects = 0;
+  for (const unsigned char *p = text, *end = text + len; p < end; p++) {
+    if (*p == '{') {
+      objects++;
+    } else if (*p == '"') {
+      for (;;) {
+        const unsigned char *q = memchr(p + 1, '"', (size_t)(end - p - 1));
+        if (!q) {
+          p = end;
+          break;
+        }
+        size_t bs = 0;
+        while (q - bs - 1 > p && q[-1 - (ptrdiff_t)bs] == '\\') bs++;
+        p = q;
+        if (bs % 2 == 0) break;
+      }
+    }
+  }
+  c = cpu_s() - c0, w = now_s() - w0;
+  printf("| structural scan only (strings skipped by memchr, %llu objects): a parser of our own's floor | %.3f | %.3f "
+         "| %.0f |\n",
+         (unsigned long long)objects, c, w, (double)len / 1e6 / w);
+  char err[256];
+  ft_stats st;
+  c0 = cpu_s(), w0 = now_s();
+  if (ft_stats_init(&st) || ft_stats_read_mem(&st, (const char *)text, len, err, sizeof err)) return 1;
+  ft_stats_finish(&st);
+  c = cpu_s() - c0, w = now_s() - w0;
+  uint64_t events = st.events;
+  ft_stats_free(&st);
+  printf("| reader on the text (parse + aggregation) | %.3f | %.3f | %.0f |\n", c, w, (double)len / 1e6 / w);
+  c0 = cpu_s(), w0 = now_s();
+  if (ft_stats_init(&st) || ft_stats_read(&st, path, err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
+  ft_stats_finish(&st);
+  c = cpu_s() - c0, w = now_s() - w0;
+  ft_stats_free(&st);
+  printf("| whole read of the gzip file (inflate on a second thread) | %.3f | %.3f | %.0f |\n", c, w,
+         (double)len / 1e6 / w);
+  printf("\n%llu traceEvents entries, %.1f MB of text (%.0f B per entry).\n", (unsigned long long)events,
+         (double)len / 1e6, (double)len / (double)events);
+  free(text);
+  free(gz);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "--write")) return write_trace(argv[2], strtoull(argv[3], NULL, 10));
+  if (argc == 3 && !strcmp(argv[1], "--split")) return split(argv[2]);
   bool quick = argc > 1 && !strcmp(argv[1], "--quick");
   size_t n = quick ? 100000 : 1000000;
   int reps = quick ? 1 : 5;

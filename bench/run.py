@@ -141,12 +141,29 @@ def cpu_part(build, quick):
 
     doc = ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer"), "",
            "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""]
-    doc += stats_memory(build, quick)
+    doc += stats_memory(build, quick) + stats_split(build, quick)
     doc += fake_capture(build, quick)
     if os.path.exists(os.path.join(build, "bench", "bench_kineto")):  # built with -DFT_KINETO_SRC
         doc += ["## P3: the kineto adaptor's per-event export cost, no torch (bench/bench_kineto.cpp)", "",
                 run("bench_kineto"), ""]
     return doc
+
+
+def stats_split(build, quick, path=None):
+    """P5 split: where reading a ~1 M-entry gzip trace goes (inflate zlib / ISA-L, yajl alone, the
+    reader, the whole pipelined read), bench_stats --split; on a synthetic trace unless path is given."""
+    if quick and not path:
+        return []
+    exe = os.path.join(build, "bench", "bench_stats")
+    tmp = tempfile.mkdtemp(prefix="ftbench.")
+    try:
+        if not path:
+            path = os.path.join(tmp, "split.json.gz")
+            sh([exe, "--write", path, "500000"], env={"FLAGOS_TRACER_LIBRARY": "/nonexistent"})
+        text = re.sub(r"^# ", "", sh([exe, "--split", path]).strip(), flags=re.M)
+        return ["## P5 split: reading a gzip trace", "", re.sub(r"^([^|\n].*)\n\|", r"\1\n\n|", text, flags=re.M), ""]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def peak_rss_kb(cmd):
@@ -378,6 +395,7 @@ class Gpu:
             self.note("flagtrace capture (1 M)", big)
         if "P5" in want:
             st = self.stats_times(os.path.join(self.tmp, "cap1m.json.gz"), self.reps)
+            self.split = stats_split(self.build, False, os.path.join(self.tmp, "cap1m.json.gz"))
             s_mm = mm(st)
             ci = bootstrap(st, statistics.median)
             rows.append(row("P5", f"`flagtrace stats` on a real {big['events']:,}-event trace (gzip, "
@@ -521,6 +539,7 @@ def main():
                 rows += g.p4_p5_p6(5000 if a.quick else 45000, 50000 if a.quick else 500000, want)
             rows.sort(key=lambda r: IDS.index(r["id"]))
             doc += ["## GPU: P1–P6", ""] + table(rows) + [""]
+            doc += getattr(g, "split", [])  # P5 split on the real 1 M-event capture
             with open(os.path.join(a.out, "bench-raw.jsonl"), "w") as f:
                 for r in g.raw:
                     f.write(json.dumps(r) + "\n")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: build flagtrace and the bundled CUDA sample, record it, summarize
-# the trace. Without an NVIDIA GPU, summarize a trace recorded the same way on an H200.
+# the trace and write its HTML report. Without an NVIDIA GPU, do that with a trace
+# recorded the same way on an H200.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -22,3 +23,6 @@ else
 fi
 echo
 echo "make demo: the trace is $trace; open it at https://ui.perfetto.dev (Open trace file) or in chrome://tracing (Load)"
+# the HTML report of the same trace(s): one self-contained file, opened in any browser
+"$BUILD/flagtrace" report -o "$BUILD/report.html" $trace >/dev/null
+echo "make demo: the report is $(cd "$BUILD" && pwd)/report.html"

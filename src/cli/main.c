@@ -24,6 +24,7 @@ static const char usage[] =
     "commands:\n"
     "  record [options] -- CMD [ARGS...]   run CMD and write its trace (no code change)\n"
     "  stats [options] FILE...             summarize traces (flagtrace's or torch.profiler's)\n"
+    "  report [options] FILE...            write one HTML report of traces (-o report.html)\n"
     "\n"
     "  flagtrace <command> --help shows the command's options.\n"
     "\n"
@@ -37,7 +38,8 @@ static const char usage[] =
     "\n"
     "example:\n"
     "  flagtrace record -o train-%p.json.gz -- python train.py\n"
-    "  flagtrace stats train-*.json.gz\n";
+    "  flagtrace stats train-*.json.gz\n"
+    "  flagtrace report -o report.html train-*.json.gz\n";
 
 /* Every command's output is checked: a full disk or a closed stdout is one line
  * and a non-zero status, never a silent exit 0 with the output lost. */
@@ -69,6 +71,7 @@ static int run(int argc, char **argv) {
   }
   if (!strcmp(cmd, "record")) return ft_cli_record(argc - 1, argv + 1);
   if (!strcmp(cmd, "stats")) return ft_cli_stats(argc - 1, argv + 1);
+  if (!strcmp(cmd, "report")) return ft_cli_report(argc - 1, argv + 1);
   if (cmd[0] == '-')
     fprintf(stderr, "flagtrace: unknown option '%s' (see flagtrace --help)\n", cmd);
   else

@@ -1,35 +1,72 @@
-/* Trace summaries for `flagtrace stats`: a streaming reader and its aggregates. */
+/* Trace summaries for `flagtrace stats` and `flagtrace report`: a streaming reader and its aggregates. */
 #ifndef FLAGTRACE_CLI_STATS_H
 #define FLAGTRACE_CLI_STATS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "internal.h"
 
-/* One row of a summary, keyed by name. Times in ns. */
+/* A distribution of values (ns or bytes): count, sum, min, max, sum of squares
+ * (stddev, exact), and the values themselves while there are at most
+ * FT_DIST_EXACT of them (an exact median); past that a log-linear histogram of
+ * 128 buckets per power of two, so the median is within 0.4 % (README). */
+#define FT_DIST_EXACT 256
+__extension__ typedef unsigned __int128 ft_u128;
+typedef struct ft_stat_dist {
+  uint64_t n, total, min, max;
+  ft_u128 sumsq;
+  uint64_t *vals; /* n values while hist is NULL and n <= FT_DIST_EXACT */
+  uint32_t *hist; /* counts of buckets [hist_lo, hist_lo + hist_len) */
+  uint32_t hist_lo, hist_len, vals_cap;
+} ft_stat_dist;
+
+bool ft_dist_add(ft_stat_dist *d, uint64_t v);
+bool ft_dist_merge(ft_stat_dist *d, const ft_stat_dist *s);
+void ft_dist_free(ft_stat_dist *d);
+uint64_t ft_dist_median(const ft_stat_dist *d); /* 0 when empty */
+double ft_dist_stddev(const ft_stat_dist *d);   /* sample stddev; 0 below 2 values */
+
+/* One row of a summary, keyed by name (and kind). */
 typedef struct ft_stat_row {
   uint32_t name_id;
-  uint8_t cat; /* FT_STAT_CAT_* of the api and memory sections */
-  uint64_t calls, total_ns, min_ns, max_ns, bytes;
+  uint8_t cat;       /* FT_STAT_CAT_* of the api and memory sections */
+  bool comm;         /* a communication kernel (NCCL/HCCL/RCCL in the name) */
+  ft_stat_dist t;    /* durations, ns */
+  ft_stat_dist b;    /* bytes (memory) */
+  uint64_t calls;    /* ops: calls */
+  uint64_t self_ns;  /* ops: device time of the work they launched */
 } ft_stat_row;
 
-enum { FT_STAT_KERNELS, FT_STAT_API, FT_STAT_MEMORY, FT_STAT_OPS, FT_STAT_N_SECTIONS };
+enum {
+  FT_STAT_KERNELS,
+  FT_STAT_API,
+  FT_STAT_MEMORY,
+  FT_STAT_OPS,
+  FT_STAT_RANGES,     /* user ranges (user_annotation): CPU time */
+  FT_STAT_GPU_RANGES, /* their GPU projection (gpu_user_annotation) */
+  FT_STAT_N_SECTIONS
+};
 enum { FT_STAT_CAT_RUNTIME, FT_STAT_CAT_DRIVER, FT_STAT_CAT_MEMCPY, FT_STAT_CAT_MEMSET, FT_STAT_CAT_OTHER };
 
 /* Memory grows with what is reported (names, rows, devices) except for two pieces
  * of per-event state an exact answer needs (README: "stats memory"):
  *  - busy %: the union of each device's busy intervals, 12 B per device event at
  *    most (16 B for one longer than 4.3 s), merged as they come: overlapping or
- *    touching work costs less;
+ *    touching work costs less; kept only while its file is read;
  *  - ops: the External id join, one 16-B slot (at 3/8 to 3/4 load) per distinct
- *    External id in the file being read, dropped after each file. */
-typedef struct ft_stat_device {
-  int64_t id;    /* the event's pid, -1 when it had none */
+ *    External id in a file being read, dropped after the file. */
+typedef struct ft_stat_ivset {
   ft__vec iv;    /* 12-B {lo, len} intervals; [0, merged) sorted and disjoint */
   ft__vec longs; /* {lo, hi} of those 4.3 s or longer */
   size_t merged, longs_merged;
+} ft_stat_ivset;
+typedef struct ft_stat_device {
+  int64_t id;         /* the event's pid, -1 when it had none */
+  ft_stat_ivset all;  /* every device event */
+  ft_stat_ivset copy; /* copies and sets only: the report's timeline */
 } ft_stat_device;
 
 /* External id -> op row index | 1 << 63, or the device ns seen before its op.
@@ -44,14 +81,51 @@ typedef struct ft_stat_join {
 typedef struct ft_stat_skips {
   uint64_t bad_time;   /* complete events whose ts is missing or ts/dur is not a number */
   uint64_t time_range; /* ts or dur beyond +-FT_STATS_MAX_US */
+  uint64_t unknown_cat; /* complete events of a category not read (named in unknown_cats) */
 } ft_stat_skips;
 
 /* Times beyond +-4e15 us (year 2096 since the epoch) are refused: every sum and
  * difference of two of them then fits in 64 bits. */
 #define FT_STATS_MAX_US 4000000000000000LL
 
+/* What a trace says about itself: its "flagtrace" block and distributedInfo. */
+typedef struct ft_stat_meta {
+  int64_t rank; /* -1 when the trace names none */
+  int device_activity; /* -1 not stated, 0 false, 1 true */
+  char tracer[32];
+  char device_status[200];
+  uint64_t dropped_records, window_discarded;
+  bool has_flagtrace;
+} ft_stat_meta;
+
+/* A device event of the per-event listing (`--report trace`). */
+typedef struct ft_stat_event {
+  int64_t ts, dur, device;
+  uint64_t bytes;
+  uint32_t name_id, file;
+  uint8_t kind; /* 0 kernel, 1 memcpy, 2 memset */
+} ft_stat_event;
+
+/* Busy time of one device over its file's span, and the report's timeline. */
+#define FT_TIMELINE_BINS 400
+typedef struct ft_stat_busy {
+  int64_t device;
+  uint64_t busy_ns;
+  uint32_t *busy_bins, *copy_bins; /* per-mille busy / in copies per bin; report only */
+} ft_stat_busy;
+
+/* A section's recent rows (a cache in front of the name table). */
+#define FT_STAT_ROW_CACHE 64
+typedef struct ft_stat_last {
+  bool valid;
+  uint8_t cat;
+  uint32_t name_id;
+  size_t index;
+} ft_stat_last;
+
 typedef struct ft_stats {
   ft__strtab names;
+  ft_stat_last last[FT_STAT_N_SECTIONS][FT_STAT_ROW_CACHE];
   /* per section: name id (| cat << 32) -> index + 1 into rows */
   ft__map index[FT_STAT_N_SECTIONS];
   ft__vec rows[FT_STAT_N_SECTIONS]; /* ft_stat_row */
@@ -64,14 +138,21 @@ typedef struct ft_stats {
   int64_t first_ns, last_ns; /* span of all complete events */
   uint64_t events;           /* trace events read */
   ft_stat_skips skipped;
+  ft__map unknown_cats; /* name id of an unread category -> events */
+  ft_stat_meta meta;
+  /* options of the read */
+  bool timeline;      /* keep copy intervals and bin the busy time (report) */
+  size_t trace_limit; /* keep the earliest this many device events (0: none) */
+  ft_stat_event *trace; /* a max-heap by ts of at most trace_limit events */
+  size_t n_trace;
 } ft_stats;
 
 ft_status ft_stats_init(ft_stats *st);
 void ft_stats_free(ft_stats *st);
 
-/* Streams one Chrome trace (.json, or gzip by content) into st. On malformed input
- * returns FT_EPARSE (FT_EIO when unreadable) with a one-line reason naming the
- * problem and the byte offset (in the uncompressed text) in err. */
+/* Streams one Chrome trace (.json, or gzip by content; "-" is stdin) into st. On
+ * malformed input returns FT_EPARSE (FT_EIO when unreadable) with a one-line
+ * reason naming the problem and the byte offset (in the uncompressed text) in err. */
 ft_status ft_stats_read(ft_stats *st, const char *path, char *err, size_t errlen);
 
 /* Same, from memory (tests, fuzzing); gzip data is recognized by its magic bytes. */
@@ -81,14 +162,46 @@ ft_status ft_stats_read_mem(ft_stats *st, const char *data, size_t len, char *er
 void ft_stats_finish(ft_stats *st);
 
 /* Busy time per device, every device (sorted by id): a malloc'ed array of *n
- * entries, NULL with *n 0 when there are none or on ENOMEM (*n then SIZE_MAX). */
-typedef struct ft_stat_busy {
-  int64_t device;
-  uint64_t busy_ns;
-} ft_stat_busy;
+ * entries, NULL with *n 0 when there are none or on ENOMEM (*n then SIZE_MAX).
+ * With st->timeline, each entry carries FT_TIMELINE_BINS bins over the span. */
 ft_stat_busy *ft_stats_busy(ft_stats *st, size_t *n);
+void ft_stats_busy_free(ft_stat_busy *b, size_t n);
 
 /* The span of all complete events in ns (0 when there were none). */
 uint64_t ft_stats_span(const ft_stats *st);
+
+/* ---- a job: several files, read in parallel, summarized per file and in total ---- */
+
+typedef struct ft_stat_file {
+  const char *path;
+  ft_stat_meta meta;
+  int64_t rank; /* meta.rank, or the file's position when the trace names none */
+  uint64_t events, span_ns, first_ns, kernel_ns, comm_ns;
+  ft_stat_skips skipped;
+  ft_stat_busy *busy;
+  size_t n_busy;
+  struct ft_stats *own; /* this file's rows (by rank only); devices and joins freed */
+} ft_stat_file;
+
+typedef struct ft_stat_job {
+  ft_stats total; /* rows of every file, merged by name */
+  ft_stat_file *files;
+  size_t n_files;
+  uint64_t events;
+  ft_stat_skips skipped;
+} ft_stat_job;
+
+/* Reads every file (one thread per file, up to the core count) and merges them.
+ * On failure: the first failing file (in argument order) and its one-line reason
+ * in err ("PATH: problem at byte N"); FT_ENOMEM when memory ran out. */
+ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, bool timeline, size_t trace_limit,
+                           bool by_rank, char *err, size_t errlen);
+/* The same for one file in memory, called name (tests, fuzzing). */
+ft_status ft_stat_job_read_mem(ft_stat_job *job, const char *name, const char *data, size_t len, bool timeline,
+                               size_t trace_limit, bool by_rank, char *err, size_t errlen);
+void ft_stat_job_free(ft_stat_job *job);
+
+/* True when the name is a collective-communication kernel (NCCL, HCCL, RCCL). */
+bool ft_stats_is_comm(const char *name);
 
 #endif

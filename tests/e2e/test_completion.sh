@@ -23,23 +23,27 @@ expect() { # expected-reply words...
   fi
 }
 expect "stats " st
+expect "report " rep
 expect "record " rec
-expect "--help --version -V -h record stats " ""
+expect "--help --version -V -h record report stats " ""
 expect "--capture-range= " record --ca
 expect "cudaProfilerApi " record --capture-range = ""
 expect "kernel,memcpy kernel,memset " record -t kernel,mem
 expect "memcpy memset " record --trace mem
 expect "csv " stats --format c
 expect "csv json table " stats -f ""
-expect "kernels,api kernels,gpu kernels,memory kernels,ops " stats --report kernels,
-expect "--format --help --report -f -h -r " stats -
+expect "kernels,api kernels,gpu kernels,gpu_ranges kernels,memory kernels,memsize kernels,ops kernels,ranges kernels,ranks kernels,trace " stats --report kernels,
+expect "max median min " stats --sort m
+expect "--by-rank --format --help --limit --name-width --output --report --sort -f -h -n -o -r -s -w " stats -
+expect "--help --output -h -o " report -
 # after --, record completes a command, then that command's arguments
 expect "echo " record -o x.json -- ech
 cd "$(mktemp -d)" && touch x.json && trap 'rm -rf "$PWD"' EXIT
 expect "x.json " record -- ech x.js
 expect "x.json " stats x
+expect "x.json " report x
 # every option a command's --help lists is offered, and nothing else
-for cmd in record stats; do
+for cmd in record stats report; do
   want=$("$exe" "$cmd" --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z-]+=?' | grep -oE -- '--?[a-z-]+=?' | sort -u | tr '\n' ' ')
   got=$(complete_line "$cmd" -)
   for o in $want; do
@@ -48,8 +52,10 @@ for cmd in record stats; do
 done
 # the value lists are the ones the help texts name
 "$exe" record --help | grep -q "kernel,memcpy,memset,runtime,driver,nvtx" || { echo "FAIL: record's --trace list changed" >&2; fails=$((fails + 1)); }
-for r in kernels api memory ops gpu; do
-  "$exe" stats --help | grep -qE "^ +$r  " || { echo "FAIL: stats --help no longer lists report '$r'" >&2; fails=$((fails + 1)); }
+# the help held in a variable: grep -q closing the pipe early would kill a long --help (pipefail)
+stats_help=$("$exe" stats --help)
+for r in kernels api memory memsize ranges gpu_ranges ops gpu ranks trace; do
+  grep -qE "^ +$r  " <<<"$stats_help" || { echo "FAIL: stats --help no longer lists report '$r'" >&2; fails=$((fails + 1)); }
 done
 [ $fails -eq 0 ] || exit 1
 echo "1 passed, 0 failed"

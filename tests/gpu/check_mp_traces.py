@@ -56,8 +56,24 @@ if a.stats:
     assert calls == want, f"stats counts {calls} kernels, the files hold {want}"
     assert any("nccl" in k["name"].lower() for k in st["kernels"]) or not a.nccl, st["kernels"][:5]
     assert sorted(g["device"] for g in st["gpu"]) == list(range(a.world)), st["gpu"]
+    # per rank (issue 16): rank and device from the file itself, communication vs compute
+    r = subprocess.run([a.stats, "stats", "--report", "ranks,gpu", "--format", "json", *files],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    per = json.loads(r.stdout)
+    assert sorted((g["rank"], g["device"]) for g in per["gpu"]) == [(i, i) for i in range(a.world)], per["gpu"]
+    for row in per["ranks"]:
+        ks = xs(load(row["file"]), ("kernel",))
+        comm = sum(round(e.get("dur", 0) * 1000) for e in ks if "nccl" in e["name"].lower()) / 1000
+        assert row["rank"] == load(row["file"])["distributedInfo"]["rank"], row
+        assert abs(row["comm_us"] - comm) <= 0.002 * len(ks), (row, comm)
+        assert (row["comm_us"] > 0) == a.nccl, row
+    report = os.path.join(a.dir, f"{a.prefix}-report.html")
+    r = subprocess.run([a.stats, "report", "-o", report, *files], capture_output=True, text=True)
+    assert r.returncode == 0 and os.path.getsize(report) < 5 << 20, r.stderr
     print(f"PASS flagtrace stats over {len(files)} ranks: {calls} kernels, busy % for devices "
-          f"{[g['device'] for g in st['gpu']]}")
+          f"{[g['device'] for g in st['gpu']]}, comm us per rank {[x['comm_us'] for x in per['ranks']]}; "
+          f"report {report}")
 print(f"PASS one trace per rank ({a.prefix}), rank and world size in distributedInfo"
       + (", NCCL kernels on each rank's own device" if a.nccl else ""))
 print("1 passed, 0 failed")

@@ -1,0 +1,239 @@
+/* A job's traces for stats and report: each file read on its own thread, then merged by name. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stats.h"
+
+/* Adds src's rows into dst (names re-interned in dst's table). */
+static bool merge_rows(ft_stats *dst, const ft_stats *src) {
+  for (int sec = 0; sec < FT_STAT_N_SECTIONS; sec++) {
+    for (size_t i = 0; i < src->rows[sec].len; i++) {
+      const ft_stat_row *s = ft__vec_at(&src->rows[sec], i);
+      uint32_t id;
+      if (ft__intern(&dst->names, ft__intern_str(&src->names, s->name_id), ft__intern_len(&src->names, s->name_id),
+                     &id))
+        return false;
+      uint64_t *slot = ft__map_upsert(&dst->index[sec], (uint64_t)s->cat << 32 | id);
+      if (!slot) return false;
+      if (!*slot) {
+        ft_stat_row *r = ft__vec_push(&dst->rows[sec]);
+        if (!r) return false;
+        r->name_id = id;
+        r->cat = s->cat;
+        r->comm = s->comm;
+        *slot = dst->rows[sec].len;
+      }
+      ft_stat_row *r = ft__vec_at(&dst->rows[sec], *slot - 1);
+      if (!ft_dist_merge(&r->t, &s->t) || !ft_dist_merge(&r->b, &s->b)) return false;
+      r->calls += s->calls;
+      r->self_ns += s->self_ns;
+    }
+  }
+  return true;
+}
+
+typedef struct worker {
+  ft_stat_job *job;
+  const char *const *paths;
+  const char *mem; /* one file from memory (fuzzing) instead of paths */
+  size_t mem_len;
+  size_t n, next; /* the next file to read, under lock */
+  bool timeline, by_rank;
+  size_t trace_limit;
+  pthread_mutex_t lock;
+  bool failed; /* a file failed: start no other */
+  ft_status *status; /* per file */
+  char (*errs)[512];
+  ft_stat_event **traces; /* per file, names re-interned in the total */
+  size_t *n_traces;
+} worker;
+
+static ft_status read_one(worker *w, size_t f) {
+  ft_stat_job *job = w->job;
+  ft_stat_file *file = &job->files[f];
+  ft_stats st;
+  char *err = w->errs[f];
+  if (ft_stats_init(&st)) {
+    ft_stats_free(&st);
+    snprintf(err, sizeof w->errs[f], "out of memory");
+    return FT_ENOMEM;
+  }
+  st.timeline = w->timeline;
+  st.trace_limit = w->trace_limit;
+  ft_status s = w->mem ? ft_stats_read_mem(&st, w->mem, w->mem_len, err, sizeof w->errs[f])
+                       : ft_stats_read(&st, w->paths[f], err, sizeof w->errs[f]);
+  if (!s) {
+    ft_stats_finish(&st);
+    file->busy = ft_stats_busy(&st, &file->n_busy);
+    if (file->n_busy == SIZE_MAX) {
+      file->n_busy = 0;
+      s = FT_ENOMEM;
+    }
+  }
+  if (!s) {
+    file->meta = st.meta;
+    file->rank = st.meta.rank >= 0 ? st.meta.rank : (int64_t)f;
+    file->events = st.events;
+    file->span_ns = ft_stats_span(&st);
+    file->first_ns = st.first_ns;
+    file->skipped = st.skipped;
+    for (size_t i = 0; i < st.rows[FT_STAT_KERNELS].len; i++) {
+      const ft_stat_row *r = ft__vec_at(&st.rows[FT_STAT_KERNELS], i);
+      file->kernel_ns += r->t.total;
+      if (r->comm) file->comm_ns += r->t.total;
+    }
+    pthread_mutex_lock(&w->lock);
+    bool ok = merge_rows(&job->total, &st);
+    for (size_t i = 0; ok && i < st.unknown_cats.cap; i++) {
+      if (!st.unknown_cats.used[i]) continue;
+      uint32_t id = (uint32_t)st.unknown_cats.keys[i];
+      uint32_t nid;
+      uint64_t *c;
+      ok = !ft__intern(&job->total.names, ft__intern_str(&st.names, id), ft__intern_len(&st.names, id), &nid) &&
+           (c = ft__map_upsert(&job->total.unknown_cats, nid)) != NULL;
+      if (ok) *c += st.unknown_cats.vals[i];
+    }
+    if (ok && st.n_trace) {
+      w->traces[f] = malloc(st.n_trace * sizeof *w->traces[f]);
+      ok = w->traces[f] != NULL;
+      for (size_t i = 0; ok && i < st.n_trace; i++) {
+        ft_stat_event e = st.trace[i];
+        ok = !ft__intern(&job->total.names, ft__intern_str(&st.names, e.name_id), ft__intern_len(&st.names, e.name_id),
+                         &e.name_id);
+        w->traces[f][i] = e;
+      }
+      w->n_traces[f] = st.n_trace;
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (!ok) s = FT_ENOMEM;
+  }
+  if (s == FT_ENOMEM) snprintf(err, sizeof w->errs[f], "out of memory");
+  if (!s && w->by_rank && (file->own = malloc(sizeof *file->own)) != NULL) {
+    for (size_t i = 0; i < st.n_devices; i++) { /* what the rows do not need */
+      ft__vec_free(&st.devices[i].all.iv), ft__vec_free(&st.devices[i].all.longs);
+      ft__vec_free(&st.devices[i].copy.iv), ft__vec_free(&st.devices[i].copy.longs);
+    }
+    *file->own = st;
+    return s;
+  }
+  if (!s && w->by_rank) {
+    snprintf(err, sizeof w->errs[f], "out of memory");
+    s = FT_ENOMEM;
+  }
+  ft_stats_free(&st);
+  return s;
+}
+
+/* Files are taken in argument order; after a failure no new one is started, so
+ * every file before the first malformed one is read whole and the error named is
+ * always the first in argument order. */
+static void *run(void *p) {
+  worker *w = p;
+  for (;;) {
+    pthread_mutex_lock(&w->lock);
+    size_t f = w->next < w->n && !w->failed ? w->next++ : SIZE_MAX;
+    pthread_mutex_unlock(&w->lock);
+    if (f == SIZE_MAX) return NULL;
+    ft_status s = read_one(w, f);
+    pthread_mutex_lock(&w->lock);
+    w->status[f] = s;
+    w->failed |= s != FT_OK;
+    pthread_mutex_unlock(&w->lock);
+  }
+}
+
+static int by_file_ts(const void *a, const void *b) {
+  const ft_stat_event *x = a, *y = b;
+  return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, const char *mem, size_t mem_len,
+                          bool timeline, size_t trace_limit, bool by_rank, char *err, size_t errlen);
+
+ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, bool timeline, size_t trace_limit,
+                           bool by_rank, char *err, size_t errlen) {
+  return job_read(job, paths, n, NULL, 0, timeline, trace_limit, by_rank, err, errlen);
+}
+
+ft_status ft_stat_job_read_mem(ft_stat_job *job, const char *name, const char *data, size_t len, bool timeline,
+                               size_t trace_limit, bool by_rank, char *err, size_t errlen) {
+  const char *paths[1] = {name};
+  return job_read(job, paths, 1, data ? data : "", len, timeline, trace_limit, by_rank, err, errlen);
+}
+
+static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, const char *mem, size_t mem_len,
+                          bool timeline, size_t trace_limit, bool by_rank, char *err, size_t errlen) {
+  memset(job, 0, sizeof *job);
+  snprintf(err, errlen, "out of memory"); /* replaced by a file's own reason */
+  if (ft_stats_init(&job->total)) return FT_ENOMEM;
+  job->files = calloc(n, sizeof *job->files);
+  worker w = {.job = job, .paths = paths, .mem = mem, .mem_len = mem_len, .n = n, .timeline = timeline,
+              .trace_limit = trace_limit, .by_rank = by_rank};
+  w.status = calloc(n, sizeof *w.status);
+  w.errs = calloc(n, sizeof *w.errs);
+  w.traces = calloc(n, sizeof *w.traces);
+  w.n_traces = calloc(n, sizeof *w.n_traces);
+  if (!job->files || !w.status || !w.errs || !w.traces || !w.n_traces) {
+    free(w.status), free(w.errs), free(w.traces), free(w.n_traces);
+    return FT_ENOMEM;
+  }
+  job->n_files = n;
+  for (size_t f = 0; f < n; f++) job->files[f].path = paths[f];
+  pthread_mutex_init(&w.lock, NULL);
+  /* One thread per file up to the core count; stdin ("-") is one file like another. */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t n_threads = n < (size_t)(cores > 0 ? cores : 1) ? n : (size_t)(cores > 0 ? cores : 1);
+  pthread_t *th = calloc(n_threads, sizeof *th);
+  size_t started = 0;
+  for (size_t t = 1; th && t < n_threads; t++, started++)
+    if (pthread_create(&th[t - 1], NULL, run, &w)) break;
+  run(&w); /* this thread works too */
+  for (size_t t = 0; t < started; t++) pthread_join(th[t], NULL);
+  free(th);
+  pthread_mutex_destroy(&w.lock);
+  ft_status s = FT_OK;
+  for (size_t f = 0; f < n; f++) { /* the first failure in argument order */
+    if (!w.status[f]) continue;
+    s = w.status[f];
+    snprintf(err, errlen, "%s: %s", paths[f], w.errs[f]);
+    break;
+  }
+  /* the listing: every file's earliest events, by time within each file */
+  size_t total = 0;
+  for (size_t f = 0; f < n; f++) total += w.n_traces[f];
+  if (!s && total) {
+    job->total.trace = malloc(total * sizeof *job->total.trace);
+    if (!job->total.trace) s = FT_ENOMEM;
+    for (size_t f = 0; !s && f < n; f++) {
+      qsort(w.traces[f], w.n_traces[f], sizeof *w.traces[f], by_file_ts);
+      for (size_t i = 0; i < w.n_traces[f]; i++) {
+        job->total.trace[job->total.n_trace] = w.traces[f][i];
+        job->total.trace[job->total.n_trace++].file = (uint32_t)f;
+      }
+    }
+  }
+  for (size_t f = 0; f < n; f++) free(w.traces[f]);
+  free(w.traces), free(w.n_traces), free(w.status), free(w.errs);
+  for (size_t f = 0; f < n; f++) {
+    job->events += job->files[f].events;
+    job->skipped.bad_time += job->files[f].skipped.bad_time;
+    job->skipped.time_range += job->files[f].skipped.time_range;
+    job->skipped.unknown_cat += job->files[f].skipped.unknown_cat;
+  }
+  return s;
+}
+
+void ft_stat_job_free(ft_stat_job *job) {
+  for (size_t f = 0; f < job->n_files; f++) {
+    ft_stats_busy_free(job->files[f].busy, job->files[f].n_busy);
+    if (job->files[f].own) ft_stats_free(job->files[f].own);
+    free(job->files[f].own);
+  }
+  free(job->files);
+  ft_stats_free(&job->total);
+  memset(job, 0, sizeof *job);
+}
