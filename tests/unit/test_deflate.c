@@ -191,7 +191,39 @@ static void test_out_gzip_threads_match_plain(void **state) {
   ft__out_abort(z);
 }
 
-int main(void) {
+/* --write DIR: a session of n kernel + launch pairs written through the public
+ * path as DIR/trace.json and DIR/trace.json.gz, for the readers' test
+ * (tests/e2e/test_gzip_readers.py). */
+static int write_pair(const char *dir, size_t n) {
+  setenv("FLAGOS_TRACER_LIBRARY", "/nonexistent", 1); /* injected events only */
+  ft_session *s;
+  if (ft_session_create(&s, NULL) || ft_session_start(s) || ft_session_stop(s)) return 1;
+  ft__session_set_window(s, 0, UINT64_MAX / 2);
+  ft_kv md[] = {{"grid", "[256, 1, 1]"}, {"block", "[128, 1, 1]"}, {"note", "caf\xc3\xa9 \"q\""}};
+  char name[64];
+  for (size_t i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "kernel_%zu<float>(int)", i % 37);
+    uint64_t t = 1000000 + 4000 * i;
+    ft_device_event rt = {.kind = FT_EVENT_RUNTIME, .start_ns = t, .end_ns = t + 1500, .correlation_id = (uint32_t)i + 1,
+                          .thread_id = 7, .name = "cudaLaunchKernel"};
+    ft_device_event k = {.kind = FT_EVENT_KERNEL, .start_ns = t + 2000, .end_ns = t + 3000 + i % 977,
+                         .correlation_id = (uint32_t)i + 1, .stream = 7, .name = name, .metadata = md, .n_metadata = 3};
+    if (ft__session_inject(s, &rt) || ft__session_inject(s, &k)) return 1;
+  }
+  char path[4096];
+  for (int gz = 0; gz < 2; gz++) {
+    snprintf(path, sizeof path, "%s/trace.json%s", dir, gz ? ".gz" : "");
+    if (ft_session_write(s, path)) {
+      fprintf(stderr, "%s\n", ft_session_last_error(s));
+      return 1;
+    }
+  }
+  ft_session_destroy(s);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 4 && !strcmp(argv[1], "--write")) return write_pair(argv[2], (size_t)atol(argv[3]));
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_zlib_round_trip),        cmocka_unit_test(test_isal_round_trip),
       cmocka_unit_test(test_plain_passes_through),   cmocka_unit_test(test_sink_error_reported),
