@@ -28,7 +28,7 @@ enum { PLAIN_WORKERS = 1 }; /* plain text: one thread writes while the caller re
 
 typedef struct slot {
   char *in;
-  size_t len;
+  size_t cap, len; /* cap: bytes at in; out holds out_bound(cap) */
   bool final;
   unsigned char *out;
   size_t out_len; /* 0: compression failed */
@@ -47,7 +47,7 @@ struct ft__gz {
   int want_workers;
   /* the ring: block seq lives in slots[seq % n_slots] */
   slot *slots;       /* MAX_WORKERS + 2 entries, n_alloc of them allocated */
-  size_t n_slots, n_alloc, out_cap;
+  size_t n_slots, n_alloc;
   uint64_t n_pushed, n_taken, n_written;
   pthread_mutex_t mu;
   pthread_cond_t work_cv, done_cv;
@@ -138,10 +138,22 @@ static int default_threads(void) {
   return n < 0 ? 0 : n > MAX_WORKERS ? MAX_WORKERS : n;
 }
 
-static bool alloc_slot(slot *s, size_t out_cap) {
-  s->in = malloc(FT__GZ_BLOCK);
-  s->out = out_cap ? malloc(out_cap) : NULL;
-  return s->in && (s->out || !out_cap);
+/* Gives s buffers for blocks of size bytes (freeing its old ones), or leaves it
+ * as it was and returns false. */
+static bool alloc_slot(const ft__gz *g, slot *s, size_t size) {
+  char *in = malloc(size);
+  unsigned char *out = g->ops ? malloc(out_bound(size)) : NULL;
+  if (!in || (g->ops && !out)) {
+    free(in);
+    free(out);
+    return false;
+  }
+  free(s->in);
+  free(s->out);
+  s->in = in;
+  s->out = out;
+  s->cap = size;
+  return true;
 }
 
 ft_status ft__gz_open(ft__gz **out, const ft__deflate_ops *ops, int threads, ft__gz_sink sink, void *ctx) {
@@ -152,10 +164,9 @@ ft_status ft__gz_open(ft__gz **out, const ft__deflate_ops *ops, int threads, ft_
   g->ctx = ctx;
   g->want_workers = threads < 0 ? default_threads() : threads > MAX_WORKERS ? MAX_WORKERS : threads;
   if (!ops && g->want_workers > PLAIN_WORKERS) g->want_workers = PLAIN_WORKERS;
-  g->out_cap = ops ? out_bound(FT__GZ_BLOCK) : 0;
   g->slots = calloc(MAX_WORKERS + 2, sizeof *g->slots);
   g->inline_state = ops ? ops->state_new() : g; /* plain: any non-NULL marker */
-  if (!g->slots || !g->inline_state || !alloc_slot(&g->slots[0], g->out_cap) ||
+  if (!g->slots || !g->inline_state || !alloc_slot(g, &g->slots[0], FT__GZ_FIRST_BLOCK) ||
       pthread_mutex_init(&g->mu, NULL)) {
     if (g->slots) {
       free(g->slots[0].in);
@@ -185,8 +196,8 @@ static void start_workers(ft__gz *g) {
    * writes another: memory stays bounded at about 1.1 MB per slot */
   size_t want = (size_t)g->want_workers + 2;
   size_t have = 1;
-  while (have < want && alloc_slot(&g->slots[have], g->out_cap)) have++;
-  g->n_alloc = have < want ? have + 1 : have; /* a failed one may hold half its buffers */
+  while (have < want && alloc_slot(g, &g->slots[have], FT__GZ_BLOCK)) have++;
+  g->n_alloc = have;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -201,8 +212,11 @@ static void start_workers(ft__gz *g) {
 }
 
 char *ft__gz_buf(ft__gz *g, size_t *cap) {
-  *cap = FT__GZ_BLOCK;
-  return g->slots[g->n_pushed % g->n_slots].in;
+  slot *s = &g->slots[g->n_pushed % g->n_slots]; /* free: push waited for it */
+  if (g->n_pushed && s->cap < FT__GZ_BLOCK)
+    (void)alloc_slot(g, s, FT__GZ_BLOCK); /* out of memory: smaller blocks do */
+  *cap = s->cap;
+  return s->in;
 }
 
 static int push(ft__gz *g, size_t used, bool final) {

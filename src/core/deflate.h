@@ -32,6 +32,8 @@ const ft__deflate_ops *ft__deflate_default(void);
 /* Input bytes per block: large enough that independent windows cost little ratio,
  * small enough that the ring of blocks stays a few MB. */
 enum { FT__GZ_BLOCK = 512 * 1024 };
+/* The first block is smaller: a small trace allocates and touches little. */
+enum { FT__GZ_FIRST_BLOCK = 64 * 1024 };
 
 /* Where output bytes go, in order, one call at a time, from a worker thread (with
  * every signal blocked) or the caller. Returns 0 or an errno value. */
@@ -44,7 +46,8 @@ typedef struct ft__gz ft__gz;
  * 8); 0: compress on the calling thread. Workers start only once a second block
  * is pushed, so small traces start none. */
 ft_status ft__gz_open(ft__gz **g, const ft__deflate_ops *ops, int threads, ft__gz_sink sink, void *ctx);
-/* The block to fill next and its capacity (FT__GZ_BLOCK). */
+/* The block to fill next and its capacity (FT__GZ_FIRST_BLOCK, then FT__GZ_BLOCK
+ * unless memory ran short). */
 char *ft__gz_buf(ft__gz *g, size_t *cap);
 /* Hands the filled block (used bytes of ft__gz_buf) to compression. Returns the
  * first error seen so far (sink, compression), 0 if none. */

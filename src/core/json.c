@@ -14,9 +14,9 @@
 enum { OUT_BUF = 256 * 1024 };
 
 struct ft__out {
-  ft__out_head head; /* buf/used/cap: the inline fast path in internal.h; for gzip,
-                        the block being filled */
-  char buf[OUT_BUF];
+  ft__out_head head; /* buf/used/cap: the inline fast path in internal.h: buf, or
+                        the pipeline's block being filled */
+  char *buf;        /* OUT_BUF bytes, for writers without a pipeline */
   int fd;           /* -1 for memory writers */
   ft__trace_file file;
   bool discard;     /* count bytes only (benchmarks) */
@@ -80,6 +80,7 @@ static void flush_buf(ft__out *o) {
 }
 
 void ft__out_write_slow(ft__out *o, const char *s, size_t n) {
+  if (!o->head.buf) return; /* written after the end: dropped */
   if (!o->blocks && n > o->head.cap) {
     flush_buf(o);
     sink_raw(o, s, n);
@@ -211,6 +212,7 @@ void ft__out_json_string(ft__out *o, const char *str, size_t n) {
   enum { PIECE = 4096 };
   const size_t worst = 6 * PIECE + 2;
   bool first = true;
+  if (!o->head.buf) return; /* written after the end: dropped */
   do {
     size_t take = n;
     if (take > PIECE) {
@@ -316,10 +318,7 @@ size_t ft__fmt_double(double v, char *buf) {
 
 static ft__out *out_new(void) {
   ft__out *o = calloc(1, sizeof *o);
-  if (!o) return NULL;
-  o->fd = -1;
-  o->head.buf = o->buf;
-  o->head.cap = OUT_BUF;
+  if (o) o->fd = -1;
   return o;
 }
 
@@ -334,7 +333,11 @@ ft_status ft__out_open_gz(ft__out **out, const ft__deflate_ops *ops, int threads
   ft__out *o = out_new();
   if (!o) return FT_ENOMEM;
   o->discard = discard;
-  if (ops && gz_init(o, ops, threads)) {
+  /* malloc, not calloc: only the pages written are touched (tiny traces, fuzzing) */
+  o->buf = ops ? NULL : malloc(OUT_BUF);
+  o->head.buf = o->buf;
+  o->head.cap = o->buf ? OUT_BUF : 0;
+  if (ops ? gz_init(o, ops, threads) != FT_OK : !o->buf) {
     free(o);
     return FT_ENOMEM;
   }
@@ -384,9 +387,8 @@ static void finish(ft__out *o) {
     note_err(o, ft__gz_finish(o->blocks, o->head.used));
     ft__gz_free(o->blocks);
     o->blocks = NULL;
-    o->head.buf = o->buf; /* nothing more is accepted for the stream: a later
-                             write lands in the unused inline buffer */
-    o->head.cap = OUT_BUF;
+    o->head.buf = NULL; /* the stream is ended: later writes are dropped */
+    o->head.cap = 0;
     o->head.used = 0;
   } else {
     flush_buf(o);
@@ -405,6 +407,7 @@ void ft__out_abort(ft__out *o) {
   if (o->fd >= 0) ft__trace_file_discard(&o->file);
   free(o->path);
   free(o->mem);
+  free(o->buf);
   free(o);
 }
 

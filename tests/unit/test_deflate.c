@@ -50,11 +50,12 @@ static int run(const ft__deflate_ops *ops, int threads, const char *in, size_t n
   int err = 0;
   size_t cap, used = 0;
   char *b = ft__gz_buf(g, &cap);
-  assert_int_equal(cap, FT__GZ_BLOCK);
+  assert_int_equal(cap, FT__GZ_FIRST_BLOCK);
   for (size_t i = 0; i < n; i++) {
     if (used == cap) {
       err = ft__gz_push(g, used);
       b = ft__gz_buf(g, &cap);
+      assert_int_equal(cap, FT__GZ_BLOCK);
       used = 0;
     }
     b[used++] = in[i];
@@ -73,7 +74,7 @@ static void check_round_trip(const ft__deflate_ops *ops, size_t n) {
     int workers = -1;
     assert_int_equal(run(ops, threads, in, n, &out, &workers), 0);
     /* workers start only once a second block comes */
-    assert_int_equal(workers, n > FT__GZ_BLOCK ? threads : 0);
+    assert_int_equal(workers, n > FT__GZ_FIRST_BLOCK ? threads : 0);
     size_t len;
     char *plain = ft_test_gunzip(out.p, out.len, &len); /* one member: stops at its end */
     assert_non_null(plain);
@@ -109,7 +110,8 @@ static void test_zlib_round_trip(void **state) {
   (void)state;
   check_round_trip(&ft__deflate_zlib, 0);
   check_round_trip(&ft__deflate_zlib, 1000);
-  check_round_trip(&ft__deflate_zlib, FT__GZ_BLOCK);
+  check_round_trip(&ft__deflate_zlib, FT__GZ_FIRST_BLOCK);
+  check_round_trip(&ft__deflate_zlib, FT__GZ_FIRST_BLOCK + 1);
   check_round_trip(&ft__deflate_zlib, 7 * FT__GZ_BLOCK + 333);
 }
 
@@ -122,7 +124,8 @@ static void test_isal_round_trip(void **state) {
   }
   check_round_trip(isal, 0);
   check_round_trip(isal, 1000);
-  check_round_trip(isal, FT__GZ_BLOCK);
+  check_round_trip(isal, FT__GZ_FIRST_BLOCK);
+  check_round_trip(isal, FT__GZ_FIRST_BLOCK + 1);
   check_round_trip(isal, 7 * FT__GZ_BLOCK + 333);
 }
 
