@@ -1,4 +1,4 @@
-/* One gzip member from independently compressed blocks, on worker threads, written in order by the caller. */
+/* One gzip member from independently compressed blocks, on worker threads, written in order; plain text through the same ring. */
 #define _GNU_SOURCE
 #include "deflate.h"
 

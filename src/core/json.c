@@ -102,12 +102,25 @@ void ft__out_write_slow(ft__out *o, const char *s, size_t n) {
 
 void ft__out_str(ft__out *o, const char *s) { ft__out_write(o, s, strlen(s)); }
 
+/* Two digits per division: timestamps have 11 to 14 digits, written twice per slice. */
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 static size_t u64_text(uint64_t v, char *end) {
   char *p = end;
-  do {
-    *--p = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
+  while (v >= 100) {
+    p -= 2;
+    memcpy(p, digit_pairs + 2 * (v % 100), 2);
+    v /= 100;
+  }
+  if (v >= 10) {
+    p -= 2;
+    memcpy(p, digit_pairs + 2 * v, 2);
+  } else {
+    *--p = (char)('0' + v);
+  }
   return (size_t)(end - p);
 }
 
@@ -130,8 +143,7 @@ void ft__out_us3(ft__out *o, uint64_t ns) {
   char b[32];
   char *end = b + sizeof b;
   uint64_t frac = ns % 1000;
-  end[-1] = (char)('0' + frac % 10);
-  end[-2] = (char)('0' + frac / 10 % 10);
+  memcpy(end - 2, digit_pairs + 2 * (frac % 100), 2);
   end[-3] = (char)('0' + frac / 100);
   end[-4] = '.';
   size_t n = u64_text(ns / 1000, end - 4);
