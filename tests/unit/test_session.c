@@ -327,9 +327,14 @@ static void add_range(ft_session *s, const char *name, uint64_t start, uint64_t 
   assert_int_equal(ft__store_add_range(&s->store, name_id, start, end, id, tid), FT_OK);
 }
 
-static void test_gpu_projection_of_ranges(void **state) {
-  (void)state;
+/* other_first: the other thread's call comes first, in time and in the store, so
+ * the calls are not in (thread, time) order until sorted. */
+static void check_gpu_projection_of_ranges(bool other_first) {
   ft_session *s = new_session();
+  ft_device_event other = {.kind = FT_EVENT_RUNTIME, .start_ns = LO + (other_first ? 50 : 400),
+                           .end_ns = LO + (other_first ? 60 : 410), .correlation_id = 32, .thread_id = 43,
+                           .name = "other_thread"};
+  if (other_first) assert_int_equal(ft__session_inject(s, &other), FT_OK);
   add_range(s, "outer", LO + 100, LO + 900, 1, 42);
   add_range(s, "inner", LO + 140, LO + 200, 2, 42);
   add_range(s, "idle", LO + 950, LO + 960, 3, 42);
@@ -337,9 +342,7 @@ static void test_gpu_projection_of_ranges(void **state) {
   add(s, FT_EVENT_KERNEL, LO + 1000, LO + 1100, 30, false, 0, "k30");     /* runs after both end */
   add(s, FT_EVENT_RUNTIME, LO + 300, LO + 310, 31, false, 0, "launch31");
   add(s, FT_EVENT_MEMCPY, LO + 1200, LO + 1250, 31, false, 0, "c31");
-  ft_device_event other = {.kind = FT_EVENT_RUNTIME, .start_ns = LO + 400, .end_ns = LO + 410,
-                           .correlation_id = 32, .thread_id = 43, .name = "other_thread"};
-  assert_int_equal(ft__session_inject(s, &other), FT_OK);
+  if (!other_first) assert_int_equal(ft__session_inject(s, &other), FT_OK);
   add(s, FT_EVENT_KERNEL, LO + 1300, LO + 1400, 32, false, 0, "k32");
   yajl_val doc = ft_test_render(s);
   yajl_val ev = events_of(doc);
@@ -364,6 +367,12 @@ static void test_gpu_projection_of_ranges(void **state) {
   assert_int_equal(seen, 2); /* "idle" launched nothing */
   yajl_tree_free(doc);
   ft_session_destroy(s);
+}
+
+static void test_gpu_projection_of_ranges(void **state) {
+  (void)state;
+  check_gpu_projection_of_ranges(false);
+  check_gpu_projection_of_ranges(true);
 }
 
 static void test_start_end_ranges_and_marks(void **state) {
