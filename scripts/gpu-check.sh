@@ -126,6 +126,8 @@ if [ "$NGPU" -ge 2 ]; then
 else
   echo "SKIP 2 GPUs: skipped: $NGPU GPU" | tee -a "$LOG"
 fi
+# gzip traces with ISA-L (P4): needs libisal-dev + libisal2 in .gpu/debs, else zlib
+step "gzip: ISA-L's igzip loaded" bash -c "$BUILD/bench/bench_writer --quick | grep -m1 'ISA-L loaded'"
 # P1-P6 against their baselines (bench/run.py); the dated table lands in $OUT and,
 # copied from there, in bench/results/.
 step "bench: P1-P6 (bench/run.py --gpu)" env PYTHONUNBUFFERED=1 python3 bench/run.py --gpu --build "$BUILD" --out "$OUT"
