@@ -375,6 +375,51 @@ static void test_gpu_projection_of_ranges(void **state) {
   check_gpu_projection_of_ranges(true);
 }
 
+/* Many distinct metadata lists, each used by three events in a row, then the
+ * first ones again: the writer's cache of rendered lists (direct-mapped, filled
+ * on a second sighting) must give every event its own args, whatever collides
+ * or is evicted. */
+static void test_metadata_lists_rendered_per_event(void **state) {
+  (void)state;
+  ft_session *s = new_session();
+  enum { LISTS = 3000, REPEAT = 3, AGAIN = 500 };
+  char iv[32], tag[32];
+  int n = 0;
+  for (int j = 0; j < LISTS + AGAIN; j++)
+    for (int r = 0; r < REPEAT; r++, n++) {
+      int i = j % LISTS;
+      snprintf(iv, sizeof iv, "%d", i);
+      snprintf(tag, sizeof tag, "t%d \"q\"", i % 7);
+      ft_kv md[] = {{"i", iv}, {"tag", tag}, {"grid", "[1, 2, 3]"}};
+      uint64_t t = LO + 10 + (uint64_t)n * 10;
+      ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = t, .end_ns = t + 5, .stream = 7, .name = "k",
+                            .metadata = md, .n_metadata = i % 3 ? 3 : 2};
+      assert_int_equal(ft__session_inject(s, &ev), FT_OK);
+    }
+  yajl_val doc = ft_test_render(s);
+  yajl_val ev = events_of(doc);
+  int seen = 0;
+  for (size_t k = 0; k < ev->u.array.len; k++) {
+    yajl_val e = ev->u.array.values[k];
+    if (strcmp(ft_test_str(e, "cat"), "kernel")) continue;
+    int at = (int)((YAJL_GET_DOUBLE(ft_test_get(e, "ts")) * 1000 + 0.5 - LO - 10) / 10);
+    int i = at / REPEAT % LISTS;
+    yajl_val args = ft_test_get(e, "args");
+    assert_int_equal(int_of(args, "i"), i);
+    snprintf(tag, sizeof tag, "t%d \"q\"", i % 7);
+    assert_string_equal(ft_test_str(args, "tag"), tag);
+    yajl_val grid = ft_test_get(args, "grid");
+    if (i % 3)
+      assert_true(grid && YAJL_IS_ARRAY(grid) && grid->u.array.len == 3);
+    else
+      assert_null(grid);
+    seen++;
+  }
+  assert_int_equal(seen, n);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 static void test_start_end_ranges_and_marks(void **state) {
   (void)state;
   ft_session *s;
@@ -752,6 +797,7 @@ int main(void) {
       cmocka_unit_test(test_external_id_zero_and_attribution),
       cmocka_unit_test(test_external_ids_resolved_by_correlation),
       cmocka_unit_test(test_gpu_projection_of_ranges),
+      cmocka_unit_test(test_metadata_lists_rendered_per_event),
       cmocka_unit_test(test_start_end_ranges_and_marks),
       cmocka_unit_test(test_ranges_record_and_nest),
       cmocka_unit_test(test_second_session_is_busy),
