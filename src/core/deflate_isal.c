@@ -1,6 +1,7 @@
 /* ISA-L's igzip as a block backend, loaded at run time (libisal.so.2) so the library never needs it to load. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,8 @@
 
 /* Debian ships no static libisal, and the GPU machines have no libisal2: so it is
  * bound with dlopen, from the system, beside this library (a wheel or an install
- * that bundles it), or where the build found it; without it gzip uses zlib. */
+ * that bundles it, real name and libisal.so.2 link), or where the build found it;
+ * without it gzip uses zlib. */
 static struct {
   void (*deflate_init)(struct isal_zstream *);
   int (*deflate)(struct isal_zstream *);
@@ -62,6 +64,29 @@ static bool bind(void *h) {
   return api.deflate_init && api.deflate && api.crc;
 }
 
+/* The stream struct is ours to allocate and its layout has changed within
+ * soname 2, so only the release whose headers this was built with is used: its
+ * file's real name (libisal.so.2.0.30) is compared. */
+static void *open_checked(const char *file) {
+  void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return NULL;
+#ifdef FT_ISAL_REAL_NAME
+  struct link_map *lm = NULL;
+  char *real = dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name ? realpath(lm->l_name, NULL) : NULL;
+  const char *base = real ? strrchr(real, '/') : NULL;
+  bool same = base && !strcmp(base + 1, FT_ISAL_REAL_NAME);
+  free(real);
+  if (!same) {
+    ft__log("not using %s: not the ISA-L release this build has headers for (%s)", file, FT_ISAL_REAL_NAME);
+    dlclose(h);
+    return NULL;
+  }
+#endif
+  if (bind(h)) return h;
+  dlclose(h);
+  return NULL;
+}
+
 static void *open_beside_us(void) {
   Dl_info info;
   if (!dladdr((void *)&ft__deflate_isal, &info) || !info.dli_fname) return NULL;
@@ -69,20 +94,16 @@ static void *open_beside_us(void) {
   if (!slash) return NULL;
   char path[4096];
   snprintf(path, sizeof path, "%.*s/libisal.so.2", (int)(slash - info.dli_fname), info.dli_fname);
-  return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  return open_checked(path);
 }
 
 static void load(void) {
-  void *h = dlopen("libisal.so.2", RTLD_NOW | RTLD_LOCAL);
+  void *h = open_checked("libisal.so.2");
   if (!h) h = open_beside_us();
 #ifdef FT_ISAL_BUILD_PATH
-  if (!h) h = dlopen(FT_ISAL_BUILD_PATH, RTLD_NOW | RTLD_LOCAL);
+  if (!h) h = open_checked(FT_ISAL_BUILD_PATH);
 #endif
-  if (!h) return;
-  if (bind(h))
-    loaded = &isal_ops;
-  else
-    dlclose(h);
+  if (h) loaded = &isal_ops;
 }
 
 const ft__deflate_ops *ft__deflate_isal(void) {
