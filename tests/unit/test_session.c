@@ -321,6 +321,16 @@ static void test_external_ids_resolved_by_correlation(void **state) {
   ft_session_destroy(s);
 }
 
+/* The next traceEvents entry at or after *k with category cat (*k moves past it),
+ * or NULL at the end. */
+static yajl_val next_of_cat(yajl_val ev, size_t *k, const char *cat) {
+  while (*k < ev->u.array.len) {
+    yajl_val e = ev->u.array.values[(*k)++];
+    if (!strcmp(ft_test_str(e, "cat"), cat)) return e;
+  }
+  return NULL;
+}
+
 static void add_range(ft_session *s, const char *name, uint64_t start, uint64_t end, uint64_t id, uint32_t tid) {
   uint32_t name_id;
   assert_int_equal(ft__intern(&s->store.names, name, strlen(name), &name_id), FT_OK);
@@ -345,11 +355,9 @@ static void check_gpu_projection_of_ranges(bool other_first) {
   if (!other_first) assert_int_equal(ft__session_inject(s, &other), FT_OK);
   add(s, FT_EVENT_KERNEL, LO + 1300, LO + 1400, 32, false, 0, "k32");
   yajl_val doc = ft_test_render(s);
-  yajl_val ev = events_of(doc);
+  yajl_val ev = events_of(doc), e;
   int seen = 0;
-  for (size_t i = 0; i < ev->u.array.len; i++) {
-    yajl_val e = ev->u.array.values[i];
-    if (strcmp(ft_test_str(e, "cat"), "gpu_user_annotation")) continue;
+  for (size_t i = 0; (e = next_of_cat(ev, &i, "gpu_user_annotation"));) {
     seen++;
     const char *n = ft_test_str(e, "name");
     double ts = YAJL_GET_DOUBLE(ft_test_get(e, "ts")), dur = YAJL_GET_DOUBLE(ft_test_get(e, "dur"));
@@ -397,11 +405,9 @@ static void test_metadata_lists_rendered_per_event(void **state) {
       assert_int_equal(ft__session_inject(s, &ev), FT_OK);
     }
   yajl_val doc = ft_test_render(s);
-  yajl_val ev = events_of(doc);
+  yajl_val ev = events_of(doc), e;
   int seen = 0;
-  for (size_t k = 0; k < ev->u.array.len; k++) {
-    yajl_val e = ev->u.array.values[k];
-    if (strcmp(ft_test_str(e, "cat"), "kernel")) continue;
+  for (size_t k = 0; (e = next_of_cat(ev, &k, "kernel"));) {
     int at = (int)((YAJL_GET_DOUBLE(ft_test_get(e, "ts")) * 1000 + 0.5 - LO - 10) / 10);
     int i = at / REPEAT % LISTS;
     yajl_val args = ft_test_get(e, "args");
