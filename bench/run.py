@@ -134,12 +134,14 @@ def machine(gpu, commit, dirty):
 def cpu_part(build, quick):
     flag = ["--quick"] if quick else []
 
-    def run(exe):  # its "# title" line becomes a plain sentence under our heading
-        text = sh([os.path.join(build, "bench", exe)] + flag).strip()
+    def run(exe, *extra):  # its "# title" line becomes a plain sentence under our heading
+        text = sh([os.path.join(build, "bench", exe)] + flag + list(extra)).strip()
         text = re.sub(r"^# ", "", text, flags=re.M)
         return re.sub(r"^([^|\n].*)\n\|", r"\1\n\n|", text, flags=re.M)  # a table needs a blank line before it
 
-    doc = ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer"), "",
+    # P4 on a real capture without a GPU: an H200 trace's slices replayed to 1 M events
+    replay = ["--replay", os.path.join(ROOT, "tests", "data", "sample_h200.json.gz")]
+    doc = ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer", *replay), "",
            "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""]
     doc += stats_memory(build, quick) + stats_split(build, quick)
     doc += fake_capture(build, quick)

@@ -6,7 +6,7 @@
 #   ci     test + what `.ci/run` adds (clang's libFuzzer, valgrind); the default
 set -euo pipefail
 profile=${1:-ci}
-build=(cmake gcc g++ make zlib1g-dev libyajl-dev libisal-dev)
+build=(cmake gcc g++ make zlib1g-dev libyajl-dev libisal-dev) # libisal-dev: ISA-L's fast gzip (optional in CMake)
 # python3-setuptools/-wheel/-venv/-pip: the wheel test builds and installs offline
 test=("${build[@]}" pkg-config libcmocka-dev python3 python3-pytest python3-setuptools python3-wheel python3-venv
       python3-pip groff-base chromium)

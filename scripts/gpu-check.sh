@@ -40,6 +40,12 @@ if [ ! -f /usr/include/yajl/yajl_parse.h ] && ls .gpu/debs/*.deb >/dev/null 2>&1
   for d in .gpu/debs/*.deb; do dpkg -x "$d" .gpu/root; done
   export YAJL_ROOT=$PWD/.gpu/root
 fi
+# ISA-L's gzip (libisal-dev + libisal2 .debs in .gpu/debs): CMake finds the headers
+# through ISAL_ROOT; the library is loaded from there at run time (else zlib)
+if [ ! -f /usr/include/isa-l/igzip_lib.h ] && ls .gpu/debs/libisal*.deb >/dev/null 2>&1; then
+  for d in .gpu/debs/libisal*.deb; do dpkg -x "$d" .gpu/root; done
+  export ISAL_ROOT=$PWD/.gpu/root
+fi
 export CUDACXX=${CUDACXX:-/usr/local/cuda/bin/nvcc}
 BUILD=build-gpu
 FT=$BUILD/flagtrace
@@ -125,6 +131,8 @@ if [ "$NGPU" -ge 2 ]; then
 else
   echo "SKIP 2 GPUs: skipped: $NGPU GPU" | tee -a "$LOG"
 fi
+# gzip traces with ISA-L (P4): needs libisal-dev + libisal2 in .gpu/debs, else zlib
+step "gzip: ISA-L's igzip loaded" bash -c "$BUILD/bench/bench_writer --quick | grep -m1 'ISA-L loaded'"
 # P1-P6 against their baselines (bench/run.py, ~6 min); the table DATE-COMMIT-gpu.md
 # and its rows (.json) land in $OUT; copied to bench/results/, `bench/run.py
 # --readme-from bench/results/DATE-COMMIT-gpu.json` puts the rows in README.md.

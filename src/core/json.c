@@ -7,21 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "deflate.h"
 #include "internal.h"
 
 enum { OUT_BUF = 256 * 1024 };
 
 struct ft__out {
-  ft__out_head head; /* buf/used/cap: the inline fast path in internal.h */
-  char buf[OUT_BUF];
+  ft__out_head head; /* buf/used/cap: the inline fast path in internal.h: buf, or
+                        the pipeline's block being filled */
+  char *buf;        /* OUT_BUF bytes, for writers without a pipeline */
   int fd;           /* -1 for memory writers */
   ft__trace_file file;
   bool discard;     /* count bytes only (benchmarks) */
-  bool gzip;
-  z_stream z;
-  bool z_ready;
+  ft__gz *blocks;   /* gzip, or a plain file: the block pipeline (deflate.c), NULL
+                       once finished */
   char *path;       /* the name given, for messages */
   char *mem;        /* memory writer storage */
   size_t mem_len, mem_cap;
@@ -29,83 +29,98 @@ struct ft__out {
   const char *err_what;
 };
 
-static void sink_raw(ft__out *o, const void *p, size_t n) {
-  if (o->err) return;
+/* Appends to a memory writer's storage: 0 or ENOMEM. */
+static int mem_append(ft__out *o, const void *p, size_t n) {
+  if (o->mem_len + n > o->mem_cap) {
+    size_t cap = o->mem_cap ? o->mem_cap : 4096;
+    while (cap < o->mem_len + n) cap *= 2;
+    char *m = realloc(o->mem, cap);
+    if (!m) return ENOMEM;
+    o->mem = m;
+    o->mem_cap = cap;
+  }
+  memcpy(o->mem + o->mem_len, p, n);
+  o->mem_len += n;
+  return 0;
+}
+
+/* The bytes' destination; touches nothing the writing thread reads, so the block
+ * pipeline may call it from a worker. Returns 0 or an errno value. */
+static int sink_bytes(void *ctx, const void *p, size_t n) {
+  ft__out *o = ctx;
   if (o->discard) {
     o->mem_len += n;
-    return;
+    return 0;
   }
-  if (o->fd < 0) {
-    if (o->mem_len + n > o->mem_cap) {
-      size_t cap = o->mem_cap ? o->mem_cap : 4096;
-      while (cap < o->mem_len + n) cap *= 2;
-      char *m = realloc(o->mem, cap);
-      if (!m) {
-        o->err = ENOMEM;
-        o->err_what = "allocate";
-        return;
-      }
-      o->mem = m;
-      o->mem_cap = cap;
-    }
-    memcpy(o->mem + o->mem_len, p, n);
-    o->mem_len += n;
-    return;
-  }
-  o->err = ft__trace_file_write(&o->file, p, n);
-  if (o->err) o->err_what = "write";
+  return o->fd < 0 ? mem_append(o, p, n) : ft__trace_file_write(&o->file, p, n);
 }
 
-static void deflate_some(ft__out *o, const char *p, size_t n, int flush) {
-  unsigned char zb[64 * 1024];
-  o->z.next_in = (unsigned char *)p;
-  o->z.avail_in = (uInt)n;
-  int r;
-  do {
-    o->z.next_out = zb;
-    o->z.avail_out = sizeof zb;
-    r = deflate(&o->z, flush);
-    if (r == Z_STREAM_ERROR) {
-      if (!o->err) {
-        o->err = EIO;
-        o->err_what = "compress";
-      }
-      return;
-    }
-    sink_raw(o, zb, sizeof zb - o->z.avail_out);
-  } while (o->z.avail_out == 0 || (flush == Z_FINISH && r != Z_STREAM_END));
+static void note_err(ft__out *o, int e) {
+  if (e && !o->err) {
+    o->err = e;
+    o->err_what = e == EIO ? "compress" : e == ENOMEM ? "allocate" : "write";
+  }
 }
 
+static void sink_raw(ft__out *o, const void *p, size_t n) {
+  if (!o->err) note_err(o, sink_bytes(o, p, n));
+}
+
+/* Hands the buffer on: to the sink, or as a gzip block (the next block becomes
+ * the buffer). */
 static void flush_buf(ft__out *o) {
   if (!o->head.used) return;
-  if (o->gzip)
-    deflate_some(o, o->buf, o->head.used, Z_NO_FLUSH);
-  else
-    sink_raw(o, o->buf, o->head.used);
+  if (o->blocks) {
+    note_err(o, ft__gz_push(o->blocks, o->head.used));
+    o->head.buf = ft__gz_buf(o->blocks, &o->head.cap);
+  } else {
+    sink_raw(o, o->head.buf, o->head.used);
+  }
   o->head.used = 0;
 }
 
 void ft__out_write_slow(ft__out *o, const char *s, size_t n) {
-  flush_buf(o);
-  if (n > OUT_BUF) {
-    if (o->gzip)
-      deflate_some(o, s, n, Z_NO_FLUSH);
-    else
-      sink_raw(o, s, n);
+  if (!o->head.buf) return; /* written after the end: dropped */
+  if (!o->blocks && n > o->head.cap) {
+    flush_buf(o);
+    sink_raw(o, s, n);
     return;
   }
-  memcpy(o->buf, s, n);
-  o->head.used = n;
+  while (n) { /* fill the buffer, hand it on, repeat */
+    size_t room = o->head.cap - o->head.used;
+    if (!room) {
+      flush_buf(o);
+      room = o->head.cap;
+    }
+    size_t take = n < room ? n : room;
+    memcpy(o->head.buf + o->head.used, s, take);
+    o->head.used += take;
+    s += take;
+    n -= take;
+  }
 }
 
 void ft__out_str(ft__out *o, const char *s) { ft__out_write(o, s, strlen(s)); }
 
+/* Two digits per division: timestamps have 11 to 14 digits, written twice per slice. */
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 static size_t u64_text(uint64_t v, char *end) {
   char *p = end;
-  do {
-    *--p = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
+  while (v >= 100) {
+    p -= 2;
+    memcpy(p, digit_pairs + 2 * (v % 100), 2);
+    v /= 100;
+  }
+  if (v >= 10) {
+    p -= 2;
+    memcpy(p, digit_pairs + 2 * v, 2);
+  } else {
+    *--p = (char)('0' + v);
+  }
   return (size_t)(end - p);
 }
 
@@ -128,8 +143,7 @@ void ft__out_us3(ft__out *o, uint64_t ns) {
   char b[32];
   char *end = b + sizeof b;
   uint64_t frac = ns % 1000;
-  end[-1] = (char)('0' + frac % 10);
-  end[-2] = (char)('0' + frac / 10 % 10);
+  memcpy(end - 2, digit_pairs + 2 * (frac % 100), 2);
   end[-3] = (char)('0' + frac / 100);
   end[-4] = '.';
   size_t n = u64_text(ns / 1000, end - 4);
@@ -210,14 +224,15 @@ void ft__out_json_string(ft__out *o, const char *str, size_t n) {
   enum { PIECE = 4096 };
   const size_t worst = 6 * PIECE + 2;
   bool first = true;
+  if (!o->head.buf) return; /* written after the end: dropped */
   do {
     size_t take = n;
     if (take > PIECE) {
       take = PIECE;
       for (int back = 0; back < 3 && ((unsigned char)str[take] & 0xC0) == 0x80; back++) take--;
     }
-    if (OUT_BUF - o->head.used < worst) flush_buf(o);
-    char *d = o->buf + o->head.used;
+    if (o->head.cap - o->head.used < worst) flush_buf(o);
+    char *d = o->head.buf + o->head.used;
     size_t w = ft__json_escape(d, str, take);
     bool last = take == n;
     /* drop the opening quote of continuation pieces and the closing one of all
@@ -315,25 +330,26 @@ size_t ft__fmt_double(double v, char *buf) {
 
 static ft__out *out_new(void) {
   ft__out *o = calloc(1, sizeof *o);
-  if (!o) return NULL;
-  o->fd = -1;
-  o->head.buf = o->buf;
-  o->head.cap = OUT_BUF;
+  if (o) o->fd = -1;
   return o;
 }
 
-static ft_status gz_init(ft__out *o) {
-  /* Level 1: traces are repetitive JSON, so speed costs little ratio here. */
-  if (deflateInit2(&o->z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return FT_ENOMEM;
-  o->z_ready = true;
-  o->gzip = true;
+static ft_status gz_init(ft__out *o, const ft__deflate_ops *ops, int threads) {
+  ft_status st = ft__gz_open(&o->blocks, ops, threads, sink_bytes, o);
+  if (st) return st;
+  o->head.buf = ft__gz_buf(o->blocks, &o->head.cap);
   return FT_OK;
 }
 
-ft_status ft__out_open_mem(ft__out **out, bool gzip) {
+ft_status ft__out_open_gz(ft__out **out, const ft__deflate_ops *ops, int threads, bool discard) {
   ft__out *o = out_new();
   if (!o) return FT_ENOMEM;
-  if (gzip && gz_init(o)) {
+  o->discard = discard;
+  /* malloc, not calloc: only the pages written are touched (tiny traces, fuzzing) */
+  o->buf = ops ? NULL : malloc(OUT_BUF);
+  o->head.buf = o->buf;
+  o->head.cap = o->buf ? OUT_BUF : 0;
+  if (ops ? gz_init(o, ops, threads) != FT_OK : !o->buf) {
     free(o);
     return FT_ENOMEM;
   }
@@ -341,10 +357,12 @@ ft_status ft__out_open_mem(ft__out **out, bool gzip) {
   return FT_OK;
 }
 
+ft_status ft__out_open_mem(ft__out **out, bool gzip) {
+  return ft__out_open_gz(out, gzip ? ft__deflate_default() : NULL, -1, false);
+}
+
 ft_status ft__out_open_null(ft__out **out, bool gzip) {
-  ft_status st = ft__out_open_mem(out, gzip);
-  if (!st) (*out)->discard = true;
-  return st;
+  return ft__out_open_gz(out, gzip ? ft__deflate_default() : NULL, -1, true);
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -366,7 +384,8 @@ ft_status ft__out_open(ft__out **out, const char *path, char *errbuf, size_t err
     return st;
   }
   o->fd = o->file.fd;
-  if (ends_with(path, ".gz") && gz_init(o)) {
+  /* a file's writes, compressed or not, overlap the rendering on a worker */
+  if (gz_init(o, ends_with(path, ".gz") ? ft__deflate_default() : NULL, -1)) {
     ft__out_abort(o);
     return FT_ENOMEM;
   }
@@ -374,33 +393,38 @@ ft_status ft__out_open(ft__out **out, const char *path, char *errbuf, size_t err
   return FT_OK;
 }
 
-const char *ft__out_mem(ft__out *o, size_t *len) {
-  flush_buf(o);
-  if (o->gzip && o->z_ready) {
-    deflate_some(o, NULL, 0, Z_FINISH);
-    deflateEnd(&o->z);
-    o->z_ready = false;
+/* Writes what is buffered; ends a gzip stream. */
+static void finish(ft__out *o) {
+  if (o->blocks) {
+    note_err(o, ft__gz_finish(o->blocks, o->head.used));
+    ft__gz_free(o->blocks);
+    o->blocks = NULL;
+    o->head.buf = NULL; /* the stream is ended: later writes are dropped */
+    o->head.cap = 0;
+    o->head.used = 0;
+  } else {
+    flush_buf(o);
   }
+}
+
+const char *ft__out_mem(ft__out *o, size_t *len) {
+  finish(o);
   *len = o->mem_len;
   return o->mem;
 }
 
 void ft__out_abort(ft__out *o) {
   if (!o) return;
-  if (o->z_ready) deflateEnd(&o->z);
+  ft__gz_free(o->blocks);
   if (o->fd >= 0) ft__trace_file_discard(&o->file);
   free(o->path);
   free(o->mem);
+  free(o->buf);
   free(o);
 }
 
 ft_status ft__out_close(ft__out *o, char *errbuf, size_t errlen) {
-  flush_buf(o);
-  if (o->gzip && o->z_ready) {
-    deflate_some(o, NULL, 0, Z_FINISH);
-    deflateEnd(&o->z);
-    o->z_ready = false;
-  }
+  finish(o);
   ft_status st = FT_OK;
   if (o->fd >= 0 && !o->err) st = ft__trace_file_commit(&o->file, o->path, errbuf, errlen);
   if (o->err) {

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +145,33 @@ int ft__trace_file_write(ft__trace_file *f, const void *p, size_t n) {
   return err;
 }
 
+static void *close_fd(void *arg) {
+  close((int)(intptr_t)arg);
+  return NULL;
+}
+
+/* Replacing a file frees its page cache when its last reference goes, in rename:
+ * for a trace that costs about as long as writing it. A reference held across the
+ * rename is closed on a short-lived thread instead (signals blocked; inline when
+ * no thread can be made). */
+static void close_later(int fd) {
+  pthread_attr_t a;
+  pthread_t t;
+  bool started = false;
+  if (pthread_attr_init(&a) == 0) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    started = pthread_create(&t, &a, close_fd, (void *)(intptr_t)fd) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
+  }
+  if (!started) close(fd);
+}
+
+enum { CLOSE_LATER_MIN = 4 << 20 }; /* smaller files free fast enough inline */
+
 ft_status ft__trace_file_commit(ft__trace_file *f, const char *path, char *err, size_t errlen) {
   int fd = f->fd;
   f->fd = -1;
@@ -151,9 +180,16 @@ ft_status ft__trace_file_commit(ft__trace_file *f, const char *path, char *err, 
   /* Rename only over a regular file or nothing: a special file that appeared at
    * the target since the open stays. */
   struct stat st;
-  if (lstat(f->target, &st) == 0 && !S_ISREG(st.st_mode))
+  bool exists = lstat(f->target, &st) == 0;
+  if (exists && !S_ISREG(st.st_mode))
     return fail(err, errlen, path, "the target stopped being a regular file while the trace was written", 0);
-  if (rename(f->tmp, f->target) != 0) return fail(err, errlen, path, "rename into place", errno);
+  int old = exists && st.st_size >= CLOSE_LATER_MIN ? open(f->target, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+  if (rename(f->tmp, f->target) != 0) {
+    int e = errno;
+    if (old >= 0) close(old);
+    return fail(err, errlen, path, "rename into place", e);
+  }
+  if (old >= 0) close_later(old);
   free(f->tmp);
   f->tmp = NULL; /* renamed: nothing to remove */
   return FT_OK;

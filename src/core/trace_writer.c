@@ -53,9 +53,17 @@ typedef struct plan {
    * escaped by the literal rule): kernel names repeat thousands of times. */
   ft__arena rendered;
   struct text { const char *p; size_t n; } *names, *values;
+  /* A metadata list's whole text, by its first index: the store shares equal
+   * lists, so a launch's args repeat thousands of times. Direct-mapped; a list is
+   * rendered on its second sighting, within a byte budget. */
+  struct meta_text { uint32_t first, count; bool seen; struct text t; } *meta;
+  size_t meta_bytes;
 } plan;
 
+enum { META_SLOTS = 1024, META_BUDGET = 8 << 20 };
+
 static void plan_free(plan *p) {
+  free(p->meta);
   free(p->calls);
   free(p->uprojs);
   ft__arena_free(&p->rendered);
@@ -82,6 +90,42 @@ static struct text render(plan *p, struct text *c, const ft__strtab *tab, uint32
     c[id] = (struct text){d, ft__json_escape(d, str, n)};
   }
   return c[id];
+}
+
+/* The text of a metadata list, "key":value pairs joined by commas, or {NULL, 0}
+ * when it is not cached (yet): the caller writes it pair by pair. */
+static struct text meta_text(plan *p, const ft__store *st, uint32_t first, uint32_t count) {
+  struct meta_text *m = &p->meta[(first * 2654435761u) % META_SLOTS];
+  if (m->t.p && m->first == first && m->count == count) return m->t;
+  if (!m->seen || m->first != first || m->count != count) { /* first sighting here */
+    *m = (struct meta_text){first, count, true, {NULL, 0}};
+    return m->t;
+  }
+  size_t n = 0;
+  for (uint32_t k = 0; k < count; k++) {
+    const ft__kvid *kv = ft__vec_at(&st->kvs, first + k);
+    struct text key = render(p, p->names, &st->names, kv->key, false);
+    struct text val = render(p, p->values, &st->values, kv->value, true);
+    if (!key.p || !val.p) return (struct text){NULL, 0};
+    n += key.n + val.n + 2;
+  }
+  if (p->meta_bytes + n > META_BUDGET) return (struct text){NULL, 0};
+  char *d = ft__arena_alloc(&p->rendered, n);
+  if (!d) return (struct text){NULL, 0};
+  p->meta_bytes += n;
+  size_t used = 0;
+  for (uint32_t k = 0; k < count; k++) {
+    const ft__kvid *kv = ft__vec_at(&st->kvs, first + k);
+    struct text key = p->names[kv->key], val = p->values[kv->value]; /* rendered above */
+    if (k) d[used++] = ',';
+    memcpy(d + used, key.p, key.n);
+    used += key.n;
+    d[used++] = ':';
+    memcpy(d + used, val.p, val.n);
+    used += val.n;
+  }
+  m->t = (struct text){d, used};
+  return m->t;
 }
 
 static void out_interned(ft__out *o, plan *p, bool value, const ft__strtab *tab, uint32_t id) {
@@ -293,7 +337,8 @@ static ft_status plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t 
   ft__arena_init(&p->rendered);
   p->names = calloc(s->store.names.n + 1, sizeof *p->names);
   p->values = calloc(s->store.values.n + 1, sizeof *p->values);
-  if (!p->names || !p->values) return FT_ENOMEM;
+  p->meta = calloc(META_SLOTS, sizeof *p->meta);
+  if (!p->names || !p->values || !p->meta) return FT_ENOMEM;
   const ft__vec *ev = &s->store.events;
   if (ft__map_init(&p->devices, 8) || ft__map_init(&p->streams, 16) || ft__map_init(&p->tids, 16) ||
       flows_alloc(s, p))
@@ -465,13 +510,19 @@ static void write_event(const ft_session *s, plan *p, ft__out *o, const ft__even
     ft__out_u64(o, e->correlation_id);
     comma = true;
   }
-  for (uint32_t k = 0; k < e->meta_count; k++) {
-    const ft__kvid *kv = ft__vec_at(&st->kvs, e->meta_first + k);
+  struct text m = e->meta_count ? meta_text(p, st, e->meta_first, e->meta_count) : (struct text){NULL, 0};
+  if (m.p) {
     if (comma) ft__out_write(o, ",", 1);
-    comma = true;
-    out_interned(o, p, false, &st->names, kv->key);
-    ft__out_write(o, ":", 1);
-    out_interned(o, p, true, &st->values, kv->value);
+    ft__out_write(o, m.p, m.n);
+  } else {
+    for (uint32_t k = 0; k < e->meta_count; k++) {
+      const ft__kvid *kv = ft__vec_at(&st->kvs, e->meta_first + k);
+      if (comma) ft__out_write(o, ",", 1);
+      comma = true;
+      out_interned(o, p, false, &st->names, kv->key);
+      ft__out_write(o, ":", 1);
+      out_interned(o, p, true, &st->values, kv->value);
+    }
   }
   ft__out_write(o, "}}", 2);
 }

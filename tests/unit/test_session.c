@@ -408,15 +408,30 @@ static void test_external_ids_resolved_by_correlation(void **state) {
   ft_session_destroy(s);
 }
 
+/* The next traceEvents entry at or after *k with category cat (*k moves past it),
+ * or NULL at the end. */
+static yajl_val next_of_cat(yajl_val ev, size_t *k, const char *cat) {
+  while (*k < ev->u.array.len) {
+    yajl_val e = ev->u.array.values[(*k)++];
+    if (!strcmp(ft_test_str(e, "cat"), cat)) return e;
+  }
+  return NULL;
+}
+
 static void add_range(ft_session *s, const char *name, uint64_t start, uint64_t end, uint64_t id, uint32_t tid) {
   uint32_t name_id;
   assert_int_equal(ft__intern(&s->store.names, name, strlen(name), &name_id), FT_OK);
   assert_int_equal(ft__store_add_range(&s->store, name_id, start, end, id, tid), FT_OK);
 }
 
-static void test_gpu_projection_of_ranges(void **state) {
-  (void)state;
+/* other_first: the other thread's call comes first, in time and in the store, so
+ * the calls are not in (thread, time) order until sorted. */
+static void check_gpu_projection_of_ranges(bool other_first) {
   ft_session *s = new_session();
+  ft_device_event other = {.kind = FT_EVENT_RUNTIME, .start_ns = LO + (other_first ? 50 : 400),
+                           .end_ns = LO + (other_first ? 60 : 410), .correlation_id = 32, .thread_id = 43,
+                           .name = "other_thread"};
+  if (other_first) assert_int_equal(ft__session_inject(s, &other), FT_OK);
   add_range(s, "outer", LO + 100, LO + 900, 1, 42);
   add_range(s, "inner", LO + 140, LO + 200, 2, 42);
   add_range(s, "idle", LO + 950, LO + 960, 3, 42);
@@ -424,16 +439,12 @@ static void test_gpu_projection_of_ranges(void **state) {
   add(s, FT_EVENT_KERNEL, LO + 1000, LO + 1100, 30, false, 0, "k30");     /* runs after both end */
   add(s, FT_EVENT_RUNTIME, LO + 300, LO + 310, 31, false, 0, "launch31");
   add(s, FT_EVENT_MEMCPY, LO + 1200, LO + 1250, 31, false, 0, "c31");
-  ft_device_event other = {.kind = FT_EVENT_RUNTIME, .start_ns = LO + 400, .end_ns = LO + 410,
-                           .correlation_id = 32, .thread_id = 43, .name = "other_thread"};
-  assert_int_equal(ft__session_inject(s, &other), FT_OK);
+  if (!other_first) assert_int_equal(ft__session_inject(s, &other), FT_OK);
   add(s, FT_EVENT_KERNEL, LO + 1300, LO + 1400, 32, false, 0, "k32");
   yajl_val doc = ft_test_render(s);
-  yajl_val ev = events_of(doc);
+  yajl_val ev = events_of(doc), e;
   int seen = 0;
-  for (size_t i = 0; i < ev->u.array.len; i++) {
-    yajl_val e = ev->u.array.values[i];
-    if (strcmp(ft_test_str(e, "cat"), "gpu_user_annotation")) continue;
+  for (size_t i = 0; (e = next_of_cat(ev, &i, "gpu_user_annotation"));) {
     seen++;
     const char *n = ft_test_str(e, "name");
     double ts = YAJL_GET_DOUBLE(ft_test_get(e, "ts")), dur = YAJL_GET_DOUBLE(ft_test_get(e, "dur"));
@@ -449,6 +460,55 @@ static void test_gpu_projection_of_ranges(void **state) {
     }
   }
   assert_int_equal(seen, 2); /* "idle" launched nothing */
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+static void test_gpu_projection_of_ranges(void **state) {
+  (void)state;
+  check_gpu_projection_of_ranges(false);
+  check_gpu_projection_of_ranges(true);
+}
+
+/* Many distinct metadata lists, each used by three events in a row, then the
+ * first ones again: the writer's cache of rendered lists (direct-mapped, filled
+ * on a second sighting) must give every event its own args, whatever collides
+ * or is evicted. */
+static void test_metadata_lists_rendered_per_event(void **state) {
+  (void)state;
+  ft_session *s = new_session();
+  enum { LISTS = 3000, REPEAT = 3, AGAIN = 500 };
+  char iv[32], tag[32];
+  int n = 0;
+  for (int j = 0; j < LISTS + AGAIN; j++)
+    for (int r = 0; r < REPEAT; r++, n++) {
+      int i = j % LISTS;
+      snprintf(iv, sizeof iv, "%d", i);
+      snprintf(tag, sizeof tag, "t%d \"q\"", i % 7);
+      ft_kv md[] = {{"i", iv}, {"tag", tag}, {"grid", "[1, 2, 3]"}};
+      uint64_t t = LO + 10 + (uint64_t)n * 10;
+      ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = t, .end_ns = t + 5, .stream = 7, .name = "k",
+                            .metadata = md, .n_metadata = i % 3 ? 3 : 2};
+      assert_int_equal(ft__session_inject(s, &ev), FT_OK);
+    }
+  yajl_val doc = ft_test_render(s);
+  yajl_val ev = events_of(doc), e;
+  int seen = 0;
+  for (size_t k = 0; (e = next_of_cat(ev, &k, "kernel"));) {
+    int at = (int)((YAJL_GET_DOUBLE(ft_test_get(e, "ts")) * 1000 + 0.5 - LO - 10) / 10);
+    int i = at / REPEAT % LISTS;
+    yajl_val args = ft_test_get(e, "args");
+    assert_int_equal(int_of(args, "i"), i);
+    snprintf(tag, sizeof tag, "t%d \"q\"", i % 7);
+    assert_string_equal(ft_test_str(args, "tag"), tag);
+    yajl_val grid = ft_test_get(args, "grid");
+    if (i % 3)
+      assert_true(grid && YAJL_IS_ARRAY(grid) && grid->u.array.len == 3);
+    else
+      assert_null(grid);
+    seen++;
+  }
+  assert_int_equal(seen, n);
   yajl_tree_free(doc);
   ft_session_destroy(s);
 }
@@ -832,6 +892,7 @@ int main(void) {
       cmocka_unit_test(test_external_ids_resolved_by_correlation),
       cmocka_unit_test(test_external_id_runs),
       cmocka_unit_test(test_gpu_projection_of_ranges),
+      cmocka_unit_test(test_metadata_lists_rendered_per_event),
       cmocka_unit_test(test_start_end_ranges_and_marks),
       cmocka_unit_test(test_ranges_record_and_nest),
       cmocka_unit_test(test_second_session_is_busy),

@@ -202,3 +202,16 @@ void ft_test_contract(yajl_val doc, const ft_contract *c) {
   if (!c->why_not[FT_ROW_MEMSET] && !set_seen)
     fail_msg("%s memset: no gpu_memset of %lld bytes", c->vendor, c->memset_bytes);
 }
+
+void ft_test_gzip_matches_plain(ft__out *p, ft__out *z) {
+  size_t plen, zlen, ulen;
+  const char *plain = ft__out_mem(p, &plen);
+  const char *gz = ft__out_mem(z, &zlen);
+  char *un = ft_test_gunzip(gz, zlen, &ulen);
+  assert_non_null(un);
+  assert_int_equal(ulen, plen);
+  assert_memory_equal(un, plain, plen);
+  free(un);
+  ft__out_abort(p);
+  ft__out_abort(z);
+}

@@ -57,4 +57,9 @@ typedef struct ft_contract {
  * four rows are asserted (a gate must never make the contract assert nothing). */
 void ft_test_contract(yajl_val doc, const ft_contract *c);
 
+/* Finishes a plain and a gzip writer fed the same writes, asserts the gzip one
+ * inflates to the plain one's bytes, and frees both. */
+struct ft__out;
+void ft_test_gzip_matches_plain(struct ft__out *plain, struct ft__out *gz);
+
 #endif

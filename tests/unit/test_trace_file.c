@@ -53,6 +53,39 @@ static void assert_trace(const char *text, size_t len) {
   yajl_tree_free(doc);
 }
 
+/* A large file replaced (its last reference closed on a helper thread): the new
+ * bytes, nothing else left in the directory, and again, repeatedly. */
+static void test_large_file_replaced(void **state) {
+  (void)state;
+  size_t big = 6u << 20;
+  char *fill = malloc(big);
+  assert_non_null(fill);
+  memset(fill, 'a', big);
+  const char *path = in_dir("big.json");
+  FILE *f = fopen(path, "w");
+  assert_int_equal(fwrite(fill, 1, big, f), big);
+  fclose(f);
+  for (int round = 0; round < 3; round++) {
+    ft__trace_file tf;
+    char err[256] = "";
+    size_t n = round == 1 ? big : 5; /* a large one replaced by a small one, and back */
+    memset(fill, 'b' + round, n);
+    assert_int_equal(ft__trace_file_open(&tf, path, err, sizeof err), FT_OK);
+    assert_int_equal(ft__trace_file_write(&tf, fill, n), 0);
+    assert_int_equal(ft__trace_file_commit(&tf, path, err, sizeof err), FT_OK);
+    ft__trace_file_discard(&tf);
+    size_t len;
+    char *got = ft_test_read_file(path, &len);
+    assert_non_null(got);
+    assert_int_equal(len, n);
+    assert_memory_equal(got, fill, n);
+    free(got);
+    assert_int_equal(entries(), 1);
+  }
+  unlink(path);
+  free(fill);
+}
+
 static void test_symlink_is_followed_and_kept(void **state) {
   (void)state;
   ft_session *s = stopped_session();
@@ -202,6 +235,7 @@ int main(void) {
   snprintf(dir, sizeof dir, "/tmp/ft_file_XXXXXX");
   if (!mkdtemp(dir)) return 1;
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_large_file_replaced),
       cmocka_unit_test(test_symlink_is_followed_and_kept),
       cmocka_unit_test(test_fifo_is_written_through),
       cmocka_unit_test(test_fifo_reader_gone),

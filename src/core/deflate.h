@@ -1,0 +1,67 @@
+/* gzip output in independent blocks: the deflate backends (zlib, ISA-L) and the pipeline that runs them on worker threads. */
+#ifndef FT_DEFLATE_H
+#define FT_DEFLATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* One deflate implementation. A worker owns one state; blocks are compressed
+ * independently (no shared window), so any worker can take any block. */
+typedef struct ft__deflate_ops {
+  const char *name;
+  void *(*state_new)(void); /* NULL when out of memory */
+  void (*state_free)(void *st);
+  /* Raw deflate of in[0..n) into out[0..cap): a final block when final, else
+   * blocks ending byte-aligned (a sync flush), so the next block's output can
+   * follow it. Returns the bytes written, 0 on failure. */
+  size_t (*compress)(void *st, const void *in, size_t n, bool final, void *out, size_t cap);
+  uint32_t (*crc32)(uint32_t crc, const void *p, size_t n);
+} ft__deflate_ops;
+
+extern const ft__deflate_ops ft__deflate_zlib;
+/* ISA-L's igzip, or NULL when not built in or its library (libisal.so.2) cannot be
+ * loaded. Loaded once, on first use. */
+const ft__deflate_ops *ft__deflate_isal(void);
+/* The fastest available; FLAGOS_TRACE_DEFLATE=zlib|isal picks one (unknown or
+ * unavailable: the default, with a warning). */
+const ft__deflate_ops *ft__deflate_default(void);
+
+/* Input bytes per block: large enough that independent windows cost little ratio,
+ * small enough that the ring of blocks stays a few MB. */
+enum { FT__GZ_BLOCK = 512 * 1024 };
+/* The first block is smaller: a small trace allocates and touches little. */
+enum { FT__GZ_FIRST_BLOCK = 64 * 1024 };
+
+/* Where output bytes go, in order, one call at a time, from a worker thread (with
+ * every signal blocked) or the caller. Returns 0 or an errno value. */
+typedef int (*ft__gz_sink)(void *ctx, const void *p, size_t n);
+
+typedef struct ft__gz ft__gz;
+/* A gzip stream (one member) written through sink; with ops NULL, the plain bytes
+ * (one worker writes while the caller fills the next block). threads < 0: the default
+ * (FLAGOS_TRACE_GZIP_THREADS, else the CPUs this process may use, less one, at most
+ * 8); 0: compress on the calling thread. Workers start only once a second block
+ * is pushed, so small traces start none. */
+ft_status ft__gz_open(ft__gz **g, const ft__deflate_ops *ops, int threads, ft__gz_sink sink, void *ctx);
+/* The block to fill next and its capacity (FT__GZ_FIRST_BLOCK, then FT__GZ_BLOCK
+ * unless memory ran short). */
+char *ft__gz_buf(ft__gz *g, size_t *cap);
+/* Hands the filled block (used bytes of ft__gz_buf) to compression. Returns the
+ * first error seen so far (sink, compression), 0 if none. */
+int ft__gz_push(ft__gz *g, size_t used);
+/* Pushes the current block (used bytes) as the last, writes everything and the
+ * trailer, stops the workers. Returns the first error, 0 if none. */
+int ft__gz_finish(ft__gz *g, size_t used);
+/* Stops the workers and frees; nothing more is written. */
+void ft__gz_free(ft__gz *g);
+/* A memory writer (with discard: one that only counts bytes) compressing with ops
+ * on threads workers as ft__gz_open takes them; ops NULL: plain. For tests and
+ * benchmarks that compare backends. */
+ft_status ft__out_open_gz(ft__out **out, const ft__deflate_ops *ops, int threads, bool discard);
+/* Worker threads running now (tests). */
+int ft__gz_workers(const ft__gz *g);
+
+#endif
