@@ -41,7 +41,7 @@ typedef struct ft_kv {
  * pointers are borrowed for the duration of the sink call only: the core copies
  * what it keeps.
  *
- * Two independent ids (seed §2; confusing them fails silently):
+ * Two independent ids (design.md §2; confusing them fails silently):
  *  - correlation_id: the vendor's id; pairs a runtime call with the device work it
  *    launched. Drives flow arrows only. 0 = none.
  *  - external_id: the framework's id of the CPU op/range that issued the work.

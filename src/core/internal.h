@@ -17,7 +17,7 @@
 
 /* ---- environment and diagnostics (env.c) ---- */
 
-/* Parses a boolean as the seed's §4 defines it: 1/true/on/yes, 0/false/off/no,
+/* Parses a boolean as design.md §8 defines it: 1/true/on/yes, 0/false/off/no,
  * case-insensitive. Returns FT_OK and sets *out, or FT_EINVAL for anything else
  * (the text is not a boolean). */
 ft_status ft__parse_bool(const char *text, bool *out);
@@ -282,7 +282,7 @@ typedef struct ft__export_stats {
 
 /* Writes the session's trace to o (kineto layout); with o NULL, only computes stats. */
 ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats);
-/* True when e lies wholly inside [lo, hi] (strict containment, seed §3.2). */
+/* True when e lies wholly inside [lo, hi] (strict containment, design.md §3). */
 static inline bool ft__in_window(const ft__event *e, uint64_t lo, uint64_t hi) {
   return e->start_ns >= lo && e->end_ns <= hi && e->start_ns <= e->end_ns;
 }

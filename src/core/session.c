@@ -207,7 +207,7 @@ static const uint64_t *find_ext(const ft_session *s, uint32_t corr) {
 }
 
 /* Gives events that arrived without an external id the one their vendor
- * correlation id was issued under (the two id schemes of seed §2 meet here). */
+ * correlation id was issued under (the two id schemes of design.md §2 meet here). */
 static void resolve_external_ids(ft_session *s) {
   if (!s->n_corr_ext) return;
   if (!s->corr_ext_sorted) { /* usually already in order: then no sort and no sort buffer (peak RSS) */
@@ -502,7 +502,7 @@ ft_status ft_session_write(ft_session *s, const char *path) {
 ft_status ft_session_device_time(ft_session *s, uint64_t external_id, uint64_t *ns, uint64_t *count) {
   if (!s || !ns) return FT_EINVAL;
   if (s->state != FT__S_STOPPED) return ft__session_fail(s, FT_ESTATE, "stop the session first");
-  /* Keyed on the external id, never the vendor correlation id (seed §2). */
+  /* Keyed on the external id, never the vendor correlation id (design.md §2). */
   uint64_t sum = 0, n = 0;
   for (size_t i = 0; i < s->store.events.len; i++) {
     const ft__event *e = ft__vec_at(&s->store.events, i);

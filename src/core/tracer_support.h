@@ -15,7 +15,7 @@
 #endif
 
 /* Diagnostics on stderr, one line each: ft__log only when FLAGOS_TRACE is on;
- * ft__warn always (the two severe conditions of seed §4, and lost data). */
+ * ft__warn always (the two severe conditions of design.md §8, and lost data). */
 void ft__log(const char *fmt, ...) FT__PRINTF(1, 2);
 void ft__warn(const char *fmt, ...) FT__PRINTF(1, 2);
 
@@ -23,7 +23,7 @@ void ft__warn(const char *fmt, ...) FT__PRINTF(1, 2);
  * false, anything else warns once per call and reads as false. */
 bool ft__env_flag(const char *name);
 
-/* CLOCK_REALTIME in ns: the clock every event uses (seed §3.3). */
+/* CLOCK_REALTIME in ns: the clock every event uses (design.md §4). */
 uint64_t ft__now_ns(void);
 
 /* The shortest text that reads back as the same double, laid out as kineto's

@@ -40,7 +40,7 @@ static std::string process_name() {
 }
 
 // kineto's GenericTraceActivity writes metadata values either raw or inside quotes
-// without escaping them (seed §3.4): one bare word or one quote invalidates the whole
+// without escaping them (design.md §7): one bare word or one quote invalidates the whole
 // trace. Raw only when provably a JSON literal; otherwise escaped here.
 static void add_metadata(libkineto::GenericTraceActivity& a, const char* key, const char* value) {
   size_t n = std::strlen(value);
@@ -98,7 +98,7 @@ class Session : public libkineto::IActivityProfilerSession {
   void pushUserCorrelationId(uint64_t id) override { ft_user_range_push(s_, id, nullptr); }
   void popUserCorrelationId() override { ft_user_range_pop(s_); }
 
-  // Overriding only the 1-argument form would never receive the resolver (seed §1.3).
+  // Overriding only the 1-argument form would never receive the resolver (design.md §1).
   void processTrace(libkineto::ActivityLogger& logger) override {
     processTrace(logger, nullptr, 0, INT64_MAX);
   }
@@ -108,7 +108,7 @@ class Session : public libkineto::IActivityProfilerSession {
     static std::once_flag warned;
     if (!linked)
       std::call_once(warned, [] {
-        // Never gated (seed §4): without it, self device time silently reads zero.
+        // Never gated (design.md §8): without it, self device time silently reads zero.
         std::fprintf(stderr, "flagtrace: kineto handed no linked-activity resolver: device time cannot be "
                              "attributed to ops in this profile\n");
       });
@@ -207,7 +207,7 @@ class Session : public libkineto::IActivityProfilerSession {
     a.startTime = (int64_t)e.start_ns;
     a.endTime = (int64_t)e.end_ns;
     // kineto prints an activity's id as its "External id": the torch op id (0 =
-    // none), while the vendor id goes to "correlation" and the flow (seed §2).
+    // none), while the vendor id goes to "correlation" and the flow (design.md §2).
     a.id = e.has_external_id ? (int32_t)e.external_id : 0;
     a.device = device ? (int32_t)e.device : (int32_t)getpid();
     a.resource = device ? (int32_t)e.stream : (int32_t)e.thread_id;
@@ -218,7 +218,7 @@ class Session : public libkineto::IActivityProfilerSession {
     }
     add_metadata(a, "correlation", std::to_string(e.correlation_id).c_str());
     for (size_t i = 0; i < e.n_metadata; i++) add_metadata(a, e.metadata[i].key, e.metadata[i].value);
-    // Attribution: the torch op id (External id), never the vendor id (seed §2).
+    // Attribution: the torch op id (External id), never the vendor id (design.md §2).
     if (e.has_external_id && linked_ && *linked_) {
       a.linked = (*linked_)((int32_t)e.external_id);
       if (a.linked) ++*linked_count_;

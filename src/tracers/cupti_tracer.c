@@ -73,7 +73,7 @@ typedef struct cupti_tracer {
   bool have_clock;
   CUptiResult (*get_api_name)(CUpti_ActivityKind kind, uint32_t id, const char **name);
   /* completed buffers, decoded at stop: MCPTI names API ids only after a flush, and
-   * its name lookup can deadlock inside the buffer callback (seed §6.2) */
+   * its name lookup can deadlock inside the buffer callback (design.md §9) */
   ft__held kept; /* under decode_mu */
   uint64_t resyncs, skipped_bytes;
 #endif
@@ -597,7 +597,7 @@ _Static_assert(offsetof(CUpti_ActivityMemcpy6, bytes) == offsetof(CUpti_Activity
                "memcpy and memset prefixes differ");
 
 /* MCPTI 3.8's iterator can return a stale pointer after external-correlation
- * records (seed §6.2), so the buffer is walked here: record by record at the
+ * records (design.md §9), so the buffer is walked here: record by record at the
  * library's sizes, and on a malformed candidate 8 bytes on, to the next plausible
  * record (counted). A pure function of the bytes (fuzz/fuzz_mcpti.c): each
  * well-formed record goes to visit with its size. */
@@ -630,7 +630,7 @@ static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
 static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
   /* Ends on CUPTI's own end signal; bounded by the most records the valid bytes
    * can physically hold, so a vendor with small, numerous records (PPU) is never
-   * cut short by a flat count (seed §1.2). */
+   * cut short by a flat count (design.md §1). */
   size_t bound = valid / sizeof(uint32_t) + 1;
   CUpti_Activity *rec = NULL;
   pthread_mutex_lock(&t->decode_mu);
@@ -868,7 +868,7 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   }
   ft_status st;
   t->untimed = 0;
-  /* Clock: CUPTI and the capture window must share the UNIX-epoch domain (seed §3.3). */
+  /* Clock: CUPTI and the capture window must share the UNIX-epoch domain (design.md §4). */
 #ifdef FT_MCPTI
   /* MCPTI stamps records with its own (device) clock: mapped affinely from samples
    * against CLOCK_REALTIME taken here and at stop. */
@@ -1122,7 +1122,7 @@ static bool library_usable(cupti_tracer *t) {
     return false;
   }
   if (t->version / 10000 != FT_CUPTI_COMPILED_MAJOR) {
-    /* Never gated (seed §4): decoding another major's layouts reads garbage. */
+    /* Never gated (design.md §8): decoding another major's layouts reads garbage. */
     ft__warn("CUPTI at %s reports API version %u, but this flagtrace decodes CUPTI %d.x "
              "record layouts (built with %d): device activity will not be collected",
              t->path, t->version, FT_CUPTI_COMPILED_MAJOR, CUPTI_API_VERSION);

@@ -17,7 +17,7 @@
 enum { POOL_INITIAL = 8, BUF_SIZE = 8 * 1024 * 1024, MAX_VISIBLE = 64 };
 
 /* An API record held until stop: MSPTI reports several per correlation, and one is
- * kept (seed: prefer the launch API for kernels, the copy/set API for transfers). */
+ * kept (design.md §9: prefer the launch API for kernels, the copy/set API for transfers). */
 typedef struct api_rec {
   uint32_t corr;
   uint32_t tid;
