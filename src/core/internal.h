@@ -254,7 +254,7 @@ struct ft_session {
   bool corr_ext_sorted;
   ft__map open_ranges; /* start/end ranges: id -> index into open_vec */
   ft__vec open_vec;    /* struct open_range */
-  uint64_t lo, hi;
+  uint64_t window_lo_ns, window_hi_ns; /* the capture window (design.md §3) */
   uint64_t next_external_id;
   uint64_t dropped;
   int rank, world_size;

@@ -234,7 +234,7 @@ ft_status ft_session_start(ft_session *s) {
   if (!atomic_compare_exchange_strong(&active_session, &none, s))
     return ft__session_fail(s, FT_EBUSY, "another flagtrace session is running in this process");
   s->next_external_id = 1;
-  s->lo = ft__now_ns();
+  s->window_lo_ns = ft__now_ns();
   if (s->device_status == FT_OK) {
     s->sink = (ft_event_sink){.event = sink_event, .external_id = sink_external_id, .ctx = s};
     ft_status st = s->tracer->ops->start(s->tracer, &s->sink, s->activities);
@@ -294,7 +294,7 @@ ft_status ft_session_stop(ft_session *s) {
     pthread_mutex_unlock(&s->mu);
     return ft__session_fail(s, FT_ESTATE, "session is not running");
   }
-  s->hi = ft__now_ns();
+  s->window_hi_ns = ft__now_ns();
   s->state = FT__S_STOPPED;
   s->running = false;
   pthread_mutex_unlock(&s->mu);
@@ -507,7 +507,7 @@ ft_status ft_session_device_time(ft_session *s, uint64_t external_id, uint64_t *
   for (size_t i = 0; i < s->store.events.len; i++) {
     const ft__event *e = ft__vec_at(&s->store.events, i);
     if (!ft__is_device_kind(e->kind) || !(e->flags & FT__F_HAS_EXTERNAL) ||
-        e->external_id != external_id || !ft__in_window(e, s->lo, s->hi))
+        e->external_id != external_id || !ft__in_window(e, s->window_lo_ns, s->window_hi_ns))
       continue;
     sum += e->end_ns - e->start_ns;
     n++;
@@ -558,6 +558,6 @@ ft_status ft__session_inject_external(ft_session *s, uint32_t corr, uint64_t ext
 }
 
 void ft__session_set_window(ft_session *s, uint64_t lo, uint64_t hi) {
-  s->lo = lo;
-  s->hi = hi;
+  s->window_lo_ns = lo;
+  s->window_hi_ns = hi;
 }

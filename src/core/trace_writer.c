@@ -31,7 +31,7 @@ typedef struct uproj {
 } uproj;
 
 typedef struct plan {
-  uint64_t lo, hi; /* the window exported */
+  uint64_t window_lo_ns, window_hi_ns; /* the window exported */
   /* Vendor ids are mostly dense and increasing, so they index an array directly
    * (corr - corr_min); sparse ids fall back to a map from id to array index. */
   flowrec *flows;
@@ -123,7 +123,7 @@ static ft_status flows_alloc(const ft_session *s, plan *p) {
   size_t n = 0;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!has_flow_role(e) || !ft__in_window(e, p->lo, p->hi)) continue;
+    if (!has_flow_role(e) || !ft__in_window(e, p->window_lo_ns, p->window_hi_ns)) continue;
     n++;
     if (e->correlation_id < lo) lo = e->correlation_id;
     if (e->correlation_id > hi) hi = e->correlation_id;
@@ -140,7 +140,7 @@ static ft_status flows_alloc(const ft_session *s, plan *p) {
   size_t next = 0;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!has_flow_role(e) || !ft__in_window(e, p->lo, p->hi)) continue;
+    if (!has_flow_role(e) || !ft__in_window(e, p->window_lo_ns, p->window_hi_ns)) continue;
     size_t before = p->corr.len;
     uint64_t *v = ft__map_upsert(&p->corr, e->correlation_id);
     if (!v) return FT_ENOMEM;
@@ -169,7 +169,7 @@ static ft_status collect_calls(const ft_session *s, plan *p) {
   size_t n = 0;
   for (size_t i = 0; i < s->store.events.len; i++) {
     const ft__event *e = ft__vec_at(&s->store.events, i);
-    if (ft__is_api_kind(e->kind) && e->correlation_id && ft__in_window(e, p->lo, p->hi))
+    if (ft__is_api_kind(e->kind) && e->correlation_id && ft__in_window(e, p->window_lo_ns, p->window_hi_ns))
       p->calls[n++] = (api_call){e->thread_id, e->correlation_id, e->start_ns};
   }
   qsort(p->calls, n, sizeof *p->calls, cmp_call);
@@ -242,14 +242,14 @@ static ft_status project_user_ranges(const ft_session *s, plan *p) {
   size_t nu = 0;
   for (size_t i = 0; i < ev->len && nu < p->n_user; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if ((e->flags & FT__F_USER_RANGE) && ft__in_window(e, p->lo, p->hi))
+    if ((e->flags & FT__F_USER_RANGE) && ft__in_window(e, p->window_lo_ns, p->window_hi_ns))
       u[nu++] = (user_range){e->thread_id, (uint32_t)i, e->start_ns, e->end_ns};
   }
   qsort(u, nu, sizeof *u, cmp_user_range);
   size_t cap = 0;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!ft__is_device_kind(e->kind) || !e->correlation_id || !ft__in_window(e, p->lo, p->hi)) continue;
+    if (!ft__is_device_kind(e->kind) || !e->correlation_id || !ft__in_window(e, p->window_lo_ns, p->window_hi_ns)) continue;
     const flowrec *f = flow_of(p, e->correlation_id);
     if (!f || !f->owner) continue;
     const ft__event *call = ft__vec_at(ev, f->owner - 1);
@@ -284,8 +284,8 @@ static ft_status project_user_ranges(const ft_session *s, plan *p) {
 
 static ft_status plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi) {
   memset(p, 0, sizeof *p);
-  p->lo = lo;
-  p->hi = hi;
+  p->window_lo_ns = lo;
+  p->window_hi_ns = hi;
   ft__arena_init(&p->rendered);
   p->names = calloc(s->store.names.n + 1, sizeof *p->names);
   p->values = calloc(s->store.values.n + 1, sizeof *p->values);
@@ -298,10 +298,10 @@ static ft_status plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t 
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
     if (e->flags & FT__F_USER_RANGE) { /* not a slice of ours: only projected */
-      p->n_user += ft__in_window(e, p->lo, p->hi);
+      p->n_user += ft__in_window(e, p->window_lo_ns, p->window_hi_ns);
       continue;
     }
-    if (!ft__in_window(e, p->lo, p->hi)) {
+    if (!ft__in_window(e, p->window_lo_ns, p->window_hi_ns)) {
       p->stats.window_discarded++;
       continue;
     }
@@ -327,7 +327,7 @@ static ft_status plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t 
   /* Only now is every owner known: count the device events each one launched. */
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!ft__is_device_kind(e->kind) || !e->correlation_id || !ft__in_window(e, p->lo, p->hi))
+    if (!ft__is_device_kind(e->kind) || !e->correlation_id || !ft__in_window(e, p->window_lo_ns, p->window_hi_ns))
       continue;
     flowrec *f = flow_of(p, e->correlation_id);
     if (!f || !f->owner) continue; /* launch not in the output: no flow */
@@ -387,7 +387,7 @@ static void out_meta_event(ft__out *o, bool *first, const char *name, uint64_t p
 
 static void write_rows(const ft_session *s, const plan *p, ft__out *o, uint64_t base, bool *first) {
   char label[64];
-  uint64_t ts = s->lo - base;
+  uint64_t ts = s->window_lo_ns - base;
   out_meta_event(o, first, "process_name", s->pid, 0, ts, "name", s->process_name, 0);
   out_meta_event(o, first, "process_labels", s->pid, 0, ts, "labels", "CPU", 0);
   out_meta_event(o, first, "process_sort_index", s->pid, 0, ts, "sort_index", NULL, s->pid);
@@ -544,9 +544,9 @@ static void write_header(const ft_session *s, plan *p, ft__out *o, uint64_t base
   FT__OUT_LIT(o, ", \"window_discarded\": ");
   ft__out_u64(o, p->stats.window_discarded);
   FT__OUT_LIT(o, ", \"capture_window_ns\": [");
-  ft__out_u64(o, s->lo);
+  ft__out_u64(o, s->window_lo_ns);
   ft__out_write(o, ", ", 2);
-  ft__out_u64(o, s->hi);
+  ft__out_u64(o, s->window_hi_ns);
   FT__OUT_LIT(o, "]},\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": ");
   ft__out_u64(o, base);
   FT__OUT_LIT(o, ",\n  \"traceEvents\": [");
@@ -554,7 +554,7 @@ static void write_header(const ft_session *s, plan *p, ft__out *o, uint64_t base
 
 ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
   plan p;
-  ft_status st = plan_build(s, &p, s->lo, s->hi);
+  ft_status st = plan_build(s, &p, s->window_lo_ns, s->window_hi_ns);
   if (st) {
     plan_free(&p);
     return st;
@@ -566,14 +566,14 @@ ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
   }
   /* ts are microseconds after a base rounded down to the UTC day, so every rank
    * of a job started the same day shares it and doubles keep ns precision. */
-  uint64_t base = s->lo - s->lo % (86400ull * 1000000000ull);
+  uint64_t base = s->window_lo_ns - s->window_lo_ns % (86400ull * 1000000000ull);
   write_header(s, &p, o, base);
   bool first = true;
   write_rows(s, &p, o, base, &first);
   const ft__vec *ev = &s->store.events;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!ft__in_window(e, p.lo, p.hi) || (e->flags & FT__F_USER_RANGE)) continue;
+    if (!ft__in_window(e, p.window_lo_ns, p.window_hi_ns) || (e->flags & FT__F_USER_RANGE)) continue;
     /* The slice is written before its flow halves (Perfetto binds by order). */
     write_event(s, &p, o, e, base);
     uint64_t plo = 0, phi = 0; /* set by project(); zeroed for GCC -O3's maybe-uninitialized */
@@ -659,7 +659,7 @@ size_t ft_session_streams(ft_session *s, uint32_t *devices, uint32_t *streams, s
   if (!s || s->state != FT__S_STOPPED || (max && (!devices || !streams))) return 0;
   plan p;
   size_t n = 0;
-  if (!plan_build(s, &p, s->lo, s->hi)) {
+  if (!plan_build(s, &p, s->window_lo_ns, s->window_hi_ns)) {
     for (size_t i = 0; i < p.streams.cap; i++) {
       if (!p.streams.used[i]) continue;
       if (n < max) {

@@ -19,6 +19,15 @@
 void ft__log(const char *fmt, ...) FT__PRINTF(1, 2);
 void ft__warn(const char *fmt, ...) FT__PRINTF(1, 2);
 
+/* A tracer file names itself once, defining FT__TRACER_NAME before including this
+ * header (uftrace's PR_FMT idea); FT__LOG and FT__WARN then prefix every line with
+ * it, so shared code paths say which tracer speaks (mcpti, not cupti, on MetaX).
+ * The format must be a string literal. */
+#ifdef FT__TRACER_NAME
+#define FT__LOG(...) ft__log(FT__TRACER_NAME ": " __VA_ARGS__)
+#define FT__WARN(...) ft__warn(FT__TRACER_NAME ": " __VA_ARGS__)
+#endif
+
 /* A boolean environment switch (1/true/on/yes, 0/false/off/no); unset or empty is
  * false, anything else warns once per call and reads as false. */
 bool ft__env_flag(const char *name);

@@ -1,6 +1,11 @@
 /* NVIDIA CUPTI tracer (also PPU's CUPTI, and MetaX's MCPTI when built with FT_MCPTI):
  * arms activity at session start and decodes its records. */
 #define _GNU_SOURCE
+#ifdef FT_MCPTI
+#define FT__TRACER_NAME "mcpti"
+#else
+#define FT__TRACER_NAME "cupti"
+#endif
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -67,14 +72,14 @@ typedef struct cupti_tracer {
   bool range_only;            /* watching cudaProfilerStart: kinds enabled there, not at start */
   atomic_bool range_enabled;  /* the first cudaProfilerStart enabled them */
   int64_t clock_offset; /* subtracted from CUPTI timestamps */
-  uint64_t untimed;     /* records without usable timing (start = end = 0, or implausible): counted as dropped */
+  uint64_t dropped_untimed; /* records without usable timing (start = end = 0, or implausible): counted as dropped */
 #ifdef FT_MCPTI
   ft__clock_map clock; /* MCPTI's own clock, sampled against CLOCK_REALTIME at start and stop */
   bool have_clock;
   CUptiResult (*get_api_name)(CUpti_ActivityKind kind, uint32_t id, const char **name);
   /* completed buffers, decoded at stop: MCPTI names API ids only after a flush, and
    * its name lookup can deadlock inside the buffer callback (design.md §9) */
-  ft__held kept; /* under decode_mu */
+  ft__held held; /* under decode_mu */
   uint64_t resyncs, skipped_bytes;
 #endif
   pthread_mutex_t decode_mu;
@@ -182,7 +187,7 @@ static void bind_cuda(cupti_tracer *t) {
 #ifdef FT_MCPTI
   /* MetaX's device-property API is not in our facts: the occupancy fields are
    * left out there, never guessed. */
-  ft__log("mcpti: no device-property queries on MetaX: occupancy fields are left out");
+  FT__LOG("no device-property queries on MetaX: occupancy fields are left out");
   return;
 #endif
   /* Only a libcuda the program already loaded: we never initialize CUDA. The
@@ -194,7 +199,7 @@ static void bind_cuda(cupti_tracer *t) {
     return;
   }
   if (ft__cuda_load_symbols(&t->cuda, t->api.handle, why, sizeof why)) t->cuda_state = 1;
-  else ft__log("cupti: no libcuda in the process (%s): occupancy fields are left out", why);
+  else FT__LOG("no libcuda in the process (%s): occupancy fields are left out", why);
 }
 
 /* Our own libcuda queries are driver calls CUPTI records like the program's when
@@ -278,7 +283,7 @@ static const ft__occ_device *query_occupancy(cupti_tracer *t, uint32_t id) {
   d->reserved_smem_per_block = (size_t)reserved;
   if (d->sm_count <= 0 || d->warp_size <= 0 || d->max_threads_per_sm <= 0) return NULL;
   t->dev_state[id] = 1;
-  ft__log("cupti: device %u: sm_%d%d, %d SMs", id, d->major, d->minor, d->sm_count);
+  FT__LOG("device %u: sm_%d%d, %d SMs", id, d->major, d->minor, d->sm_count);
   return d;
 }
 
@@ -290,12 +295,12 @@ static uint64_t ts(const cupti_tracer *t, uint64_t v) { return v - (uint64_t)t->
  * the vendors' "timing unavailable" sentinel) or, on MCPTI, an implausible one. */
 static bool span(cupti_tracer *t, uint64_t start, uint64_t end, uint64_t *s, uint64_t *e) {
   if (!start && !end) {
-    t->untimed++;
+    t->dropped_untimed++;
     return false;
   }
 #ifdef FT_MCPTI
   if (t->have_clock && !ft__clock_map_span(&t->clock, start, end, s, e)) {
-    t->untimed++;
+    t->dropped_untimed++;
     return false;
   }
   if (t->have_clock) return true;
@@ -340,7 +345,7 @@ static void md_bandwidth(mdbuf *m, uint64_t bytes, uint64_t start, uint64_t end)
 static void emit(cupti_tracer *t, ft_device_event *ev, mdbuf *m) {
   ev->metadata = m->kv;
   ev->n_metadata = m->n;
-  if (t->sink->event(t->sink->ctx, ev) != FT_OK) ft__warn("cupti: out of memory recording an event; it is lost");
+  if (t->sink->event(t->sink->ctx, ev) != FT_OK) FT__WARN("out of memory recording an event; it is lost");
 }
 
 /* Demangled kernel names, cached by CUPTI's name pointer (stable per function). */
@@ -528,11 +533,11 @@ static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
     const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
     if (x->externalKind == FT_EXT_KIND &&
         t->sink->external_id(t->sink->ctx, x->correlationId, x->externalId) != FT_OK)
-      ft__warn("cupti: out of memory recording a correlation; attribution may be lost");
+      FT__WARN("out of memory recording a correlation; attribution may be lost");
     break;
   }
   default:
-    ft__log("cupti: ignoring record kind %d", (int)rec->kind);
+    FT__LOG("ignoring record kind %d", (int)rec->kind);
   }
 }
 
@@ -640,7 +645,7 @@ static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
     if (r != CUPTI_SUCCESS) {
       const char *msg = "?";
       t->api.cuptiGetResultString(r, &msg);
-      ft__warn("cupti: reading an activity buffer failed after %zu records (%s); the rest of it is lost", n,
+      FT__WARN("reading an activity buffer failed after %zu records (%s); the rest of it is lost", n,
                msg ? msg : "?");
       break;
     }
@@ -657,11 +662,11 @@ static bool read_clock(void *ctx, uint64_t *v) {
 }
 
 /* Keeps a completed buffer for decoding at stop; false when out of memory. */
-static bool keep_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
+static bool hold_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
   pthread_mutex_lock(&t->decode_mu);
-  bool kept = ft__held_add(&t->kept, buf, valid);
+  bool held = ft__held_add(&t->held, buf, valid);
   pthread_mutex_unlock(&t->decode_mu);
-  return kept;
+  return held;
 }
 
 static void decode_held(void *ctx, uint8_t *buf, size_t valid) { decode_buffer(ctx, buf, valid); }
@@ -672,7 +677,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
   cupti_tracer *t = atomic_load(&active);
 #ifdef FT_MCPTI
   if (t && buf && valid) {
-    if (!keep_buffer(t, buf, valid)) ft__warn("mcpti: out of memory keeping an activity buffer; its records are lost");
+    if (!hold_buffer(t, buf, valid)) FT__WARN("out of memory holding an activity buffer; its records are lost");
     else buf = NULL; /* returned to the pool after decoding at stop */
   }
 #else
@@ -682,7 +687,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     size_t dropped = 0;
     if (t->api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
       atomic_fetch_add(&dropped_total, dropped);
-      ft__log("cupti: %zu records dropped (context %p, stream %u)", dropped, (void *)ctx, stream);
+      FT__LOG("%zu records dropped (context %p, stream %u)", dropped, (void *)ctx, stream);
     }
   }
   ft__pool_put(buf);
@@ -817,7 +822,7 @@ static void quiet_apis(cupti_tracer *t, bool driver) {
   size_t n = driver ? sizeof quiet_driver / sizeof *quiet_driver : sizeof quiet_runtime / sizeof *quiet_runtime;
   for (size_t i = 0; i < n; i++) {
     CUptiResult r = fn ? fn(ids[i], keep) : CUPTI_ERROR_NOT_SUPPORTED;
-    ft__log("cupti: %s %s %s: %s", keep ? "record" : "leave out", driver ? "driver" : "runtime",
+    FT__LOG("%s %s %s: %s", keep ? "record" : "leave out", driver ? "driver" : "runtime",
             api_name(driver, ids[i]), r == CUPTI_SUCCESS ? "ok" : "no per-API switch in this CUPTI (recorded)");
   }
 }
@@ -830,11 +835,11 @@ static void disable_kinds(cupti_tracer *t) {
 
 static ft_status enable_kinds(cupti_tracer *t) {
   ft_status st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  ft__log("cupti: enable external correlation: %s", st ? t->err : "ok");
+  FT__LOG("enable external correlation: %s", st ? t->err : "ok");
   for (size_t i = 0; i < N_KINDS && !st; i++) {
     if (!(t->kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
     st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, kind_map[i].cupti);
-    ft__log("cupti: enable kind %d: %s", (int)kind_map[i].cupti, st ? t->err : "ok");
+    FT__LOG("enable kind %d: %s", (int)kind_map[i].cupti, st ? t->err : "ok");
     if (st && kind_map[i].optional) st = FT_OK;
     if (!st && (kind_map[i].ft_kind == FT_EVENT_RUNTIME || kind_map[i].ft_kind == FT_EVENT_DRIVER))
       quiet_apis(t, kind_map[i].ft_kind == FT_EVENT_DRIVER);
@@ -860,14 +865,14 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   size_t want = env_size("FLAGTRACE_CUPTI_BUFFER_BYTES", DEFAULT_BUF_SIZE) & ~(size_t)7;
   int reserved = ft__pool_reserve(POOL_INITIAL, want);
   if (reserved < 0)
-    ft__warn("cupti: activity buffers still in use; keeping %zu-byte buffers", ft__pool_buffer_size());
+    FT__WARN("activity buffers still in use; keeping %zu-byte buffers", ft__pool_buffer_size());
   if (!reserved) {
     snprintf(t->err, sizeof t->err, "cannot reserve %d activity buffers of %zu KiB", POOL_INITIAL, want >> 10);
     atomic_store(&active, NULL);
     return FT_ENOMEM;
   }
   ft_status st;
-  t->untimed = 0;
+  t->dropped_untimed = 0;
   /* Clock: CUPTI and the capture window must share the UNIX-epoch domain (design.md §4). */
 #ifdef FT_MCPTI
   /* MCPTI stamps records with its own (device) clock: mapped affinely from samples
@@ -875,15 +880,15 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   t->resyncs = t->skipped_bytes = 0;
   t->have_clock = ft__clock_sample(read_clock, t, &t->clock.v0, &t->clock.r0);
   t->clock.v1 = t->clock.v0, t->clock.r1 = t->clock.r0;
-  if (!t->have_clock) ft__warn("mcpti: cannot read its clock (%s); timestamps are taken as CLOCK_REALTIME", t->err);
+  if (!t->have_clock) FT__WARN("cannot read its clock (%s); timestamps are taken as CLOCK_REALTIME", t->err);
 #else
   uint64_t cupti_now = 0;
   if (!ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, &cupti_now)) {
     int64_t off = (int64_t)(cupti_now - ft__now_ns());
-    ft__log("cupti: cuptiGetTimestamp - CLOCK_REALTIME = %lld ns", (long long)off);
+    FT__LOG("cuptiGetTimestamp - CLOCK_REALTIME = %lld ns", (long long)off);
     t->clock_offset = 0;
     if (off > 1000000000ll || off < -1000000000ll) {
-      ft__warn("cupti: CUPTI's clock is %lld ns away from CLOCK_REALTIME; shifting its timestamps",
+      FT__WARN("CUPTI's clock is %lld ns away from CLOCK_REALTIME; shifting its timestamps",
                (long long)off);
       t->clock_offset = off;
     }
@@ -894,12 +899,12 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     size_t len = sizeof dev_buf;
     if (ft__cuptiActivitySetAttribute(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &len,
                                       &dev_buf))
-      ft__warn("cupti: cannot set the device buffer size: %s", t->err);
+      FT__WARN("cannot set the device buffer size: %s", t->err);
     else
-      ft__log("cupti: device buffer size %zu bytes", dev_buf);
+      FT__LOG("device buffer size %zu bytes", dev_buf);
   }
   st = ft__cuptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
-  ft__log("cupti: register callbacks: %s", st ? t->err : "ok");
+  FT__LOG("register callbacks: %s", st ? t->err : "ok");
   /* Waiting for cudaProfilerStart, nothing is enabled: an enabled kernel kind costs
    * every launch about 1 us even when nothing will be kept (gpu-facts). */
   if (!st && !t->range_only) st = enable_kinds(t);
@@ -919,14 +924,14 @@ static ft_status cu_drain(ft_tracer *base) {
 }
 
 #ifdef FT_MCPTI
-/* After the final flush: the second clock sample, then every kept buffer. */
-static void decode_kept(cupti_tracer *t) {
+/* After the final flush: the second clock sample, then every held buffer. */
+static void decode_all_held(cupti_tracer *t) {
   uint64_t v1, r1;
   if (t->have_clock && ft__clock_sample(read_clock, t, &v1, &r1)) t->clock.v1 = v1, t->clock.r1 = r1;
-  size_t n = ft__held_take_all(&t->kept, decode_held, t);
-  ft__log("mcpti: decoded %zu buffers at stop", n);
+  size_t n = ft__held_take_all(&t->held, decode_held, t);
+  FT__LOG("decoded %zu buffers at stop", n);
   if (t->resyncs)
-    ft__warn("mcpti: %llu malformed stretches in its activity buffers (%llu bytes) were skipped to the next "
+    FT__WARN("%llu malformed stretches in its activity buffers (%llu bytes) were skipped to the next "
              "well-formed record", (unsigned long long)t->resyncs, (unsigned long long)t->skipped_bytes);
 }
 #endif
@@ -937,12 +942,12 @@ static ft_status cu_stop(ft_tracer *base) {
   disable_kinds(t);
   ft_status st = ft__cuptiActivityFlushAll(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 #ifdef FT_MCPTI
-  decode_kept(t);
+  decode_all_held(t);
 #endif
-  if (t->untimed) {
-    atomic_fetch_add(&dropped_total, t->untimed);
-    ft__log("%s: %llu records without usable timing (start = end = 0, or implausible) dropped", t->base.ops->name,
-            (unsigned long long)t->untimed);
+  if (t->dropped_untimed) {
+    atomic_fetch_add(&dropped_total, t->dropped_untimed);
+    FT__LOG("%llu records without usable timing (start = end = 0, or implausible) dropped",
+            (unsigned long long)t->dropped_untimed);
   }
   t->armed = false;
   atomic_store(&active, NULL);
@@ -1035,8 +1040,8 @@ static void CUPTIAPI profiler_callback(void *userdata, CUpti_CallbackDomain doma
   cupti_tracer *t = atomic_load(&active);
   if (start && t && t->range_only && !atomic_exchange(&t->range_enabled, true)) {
     ft_status st = enable_kinds(t);
-    if (st) ft__warn("cupti: cannot enable activity at cudaProfilerStart: %s", t->err);
-    else ft__log("cupti: activity enabled at cudaProfilerStart");
+    if (st) FT__WARN("cannot enable activity at cudaProfilerStart: %s", t->err);
+    else FT__LOG("activity enabled at cudaProfilerStart");
   }
   profiler_on(profiler_ctx, start);
 }
@@ -1078,7 +1083,7 @@ static void cu_destroy(ft_tracer *base) {
   if (t->armed) cu_stop(base);
   /* libcupti stays loaded: CUPTI may still hold callbacks into this library. */
 #ifdef FT_MCPTI
-  ft__held_free(&t->kept);
+  ft__held_free(&t->held);
 #endif
   for (int i = 0; i < MAX_DEVICES; i++) free(t->props[i]);
   pthread_mutex_destroy(&t->decode_mu);
@@ -1086,11 +1091,7 @@ static void cu_destroy(ft_tracer *base) {
 }
 
 static const ft_tracer_ops cupti_ops = {
-#ifdef FT_MCPTI
-    .name = "mcpti",
-#else
-    .name = "cupti",
-#endif
+    .name = FT__TRACER_NAME,
     .runtime_category = "cuda_runtime",
     .driver_category = "cuda_driver",
     .available = cu_available,
@@ -1111,7 +1112,7 @@ static const ft_tracer_ops cupti_ops = {
 static bool library_usable(cupti_tracer *t) {
   /* MCPTI's versions are MACA's, not CUPTI's: its record sizes are fixed above. */
   if (ft__cuptiGetVersion(&t->api, t->err, sizeof t->err, &t->version)) t->version = 0;
-  ft__log("mcpti: bound %s (version %u%s)", t->path, t->version,
+  FT__LOG("bound %s (version %u%s)", t->path, t->version,
           t->get_api_name ? "" : "; no mcptiActivityGetApiName: API rows keep generic names");
   return true;
 }
@@ -1130,7 +1131,7 @@ static bool library_usable(cupti_tracer *t) {
              t->version, CUPTI_API_VERSION);
     return false;
   }
-  ft__log("cupti: bound %s (API version %u)", t->path, t->version);
+  FT__LOG("bound %s (API version %u)", t->path, t->version);
   return true;
 }
 #endif
@@ -1141,7 +1142,7 @@ ft_status ft_make_device_tracer(ft_tracer **out) {
   t->base.ops = &cupti_ops;
   pthread_mutex_init(&t->decode_mu, NULL);
   t->loaded = open_cupti(t) && library_usable(t);
-  if (!t->loaded) ft__log("%s: unavailable: %s", cupti_ops.name, t->why);
+  if (!t->loaded) FT__LOG("unavailable: %s", t->why);
   *out = &t->base;
   return FT_OK;
 }

@@ -1,6 +1,7 @@
 /* Ascend CANN MSPTI tracer: loads libmspti at session start and decodes its packed
  * activity records. Verified by decoding records we synthesize (CI), not on hardware. */
 #define _GNU_SOURCE
+#define FT__TRACER_NAME "mspti"
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -124,7 +125,7 @@ static uint32_t logical_device(const mspti_tracer *t, uint32_t physical) {
 static void emit(mspti_tracer *t, ft_device_event *ev, const ft_kv *md, size_t n) {
   ev->metadata = md;
   ev->n_metadata = n;
-  if (t->sink->event(t->sink->ctx, ev) != FT_OK) ft__warn("mspti: out of memory recording an event; it is lost");
+  if (t->sink->event(t->sink->ctx, ev) != FT_OK) FT__WARN("out of memory recording an event; it is lost");
 }
 
 static void decode_record(mspti_tracer *t, const uint8_t *r) {
@@ -163,7 +164,7 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
       size_t ncap = t->apis_cap ? t->apis_cap * 2 : 1024;
       api_rec *n = realloc(t->apis, ncap * sizeof *n);
       if (!n) {
-        ft__warn("mspti: out of memory holding an API record; it is lost");
+        FT__WARN("out of memory holding an API record; it is lost");
         return;
       }
       t->apis = n;
@@ -181,7 +182,7 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
   case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
     if ((int)rd32(r, MSPTI_EXT_KIND) == MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 &&
         t->sink->external_id(t->sink->ctx, remap(t, rd64(r, MSPTI_EXT_CORRELATION)), rd64(r, MSPTI_EXT_ID)) != FT_OK)
-      ft__warn("mspti: out of memory recording a correlation; attribution may be lost");
+      FT__WARN("out of memory recording a correlation; attribution may be lost");
     break;
   default:
     break; /* markers, HCCL, memory: not collected */
@@ -213,11 +214,11 @@ static void buffer_completed(uint8_t *buffer, size_t size, size_t valid) {
       msptiResult r = t->api.msptiActivityGetNextRecord(buffer, valid, &rec);
       if (r == MSPTI_ERROR_MAX_LIMIT_REACHED) break;
       if (r != MSPTI_SUCCESS) {
-        ft__warn("mspti: reading an activity buffer failed (msptiResult %d); the rest of it is lost", r);
+        FT__WARN("reading an activity buffer failed (msptiResult %d); the rest of it is lost", r);
         break;
       }
       if (!record_fits(buffer, valid, (const uint8_t *)rec)) {
-        ft__warn("mspti: a record runs past the buffer's valid bytes; the rest of it is lost");
+        FT__WARN("a record runs past the buffer's valid bytes; the rest of it is lost");
         break;
       }
       decode_record(t, (const uint8_t *)rec);
@@ -322,7 +323,7 @@ static ft_status load(mspti_tracer *t) {
     return FT_EUNAVAILABLE;
   }
   t->loaded = true;
-  ft__log("mspti: bound %s", t->path);
+  FT__LOG("bound %s", t->path);
   return FT_OK;
 }
 
@@ -380,7 +381,7 @@ static ft_status ms_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   if (!st && mem && (kinds & FT_KIND_BIT(FT_EVENT_MEMSET)))
     st = ft__msptiActivityEnable(&t->api, t->err, sizeof t->err, MSPTI_ACTIVITY_KIND_MEMSET);
   if (!t->preloaded)
-    ft__log("mspti: libmspti was not loaded at process start (LD_PRELOAD): copies and sets are not collected");
+    FT__LOG("libmspti was not loaded at process start (LD_PRELOAD): copies and sets are not collected");
   if (st) {
     if (t->sub) t->api.msptiUnsubscribe(t->sub);
     t->sub = NULL;
@@ -458,7 +459,7 @@ static void ms_destroy(ft_tracer *base) {
 }
 
 static const ft_tracer_ops mspti_ops = {
-    .name = "mspti",
+    .name = FT__TRACER_NAME,
     .runtime_category = "privateuse1_runtime",
     .driver_category = "privateuse1_driver",
     .available = ms_available,
@@ -484,7 +485,7 @@ ft_status ft_make_device_tracer(ft_tracer **out) {
   if (preloaded < 0) preloaded = in_link_map();
   t->preloaded = preloaded;
   if (locate(t)) t->why[0] = '\0';
-  ft__log("mspti: %s (%s at process start)", t->why[0] ? t->why : t->path, t->preloaded ? "preloaded" : "not loaded");
+  FT__LOG("%s (%s at process start)", t->why[0] ? t->why : t->path, t->preloaded ? "preloaded" : "not loaded");
   *out = &t->base;
   return FT_OK;
 }

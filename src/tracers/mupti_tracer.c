@@ -2,6 +2,7 @@
  * onto CLOCK_REALTIME affinely from samples at start and stop. Verified by decoding
  * records we synthesize (CI), not on MUSA hardware. */
 #define _GNU_SOURCE
+#define FT__TRACER_NAME "mupti"
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -30,7 +31,7 @@ typedef struct mupti_tracer {
   ft__clock_map clock; /* MUPTI's clock sampled against CLOCK_REALTIME at start and stop */
   /* completed buffers wait for the stop sample: only then is the mapping known */
   pthread_mutex_t mu;
-  ft__held done;
+  ft__held held;
   atomic_uint_fast64_t dropped;
 } mupti_tracer;
 
@@ -52,16 +53,16 @@ static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t
   if (t->api.muptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == MUPTI_SUCCESS && dropped)
     atomic_fetch_add(&t->dropped, dropped);
   pthread_mutex_lock(&t->mu);
-  if (buffer && valid && ft__held_add(&t->done, buffer, valid)) buffer = NULL;
+  if (buffer && valid && ft__held_add(&t->held, buffer, valid)) buffer = NULL;
   pthread_mutex_unlock(&t->mu);
-  if (buffer && valid) ft__warn("mupti: out of memory holding an activity buffer; its records are lost");
+  if (buffer && valid) FT__WARN("out of memory holding an activity buffer; its records are lost");
   ft__pool_put(buffer);
 }
 
 static void emit(mupti_tracer *t, ft_device_event *ev, const ft_kv *md, size_t n) {
   ev->metadata = md;
   ev->n_metadata = n;
-  if (t->sink->event(t->sink->ctx, ev) != FT_OK) ft__warn("mupti: out of memory recording an event; it is lost");
+  if (t->sink->event(t->sink->ctx, ev) != FT_OK) FT__WARN("out of memory recording an event; it is lost");
 }
 
 static const char *api_name(mupti_tracer *t, bool driver, uint32_t cbid, char *buf, size_t len) {
@@ -103,13 +104,13 @@ static bool decode(void *ctx, const void *record) {
     const MUpti_ActivityMemcpy4 *m = (const MUpti_ActivityMemcpy4 *)rec;
     ft__transfer x = {FT_EVENT_MEMCPY, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
                       m->bytes, "copy kind", m->copyKind};
-    return ft__emit_transfer(t->sink, &t->clock, &x, "mupti");
+    return ft__emit_transfer(t->sink, &t->clock, &x, FT__TRACER_NAME);
   }
   case MUPTI_ACTIVITY_KIND_MEMSET: {
     const MUpti_ActivityMemset3 *m = (const MUpti_ActivityMemset3 *)rec;
     ft__transfer x = {FT_EVENT_MEMSET, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
                       m->bytes, "value", m->value};
-    return ft__emit_transfer(t->sink, &t->clock, &x, "mupti");
+    return ft__emit_transfer(t->sink, &t->clock, &x, FT__TRACER_NAME);
   }
   case MUPTI_ACTIVITY_KIND_RUNTIME:
   case MUPTI_ACTIVITY_KIND_DRIVER: {
@@ -128,7 +129,7 @@ static bool decode(void *ctx, const void *record) {
     const MUpti_ActivityExternalCorrelation *x = (const MUpti_ActivityExternalCorrelation *)rec;
     if (x->externalKind == MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 &&
         t->sink->external_id(t->sink->ctx, x->correlationId, x->externalId) != FT_OK)
-      ft__warn("mupti: out of memory recording a correlation; attribution may be lost");
+      FT__WARN("out of memory recording a correlation; attribution may be lost");
     return true;
   }
   default:
@@ -185,7 +186,7 @@ static ft_status mu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     return st;
   }
   t->armed = true;
-  ft__log("mupti: armed; clock sample at start: mupti %llu = realtime %llu", (unsigned long long)t->clock.v0,
+  FT__LOG("armed; clock sample at start: mupti %llu = realtime %llu", (unsigned long long)t->clock.v0,
           (unsigned long long)t->clock.r0);
   return FT_OK;
 }
@@ -202,10 +203,10 @@ static ft_status mu_stop(ft_tracer *base) {
     if (t->kinds & FT_KIND_BIT(k)) t->api.muptiActivityDisable(kind_for[k]);
   t->api.muptiActivityDisable(MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   ft_status st = ft__muptiActivityFlushAll(&t->api, t->err, sizeof t->err, MUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  const ft__stop_decoder dec = {.who = "mupti", .next = next_record, .success = MUPTI_SUCCESS,
+  const ft__stop_decoder dec = {.who = FT__TRACER_NAME, .next = next_record, .success = MUPTI_SUCCESS,
                                  .end = MUPTI_ERROR_MAX_LIMIT_REACHED, .decode = decode, .ctx = t};
   pthread_mutex_lock(&t->mu);
-  atomic_fetch_add(&t->dropped, ft__decode_at_stop(&t->done, &t->clock, read_clock, t->err, &dec));
+  atomic_fetch_add(&t->dropped, ft__decode_at_stop(&t->held, &t->clock, read_clock, t->err, &dec));
   pthread_mutex_unlock(&t->mu);
   t->armed = false;
   atomic_store(&active, NULL);
@@ -241,13 +242,13 @@ static const char *mu_last_error(const ft_tracer *base) { return ((const mupti_t
 static void mu_destroy(ft_tracer *base) {
   mupti_tracer *t = (mupti_tracer *)base;
   if (t->armed) mu_stop(base);
-  ft__held_free(&t->done);
+  ft__held_free(&t->held);
   pthread_mutex_destroy(&t->mu);
   free(t);
 }
 
 static const ft_tracer_ops mupti_ops = {
-    .name = "mupti",
+    .name = FT__TRACER_NAME,
     .runtime_category = "privateuse1_runtime",
     .driver_category = "privateuse1_driver",
     .available = mu_available,
@@ -278,7 +279,7 @@ ft_status ft_make_device_tracer(ft_tracer **out) {
   const char *const candidates[] = {"libmupti.so", in_home};
   t->loaded = ft__open_vendor_library(candidates, 2, "libmupti not found (set FLAGOS_TRACER_LIBRARY or MUSA_HOME)",
                                       load_mupti, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
-  ft__log("mupti: %s", t->loaded ? t->path : t->why);
+  FT__LOG("%s", t->loaded ? t->path : t->why);
   *out = &t->base;
   return FT_OK;
 }

@@ -2,6 +2,7 @@
  * activity through one pool, external ids from EXT_API records, the roctracer clock
  * mapped onto CLOCK_REALTIME. Verified by decoding records we synthesize (CI). */
 #define _GNU_SOURCE
+#define FT__TRACER_NAME "roctracer"
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -32,7 +33,7 @@ typedef struct roc_tracer {
   roctracer_record *recs;
   size_t n_recs, recs_cap;
   uint64_t lost; /* records we could not keep (out of memory) */
-  uint64_t implausible;
+  uint64_t dropped_untimed;
 } roc_tracer;
 
 static _Atomic(roc_tracer *) active;
@@ -69,7 +70,7 @@ static void buffer_callback(const char *begin, const char *end, void *arg) {
 static void emit(roc_tracer *t, ft_device_event *ev, const ft_kv *md, size_t n) {
   ev->metadata = md;
   ev->n_metadata = n;
-  if (t->sink->event(t->sink->ctx, ev) != FT_OK) ft__warn("roctracer: out of memory recording an event; it is lost");
+  if (t->sink->event(t->sink->ctx, ev) != FT_OK) FT__WARN("out of memory recording an event; it is lost");
 }
 
 /* 64-bit correlation ids go to flows as 32-bit ones; roctracer counts from 1, so
@@ -81,13 +82,13 @@ static void decode(roc_tracer *t, const roctracer_record *r, char **demangled) {
   uint64_t s, e;
   if (r->domain == ACTIVITY_DOMAIN_EXT_API) {
     if (t->sink->external_id(t->sink->ctx, corr32(r->correlation_id), r->u.external_id) != FT_OK)
-      ft__warn("roctracer: out of memory recording a correlation; attribution may be lost");
+      FT__WARN("out of memory recording a correlation; attribution may be lost");
     return;
   }
   if (r->domain != ACTIVITY_DOMAIN_HIP_OPS && r->domain != ACTIVITY_DOMAIN_HIP_API) return;
   if (r->domain == ACTIVITY_DOMAIN_HIP_OPS && r->op == HIP_OP_BARRIER) return;
   if (!ft__clock_map_span(&t->clock, r->begin_ns, r->end_ns, &s, &e)) {
-    t->implausible++;
+    t->dropped_untimed++;
     return;
   }
   if (r->domain == ACTIVITY_DOMAIN_HIP_API) {
@@ -134,13 +135,13 @@ static bool sample_clock(roc_tracer *t, uint64_t *v, uint64_t *r) { return ft__c
 
 /* ---- ops ---- */
 
-static bool rt_available(const ft_tracer *base, const char **why) {
+static bool roc_available(const ft_tracer *base, const char **why) {
   const roc_tracer *t = (const roc_tracer *)base;
   if (!t->loaded && why) *why = t->why;
   return t->loaded;
 }
 
-static ft_status rt_start(ft_tracer *base, const ft_event_sink *sink, unsigned kinds) {
+static ft_status roc_start(ft_tracer *base, const ft_event_sink *sink, unsigned kinds) {
   roc_tracer *t = (roc_tracer *)base;
   if (!t->loaded) return FT_EUNAVAILABLE;
   roc_tracer *none = NULL;
@@ -150,7 +151,7 @@ static ft_status rt_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   }
   t->sink = sink;
   t->kinds = kinds;
-  t->lost = t->implausible = 0;
+  t->lost = t->dropped_untimed = 0;
   ft_status st = sample_clock(t, &t->clock.v0, &t->clock.r0) ? FT_OK : FT_EVENDOR;
   roctracer_properties_t props = {.mode = 0, .buffer_size = 4 << 20, .buffer_callback_fun = buffer_callback};
   if (!st) st = FT__ROC_CALL(&t->api, t->err, sizeof t->err, t->api.roctracer_open_pool_expl(&props, &t->pool));
@@ -174,12 +175,12 @@ static ft_status rt_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   return FT_OK;
 }
 
-static ft_status rt_drain(ft_tracer *base) {
+static ft_status roc_drain(ft_tracer *base) {
   (void)base; /* decoded at stop, once both clock samples exist */
   return FT_OK;
 }
 
-static ft_status rt_stop(ft_tracer *base) {
+static ft_status roc_stop(ft_tracer *base) {
   roc_tracer *t = (roc_tracer *)base;
   if (!t->armed) return FT_OK;
   static const uint32_t domains[] = {ACTIVITY_DOMAIN_HIP_OPS, ACTIVITY_DOMAIN_HIP_API, ACTIVITY_DOMAIN_EXT_API};
@@ -194,9 +195,9 @@ static ft_status rt_stop(ft_tracer *base) {
   }
   t->n_recs = 0;
   pthread_mutex_unlock(&t->mu);
-  if (t->implausible || t->lost)
-    ft__warn("roctracer: %llu records with implausible timestamps and %llu that could not be kept were dropped "
-             "(counted in dropped_records)", (unsigned long long)t->implausible, (unsigned long long)t->lost);
+  if (t->dropped_untimed || t->lost)
+    FT__WARN("%llu records with implausible timestamps and %llu that could not be kept were dropped "
+             "(counted in dropped_records)", (unsigned long long)t->dropped_untimed, (unsigned long long)t->lost);
   t->api.roctracer_close_pool_expl(t->pool);
   t->pool = NULL;
   t->armed = false;
@@ -204,14 +205,14 @@ static ft_status rt_stop(ft_tracer *base) {
   return st;
 }
 
-static ft_status rt_push(ft_tracer *base, uint64_t id) {
+static ft_status roc_push(ft_tracer *base, uint64_t id) {
   roc_tracer *t = (roc_tracer *)base;
   char err[128];
   return t->loaded ? FT__ROC_CALL(&t->api, err, sizeof err, t->api.roctracer_activity_push_external_correlation_id(id))
                    : FT_EUNAVAILABLE;
 }
 
-static ft_status rt_pop(ft_tracer *base) {
+static ft_status roc_pop(ft_tracer *base) {
   roc_tracer *t = (roc_tracer *)base;
   char err[128];
   uint64_t last = 0; /* a real out-pointer */
@@ -220,40 +221,40 @@ static ft_status rt_pop(ft_tracer *base) {
              : FT_EUNAVAILABLE;
 }
 
-static int rt_device_count(const ft_tracer *base) {
+static int roc_device_count(const ft_tracer *base) {
   (void)base;
   return 0; /* not queried: no HIP runtime binding here */
 }
 
-static uint64_t rt_dropped(const ft_tracer *base) {
+static uint64_t roc_dropped(const ft_tracer *base) {
   const roc_tracer *t = (const roc_tracer *)base;
-  return t->implausible + t->lost;
+  return t->dropped_untimed + t->lost;
 }
 
-static const char *rt_last_error(const ft_tracer *base) { return ((const roc_tracer *)base)->err; }
+static const char *roc_last_error(const ft_tracer *base) { return ((const roc_tracer *)base)->err; }
 
-static void rt_destroy(ft_tracer *base) {
+static void roc_destroy(ft_tracer *base) {
   roc_tracer *t = (roc_tracer *)base;
-  if (t->armed) rt_stop(base);
+  if (t->armed) roc_stop(base);
   free(t->recs);
   pthread_mutex_destroy(&t->mu);
   free(t);
 }
 
 static const ft_tracer_ops roctracer_ops = {
-    .name = "roctracer",
+    .name = FT__TRACER_NAME,
     .runtime_category = "privateuse1_runtime",
     .driver_category = "privateuse1_driver",
-    .available = rt_available,
-    .start = rt_start,
-    .drain = rt_drain,
-    .stop = rt_stop,
-    .push_correlation = rt_push,
-    .pop_correlation = rt_pop,
-    .device_count = rt_device_count,
-    .dropped_records = rt_dropped,
-    .last_error = rt_last_error,
-    .destroy = rt_destroy,
+    .available = roc_available,
+    .start = roc_start,
+    .drain = roc_drain,
+    .stop = roc_stop,
+    .push_correlation = roc_push,
+    .pop_correlation = roc_pop,
+    .device_count = roc_device_count,
+    .dropped_records = roc_dropped,
+    .last_error = roc_last_error,
+    .destroy = roc_destroy,
     .watch_profiler_api = NULL,
 };
 
@@ -273,7 +274,7 @@ ft_status ft_make_device_tracer(ft_tracer **out) {
   t->loaded = ft__open_vendor_library(candidates, 2,
                                       "libroctracer64 not found (set FLAGOS_TRACER_LIBRARY or ROCM_PATH)",
                                       load_roctracer, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
-  ft__log("roctracer: %s", t->loaded ? t->path : t->why);
+  FT__LOG("%s", t->loaded ? t->path : t->why);
   *out = &t->base;
   return FT_OK;
 }

@@ -3,6 +3,7 @@
  * CLOCK_REALTIME. Record layouts are assumed (topspti_shim.h): verified by decoding
  * records our fake synthesizes (CI), not on GCU hardware. */
 #define _GNU_SOURCE
+#define FT__TRACER_NAME "topspti"
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -32,7 +33,7 @@ typedef struct topspti_tracer {
   ft__clock_map clock; /* TOPSPTI's clock sampled against CLOCK_REALTIME at start and stop */
   /* completed buffers wait for the stop sample: only then is the mapping known */
   pthread_mutex_t mu;
-  ft__held done;
+  ft__held held;
   /* API-enter callbacks report to the sink only while this is set (read lock), so
    * none reaches it after stop returns (write lock) */
   pthread_rwlock_t cb_lock;
@@ -68,9 +69,9 @@ static void buffer_completed(uint8_t *buffer, size_t size, size_t valid) {
   }
   count_dropped(t);
   pthread_mutex_lock(&t->mu);
-  if (buffer && valid && ft__held_add(&t->done, buffer, valid)) buffer = NULL;
+  if (buffer && valid && ft__held_add(&t->held, buffer, valid)) buffer = NULL;
   pthread_mutex_unlock(&t->mu);
-  if (buffer && valid) ft__warn("topspti: out of memory holding an activity buffer; its records are lost");
+  if (buffer && valid) FT__WARN("out of memory holding an activity buffer; its records are lost");
   ft__pool_put(buffer);
 }
 
@@ -92,7 +93,7 @@ static void api_callback(void *userdata, int domain, uint32_t cbid, const void *
 static void emit(topspti_tracer *t, ft_device_event *ev, const ft_kv *md, size_t n) {
   ev->metadata = md;
   ev->n_metadata = n;
-  if (t->sink->event(t->sink->ctx, ev) != FT_OK) ft__warn("topspti: out of memory recording an event; it is lost");
+  if (t->sink->event(t->sink->ctx, ev) != FT_OK) FT__WARN("out of memory recording an event; it is lost");
 }
 
 static const char *api_name(topspti_tracer *t, bool driver, uint32_t cbid) {
@@ -134,13 +135,13 @@ static bool decode(void *ctx, const void *record) {
     const Topspti_ActivityMemcpy *m = (const Topspti_ActivityMemcpy *)rec;
     ft__transfer x = {FT_EVENT_MEMCPY, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
                       m->bytes, "copy kind", m->copyKind};
-    return ft__emit_transfer(t->sink, &t->clock, &x, "topspti");
+    return ft__emit_transfer(t->sink, &t->clock, &x, FT__TRACER_NAME);
   }
   case TOPSPTI_ACTIVITY_KIND_MEMSET: {
     const Topspti_ActivityMemset *m = (const Topspti_ActivityMemset *)rec;
     ft__transfer x = {FT_EVENT_MEMSET, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
                       m->bytes, "value", m->value};
-    return ft__emit_transfer(t->sink, &t->clock, &x, "topspti");
+    return ft__emit_transfer(t->sink, &t->clock, &x, FT__TRACER_NAME);
   }
   case TOPSPTI_ACTIVITY_KIND_RUNTIME:
   case TOPSPTI_ACTIVITY_KIND_DRIVER: {
@@ -178,22 +179,22 @@ static bool read_clock(void *ctx, uint64_t *v) {
 static void check_layout_version(topspti_tracer *t) {
   uint32_t v = 0;
   if (!t->api.topsptiGetVersion) {
-    ft__warn("topspti: this library has no topsptiGetVersion; decoding with the layouts written for TOPSPTI API "
+    FT__WARN("this library has no topsptiGetVersion; decoding with the layouts written for TOPSPTI API "
              "version %d, which may not be this library's",
              FT_TOPSPTI_LAYOUT_VERSION);
     return;
   }
   TopsptiResult r = t->api.topsptiGetVersion(&v);
   if (r != TOPSPTI_SUCCESS)
-    ft__warn("topspti: topsptiGetVersion failed (TopsptiResult %d); decoding with the layouts written for TOPSPTI "
+    FT__WARN("topsptiGetVersion failed (TopsptiResult %d); decoding with the layouts written for TOPSPTI "
              "API version %d, which may not be this library's",
              r, FT_TOPSPTI_LAYOUT_VERSION);
   else if (v != FT_TOPSPTI_LAYOUT_VERSION)
-    ft__warn("topspti: the library reports TOPSPTI API version %u but the record layouts were written for version "
+    FT__WARN("the library reports TOPSPTI API version %u but the record layouts were written for version "
              "%d; decoded fields may be wrong",
              v, FT_TOPSPTI_LAYOUT_VERSION);
   else
-    ft__log("topspti: API version %u, as the record layouts assume", v);
+    FT__LOG("API version %u, as the record layouts assume", v);
 }
 
 /* ---- ops ---- */
@@ -222,14 +223,14 @@ static void subscribe(topspti_tracer *t) {
   char err[256];
   if (ft__topsptiSubscribe(&t->api, err, sizeof err, &t->subscriber, api_callback, t)) {
     t->subscriber = NULL;
-    ft__warn("topspti: %s; device events will not be attributed to framework ops", err);
+    FT__WARN("%s; device events will not be attributed to framework ops", err);
     return;
   }
   if (ft__topsptiEnableDomain(&t->api, err, sizeof err, 1, t->subscriber, TOPSPTI_CB_DOMAIN_RUNTIME_API))
-    ft__warn("topspti: %s; runtime calls will not be attributed to framework ops", err);
+    FT__WARN("%s; runtime calls will not be attributed to framework ops", err);
   /* no driver callbacks on the SDK FlagPrism measured: a failure here is expected */
   if (ft__topsptiEnableDomain(&t->api, err, sizeof err, 1, t->subscriber, TOPSPTI_CB_DOMAIN_DRIVER_API))
-    ft__log("topspti: %s (driver calls unattributed)", err);
+    FT__LOG("%s (driver calls unattributed)", err);
 }
 
 static ft_status tp_start(ft_tracer *base, const ft_event_sink *sink, unsigned kinds) {
@@ -264,7 +265,7 @@ static ft_status tp_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   pthread_rwlock_unlock(&t->cb_lock);
   subscribe(t);
   t->armed = true;
-  ft__log("topspti: armed; clock sample at start: topspti %llu = realtime %llu", (unsigned long long)t->clock.v0,
+  FT__LOG("armed; clock sample at start: topspti %llu = realtime %llu", (unsigned long long)t->clock.v0,
           (unsigned long long)t->clock.r0);
   return FT_OK;
 }
@@ -286,14 +287,14 @@ static ft_status tp_stop(ft_tracer *base) {
   disable_kinds(t);
   ft_status st = ft__topsptiActivityFlushAll(&t->api, t->err, sizeof t->err, TOPSPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   count_dropped(t);
-  const ft__stop_decoder dec = {.who = "topspti", .next = next_record, .success = TOPSPTI_SUCCESS,
+  const ft__stop_decoder dec = {.who = FT__TRACER_NAME, .next = next_record, .success = TOPSPTI_SUCCESS,
                                  .end = TOPSPTI_ERROR_MAX_LIMIT_REACHED, .decode = decode, .ctx = t};
   pthread_mutex_lock(&t->mu);
-  atomic_fetch_add(&t->dropped, ft__decode_at_stop(&t->done, &t->clock, read_clock, t->err, &dec));
+  atomic_fetch_add(&t->dropped, ft__decode_at_stop(&t->held, &t->clock, read_clock, t->err, &dec));
   pthread_mutex_unlock(&t->mu);
   uint64_t lost = atomic_load(&t->lost_ids);
   if (lost)
-    ft__warn("topspti: out of memory recording %llu framework-op correlations; their device events are unattributed",
+    FT__WARN("out of memory recording %llu framework-op correlations; their device events are unattributed",
              (unsigned long long)lost);
   t->armed = false;
   atomic_store(&active, NULL);
@@ -328,14 +329,14 @@ static const char *tp_last_error(const ft_tracer *base) { return ((const topspti
 static void tp_destroy(ft_tracer *base) {
   topspti_tracer *t = (topspti_tracer *)base;
   if (t->armed) tp_stop(base);
-  ft__held_free(&t->done);
+  ft__held_free(&t->held);
   pthread_mutex_destroy(&t->mu);
   pthread_rwlock_destroy(&t->cb_lock);
   free(t);
 }
 
 static const ft_tracer_ops topspti_ops = {
-    .name = "topspti",
+    .name = FT__TRACER_NAME,
     .runtime_category = "privateuse1_runtime",
     .driver_category = "privateuse1_driver",
     .available = tp_available,
@@ -369,7 +370,7 @@ ft_status ft_make_device_tracer(ft_tracer **out) {
   t->loaded =
       ft__open_vendor_library(candidates, 2, "libtopspti not found (set FLAGOS_TRACER_LIBRARY or TOPS_HOME)",
                               load_topspti, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
-  ft__log("topspti: %s", t->loaded ? t->path : t->why);
+  FT__LOG("%s", t->loaded ? t->path : t->why);
   *out = &t->base;
   return FT_OK;
 }
