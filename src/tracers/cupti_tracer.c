@@ -54,21 +54,15 @@ static size_t env_size(const char *name, size_t fallback) {
 }
 
 typedef struct cupti_tracer {
-  ft_tracer base;
+  ft__tracer_base base; /* first: loaded, path, why, err, sink, armed, kinds, dropped */
   ft__cupti_api api;
-  bool loaded;
-  char why[512];  /* unavailable: one-line reason */
-  char path[PATH_MAX];
   uint32_t version;
   ft__cuda_api cuda;
   int cuda_state; /* 0 not tried, 1 bound, -1 absent */
   ft__occ_device devs[MAX_DEVICES];
   struct mdbuf *props[MAX_DEVICES]; /* deviceProperties, filled at the first ask */
   signed char dev_state[MAX_DEVICES]; /* 0 unknown, 1 known, -1 unavailable */
-  const ft_event_sink *sink;
   bool all_apis; /* FLAGTRACE_CUPTI_ALL_APIS: no API row left out */
-  bool armed;
-  unsigned kinds; /* FT_KIND_BIT set armed at start */
   bool range_only;            /* watching cudaProfilerStart: kinds enabled there, not at start */
   atomic_bool range_enabled;  /* the first cudaProfilerStart enabled them */
   int64_t clock_offset; /* subtracted from CUPTI timestamps */
@@ -83,18 +77,10 @@ typedef struct cupti_tracer {
   uint64_t resyncs, skipped_bytes;
 #endif
   pthread_mutex_t decode_mu;
-  char err[512];
 } cupti_tracer;
 
 /* ---- buffers (the core's pool) and the process-global state CUPTI's callbacks see ---- */
 
-static _Atomic(cupti_tracer *) active;
-static atomic_uint_fast64_t dropped_total;
-
-static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-  *buffer = ft__pool_get(size);
-  *max_records = 0;
-}
 
 /* ---- thread ids ----
  * CUPTI's API records carry the low 32 bits of pthread_self(), measured on the
@@ -342,12 +328,6 @@ static void md_bandwidth(mdbuf *m, uint64_t bytes, uint64_t start, uint64_t end)
   md_add(m, "memory bandwidth (GB/s)", "%s", b);
 }
 
-static void emit(cupti_tracer *t, ft_device_event *ev, mdbuf *m) {
-  ev->metadata = m->kv;
-  ev->n_metadata = m->n;
-  if (t->sink->event(t->sink->ctx, ev) != FT_OK) FT__WARN("out of memory recording an event; it is lost");
-}
-
 /* Demangled kernel names, cached by CUPTI's name pointer (stable per function). */
 typedef struct name_cache {
   const char **keys;
@@ -430,7 +410,7 @@ static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
   }
   md_add(&m, "grid", "[%d, %d, %d]", k->gridX, k->gridY, k->gridZ);
   md_add(&m, "block", "[%d, %d, %d]", k->blockX, k->blockY, k->blockZ);
-  emit(t, &ev, &m);
+  ft__tracer_emit(&t->base, &ev, m.kv, m.n);
 }
 
 /* What both copy record kinds (MEMCPY's Memcpy6, MEMCPY2's PtoP4) share: kineto's
@@ -457,7 +437,7 @@ static void decode_memcpy(cupti_tracer *t, const CUpti_ActivityMemcpy6 *c) {
   md_add(&m, "context", "%u", c->contextId);
   md_add(&m, "bytes", "%llu", (unsigned long long)c->bytes);
   md_bandwidth(&m, c->bytes, c->start, c->end);
-  emit(t, &ev, &m);
+  ft__tracer_emit(&t->base, &ev, m.kv, m.n);
 }
 
 /* Peer-to-peer copies arrive only under CUPTI_ACTIVITY_KIND_MEMCPY2 (measured on two
@@ -475,7 +455,7 @@ static void decode_p2p(cupti_tracer *t, const CUpti_ActivityMemcpyPtoP4 *c) {
   md_add(&m, "toContext", "%u", c->dstContextId);
   md_add(&m, "bytes", "%llu", (unsigned long long)c->bytes);
   md_bandwidth(&m, c->bytes, c->start, c->end);
-  emit(t, &ev, &m);
+  ft__tracer_emit(&t->base, &ev, m.kv, m.n);
 }
 
 static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
@@ -490,7 +470,7 @@ static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
   md_add(&m, "context", "%u", s->contextId);
   md_add(&m, "bytes", "%llu", (unsigned long long)s->bytes);
   md_bandwidth(&m, s->bytes, s->start, s->end);
-  emit(t, &ev, &m);
+  ft__tracer_emit(&t->base, &ev, m.kv, m.n);
 }
 
 static bool api_left_out(const cupti_tracer *t, bool driver, uint32_t cbid);
@@ -505,7 +485,7 @@ static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver)
                         .name = vendor_api_name(t, driver, a->cbid)};
   mdbuf m = {.n = 0, .used = 0};
   md_add(&m, "cbid", "%u", (unsigned)a->cbid);
-  emit(t, &ev, &m);
+  ft__tracer_emit(&t->base, &ev, m.kv, m.n);
 }
 
 static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
@@ -531,9 +511,7 @@ static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
     break;
   case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
     const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
-    if (x->externalKind == FT_EXT_KIND &&
-        t->sink->external_id(t->sink->ctx, x->correlationId, x->externalId) != FT_OK)
-      FT__WARN("out of memory recording a correlation; attribution may be lost");
+    if (x->externalKind == FT_EXT_KIND) ft__tracer_external(&t->base, x->correlationId, x->externalId);
     break;
   }
   default:
@@ -658,7 +636,7 @@ static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
 #ifdef FT_MCPTI
 static bool read_clock(void *ctx, uint64_t *v) {
   cupti_tracer *t = ctx;
-  return !ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, v);
+  return !ft__cuptiGetTimestamp(&t->api, t->base.err, sizeof t->base.err, v);
 }
 
 /* Keeps a completed buffer for decoding at stop; false when out of memory. */
@@ -674,7 +652,7 @@ static void decode_held(void *ctx, uint8_t *buf, size_t valid) { decode_buffer(c
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid) {
   (void)size;
-  cupti_tracer *t = atomic_load(&active);
+  cupti_tracer *t = (cupti_tracer *)ft__tracer_active();
 #ifdef FT_MCPTI
   if (t && buf && valid) {
     if (!hold_buffer(t, buf, valid)) FT__WARN("out of memory holding an activity buffer; its records are lost");
@@ -686,7 +664,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
   if (t) {
     size_t dropped = 0;
     if (t->api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
-      atomic_fetch_add(&dropped_total, dropped);
+      atomic_fetch_add(&t->base.dropped, dropped);
       FT__LOG("%zu records dropped (context %p, stream %u)", dropped, (void *)ctx, stream);
     }
   }
@@ -721,7 +699,7 @@ static bool open_cupti(cupti_tracer *t) {
   if (maca && *maca) snprintf(in_maca, sizeof in_maca, "%s/lib/libmcpti.so", maca);
   const char *const candidates[] = {"libmcpti.so", in_maca, "/opt/maca/lib/libmcpti.so"};
   bool ok = ft__open_vendor_library(candidates, 3, "libmcpti not found (set FLAGOS_TRACER_LIBRARY or MACA_PATH)",
-                                    load_cupti, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
+                                    load_cupti, &t->api, t->base.path, sizeof t->base.path, t->base.why, sizeof t->base.why);
   if (ok) *(void **)&t->get_api_name = dlsym(t->api.handle, "mcptiActivityGetApiName");
   return ok;
 }
@@ -737,17 +715,11 @@ static bool open_cupti(cupti_tracer *t) {
   dl_iterate_phdr(find_torch_dir, torch_cupti);
   const char *const candidates[] = {"libcupti.so.13", "libcupti.so", in_home[0], in_home[1], in_home[2], torch_cupti};
   return ft__open_vendor_library(candidates, 6, "libcupti not found (set FLAGOS_TRACER_LIBRARY or CUDA_HOME)",
-                                 load_cupti, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
+                                 load_cupti, &t->api, t->base.path, sizeof t->base.path, t->base.why, sizeof t->base.why);
 }
 #endif
 
 /* ---- ops ---- */
-
-static bool cu_available(const ft_tracer *base, const char **why) {
-  const cupti_tracer *t = (const cupti_tracer *)base;
-  if (!t->loaded && why) *why = t->why;
-  return t->loaded;
-}
 
 /* Our event kinds -> CUPTI activity kinds; external correlation is always armed
  * (attribution needs it, and it costs nothing without API records). */
@@ -829,17 +801,17 @@ static void quiet_apis(cupti_tracer *t, bool driver) {
 
 static void disable_kinds(cupti_tracer *t) {
   for (size_t i = 0; i < N_KINDS; i++)
-    if (t->kinds & FT_KIND_BIT(kind_map[i].ft_kind)) t->api.cuptiActivityDisable(kind_map[i].cupti);
+    if (t->base.kinds & FT_KIND_BIT(kind_map[i].ft_kind)) t->api.cuptiActivityDisable(kind_map[i].cupti);
   t->api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
 }
 
 static ft_status enable_kinds(cupti_tracer *t) {
-  ft_status st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  FT__LOG("enable external correlation: %s", st ? t->err : "ok");
+  ft_status st = ft__cuptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  FT__LOG("enable external correlation: %s", st ? t->base.err : "ok");
   for (size_t i = 0; i < N_KINDS && !st; i++) {
-    if (!(t->kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
-    st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, kind_map[i].cupti);
-    FT__LOG("enable kind %d: %s", (int)kind_map[i].cupti, st ? t->err : "ok");
+    if (!(t->base.kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
+    st = ft__cuptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, kind_map[i].cupti);
+    FT__LOG("enable kind %d: %s", (int)kind_map[i].cupti, st ? t->base.err : "ok");
     if (st && kind_map[i].optional) st = FT_OK;
     if (!st && (kind_map[i].ft_kind == FT_EVENT_RUNTIME || kind_map[i].ft_kind == FT_EVENT_DRIVER))
       quiet_apis(t, kind_map[i].ft_kind == FT_EVENT_DRIVER);
@@ -850,25 +822,19 @@ static ft_status enable_kinds(cupti_tracer *t) {
 
 static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned kinds) {
   cupti_tracer *t = (cupti_tracer *)base;
-  t->kinds = kinds;
-  if (!t->loaded) return FT_EUNAVAILABLE;
-  cupti_tracer *none = NULL;
-  if (!atomic_compare_exchange_strong(&active, &none, t)) {
-    snprintf(t->err, sizeof t->err, "another tracer instance is armed");
-    return FT_EBUSY;
-  }
-  t->sink = sink;
+  t->base.kinds = kinds;
+  ft_status claim = ft__tracer_claim(&t->base, sink, kinds);
+  if (claim) return claim;
   t->all_apis = ft__env_flag("FLAGTRACE_CUPTI_ALL_APIS");
   atomic_store(&t->range_enabled, false);
   ft__thread_register();
-  atomic_store(&dropped_total, 0);
   size_t want = env_size("FLAGTRACE_CUPTI_BUFFER_BYTES", DEFAULT_BUF_SIZE) & ~(size_t)7;
   int reserved = ft__pool_reserve(POOL_INITIAL, want);
   if (reserved < 0)
     FT__WARN("activity buffers still in use; keeping %zu-byte buffers", ft__pool_buffer_size());
   if (!reserved) {
-    snprintf(t->err, sizeof t->err, "cannot reserve %d activity buffers of %zu KiB", POOL_INITIAL, want >> 10);
-    atomic_store(&active, NULL);
+    snprintf(t->base.err, sizeof t->base.err, "cannot reserve %d activity buffers of %zu KiB", POOL_INITIAL, want >> 10);
+    ft__tracer_release(&t->base);
     return FT_ENOMEM;
   }
   ft_status st;
@@ -880,10 +846,10 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   t->resyncs = t->skipped_bytes = 0;
   t->have_clock = ft__clock_sample(read_clock, t, &t->clock.v0, &t->clock.r0);
   t->clock.v1 = t->clock.v0, t->clock.r1 = t->clock.r0;
-  if (!t->have_clock) FT__WARN("cannot read its clock (%s); timestamps are taken as CLOCK_REALTIME", t->err);
+  if (!t->have_clock) FT__WARN("cannot read its clock (%s); timestamps are taken as CLOCK_REALTIME", t->base.err);
 #else
   uint64_t cupti_now = 0;
-  if (!ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, &cupti_now)) {
+  if (!ft__cuptiGetTimestamp(&t->api, t->base.err, sizeof t->base.err, &cupti_now)) {
     int64_t off = (int64_t)(cupti_now - ft__now_ns());
     FT__LOG("cuptiGetTimestamp - CLOCK_REALTIME = %lld ns", (long long)off);
     t->clock_offset = 0;
@@ -897,30 +863,23 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   size_t dev_buf = env_size("FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES", 0);
   if (dev_buf) {
     size_t len = sizeof dev_buf;
-    if (ft__cuptiActivitySetAttribute(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &len,
+    if (ft__cuptiActivitySetAttribute(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &len,
                                       &dev_buf))
-      FT__WARN("cannot set the device buffer size: %s", t->err);
+      FT__WARN("cannot set the device buffer size: %s", t->base.err);
     else
       FT__LOG("device buffer size %zu bytes", dev_buf);
   }
-  st = ft__cuptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
-  FT__LOG("register callbacks: %s", st ? t->err : "ok");
+  st = ft__cuptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested, buffer_completed);
+  FT__LOG("register callbacks: %s", st ? t->base.err : "ok");
   /* Waiting for cudaProfilerStart, nothing is enabled: an enabled kernel kind costs
    * every launch about 1 us even when nothing will be kept (gpu-facts). */
   if (!st && !t->range_only) st = enable_kinds(t);
   if (st) {
-    atomic_store(&active, NULL);
+    ft__tracer_release(&t->base);
     return st;
   }
-  t->armed = true;
+  t->base.armed = true;
   return FT_OK;
-}
-
-static ft_status cu_drain(ft_tracer *base) {
-  cupti_tracer *t = (cupti_tracer *)base;
-  if (!t->armed) return FT_OK;
-  /* Completed buffers are decoded as CUPTI hands them over; this forces the rest. */
-  return ft__cuptiActivityFlushAll(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
 #ifdef FT_MCPTI
@@ -938,19 +897,18 @@ static void decode_all_held(cupti_tracer *t) {
 
 static ft_status cu_stop(ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
-  if (!t->armed) return FT_OK;
+  if (!t->base.armed) return FT_OK;
   disable_kinds(t);
-  ft_status st = ft__cuptiActivityFlushAll(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  ft_status st = ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 #ifdef FT_MCPTI
   decode_all_held(t);
 #endif
   if (t->dropped_untimed) {
-    atomic_fetch_add(&dropped_total, t->dropped_untimed);
+    atomic_fetch_add(&t->base.dropped, t->dropped_untimed);
     FT__LOG("%llu records without usable timing (start = end = 0, or implausible) dropped",
             (unsigned long long)t->dropped_untimed);
   }
-  t->armed = false;
-  atomic_store(&active, NULL);
+  ft__tracer_release(&t->base);
   return st;
 }
 
@@ -958,7 +916,7 @@ static ft_status cu_push(ft_tracer *base, uint64_t id) {
   cupti_tracer *t = (cupti_tracer *)base;
   ft__thread_register();
   char err[256];
-  return t->loaded ? ft__cuptiActivityPushExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, id)
+  return t->base.loaded ? ft__cuptiActivityPushExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, id)
                    : FT_EUNAVAILABLE;
 }
 
@@ -966,7 +924,7 @@ static ft_status cu_pop(ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
   char err[256];
   uint64_t last = 0; /* a real out-pointer: some CUPTI-compatible libraries reject NULL */
-  return t->loaded ? ft__cuptiActivityPopExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, &last)
+  return t->base.loaded ? ft__cuptiActivityPopExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, &last)
                    : FT_EUNAVAILABLE;
 }
 
@@ -1037,10 +995,10 @@ static void CUPTIAPI profiler_callback(void *userdata, CUpti_CallbackDomain doma
   /* Kinds are enabled at the first start, before the window opens, and stay enabled
    * after the stop: kernels launched inside the range still deliver their records,
    * and what comes later falls outside the window and is discarded (counted). */
-  cupti_tracer *t = atomic_load(&active);
+  cupti_tracer *t = (cupti_tracer *)ft__tracer_active();
   if (start && t && t->range_only && !atomic_exchange(&t->range_enabled, true)) {
     ft_status st = enable_kinds(t);
-    if (st) FT__WARN("cannot enable activity at cudaProfilerStart: %s", t->err);
+    if (st) FT__WARN("cannot enable activity at cudaProfilerStart: %s", t->base.err);
     else FT__LOG("activity enabled at cudaProfilerStart");
   }
   profiler_on(profiler_ctx, start);
@@ -1048,16 +1006,16 @@ static void CUPTIAPI profiler_callback(void *userdata, CUpti_CallbackDomain doma
 
 static ft_status cu_watch_profiler_api(ft_tracer *base, void (*on)(void *ctx, bool start), void *ctx) {
   cupti_tracer *t = (cupti_tracer *)base;
-  if (!t->loaded) return FT_EUNAVAILABLE;
+  if (!t->base.loaded) return FT_EUNAVAILABLE;
 #ifdef FT_MCPTI
   (void)on, (void)ctx;
-  snprintf(t->err, sizeof t->err, "MCPTI's callback ids for the profiler API are not known to flagtrace");
+  snprintf(t->base.err, sizeof t->base.err, "MCPTI's callback ids for the profiler API are not known to flagtrace");
   return FT_EUNAVAILABLE;
 #endif
   profiler_on = on;
   profiler_ctx = ctx;
   CUpti_SubscriberHandle sub;
-  ft_status st = ft__cuptiSubscribe(&t->api, t->err, sizeof t->err, &sub, profiler_callback, NULL);
+  ft_status st = ft__cuptiSubscribe(&t->api, t->base.err, sizeof t->base.err, &sub, profiler_callback, NULL);
   struct {
     CUpti_CallbackDomain d;
     CUpti_CallbackId id;
@@ -1066,21 +1024,14 @@ static ft_status cu_watch_profiler_api(ft_tracer *base, void (*on)(void *ctx, bo
              {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart},
              {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}};
   for (size_t i = 0; i < 4 && !st; i++)
-    st = ft__cuptiEnableCallback(&t->api, t->err, sizeof t->err, 1, sub, ids[i].d, ids[i].id);
+    st = ft__cuptiEnableCallback(&t->api, t->base.err, sizeof t->base.err, 1, sub, ids[i].d, ids[i].id);
   t->range_only = !st; /* when watching fails the session records the whole run */
   return st;
 }
 
-static uint64_t cu_dropped(const ft_tracer *base) {
-  (void)base;
-  return atomic_load(&dropped_total);
-}
-
-static const char *cu_last_error(const ft_tracer *base) { return ((const cupti_tracer *)base)->err; }
-
 static void cu_destroy(ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
-  if (t->armed) cu_stop(base);
+  if (t->base.armed) cu_stop(base);
   /* libcupti stays loaded: CUPTI may still hold callbacks into this library. */
 #ifdef FT_MCPTI
   ft__held_free(&t->held);
@@ -1094,16 +1045,15 @@ static const ft_tracer_ops cupti_ops = {
     .name = FT__TRACER_NAME,
     .runtime_category = "cuda_runtime",
     .driver_category = "cuda_driver",
-    .available = cu_available,
+    .available = ft__tracer_available,
     .start = cu_start,
-    .drain = cu_drain,
     .stop = cu_stop,
     .push_correlation = cu_push,
     .pop_correlation = cu_pop,
     .device_count = cu_device_count,
     .device_properties = cu_device_properties,
-    .dropped_records = cu_dropped,
-    .last_error = cu_last_error,
+    .dropped_records = ft__tracer_dropped,
+    .last_error = ft__tracer_last_error,
     .destroy = cu_destroy,
     .watch_profiler_api = cu_watch_profiler_api,
 };
@@ -1111,27 +1061,27 @@ static const ft_tracer_ops cupti_ops = {
 #ifdef FT_MCPTI
 static bool library_usable(cupti_tracer *t) {
   /* MCPTI's versions are MACA's, not CUPTI's: its record sizes are fixed above. */
-  if (ft__cuptiGetVersion(&t->api, t->err, sizeof t->err, &t->version)) t->version = 0;
-  FT__LOG("bound %s (version %u%s)", t->path, t->version,
+  if (ft__cuptiGetVersion(&t->api, t->base.err, sizeof t->base.err, &t->version)) t->version = 0;
+  FT__LOG("bound %s (version %u%s)", t->base.path, t->version,
           t->get_api_name ? "" : "; no mcptiActivityGetApiName: API rows keep generic names");
   return true;
 }
 #else
 static bool library_usable(cupti_tracer *t) {
-  if (ft__cuptiGetVersion(&t->api, t->err, sizeof t->err, &t->version)) {
-    snprintf(t->why, sizeof t->why, "%s: %s", t->path, t->err);
+  if (ft__cuptiGetVersion(&t->api, t->base.err, sizeof t->base.err, &t->version)) {
+    snprintf(t->base.why, sizeof t->base.why, "%s: %s", t->base.path, t->base.err);
     return false;
   }
   if (t->version / 10000 != FT_CUPTI_COMPILED_MAJOR) {
     /* Never gated (design.md §8): decoding another major's layouts reads garbage. */
     ft__warn("CUPTI at %s reports API version %u, but this flagtrace decodes CUPTI %d.x "
              "record layouts (built with %d): device activity will not be collected",
-             t->path, t->version, FT_CUPTI_COMPILED_MAJOR, CUPTI_API_VERSION);
-    snprintf(t->why, sizeof t->why, "record layout mismatch: %s is CUPTI API %u, built for %d", t->path,
+             t->base.path, t->version, FT_CUPTI_COMPILED_MAJOR, CUPTI_API_VERSION);
+    snprintf(t->base.why, sizeof t->base.why, "record layout mismatch: %s is CUPTI API %u, built for %d", t->base.path,
              t->version, CUPTI_API_VERSION);
     return false;
   }
-  FT__LOG("bound %s (API version %u)", t->path, t->version);
+  FT__LOG("bound %s (API version %u)", t->base.path, t->version);
   return true;
 }
 #endif
@@ -1139,10 +1089,10 @@ static bool library_usable(cupti_tracer *t) {
 ft_status ft_make_device_tracer(ft_tracer **out) {
   cupti_tracer *t = calloc(1, sizeof *t);
   if (!t) return FT_ENOMEM;
-  t->base.ops = &cupti_ops;
+  t->base.tracer.ops = &cupti_ops;
   pthread_mutex_init(&t->decode_mu, NULL);
-  t->loaded = open_cupti(t) && library_usable(t);
-  if (!t->loaded) FT__LOG("unavailable: %s", t->why);
-  *out = &t->base;
+  t->base.loaded = open_cupti(t) && library_usable(t);
+  if (!t->base.loaded) FT__LOG("unavailable: %s", t->base.why);
+  *out = &t->base.tracer;
   return FT_OK;
 }

@@ -27,17 +27,10 @@ typedef struct api_rec {
 } api_rec;
 
 typedef struct mspti_tracer {
-  ft_tracer base;
+  ft__tracer_base base; /* first: loaded, path, why, err, sink, armed, kinds, dropped */
   ft__mspti_api api;
-  bool loaded;       /* symbols bound (at start: MSPTI is loaded lazily) */
   bool preloaded;    /* libmspti was in the link map at process start */
-  char path[PATH_MAX];
-  char why[512];
-  char err[512];
-  const ft_event_sink *sink;
   msptiSubscriberHandle sub;
-  bool armed;
-  unsigned kinds;
   pthread_mutex_t mu; /* the id map, held API records, device kinds */
   /* 64-bit MSPTI correlation ids -> nonzero 32-bit ids (flows need 32 bits) */
   uint64_t *id_keys;
@@ -49,10 +42,7 @@ typedef struct mspti_tracer {
   size_t n_apis, apis_cap;
   int visible[MAX_VISIBLE]; /* ASCEND_RT_VISIBLE_DEVICES: physical id per logical ordinal */
   int n_visible;
-  atomic_uint_fast64_t dropped;
 } mspti_tracer;
-
-static _Atomic(mspti_tracer *) active;
 
 static uint32_t rd32(const uint8_t *p, size_t off) {
   uint32_t v;
@@ -122,12 +112,6 @@ static uint32_t logical_device(const mspti_tracer *t, uint32_t physical) {
   return physical;
 }
 
-static void emit(mspti_tracer *t, ft_device_event *ev, const ft_kv *md, size_t n) {
-  ev->metadata = md;
-  ev->n_metadata = n;
-  if (t->sink->event(t->sink->ctx, ev) != FT_OK) FT__WARN("out of memory recording an event; it is lost");
-}
-
 static void decode_record(mspti_tracer *t, const uint8_t *r) {
   char a[32], b[32], c[32];
   switch (rd32(r, 0)) {
@@ -140,7 +124,7 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
                           .end_ns = rd64(r, MSPTI_KERNEL_END), .correlation_id = corr,
                           .device = logical_device(t, rd32(r, MSPTI_KERNEL_DEVICE)),
                           .stream = rd32(r, MSPTI_KERNEL_STREAM), .name = rdstr(r, MSPTI_KERNEL_NAME)};
-    emit(t, &ev, md, 1);
+    ft__tracer_emit(&t->base, &ev, md, 1);
     break;
   }
   case MSPTI_ACTIVITY_KIND_MEMCPY:
@@ -156,7 +140,7 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
                           .end_ns = rd64(r, MSPTI_MEM_END), .correlation_id = corr,
                           .device = logical_device(t, rd32(r, MSPTI_MEM_DEVICE)),
                           .stream = rd32(r, MSPTI_MEM_STREAM), .name = set ? "Memset" : "Memcpy"};
-    emit(t, &ev, md, 3);
+    ft__tracer_emit(&t->base, &ev, md, 3);
     break;
   }
   case MSPTI_ACTIVITY_KIND_API: {
@@ -180,9 +164,8 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
     break;
   }
   case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-    if ((int)rd32(r, MSPTI_EXT_KIND) == MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 &&
-        t->sink->external_id(t->sink->ctx, remap(t, rd64(r, MSPTI_EXT_CORRELATION)), rd64(r, MSPTI_EXT_ID)) != FT_OK)
-      FT__WARN("out of memory recording a correlation; attribution may be lost");
+    if ((int)rd32(r, MSPTI_EXT_KIND) == MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
+      ft__tracer_external(&t->base, remap(t, rd64(r, MSPTI_EXT_CORRELATION)), rd64(r, MSPTI_EXT_ID));
     break;
   default:
     break; /* markers, HCCL, memory: not collected */
@@ -198,14 +181,9 @@ static bool record_fits(const uint8_t *buf, size_t valid, const uint8_t *rec) {
   return valid - (size_t)(rec - buf) >= (need ? need : 4);
 }
 
-static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-  *buffer = ft__pool_get(size);
-  *max_records = 0;
-}
-
 static void buffer_completed(uint8_t *buffer, size_t size, size_t valid) {
   (void)size;
-  mspti_tracer *t = atomic_load(&active);
+  mspti_tracer *t = (mspti_tracer *)ft__tracer_active();
   if (t && buffer && valid) {
     pthread_mutex_lock(&t->mu);
     msptiActivity *rec = NULL;
@@ -258,7 +236,7 @@ static void emit_apis(mspti_tracer *t) {
     const api_rec *a = &t->apis[best];
     ft_device_event ev = {.kind = FT_EVENT_RUNTIME, .start_ns = a->start, .end_ns = a->end,
                           .correlation_id = a->corr, .thread_id = a->tid, .name = a->name};
-    emit(t, &ev, NULL, 0);
+    ft__tracer_emit(&t->base, &ev, NULL, 0);
     i = j;
   }
   for (size_t i = 0; i < t->n_apis; i++) free(t->apis[i].name);
@@ -281,49 +259,49 @@ static bool in_link_map(void) {
 static bool locate(mspti_tracer *t) {
   const char *override = getenv("FLAGOS_TRACER_LIBRARY");
   if (override && *override) {
-    snprintf(t->path, sizeof t->path, "%s", override);
+    snprintf(t->base.path, sizeof t->base.path, "%s", override);
     FILE *f = fopen(override, "rb"); /* loaded (and its symbols checked) at session start */
     if (f) {
       fclose(f);
       return true;
     }
-    snprintf(t->why, sizeof t->why, "FLAGOS_TRACER_LIBRARY=%s could not be used: %s", override, strerror(errno));
+    snprintf(t->base.why, sizeof t->base.why, "FLAGOS_TRACER_LIBRARY=%s could not be used: %s", override, strerror(errno));
     return false;
   }
   static const char *const homes[] = {"ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"};
   for (size_t i = 0; i < 2; i++) {
     const char *h = getenv(homes[i]);
     if (!h || !*h) continue;
-    snprintf(t->path, sizeof t->path, "%s/tools/mspti/lib64/libmspti.so", h);
-    FILE *f = fopen(t->path, "rb");
+    snprintf(t->base.path, sizeof t->base.path, "%s/tools/mspti/lib64/libmspti.so", h);
+    FILE *f = fopen(t->base.path, "rb");
     if (f) {
       fclose(f);
       return true;
     }
   }
-  snprintf(t->path, sizeof t->path, "libmspti.so");
+  snprintf(t->base.path, sizeof t->base.path, "libmspti.so");
   if (t->preloaded) return true;
-  snprintf(t->why, sizeof t->why, "libmspti.so not found (set FLAGOS_TRACER_LIBRARY, ASCEND_HOME_PATH or "
+  snprintf(t->base.why, sizeof t->base.why, "libmspti.so not found (set FLAGOS_TRACER_LIBRARY, ASCEND_HOME_PATH or "
                                   "ASCEND_TOOLKIT_HOME)");
   return false;
 }
 
 /* Loads the library at session start (never at import: CANN's interposer has a cost). */
 static ft_status load(mspti_tracer *t) {
-  if (t->loaded) return FT_OK;
+  if (t->base.loaded) return FT_OK;
   /* kept loaded for the process's life: CANN may hold interposed ACL pointers */
-  void *h = dlopen(t->path, RTLD_NOW | RTLD_GLOBAL);
+  void *h = dlopen(t->base.path, RTLD_NOW | RTLD_GLOBAL);
   char why[256];
   if (!h) {
-    snprintf(t->err, sizeof t->err, "%s", dlerror());
+    snprintf(t->base.err, sizeof t->base.err, "%s", dlerror());
     return FT_EUNAVAILABLE;
   }
   if (!ft__mspti_load_symbols(&t->api, h, why, sizeof why)) {
-    snprintf(t->err, sizeof t->err, "%s: %s", t->path, why);
+    snprintf(t->base.err, sizeof t->base.err, "%s: %s", t->base.path, why);
     return FT_EUNAVAILABLE;
   }
-  t->loaded = true;
-  FT__LOG("bound %s", t->path);
+  t->base.loaded = true;
+  FT__LOG("bound %s", t->base.path);
   return FT_OK;
 }
 
@@ -343,8 +321,8 @@ static void read_visible_devices(mspti_tracer *t) {
 
 static bool ms_available(const ft_tracer *base, const char **why) {
   const mspti_tracer *t = (const mspti_tracer *)base;
-  bool ok = !t->why[0];
-  if (!ok && why) *why = t->why;
+  bool ok = !t->base.why[0];
+  if (!ok && why) *why = t->base.why;
   return ok;
 }
 
@@ -352,77 +330,65 @@ static ft_status ms_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   mspti_tracer *t = (mspti_tracer *)base;
   ft_status st = load(t);
   if (st) return st;
-  mspti_tracer *none = NULL;
-  if (!atomic_compare_exchange_strong(&active, &none, t)) {
-    snprintf(t->err, sizeof t->err, "another tracer instance is armed");
-    return FT_EBUSY;
-  }
-  t->sink = sink;
-  t->kinds = kinds;
-  atomic_store(&t->dropped, 0);
+  ft_status claim = ft__tracer_claim(&t->base, sink, kinds);
+  if (claim) return claim;
   read_visible_devices(t);
   if (ft__pool_reserve(POOL_INITIAL, BUF_SIZE) == 0) {
-    atomic_store(&active, NULL);
-    snprintf(t->err, sizeof t->err, "cannot reserve activity buffers");
+    ft__tracer_release(&t->base);
+    snprintf(t->base.err, sizeof t->base.err, "cannot reserve activity buffers");
     return FT_ENOMEM;
   }
-  st = ft__msptiSubscribe(&t->api, t->err, sizeof t->err, &t->sub, on_callback, NULL);
-  if (!st) st = ft__msptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
-  if (!st) st = ft__msptiActivityEnable(&t->api, t->err, sizeof t->err, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  st = ft__msptiSubscribe(&t->api, t->base.err, sizeof t->base.err, &t->sub, on_callback, NULL);
+  if (!st) st = ft__msptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested, buffer_completed);
+  if (!st) st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   if (!st && (kinds & FT_KIND_BIT(FT_EVENT_KERNEL)))
-    st = ft__msptiActivityEnable(&t->api, t->err, sizeof t->err, MSPTI_ACTIVITY_KIND_KERNEL);
+    st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_KERNEL);
   if (!st && (kinds & FT_KIND_BIT(FT_EVENT_RUNTIME)))
-    st = ft__msptiActivityEnable(&t->api, t->err, sizeof t->err, MSPTI_ACTIVITY_KIND_API);
+    st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_API);
   /* copies and sets come from CANN's interposer, which works only when libmspti was
    * in the link map at process start (measured; a later dlopen cannot substitute) */
   bool mem = t->preloaded && (kinds & (FT_KIND_BIT(FT_EVENT_MEMCPY) | FT_KIND_BIT(FT_EVENT_MEMSET)));
   if (!st && mem && (kinds & FT_KIND_BIT(FT_EVENT_MEMCPY)))
-    st = ft__msptiActivityEnable(&t->api, t->err, sizeof t->err, MSPTI_ACTIVITY_KIND_MEMCPY);
+    st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_MEMCPY);
   if (!st && mem && (kinds & FT_KIND_BIT(FT_EVENT_MEMSET)))
-    st = ft__msptiActivityEnable(&t->api, t->err, sizeof t->err, MSPTI_ACTIVITY_KIND_MEMSET);
+    st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_MEMSET);
   if (!t->preloaded)
     FT__LOG("libmspti was not loaded at process start (LD_PRELOAD): copies and sets are not collected");
   if (st) {
     if (t->sub) t->api.msptiUnsubscribe(t->sub);
     t->sub = NULL;
-    atomic_store(&active, NULL);
+    ft__tracer_release(&t->base);
     return st;
   }
-  t->armed = true;
+  t->base.armed = true;
   return FT_OK;
-}
-
-static ft_status ms_drain(ft_tracer *base) {
-  mspti_tracer *t = (mspti_tracer *)base;
-  return t->armed ? ft__msptiActivityFlushAll(&t->api, t->err, sizeof t->err, 1) : FT_OK;
 }
 
 static ft_status ms_stop(ft_tracer *base) {
   mspti_tracer *t = (mspti_tracer *)base;
-  if (!t->armed) return FT_OK;
+  if (!t->base.armed) return FT_OK;
   /* the measured order: unsubscribe first, then flush the pending buffers */
-  ft_status st = ft__msptiUnsubscribe(&t->api, t->err, sizeof t->err, t->sub);
+  ft_status st = ft__msptiUnsubscribe(&t->api, t->base.err, sizeof t->base.err, t->sub);
   t->sub = NULL;
-  ft_status fl = ft__msptiActivityFlushAll(&t->api, t->err, sizeof t->err, 1);
+  ft_status fl = ft__msptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, 1);
   static const msptiActivityKind all[] = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_API,
                                           MSPTI_ACTIVITY_KIND_MEMCPY, MSPTI_ACTIVITY_KIND_MEMSET,
                                           MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t->api.msptiActivityDisable(all[i]);
   size_t dropped = 0;
   if (t->api.msptiActivityGetNumDroppedRecords && t->api.msptiActivityGetNumDroppedRecords(&dropped) == MSPTI_SUCCESS)
-    atomic_store(&t->dropped, dropped);
+    atomic_store(&t->base.dropped, dropped);
   pthread_mutex_lock(&t->mu);
   emit_apis(t);
   pthread_mutex_unlock(&t->mu);
-  t->armed = false;
-  atomic_store(&active, NULL);
+  ft__tracer_release(&t->base);
   return st ? st : fl;
 }
 
 static ft_status ms_push(ft_tracer *base, uint64_t id) {
   mspti_tracer *t = (mspti_tracer *)base;
   char err[128];
-  return t->loaded ? ft__msptiActivityPushExternalCorrelationId(&t->api, err, sizeof err,
+  return t->base.loaded ? ft__msptiActivityPushExternalCorrelationId(&t->api, err, sizeof err,
                                                                 MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id)
                    : FT_EUNAVAILABLE;
 }
@@ -432,7 +398,7 @@ static ft_status ms_pop(ft_tracer *base) {
   char err[128];
   /* a real out-pointer: CANN 9.0 rejects NULL and leaves the stack as it was */
   uint64_t last = 0;
-  return t->loaded ? ft__msptiActivityPopExternalCorrelationId(&t->api, err, sizeof err,
+  return t->base.loaded ? ft__msptiActivityPopExternalCorrelationId(&t->api, err, sizeof err,
                                                                MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last)
                    : FT_EUNAVAILABLE;
 }
@@ -442,13 +408,9 @@ static int ms_device_count(const ft_tracer *base) {
   return t->n_visible;
 }
 
-static uint64_t ms_dropped(const ft_tracer *base) { return atomic_load(&((const mspti_tracer *)base)->dropped); }
-
-static const char *ms_last_error(const ft_tracer *base) { return ((const mspti_tracer *)base)->err; }
-
 static void ms_destroy(ft_tracer *base) {
   mspti_tracer *t = (mspti_tracer *)base;
-  if (t->armed) ms_stop(base);
+  if (t->base.armed) ms_stop(base);
   for (size_t i = 0; i < t->n_apis; i++) free(t->apis[i].name);
   free(t->apis);
   free(t->id_keys);
@@ -462,15 +424,14 @@ static const ft_tracer_ops mspti_ops = {
     .name = FT__TRACER_NAME,
     .runtime_category = "privateuse1_runtime",
     .driver_category = "privateuse1_driver",
-    .available = ms_available,
+    .available = ms_available, /* the library loads at start: available when located */
     .start = ms_start,
-    .drain = ms_drain,
     .stop = ms_stop,
     .push_correlation = ms_push,
     .pop_correlation = ms_pop,
     .device_count = ms_device_count,
-    .dropped_records = ms_dropped,
-    .last_error = ms_last_error,
+    .dropped_records = ft__tracer_dropped,
+    .last_error = ft__tracer_last_error,
     .destroy = ms_destroy,
     .watch_profiler_api = NULL,
 };
@@ -478,14 +439,14 @@ static const ft_tracer_ops mspti_ops = {
 ft_status ft_make_device_tracer(ft_tracer **out) {
   mspti_tracer *t = calloc(1, sizeof *t);
   if (!t) return FT_ENOMEM;
-  t->base.ops = &mspti_ops;
+  t->base.tracer.ops = &mspti_ops;
   pthread_mutex_init(&t->mu, NULL);
   /* sampled once, before anything of ours loads the library */
   static int preloaded = -1;
   if (preloaded < 0) preloaded = in_link_map();
   t->preloaded = preloaded;
-  if (locate(t)) t->why[0] = '\0';
-  FT__LOG("%s (%s at process start)", t->why[0] ? t->why : t->path, t->preloaded ? "preloaded" : "not loaded");
-  *out = &t->base;
+  if (locate(t)) t->base.why[0] = '\0';
+  FT__LOG("%s (%s at process start)", t->base.why[0] ? t->base.why : t->base.path, t->preloaded ? "preloaded" : "not loaded");
+  *out = &t->base.tracer;
   return FT_OK;
 }
