@@ -20,6 +20,9 @@
 
 #include "cupti_occupancy.h"
 #include "cupti_shim.h"
+#ifdef FT_MCPTI
+#include "mcpti_walk.h"
+#endif
 #include "flagtrace/device_tracer.h"
 #include "tracer_support.h"
 
@@ -31,6 +34,16 @@
 /* Our pushes use their own external-correlation kind so that they never mix with
  * kineto's (CUSTOM0 for ops, CUSTOM1 for user annotations). */
 #define FT_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
+
+/* Where a completed buffer goes, chosen here once. CUPTI's are decoded as they
+ * complete. MCPTI's are held until stop and decoded there: its clock is mapped from
+ * the start and stop samples, and its API-name lookup can deadlock inside the buffer
+ * callback (design.md §9). */
+#ifdef FT_MCPTI
+enum { HOLD_UNTIL_STOP = 1 };
+#else
+enum { HOLD_UNTIL_STOP = 0 };
+#endif
 
 enum {
   DEFAULT_BUF_SIZE = 8 * 1024 * 1024, /* 8 MiB: 2 M records measured with 0 dropped */
@@ -67,15 +80,13 @@ typedef struct cupti_tracer {
   atomic_bool range_enabled;  /* the first cudaProfilerStart enabled them */
   int64_t clock_offset; /* subtracted from CUPTI timestamps */
   uint64_t dropped_untimed; /* records without usable timing (start = end = 0, or implausible): counted as dropped */
-#ifdef FT_MCPTI
-  ft__clock_map clock; /* MCPTI's own clock, sampled against CLOCK_REALTIME at start and stop */
+  /* MCPTI (HOLD_UNTIL_STOP): its own clock, sampled against CLOCK_REALTIME at start
+   * and stop; its API-name lookup; the completed buffers, decoded at stop */
+  ft__clock_map clock;
   bool have_clock;
   CUptiResult (*get_api_name)(CUpti_ActivityKind kind, uint32_t id, const char **name);
-  /* completed buffers, decoded at stop: MCPTI names API ids only after a flush, and
-   * its name lookup can deadlock inside the buffer callback (design.md §9) */
   ft__held held; /* under decode_mu */
-  uint64_t resyncs, skipped_bytes;
-#endif
+  uint64_t resyncs, skipped_bytes; /* malformed stretches the walker stepped over */
   pthread_mutex_t decode_mu;
 } cupti_tracer;
 
@@ -284,13 +295,11 @@ static bool span(cupti_tracer *t, uint64_t start, uint64_t end, uint64_t *s, uin
     t->dropped_untimed++;
     return false;
   }
-#ifdef FT_MCPTI
   if (t->have_clock && !ft__clock_map_span(&t->clock, start, end, s, e)) {
     t->dropped_untimed++;
     return false;
   }
   if (t->have_clock) return true;
-#endif
   *s = ts(t, start);
   *e = ts(t, end);
   return true;
@@ -520,94 +529,13 @@ static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
 }
 
 #ifdef FT_MCPTI
-/* MCPTI records: CUPTI's kinds and field prefixes, 8-byte aligned, but full sizes of
- * their own (vendor-apis.md, MACA 3.x); every field decode_record reads lies inside them. */
-enum { MC_KERNEL_SIZE = 200, MC_MEMCPY_SIZE = 88, MC_MEMSET_SIZE = 88 };
-_Static_assert(offsetof(CUpti_ActivityKernel10, queued) + 8 <= MC_KERNEL_SIZE, "kernel field outside MCPTI's record");
-_Static_assert(offsetof(CUpti_ActivityMemcpy6, streamId) + 4 <= MC_MEMCPY_SIZE, "memcpy field outside MCPTI's record");
-_Static_assert(offsetof(CUpti_ActivityMemset4, memoryKind) + 2 <= MC_MEMSET_SIZE, "memset field outside MCPTI's record");
-
-static bool times_ok(uint64_t start, uint64_t end) {
-  /* the no-timing sentinel is a valid record (skipped later); else end >= start and
-   * no single activity longer than an hour */
-  return (!start && !end) || (end >= start && end - start <= 3600ull * 1000000000ull);
-}
-
-static bool dims_ok(int x, int y, int z, int max_x) {
-  return x > 0 && x <= max_x && y > 0 && y < 65536 && z > 0 && z < 65536;
-}
-
-/* The size of a well-formed MCPTI record of this kind at p (avail bytes readable),
- * or 0 when the candidate is malformed. */
-static size_t mc_record_size(const uint8_t *p, size_t avail) {
-  uint32_t kind;
-  memcpy(&kind, p, sizeof kind);
-  switch (kind) {
-  case CUPTI_ACTIVITY_KIND_KERNEL:
-  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-    const CUpti_ActivityKernel10 *k = (const void *)p;
-    if (avail < MC_KERNEL_SIZE) return 0;
-    return k->correlationId && dims_ok(k->gridX, k->gridY, k->gridZ, INT32_MAX) &&
-                   dims_ok(k->blockX, k->blockY, k->blockZ, 4096) && times_ok(k->start, k->end)
-               ? MC_KERNEL_SIZE
-               : 0;
-  }
-  case CUPTI_ACTIVITY_KIND_MEMCPY:
-  case CUPTI_ACTIVITY_KIND_MEMSET: {
-    const CUpti_ActivityMemset4 *m = (const void *)p; /* bytes, start, end, correlation: same offsets in both */
-    size_t n = kind == CUPTI_ACTIVITY_KIND_MEMCPY ? MC_MEMCPY_SIZE : MC_MEMSET_SIZE;
-    return avail >= n && m->correlationId && times_ok(m->start, m->end) ? n : 0;
-  }
-  case CUPTI_ACTIVITY_KIND_RUNTIME:
-  case CUPTI_ACTIVITY_KIND_DRIVER: {
-    const CUpti_ActivityAPI *a = (const void *)p;
-    return avail >= sizeof *a && a->correlationId && times_ok(a->start, a->end) ? sizeof *a : 0;
-  }
-  case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-    const CUpti_ActivityExternalCorrelation *x = (const void *)p;
-    return avail >= sizeof *x && x->correlationId && x->externalKind >= CUPTI_EXTERNAL_CORRELATION_KIND_UNKNOWN &&
-                   x->externalKind <= CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
-               ? sizeof *x
-               : 0;
-  }
-  default:
-    return 0;
-  }
-}
-_Static_assert(offsetof(CUpti_ActivityMemcpy6, bytes) == offsetof(CUpti_ActivityMemset4, bytes) &&
-                   offsetof(CUpti_ActivityMemcpy6, start) == offsetof(CUpti_ActivityMemset4, start) &&
-                   offsetof(CUpti_ActivityMemcpy6, correlationId) == offsetof(CUpti_ActivityMemset4, correlationId),
-               "memcpy and memset prefixes differ");
-
-/* MCPTI 3.8's iterator can return a stale pointer after external-correlation
- * records (design.md §9), so the buffer is walked here: record by record at the
- * library's sizes, and on a malformed candidate 8 bytes on, to the next plausible
- * record (counted). A pure function of the bytes (fuzz/fuzz_mcpti.c): each
- * well-formed record goes to visit with its size. */
-static void mc_walk(const uint8_t *buf, size_t valid, void (*visit)(void *ctx, const uint8_t *rec, size_t size),
-                    void *ctx, uint64_t *resyncs, uint64_t *skipped_bytes) {
-  size_t off = 0, lost_from = SIZE_MAX;
-  while (off + 8 <= valid) {
-    size_t n = mc_record_size(buf + off, valid - off);
-    if (!n) {
-      if (lost_from == SIZE_MAX) lost_from = off, ++*resyncs;
-      off += 8;
-      continue;
-    }
-    if (lost_from != SIZE_MAX) *skipped_bytes += off - lost_from, lost_from = SIZE_MAX;
-    visit(ctx, buf + off, n);
-    off += (n + 7) & ~(size_t)7;
-  }
-  if (lost_from != SIZE_MAX) *skipped_bytes += valid - lost_from;
-}
-
 static void decode_one(void *t, const uint8_t *rec, size_t size) {
   (void)size;
   decode_record(t, (const CUpti_Activity *)rec);
 }
 
 static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
-  mc_walk(buf, valid, decode_one, t, &t->resyncs, &t->skipped_bytes);
+  ft__mc_walk(buf, valid, decode_one, t, &t->resyncs, &t->skipped_bytes);
 }
 #else
 static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
@@ -633,34 +561,22 @@ static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
 }
 #endif
 
-#ifdef FT_MCPTI
 static bool read_clock(void *ctx, uint64_t *v) {
   cupti_tracer *t = ctx;
   return !ft__cuptiGetTimestamp(&t->api, t->base.err, sizeof t->base.err, v);
 }
 
-/* Keeps a completed buffer for decoding at stop; false when out of memory. */
-static bool hold_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
-  pthread_mutex_lock(&t->decode_mu);
-  bool held = ft__held_add(&t->held, buf, valid);
-  pthread_mutex_unlock(&t->decode_mu);
-  return held;
-}
-
 static void decode_held(void *ctx, uint8_t *buf, size_t valid) { decode_buffer(ctx, buf, valid); }
-#endif
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid) {
   (void)size;
   cupti_tracer *t = (cupti_tracer *)ft__tracer_active();
-#ifdef FT_MCPTI
-  if (t && buf && valid) {
-    if (!hold_buffer(t, buf, valid)) FT__WARN("out of memory holding an activity buffer; its records are lost");
-    else buf = NULL; /* returned to the pool after decoding at stop */
+  if (t && HOLD_UNTIL_STOP) {
+    ft__held_keep(&t->held, &t->decode_mu, buf, valid, FT__TRACER_NAME); /* to the pool after decoding at stop */
+    buf = NULL;
+  } else if (t && buf && valid) {
+    decode_buffer(t, buf, valid);
   }
-#else
-  if (t && buf && valid) decode_buffer(t, buf, valid);
-#endif
   if (t) {
     size_t dropped = 0;
     if (t->api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
@@ -882,7 +798,6 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   return FT_OK;
 }
 
-#ifdef FT_MCPTI
 /* After the final flush: the second clock sample, then every held buffer. */
 static void decode_all_held(cupti_tracer *t) {
   uint64_t v1, r1;
@@ -893,16 +808,13 @@ static void decode_all_held(cupti_tracer *t) {
     FT__WARN("%llu malformed stretches in its activity buffers (%llu bytes) were skipped to the next "
              "well-formed record", (unsigned long long)t->resyncs, (unsigned long long)t->skipped_bytes);
 }
-#endif
 
 static ft_status cu_stop(ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
   if (!t->base.armed) return FT_OK;
   disable_kinds(t);
   ft_status st = ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-#ifdef FT_MCPTI
-  decode_all_held(t);
-#endif
+  if (HOLD_UNTIL_STOP) decode_all_held(t);
   if (t->dropped_untimed) {
     atomic_fetch_add(&t->base.dropped, t->dropped_untimed);
     FT__LOG("%llu records without usable timing (start = end = 0, or implausible) dropped",
@@ -1033,9 +945,7 @@ static void cu_destroy(ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
   if (t->base.armed) cu_stop(base);
   /* libcupti stays loaded: CUPTI may still hold callbacks into this library. */
-#ifdef FT_MCPTI
   ft__held_free(&t->held);
-#endif
   for (int i = 0; i < MAX_DEVICES; i++) free(t->props[i]);
   pthread_mutex_destroy(&t->decode_mu);
   free(t);
