@@ -85,8 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ft__tracer_release(&t.base);
   for (size_t i = 0; i < t.n_apis; i++) free(t.apis[i].name);
   free(t.apis);
-  free(t.id_keys);
-  free(t.id_vals);
+  ft__map_free(&t.ids);
   free(t.dev_kinds);
   pthread_mutex_destroy(&t.mu);
   return 0;

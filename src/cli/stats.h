@@ -5,8 +5,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
-#include "internal.h"
+#include "containers.h"
+#include "json_out.h"
 
 /* One row of a summary, keyed by name. Times in ns. */
 typedef struct ft_stat_row {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "containers.h"
 #include "flagtrace/device_tracer.h"
 #include "mspti_shim.h"
 #include "tracer_support.h"
@@ -33,9 +34,8 @@ typedef struct mspti_tracer {
   msptiSubscriberHandle sub;
   pthread_mutex_t mu; /* the id map, held API records, device kinds */
   /* 64-bit MSPTI correlation ids -> nonzero 32-bit ids (flows need 32 bits) */
-  uint64_t *id_keys;
-  uint32_t *id_vals;
-  size_t id_cap, id_len;
+  ft__map ids;     /* MSPTI id -> our id */
+  uint32_t n_ids; /* ids handed out */
   uint8_t *dev_kinds; /* per 32-bit id: bit 0 kernel, 1 memcpy, 2 memset */
   size_t dev_kinds_cap;
   api_rec *apis;
@@ -62,34 +62,10 @@ static const char *rdstr(const uint8_t *p, size_t off) {
 
 /* The nonzero 32-bit id of a 64-bit MSPTI correlation id (caller holds mu). */
 static uint32_t remap(mspti_tracer *t, uint64_t id) {
-  if ((t->id_len + 1) * 2 > t->id_cap) {
-    size_t ncap = t->id_cap ? t->id_cap * 2 : 1024;
-    uint64_t *k = calloc(ncap, sizeof *k);
-    uint32_t *v = calloc(ncap, sizeof *v);
-    if (!k || !v) {
-      free(k);
-      free(v);
-      return 0;
-    }
-    for (size_t i = 0; i < t->id_cap; i++) {
-      if (!t->id_vals[i]) continue;
-      size_t j = (t->id_keys[i] * 0x9E3779B97F4A7C15ull) & (ncap - 1);
-      while (v[j]) j = (j + 1) & (ncap - 1);
-      k[j] = t->id_keys[i];
-      v[j] = t->id_vals[i];
-    }
-    free(t->id_keys);
-    free(t->id_vals);
-    t->id_keys = k;
-    t->id_vals = v;
-    t->id_cap = ncap;
-  }
-  size_t j = (id * 0x9E3779B97F4A7C15ull) & (t->id_cap - 1);
-  for (; t->id_vals[j]; j = (j + 1) & (t->id_cap - 1))
-    if (t->id_keys[j] == id) return t->id_vals[j];
-  t->id_keys[j] = id;
-  t->id_vals[j] = (uint32_t)++t->id_len;
-  return t->id_vals[j];
+  uint64_t *v = ft__map_upsert(&t->ids, id);
+  if (!v) return 0;
+  if (!*v) *v = ++t->n_ids;
+  return (uint32_t)*v;
 }
 
 static void mark_device_kind(mspti_tracer *t, uint32_t corr, uint8_t bit) {
@@ -413,8 +389,7 @@ static void ms_destroy(ft_tracer *base) {
   if (t->base.armed) ms_stop(base);
   for (size_t i = 0; i < t->n_apis; i++) free(t->apis[i].name);
   free(t->apis);
-  free(t->id_keys);
-  free(t->id_vals);
+  ft__map_free(&t->ids);
   free(t->dev_kinds);
   pthread_mutex_destroy(&t->mu);
   free(t);
