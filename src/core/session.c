@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "export.h"
 #include "internal.h"
 
 enum { MAX_DEPTH = 256 };
@@ -560,4 +561,86 @@ ft_status ft__session_inject_external(ft_session *s, uint32_t corr, uint64_t ext
 void ft__session_set_window(ft_session *s, uint64_t lo, uint64_t hi) {
   s->window_lo_ns = lo;
   s->window_hi_ns = hi;
+}
+
+/* ---- reading a stopped session ---- */
+
+ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_export_visitor visit, void *ctx,
+                                   uint64_t *discarded) {
+  if (!s || !visit || lo > hi) return FT_EINVAL;
+  if (s->state != FT__S_STOPPED) return ft__session_fail(s, FT_ESTATE, "stop the session first");
+  plan p;
+  ft_status st = ft__plan_build(s, &p, lo, hi);
+  ft_kv *kv = NULL;
+  size_t kv_cap = 0;
+  uint64_t outside = 0;
+  const ft__store *store = &s->store;
+  bool stopped = false;
+  for (size_t i = 0; i < store->events.len && !st && !stopped; i++) {
+    const ft__event *e = ft__vec_at(&store->events, i);
+    if (e->kind == FT__EV_CPU_RANGE) continue;
+    if (!ft__in_window(e, lo, hi)) {
+      outside++;
+      continue;
+    }
+    if (e->meta_count > kv_cap) {
+      ft_kv *n = realloc(kv, e->meta_count * sizeof *n);
+      if (!n) {
+        st = FT_ENOMEM;
+        break;
+      }
+      kv = n;
+      kv_cap = e->meta_count;
+    }
+    for (uint32_t k = 0; k < e->meta_count; k++) {
+      const ft__kvid *id = ft__vec_at(&store->kvs, e->meta_first + k);
+      kv[k].key = ft__intern_str(&store->names, id->key);
+      kv[k].value = ft__intern_str(&store->values, id->value);
+    }
+    bool dev = ft__is_device_kind(e->kind);
+    ft_export_event x = {.event = {.kind = (ft_event_kind)e->kind, .start_ns = e->start_ns, .end_ns = e->end_ns,
+                                   .correlation_id = e->correlation_id,
+                                   .has_external_id = (e->flags & FT__F_HAS_EXTERNAL) != 0,
+                                   .external_id = e->external_id,
+                                   .device = dev ? e->device : 0,
+                                   .stream = dev ? e->stream : 0,
+                                   .thread_id = dev ? 0 : e->thread_id,
+                                   .name = ft__intern_str(&store->names, e->name_id),
+                                   .metadata = kv, .n_metadata = e->meta_count}};
+    x.flow = ft__flow_role(&p, i, e);
+    if (x.flow != FT_FLOW_NONE) x.flow_id = e->correlation_id;
+    stopped = visit(ctx, &x) != 0;
+  }
+  /* the user ranges' projections (gpu_user_annotation), after every event */
+  for (size_t i = 0; i < p.n_uprojs && !st && !stopped; i++) {
+    const uproj *u = &p.uprojs[i];
+    const ft__event *r = ft__vec_at(&store->events, u->range);
+    ft_export_event x = {.event = {.kind = FT_EVENT_GPU_USER_ANNOTATION, .start_ns = u->lo, .end_ns = u->hi,
+                                   .has_external_id = true, .external_id = r->external_id,
+                                   .device = u->device, .stream = u->stream,
+                                   .name = ft__intern_str(&store->names, r->name_id)}};
+    stopped = visit(ctx, &x) != 0;
+  }
+  free(kv);
+  ft__plan_free(&p);
+  if (discarded) *discarded = outside;
+  return st;
+}
+
+size_t ft_session_streams(ft_session *s, uint32_t *devices, uint32_t *streams, size_t max) {
+  if (!s || s->state != FT__S_STOPPED || (max && (!devices || !streams))) return 0;
+  plan p;
+  size_t n = 0;
+  if (!ft__plan_build(s, &p, s->window_lo_ns, s->window_hi_ns)) {
+    for (size_t i = 0; i < p.streams.cap; i++) {
+      if (!p.streams.used[i]) continue;
+      if (n < max) {
+        devices[n] = (uint32_t)(p.streams.keys[i] >> 32);
+        streams[n] = (uint32_t)p.streams.keys[i];
+      }
+      n++;
+    }
+  }
+  ft__plan_free(&p);
+  return n;
 }
