@@ -1,7 +1,7 @@
 # FLAGOS_ACCELERATOR -> the one tracer source file compiled into this build.
 #
 # Every accelerator is named explicitly: there is no default arm, so a new
-# accelerator cannot silently get the unavailable tracer (how PPU once did, seed §1.4).
+# accelerator cannot silently get the unavailable tracer (how PPU once did, design.md §1).
 # tests/cmake/test_accelerator_mapping.cmake pins this table entry by entry.
 
 set(FT_ACCELERATORS cuda metax ppu dcu ascend musa gcu cpu)

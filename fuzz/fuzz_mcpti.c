@@ -1,8 +1,8 @@
-/* libFuzzer harness for MCPTI's resync walker (src/tracers/cupti_tracer.c, FT_MCPTI):
+/* libFuzzer harness for MCPTI's resync walker (src/tracers/mcpti_walk.c):
  * arbitrary bytes as an activity buffer; every record it hands on must be a whole,
  * 8-aligned record inside the buffer, after the previous one, and the bytes it
  * skips are counted exactly once. */
-#include "../src/tracers/cupti_tracer.c" /* the walker is static: the same code, not a copy */
+#include "../src/tracers/mcpti_walk.c" /* the same code, not a copy */
 #include <sanitizer/asan_interface.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@ static void check(void *ctx, const uint8_t *rec, size_t size) {
   seen *s = ctx;
   size_t off = (size_t)(rec - s->buf);
   if (rec < s->buf || off % 8 || off < s->next_free || size < 8 || size > s->valid - off) abort();
-  if (mc_record_size(rec, s->valid - off) != size) abort(); /* it handed on what it judged */
+  if (ft__mc_record_size(rec, s->valid - off) != size) abort(); /* it handed on what it judged */
   s->next_free = off + ((size + 7) & ~(size_t)7);
   s->records++;
   s->bytes += size;
@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ASAN_POISON_MEMORY_REGION(buf + size, alloc - size); /* a read past the valid bytes is a crash */
   seen s = {.buf = buf, .valid = size};
   uint64_t resyncs = 0, skipped = 0;
-  mc_walk(buf, size, check, &s, &resyncs, &skipped);
+  ft__mc_walk(buf, size, check, &s, &resyncs, &skipped);
   /* every byte is in a record (or its padding), skipped, or the short tail */
   if (skipped > size || (s.records == 0 && size >= 8 && skipped == 0)) abort();
   if (resyncs > size / 8 + 1) abort();

@@ -73,19 +73,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   pthread_mutex_init(&t.mu, NULL);
   t.api.msptiActivityGetNextRecord = next_record;
   ft_event_sink sink = {.event = on_event, .external_id = on_external};
-  t.sink = &sink;
-  atomic_store(&active, &t);
+  t.base.tracer.ops = &mspti_ops;
+  t.base.loaded = true;
+  if (ft__tracer_claim(&t.base, &sink, 0)) abort(); /* the armed tracer its callback finds */
   /* a record cut by the end of the valid bytes must not be read: the pool's buffer
    * is larger, so the bytes past valid are poisoned for ASan meanwhile */
   size_t guard = cap - valid < 256 ? cap - valid : 256; /* more than any record */
   ASAN_POISON_MEMORY_REGION(buf + valid, guard);
   buffer_completed(buf, cap, valid);
   ASAN_UNPOISON_MEMORY_REGION(buf + valid, guard);
-  atomic_store(&active, NULL);
+  ft__tracer_release(&t.base);
   for (size_t i = 0; i < t.n_apis; i++) free(t.apis[i].name);
   free(t.apis);
-  free(t.id_keys);
-  free(t.id_vals);
+  ft__map_free(&t.ids);
   free(t.dev_kinds);
   pthread_mutex_destroy(&t.mu);
   return 0;

@@ -58,11 +58,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   t.api.roctracer_next_record = next_record;
   t.api.roctracer_op_string = op_string;
   ft_event_sink sink = {.event = on_event, .external_id = on_external};
-  t.sink = &sink;
+  t.base.tracer.ops = &roctracer_ops;
+  t.base.loaded = true;
+  if (ft__tracer_claim(&t.base, &sink, 0)) abort(); /* the armed tracer its callback finds */
   t.clock = (ft__clock_map){0, 0, UINT64_MAX / 2, UINT64_MAX / 2}; /* identity: vendor time is realtime */
-  atomic_store(&active, &t);
   buffer_callback(buf, buf + size, NULL);
-  atomic_store(&active, NULL);
+  ft__tracer_release(&t.base);
   if (t.n_recs > steps + 1) abort(); /* one record kept per record stood on */
   for (size_t i = 0; i < t.n_recs; i++) {
     roctracer_record *r = &t.recs[i];

@@ -41,7 +41,7 @@ typedef struct ft_kv {
  * pointers are borrowed for the duration of the sink call only: the core copies
  * what it keeps.
  *
- * Two independent ids (seed §2; confusing them fails silently):
+ * Two independent ids (design.md §2; confusing them fails silently):
  *  - correlation_id: the vendor's id; pairs a runtime call with the device work it
  *    launched. Drives flow arrows only. 0 = none.
  *  - external_id: the framework's id of the CPU op/range that issued the work.
@@ -78,10 +78,9 @@ typedef struct ft_event_sink {
 typedef struct ft_tracer ft_tracer;
 
 /* One tracer backend, one const instance per tracer file. Threading: start, stop,
- * drain, destroy are called by one thread at a time (the session serializes them);
+ * destroy are called by one thread at a time (the session serializes them);
  * push/pop_correlation are called on arbitrary threads concurrently and act on the
- * calling thread's correlation stack. A session calls start, then (optionally,
- * repeatedly) drain, then stop. */
+ * calling thread's correlation stack. A session calls start, then stop. */
 typedef struct ft_tracer_ops {
   const char *name; /* "cupti", "unavailable", ... */
   /* The trace category of runtime events: "cuda_runtime" where torch-cuda users
@@ -95,14 +94,13 @@ typedef struct ft_tracer_ops {
    * before this: idle cost must be zero) and remembers sink, which must stay valid
    * until stop returns. */
   ft_status (*start)(ft_tracer *t, const ft_event_sink *sink, unsigned kinds);
-  /* Delivers every record the vendor has buffered so far to the sink. */
-  ft_status (*drain)(ft_tracer *t);
   /* Flushes (forced), delivers everything still buffered, and disarms. No sink
    * call happens after it returns. */
   ft_status (*stop)(ft_tracer *t);
   ft_status (*push_correlation)(ft_tracer *t, uint64_t external_id);
   ft_status (*pop_correlation)(ft_tracer *t);
-  /* Devices the vendor reports (0 when it cannot tell); read after stop. */
+  /* Optional (NULL when the vendor's devices are not queried): devices the vendor
+   * reports (0 when it cannot tell); read after stop, for deviceProperties. */
   int (*device_count)(const ft_tracer *t);
   /* Optional (NULL when the vendor offers no device queries): the properties of
    * device (0 .. device_count-1) as kineto's deviceProperties names them (name,

@@ -7,7 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "internal.h"
+#include "containers.h"
+#include "json_out.h"
 
 /* A distribution of values (ns or bytes): count, sum, min, max, sum of squares
  * (stddev, exact), and the values themselves while there are at most

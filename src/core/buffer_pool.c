@@ -94,6 +94,17 @@ bool ft__held_add(ft__held *h, uint8_t *buf, size_t valid) {
   return true;
 }
 
+void ft__held_keep(ft__held *h, pthread_mutex_t *mu, uint8_t *buf, size_t valid, const char *who) {
+  if (buf && valid) {
+    pthread_mutex_lock(mu);
+    bool kept = ft__held_add(h, buf, valid);
+    pthread_mutex_unlock(mu);
+    if (kept) return;
+    ft__warn("%s: out of memory holding an activity buffer; its records are lost", who);
+  }
+  ft__pool_put(buf);
+}
+
 size_t ft__held_take_all(ft__held *h, void (*decode)(void *ctx, uint8_t *buf, size_t valid), void *ctx) {
   size_t n = h->n;
   for (size_t i = 0; i < n; i++) {

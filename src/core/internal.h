@@ -1,4 +1,5 @@
-/* Internal declarations shared by the core's files (ft__ prefix, hidden). */
+/* The core's session and store internals (ft__ prefix, hidden); the containers and
+ * the output sink have their own headers. */
 #ifndef FLAGTRACE_CORE_INTERNAL_H
 #define FLAGTRACE_CORE_INTERNAL_H
 
@@ -13,11 +14,13 @@
 
 #include "flagtrace/device_tracer.h"
 #include "flagtrace/flagtrace.h"
+#include "containers.h"
+#include "json_out.h"
 #include "tracer_support.h"
 
 /* ---- environment and diagnostics (env.c) ---- */
 
-/* Parses a boolean as the seed's §4 defines it: 1/true/on/yes, 0/false/off/no,
+/* Parses a boolean as design.md §8 defines it: 1/true/on/yes, 0/false/off/no,
  * case-insensitive. Returns FT_OK and sets *out, or FT_EINVAL for anything else
  * (the text is not a boolean). */
 ft_status ft__parse_bool(const char *text, bool *out);
@@ -30,66 +33,6 @@ bool ft__trace_enabled(void);
 void ft__trace_reset_for_tests(void);
 
 uint32_t ft__gettid(void);
-
-/* ---- memory (store.c) ---- */
-
-/* Bump allocator in 64 KiB chunks: events never malloc one by one. */
-typedef struct ft__arena_chunk ft__arena_chunk;
-typedef struct ft__arena {
-  ft__arena_chunk *head;
-  size_t bytes; /* total bytes handed out, for accounting */
-} ft__arena;
-
-void ft__arena_init(ft__arena *a);
-void *ft__arena_alloc(ft__arena *a, size_t size);
-void ft__arena_free(ft__arena *a);
-
-/* String interning: equal strings get equal ids; text lives in the arena. */
-typedef struct ft__strtab {
-  ft__arena arena;
-  const char **strs;
-  uint32_t *lens;
-  uint32_t n, cap;
-  uint32_t *table; /* id + 1, 0 = empty */
-  uint32_t tcap;   /* power of two */
-} ft__strtab;
-
-void ft__intern_init(ft__strtab *in);
-void ft__intern_free(ft__strtab *in);
-ft_status ft__intern(ft__strtab *in, const char *s, size_t len, uint32_t *id);
-static inline const char *ft__intern_str(const ft__strtab *in, uint32_t id) { return in->strs[id]; }
-static inline uint32_t ft__intern_len(const ft__strtab *in, uint32_t id) { return in->lens[id]; }
-
-/* A growable array stored in fixed chunks: appending never moves elements and
- * never mallocs per element. */
-typedef struct ft__vec {
-  char **chunks;
-  size_t n_chunks, cap_chunks;
-  size_t len;
-  size_t elem;
-  unsigned shift; /* elements per chunk = 1 << shift */
-} ft__vec;
-
-void ft__vec_init(ft__vec *v, size_t elem, unsigned shift);
-void ft__vec_free(ft__vec *v);
-void *ft__vec_push(ft__vec *v); /* zeroed slot, or NULL on ENOMEM */
-static inline void *ft__vec_at(const ft__vec *v, size_t i) {
-  return v->chunks[i >> v->shift] + (i & (((size_t)1 << v->shift) - 1)) * v->elem;
-}
-
-/* Open-addressing map from uint64 to uint64. */
-typedef struct ft__map {
-  uint64_t *keys;
-  uint64_t *vals;
-  uint8_t *used;
-  size_t cap, len; /* cap is a power of two */
-} ft__map;
-
-ft_status ft__map_init(ft__map *m, size_t expected);
-void ft__map_free(ft__map *m);
-/* Returns a pointer to the value for key, inserting 0 if absent; NULL on ENOMEM. */
-uint64_t *ft__map_upsert(ft__map *m, uint64_t key);
-uint64_t *ft__map_find(const ft__map *m, uint64_t key);
 
 /* ---- events (store.c) ---- */
 
@@ -156,84 +99,6 @@ static inline bool ft__is_device_kind(unsigned k) {
 /* Host-side API calls: they launch device work and carry the thread id. */
 static inline bool ft__is_api_kind(unsigned k) { return k == FT__EV_RUNTIME || k == FT__EV_DRIVER; }
 
-/* ---- the output file (trace_file.c) ---- */
-
-/* A trace's destination. A regular file or a new name is written under a
- * temporary name beside it and renamed over it at commit (readers never see half
- * a trace); a FIFO or character device is written through in place; a symlink is
- * followed (its target written, the link kept; a dangling one is refused);
- * directories, block devices and sockets are refused. */
-typedef struct ft__trace_file {
-  int fd;
-  char *target; /* what the temporary file is renamed to (the symlink resolved) */
-  char *tmp;    /* NULL when writing through */
-  bool fifo;    /* SIGPIPE is held off while writing */
-} ft__trace_file;
-
-/* Opens path's destination; on failure nothing is left behind and err says why. */
-ft_status ft__trace_file_open(ft__trace_file *f, const char *path, char *err, size_t errlen);
-/* Writes all of p; 0 or the errno of the failure (EPIPE, never SIGPIPE). */
-int ft__trace_file_write(ft__trace_file *f, const void *p, size_t n);
-/* Closes, and renames the temporary file into place; path names it in errors. */
-ft_status ft__trace_file_commit(ft__trace_file *f, const char *path, char *err, size_t errlen);
-/* Closes and removes the temporary file, if any; frees. Safe after commit. */
-void ft__trace_file_discard(ft__trace_file *f);
-
-/* ---- JSON output (json.c) ---- */
-
-typedef struct ft__out ft__out;
-/* Opens a writer on path (gzip when it ends in ".gz"), writing to a temporary file
- * in the same directory. errbuf receives a message on failure. */
-ft_status ft__out_open(ft__out **out, const char *path, char *errbuf, size_t errlen);
-/* Opens a writer into a caller-owned memory buffer (tests, fuzzing, benches). */
-ft_status ft__out_open_mem(ft__out **out, bool gzip);
-/* Opens a writer that only counts bytes (benchmarks: the writer's own cost). */
-ft_status ft__out_open_null(ft__out **out, bool gzip);
-/* Flushes, renames the temporary file into place, frees. On any earlier error the
- * temporary file is removed and the error returned. */
-ft_status ft__out_close(ft__out *o, char *errbuf, size_t errlen);
-/* Discards a writer (removes the temporary file). */
-void ft__out_abort(ft__out *o);
-/* For memory writers: the bytes written so far (not NUL-terminated), valid until
- * close/abort; finishes a gzip stream. Null writers return NULL and the count. */
-const char *ft__out_mem(ft__out *o, size_t *len);
-
-/* The buffer at the start of every ft__out, so small writes inline to a memcpy. */
-typedef struct ft__out_head {
-  char *buf;
-  size_t used, cap;
-} ft__out_head;
-void ft__out_write_slow(ft__out *o, const char *s, size_t n);
-static inline void ft__out_write(ft__out *o, const char *s, size_t n) {
-  ft__out_head *h = (ft__out_head *)o;
-  if (n <= h->cap - h->used) {
-    memcpy(h->buf + h->used, s, n);
-    h->used += n;
-  } else {
-    ft__out_write_slow(o, s, n);
-  }
-}
-void ft__out_str(ft__out *o, const char *s); /* raw, no escaping */
-/* A string literal, its length known at compile time. */
-#define FT__OUT_LIT(o, lit) ft__out_write((o), "" lit, sizeof(lit) - 1)
-void ft__out_u64(ft__out *o, uint64_t v);
-void ft__out_i64(ft__out *o, int64_t v);
-/* ns as microseconds with exactly three decimals. */
-void ft__out_us3(ft__out *o, uint64_t ns);
-/* s as a JSON string literal (with quotes), fully escaped; invalid UTF-8 bytes
- * become U+FFFD so the output is always valid JSON. */
-void ft__out_json_string(ft__out *o, const char *s, size_t n);
-/* The one escaping function: writes s as a quoted JSON string into dst, which must
- * hold 6 * n + 2 bytes; returns the bytes written. */
-size_t ft__json_escape(char *dst, const char *s, size_t n);
-/* A metadata value: raw if ft__json_is_literal, else a JSON string. */
-void ft__out_json_value(ft__out *o, const char *s, size_t n);
-
-/* True when s is provably a JSON literal: a number per RFC 8259, true, false, null,
- * or "[" number ("," number)* "]" with optional spaces. */
-bool ft__json_is_literal(const char *s, size_t n);
-
-
 /* ---- sessions (session.c) and export (trace_writer.c) ---- */
 
 enum { FT__S_CREATED, FT__S_RUNNING, FT__S_STOPPED };
@@ -265,7 +130,7 @@ struct ft_session {
   bool corr_ext_sorted;
   ft__map open_ranges; /* start/end ranges: id -> index into open_vec */
   ft__vec open_vec;    /* struct open_range */
-  uint64_t lo, hi;
+  uint64_t window_lo_ns, window_hi_ns; /* the capture window (design.md §3) */
   uint64_t next_external_id;
   uint64_t dropped;
   int rank, world_size;
@@ -293,7 +158,7 @@ typedef struct ft__export_stats {
 
 /* Writes the session's trace to o (kineto layout); with o NULL, only computes stats. */
 ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats);
-/* True when e lies wholly inside [lo, hi] (strict containment, seed §3.2). */
+/* True when e lies wholly inside [lo, hi] (strict containment, design.md §3). */
 static inline bool ft__in_window(const ft__event *e, uint64_t lo, uint64_t hi) {
   return e->start_ns >= lo && e->end_ns <= hi && e->start_ns <= e->end_ns;
 }

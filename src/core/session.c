@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "export.h"
 #include "internal.h"
 
 enum { MAX_DEPTH = 256 };
@@ -237,7 +238,7 @@ static const uint64_t *find_ext(const ft_session *s, uint32_t corr) {
 }
 
 /* Gives events that arrived without an external id the one their vendor
- * correlation id was issued under (the two id schemes of seed §2 meet here). */
+ * correlation id was issued under (the two id schemes of design.md §2 meet here). */
 static void resolve_external_ids(ft_session *s) {
   if (!s->n_corr_ext && !s->n_corr_runs) return;
   if (!s->corr_ext_sorted) { /* usually already in order: then no sort and no sort buffer (peak RSS) */
@@ -264,7 +265,7 @@ ft_status ft_session_start(ft_session *s) {
   if (!atomic_compare_exchange_strong(&active_session, &none, s))
     return ft__session_fail(s, FT_EBUSY, "another flagtrace session is running in this process");
   s->next_external_id = 1;
-  s->lo = ft__now_ns();
+  s->window_lo_ns = ft__now_ns();
   if (s->device_status == FT_OK) {
     s->sink = (ft_event_sink){.event = sink_event, .external_id = sink_external_id, .ctx = s};
     ft_status st = s->tracer->ops->start(s->tracer, &s->sink, s->activities);
@@ -324,7 +325,7 @@ ft_status ft_session_stop(ft_session *s) {
     pthread_mutex_unlock(&s->mu);
     return ft__session_fail(s, FT_ESTATE, "session is not running");
   }
-  s->hi = ft__now_ns();
+  s->window_hi_ns = ft__now_ns();
   s->state = FT__S_STOPPED;
   s->running = false;
   pthread_mutex_unlock(&s->mu);
@@ -532,12 +533,12 @@ ft_status ft_session_write(ft_session *s, const char *path) {
 ft_status ft_session_device_time(ft_session *s, uint64_t external_id, uint64_t *ns, uint64_t *count) {
   if (!s || !ns) return FT_EINVAL;
   if (s->state != FT__S_STOPPED) return ft__session_fail(s, FT_ESTATE, "stop the session first");
-  /* Keyed on the external id, never the vendor correlation id (seed §2). */
+  /* Keyed on the external id, never the vendor correlation id (design.md §2). */
   uint64_t sum = 0, n = 0;
   for (size_t i = 0; i < s->store.events.len; i++) {
     const ft__event *e = ft__vec_at(&s->store.events, i);
     if (!ft__is_device_kind(e->kind) || !(e->flags & FT__F_HAS_EXTERNAL) ||
-        e->external_id != external_id || !ft__in_window(e, s->lo, s->hi))
+        e->external_id != external_id || !ft__in_window(e, s->window_lo_ns, s->window_hi_ns))
       continue;
     sum += e->end_ns - e->start_ns;
     n++;
@@ -588,6 +589,101 @@ ft_status ft__session_inject_external(ft_session *s, uint32_t corr, uint64_t ext
 }
 
 void ft__session_set_window(ft_session *s, uint64_t lo, uint64_t hi) {
-  s->lo = lo;
-  s->hi = hi;
+  s->window_lo_ns = lo;
+  s->window_hi_ns = hi;
+}
+
+/* ---- reading a stopped session ---- */
+
+ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_export_visitor visit, void *ctx,
+                                   uint64_t *discarded) {
+  if (!s || !visit || lo > hi) return FT_EINVAL;
+  if (s->state != FT__S_STOPPED) return ft__session_fail(s, FT_ESTATE, "stop the session first");
+  plan p;
+  ft_status st = ft__plan_build(s, &p, lo, hi);
+  ft_kv *kv = NULL;
+  size_t kv_cap = 0;
+  uint64_t outside = 0;
+  const ft__store *store = &s->store;
+  bool stopped = false;
+  for (size_t i = 0; i < store->events.len && !st && !stopped; i++) {
+    const ft__event *e = ft__vec_at(&store->events, i);
+    if (e->kind == FT__EV_CPU_RANGE) continue;
+    if (!ft__in_window(e, lo, hi)) {
+      outside++;
+      continue;
+    }
+    if (e->meta_count > kv_cap) {
+      ft_kv *n = realloc(kv, e->meta_count * sizeof *n);
+      if (!n) {
+        st = FT_ENOMEM;
+        break;
+      }
+      kv = n;
+      kv_cap = e->meta_count;
+    }
+    for (uint32_t k = 0; k < e->meta_count; k++) {
+      const ft__kvid *id = ft__vec_at(&store->kvs, e->meta_first + k);
+      kv[k].key = ft__intern_str(&store->names, id->key);
+      kv[k].value = ft__intern_str(&store->values, id->value);
+    }
+    bool dev = ft__is_device_kind(e->kind);
+    ft_export_event x = {.event = {.kind = (ft_event_kind)e->kind, .start_ns = e->start_ns, .end_ns = e->end_ns,
+                                   .correlation_id = e->correlation_id,
+                                   .has_external_id = (e->flags & FT__F_HAS_EXTERNAL) != 0,
+                                   .external_id = e->external_id,
+                                   .device = dev ? e->device : 0,
+                                   .stream = dev ? e->stream : 0,
+                                   .thread_id = dev ? 0 : e->thread_id,
+                                   .name = ft__intern_str(&store->names, e->name_id),
+                                   .metadata = kv, .n_metadata = e->meta_count},
+                         .name_key = e->name_id, .meta_key = e->meta_first};
+    x.flow = ft__flow_role(&p, i, e);
+    if (x.flow != FT_FLOW_NONE) x.flow_id = e->correlation_id;
+    stopped = visit(ctx, &x) != 0;
+  }
+  /* the user ranges' projections (gpu_user_annotation), after every event */
+  for (size_t i = 0; i < p.n_uprojs && !st && !stopped; i++) {
+    const uproj *u = &p.uprojs[i];
+    const ft__event *r = ft__vec_at(&store->events, u->range);
+    ft_export_event x = {.event = {.kind = FT_EVENT_GPU_USER_ANNOTATION, .start_ns = u->lo, .end_ns = u->hi,
+                                   .has_external_id = true, .external_id = r->external_id,
+                                   .device = u->device, .stream = u->stream,
+                                   .name = ft__intern_str(&store->names, r->name_id)},
+                         .name_key = r->name_id};
+    stopped = visit(ctx, &x) != 0;
+  }
+  free(kv);
+  ft__plan_free(&p);
+  if (discarded) *discarded = outside;
+  return st;
+}
+
+size_t ft_session_streams(ft_session *s, uint32_t *devices, uint32_t *streams, size_t max) {
+  if (!s || s->state != FT__S_STOPPED || (max && (!devices || !streams))) return 0;
+  /* The plan's stream set without the rest of the plan (flows, projections): an
+   * adaptor asks for the rows several times per profile exit. */
+  ft__map set;
+  if (ft__map_init(&set, 16)) return 0;
+  uint64_t last = 0;
+  bool ok = true;
+  for (size_t i = 0; i < s->store.events.len && ok; i++) {
+    const ft__event *e = ft__vec_at(&s->store.events, i);
+    if (!ft__is_device_kind(e->kind) || !ft__in_window(e, s->window_lo_ns, s->window_hi_ns)) continue;
+    uint64_t key = (uint64_t)e->device << 32 | e->stream;
+    if (set.len && key == last) continue; /* runs of one stream: no lookup */
+    last = key;
+    ok = ft__map_upsert(&set, key) != NULL;
+  }
+  size_t n = 0;
+  for (size_t i = 0; ok && i < set.cap; i++) {
+    if (!set.used[i]) continue;
+    if (n < max) {
+      devices[n] = (uint32_t)(set.keys[i] >> 32);
+      streams[n] = (uint32_t)set.keys[i];
+    }
+    n++;
+  }
+  ft__map_free(&set);
+  return n;
 }

@@ -1,5 +1,5 @@
 /* ft_strerror and ft_version: the texts behind the status X-macro. */
-#include "internal.h"
+#include "flagtrace/flagtrace.h"
 
 const char *ft_strerror(ft_status status) {
   switch (status) {

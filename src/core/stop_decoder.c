@@ -43,7 +43,7 @@ uint64_t ft__decode_at_stop(ft__held *held, ft__clock_map *clock, ft__vendor_clo
   return w.implausible;
 }
 
-bool ft__emit_transfer(const ft_event_sink *sink, const ft__clock_map *clock, const ft__transfer *x, const char *who) {
+bool ft__emit_transfer(ft__tracer_base *b, const ft__clock_map *clock, const ft__transfer *x) {
   uint64_t s, e;
   if (!ft__clock_map_span(clock, x->start, x->end, &s, &e)) return false;
   char ctx[32], bytes[32], extra[32];
@@ -53,8 +53,7 @@ bool ft__emit_transfer(const ft_event_sink *sink, const ft__clock_map *clock, co
   ft_kv md[3] = {{"context", ctx}, {"bytes", bytes}, {x->extra_key, extra}};
   bool copy = x->kind == FT_EVENT_MEMCPY;
   ft_device_event ev = {.kind = x->kind, .start_ns = s, .end_ns = e, .correlation_id = x->correlation_id,
-                        .device = x->device, .stream = x->stream, .name = copy ? "Memcpy" : "Memset",
-                        .metadata = md, .n_metadata = 3};
-  if (sink->event(sink->ctx, &ev) != FT_OK) ft__warn("%s: out of memory recording an event; it is lost", who);
+                        .device = x->device, .stream = x->stream, .name = copy ? "Memcpy" : "Memset"};
+  ft__tracer_emit(b, &ev, md, 3);
   return true;
 }

@@ -6,12 +6,13 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "json_out.h"
 
 /* Rename is what makes a regular file appear whole or not at all, but renaming
  * over a device node, a FIFO or a symlink replaces it with a regular file (as root,

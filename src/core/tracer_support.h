@@ -2,6 +2,8 @@
 #ifndef FLAGTRACE_TRACER_SUPPORT_H
 #define FLAGTRACE_TRACER_SUPPORT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,15 +17,64 @@
 #endif
 
 /* Diagnostics on stderr, one line each: ft__log only when FLAGOS_TRACE is on;
- * ft__warn always (the two severe conditions of seed §4, and lost data). */
+ * ft__warn always (the two severe conditions of design.md §8, and lost data). */
 void ft__log(const char *fmt, ...) FT__PRINTF(1, 2);
 void ft__warn(const char *fmt, ...) FT__PRINTF(1, 2);
+
+/* A tracer file names itself once, defining FT__TRACER_NAME before including this
+ * header (uftrace's PR_FMT idea); FT__LOG and FT__WARN then prefix every line with
+ * it, so shared code paths say which tracer speaks (mcpti, not cupti, on MetaX).
+ * The format must be a string literal. */
+#ifdef FT__TRACER_NAME
+#define FT__LOG(...) ft__log(FT__TRACER_NAME ": " __VA_ARGS__)
+#define FT__WARN(...) ft__warn(FT__TRACER_NAME ": " __VA_ARGS__)
+#endif
+
+/* ---- what every tracer holds (as curl's ssl_connect_data holds what every TLS
+ * backend shares): the framework owns it, a tracer file embeds it first and keeps
+ * only arming and decoding (tracer_base.c). ---- */
+typedef struct ft__tracer_base {
+  ft_tracer tracer;             /* the ops table: first, so the tracer casts back */
+  bool loaded;                  /* the vendor library is bound */
+  bool armed;                   /* between a successful start and stop */
+  unsigned kinds;               /* the FT_KIND_BIT set armed */
+  const ft_event_sink *sink;    /* valid while armed */
+  atomic_uint_fast64_t dropped; /* records lost since start: the vendor's count and ours */
+  char path[4096];              /* the library bound */
+  char why[512];                /* why the tracer is unavailable, one line */
+  char err[512];                /* the last vendor error text */
+} ft__tracer_base;
+
+/* Vendor activity APIs are process-wide, so one tracer is armed at a time.
+ * ft__tracer_claim: FT_EUNAVAILABLE when the library is not bound, FT_EBUSY (err
+ * set) when another instance is armed; else b is the armed one, with sink and kinds
+ * recorded and dropped zeroed. ft__tracer_release undoes it (a failed start, or
+ * stop): not armed, and ft__tracer_active() is NULL again. */
+ft_status ft__tracer_claim(ft__tracer_base *b, const ft_event_sink *sink, unsigned kinds);
+void ft__tracer_release(ft__tracer_base *b);
+/* The armed tracer, for vendor callbacks that carry no context of ours. */
+ft__tracer_base *ft__tracer_active(void);
+
+/* ft_tracer_ops slots every tracer fills the same way: available (loaded, else why),
+ * dropped_records (dropped), last_error (err). */
+bool ft__tracer_available(const ft_tracer *t, const char **why);
+uint64_t ft__tracer_dropped(const ft_tracer *t);
+const char *ft__tracer_last_error(const ft_tracer *t);
+
+/* Hands ev with its metadata to the sink, and reports corr -> external id; what
+ * is lost for memory is warned about under the tracer's name. */
+void ft__tracer_emit(ft__tracer_base *b, ft_device_event *ev, const ft_kv *md, size_t n);
+void ft__tracer_external(ft__tracer_base *b, uint32_t corr, uint64_t external_id);
+
+/* The vendors' buffer-request callback (CUPTI's shape): a buffer from the pool, no
+ * record limit. */
+void ft__buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records);
 
 /* A boolean environment switch (1/true/on/yes, 0/false/off/no); unset or empty is
  * false, anything else warns once per call and reads as false. */
 bool ft__env_flag(const char *name);
 
-/* CLOCK_REALTIME in ns: the clock every event uses (seed §3.3). */
+/* CLOCK_REALTIME in ns: the clock every event uses (design.md §4). */
 uint64_t ft__now_ns(void);
 
 /* The shortest text that reads back as the same double, laid out as kineto's
@@ -62,6 +113,9 @@ typedef struct ft__held {
   size_t n, cap;
 } ft__held;
 bool ft__held_add(ft__held *h, uint8_t *buf, size_t valid);
+/* A completed buffer as the vendor hands it over: held under mu, or (empty, or out
+ * of memory: warned under who's name) back to the pool at once. */
+void ft__held_keep(ft__held *h, pthread_mutex_t *mu, uint8_t *buf, size_t valid, const char *who);
 size_t ft__held_take_all(ft__held *h, void (*decode)(void *ctx, uint8_t *buf, size_t valid), void *ctx);
 void ft__held_free(ft__held *h);
 
@@ -97,9 +151,9 @@ uint64_t ft__decode_at_stop(ft__held *held, ft__clock_map *clock, ft__vendor_clo
                             const ft__stop_decoder *d);
 
 /* A copy or set as CUPTI-shaped records (MUPTI, TOPSPTI) describe it, in vendor
- * time. ft__emit_transfer maps it through clock and hands it to sink as "Memcpy" or
- * "Memset" with the metadata context, bytes and extra_key; false when its times are
- * implausible (nothing emitted). An event lost for memory is warned about as who's. */
+ * time. ft__emit_transfer maps it through clock and emits it (ft__tracer_emit) as
+ * "Memcpy" or "Memset" with the metadata context, bytes and extra_key; false when its
+ * times are implausible (nothing emitted). */
 typedef struct ft__transfer {
   ft_event_kind kind; /* FT_EVENT_MEMCPY or FT_EVENT_MEMSET */
   uint64_t start, end;
@@ -108,7 +162,7 @@ typedef struct ft__transfer {
   const char *extra_key; /* "copy kind", "value" */
   uint64_t extra;
 } ft__transfer;
-bool ft__emit_transfer(const ft_event_sink *sink, const ft__clock_map *clock, const ft__transfer *x, const char *who);
+bool ft__emit_transfer(ft__tracer_base *b, const ft__clock_map *clock, const ft__transfer *x);
 
 /* Binds a tracer's vendor library. FLAGOS_TRACER_LIBRARY, when set, is the only
  * file tried (honoured or reported, never replaced); else each non-empty
@@ -118,6 +172,9 @@ bool ft__emit_transfer(const ft_event_sink *sink, const ft__clock_map *clock, co
 typedef int (*ft__load_symbols_fn)(void *api, void *handle, char *why, size_t why_len);
 bool ft__open_vendor_library(const char *const *candidates, size_t n, const char *not_found, ft__load_symbols_fn load,
                              void *api, char *path, size_t path_len, char *why, size_t why_len);
+/* The same into b (loaded, path, why), logging the outcome under the tracer's name. */
+bool ft__tracer_open(ft__tracer_base *b, const char *const *candidates, size_t n, const char *not_found,
+                     ft__load_symbols_fn load, void *api);
 
 /* The body of a shim loader's X-macro step (used where api, handle, why and
  * why_len are in scope): resolves name into api->name; a required symbol that is

@@ -52,8 +52,8 @@ static void finish(void) {
   ft_session_stop(session); /* FT_ESTATE if never started: still write what we have */
   if (capture_range) {
     int st = atomic_load(&range_state);
-    uint64_t hi = st == 2 ? range_hi : session->hi;
-    ft__session_set_window(session, st ? range_lo : session->hi, st ? hi : session->hi);
+    uint64_t hi = st == 2 ? range_hi : session->window_hi_ns;
+    ft__session_set_window(session, st ? range_lo : session->window_hi_ns, st ? hi : session->window_hi_ns);
   }
   const char *pattern = getenv("FLAGTRACE_OUTPUT");
   char path[4096];

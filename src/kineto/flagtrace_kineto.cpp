@@ -42,7 +42,7 @@ static std::string process_name() {
 }
 
 // kineto's GenericTraceActivity writes metadata values either raw or inside quotes
-// without escaping them (seed §3.4): one bare word or one quote invalidates the whole
+// without escaping them (design.md §7): one bare word or one quote invalidates the whole
 // trace. Raw only when provably a JSON literal; otherwise escaped here. Appends
 // `"key": value` as GenericTraceActivity::metadataJson writes an entry; *plain gets
 // what its getMetadataValue returns (the value without kineto's added quotes).
@@ -83,7 +83,7 @@ class Activity final : public libkineto::ITraceActivity {
   int64_t timestamp() const override { return start; }
   int64_t duration() const override { return end - start; }
   // kineto prints an activity's id as its "External id": the torch op id (0 =
-  // none), while the vendor id goes to "correlation" and the flow (seed §2).
+  // none), while the vendor id goes to "correlation" and the flow (design.md §2).
   int64_t correlationId() const override { return id; }
   int flowType() const override { return flow_type; }
   int64_t flowId() const override { return flow_id; }
@@ -234,7 +234,7 @@ class Session : public libkineto::IActivityProfilerSession {
   void pushUserCorrelationId(uint64_t id) override { ft_user_range_push(s_, id, nullptr); }
   void popUserCorrelationId() override { ft_user_range_pop(s_); }
 
-  // Overriding only the 1-argument form would never receive the resolver (seed §1.3).
+  // Overriding only the 1-argument form would never receive the resolver (design.md §1).
   void processTrace(libkineto::ActivityLogger& logger) override {
     processTrace(logger, nullptr, 0, INT64_MAX);
   }
@@ -244,7 +244,7 @@ class Session : public libkineto::IActivityProfilerSession {
     static std::once_flag warned;
     if (!linked)
       std::call_once(warned, [] {
-        // Never gated (seed §4): without it, self device time silently reads zero.
+        // Never gated (design.md §8): without it, self device time silently reads zero.
         std::fprintf(stderr, "flagtrace: kineto handed no linked-activity resolver: device time cannot be "
                              "attributed to ops in this profile\n");
       });
@@ -410,7 +410,7 @@ class Session : public libkineto::IActivityProfilerSession {
     a.on_device = device;
     a.has_correlation = true;
     a.correlation = e.correlation_id;
-    // Attribution: the torch op id (External id), never the vendor id (seed §2).
+    // Attribution: the torch op id (External id), never the vendor id (design.md §2).
     if (e.has_external_id && linked_ && *linked_) {
       a.linked = (*linked_)((int32_t)e.external_id);
       if (a.linked) ++*linked_count_;

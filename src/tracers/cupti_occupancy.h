@@ -30,7 +30,7 @@ static inline int ft__occ_div_up(int x, int y) { return (x + y - 1) / y; }
 static inline int ft__occ_round_up(int x, int y) { return y * ft__occ_div_up(x, y); }
 static inline int ft__occ_min(int a, int b) { return a < b ? a : b; }
 
-static int ft__occ_max_blocks_per_sm(const ft__occ_device *d) {
+static inline int ft__occ_max_blocks_per_sm(const ft__occ_device *d) {
   switch (d->major) {
   case 7: return d->minor == 5 ? 16 : 32;
   case 8: return d->minor == 0 ? 32 : d->minor == 9 ? 24 : 16;
@@ -43,7 +43,7 @@ static int ft__occ_max_blocks_per_sm(const ft__occ_device *d) {
 }
 
 /* Rounds a shared-memory carveout request up to a size the SM supports. */
-static int ft__occ_align_carveout(const ft__occ_device *d, size_t *size) {
+static inline int ft__occ_align_carveout(const ft__occ_device *d, size_t *size) {
   static const unsigned volta[] = {0, 8, 16, 32, 64, 96};
   static const unsigned ampere[] = {0, 8, 16, 32, 64, 100, 132, 164};
   static const unsigned small[] = {0, 8, 16, 32, 64, 100};
@@ -70,7 +70,7 @@ static int ft__occ_align_carveout(const ft__occ_device *d, size_t *size) {
 
 /* Active blocks per SM for the kernel, or -1 when the device is not one the
  * calculator knows (kineto then reports no occupancy either). */
-static int ft__occ_active_blocks(const ft__occ_device *d, int block_size, int regs_per_thread,
+static inline int ft__occ_active_blocks(const ft__occ_device *d, int block_size, int regs_per_thread,
                                  size_t static_smem, size_t dynamic_smem) {
   if (d->major < 7 || d->major > 12 || block_size <= 0 || d->warp_size <= 0 || d->sm_count <= 0)
     return -1;

@@ -2,7 +2,7 @@
 #ifndef FLAGTRACE_CUPTI_SHIM_H
 #define FLAGTRACE_CUPTI_SHIM_H
 
-/* Only cupti_tracer.c includes this file: CUPTI types stop here. */
+/* Only the CUPTI tracer's files include this file: CUPTI types stop here. */
 #include <cuda.h>
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
@@ -96,7 +96,7 @@ typedef struct ft__cuda_api {
 /* Resolves every listed symbol from handle into api; on a missing symbol writes
  * its name and dlerror() into why and returns 0. */
 #define FT__SHIM_LOADER(fname, type, list)                                          \
-  static int fname(type *api, void *handle, char *why, size_t why_len) {            \
+  static inline int fname(type *api, void *handle, char *why, size_t why_len) {     \
     api->handle = handle;                                                           \
     list(FT__SHIM_SYM) return 1;                                                    \
   }
@@ -109,7 +109,7 @@ FT__SHIM_LOADER(ft__cuda_load_symbols, ft__cuda_api, FT_CUDA_FUNCS)
  * more); the rest degrade one feature each when absent. */
 #ifdef FT_MCPTI
 #define FT_CUPTI_PREFIX "mcpti"
-static int ft__cupti_required(const char *name) {
+static inline int ft__cupti_required(const char *name) {
   static const char *const need[] = {"cuptiActivityRegisterCallbacks", "cuptiActivityEnable", "cuptiActivityDisable",
                                      "cuptiActivityFlushAll", "cuptiActivityGetNumDroppedRecords"};
   for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
@@ -118,7 +118,7 @@ static int ft__cupti_required(const char *name) {
 }
 #else
 #define FT_CUPTI_PREFIX "cupti"
-static int ft__cupti_required(const char *name) { return name != NULL; }
+static inline int ft__cupti_required(const char *name) { return name != NULL; }
 #endif
 /* "cupti" + the rest of the name, with the vendor's prefix instead */
 #define FT__SHIM_VENDOR_SYM(name, required)                                          \

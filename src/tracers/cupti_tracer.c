@@ -1,5 +1,5 @@
 /* NVIDIA CUPTI tracer (also PPU's CUPTI, and MetaX's MCPTI when built with FT_MCPTI):
- * arms activity at session start and decodes its records. */
+ * arms activity at session start; cupti_decode.c decodes its records. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
@@ -13,30 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cupti_occupancy.h"
-#include "cupti_shim.h"
-#include "flagtrace/device_tracer.h"
-#include "tracer_support.h"
+#include "cupti_tracer.h"
 
-/* The layouts decoded below are CUDA 13's (CUpti_ActivityKernel10, Memcpy6,
+/* The layouts cupti_decode.c decodes are CUDA 13's (CUpti_ActivityKernel10, Memcpy6,
  * Memset4, API, ExternalCorrelation). CUPTI changes record versions only with a
  * major release, so any CUPTI 13.x reads them; anything else must not be decoded. */
 #define FT_CUPTI_COMPILED_MAJOR (CUPTI_API_VERSION / 10000)
-
-/* Our pushes use their own external-correlation kind so that they never mix with
- * kineto's (CUSTOM0 for ops, CUSTOM1 for user annotations). */
-#define FT_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
-
-enum {
-  /* 4 MiB, kineto's own size: what CUPTI holds in flight stays resident (P6: with
-   * the fake's two buffers in flight, 8 -> 4 MiB took 67.6 -> 59.6 B per event over
-   * 1.05 M events). 8 MiB measured 0 dropped over 2 M records on the H200; the pool
-   * hands CUPTI a buffer whenever it asks, so smaller buffers mean more completions,
-   * not drops. */
-  DEFAULT_BUF_SIZE = 4 * 1024 * 1024,
-  POOL_INITIAL = 8,
-  MAX_DEVICES = 64,
-};
 
 /* Buffer sizes can be made small on purpose (FLAGTRACE_CUPTI_BUFFER_BYTES for our
  * host buffers, FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES for CUPTI's device-side one) to
@@ -53,143 +35,11 @@ static size_t env_size(const char *name, size_t fallback) {
   return (size_t)x;
 }
 
-typedef struct cupti_tracer {
-  ft_tracer base;
-  ft__cupti_api api;
-  bool loaded;
-  char why[512];  /* unavailable: one-line reason */
-  char path[PATH_MAX];
-  uint32_t version;
-  ft__cuda_api cuda;
-  int cuda_state; /* 0 not tried, 1 bound, -1 absent */
-  ft__occ_device devs[MAX_DEVICES];
-  struct mdbuf *props[MAX_DEVICES]; /* deviceProperties, filled at the first ask */
-  signed char dev_state[MAX_DEVICES]; /* 0 unknown, 1 known, -1 unavailable */
-  const ft_event_sink *sink;
-  bool all_apis; /* FLAGTRACE_CUPTI_ALL_APIS: no API row left out */
-  bool armed;
-  unsigned kinds; /* FT_KIND_BIT set armed at start */
-  bool range_only;            /* watching cudaProfilerStart: kinds enabled there, not at start */
-  atomic_bool range_enabled;  /* the first cudaProfilerStart enabled them */
-  int64_t clock_offset; /* subtracted from CUPTI timestamps */
-  uint64_t untimed;     /* records without usable timing (start = end = 0, or implausible): counted as dropped */
-  /* The last kernel's metadata, by what it is computed from: a program repeats few
-   * launch configurations, so its nine formatted numbers are made once per change,
-   * not per kernel (one decoder at a time: decode_mu, or the stop for MCPTI). */
-  struct kernel_md {
-    bool valid;
-    struct kernel_md_key {
-      uint64_t queued;
-      uint32_t context, device, regs;
-      int32_t static_smem, dynamic_smem, grid[3], block[3];
-    } key;
-    struct mdbuf *m;
-  } last_kernel;
-#ifdef FT_MCPTI
-  ft__clock_map clock; /* MCPTI's own clock, sampled against CLOCK_REALTIME at start and stop */
-  bool have_clock;
-  CUptiResult (*get_api_name)(CUpti_ActivityKind kind, uint32_t id, const char **name);
-  /* completed buffers, decoded at stop: MCPTI names API ids only after a flush, and
-   * its name lookup can deadlock inside the buffer callback (seed §6.2) */
-  ft__held kept; /* under decode_mu */
-  uint64_t resyncs, skipped_bytes;
-#endif
-  pthread_mutex_t decode_mu;
-  char err[512];
-} cupti_tracer;
-
-/* ---- buffers (the core's pool) and the process-global state CUPTI's callbacks see ---- */
-
-static _Atomic(cupti_tracer *) active;
-static atomic_uint_fast64_t dropped_total;
-
-static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-  *buffer = ft__pool_get(size);
-  *max_records = 0;
-}
-
 /* ---- thread ids ----
  * CUPTI's API records carry the low 32 bits of pthread_self(), measured on the
  * H200 (1389465600 where gettid() said 745); the trace's CPU rows use OS thread
  * ids. Each thread that pushes a correlation id (or starts the session) registers
  * its pair with the core (ft__thread_register), and runtime records are translated. */
-
-/* ---- names ---- */
-
-static const char *const runtime_names[] = {
-#include "generated/cupti_runtime_cbid.inc"
-};
-
-static const char *const driver_names[] = {
-#include "generated/cupti_driver_cbid.inc"
-};
-
-/* Generic labels for ids the tables lack: the numeric cbid stays in the args. */
-static const char *api_name(bool driver, uint32_t cbid) {
-  const char *const *table = driver ? driver_names : runtime_names;
-  size_t n = driver ? sizeof driver_names / sizeof driver_names[0] : sizeof runtime_names / sizeof runtime_names[0];
-  if (cbid < n && table[cbid]) return table[cbid];
-  return driver ? "cudaDriver" : "cudaRuntime";
-}
-
-#ifdef FT_MCPTI
-/* MCPTI's callback ids are its own namespace (not CUPTI's table above): names come
- * from mcptiActivityGetApiName, called only at stop, after the flush. Cached per id. */
-enum { MC_NAME_IDS = 4096 };
-static char *mc_names[2][MC_NAME_IDS];
-static bool mc_tried[2][MC_NAME_IDS];
-
-static const char *vendor_api_name(cupti_tracer *t, bool driver, uint32_t cbid) {
-  const char *generic = driver ? "mcDriver" : "mcRuntime"; /* the numeric cbid stays in the args */
-  bool cacheable = cbid < MC_NAME_IDS;
-  if (cacheable && mc_tried[driver][cbid]) return mc_names[driver][cbid] ? mc_names[driver][cbid] : generic;
-  const char *name = NULL;
-  if (!t->get_api_name ||
-      t->get_api_name(driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME, cbid, &name) !=
-          CUPTI_SUCCESS ||
-      !name || !*name)
-    name = NULL;
-  if (!cacheable) return name ? name : generic;
-  mc_tried[driver][cbid] = true;
-  mc_names[driver][cbid] = name ? strdup(name) : NULL;
-  return mc_names[driver][cbid] ? mc_names[driver][cbid] : generic;
-}
-#else
-static const char *vendor_api_name(cupti_tracer *t, bool driver, uint32_t cbid) {
-  (void)t;
-  return api_name(driver, cbid);
-}
-#endif
-
-static const char *memcpy_kind(uint8_t k) {
-  switch (k) {
-  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
-  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
-  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return "HtoA";
-  case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return "AtoH";
-  case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA: return "AtoA";
-  case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD: return "AtoD";
-  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA: return "DtoA";
-  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
-  case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
-  case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
-  default: return "<unknown>";
-  }
-}
-
-static const char *memory_kind(unsigned k) {
-  switch (k) {
-  case CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN: return "Unknown";
-  case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return "Pageable";
-  case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return "Pinned";
-  case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return "Device";
-  case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: return "Array";
-  case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return "Managed";
-  case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: return "Device Static";
-  case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return "Managed Static";
-  default: return "Unrecognized";
-  }
-}
 
 /* ---- device properties (occupancy), from the process's own libcuda ---- */
 
@@ -199,7 +49,7 @@ static void bind_cuda(cupti_tracer *t) {
 #ifdef FT_MCPTI
   /* MetaX's device-property API is not in our facts: the occupancy fields are
    * left out there, never guessed. */
-  ft__log("mcpti: no device-property queries on MetaX: occupancy fields are left out");
+  FT__LOG("no device-property queries on MetaX: occupancy fields are left out");
   return;
 #endif
   /* Only a libcuda the program already loaded: we never initialize CUDA. The
@@ -211,7 +61,7 @@ static void bind_cuda(cupti_tracer *t) {
     return;
   }
   if (ft__cuda_load_symbols(&t->cuda, t->api.handle, why, sizeof why)) t->cuda_state = 1;
-  else ft__log("cupti: no libcuda in the process (%s): occupancy fields are left out", why);
+  else FT__LOG("no libcuda in the process (%s): occupancy fields are left out", why);
 }
 
 /* Our own libcuda queries are driver calls CUPTI records like the program's when
@@ -242,7 +92,7 @@ static void own_query_end(const cupti_tracer *t, uint64_t lo) {
   pthread_mutex_unlock(&own_mu);
 }
 
-static bool is_own_query(uint32_t cbid, uint32_t cupti_tid, uint64_t start, uint64_t end) {
+bool ft__cupti_is_own_query(uint32_t cbid, uint32_t cupti_tid, uint64_t start, uint64_t end) {
   if (cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceGet && cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceGetCount &&
       cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute && cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceGetName &&
       cbid != CUPTI_DRIVER_TRACE_CBID_cuDeviceTotalMem_v2)
@@ -258,7 +108,7 @@ static bool is_own_query(uint32_t cbid, uint32_t cupti_tid, uint64_t start, uint
 
 static const ft__occ_device *query_occupancy(cupti_tracer *t, uint32_t id);
 
-static const ft__occ_device *device_props(cupti_tracer *t, uint32_t id) {
+const ft__occ_device *ft__cupti_device_props(cupti_tracer *t, uint32_t id) {
   if (id >= MAX_DEVICES) return NULL;
   if (t->dev_state[id]) return t->dev_state[id] > 0 ? &t->devs[id] : NULL;
   t->dev_state[id] = -1;
@@ -295,450 +145,31 @@ static const ft__occ_device *query_occupancy(cupti_tracer *t, uint32_t id) {
   d->reserved_smem_per_block = (size_t)reserved;
   if (d->sm_count <= 0 || d->warp_size <= 0 || d->max_threads_per_sm <= 0) return NULL;
   t->dev_state[id] = 1;
-  ft__log("cupti: device %u: sm_%d%d, %d SMs", id, d->major, d->minor, d->sm_count);
+  FT__LOG("device %u: sm_%d%d, %d SMs", id, d->major, d->minor, d->sm_count);
   return d;
 }
 
-/* ---- decoding ---- */
-
-static uint64_t ts(const cupti_tracer *t, uint64_t v) { return v - (uint64_t)t->clock_offset; }
-
-/* A record's [start, end] on CLOCK_REALTIME; false when it has no timing (both 0,
- * the vendors' "timing unavailable" sentinel) or, on MCPTI, an implausible one. */
-static bool span(cupti_tracer *t, uint64_t start, uint64_t end, uint64_t *s, uint64_t *e) {
-  if (!start && !end) {
-    t->untimed++;
-    return false;
-  }
-#ifdef FT_MCPTI
-  if (t->have_clock && !ft__clock_map_span(&t->clock, start, end, s, e)) {
-    t->untimed++;
-    return false;
-  }
-  if (t->have_clock) return true;
-#endif
-  *s = ts(t, start);
-  *e = ts(t, end);
-  return true;
-}
-
-/* A small formatting arena for one event's metadata values. */
-struct mdbuf {
-  ft_kv kv[16];
-  size_t n;
-  char text[512];
-  size_t used;
-};
-typedef struct mdbuf mdbuf;
-
-static void md_add(mdbuf *m, const char *key, const char *fmt, ...) FT__PRINTF(3, 4);
-static void md_add(mdbuf *m, const char *key, const char *fmt, ...) {
-  if (m->n >= sizeof m->kv / sizeof m->kv[0] || m->used >= sizeof m->text) return;
-  va_list ap;
-  va_start(ap, fmt);
-  int w = vsnprintf(m->text + m->used, sizeof m->text - m->used, fmt, ap);
-  va_end(ap);
-  if (w < 0 || (size_t)w >= sizeof m->text - m->used) return;
-  m->kv[m->n].key = key;
-  m->kv[m->n++].value = m->text + m->used;
-  m->used += (size_t)w + 1;
-}
-
-/* An unsigned value: the per-record numbers (API ids, contexts, sizes) without
- * vsnprintf, which cost more than the rest of decoding such a record. */
-static void md_add_u64(mdbuf *m, const char *key, uint64_t v) {
-  char digits[20];
-  size_t n = 0;
-  do digits[n++] = (char)('0' + v % 10);
-  while ((v /= 10) != 0);
-  if (m->n >= sizeof m->kv / sizeof m->kv[0] || sizeof m->text - m->used < n + 1) return;
-  char *out = m->text + m->used;
-  for (size_t i = 0; i < n; i++) out[i] = digits[n - 1 - i];
-  out[n] = '\0';
-  m->kv[m->n].key = key;
-  m->kv[m->n++].value = out;
-  m->used += n + 1;
-}
-
-static void md_bandwidth(mdbuf *m, uint64_t bytes, uint64_t start, uint64_t end) {
-  if (end <= start) {
-    md_add(m, "memory bandwidth (GB/s)", "N/A"); /* quoted by the writer: not a literal */
-    return;
-  }
-  char b[32];
-  b[ft__fmt_double((double)bytes / (double)(end - start), b)] = '\0';
-  md_add(m, "memory bandwidth (GB/s)", "%s", b);
-}
-
-static void emit(cupti_tracer *t, ft_device_event *ev, mdbuf *m) {
-  ev->metadata = m->kv;
-  ev->n_metadata = m->n;
-  if (t->sink->event(t->sink->ctx, ev) != FT_OK) ft__warn("cupti: out of memory recording an event; it is lost");
-}
-
-/* Demangled kernel names, cached by CUPTI's name pointer (stable per function). */
-typedef struct name_cache {
-  const char **keys;
-  char **vals;
-  size_t cap, len;
-} name_cache;
-static name_cache names;
-
-static const char *kernel_name(const char *raw) {
-  if (!raw) return "<unnamed kernel>";
-  if (raw[0] != '_' || raw[1] != 'Z') return raw; /* not mangled: kept as is */
-  size_t h = ((uintptr_t)raw >> 4) * 0x9E3779B97F4A7C15ull;
-  if (names.cap) {
-    for (size_t i = h & (names.cap - 1);; i = (i + 1) & (names.cap - 1)) {
-      if (!names.keys[i]) break;
-      if (names.keys[i] == raw) return names.vals[i];
-    }
-  }
-  char *dm = ft__demangle(raw);
-  if (!dm) return raw;
-  if ((names.len + 1) * 2 > names.cap) {
-    size_t ncap = names.cap ? names.cap * 2 : 256;
-    const char **nk = calloc(ncap, sizeof *nk);
-    char **nv = calloc(ncap, sizeof *nv);
-    if (!nk || !nv) {
-      free(nk);
-      free(nv);
-      free(dm);
-      return raw;
-    }
-    for (size_t i = 0; i < names.cap; i++) {
-      if (!names.keys[i]) continue;
-      size_t j = (((uintptr_t)names.keys[i] >> 4) * 0x9E3779B97F4A7C15ull) & (ncap - 1);
-      while (nk[j]) j = (j + 1) & (ncap - 1);
-      nk[j] = names.keys[i];
-      nv[j] = names.vals[i];
-    }
-    free(names.keys);
-    free(names.vals);
-    names.keys = nk;
-    names.vals = nv;
-    names.cap = ncap;
-  }
-  size_t i = h & (names.cap - 1);
-  while (names.keys[i]) i = (i + 1) & (names.cap - 1);
-  names.keys[i] = raw;
-  names.vals[i] = dm;
-  names.len++;
-  return dm;
-}
-
-static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
-  uint64_t s, e;
-  if (!span(t, k->start, k->end, &s, &e)) return;
-  ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = s, .end_ns = e,
-                        .correlation_id = k->correlationId, .device = k->deviceId,
-                        .stream = k->streamId, .name = kernel_name(k->name)};
-  struct kernel_md_key key;
-  memset(&key, 0, sizeof key); /* compared bytewise: padding zeroed, fields set one by one */
-  key.queued = k->queued;
-  key.context = k->contextId;
-  key.device = k->deviceId;
-  key.regs = k->registersPerThread;
-  key.static_smem = k->staticSharedMemory;
-  key.dynamic_smem = k->dynamicSharedMemory;
-  key.grid[0] = k->gridX, key.grid[1] = k->gridY, key.grid[2] = k->gridZ;
-  key.block[0] = k->blockX, key.block[1] = k->blockY, key.block[2] = k->blockZ;
-  struct kernel_md *last = &t->last_kernel;
-  if (!last->m && !(last->m = malloc(sizeof *last->m))) {
-    mdbuf none = {.n = 0, .used = 0}; /* out of memory: the event without its arguments */
-    emit(t, &ev, &none);
-    return;
-  }
-  if (last->valid && !memcmp(&last->key, &key, sizeof key)) {
-    emit(t, &ev, last->m);
-    return;
-  }
-  last->key = key;
-  last->valid = true;
-  mdbuf *m = last->m;
-  *m = (mdbuf){.n = 0, .used = 0};
-  /* kineto's order and formats (the torch-cuda reference trace) */
-  md_add(m, "queued", "%llu", (unsigned long long)k->queued);
-  md_add(m, "context", "%u", k->contextId);
-  md_add(m, "registers per thread", "%u", (unsigned)k->registersPerThread);
-  md_add(m, "shared memory", "%d", k->staticSharedMemory + k->dynamicSharedMemory);
-  const ft__occ_device *d = device_props(t, k->deviceId);
-  if (d) {
-    /* float arithmetic and %f printing, as kineto's std::to_string(float) */
-    int64_t blocks = (int64_t)k->gridX * k->gridY * k->gridZ;
-    int block_size = k->blockX * k->blockY * k->blockZ;
-    float bps = (float)blocks / (float)d->sm_count;
-    float wps = bps * (float)block_size / (float)d->warp_size;
-    md_add(m, "blocks per SM", "%f", (double)bps);
-    md_add(m, "warps per SM", "%f", (double)wps);
-    int active_blocks = ft__occ_active_blocks(d, block_size, k->registersPerThread,
-                                              (size_t)k->staticSharedMemory, (size_t)k->dynamicSharedMemory);
-    if (active_blocks >= 0) {
-      float b = (float)active_blocks < bps ? (float)active_blocks : bps;
-      float occ = b * (float)block_size / (float)d->max_threads_per_sm;
-      md_add(m, "est. achieved occupancy %", "%d", (int)(0.5 + occ * 100.0));
-    }
-  }
-  md_add(m, "grid", "[%d, %d, %d]", k->gridX, k->gridY, k->gridZ);
-  md_add(m, "block", "[%d, %d, %d]", k->blockX, k->blockY, k->blockZ);
-  emit(t, &ev, m);
-}
-
-/* What both copy record kinds (MEMCPY's Memcpy6, MEMCPY2's PtoP4) share: kineto's
- * name and the event on the device and stream that ran the copy; false when the
- * record has no timing. name needs 96 bytes. */
-#define COPY_EVENT(t, c, name, ev)                                                                         \
-  copy_event((t), (c)->copyKind, (c)->srcKind, (c)->dstKind, (c)->start, (c)->end, (c)->correlationId,   \
-             (c)->deviceId, (c)->streamId, (name), (ev))
-static bool copy_event(cupti_tracer *t, uint8_t copy_kind, uint8_t src, uint8_t dst, uint64_t start, uint64_t end,
-                       uint32_t corr, uint32_t device, uint32_t stream, char *name, ft_device_event *ev) {
-  snprintf(name, 96, "Memcpy %s (%s -> %s)", memcpy_kind(copy_kind), memory_kind(src), memory_kind(dst));
-  uint64_t s, e;
-  if (!span(t, start, end, &s, &e)) return false;
-  *ev = (ft_device_event){.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = e, .correlation_id = corr,
-                          .device = device, .stream = stream, .name = name};
-  return true;
-}
-
-static void decode_memcpy(cupti_tracer *t, const CUpti_ActivityMemcpy6 *c) {
-  char name[96];
-  ft_device_event ev;
-  if (!COPY_EVENT(t, c, name, &ev)) return;
-  mdbuf m = {.n = 0, .used = 0};
-  md_add_u64(&m, "context", c->contextId);
-  md_add_u64(&m, "bytes", c->bytes);
-  md_bandwidth(&m, c->bytes, c->start, c->end);
-  emit(t, &ev, &m);
-}
-
-/* Peer-to-peer copies arrive only under CUPTI_ACTIVITY_KIND_MEMCPY2 (measured on two
- * H200s), with kineto's keys in its order. */
-static void decode_p2p(cupti_tracer *t, const CUpti_ActivityMemcpyPtoP4 *c) {
-  char name[96];
-  ft_device_event ev;
-  if (!COPY_EVENT(t, c, name, &ev)) return;
-  mdbuf m = {.n = 0, .used = 0};
-  md_add(&m, "fromDevice", "%u", c->srcDeviceId);
-  md_add(&m, "inDevice", "%u", c->deviceId);
-  md_add(&m, "toDevice", "%u", c->dstDeviceId);
-  md_add(&m, "fromContext", "%u", c->srcContextId);
-  md_add(&m, "inContext", "%u", c->contextId);
-  md_add(&m, "toContext", "%u", c->dstContextId);
-  md_add(&m, "bytes", "%llu", (unsigned long long)c->bytes);
-  md_bandwidth(&m, c->bytes, c->start, c->end);
-  emit(t, &ev, &m);
-}
-
-static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
-  char name[64];
-  snprintf(name, sizeof name, "Memset (%s)", memory_kind(s->memoryKind));
-  uint64_t st, en;
-  if (!span(t, s->start, s->end, &st, &en)) return;
-  ft_device_event ev = {.kind = FT_EVENT_MEMSET, .start_ns = st, .end_ns = en,
-                        .correlation_id = s->correlationId, .device = s->deviceId,
-                        .stream = s->streamId, .name = name};
-  mdbuf m = {.n = 0, .used = 0};
-  md_add_u64(&m, "context", s->contextId);
-  md_add_u64(&m, "bytes", s->bytes);
-  md_bandwidth(&m, s->bytes, s->start, s->end);
-  emit(t, &ev, &m);
-}
-
-static bool api_left_out(const cupti_tracer *t, bool driver, uint32_t cbid);
-
-static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver) {
-  if (api_left_out(t, driver, a->cbid)) return;
-  uint64_t s, e;
-  if (!span(t, a->start, a->end, &s, &e)) return;
-  if (driver && is_own_query(a->cbid, a->threadId, a->start, a->end)) return; /* CUPTI's clock, as noted */
-  ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = e,
-                        .correlation_id = a->correlationId, .thread_id = ft__thread_os_tid(a->threadId),
-                        .name = vendor_api_name(t, driver, a->cbid)};
-  mdbuf m = {.n = 0, .used = 0};
-  md_add_u64(&m, "cbid", a->cbid);
-  emit(t, &ev, &m);
-}
-
-static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
-  switch (rec->kind) {
-  case CUPTI_ACTIVITY_KIND_KERNEL:
-  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-    decode_kernel(t, (const CUpti_ActivityKernel10 *)rec);
-    break;
-  case CUPTI_ACTIVITY_KIND_MEMCPY:
-    decode_memcpy(t, (const CUpti_ActivityMemcpy6 *)rec);
-    break;
-  case CUPTI_ACTIVITY_KIND_MEMCPY2:
-    decode_p2p(t, (const CUpti_ActivityMemcpyPtoP4 *)rec);
-    break;
-  case CUPTI_ACTIVITY_KIND_MEMSET:
-    decode_memset(t, (const CUpti_ActivityMemset4 *)rec);
-    break;
-  case CUPTI_ACTIVITY_KIND_RUNTIME:
-    decode_api(t, (const CUpti_ActivityAPI *)rec, false);
-    break;
-  case CUPTI_ACTIVITY_KIND_DRIVER:
-    decode_api(t, (const CUpti_ActivityAPI *)rec, true);
-    break;
-  case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-    const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
-    if (x->externalKind == FT_EXT_KIND &&
-        t->sink->external_id(t->sink->ctx, x->correlationId, x->externalId) != FT_OK)
-      ft__warn("cupti: out of memory recording a correlation; attribution may be lost");
-    break;
-  }
-  default:
-    ft__log("cupti: ignoring record kind %d", (int)rec->kind);
-  }
-}
-
-#ifdef FT_MCPTI
-/* MCPTI records: CUPTI's kinds and field prefixes, 8-byte aligned, but full sizes of
- * their own (vendor-apis.md, MACA 3.x); every field decode_record reads lies inside them. */
-enum { MC_KERNEL_SIZE = 200, MC_MEMCPY_SIZE = 88, MC_MEMSET_SIZE = 88 };
-_Static_assert(offsetof(CUpti_ActivityKernel10, queued) + 8 <= MC_KERNEL_SIZE, "kernel field outside MCPTI's record");
-_Static_assert(offsetof(CUpti_ActivityMemcpy6, streamId) + 4 <= MC_MEMCPY_SIZE, "memcpy field outside MCPTI's record");
-_Static_assert(offsetof(CUpti_ActivityMemset4, memoryKind) + 2 <= MC_MEMSET_SIZE, "memset field outside MCPTI's record");
-
-static bool times_ok(uint64_t start, uint64_t end) {
-  /* the no-timing sentinel is a valid record (skipped later); else end >= start and
-   * no single activity longer than an hour */
-  return (!start && !end) || (end >= start && end - start <= 3600ull * 1000000000ull);
-}
-
-static bool dims_ok(int x, int y, int z, int max_x) {
-  return x > 0 && x <= max_x && y > 0 && y < 65536 && z > 0 && z < 65536;
-}
-
-/* The size of a well-formed MCPTI record of this kind at p (avail bytes readable),
- * or 0 when the candidate is malformed. */
-static size_t mc_record_size(const uint8_t *p, size_t avail) {
-  uint32_t kind;
-  memcpy(&kind, p, sizeof kind);
-  switch (kind) {
-  case CUPTI_ACTIVITY_KIND_KERNEL:
-  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-    const CUpti_ActivityKernel10 *k = (const void *)p;
-    if (avail < MC_KERNEL_SIZE) return 0;
-    return k->correlationId && dims_ok(k->gridX, k->gridY, k->gridZ, INT32_MAX) &&
-                   dims_ok(k->blockX, k->blockY, k->blockZ, 4096) && times_ok(k->start, k->end)
-               ? MC_KERNEL_SIZE
-               : 0;
-  }
-  case CUPTI_ACTIVITY_KIND_MEMCPY:
-  case CUPTI_ACTIVITY_KIND_MEMSET: {
-    const CUpti_ActivityMemset4 *m = (const void *)p; /* bytes, start, end, correlation: same offsets in both */
-    size_t n = kind == CUPTI_ACTIVITY_KIND_MEMCPY ? MC_MEMCPY_SIZE : MC_MEMSET_SIZE;
-    return avail >= n && m->correlationId && times_ok(m->start, m->end) ? n : 0;
-  }
-  case CUPTI_ACTIVITY_KIND_RUNTIME:
-  case CUPTI_ACTIVITY_KIND_DRIVER: {
-    const CUpti_ActivityAPI *a = (const void *)p;
-    return avail >= sizeof *a && a->correlationId && times_ok(a->start, a->end) ? sizeof *a : 0;
-  }
-  case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-    const CUpti_ActivityExternalCorrelation *x = (const void *)p;
-    return avail >= sizeof *x && x->correlationId && x->externalKind >= CUPTI_EXTERNAL_CORRELATION_KIND_UNKNOWN &&
-                   x->externalKind <= CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
-               ? sizeof *x
-               : 0;
-  }
-  default:
-    return 0;
-  }
-}
-_Static_assert(offsetof(CUpti_ActivityMemcpy6, bytes) == offsetof(CUpti_ActivityMemset4, bytes) &&
-                   offsetof(CUpti_ActivityMemcpy6, start) == offsetof(CUpti_ActivityMemset4, start) &&
-                   offsetof(CUpti_ActivityMemcpy6, correlationId) == offsetof(CUpti_ActivityMemset4, correlationId),
-               "memcpy and memset prefixes differ");
-
-/* MCPTI 3.8's iterator can return a stale pointer after external-correlation
- * records (seed §6.2), so the buffer is walked here: record by record at the
- * library's sizes, and on a malformed candidate 8 bytes on, to the next plausible
- * record (counted). A pure function of the bytes (fuzz/fuzz_mcpti.c): each
- * well-formed record goes to visit with its size. */
-static void mc_walk(const uint8_t *buf, size_t valid, void (*visit)(void *ctx, const uint8_t *rec, size_t size),
-                    void *ctx, uint64_t *resyncs, uint64_t *skipped_bytes) {
-  size_t off = 0, lost_from = SIZE_MAX;
-  while (off + 8 <= valid) {
-    size_t n = mc_record_size(buf + off, valid - off);
-    if (!n) {
-      if (lost_from == SIZE_MAX) lost_from = off, ++*resyncs;
-      off += 8;
-      continue;
-    }
-    if (lost_from != SIZE_MAX) *skipped_bytes += off - lost_from, lost_from = SIZE_MAX;
-    visit(ctx, buf + off, n);
-    off += (n + 7) & ~(size_t)7;
-  }
-  if (lost_from != SIZE_MAX) *skipped_bytes += valid - lost_from;
-}
-
-static void decode_one(void *t, const uint8_t *rec, size_t size) {
-  (void)size;
-  decode_record(t, (const CUpti_Activity *)rec);
-}
-
-static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
-  mc_walk(buf, valid, decode_one, t, &t->resyncs, &t->skipped_bytes);
-}
-#else
-static void decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
-  /* Ends on CUPTI's own end signal; bounded by the most records the valid bytes
-   * can physically hold, so a vendor with small, numerous records (PPU) is never
-   * cut short by a flat count (seed §1.2). */
-  size_t bound = valid / sizeof(uint32_t) + 1;
-  CUpti_Activity *rec = NULL;
-  pthread_mutex_lock(&t->decode_mu);
-  for (size_t n = 0; n < bound; n++) {
-    CUptiResult r = t->api.cuptiActivityGetNextRecord(buf, valid, &rec);
-    if (r == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
-    if (r != CUPTI_SUCCESS) {
-      const char *msg = "?";
-      t->api.cuptiGetResultString(r, &msg);
-      ft__warn("cupti: reading an activity buffer failed after %zu records (%s); the rest of it is lost", n,
-               msg ? msg : "?");
-      break;
-    }
-    decode_record(t, rec);
-  }
-  pthread_mutex_unlock(&t->decode_mu);
-}
-#endif
-
-#ifdef FT_MCPTI
 static bool read_clock(void *ctx, uint64_t *v) {
   cupti_tracer *t = ctx;
-  return !ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, v);
+  return !ft__cuptiGetTimestamp(&t->api, t->base.err, sizeof t->base.err, v);
 }
 
-/* Keeps a completed buffer for decoding at stop; false when out of memory. */
-static bool keep_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
-  pthread_mutex_lock(&t->decode_mu);
-  bool kept = ft__held_add(&t->kept, buf, valid);
-  pthread_mutex_unlock(&t->decode_mu);
-  return kept;
-}
-
-static void decode_held(void *ctx, uint8_t *buf, size_t valid) { decode_buffer(ctx, buf, valid); }
-#endif
+static void decode_held(void *ctx, uint8_t *buf, size_t valid) { ft__cupti_decode_buffer(ctx, buf, valid); }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid) {
   (void)size;
-  cupti_tracer *t = atomic_load(&active);
-#ifdef FT_MCPTI
-  if (t && buf && valid) {
-    if (!keep_buffer(t, buf, valid)) ft__warn("mcpti: out of memory keeping an activity buffer; its records are lost");
-    else buf = NULL; /* returned to the pool after decoding at stop */
+  cupti_tracer *t = (cupti_tracer *)ft__tracer_active();
+  if (t && HOLD_UNTIL_STOP) {
+    ft__held_keep(&t->held, &t->decode_mu, buf, valid, FT__TRACER_NAME); /* to the pool after decoding at stop */
+    buf = NULL;
+  } else if (t && buf && valid) {
+    ft__cupti_decode_buffer(t, buf, valid);
   }
-#else
-  if (t && buf && valid) decode_buffer(t, buf, valid);
-#endif
   if (t) {
     size_t dropped = 0;
     if (t->api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
-      atomic_fetch_add(&dropped_total, dropped);
-      ft__log("cupti: %zu records dropped (context %p, stream %u)", dropped, (void *)ctx, stream);
+      atomic_fetch_add(&t->base.dropped, dropped);
+      FT__LOG("%zu records dropped (context %p, stream %u)", dropped, (void *)ctx, stream);
     }
   }
   ft__pool_put(buf);
@@ -772,7 +203,7 @@ static bool open_cupti(cupti_tracer *t) {
   if (maca && *maca) snprintf(in_maca, sizeof in_maca, "%s/lib/libmcpti.so", maca);
   const char *const candidates[] = {"libmcpti.so", in_maca, "/opt/maca/lib/libmcpti.so"};
   bool ok = ft__open_vendor_library(candidates, 3, "libmcpti not found (set FLAGOS_TRACER_LIBRARY or MACA_PATH)",
-                                    load_cupti, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
+                                    load_cupti, &t->api, t->base.path, sizeof t->base.path, t->base.why, sizeof t->base.why);
   if (ok) *(void **)&t->get_api_name = dlsym(t->api.handle, "mcptiActivityGetApiName");
   return ok;
 }
@@ -788,17 +219,11 @@ static bool open_cupti(cupti_tracer *t) {
   dl_iterate_phdr(find_torch_dir, torch_cupti);
   const char *const candidates[] = {"libcupti.so.13", "libcupti.so", in_home[0], in_home[1], in_home[2], torch_cupti};
   return ft__open_vendor_library(candidates, 6, "libcupti not found (set FLAGOS_TRACER_LIBRARY or CUDA_HOME)",
-                                 load_cupti, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
+                                 load_cupti, &t->api, t->base.path, sizeof t->base.path, t->base.why, sizeof t->base.why);
 }
 #endif
 
 /* ---- ops ---- */
-
-static bool cu_available(const ft_tracer *base, const char **why) {
-  const cupti_tracer *t = (const cupti_tracer *)base;
-  if (!t->loaded && why) *why = t->why;
-  return t->loaded;
-}
 
 /* Our event kinds -> CUPTI activity kinds; external correlation is always armed
  * (attribution needs it, and it costs nothing without API records). */
@@ -849,7 +274,7 @@ static bool in_list(const CUpti_CallbackId *ids, size_t n, uint32_t cbid) {
 #endif
 
 /* Decode-time half of the filter, for CUPTIs without the per-API switch. */
-static bool api_left_out(const cupti_tracer *t, bool driver, uint32_t cbid) {
+bool ft__cupti_api_left_out(const cupti_tracer *t, bool driver, uint32_t cbid) {
 #ifdef FT_MCPTI
   (void)t, (void)driver, (void)cbid;
   return false;
@@ -873,24 +298,24 @@ static void quiet_apis(cupti_tracer *t, bool driver) {
   size_t n = driver ? sizeof quiet_driver / sizeof *quiet_driver : sizeof quiet_runtime / sizeof *quiet_runtime;
   for (size_t i = 0; i < n; i++) {
     CUptiResult r = fn ? fn(ids[i], keep) : CUPTI_ERROR_NOT_SUPPORTED;
-    ft__log("cupti: %s %s %s: %s", keep ? "record" : "leave out", driver ? "driver" : "runtime",
-            api_name(driver, ids[i]), r == CUPTI_SUCCESS ? "ok" : "no per-API switch in this CUPTI (recorded)");
+    FT__LOG("%s %s %s: %s", keep ? "record" : "leave out", driver ? "driver" : "runtime",
+            ft__cupti_api_name(driver, ids[i]), r == CUPTI_SUCCESS ? "ok" : "no per-API switch in this CUPTI (recorded)");
   }
 }
 
 static void disable_kinds(cupti_tracer *t) {
   for (size_t i = 0; i < N_KINDS; i++)
-    if (t->kinds & FT_KIND_BIT(kind_map[i].ft_kind)) t->api.cuptiActivityDisable(kind_map[i].cupti);
+    if (t->base.kinds & FT_KIND_BIT(kind_map[i].ft_kind)) t->api.cuptiActivityDisable(kind_map[i].cupti);
   t->api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
 }
 
 static ft_status enable_kinds(cupti_tracer *t) {
-  ft_status st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  ft__log("cupti: enable external correlation: %s", st ? t->err : "ok");
+  ft_status st = ft__cuptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  FT__LOG("enable external correlation: %s", st ? t->base.err : "ok");
   for (size_t i = 0; i < N_KINDS && !st; i++) {
-    if (!(t->kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
-    st = ft__cuptiActivityEnable(&t->api, t->err, sizeof t->err, kind_map[i].cupti);
-    ft__log("cupti: enable kind %d: %s", (int)kind_map[i].cupti, st ? t->err : "ok");
+    if (!(t->base.kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
+    st = ft__cuptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, kind_map[i].cupti);
+    FT__LOG("enable kind %d: %s", (int)kind_map[i].cupti, st ? t->base.err : "ok");
     if (st && kind_map[i].optional) st = FT_OK;
     if (!st && (kind_map[i].ft_kind == FT_EVENT_RUNTIME || kind_map[i].ft_kind == FT_EVENT_DRIVER))
       quiet_apis(t, kind_map[i].ft_kind == FT_EVENT_DRIVER);
@@ -901,46 +326,40 @@ static ft_status enable_kinds(cupti_tracer *t) {
 
 static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned kinds) {
   cupti_tracer *t = (cupti_tracer *)base;
-  t->kinds = kinds;
-  if (!t->loaded) return FT_EUNAVAILABLE;
-  cupti_tracer *none = NULL;
-  if (!atomic_compare_exchange_strong(&active, &none, t)) {
-    snprintf(t->err, sizeof t->err, "another tracer instance is armed");
-    return FT_EBUSY;
-  }
-  t->sink = sink;
+  t->base.kinds = kinds;
+  ft_status claim = ft__tracer_claim(&t->base, sink, kinds);
+  if (claim) return claim;
   t->all_apis = ft__env_flag("FLAGTRACE_CUPTI_ALL_APIS");
   atomic_store(&t->range_enabled, false);
   ft__thread_register();
-  atomic_store(&dropped_total, 0);
   size_t want = env_size("FLAGTRACE_CUPTI_BUFFER_BYTES", DEFAULT_BUF_SIZE) & ~(size_t)7;
   int reserved = ft__pool_reserve(POOL_INITIAL, want);
   if (reserved < 0)
-    ft__warn("cupti: activity buffers still in use; keeping %zu-byte buffers", ft__pool_buffer_size());
+    FT__WARN("activity buffers still in use; keeping %zu-byte buffers", ft__pool_buffer_size());
   if (!reserved) {
-    snprintf(t->err, sizeof t->err, "cannot reserve %d activity buffers of %zu KiB", POOL_INITIAL, want >> 10);
-    atomic_store(&active, NULL);
+    snprintf(t->base.err, sizeof t->base.err, "cannot reserve %d activity buffers of %zu KiB", POOL_INITIAL, want >> 10);
+    ft__tracer_release(&t->base);
     return FT_ENOMEM;
   }
   ft_status st;
-  t->untimed = 0;
+  t->dropped_untimed = 0;
   t->last_kernel.valid = false;
-  /* Clock: CUPTI and the capture window must share the UNIX-epoch domain (seed §3.3). */
+  /* Clock: CUPTI and the capture window must share the UNIX-epoch domain (design.md §4). */
 #ifdef FT_MCPTI
   /* MCPTI stamps records with its own (device) clock: mapped affinely from samples
    * against CLOCK_REALTIME taken here and at stop. */
   t->resyncs = t->skipped_bytes = 0;
   t->have_clock = ft__clock_sample(read_clock, t, &t->clock.v0, &t->clock.r0);
   t->clock.v1 = t->clock.v0, t->clock.r1 = t->clock.r0;
-  if (!t->have_clock) ft__warn("mcpti: cannot read its clock (%s); timestamps are taken as CLOCK_REALTIME", t->err);
+  if (!t->have_clock) FT__WARN("cannot read its clock (%s); timestamps are taken as CLOCK_REALTIME", t->base.err);
 #else
   uint64_t cupti_now = 0;
-  if (!ft__cuptiGetTimestamp(&t->api, t->err, sizeof t->err, &cupti_now)) {
+  if (!ft__cuptiGetTimestamp(&t->api, t->base.err, sizeof t->base.err, &cupti_now)) {
     int64_t off = (int64_t)(cupti_now - ft__now_ns());
-    ft__log("cupti: cuptiGetTimestamp - CLOCK_REALTIME = %lld ns", (long long)off);
+    FT__LOG("cuptiGetTimestamp - CLOCK_REALTIME = %lld ns", (long long)off);
     t->clock_offset = 0;
     if (off > 1000000000ll || off < -1000000000ll) {
-      ft__warn("cupti: CUPTI's clock is %lld ns away from CLOCK_REALTIME; shifting its timestamps",
+      FT__WARN("CUPTI's clock is %lld ns away from CLOCK_REALTIME; shifting its timestamps",
                (long long)off);
       t->clock_offset = off;
     }
@@ -949,60 +368,48 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   size_t dev_buf = env_size("FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES", 0);
   if (dev_buf) {
     size_t len = sizeof dev_buf;
-    if (ft__cuptiActivitySetAttribute(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &len,
+    if (ft__cuptiActivitySetAttribute(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &len,
                                       &dev_buf))
-      ft__warn("cupti: cannot set the device buffer size: %s", t->err);
+      FT__WARN("cannot set the device buffer size: %s", t->base.err);
     else
-      ft__log("cupti: device buffer size %zu bytes", dev_buf);
+      FT__LOG("device buffer size %zu bytes", dev_buf);
   }
-  st = ft__cuptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
-  ft__log("cupti: register callbacks: %s", st ? t->err : "ok");
+  st = ft__cuptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested, buffer_completed);
+  FT__LOG("register callbacks: %s", st ? t->base.err : "ok");
   /* Waiting for cudaProfilerStart, nothing is enabled: an enabled kernel kind costs
    * every launch about 1 us even when nothing will be kept (gpu-facts). */
   if (!st && !t->range_only) st = enable_kinds(t);
   if (st) {
-    atomic_store(&active, NULL);
+    ft__tracer_release(&t->base);
     return st;
   }
-  t->armed = true;
+  t->base.armed = true;
   return FT_OK;
 }
 
-static ft_status cu_drain(ft_tracer *base) {
-  cupti_tracer *t = (cupti_tracer *)base;
-  if (!t->armed) return FT_OK;
-  /* Completed buffers are decoded as CUPTI hands them over; this forces the rest. */
-  return ft__cuptiActivityFlushAll(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-}
-
-#ifdef FT_MCPTI
-/* After the final flush: the second clock sample, then every kept buffer. */
-static void decode_kept(cupti_tracer *t) {
+/* After the final flush: the second clock sample, then every held buffer. */
+static void decode_all_held(cupti_tracer *t) {
   uint64_t v1, r1;
   if (t->have_clock && ft__clock_sample(read_clock, t, &v1, &r1)) t->clock.v1 = v1, t->clock.r1 = r1;
-  size_t n = ft__held_take_all(&t->kept, decode_held, t);
-  ft__log("mcpti: decoded %zu buffers at stop", n);
+  size_t n = ft__held_take_all(&t->held, decode_held, t);
+  FT__LOG("decoded %zu buffers at stop", n);
   if (t->resyncs)
-    ft__warn("mcpti: %llu malformed stretches in its activity buffers (%llu bytes) were skipped to the next "
+    FT__WARN("%llu malformed stretches in its activity buffers (%llu bytes) were skipped to the next "
              "well-formed record", (unsigned long long)t->resyncs, (unsigned long long)t->skipped_bytes);
 }
-#endif
 
 static ft_status cu_stop(ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
-  if (!t->armed) return FT_OK;
+  if (!t->base.armed) return FT_OK;
   disable_kinds(t);
-  ft_status st = ft__cuptiActivityFlushAll(&t->api, t->err, sizeof t->err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-#ifdef FT_MCPTI
-  decode_kept(t);
-#endif
-  if (t->untimed) {
-    atomic_fetch_add(&dropped_total, t->untimed);
-    ft__log("%s: %llu records without usable timing (start = end = 0, or implausible) dropped", t->base.ops->name,
-            (unsigned long long)t->untimed);
+  ft_status st = ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (HOLD_UNTIL_STOP) decode_all_held(t);
+  if (t->dropped_untimed) {
+    atomic_fetch_add(&t->base.dropped, t->dropped_untimed);
+    FT__LOG("%llu records without usable timing (start = end = 0, or implausible) dropped",
+            (unsigned long long)t->dropped_untimed);
   }
-  t->armed = false;
-  atomic_store(&active, NULL);
+  ft__tracer_release(&t->base);
   return st;
 }
 
@@ -1010,7 +417,7 @@ static ft_status cu_push(ft_tracer *base, uint64_t id) {
   cupti_tracer *t = (cupti_tracer *)base;
   ft__thread_register();
   char err[256];
-  return t->loaded ? ft__cuptiActivityPushExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, id)
+  return t->base.loaded ? ft__cuptiActivityPushExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, id)
                    : FT_EUNAVAILABLE;
 }
 
@@ -1018,7 +425,7 @@ static ft_status cu_pop(ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
   char err[256];
   uint64_t last = 0; /* a real out-pointer: some CUPTI-compatible libraries reject NULL */
-  return t->loaded ? ft__cuptiActivityPopExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, &last)
+  return t->base.loaded ? ft__cuptiActivityPopExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, &last)
                    : FT_EUNAVAILABLE;
 }
 
@@ -1089,27 +496,27 @@ static void CUPTIAPI profiler_callback(void *userdata, CUpti_CallbackDomain doma
   /* Kinds are enabled at the first start, before the window opens, and stay enabled
    * after the stop: kernels launched inside the range still deliver their records,
    * and what comes later falls outside the window and is discarded (counted). */
-  cupti_tracer *t = atomic_load(&active);
+  cupti_tracer *t = (cupti_tracer *)ft__tracer_active();
   if (start && t && t->range_only && !atomic_exchange(&t->range_enabled, true)) {
     ft_status st = enable_kinds(t);
-    if (st) ft__warn("cupti: cannot enable activity at cudaProfilerStart: %s", t->err);
-    else ft__log("cupti: activity enabled at cudaProfilerStart");
+    if (st) FT__WARN("cannot enable activity at cudaProfilerStart: %s", t->base.err);
+    else FT__LOG("activity enabled at cudaProfilerStart");
   }
   profiler_on(profiler_ctx, start);
 }
 
 static ft_status cu_watch_profiler_api(ft_tracer *base, void (*on)(void *ctx, bool start), void *ctx) {
   cupti_tracer *t = (cupti_tracer *)base;
-  if (!t->loaded) return FT_EUNAVAILABLE;
+  if (!t->base.loaded) return FT_EUNAVAILABLE;
 #ifdef FT_MCPTI
   (void)on, (void)ctx;
-  snprintf(t->err, sizeof t->err, "MCPTI's callback ids for the profiler API are not known to flagtrace");
+  snprintf(t->base.err, sizeof t->base.err, "MCPTI's callback ids for the profiler API are not known to flagtrace");
   return FT_EUNAVAILABLE;
 #endif
   profiler_on = on;
   profiler_ctx = ctx;
   CUpti_SubscriberHandle sub;
-  ft_status st = ft__cuptiSubscribe(&t->api, t->err, sizeof t->err, &sub, profiler_callback, NULL);
+  ft_status st = ft__cuptiSubscribe(&t->api, t->base.err, sizeof t->base.err, &sub, profiler_callback, NULL);
   struct {
     CUpti_CallbackDomain d;
     CUpti_CallbackId id;
@@ -1118,25 +525,16 @@ static ft_status cu_watch_profiler_api(ft_tracer *base, void (*on)(void *ctx, bo
              {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart},
              {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}};
   for (size_t i = 0; i < 4 && !st; i++)
-    st = ft__cuptiEnableCallback(&t->api, t->err, sizeof t->err, 1, sub, ids[i].d, ids[i].id);
+    st = ft__cuptiEnableCallback(&t->api, t->base.err, sizeof t->base.err, 1, sub, ids[i].d, ids[i].id);
   t->range_only = !st; /* when watching fails the session records the whole run */
   return st;
 }
 
-static uint64_t cu_dropped(const ft_tracer *base) {
-  (void)base;
-  return atomic_load(&dropped_total);
-}
-
-static const char *cu_last_error(const ft_tracer *base) { return ((const cupti_tracer *)base)->err; }
-
 static void cu_destroy(ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
-  if (t->armed) cu_stop(base);
+  if (t->base.armed) cu_stop(base);
   /* libcupti stays loaded: CUPTI may still hold callbacks into this library. */
-#ifdef FT_MCPTI
-  ft__held_free(&t->kept);
-#endif
+  ft__held_free(&t->held);
   for (int i = 0; i < MAX_DEVICES; i++) free(t->props[i]);
   free(t->last_kernel.m);
   pthread_mutex_destroy(&t->decode_mu);
@@ -1144,23 +542,18 @@ static void cu_destroy(ft_tracer *base) {
 }
 
 static const ft_tracer_ops cupti_ops = {
-#ifdef FT_MCPTI
-    .name = "mcpti",
-#else
-    .name = "cupti",
-#endif
+    .name = FT__TRACER_NAME,
     .runtime_category = "cuda_runtime",
     .driver_category = "cuda_driver",
-    .available = cu_available,
+    .available = ft__tracer_available,
     .start = cu_start,
-    .drain = cu_drain,
     .stop = cu_stop,
     .push_correlation = cu_push,
     .pop_correlation = cu_pop,
     .device_count = cu_device_count,
     .device_properties = cu_device_properties,
-    .dropped_records = cu_dropped,
-    .last_error = cu_last_error,
+    .dropped_records = ft__tracer_dropped,
+    .last_error = ft__tracer_last_error,
     .destroy = cu_destroy,
     .watch_profiler_api = cu_watch_profiler_api,
 };
@@ -1168,27 +561,27 @@ static const ft_tracer_ops cupti_ops = {
 #ifdef FT_MCPTI
 static bool library_usable(cupti_tracer *t) {
   /* MCPTI's versions are MACA's, not CUPTI's: its record sizes are fixed above. */
-  if (ft__cuptiGetVersion(&t->api, t->err, sizeof t->err, &t->version)) t->version = 0;
-  ft__log("mcpti: bound %s (version %u%s)", t->path, t->version,
+  if (ft__cuptiGetVersion(&t->api, t->base.err, sizeof t->base.err, &t->version)) t->version = 0;
+  FT__LOG("bound %s (version %u%s)", t->base.path, t->version,
           t->get_api_name ? "" : "; no mcptiActivityGetApiName: API rows keep generic names");
   return true;
 }
 #else
 static bool library_usable(cupti_tracer *t) {
-  if (ft__cuptiGetVersion(&t->api, t->err, sizeof t->err, &t->version)) {
-    snprintf(t->why, sizeof t->why, "%s: %s", t->path, t->err);
+  if (ft__cuptiGetVersion(&t->api, t->base.err, sizeof t->base.err, &t->version)) {
+    snprintf(t->base.why, sizeof t->base.why, "%s: %s", t->base.path, t->base.err);
     return false;
   }
   if (t->version / 10000 != FT_CUPTI_COMPILED_MAJOR) {
-    /* Never gated (seed §4): decoding another major's layouts reads garbage. */
+    /* Never gated (design.md §8): decoding another major's layouts reads garbage. */
     ft__warn("CUPTI at %s reports API version %u, but this flagtrace decodes CUPTI %d.x "
              "record layouts (built with %d): device activity will not be collected",
-             t->path, t->version, FT_CUPTI_COMPILED_MAJOR, CUPTI_API_VERSION);
-    snprintf(t->why, sizeof t->why, "record layout mismatch: %s is CUPTI API %u, built for %d", t->path,
+             t->base.path, t->version, FT_CUPTI_COMPILED_MAJOR, CUPTI_API_VERSION);
+    snprintf(t->base.why, sizeof t->base.why, "record layout mismatch: %s is CUPTI API %u, built for %d", t->base.path,
              t->version, CUPTI_API_VERSION);
     return false;
   }
-  ft__log("cupti: bound %s (API version %u)", t->path, t->version);
+  FT__LOG("bound %s (API version %u)", t->base.path, t->version);
   return true;
 }
 #endif
@@ -1196,10 +589,10 @@ static bool library_usable(cupti_tracer *t) {
 ft_status ft_make_device_tracer(ft_tracer **out) {
   cupti_tracer *t = calloc(1, sizeof *t);
   if (!t) return FT_ENOMEM;
-  t->base.ops = &cupti_ops;
+  t->base.tracer.ops = &cupti_ops;
   pthread_mutex_init(&t->decode_mu, NULL);
-  t->loaded = open_cupti(t) && library_usable(t);
-  if (!t->loaded) ft__log("%s: unavailable: %s", cupti_ops.name, t->why);
-  *out = &t->base;
+  t->base.loaded = open_cupti(t) && library_usable(t);
+  if (!t->base.loaded) FT__LOG("unavailable: %s", t->base.why);
+  *out = &t->base.tracer;
   return FT_OK;
 }

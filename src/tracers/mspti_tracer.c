@@ -1,6 +1,7 @@
 /* Ascend CANN MSPTI tracer: loads libmspti at session start and decodes its packed
  * activity records. Verified by decoding records we synthesize (CI), not on hardware. */
 #define _GNU_SOURCE
+#define FT__TRACER_NAME "mspti"
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "containers.h"
 #include "flagtrace/device_tracer.h"
 #include "mspti_shim.h"
 #include "tracer_support.h"
@@ -17,7 +19,7 @@
 enum { POOL_INITIAL = 8, BUF_SIZE = 8 * 1024 * 1024, MAX_VISIBLE = 64 };
 
 /* An API record held until stop: MSPTI reports several per correlation, and one is
- * kept (seed: prefer the launch API for kernels, the copy/set API for transfers). */
+ * kept (design.md §9: prefer the launch API for kernels, the copy/set API for transfers). */
 typedef struct api_rec {
   uint32_t corr;
   uint32_t tid;
@@ -26,32 +28,21 @@ typedef struct api_rec {
 } api_rec;
 
 typedef struct mspti_tracer {
-  ft_tracer base;
+  ft__tracer_base base; /* first: loaded, path, why, err, sink, armed, kinds, dropped */
   ft__mspti_api api;
-  bool loaded;       /* symbols bound (at start: MSPTI is loaded lazily) */
   bool preloaded;    /* libmspti was in the link map at process start */
-  char path[PATH_MAX];
-  char why[512];
-  char err[512];
-  const ft_event_sink *sink;
   msptiSubscriberHandle sub;
-  bool armed;
-  unsigned kinds;
   pthread_mutex_t mu; /* the id map, held API records, device kinds */
   /* 64-bit MSPTI correlation ids -> nonzero 32-bit ids (flows need 32 bits) */
-  uint64_t *id_keys;
-  uint32_t *id_vals;
-  size_t id_cap, id_len;
+  ft__map ids;     /* MSPTI id -> our id */
+  uint32_t n_ids; /* ids handed out */
   uint8_t *dev_kinds; /* per 32-bit id: bit 0 kernel, 1 memcpy, 2 memset */
   size_t dev_kinds_cap;
   api_rec *apis;
   size_t n_apis, apis_cap;
   int visible[MAX_VISIBLE]; /* ASCEND_RT_VISIBLE_DEVICES: physical id per logical ordinal */
   int n_visible;
-  atomic_uint_fast64_t dropped;
 } mspti_tracer;
-
-static _Atomic(mspti_tracer *) active;
 
 static uint32_t rd32(const uint8_t *p, size_t off) {
   uint32_t v;
@@ -71,34 +62,10 @@ static const char *rdstr(const uint8_t *p, size_t off) {
 
 /* The nonzero 32-bit id of a 64-bit MSPTI correlation id (caller holds mu). */
 static uint32_t remap(mspti_tracer *t, uint64_t id) {
-  if ((t->id_len + 1) * 2 > t->id_cap) {
-    size_t ncap = t->id_cap ? t->id_cap * 2 : 1024;
-    uint64_t *k = calloc(ncap, sizeof *k);
-    uint32_t *v = calloc(ncap, sizeof *v);
-    if (!k || !v) {
-      free(k);
-      free(v);
-      return 0;
-    }
-    for (size_t i = 0; i < t->id_cap; i++) {
-      if (!t->id_vals[i]) continue;
-      size_t j = (t->id_keys[i] * 0x9E3779B97F4A7C15ull) & (ncap - 1);
-      while (v[j]) j = (j + 1) & (ncap - 1);
-      k[j] = t->id_keys[i];
-      v[j] = t->id_vals[i];
-    }
-    free(t->id_keys);
-    free(t->id_vals);
-    t->id_keys = k;
-    t->id_vals = v;
-    t->id_cap = ncap;
-  }
-  size_t j = (id * 0x9E3779B97F4A7C15ull) & (t->id_cap - 1);
-  for (; t->id_vals[j]; j = (j + 1) & (t->id_cap - 1))
-    if (t->id_keys[j] == id) return t->id_vals[j];
-  t->id_keys[j] = id;
-  t->id_vals[j] = (uint32_t)++t->id_len;
-  return t->id_vals[j];
+  uint64_t *v = ft__map_upsert(&t->ids, id);
+  if (!v) return 0;
+  if (!*v) *v = ++t->n_ids;
+  return (uint32_t)*v;
 }
 
 static void mark_device_kind(mspti_tracer *t, uint32_t corr, uint8_t bit) {
@@ -121,12 +88,6 @@ static uint32_t logical_device(const mspti_tracer *t, uint32_t physical) {
   return physical;
 }
 
-static void emit(mspti_tracer *t, ft_device_event *ev, const ft_kv *md, size_t n) {
-  ev->metadata = md;
-  ev->n_metadata = n;
-  if (t->sink->event(t->sink->ctx, ev) != FT_OK) ft__warn("mspti: out of memory recording an event; it is lost");
-}
-
 static void decode_record(mspti_tracer *t, const uint8_t *r) {
   char a[32], b[32], c[32];
   switch (rd32(r, 0)) {
@@ -139,7 +100,7 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
                           .end_ns = rd64(r, MSPTI_KERNEL_END), .correlation_id = corr,
                           .device = logical_device(t, rd32(r, MSPTI_KERNEL_DEVICE)),
                           .stream = rd32(r, MSPTI_KERNEL_STREAM), .name = rdstr(r, MSPTI_KERNEL_NAME)};
-    emit(t, &ev, md, 1);
+    ft__tracer_emit(&t->base, &ev, md, 1);
     break;
   }
   case MSPTI_ACTIVITY_KIND_MEMCPY:
@@ -155,7 +116,7 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
                           .end_ns = rd64(r, MSPTI_MEM_END), .correlation_id = corr,
                           .device = logical_device(t, rd32(r, MSPTI_MEM_DEVICE)),
                           .stream = rd32(r, MSPTI_MEM_STREAM), .name = set ? "Memset" : "Memcpy"};
-    emit(t, &ev, md, 3);
+    ft__tracer_emit(&t->base, &ev, md, 3);
     break;
   }
   case MSPTI_ACTIVITY_KIND_API: {
@@ -163,7 +124,7 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
       size_t ncap = t->apis_cap ? t->apis_cap * 2 : 1024;
       api_rec *n = realloc(t->apis, ncap * sizeof *n);
       if (!n) {
-        ft__warn("mspti: out of memory holding an API record; it is lost");
+        FT__WARN("out of memory holding an API record; it is lost");
         return;
       }
       t->apis = n;
@@ -179,9 +140,8 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
     break;
   }
   case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-    if ((int)rd32(r, MSPTI_EXT_KIND) == MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 &&
-        t->sink->external_id(t->sink->ctx, remap(t, rd64(r, MSPTI_EXT_CORRELATION)), rd64(r, MSPTI_EXT_ID)) != FT_OK)
-      ft__warn("mspti: out of memory recording a correlation; attribution may be lost");
+    if ((int)rd32(r, MSPTI_EXT_KIND) == MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
+      ft__tracer_external(&t->base, remap(t, rd64(r, MSPTI_EXT_CORRELATION)), rd64(r, MSPTI_EXT_ID));
     break;
   default:
     break; /* markers, HCCL, memory: not collected */
@@ -197,14 +157,9 @@ static bool record_fits(const uint8_t *buf, size_t valid, const uint8_t *rec) {
   return valid - (size_t)(rec - buf) >= (need ? need : 4);
 }
 
-static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-  *buffer = ft__pool_get(size);
-  *max_records = 0;
-}
-
 static void buffer_completed(uint8_t *buffer, size_t size, size_t valid) {
   (void)size;
-  mspti_tracer *t = atomic_load(&active);
+  mspti_tracer *t = (mspti_tracer *)ft__tracer_active();
   if (t && buffer && valid) {
     pthread_mutex_lock(&t->mu);
     msptiActivity *rec = NULL;
@@ -213,11 +168,11 @@ static void buffer_completed(uint8_t *buffer, size_t size, size_t valid) {
       msptiResult r = t->api.msptiActivityGetNextRecord(buffer, valid, &rec);
       if (r == MSPTI_ERROR_MAX_LIMIT_REACHED) break;
       if (r != MSPTI_SUCCESS) {
-        ft__warn("mspti: reading an activity buffer failed (msptiResult %d); the rest of it is lost", r);
+        FT__WARN("reading an activity buffer failed (msptiResult %d); the rest of it is lost", r);
         break;
       }
       if (!record_fits(buffer, valid, (const uint8_t *)rec)) {
-        ft__warn("mspti: a record runs past the buffer's valid bytes; the rest of it is lost");
+        FT__WARN("a record runs past the buffer's valid bytes; the rest of it is lost");
         break;
       }
       decode_record(t, (const uint8_t *)rec);
@@ -257,7 +212,7 @@ static void emit_apis(mspti_tracer *t) {
     const api_rec *a = &t->apis[best];
     ft_device_event ev = {.kind = FT_EVENT_RUNTIME, .start_ns = a->start, .end_ns = a->end,
                           .correlation_id = a->corr, .thread_id = a->tid, .name = a->name};
-    emit(t, &ev, NULL, 0);
+    ft__tracer_emit(&t->base, &ev, NULL, 0);
     i = j;
   }
   for (size_t i = 0; i < t->n_apis; i++) free(t->apis[i].name);
@@ -280,49 +235,49 @@ static bool in_link_map(void) {
 static bool locate(mspti_tracer *t) {
   const char *override = getenv("FLAGOS_TRACER_LIBRARY");
   if (override && *override) {
-    snprintf(t->path, sizeof t->path, "%s", override);
+    snprintf(t->base.path, sizeof t->base.path, "%s", override);
     FILE *f = fopen(override, "rb"); /* loaded (and its symbols checked) at session start */
     if (f) {
       fclose(f);
       return true;
     }
-    snprintf(t->why, sizeof t->why, "FLAGOS_TRACER_LIBRARY=%s could not be used: %s", override, strerror(errno));
+    snprintf(t->base.why, sizeof t->base.why, "FLAGOS_TRACER_LIBRARY=%s could not be used: %s", override, strerror(errno));
     return false;
   }
   static const char *const homes[] = {"ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"};
   for (size_t i = 0; i < 2; i++) {
     const char *h = getenv(homes[i]);
     if (!h || !*h) continue;
-    snprintf(t->path, sizeof t->path, "%s/tools/mspti/lib64/libmspti.so", h);
-    FILE *f = fopen(t->path, "rb");
+    snprintf(t->base.path, sizeof t->base.path, "%s/tools/mspti/lib64/libmspti.so", h);
+    FILE *f = fopen(t->base.path, "rb");
     if (f) {
       fclose(f);
       return true;
     }
   }
-  snprintf(t->path, sizeof t->path, "libmspti.so");
+  snprintf(t->base.path, sizeof t->base.path, "libmspti.so");
   if (t->preloaded) return true;
-  snprintf(t->why, sizeof t->why, "libmspti.so not found (set FLAGOS_TRACER_LIBRARY, ASCEND_HOME_PATH or "
+  snprintf(t->base.why, sizeof t->base.why, "libmspti.so not found (set FLAGOS_TRACER_LIBRARY, ASCEND_HOME_PATH or "
                                   "ASCEND_TOOLKIT_HOME)");
   return false;
 }
 
 /* Loads the library at session start (never at import: CANN's interposer has a cost). */
 static ft_status load(mspti_tracer *t) {
-  if (t->loaded) return FT_OK;
+  if (t->base.loaded) return FT_OK;
   /* kept loaded for the process's life: CANN may hold interposed ACL pointers */
-  void *h = dlopen(t->path, RTLD_NOW | RTLD_GLOBAL);
+  void *h = dlopen(t->base.path, RTLD_NOW | RTLD_GLOBAL);
   char why[256];
   if (!h) {
-    snprintf(t->err, sizeof t->err, "%s", dlerror());
+    snprintf(t->base.err, sizeof t->base.err, "%s", dlerror());
     return FT_EUNAVAILABLE;
   }
   if (!ft__mspti_load_symbols(&t->api, h, why, sizeof why)) {
-    snprintf(t->err, sizeof t->err, "%s: %s", t->path, why);
+    snprintf(t->base.err, sizeof t->base.err, "%s: %s", t->base.path, why);
     return FT_EUNAVAILABLE;
   }
-  t->loaded = true;
-  ft__log("mspti: bound %s", t->path);
+  t->base.loaded = true;
+  FT__LOG("bound %s", t->base.path);
   return FT_OK;
 }
 
@@ -342,8 +297,8 @@ static void read_visible_devices(mspti_tracer *t) {
 
 static bool ms_available(const ft_tracer *base, const char **why) {
   const mspti_tracer *t = (const mspti_tracer *)base;
-  bool ok = !t->why[0];
-  if (!ok && why) *why = t->why;
+  bool ok = !t->base.why[0];
+  if (!ok && why) *why = t->base.why;
   return ok;
 }
 
@@ -351,77 +306,65 @@ static ft_status ms_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   mspti_tracer *t = (mspti_tracer *)base;
   ft_status st = load(t);
   if (st) return st;
-  mspti_tracer *none = NULL;
-  if (!atomic_compare_exchange_strong(&active, &none, t)) {
-    snprintf(t->err, sizeof t->err, "another tracer instance is armed");
-    return FT_EBUSY;
-  }
-  t->sink = sink;
-  t->kinds = kinds;
-  atomic_store(&t->dropped, 0);
+  ft_status claim = ft__tracer_claim(&t->base, sink, kinds);
+  if (claim) return claim;
   read_visible_devices(t);
   if (ft__pool_reserve(POOL_INITIAL, BUF_SIZE) == 0) {
-    atomic_store(&active, NULL);
-    snprintf(t->err, sizeof t->err, "cannot reserve activity buffers");
+    ft__tracer_release(&t->base);
+    snprintf(t->base.err, sizeof t->base.err, "cannot reserve activity buffers");
     return FT_ENOMEM;
   }
-  st = ft__msptiSubscribe(&t->api, t->err, sizeof t->err, &t->sub, on_callback, NULL);
-  if (!st) st = ft__msptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
-  if (!st) st = ft__msptiActivityEnable(&t->api, t->err, sizeof t->err, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  st = ft__msptiSubscribe(&t->api, t->base.err, sizeof t->base.err, &t->sub, on_callback, NULL);
+  if (!st) st = ft__msptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested, buffer_completed);
+  if (!st) st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   if (!st && (kinds & FT_KIND_BIT(FT_EVENT_KERNEL)))
-    st = ft__msptiActivityEnable(&t->api, t->err, sizeof t->err, MSPTI_ACTIVITY_KIND_KERNEL);
+    st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_KERNEL);
   if (!st && (kinds & FT_KIND_BIT(FT_EVENT_RUNTIME)))
-    st = ft__msptiActivityEnable(&t->api, t->err, sizeof t->err, MSPTI_ACTIVITY_KIND_API);
+    st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_API);
   /* copies and sets come from CANN's interposer, which works only when libmspti was
    * in the link map at process start (measured; a later dlopen cannot substitute) */
   bool mem = t->preloaded && (kinds & (FT_KIND_BIT(FT_EVENT_MEMCPY) | FT_KIND_BIT(FT_EVENT_MEMSET)));
   if (!st && mem && (kinds & FT_KIND_BIT(FT_EVENT_MEMCPY)))
-    st = ft__msptiActivityEnable(&t->api, t->err, sizeof t->err, MSPTI_ACTIVITY_KIND_MEMCPY);
+    st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_MEMCPY);
   if (!st && mem && (kinds & FT_KIND_BIT(FT_EVENT_MEMSET)))
-    st = ft__msptiActivityEnable(&t->api, t->err, sizeof t->err, MSPTI_ACTIVITY_KIND_MEMSET);
+    st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_MEMSET);
   if (!t->preloaded)
-    ft__log("mspti: libmspti was not loaded at process start (LD_PRELOAD): copies and sets are not collected");
+    FT__LOG("libmspti was not loaded at process start (LD_PRELOAD): copies and sets are not collected");
   if (st) {
     if (t->sub) t->api.msptiUnsubscribe(t->sub);
     t->sub = NULL;
-    atomic_store(&active, NULL);
+    ft__tracer_release(&t->base);
     return st;
   }
-  t->armed = true;
+  t->base.armed = true;
   return FT_OK;
-}
-
-static ft_status ms_drain(ft_tracer *base) {
-  mspti_tracer *t = (mspti_tracer *)base;
-  return t->armed ? ft__msptiActivityFlushAll(&t->api, t->err, sizeof t->err, 1) : FT_OK;
 }
 
 static ft_status ms_stop(ft_tracer *base) {
   mspti_tracer *t = (mspti_tracer *)base;
-  if (!t->armed) return FT_OK;
+  if (!t->base.armed) return FT_OK;
   /* the measured order: unsubscribe first, then flush the pending buffers */
-  ft_status st = ft__msptiUnsubscribe(&t->api, t->err, sizeof t->err, t->sub);
+  ft_status st = ft__msptiUnsubscribe(&t->api, t->base.err, sizeof t->base.err, t->sub);
   t->sub = NULL;
-  ft_status fl = ft__msptiActivityFlushAll(&t->api, t->err, sizeof t->err, 1);
+  ft_status fl = ft__msptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, 1);
   static const msptiActivityKind all[] = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_API,
                                           MSPTI_ACTIVITY_KIND_MEMCPY, MSPTI_ACTIVITY_KIND_MEMSET,
                                           MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t->api.msptiActivityDisable(all[i]);
   size_t dropped = 0;
   if (t->api.msptiActivityGetNumDroppedRecords && t->api.msptiActivityGetNumDroppedRecords(&dropped) == MSPTI_SUCCESS)
-    atomic_store(&t->dropped, dropped);
+    atomic_store(&t->base.dropped, dropped);
   pthread_mutex_lock(&t->mu);
   emit_apis(t);
   pthread_mutex_unlock(&t->mu);
-  t->armed = false;
-  atomic_store(&active, NULL);
+  ft__tracer_release(&t->base);
   return st ? st : fl;
 }
 
 static ft_status ms_push(ft_tracer *base, uint64_t id) {
   mspti_tracer *t = (mspti_tracer *)base;
   char err[128];
-  return t->loaded ? ft__msptiActivityPushExternalCorrelationId(&t->api, err, sizeof err,
+  return t->base.loaded ? ft__msptiActivityPushExternalCorrelationId(&t->api, err, sizeof err,
                                                                 MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id)
                    : FT_EUNAVAILABLE;
 }
@@ -431,7 +374,7 @@ static ft_status ms_pop(ft_tracer *base) {
   char err[128];
   /* a real out-pointer: CANN 9.0 rejects NULL and leaves the stack as it was */
   uint64_t last = 0;
-  return t->loaded ? ft__msptiActivityPopExternalCorrelationId(&t->api, err, sizeof err,
+  return t->base.loaded ? ft__msptiActivityPopExternalCorrelationId(&t->api, err, sizeof err,
                                                                MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last)
                    : FT_EUNAVAILABLE;
 }
@@ -441,35 +384,29 @@ static int ms_device_count(const ft_tracer *base) {
   return t->n_visible;
 }
 
-static uint64_t ms_dropped(const ft_tracer *base) { return atomic_load(&((const mspti_tracer *)base)->dropped); }
-
-static const char *ms_last_error(const ft_tracer *base) { return ((const mspti_tracer *)base)->err; }
-
 static void ms_destroy(ft_tracer *base) {
   mspti_tracer *t = (mspti_tracer *)base;
-  if (t->armed) ms_stop(base);
+  if (t->base.armed) ms_stop(base);
   for (size_t i = 0; i < t->n_apis; i++) free(t->apis[i].name);
   free(t->apis);
-  free(t->id_keys);
-  free(t->id_vals);
+  ft__map_free(&t->ids);
   free(t->dev_kinds);
   pthread_mutex_destroy(&t->mu);
   free(t);
 }
 
 static const ft_tracer_ops mspti_ops = {
-    .name = "mspti",
+    .name = FT__TRACER_NAME,
     .runtime_category = "privateuse1_runtime",
     .driver_category = "privateuse1_driver",
-    .available = ms_available,
+    .available = ms_available, /* the library loads at start: available when located */
     .start = ms_start,
-    .drain = ms_drain,
     .stop = ms_stop,
     .push_correlation = ms_push,
     .pop_correlation = ms_pop,
     .device_count = ms_device_count,
-    .dropped_records = ms_dropped,
-    .last_error = ms_last_error,
+    .dropped_records = ft__tracer_dropped,
+    .last_error = ft__tracer_last_error,
     .destroy = ms_destroy,
     .watch_profiler_api = NULL,
 };
@@ -477,14 +414,14 @@ static const ft_tracer_ops mspti_ops = {
 ft_status ft_make_device_tracer(ft_tracer **out) {
   mspti_tracer *t = calloc(1, sizeof *t);
   if (!t) return FT_ENOMEM;
-  t->base.ops = &mspti_ops;
+  t->base.tracer.ops = &mspti_ops;
   pthread_mutex_init(&t->mu, NULL);
   /* sampled once, before anything of ours loads the library */
   static int preloaded = -1;
   if (preloaded < 0) preloaded = in_link_map();
   t->preloaded = preloaded;
-  if (locate(t)) t->why[0] = '\0';
-  ft__log("mspti: %s (%s at process start)", t->why[0] ? t->why : t->path, t->preloaded ? "preloaded" : "not loaded");
-  *out = &t->base;
+  if (locate(t)) t->base.why[0] = '\0';
+  FT__LOG("%s (%s at process start)", t->base.why[0] ? t->base.why : t->base.path, t->preloaded ? "preloaded" : "not loaded");
+  *out = &t->base.tracer;
   return FT_OK;
 }

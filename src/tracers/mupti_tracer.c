@@ -2,6 +2,7 @@
  * onto CLOCK_REALTIME affinely from samples at start and stop. Verified by decoding
  * records we synthesize (CI), not on MUSA hardware. */
 #define _GNU_SOURCE
+#define FT__TRACER_NAME "mupti"
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -18,50 +19,25 @@
 enum { POOL_INITIAL = 8, BUF_SIZE = 8 * 1024 * 1024 };
 
 typedef struct mupti_tracer {
-  ft_tracer base;
+  ft__tracer_base base; /* first: loaded, path, why, err, sink, armed, kinds, dropped */
   ft__mupti_api api;
-  bool loaded;
-  char path[PATH_MAX];
-  char why[512];
-  char err[512];
-  const ft_event_sink *sink;
-  bool armed;
-  unsigned kinds;
   ft__clock_map clock; /* MUPTI's clock sampled against CLOCK_REALTIME at start and stop */
   /* completed buffers wait for the stop sample: only then is the mapping known */
   pthread_mutex_t mu;
-  ft__held done;
-  atomic_uint_fast64_t dropped;
+  ft__held held;
 } mupti_tracer;
-
-static _Atomic(mupti_tracer *) active;
-
-static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-  *buffer = ft__pool_get(size);
-  *max_records = 0;
-}
 
 static void buffer_completed(void *ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
   (void)size;
-  mupti_tracer *t = atomic_load(&active);
+  mupti_tracer *t = (mupti_tracer *)ft__tracer_active();
   if (!t) {
     ft__pool_put(buffer);
     return;
   }
   size_t dropped = 0;
   if (t->api.muptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == MUPTI_SUCCESS && dropped)
-    atomic_fetch_add(&t->dropped, dropped);
-  pthread_mutex_lock(&t->mu);
-  if (buffer && valid && ft__held_add(&t->done, buffer, valid)) buffer = NULL;
-  pthread_mutex_unlock(&t->mu);
-  if (buffer && valid) ft__warn("mupti: out of memory holding an activity buffer; its records are lost");
-  ft__pool_put(buffer);
-}
-
-static void emit(mupti_tracer *t, ft_device_event *ev, const ft_kv *md, size_t n) {
-  ev->metadata = md;
-  ev->n_metadata = n;
-  if (t->sink->event(t->sink->ctx, ev) != FT_OK) ft__warn("mupti: out of memory recording an event; it is lost");
+    atomic_fetch_add(&t->base.dropped, dropped);
+  ft__held_keep(&t->held, &t->mu, buffer, valid, FT__TRACER_NAME);
 }
 
 static const char *api_name(mupti_tracer *t, bool driver, uint32_t cbid, char *buf, size_t len) {
@@ -96,20 +72,20 @@ static bool decode(void *ctx, const void *record) {
     ft_kv md[5] = {{"context", a}, {"registers per thread", b}, {"shared memory", c}, {"grid", d}, {"block", e}};
     ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = s, .end_ns = en, .correlation_id = k->correlationId,
                           .device = k->deviceId, .stream = k->streamId, .name = k->name ? k->name : "<unnamed>"};
-    emit(t, &ev, md, 5);
+    ft__tracer_emit(&t->base, &ev, md, 5);
     return true;
   }
   case MUPTI_ACTIVITY_KIND_MEMCPY: {
     const MUpti_ActivityMemcpy4 *m = (const MUpti_ActivityMemcpy4 *)rec;
     ft__transfer x = {FT_EVENT_MEMCPY, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
                       m->bytes, "copy kind", m->copyKind};
-    return ft__emit_transfer(t->sink, &t->clock, &x, "mupti");
+    return ft__emit_transfer(&t->base, &t->clock, &x);
   }
   case MUPTI_ACTIVITY_KIND_MEMSET: {
     const MUpti_ActivityMemset3 *m = (const MUpti_ActivityMemset3 *)rec;
     ft__transfer x = {FT_EVENT_MEMSET, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
                       m->bytes, "value", m->value};
-    return ft__emit_transfer(t->sink, &t->clock, &x, "mupti");
+    return ft__emit_transfer(&t->base, &t->clock, &x);
   }
   case MUPTI_ACTIVITY_KIND_RUNTIME:
   case MUPTI_ACTIVITY_KIND_DRIVER: {
@@ -121,14 +97,13 @@ static bool decode(void *ctx, const void *record) {
     ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = en,
                           .correlation_id = x->correlationId, .thread_id = x->threadId,
                           .name = api_name(t, driver, x->cbid, nb, sizeof nb)};
-    emit(t, &ev, md, 1);
+    ft__tracer_emit(&t->base, &ev, md, 1);
     return true;
   }
   case MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
     const MUpti_ActivityExternalCorrelation *x = (const MUpti_ActivityExternalCorrelation *)rec;
-    if (x->externalKind == MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 &&
-        t->sink->external_id(t->sink->ctx, x->correlationId, x->externalId) != FT_OK)
-      ft__warn("mupti: out of memory recording a correlation; attribution may be lost");
+    if (x->externalKind == MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
+      ft__tracer_external(&t->base, x->correlationId, x->externalId);
     return true;
   }
   default:
@@ -146,16 +121,10 @@ static int next_record(void *ctx, uint8_t *buf, size_t valid, const void **rec) 
 
 static bool read_clock(void *ctx, uint64_t *v) {
   mupti_tracer *t = ctx;
-  return !ft__muptiGetTimestamp(&t->api, t->err, sizeof t->err, v);
+  return !ft__muptiGetTimestamp(&t->api, t->base.err, sizeof t->base.err, v);
 }
 
 /* ---- ops ---- */
-
-static bool mu_available(const ft_tracer *base, const char **why) {
-  const mupti_tracer *t = (const mupti_tracer *)base;
-  if (!t->loaded && why) *why = t->why;
-  return t->loaded;
-}
 
 static const int kind_for[] = {
     [FT_EVENT_KERNEL] = MUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, [FT_EVENT_MEMCPY] = MUPTI_ACTIVITY_KIND_MEMCPY,
@@ -165,57 +134,44 @@ static const int kind_for[] = {
 
 static ft_status mu_start(ft_tracer *base, const ft_event_sink *sink, unsigned kinds) {
   mupti_tracer *t = (mupti_tracer *)base;
-  if (!t->loaded) return FT_EUNAVAILABLE;
-  mupti_tracer *none = NULL;
-  if (!atomic_compare_exchange_strong(&active, &none, t)) {
-    snprintf(t->err, sizeof t->err, "another tracer instance is armed");
-    return FT_EBUSY;
-  }
-  t->sink = sink;
-  t->kinds = kinds;
-  atomic_store(&t->dropped, 0);
-  ft_status st = ft__pool_reserve(POOL_INITIAL, BUF_SIZE) ? FT_OK : FT_ENOMEM;
+  ft_status st = ft__tracer_claim(&t->base, sink, kinds);
+  if (st) return st;
+  st = ft__pool_reserve(POOL_INITIAL, BUF_SIZE) ? FT_OK : FT_ENOMEM;
   if (!st && !ft__clock_sample(read_clock, t, &t->clock.v0, &t->clock.r0)) st = FT_EVENDOR;
-  if (!st) st = ft__muptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
-  if (!st) st = ft__muptiActivityEnable(&t->api, t->err, sizeof t->err, MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  if (!st) st = ft__muptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested, buffer_completed);
+  if (!st) st = ft__muptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   for (unsigned k = 0; k <= FT_EVENT_DRIVER && !st; k++)
-    if (kinds & FT_KIND_BIT(k)) st = ft__muptiActivityEnable(&t->api, t->err, sizeof t->err, kind_for[k]);
+    if (kinds & FT_KIND_BIT(k)) st = ft__muptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, kind_for[k]);
   if (st) {
-    atomic_store(&active, NULL);
+    ft__tracer_release(&t->base);
     return st;
   }
-  t->armed = true;
-  ft__log("mupti: armed; clock sample at start: mupti %llu = realtime %llu", (unsigned long long)t->clock.v0,
+  t->base.armed = true;
+  FT__LOG("armed; clock sample at start: mupti %llu = realtime %llu", (unsigned long long)t->clock.v0,
           (unsigned long long)t->clock.r0);
-  return FT_OK;
-}
-
-static ft_status mu_drain(ft_tracer *base) {
-  (void)base; /* records are decoded at stop, once both clock samples exist */
   return FT_OK;
 }
 
 static ft_status mu_stop(ft_tracer *base) {
   mupti_tracer *t = (mupti_tracer *)base;
-  if (!t->armed) return FT_OK;
+  if (!t->base.armed) return FT_OK;
   for (unsigned k = 0; k <= FT_EVENT_DRIVER; k++)
-    if (t->kinds & FT_KIND_BIT(k)) t->api.muptiActivityDisable(kind_for[k]);
+    if (t->base.kinds & FT_KIND_BIT(k)) t->api.muptiActivityDisable(kind_for[k]);
   t->api.muptiActivityDisable(MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  ft_status st = ft__muptiActivityFlushAll(&t->api, t->err, sizeof t->err, MUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  const ft__stop_decoder dec = {.who = "mupti", .next = next_record, .success = MUPTI_SUCCESS,
+  ft_status st = ft__muptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, MUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  const ft__stop_decoder dec = {.who = FT__TRACER_NAME, .next = next_record, .success = MUPTI_SUCCESS,
                                  .end = MUPTI_ERROR_MAX_LIMIT_REACHED, .decode = decode, .ctx = t};
   pthread_mutex_lock(&t->mu);
-  atomic_fetch_add(&t->dropped, ft__decode_at_stop(&t->done, &t->clock, read_clock, t->err, &dec));
+  atomic_fetch_add(&t->base.dropped, ft__decode_at_stop(&t->held, &t->clock, read_clock, t->base.err, &dec));
   pthread_mutex_unlock(&t->mu);
-  t->armed = false;
-  atomic_store(&active, NULL);
+  ft__tracer_release(&t->base);
   return st;
 }
 
 static ft_status mu_push(ft_tracer *base, uint64_t id) {
   mupti_tracer *t = (mupti_tracer *)base;
   char err[128];
-  return t->loaded ? ft__muptiActivityPushExternalCorrelationId(&t->api, err, sizeof err,
+  return t->base.loaded ? ft__muptiActivityPushExternalCorrelationId(&t->api, err, sizeof err,
                                                                 MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id)
                    : FT_EUNAVAILABLE;
 }
@@ -224,41 +180,31 @@ static ft_status mu_pop(ft_tracer *base) {
   mupti_tracer *t = (mupti_tracer *)base;
   char err[128];
   uint64_t last = 0; /* a real out-pointer */
-  return t->loaded ? ft__muptiActivityPopExternalCorrelationId(&t->api, err, sizeof err,
+  return t->base.loaded ? ft__muptiActivityPopExternalCorrelationId(&t->api, err, sizeof err,
                                                                MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last)
                    : FT_EUNAVAILABLE;
 }
 
-static int mu_device_count(const ft_tracer *base) {
-  (void)base;
-  return 0; /* not queried: no MUSA driver binding here */
-}
-
-static uint64_t mu_dropped(const ft_tracer *base) { return atomic_load(&((const mupti_tracer *)base)->dropped); }
-
-static const char *mu_last_error(const ft_tracer *base) { return ((const mupti_tracer *)base)->err; }
-
 static void mu_destroy(ft_tracer *base) {
   mupti_tracer *t = (mupti_tracer *)base;
-  if (t->armed) mu_stop(base);
-  ft__held_free(&t->done);
+  if (t->base.armed) mu_stop(base);
+  ft__held_free(&t->held);
   pthread_mutex_destroy(&t->mu);
   free(t);
 }
 
 static const ft_tracer_ops mupti_ops = {
-    .name = "mupti",
+    .name = FT__TRACER_NAME,
     .runtime_category = "privateuse1_runtime",
     .driver_category = "privateuse1_driver",
-    .available = mu_available,
+    .available = ft__tracer_available,
     .start = mu_start,
-    .drain = mu_drain,
     .stop = mu_stop,
     .push_correlation = mu_push,
     .pop_correlation = mu_pop,
-    .device_count = mu_device_count,
-    .dropped_records = mu_dropped,
-    .last_error = mu_last_error,
+    .device_count = NULL, /* not queried: no MUSA driver binding here */
+    .dropped_records = ft__tracer_dropped,
+    .last_error = ft__tracer_last_error,
     .destroy = mu_destroy,
     .watch_profiler_api = NULL,
 };
@@ -270,15 +216,14 @@ static int load_mupti(void *api, void *handle, char *why, size_t len) {
 ft_status ft_make_device_tracer(ft_tracer **out) {
   mupti_tracer *t = calloc(1, sizeof *t);
   if (!t) return FT_ENOMEM;
-  t->base.ops = &mupti_ops;
+  t->base.tracer.ops = &mupti_ops;
   pthread_mutex_init(&t->mu, NULL);
   const char *home = getenv("MUSA_HOME");
   char in_home[PATH_MAX];
   snprintf(in_home, sizeof in_home, "%s/lib/libmupti.so", home && *home ? home : "/usr/local/musa");
   const char *const candidates[] = {"libmupti.so", in_home};
-  t->loaded = ft__open_vendor_library(candidates, 2, "libmupti not found (set FLAGOS_TRACER_LIBRARY or MUSA_HOME)",
-                                      load_mupti, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
-  ft__log("mupti: %s", t->loaded ? t->path : t->why);
-  *out = &t->base;
+  ft__tracer_open(&t->base, candidates, 2, "libmupti not found (set FLAGOS_TRACER_LIBRARY or MUSA_HOME)", load_mupti,
+                  &t->api);
+  *out = &t->base.tracer;
   return FT_OK;
 }

@@ -3,6 +3,7 @@
  * CLOCK_REALTIME. Record layouts are assumed (topspti_shim.h): verified by decoding
  * records our fake synthesizes (CI), not on GCU hardware. */
 #define _GNU_SOURCE
+#define FT__TRACER_NAME "topspti"
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -19,59 +20,40 @@ enum { POOL_INITIAL = 8, BUF_SIZE = 8 * 1024 * 1024, MAX_PUSHED = 256 };
 
 
 typedef struct topspti_tracer {
-  ft_tracer base;
+  ft__tracer_base base; /* first: loaded, path, why, err, sink, armed, kinds, dropped */
   ft__topspti_api api;
-  bool loaded;
-  char path[PATH_MAX];
-  char why[512];
-  char err[512];
-  const ft_event_sink *sink;
-  bool armed;
-  unsigned kinds;
   Topspti_SubscriberHandle subscriber;
   ft__clock_map clock; /* TOPSPTI's clock sampled against CLOCK_REALTIME at start and stop */
   /* completed buffers wait for the stop sample: only then is the mapping known */
   pthread_mutex_t mu;
-  ft__held done;
+  ft__held held;
   /* API-enter callbacks report to the sink only while this is set (read lock), so
    * none reaches it after stop returns (write lock) */
   pthread_rwlock_t cb_lock;
   bool accepting;
-  atomic_uint_fast64_t dropped;
   atomic_uint_fast64_t lost_ids;
 } topspti_tracer;
-
-static _Atomic(topspti_tracer *) active;
 
 /* TOPSPTI has no external-correlation API: the framework ids pushed on this thread,
  * the top of which the API-enter callback reports for the call's correlation id. */
 static _Thread_local uint64_t pushed[MAX_PUSHED];
 static _Thread_local int n_pushed;
 
-static void buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-  *buffer = ft__pool_get(size);
-  *max_records = 0;
-}
-
 static void count_dropped(topspti_tracer *t) {
   size_t dropped = 0; /* reset by each call, as CUPTI's count is */
   if (t->api.topsptiActivityGetNumDroppedRecords(&dropped) == TOPSPTI_SUCCESS && dropped)
-    atomic_fetch_add(&t->dropped, dropped);
+    atomic_fetch_add(&t->base.dropped, dropped);
 }
 
 static void buffer_completed(uint8_t *buffer, size_t size, size_t valid) {
   (void)size;
-  topspti_tracer *t = atomic_load(&active);
+  topspti_tracer *t = (topspti_tracer *)ft__tracer_active();
   if (!t) {
     ft__pool_put(buffer);
     return;
   }
   count_dropped(t);
-  pthread_mutex_lock(&t->mu);
-  if (buffer && valid && ft__held_add(&t->done, buffer, valid)) buffer = NULL;
-  pthread_mutex_unlock(&t->mu);
-  if (buffer && valid) ft__warn("topspti: out of memory holding an activity buffer; its records are lost");
-  ft__pool_put(buffer);
+  ft__held_keep(&t->held, &t->mu, buffer, valid, FT__TRACER_NAME);
 }
 
 /* Runs on the thread making the runtime call, before the call: the one place where
@@ -84,15 +66,10 @@ static void api_callback(void *userdata, int domain, uint32_t cbid, const void *
   ft__thread_register(); /* API records name this thread by its pthread id */
   if (!n_pushed) return;
   pthread_rwlock_rdlock(&t->cb_lock);
-  if (t->accepting && t->sink->external_id(t->sink->ctx, d->correlationId, pushed[n_pushed - 1]) != FT_OK)
+  if (t->accepting &&
+      t->base.sink->external_id(t->base.sink->ctx, d->correlationId, pushed[n_pushed - 1]) != FT_OK)
     atomic_fetch_add(&t->lost_ids, 1);
   pthread_rwlock_unlock(&t->cb_lock);
-}
-
-static void emit(topspti_tracer *t, ft_device_event *ev, const ft_kv *md, size_t n) {
-  ev->metadata = md;
-  ev->n_metadata = n;
-  if (t->sink->event(t->sink->ctx, ev) != FT_OK) ft__warn("topspti: out of memory recording an event; it is lost");
 }
 
 static const char *api_name(topspti_tracer *t, bool driver, uint32_t cbid) {
@@ -126,7 +103,7 @@ static bool decode(void *ctx, const void *record) {
     char *dm = ft__demangle(raw);
     ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = s, .end_ns = en, .correlation_id = k->correlationId,
                           .device = k->deviceId, .stream = k->streamId, .name = dm ? dm : raw};
-    emit(t, &ev, md, 3);
+    ft__tracer_emit(&t->base, &ev, md, 3);
     free(dm);
     return true;
   }
@@ -134,13 +111,13 @@ static bool decode(void *ctx, const void *record) {
     const Topspti_ActivityMemcpy *m = (const Topspti_ActivityMemcpy *)rec;
     ft__transfer x = {FT_EVENT_MEMCPY, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
                       m->bytes, "copy kind", m->copyKind};
-    return ft__emit_transfer(t->sink, &t->clock, &x, "topspti");
+    return ft__emit_transfer(&t->base, &t->clock, &x);
   }
   case TOPSPTI_ACTIVITY_KIND_MEMSET: {
     const Topspti_ActivityMemset *m = (const Topspti_ActivityMemset *)rec;
     ft__transfer x = {FT_EVENT_MEMSET, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
                       m->bytes, "value", m->value};
-    return ft__emit_transfer(t->sink, &t->clock, &x, "topspti");
+    return ft__emit_transfer(&t->base, &t->clock, &x);
   }
   case TOPSPTI_ACTIVITY_KIND_RUNTIME:
   case TOPSPTI_ACTIVITY_KIND_DRIVER: {
@@ -152,7 +129,7 @@ static bool decode(void *ctx, const void *record) {
     ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = en,
                           .correlation_id = x->correlationId, .thread_id = ft__thread_os_tid(x->threadId),
                           .name = api_name(t, driver, x->cbid)};
-    emit(t, &ev, md, 1);
+    ft__tracer_emit(&t->base, &ev, md, 1);
     return true;
   }
   default:
@@ -170,7 +147,7 @@ static int next_record(void *ctx, uint8_t *buf, size_t valid, const void **rec) 
 
 static bool read_clock(void *ctx, uint64_t *v) {
   topspti_tracer *t = ctx;
-  return !ft__topsptiGetTimestamp(&t->api, t->err, sizeof t->err, v);
+  return !ft__topsptiGetTimestamp(&t->api, t->base.err, sizeof t->base.err, v);
 }
 
 /* The layouts in topspti_shim.h are written for one API version: decoding under
@@ -178,31 +155,25 @@ static bool read_clock(void *ctx, uint64_t *v) {
 static void check_layout_version(topspti_tracer *t) {
   uint32_t v = 0;
   if (!t->api.topsptiGetVersion) {
-    ft__warn("topspti: this library has no topsptiGetVersion; decoding with the layouts written for TOPSPTI API "
+    FT__WARN("this library has no topsptiGetVersion; decoding with the layouts written for TOPSPTI API "
              "version %d, which may not be this library's",
              FT_TOPSPTI_LAYOUT_VERSION);
     return;
   }
   TopsptiResult r = t->api.topsptiGetVersion(&v);
   if (r != TOPSPTI_SUCCESS)
-    ft__warn("topspti: topsptiGetVersion failed (TopsptiResult %d); decoding with the layouts written for TOPSPTI "
+    FT__WARN("topsptiGetVersion failed (TopsptiResult %d); decoding with the layouts written for TOPSPTI "
              "API version %d, which may not be this library's",
              r, FT_TOPSPTI_LAYOUT_VERSION);
   else if (v != FT_TOPSPTI_LAYOUT_VERSION)
-    ft__warn("topspti: the library reports TOPSPTI API version %u but the record layouts were written for version "
+    FT__WARN("the library reports TOPSPTI API version %u but the record layouts were written for version "
              "%d; decoded fields may be wrong",
              v, FT_TOPSPTI_LAYOUT_VERSION);
   else
-    ft__log("topspti: API version %u, as the record layouts assume", v);
+    FT__LOG("API version %u, as the record layouts assume", v);
 }
 
 /* ---- ops ---- */
-
-static bool tp_available(const ft_tracer *base, const char **why) {
-  const topspti_tracer *t = (const topspti_tracer *)base;
-  if (!t->loaded && why) *why = t->why;
-  return t->loaded;
-}
 
 static const int kind_for[] = {
     [FT_EVENT_KERNEL] = TOPSPTI_ACTIVITY_KIND_KERNEL,   [FT_EVENT_MEMCPY] = TOPSPTI_ACTIVITY_KIND_MEMCPY,
@@ -212,7 +183,7 @@ static const int kind_for[] = {
 
 static void disable_kinds(topspti_tracer *t) {
   for (unsigned k = 0; k <= FT_EVENT_DRIVER; k++)
-    if (t->kinds & FT_KIND_BIT(k)) t->api.topsptiActivityDisable(kind_for[k]);
+    if (t->base.kinds & FT_KIND_BIT(k)) t->api.topsptiActivityDisable(kind_for[k]);
 }
 
 /* Without the API-enter callback no device event can be attributed to a framework
@@ -222,61 +193,49 @@ static void subscribe(topspti_tracer *t) {
   char err[256];
   if (ft__topsptiSubscribe(&t->api, err, sizeof err, &t->subscriber, api_callback, t)) {
     t->subscriber = NULL;
-    ft__warn("topspti: %s; device events will not be attributed to framework ops", err);
+    FT__WARN("%s; device events will not be attributed to framework ops", err);
     return;
   }
   if (ft__topsptiEnableDomain(&t->api, err, sizeof err, 1, t->subscriber, TOPSPTI_CB_DOMAIN_RUNTIME_API))
-    ft__warn("topspti: %s; runtime calls will not be attributed to framework ops", err);
+    FT__WARN("%s; runtime calls will not be attributed to framework ops", err);
   /* no driver callbacks on the SDK FlagPrism measured: a failure here is expected */
   if (ft__topsptiEnableDomain(&t->api, err, sizeof err, 1, t->subscriber, TOPSPTI_CB_DOMAIN_DRIVER_API))
-    ft__log("topspti: %s (driver calls unattributed)", err);
+    FT__LOG("%s (driver calls unattributed)", err);
 }
 
 static ft_status tp_start(ft_tracer *base, const ft_event_sink *sink, unsigned kinds) {
   topspti_tracer *t = (topspti_tracer *)base;
-  if (!t->loaded) return FT_EUNAVAILABLE;
-  topspti_tracer *none = NULL;
-  if (!atomic_compare_exchange_strong(&active, &none, t)) {
-    snprintf(t->err, sizeof t->err, "another tracer instance is armed");
-    return FT_EBUSY;
-  }
-  t->sink = sink;
-  t->kinds = 0;
-  atomic_store(&t->dropped, 0);
+  ft_status claim = ft__tracer_claim(&t->base, sink, 0); /* kinds: those enabled below */
+  if (claim) return claim;
   atomic_store(&t->lost_ids, 0);
   check_layout_version(t);
   ft__thread_register();
   ft_status st = ft__pool_reserve(POOL_INITIAL, BUF_SIZE) ? FT_OK : FT_ENOMEM;
   if (!st && !ft__clock_sample(read_clock, t, &t->clock.v0, &t->clock.r0)) st = FT_EVENDOR;
-  if (!st) st = ft__topsptiActivityRegisterCallbacks(&t->api, t->err, sizeof t->err, buffer_requested, buffer_completed);
+  if (!st) st = ft__topsptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested, buffer_completed);
   for (unsigned k = 0; k <= FT_EVENT_DRIVER && !st; k++) {
     if (!(kinds & FT_KIND_BIT(k))) continue;
-    st = ft__topsptiActivityEnable(&t->api, t->err, sizeof t->err, kind_for[k]);
-    if (!st) t->kinds |= FT_KIND_BIT(k);
+    st = ft__topsptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, kind_for[k]);
+    if (!st) t->base.kinds |= FT_KIND_BIT(k);
   }
   if (st) {
     disable_kinds(t);
-    atomic_store(&active, NULL);
+    ft__tracer_release(&t->base);
     return st;
   }
   pthread_rwlock_wrlock(&t->cb_lock);
   t->accepting = true;
   pthread_rwlock_unlock(&t->cb_lock);
   subscribe(t);
-  t->armed = true;
-  ft__log("topspti: armed; clock sample at start: topspti %llu = realtime %llu", (unsigned long long)t->clock.v0,
+  t->base.armed = true;
+  FT__LOG("armed; clock sample at start: topspti %llu = realtime %llu", (unsigned long long)t->clock.v0,
           (unsigned long long)t->clock.r0);
-  return FT_OK;
-}
-
-static ft_status tp_drain(ft_tracer *base) {
-  (void)base; /* records are decoded at stop, once both clock samples exist */
   return FT_OK;
 }
 
 static ft_status tp_stop(ft_tracer *base) {
   topspti_tracer *t = (topspti_tracer *)base;
-  if (!t->armed) return FT_OK;
+  if (!t->base.armed) return FT_OK;
   /* callbacks first: after this no API-enter report reaches the sink */
   pthread_rwlock_wrlock(&t->cb_lock);
   t->accepting = false;
@@ -284,25 +243,24 @@ static ft_status tp_stop(ft_tracer *base) {
   if (t->subscriber) t->api.topsptiUnsubscribe(t->subscriber);
   t->subscriber = NULL;
   disable_kinds(t);
-  ft_status st = ft__topsptiActivityFlushAll(&t->api, t->err, sizeof t->err, TOPSPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  ft_status st = ft__topsptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, TOPSPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   count_dropped(t);
-  const ft__stop_decoder dec = {.who = "topspti", .next = next_record, .success = TOPSPTI_SUCCESS,
+  const ft__stop_decoder dec = {.who = FT__TRACER_NAME, .next = next_record, .success = TOPSPTI_SUCCESS,
                                  .end = TOPSPTI_ERROR_MAX_LIMIT_REACHED, .decode = decode, .ctx = t};
   pthread_mutex_lock(&t->mu);
-  atomic_fetch_add(&t->dropped, ft__decode_at_stop(&t->done, &t->clock, read_clock, t->err, &dec));
+  atomic_fetch_add(&t->base.dropped, ft__decode_at_stop(&t->held, &t->clock, read_clock, t->base.err, &dec));
   pthread_mutex_unlock(&t->mu);
   uint64_t lost = atomic_load(&t->lost_ids);
   if (lost)
-    ft__warn("topspti: out of memory recording %llu framework-op correlations; their device events are unattributed",
+    FT__WARN("out of memory recording %llu framework-op correlations; their device events are unattributed",
              (unsigned long long)lost);
-  t->armed = false;
-  atomic_store(&active, NULL);
+  ft__tracer_release(&t->base);
   return st;
 }
 
 static ft_status tp_push(ft_tracer *base, uint64_t id) {
   topspti_tracer *t = (topspti_tracer *)base;
-  if (!t->loaded) return FT_EUNAVAILABLE;
+  if (!t->base.loaded) return FT_EUNAVAILABLE;
   if (n_pushed == MAX_PUSHED) return FT_ERANGE;
   pushed[n_pushed++] = id;
   return FT_OK;
@@ -310,43 +268,33 @@ static ft_status tp_push(ft_tracer *base, uint64_t id) {
 
 static ft_status tp_pop(ft_tracer *base) {
   topspti_tracer *t = (topspti_tracer *)base;
-  if (!t->loaded) return FT_EUNAVAILABLE;
+  if (!t->base.loaded) return FT_EUNAVAILABLE;
   if (!n_pushed) return FT_ESTATE;
   n_pushed--;
   return FT_OK;
 }
 
-static int tp_device_count(const ft_tracer *base) {
-  (void)base;
-  return 0; /* not queried: no TOPS runtime binding here */
-}
-
-static uint64_t tp_dropped(const ft_tracer *base) { return atomic_load(&((const topspti_tracer *)base)->dropped); }
-
-static const char *tp_last_error(const ft_tracer *base) { return ((const topspti_tracer *)base)->err; }
-
 static void tp_destroy(ft_tracer *base) {
   topspti_tracer *t = (topspti_tracer *)base;
-  if (t->armed) tp_stop(base);
-  ft__held_free(&t->done);
+  if (t->base.armed) tp_stop(base);
+  ft__held_free(&t->held);
   pthread_mutex_destroy(&t->mu);
   pthread_rwlock_destroy(&t->cb_lock);
   free(t);
 }
 
 static const ft_tracer_ops topspti_ops = {
-    .name = "topspti",
+    .name = FT__TRACER_NAME,
     .runtime_category = "privateuse1_runtime",
     .driver_category = "privateuse1_driver",
-    .available = tp_available,
+    .available = ft__tracer_available,
     .start = tp_start,
-    .drain = tp_drain,
     .stop = tp_stop,
     .push_correlation = tp_push,
     .pop_correlation = tp_pop,
-    .device_count = tp_device_count,
-    .dropped_records = tp_dropped,
-    .last_error = tp_last_error,
+    .device_count = NULL, /* not queried: no TOPS runtime binding here */
+    .dropped_records = ft__tracer_dropped,
+    .last_error = ft__tracer_last_error,
     .destroy = tp_destroy,
     .watch_profiler_api = NULL,
 };
@@ -358,7 +306,7 @@ static int load_topspti(void *api, void *handle, char *why, size_t len) {
 ft_status ft_make_device_tracer(ft_tracer **out) {
   topspti_tracer *t = calloc(1, sizeof *t);
   if (!t) return FT_ENOMEM;
-  t->base.ops = &topspti_ops;
+  t->base.tracer.ops = &topspti_ops;
   pthread_mutex_init(&t->mu, NULL);
   pthread_rwlock_init(&t->cb_lock, NULL);
   const char *home = getenv("TOPS_HOME");
@@ -366,10 +314,8 @@ ft_status ft_make_device_tracer(ft_tracer **out) {
   snprintf(in_home, sizeof in_home, "%s/extras/TOPSPTI/lib64/libtopspti.so", home && *home ? home : "/opt/tops");
   /* the public libtopspti.so, never the internal libtopspti_rt.so it forwards to */
   const char *const candidates[] = {"libtopspti.so", in_home};
-  t->loaded =
-      ft__open_vendor_library(candidates, 2, "libtopspti not found (set FLAGOS_TRACER_LIBRARY or TOPS_HOME)",
-                              load_topspti, &t->api, t->path, sizeof t->path, t->why, sizeof t->why);
-  ft__log("topspti: %s", t->loaded ? t->path : t->why);
-  *out = &t->base;
+  ft__tracer_open(&t->base, candidates, 2, "libtopspti not found (set FLAGOS_TRACER_LIBRARY or TOPS_HOME)",
+                  load_topspti, &t->api);
+  *out = &t->base.tracer;
   return FT_OK;
 }

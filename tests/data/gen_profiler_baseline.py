@@ -1,7 +1,7 @@
 """Writes tests/data/profiler_cuda_baseline.json from native torch-cuda (kineto's own
 CUPTI; this process never imports flagtrace): categories, args keys per category,
 the runtime-category equivalents and the known gaps. No counts, no durations: they
-drift run to run on a shared GPU (seed §5). Takes no arguments."""
+drift run to run on a shared GPU (docs/design.md §10). Takes no arguments."""
 import gzip
 import json
 import os

@@ -493,7 +493,7 @@ EXPORT void fake_cupti_profiler_api(int start) {
 
 /* Names in MCPTI's own id namespace; unknown ids are an error, as a real lookup may be. */
 EXPORT CUptiResult mcptiActivityGetApiName(CUpti_ActivityKind kind, uint32_t id, const char **name) {
-  if (in_completion) { /* the real one can deadlock here (seed §6.2) */
+  if (in_completion) { /* the real one can deadlock here (design.md §9) */
     api_name_misuse++;
     return CUPTI_ERROR_INVALID_OPERATION;
   }

@@ -23,6 +23,8 @@
 
 static fake_cupti_launch_fn launch;
 static fake_cupti_drop_fn drop;
+/* The library's own forced flush: completed buffers reach the tracer mid-session. */
+static CUptiResult (*flush_all)(uint32_t flag);
 static char fake_path[4096];
 
 static size_t count_cat(yajl_val doc, const char *ph, const char *cat) {
@@ -49,28 +51,25 @@ static void expect_dim(yajl_val args, const char *key, int x, int y, int z) {
   assert_int_equal(YAJL_GET_INTEGER(v->u.array.values[2]), z);
 }
 
-static ft_session *started(void) {
-  ft_session *s = ft_test_started();
-  const char *why;
-  assert_int_equal(ft_session_device_status(s, &why), FT_OK);
-  return s;
-}
-
-static fake_launch kernel(const char *name, int gx, int gy, int gz, int bx, int regs, int smem, uint64_t dur) {
-  fake_launch l = {.kind = FAKE_KERNEL, .name = name, .grid = {gx, gy, gz}, .block = {bx, 1, 1},
-                   .regs = regs, .static_smem = smem, .dur_ns = dur};
-  return l;
+/* The small kernel most tests launch: one block of one warp. */
+static fake_launch kernel(const char *name, uint64_t dur) {
+  return (fake_launch){.kind = FAKE_KERNEL, .name = name, .grid = {1, 1, 1}, .block = {32, 1, 1}, .regs = 8,
+                       .dur_ns = dur};
 }
 
 /* A kernel's arguments are formatted once per configuration and reused while it
  * repeats: each kernel still gets its own, whatever came before it. */
 static void test_kernel_args_follow_each_configuration(void **state) {
   (void)state;
-  ft_session *s = started();
-  fake_launch a = kernel("a0", 256, 1, 1, 256, 44, 0, 1000);
-  fake_launch b = kernel("b", 256, 1, 2, 256, 44, 0, 1000); /* grid z only */
-  fake_launch c = kernel("c", 256, 1, 2, 256, 44, 0, 1000);
-  c.dynamic_smem = 512; /* dynamic shared memory only */
+  ft_session *s = ft_test_started();
+  fake_launch a = {.kind = FAKE_KERNEL, .name = "a0", .grid = {256, 1, 1}, .block = {256, 1, 1}, .regs = 44,
+                   .dur_ns = 1000};
+  fake_launch b = a; /* grid z only */
+  b.name = "b";
+  b.grid[2] = 2;
+  fake_launch c = b; /* dynamic shared memory only */
+  c.name = "c";
+  c.dynamic_smem = 512;
   launch(&a);
   a.name = "a1";
   launch(&a);
@@ -96,17 +95,21 @@ static void test_kernel_args_follow_each_configuration(void **state) {
 /* The four kernels of the torch-cuda reference trace, with its values. */
 static void test_kernel_fields_match_torch_reference(void **state) {
   (void)state;
-  ft_session *s = started();
+  ft_session *s = ft_test_started();
   uint64_t op;
   assert_int_equal(ft_range_push(s, "aten::mm", &op), FT_OK);
-  fake_launch k1 = kernel("elementwise_kernel_256", 256, 1, 1, 256, 44, 0, 2080);
-  fake_launch k2 = kernel("sm80_xmma_gemm_kernel", 8, 8, 4, 64, 80, 6528, 4416);
-  fake_launch k3 = kernel("sm80_xmma_gemm_split_k_kernel", 8, 8, 1, 64, 72, 4608, 2848);
-  fake_launch k4 = kernel("_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi", 64, 1, 1, 128, 28, 0, 1152);
+  fake_launch k1 = {.kind = FAKE_KERNEL, .name = "elementwise_kernel_256",
+                    .grid = {256, 1, 1}, .block = {256, 1, 1}, .regs = 44, .dur_ns = 2080};
+  fake_launch k2 = {.kind = FAKE_KERNEL, .name = "sm80_xmma_gemm_kernel",
+                    .grid = {8, 8, 4}, .block = {64, 1, 1}, .regs = 80, .static_smem = 6528, .dur_ns = 4416};
+  fake_launch k3 = {.kind = FAKE_KERNEL, .name = "sm80_xmma_gemm_split_k_kernel",
+                    .grid = {8, 8, 1}, .block = {64, 1, 1}, .regs = 72, .static_smem = 4608, .dur_ns = 2848};
+  fake_launch k4 = {.kind = FAKE_KERNEL, .name = "_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi",
+                    .grid = {64, 1, 1}, .block = {128, 1, 1}, .regs = 28, .dur_ns = 1152};
   /* not in the reference: 13200 blocks of 1024 threads, 64 regs -> register bound:
    * 1 block per SM -> 1024/2048 = 50 % */
-  fake_launch k5 = kernel("big_kernel", 13200, 1, 1, 1024, 64, 0, 5000);
-  k5.block[0] = 1024;
+  fake_launch k5 = {.kind = FAKE_KERNEL, .name = "big_kernel",
+                    .grid = {13200, 1, 1}, .block = {1024, 1, 1}, .regs = 64, .dur_ns = 5000};
   uint32_t c1 = launch(&k1);
   launch(&k2);
   launch(&k3);
@@ -176,7 +179,7 @@ static void test_kernel_fields_match_torch_reference(void **state) {
 
 static void test_copies_sets_and_runtime_names(void **state) {
   (void)state;
-  ft_session *s = started();
+  ft_session *s = ft_test_started();
   fake_launch cp = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
                     .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
                     .bytes = 65536, .dur_ns = 2000, .cbid = 0};
@@ -222,10 +225,11 @@ static void test_copies_sets_and_runtime_names(void **state) {
 /* The cross-backend contract (tests/unit/test_support.h): CUPTI carries every row. */
 static void test_contract(void **state) {
   (void)state;
-  ft_session *s = started();
+  ft_session *s = ft_test_started();
   uint64_t op;
   assert_int_equal(ft_range_push(s, "aten::op", &op), FT_OK);
-  fake_launch k = kernel("contract_kernel", 4, 1, 1, 100, 32, 0, 1500);
+  fake_launch k = {.kind = FAKE_KERNEL, .name = "contract_kernel",
+                   .grid = {4, 1, 1}, .block = {100, 1, 1}, .regs = 32, .dur_ns = 1500};
   fake_launch cp = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
                     .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
                     .bytes = 65536, .dur_ns = 2000};
@@ -247,12 +251,13 @@ static void test_contract(void **state) {
 
 static void test_graphs_orphans_and_window(void **state) {
   (void)state;
-  ft_session *s = started();
-  fake_launch graph = kernel("graph_node", 1, 1, 1, 32, 8, 0, 1000);
+  ft_session *s = ft_test_started();
+  fake_launch graph = kernel("graph_node", 1000);
   graph.device_records = 3;
-  fake_launch orphan = kernel("orphan", 1, 1, 1, 31, 8, 0, 1000); /* block not a multiple of 32 */
+  fake_launch orphan = {.kind = FAKE_KERNEL, .name = "orphan",
+                        .grid = {1, 1, 1}, .block = {31, 1, 1}, .regs = 8, .dur_ns = 1000}; /* block not a multiple of 32 */
   orphan.no_runtime = 1;
-  fake_launch early = kernel("before_start", 1, 1, 1, 32, 8, 0, 1000);
+  fake_launch early = kernel("before_start", 1000);
   early.start_offset_ns = -10000000000ll; /* 10 s before: outside the window */
   uint32_t g = launch(&graph);
   launch(&orphan);
@@ -307,8 +312,8 @@ static int graph_visit(void *ctx, const ft_export_event *x) {
  * their cudaGraphLaunch, one start per launch and one end per node, in both front ends. */
 static void test_graph_replays_link_every_node(void **state) {
   (void)state;
-  ft_session *s = started();
-  fake_launch g = kernel("graph_node", 1, 1, 1, 32, 8, 0, 1000);
+  ft_session *s = ft_test_started();
+  fake_launch g = kernel("graph_node", 1000);
   g.device_records = 5;
   g.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000;
   uint32_t corr[5];
@@ -361,8 +366,9 @@ static void test_graph_replays_link_every_node(void **state) {
 static void test_driver_launches_and_activity_selection(void **state) {
   (void)state;
   /* a direct cuLaunchKernel (Triton): a cuda_driver row that owns the flow */
-  ft_session *s = started();
-  fake_launch k = kernel("triton_kernel", 4, 1, 1, 128, 32, 0, 1000);
+  ft_session *s = ft_test_started();
+  fake_launch k = {.kind = FAKE_KERNEL, .name = "triton_kernel",
+                   .grid = {4, 1, 1}, .block = {128, 1, 1}, .regs = 32, .dur_ns = 1000};
   k.driver = 1;
   launch(&k);
   ft_test_settle();
@@ -382,7 +388,8 @@ static void test_driver_launches_and_activity_selection(void **state) {
   o.activities = FT_ACTIVITY_KERNEL;
   assert_int_equal(ft_session_create(&s, &o), FT_OK);
   assert_int_equal(ft_session_start(s), FT_OK);
-  fake_launch k2 = kernel("kernel_only", 4, 1, 1, 128, 32, 0, 1000);
+  fake_launch k2 = {.kind = FAKE_KERNEL, .name = "kernel_only",
+                    .grid = {4, 1, 1}, .block = {128, 1, 1}, .regs = 32, .dur_ns = 1000};
   fake_launch cp = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, .bytes = 8, .dur_ns = 10};
   launch(&k2);
   launch(&cp);
@@ -420,7 +427,7 @@ static void test_api_rows_as_kineto(void **state) {
     bool all = mode == 2;
     if (mode == 1) setenv("FAKE_CUPTI_NO_API_SWITCH", "1", 1);
     if (all) setenv("FLAGTRACE_CUPTI_ALL_APIS", "1", 1);
-    ft_session *s = started();
+    ft_session *s = ft_test_started();
     for (size_t i = 0; i < sizeof left_rt / sizeof *left_rt; i++) {
       fake_launch q = {.kind = FAKE_RUNTIME_ONLY, .cbid = left_rt[i]};
       launch(&q);
@@ -431,8 +438,8 @@ static void test_api_rows_as_kineto(void **state) {
     }
     fake_launch get_count = {.kind = FAKE_RUNTIME_ONLY, .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020};
     fake_launch mem_create = {.kind = FAKE_RUNTIME_ONLY, .driver = 1, .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemCreate};
-    fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 100);
-    fake_launch kex = kernel("kex", 1, 1, 1, 32, 8, 0, 100);
+    fake_launch k = kernel("k", 100);
+    fake_launch kex = kernel("kex", 100);
     kex.driver = 1;
     kex.cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx;
     launch(&get_count);
@@ -468,14 +475,14 @@ static void test_api_rows_as_kineto(void **state) {
 static void test_own_queries_are_not_rows(void **state) {
   (void)state;
   setenv("FLAGTRACE_CUPTI_ALL_APIS", "1", 1);
-  ft_session *s = started();
+  ft_session *s = ft_test_started();
   fake_launch users = {.kind = FAKE_RUNTIME_ONLY, .driver = 1, .cbid = CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute};
   launch(&users);
-  fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 100);
+  fake_launch k = kernel("k", 100);
   launch(&k);
   ft_test_settle();
   /* decoding the kernel now (activity on) makes the occupancy queries */
-  assert_int_equal(s->tracer->ops->drain(s->tracer), FT_OK);
+  assert_int_equal(flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
   launch(&k);
   ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
@@ -494,7 +501,7 @@ static void test_own_queries_are_not_rows(void **state) {
  * and args, on the device that ran them, linked to their launch (issue 13). */
 static void test_peer_to_peer_copies(void **state) {
   (void)state;
-  ft_session *s = started();
+  ft_session *s = ft_test_started();
   fake_launch p2p = {.kind = FAKE_P2P, .bytes = 16 << 20, .dur_ns = 100000, .device = 1, .src_device = 0,
                      .dst_device = 1, .stream = 13, .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020};
   assert_int_equal(ft_correlation_push(s, 77), FT_OK);
@@ -553,9 +560,9 @@ static bool has_meta(yajl_val doc, const char *name, long long pid, long long ti
 static void test_two_devices_rows_and_properties(void **state) {
   (void)state;
   setenv("FAKE_CUPTI_DEVICES", "2", 1);
-  ft_session *s = started();
-  fake_launch k0 = kernel("on_gpu0", 1, 1, 1, 32, 8, 0, 100);
-  fake_launch k1 = kernel("on_gpu1", 1, 1, 1, 32, 8, 0, 100);
+  ft_session *s = ft_test_started();
+  fake_launch k0 = kernel("on_gpu0", 100);
+  fake_launch k1 = kernel("on_gpu1", 100);
   k1.device = 1;
   k1.stream = 21;
   launch(&k0);
@@ -625,8 +632,8 @@ static double us_of(yajl_val e, const char *key) { return YAJL_GET_DOUBLE(ft_tes
  * from its device work's first start to last end; no CPU slice of ours. */
 static void test_user_ranges_project_onto_gpu_rows(void **state) {
   (void)state;
-  ft_session *s = started();
-  fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 1000);
+  ft_session *s = ft_test_started();
+  fake_launch k = kernel("k", 1000);
   fake_launch k9 = k;
   k9.stream = 9;
   assert_int_equal(ft_user_range_push(s, 100, "ProfilerStep#1"), FT_OK);
@@ -693,12 +700,12 @@ static void test_user_ranges_project_onto_gpu_rows(void **state) {
 static void test_framework_correlation_push_pop(void **state) {
   (void)state;
   /* what the kineto adaptor does with torch's op ids: 0 is a valid id */
-  ft_session *s = started();
+  ft_session *s = ft_test_started();
   assert_int_equal(ft_correlation_push(s, 0), FT_OK);
-  fake_launch k = kernel("op0_kernel", 1, 1, 1, 32, 8, 0, 1000);
+  fake_launch k = kernel("op0_kernel", 1000);
   launch(&k);
   assert_int_equal(ft_correlation_push(s, 77), FT_OK);
-  fake_launch k2 = kernel("op77_kernel", 1, 1, 1, 32, 8, 0, 1000);
+  fake_launch k2 = kernel("op77_kernel", 1000);
   launch(&k2);
   assert_int_equal(ft_correlation_pop(s), FT_OK);
   ft_test_settle();
@@ -710,8 +717,8 @@ static void test_framework_correlation_push_pop(void **state) {
   yajl_tree_free(doc);
   ft_session_destroy(s);
   /* and the vendor stack is empty again: a later launch carries no id */
-  s = started();
-  fake_launch k3 = kernel("after", 1, 1, 1, 32, 8, 0, 1000);
+  s = ft_test_started();
+  fake_launch k3 = kernel("after", 1000);
   launch(&k3);
   ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
@@ -725,12 +732,12 @@ static void test_pop_unwinds_the_vendor_stack(void **state) {
   (void)state;
   /* The fake rejects a NULL pop like CANN's MSPTI; if the tracer passed NULL, the
    * launch after the ranges would be stamped with a stale id. */
-  ft_session *s = started();
+  ft_session *s = ft_test_started();
   for (int i = 0; i < 3; i++) {
     assert_int_equal(ft_range_push(s, "r", NULL), FT_OK);
     assert_int_equal(ft_range_pop(s), FT_OK);
   }
-  fake_launch k = kernel("after_ranges", 1, 1, 1, 32, 8, 0, 1000);
+  fake_launch k = kernel("after_ranges", 1000);
   launch(&k);
   ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
@@ -744,8 +751,8 @@ static void test_pop_unwinds_the_vendor_stack(void **state) {
 
 static void test_dropped_records_are_reported(void **state) {
   (void)state;
-  ft_session *s = started();
-  fake_launch k = kernel("k", 1, 1, 1, 32, 8, 0, 1000);
+  ft_session *s = ft_test_started();
+  fake_launch k = kernel("k", 1000);
   launch(&k);
   drop(5);
   ft_test_settle();
@@ -768,8 +775,8 @@ static void test_small_buffers_lose_nothing(void **state) {
   (void)state;
   /* 4 KiB buffers hold ~18 kernel records: the pool must keep up (grow) */
   setenv("FLAGTRACE_CUPTI_BUFFER_BYTES", "4096", 1);
-  ft_session *s = started();
-  fake_launch k = kernel("small_buffers", 1, 1, 1, 32, 8, 0, 10);
+  ft_session *s = ft_test_started();
+  fake_launch k = kernel("small_buffers", 10);
   for (int i = 0; i < 2000; i++) launch(&k);
   ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
@@ -843,6 +850,7 @@ int main(void) {
   }
   launch = (fake_cupti_launch_fn)dlsym(h, "fake_cupti_launch");
   drop = (fake_cupti_drop_fn)dlsym(h, "fake_cupti_drop");
+  *(void **)&flush_all = dlsym(h, "cuptiActivityFlushAll");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernel_fields_match_torch_reference),
       cmocka_unit_test(test_kernel_args_follow_each_configuration),

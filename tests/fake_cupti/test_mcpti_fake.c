@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cupti_activity.h>
 
@@ -149,6 +150,41 @@ static void test_no_profiler_api_watch(void **state) {
   ft_session_destroy(s);
 }
 
+/* Diagnostics from paths shared with CUPTI name the tracer this build has: with
+ * FLAGOS_TRACE on, a whole session logs "mcpti:" lines and never "cupti:". */
+static void test_log_lines_say_mcpti(void **state) {
+  (void)state;
+  char path[] = "/tmp/ft_mcpti_log_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fd, 2);
+  setenv("FLAGOS_TRACE", "1", 1);
+  ft__trace_reset_for_tests();
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK); /* binds the library: logged */
+  assert_int_equal(ft_session_start(s), FT_OK);
+  fake_launch k = kernel("logged", 1000);
+  launch(&k);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft_session_destroy(s);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  unsetenv("FLAGOS_TRACE");
+  ft__trace_reset_for_tests();
+  char text[65536];
+  ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  close(fd);
+  unlink(path);
+  assert_true(n > 0);
+  text[n] = '\0';
+  assert_non_null(strstr(text, "flagtrace: mcpti: "));
+  if (strstr(text, "flagtrace: cupti: ")) fail_msg("a line says cupti on MetaX:\n%s", text);
+}
+
 int main(void) {
   void *h = dlopen(getenv("FLAGOS_TRACER_LIBRARY"), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
@@ -161,6 +197,7 @@ int main(void) {
   if (!launch || !api_name_misuse || !corrupt) return 1;
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_records_clock_and_names),
                                      cmocka_unit_test(test_resync_and_untimed),
-                                     cmocka_unit_test(test_no_profiler_api_watch)};
+                                     cmocka_unit_test(test_no_profiler_api_watch),
+                                     cmocka_unit_test(test_log_lines_say_mcpti)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,19 +34,10 @@ static size_t count_ph(yajl_val doc, const char *ph) {
   return n;
 }
 
-static ft_session *started(void) {
-  ft_session *s;
-  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
-  assert_int_equal(ft_session_start(s), FT_OK);
-  const char *why;
-  if (ft_session_device_status(s, &why) != FT_OK) fail_msg("fake MSPTI not usable: %s", why);
-  return s;
-}
-
 static void test_kernels_runtime_and_attribution(void **state) {
   (void)state;
   setenv("ASCEND_RT_VISIBLE_DEVICES", "4,5", 1);
-  ft_session *s = started();
+  ft_session *s = ft_test_started();
   uint64_t op;
   assert_int_equal(ft_range_push(s, "aten::add", &op), FT_OK);
   fake_ms_launch k = {.kind = FAKE_MS_KERNEL, .name = "Add_kernel", .apis = {"aclnnAdd", "aclrtLaunchKernel"},
@@ -93,7 +84,7 @@ static void test_kernels_runtime_and_attribution(void **state) {
 
 static void test_copies_need_a_process_start_preload(void **state) {
   (void)state;
-  ft_session *s = started();
+  ft_session *s = ft_test_started();
   fake_ms_launch c = {.kind = FAKE_MS_MEMCPY, .apis = {"aclrtMemcpyAsync"}, .bytes = 4096, .dur_ns = 500};
   fake_ms_launch m = {.kind = FAKE_MS_MEMSET, .apis = {"aclrtMemsetAsync"}, .bytes = 1024, .dur_ns = 100};
   launch(&c);
@@ -124,7 +115,7 @@ static void test_copies_need_a_process_start_preload(void **state) {
 /* The cross-backend contract (tests/unit/test_support.h), gated by what MSPTI records. */
 static void test_contract(void **state) {
   (void)state;
-  ft_session *s = started();
+  ft_session *s = ft_test_started();
   uint64_t op;
   assert_int_equal(ft_range_push(s, "aten::op", &op), FT_OK);
   fake_ms_launch k = {.kind = FAKE_MS_KERNEL, .name = "Add_kernel", .apis = {"aclrtLaunchKernel"}, .dur_ns = 2000};

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../fake_common/fake_activity.h"
+#include "fake_mupti.h"
 #include "mupti_shim.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -39,8 +40,10 @@ static size_t record_size(uint32_t kind) {
   }
 }
 
-/* kind: 0 kernel, 1 memcpy, 2 memset; zero_time: a record with no timestamp */
-EXPORT uint32_t fake_mupti_launch(int kind, const char *name, uint64_t dur, int zero_time) {
+EXPORT uint32_t fake_mupti_launch(const fake_mu_launch *l) {
+  int kind = l->kind, zero_time = l->zero_time;
+  const char *name = l->name;
+  uint64_t dur = l->dur_ns;
   pthread_mutex_lock(&mu);
   uint32_t corr = next_corr++;
   uint64_t t0 = mupti_now();

@@ -11,26 +11,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_mupti.h"
 #include "internal.h"
 #include "test_support.h"
 
-typedef uint32_t (*launch_fn)(int kind, const char *name, uint64_t dur, int zero_time);
-static launch_fn launch;
+static fake_mu_launch_fn launch;
 
 static void test_clock_mapping_and_decoding(void **state) {
   (void)state;
-  ft_session *s;
-  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
-  assert_int_equal(ft_session_start(s), FT_OK);
-  const char *why;
-  if (ft_session_device_status(s, &why) != FT_OK) fail_msg("fake MUPTI not usable: %s", why);
+  ft_session *s = ft_test_started();
   uint64_t op;
   assert_int_equal(ft_range_push(s, "musa_op", &op), FT_OK);
-  launch(0, "musa_kernel", 100000, 0); /* 100 µs on the device clock */
-  launch(1, NULL, 2000, 0);
-  launch(2, NULL, 1000, 0);
+  launch(&(fake_mu_launch){.kind = FAKE_MU_KERNEL, .name = "musa_kernel", .dur_ns = 100000}); /* 100 µs, device clock */
+  launch(&(fake_mu_launch){.kind = FAKE_MU_MEMCPY, .dur_ns = 2000});
+  launch(&(fake_mu_launch){.kind = FAKE_MU_MEMSET, .dur_ns = 1000});
   assert_int_equal(ft_range_pop(s), FT_OK);
-  launch(0, "no_time", 100, 1); /* start == end == 0: not a real timestamp */
+  launch(&(fake_mu_launch){.kind = FAKE_MU_KERNEL, .name = "no_time", .dur_ns = 100, .zero_time = 1}); /* start == end == 0 */
   ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
   ft_session_counts c;
@@ -69,7 +65,7 @@ int main(void) {
     fprintf(stderr, "test_mupti_fake: FLAGOS_TRACER_LIBRARY must name the fake libmupti\n");
     return 1;
   }
-  launch = (launch_fn)dlsym(h, "fake_mupti_launch");
+  launch = (fake_mu_launch_fn)dlsym(h, "fake_mupti_launch");
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_clock_mapping_and_decoding)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

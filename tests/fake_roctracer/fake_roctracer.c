@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_roctracer.h"
 #include "roctracer_shim.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -37,8 +38,10 @@ static roctracer_record *add(uint32_t domain) {
   return r;
 }
 
-/* kind: a HIP_OPS kind code (0x11F0 kernel, 0x11F4 H2D, 0x1207 fill) */
-EXPORT uint64_t fake_roctracer_launch(uint32_t kind, const char *kernel, uint64_t bytes, uint64_t dur) {
+EXPORT uint64_t fake_roctracer_launch(const fake_roc_launch *l) {
+  uint32_t kind = l->kind;
+  const char *kernel = l->kernel;
+  uint64_t bytes = l->bytes, dur = l->dur_ns;
   pthread_mutex_lock(&mu);
   uint64_t corr = next_corr++, t0 = clock_ns();
   if ((domains >> ACTIVITY_DOMAIN_EXT_API) & 1 && depth) {

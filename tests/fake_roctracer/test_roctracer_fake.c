@@ -12,24 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_roctracer.h"
 #include "internal.h"
 #include "test_support.h"
 
-typedef uint64_t (*launch_fn)(uint32_t kind, const char *kernel, uint64_t bytes, uint64_t dur);
-static launch_fn launch;
+static fake_roc_launch_fn launch;
 
 static void test_hip_ops_api_and_attribution(void **state) {
   (void)state;
-  ft_session *s;
-  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
-  assert_int_equal(ft_session_start(s), FT_OK);
-  const char *why;
-  if (ft_session_device_status(s, &why) != FT_OK) fail_msg("fake roctracer not usable: %s", why);
+  ft_session *s = ft_test_started();
   uint64_t op;
   assert_int_equal(ft_range_push(s, "hip_op", &op), FT_OK);
-  launch(0x11F0, "_Z10vector_addPfS_i", 0, 3000);
-  launch(0x11F4, NULL, 8192, 1000);
-  launch(0x1207, NULL, 256, 500);
+  launch(&(fake_roc_launch){.kind = FAKE_ROC_KERNEL, .kernel = "_Z10vector_addPfS_i", .dur_ns = 3000});
+  launch(&(fake_roc_launch){.kind = FAKE_ROC_H2D, .bytes = 8192, .dur_ns = 1000});
+  launch(&(fake_roc_launch){.kind = FAKE_ROC_FILL, .bytes = 256, .dur_ns = 500});
   assert_int_equal(ft_range_pop(s), FT_OK);
   ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
@@ -69,7 +65,7 @@ int main(void) {
     fprintf(stderr, "test_roctracer_fake: FLAGOS_TRACER_LIBRARY must name the fake libroctracer64\n");
     return 1;
   }
-  launch = (launch_fn)dlsym(h, "fake_roctracer_launch");
+  launch = (fake_roc_launch_fn)dlsym(h, "fake_roctracer_launch");
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_hip_ops_api_and_attribution)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,8 @@
 
 #include "fake_cupti.h"
 #include "fake_mspti.h"
+#include "fake_mupti.h"
+#include "fake_roctracer.h"
 #include "fake_topspti.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -33,13 +35,16 @@ static int mspti_launch(void *fn, int kind, const char *name) {
 }
 
 static int mupti_launch(void *fn, int kind, const char *name) {
-  ((uint32_t(*)(int, const char *, uint64_t, int))fn)(kind, name, 2000, 0);
+  fake_mu_launch l = {.kind = kind == RT_KERNEL ? FAKE_MU_KERNEL : kind == RT_MEMCPY ? FAKE_MU_MEMCPY : FAKE_MU_MEMSET,
+                      .name = name, .dur_ns = 2000};
+  ((fake_mu_launch_fn)fn)(&l);
   return 0;
 }
 
 static int roctracer_launch(void *fn, int kind, const char *name) {
-  static const uint32_t codes[] = {0x11F0, 0x11F4, 0x1207}; /* kernel, H2D copy, fill */
-  ((uint64_t(*)(uint32_t, const char *, uint64_t, uint64_t))fn)(codes[kind], name, 4096, 2000);
+  static const uint32_t codes[] = {FAKE_ROC_KERNEL, FAKE_ROC_H2D, FAKE_ROC_FILL};
+  fake_roc_launch l = {.kind = codes[kind], .kernel = name, .bytes = 4096, .dur_ns = 2000};
+  ((fake_roc_launch_fn)fn)(&l);
   return 0;
 }
 

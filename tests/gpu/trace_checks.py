@@ -1,4 +1,5 @@
-"""Structural checks of a flagtrace Chrome trace, shared by the GPU tests."""
+"""Structural checks of a flagtrace Chrome trace, shared by the GPU, end-to-end and
+PyTorch integration tests (the one Python trace-checks module)."""
 import gzip
 import json
 import os
@@ -9,6 +10,7 @@ from collections import Counter, defaultdict
 
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 RUNTIME_CATS = ("cuda_runtime", "privateuse1_runtime")
+API_CATS = RUNTIME_CATS + ("cuda_driver", "privateuse1_driver")
 GENERIC_RUNTIME_NAMES = {"cudaRuntime"}
 
 
@@ -20,6 +22,20 @@ def load(path):
 
 def xs(doc, cats):
     return [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") in cats]
+
+
+def runtime_events(doc):
+    """The runtime and driver API rows."""
+    return xs(doc, API_CATS)
+
+
+def flow_halves(doc):
+    """Each ac2g flow id's halves ("s"/"f"), in trace order."""
+    halves = {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") in ("s", "f") and e.get("cat") == "ac2g":
+            halves.setdefault(e["id"], []).append(e["ph"])
+    return halves
 
 
 def ns(doc, ts_us):

@@ -15,9 +15,10 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "gpu"))
 from profiler_workload import run_traced_ops  # noqa: E402
+from trace_checks import DEVICE_CATS, flow_halves, runtime_events, xs  # noqa: E402,F401 (the tests import them from here)
 
-DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 MODES = ("cuda", "privateuse1")
 MODE = os.environ.get("FLAGTRACE_TEST_MODE", "cuda")
 RENAMED = "flagos"  # the privateuse1 backend's name in privateuse1 mode
@@ -78,19 +79,3 @@ def capture(ft_torch, tmp_path_factory):
         doc = json.load(f)
     from flagtrace import _C
     return {"doc": doc, "averages": p.key_averages(), "path": path, "configured": _C.configured_device()}
-
-
-def xs(doc, cats):
-    return [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") in cats]
-
-
-def runtime_events(doc):
-    return xs(doc, ("cuda_runtime", "privateuse1_runtime", "cuda_driver", "privateuse1_driver"))
-
-
-def flow_halves(doc):
-    halves = {}
-    for e in doc["traceEvents"]:
-        if e.get("ph") in ("s", "f") and e.get("cat") == "ac2g":
-            halves.setdefault(e["id"], []).append(e["ph"])
-    return halves

@@ -51,7 +51,7 @@ def test_arg_key_supersets(capture):
         cats = b["runtime_equivalents"].get(cat, [cat])
         events = xs(doc, cats)
         assert events, f"no {cat} events"
-        # the category's keys, as the baseline records them (seed §5: added fields
+        # the category's keys, as the baseline records them (design.md §10: added fields
         # are not a break, missing ones are); every kernel's own 13 fields are
         # checked event by event in the contract's metadata row
         ours = set().union(*(e.get("args", {}).keys() for e in events))

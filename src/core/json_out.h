@@ -1,0 +1,90 @@
+/* The trace's output sink: where the bytes go (trace_file.c) and the JSON writer
+ * with its inline fast path (json.c). */
+#ifndef FLAGTRACE_CORE_JSON_OUT_H
+#define FLAGTRACE_CORE_JSON_OUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "flagtrace/flagtrace.h"
+
+/* ---- the output file (trace_file.c) ---- */
+
+/* A trace's destination. A regular file or a new name is written under a
+ * temporary name beside it and renamed over it at commit (readers never see half
+ * a trace); a FIFO or character device is written through in place; a symlink is
+ * followed (its target written, the link kept; a dangling one is refused);
+ * directories, block devices and sockets are refused. */
+typedef struct ft__trace_file {
+  int fd;
+  char *target; /* what the temporary file is renamed to (the symlink resolved) */
+  char *tmp;    /* NULL when writing through */
+  bool fifo;    /* SIGPIPE is held off while writing */
+} ft__trace_file;
+
+/* Opens path's destination; on failure nothing is left behind and err says why. */
+ft_status ft__trace_file_open(ft__trace_file *f, const char *path, char *err, size_t errlen);
+/* Writes all of p; 0 or the errno of the failure (EPIPE, never SIGPIPE). */
+int ft__trace_file_write(ft__trace_file *f, const void *p, size_t n);
+/* Closes, and renames the temporary file into place; path names it in errors. */
+ft_status ft__trace_file_commit(ft__trace_file *f, const char *path, char *err, size_t errlen);
+/* Closes and removes the temporary file, if any; frees. Safe after commit. */
+void ft__trace_file_discard(ft__trace_file *f);
+
+/* ---- JSON output (json.c) ---- */
+
+typedef struct ft__out ft__out;
+/* Opens a writer on path (gzip when it ends in ".gz"), writing to a temporary file
+ * in the same directory. errbuf receives a message on failure. */
+ft_status ft__out_open(ft__out **out, const char *path, char *errbuf, size_t errlen);
+/* Opens a writer into a caller-owned memory buffer (tests, fuzzing, benches). */
+ft_status ft__out_open_mem(ft__out **out, bool gzip);
+/* Opens a writer that only counts bytes (benchmarks: the writer's own cost). */
+ft_status ft__out_open_null(ft__out **out, bool gzip);
+/* Flushes, renames the temporary file into place, frees. On any earlier error the
+ * temporary file is removed and the error returned. */
+ft_status ft__out_close(ft__out *o, char *errbuf, size_t errlen);
+/* Discards a writer (removes the temporary file). */
+void ft__out_abort(ft__out *o);
+/* For memory writers: the bytes written so far (not NUL-terminated), valid until
+ * close/abort; finishes a gzip stream. Null writers return NULL and the count. */
+const char *ft__out_mem(ft__out *o, size_t *len);
+
+/* The buffer at the start of every ft__out, so small writes inline to a memcpy. */
+typedef struct ft__out_head {
+  char *buf;
+  size_t used, cap;
+} ft__out_head;
+void ft__out_write_slow(ft__out *o, const char *s, size_t n);
+static inline void ft__out_write(ft__out *o, const char *s, size_t n) {
+  ft__out_head *h = (ft__out_head *)o;
+  if (n <= h->cap - h->used) {
+    memcpy(h->buf + h->used, s, n);
+    h->used += n;
+  } else {
+    ft__out_write_slow(o, s, n);
+  }
+}
+void ft__out_str(ft__out *o, const char *s); /* raw, no escaping */
+/* A string literal, its length known at compile time. */
+#define FT__OUT_LIT(o, lit) ft__out_write((o), "" lit, sizeof(lit) - 1)
+void ft__out_u64(ft__out *o, uint64_t v);
+void ft__out_i64(ft__out *o, int64_t v);
+/* ns as microseconds with exactly three decimals. */
+void ft__out_us3(ft__out *o, uint64_t ns);
+/* s as a JSON string literal (with quotes), fully escaped; invalid UTF-8 bytes
+ * become U+FFFD so the output is always valid JSON. */
+void ft__out_json_string(ft__out *o, const char *s, size_t n);
+/* The one escaping function: writes s as a quoted JSON string into dst, which must
+ * hold 6 * n + 2 bytes; returns the bytes written. */
+size_t ft__json_escape(char *dst, const char *s, size_t n);
+/* A metadata value: raw if ft__json_is_literal, else a JSON string. */
+void ft__out_json_value(ft__out *o, const char *s, size_t n);
+
+/* True when s is provably a JSON literal: a number per RFC 8259, true, false, null,
+ * or "[" number ("," number)* "]" with optional spaces. */
+bool ft__json_is_literal(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,133 @@
+/* What the CUPTI tracer's two files share: cupti_tracer.c (arming, devices, ops)
+ * and cupti_decode.c (API names, record decoding). Only they include it. */
+#ifndef FLAGTRACE_CUPTI_TRACER_H
+#define FLAGTRACE_CUPTI_TRACER_H
+
+#ifdef FT_MCPTI
+#define FT__TRACER_NAME "mcpti"
+#else
+#define FT__TRACER_NAME "cupti"
+#endif
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cupti_occupancy.h"
+#include "cupti_shim.h"
+#include "flagtrace/device_tracer.h"
+#include "tracer_support.h"
+
+/* Our pushes use their own external-correlation kind so that they never mix with
+ * kineto's (CUSTOM0 for ops, CUSTOM1 for user annotations). */
+#define FT_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
+
+/* Where a completed buffer goes, chosen here once. CUPTI's are decoded as they
+ * complete. MCPTI's are held until stop and decoded there: its clock is mapped from
+ * the start and stop samples, and its API-name lookup can deadlock inside the buffer
+ * callback (design.md §9). */
+#ifdef FT_MCPTI
+enum { HOLD_UNTIL_STOP = 1 };
+#else
+enum { HOLD_UNTIL_STOP = 0 };
+#endif
+
+enum {
+  /* 4 MiB, kineto's own size: what CUPTI holds in flight stays resident (P6: with
+   * the fake's two buffers in flight, 8 -> 4 MiB took 67.6 -> 59.6 B per event over
+   * 1.05 M events). 8 MiB measured 0 dropped over 2 M records on the H200; the pool
+   * hands CUPTI a buffer whenever it asks, so smaller buffers mean more completions,
+   * not drops. */
+  DEFAULT_BUF_SIZE = 4 * 1024 * 1024,
+  POOL_INITIAL = 8,
+  MAX_DEVICES = 64,
+};
+
+typedef struct cupti_tracer {
+  ft__tracer_base base; /* first: loaded, path, why, err, sink, armed, kinds, dropped */
+  ft__cupti_api api;
+  uint32_t version;
+  ft__cuda_api cuda;
+  int cuda_state; /* 0 not tried, 1 bound, -1 absent */
+  ft__occ_device devs[MAX_DEVICES];
+  struct mdbuf *props[MAX_DEVICES]; /* deviceProperties, filled at the first ask */
+  signed char dev_state[MAX_DEVICES]; /* 0 unknown, 1 known, -1 unavailable */
+  bool all_apis; /* FLAGTRACE_CUPTI_ALL_APIS: no API row left out */
+  bool range_only;            /* watching cudaProfilerStart: kinds enabled there, not at start */
+  atomic_bool range_enabled;  /* the first cudaProfilerStart enabled them */
+  int64_t clock_offset; /* subtracted from CUPTI timestamps */
+  uint64_t dropped_untimed; /* records without usable timing (start = end = 0, or implausible): counted as dropped */
+  /* The last kernel's metadata, by what it is computed from: a program repeats few
+   * launch configurations, so its nine formatted numbers are made once per change,
+   * not per kernel (one decoder at a time: decode_mu, or the stop for MCPTI). */
+  struct kernel_md {
+    bool valid;
+    struct kernel_md_key {
+      uint64_t queued;
+      uint32_t context, device, regs;
+      int32_t static_smem, dynamic_smem, grid[3], block[3];
+    } key;
+    struct mdbuf *m;
+  } last_kernel;
+  /* MCPTI (HOLD_UNTIL_STOP): its own clock, sampled against CLOCK_REALTIME at start
+   * and stop; its API-name lookup; the completed buffers, decoded at stop */
+  ft__clock_map clock;
+  bool have_clock;
+  CUptiResult (*get_api_name)(CUpti_ActivityKind kind, uint32_t id, const char **name);
+  ft__held held; /* under decode_mu */
+  uint64_t resyncs, skipped_bytes; /* malformed stretches the walker stepped over */
+  pthread_mutex_t decode_mu;
+} cupti_tracer;
+
+/* A small formatting arena for one event's metadata values. */
+struct mdbuf {
+  ft_kv kv[16];
+  size_t n;
+  char text[512];
+  size_t used;
+};
+typedef struct mdbuf mdbuf;
+
+static inline void md_add(mdbuf *m, const char *key, const char *fmt, ...) FT__PRINTF(3, 4);
+static inline void md_add(mdbuf *m, const char *key, const char *fmt, ...) {
+  if (m->n >= sizeof m->kv / sizeof m->kv[0] || m->used >= sizeof m->text) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(m->text + m->used, sizeof m->text - m->used, fmt, ap);
+  va_end(ap);
+  if (w < 0 || (size_t)w >= sizeof m->text - m->used) return;
+  m->kv[m->n].key = key;
+  m->kv[m->n++].value = m->text + m->used;
+  m->used += (size_t)w + 1;
+}
+
+/* An unsigned value: the per-record numbers (API ids, contexts, sizes) without
+ * vsnprintf, which cost more than the rest of decoding such a record. */
+static inline void md_add_u64(mdbuf *m, const char *key, uint64_t v) {
+  char digits[20];
+  size_t n = 0;
+  do digits[n++] = (char)('0' + v % 10);
+  while ((v /= 10) != 0);
+  if (m->n >= sizeof m->kv / sizeof m->kv[0] || sizeof m->text - m->used < n + 1) return;
+  char *out = m->text + m->used;
+  for (size_t i = 0; i < n; i++) out[i] = digits[n - 1 - i];
+  out[n] = '\0';
+  m->kv[m->n].key = key;
+  m->kv[m->n++].value = out;
+  m->used += n + 1;
+}
+
+/* cupti_decode.c: the runtime/driver name of a CUPTI callback id (a generic label
+ * when the table lacks it); every record of a completed buffer to the sink. */
+const char *ft__cupti_api_name(bool driver, uint32_t cbid);
+void ft__cupti_decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid);
+
+/* cupti_tracer.c: a device's occupancy inputs (NULL when unknown); whether an API
+ * record is one of our own device queries; whether an API row is left out. */
+const ft__occ_device *ft__cupti_device_props(cupti_tracer *t, uint32_t id);
+bool ft__cupti_is_own_query(uint32_t cbid, uint32_t cupti_tid, uint64_t start, uint64_t end);
+bool ft__cupti_api_left_out(const cupti_tracer *t, bool driver, uint32_t cbid);
+
+#endif
