@@ -17,6 +17,8 @@ from trace_checks import Results  # noqa: E402
 flagtrace, data = sys.argv[1], sys.argv[2]
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()  # e.g. valgrind (scripts/valgrind.sh)
 # default: the committed traces; the GPU check passes fresh ones (torch.profiler's too)
+# committed traces some cases need whatever folder is checked (the GPU check passes its own)
+REPO_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 TRACES = sys.argv[3:] or ["torch_cuda_2.11_reference.json.gz", "workload_h200.json.gz", "sample_h200.json.gz"]
 results = Results()
 case = results.case
@@ -486,7 +488,7 @@ def _():
 
 @case("stats: csv and json share column names; one --report is one csv table; -o writes a file")
 def _():
-    p = os.path.join(data, "sample_h200.json.gz")  # has every report, user ranges too
+    p = os.path.join(REPO_DATA, "sample_h200.json.gz")  # has every report, user ranges too
     for rep in ("kernels", "api", "memory", "memsize", "ranges", "gpu_ranges", "ops", "gpu", "ranks", "trace"):
         j = json.loads(stats("-f", "json", "-r", rep, p).stdout)[rep]
         r = stats("-f", "csv", "-r", rep, p)
@@ -568,7 +570,7 @@ def _():
     import termios
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 150, 0, 0))
-    p = subprocess.Popen([*WRAP, flagtrace, "stats", "-r", "kernels", os.path.join(data, "torch_cuda_2.11_reference.json.gz")],
+    p = subprocess.Popen([*WRAP, flagtrace, "stats", "-r", "kernels", os.path.join(REPO_DATA, "torch_cuda_2.11_reference.json.gz")],
                          stdout=slave, stderr=subprocess.DEVNULL)
     os.close(slave)
     out = b""
