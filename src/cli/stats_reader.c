@@ -11,6 +11,8 @@
 #include <isa-l/igzip_lib.h>
 #endif
 
+#include "deflate.h" /* ISA-L's inflate, loaded at run time (zlib without it) */
+
 #include "stats.h"
 
 /* yajl: a streaming parser in Debian (libyajl-dev) and fast enough for the 1 M
@@ -847,7 +849,9 @@ typedef struct src {
   uint64_t total_out; /* text bytes inflated */
   z_stream z;
 #ifdef FT_HAVE_ISAL
-  struct inflate_state *isal; /* ISA-L's inflate, ~4x zlib's (README, bench_stats --split) */
+  /* ISA-L's inflate, ~4x zlib's (README, bench_stats --split), when libisal loads */
+  const ft__isal_inflate_api *isal_api;
+  struct inflate_state *isal;
 #endif
   unsigned char *out; /* the chunk handed to the parser (single-threaded reads) */
 } src;
@@ -856,32 +860,36 @@ enum { RAW_CHUNK = 1 << 18, CHUNK = 1 << 20 };
 
 static bool gz_init(src *s) {
 #ifdef FT_HAVE_ISAL
-  s->isal = malloc(sizeof *s->isal);
-  if (!s->isal) return false;
-  isal_inflate_init(s->isal);
-  s->isal->crc_flag = ISAL_GZIP; /* header parsed, CRC and length checked */
-  return true;
-#else
-  return inflateInit2(&s->z, 15 + 16) == Z_OK;
+  if ((s->isal_api = ft__isal_inflate()) != NULL) {
+    s->isal = malloc(sizeof *s->isal);
+    if (!s->isal) return false;
+    s->isal_api->init(s->isal);
+    s->isal->crc_flag = ISAL_GZIP; /* header parsed, CRC and length checked */
+    return true;
+  }
 #endif
+  return inflateInit2(&s->z, 15 + 16) == Z_OK;
 }
 
 static void gz_end(src *s) {
 #ifdef FT_HAVE_ISAL
-  free(s->isal);
-#else
-  inflateEnd(&s->z);
+  if (s->isal_api) {
+    free(s->isal);
+    return;
+  }
 #endif
+  inflateEnd(&s->z);
 }
 
 static bool gz_reset(src *s) {
 #ifdef FT_HAVE_ISAL
-  isal_inflate_reset(s->isal);
-  s->isal->crc_flag = ISAL_GZIP;
-  return true;
-#else
-  return inflateReset(&s->z) == Z_OK;
+  if (s->isal_api) {
+    s->isal_api->reset(s->isal);
+    s->isal->crc_flag = ISAL_GZIP;
+    return true;
+  }
 #endif
+  return inflateReset(&s->z) == Z_OK;
 }
 
 /* Inflates from s->mem into out; *used input bytes taken. 1 at a member's end,
@@ -889,22 +897,25 @@ static bool gz_reset(src *s) {
 static int gz_step(src *s, unsigned char *out, size_t *out_left, size_t *used, char *err, size_t errlen) {
   uint32_t in = (uint32_t)(s->left < UINT32_MAX ? s->left : UINT32_MAX);
 #ifdef FT_HAVE_ISAL
-  struct inflate_state *z = s->isal;
-  z->next_in = (uint8_t *)s->mem;
-  z->avail_in = in;
-  z->next_out = out;
-  z->avail_out = (uint32_t)*out_left;
-  int r = isal_inflate(z);
-  *used = in - z->avail_in;
-  *out_left = z->avail_out;
-  if (r < 0) {
-    snprintf(err, errlen, "corrupt gzip data (%s)",
-             r == ISAL_INCORRECT_CHECKSUM ? "incorrect data check" : r == ISAL_INVALID_WRAPPER ? "incorrect header"
-                                                                                             : "invalid deflate data");
-    return -1;
+  if (s->isal_api) {
+    struct inflate_state *z = s->isal;
+    z->next_in = (uint8_t *)s->mem;
+    z->avail_in = in;
+    z->next_out = out;
+    z->avail_out = (uint32_t)*out_left;
+    int r = s->isal_api->inflate(z);
+    *used = in - z->avail_in;
+    *out_left = z->avail_out;
+    if (r < 0) {
+      snprintf(err, errlen, "corrupt gzip data (%s)",
+               r == ISAL_INCORRECT_CHECKSUM ? "incorrect data check"
+               : r == ISAL_INVALID_WRAPPER  ? "incorrect header"
+                                            : "invalid deflate data");
+      return -1;
+    }
+    return z->block_state == ISAL_BLOCK_FINISH;
   }
-  return z->block_state == ISAL_BLOCK_FINISH;
-#else
+#endif
   s->z.next_in = (unsigned char *)s->mem;
   s->z.avail_in = in;
   s->z.next_out = out;
@@ -917,7 +928,6 @@ static int gz_step(src *s, unsigned char *out, size_t *out_left, size_t *used, c
     return -1;
   }
   return r == Z_STREAM_END;
-#endif
 }
 
 /* Makes unread raw bytes available; false at the end of input or on a read error. */

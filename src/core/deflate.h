@@ -25,6 +25,16 @@ extern const ft__deflate_ops ft__deflate_zlib;
 /* ISA-L's igzip, or NULL when not built in or its library (libisal.so.2) cannot be
  * loaded. Loaded once, on first use. */
 const ft__deflate_ops *ft__deflate_isal(void);
+/* ISA-L's inflate for readers (flagtrace stats), from the same run-time load as
+ * the deflate above, so that the command never needs libisal to start: NULL when
+ * not built in or not loadable. The functions take ISA-L's struct inflate_state. */
+struct inflate_state;
+typedef struct ft__isal_inflate_api {
+  void (*init)(struct inflate_state *state);
+  void (*reset)(struct inflate_state *state);
+  int (*inflate)(struct inflate_state *state);
+} ft__isal_inflate_api;
+const ft__isal_inflate_api *ft__isal_inflate(void);
 /* The fastest available; FLAGOS_TRACE_DEFLATE=zlib|isal picks one (unknown or
  * unavailable: the default, with a warning). */
 const ft__deflate_ops *ft__deflate_default(void);

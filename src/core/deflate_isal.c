@@ -57,7 +57,14 @@ static const ft__deflate_ops isal_ops = {"isa-l", isal_new, isal_free, isal_comp
 static const ft__deflate_ops *loaded;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+static ft__isal_inflate_api inflate_api;
+static bool have_inflate;
+
 static bool bind(void *h) {
+  *(void **)&inflate_api.init = dlsym(h, "isal_inflate_init");
+  *(void **)&inflate_api.reset = dlsym(h, "isal_inflate_reset");
+  *(void **)&inflate_api.inflate = dlsym(h, "isal_inflate");
+  have_inflate = inflate_api.init && inflate_api.reset && inflate_api.inflate;
   *(void **)&api.deflate_init = dlsym(h, "isal_deflate_init");
   *(void **)&api.deflate = dlsym(h, "isal_deflate");
   *(void **)&api.crc = dlsym(h, "crc32_gzip_refl");
@@ -110,6 +117,12 @@ const ft__deflate_ops *ft__deflate_isal(void) {
   pthread_once(&once, load);
   return loaded;
 }
+
+const ft__isal_inflate_api *ft__isal_inflate(void) {
+  pthread_once(&once, load);
+  return loaded && have_inflate ? &inflate_api : NULL;
+}
 #else
 const ft__deflate_ops *ft__deflate_isal(void) { return NULL; }
+const ft__isal_inflate_api *ft__isal_inflate(void) { return NULL; }
 #endif

@@ -1,4 +1,5 @@
-# Each of LIBS must not NEED libstdc++ (a C library; __cxa_demangle is found at run time).
+# Each of LIBS must not NEED libstdc++ (a C library; __cxa_demangle is found at run time)
+# nor libisal (loaded at run time when present: machines without it must still run them).
 foreach(lib ${LIBS})
   execute_process(COMMAND ${READELF} -d ${lib} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0 OR NOT dyn MATCHES "NEEDED")
@@ -7,5 +8,8 @@ foreach(lib ${LIBS})
   if(dyn MATCHES "NEEDED[^\n]*libstdc\\+\\+")
     message(FATAL_ERROR "${lib} NEEDs libstdc++")
   endif()
-  message(STATUS "${lib}: no libstdc++ among its NEEDED entries")
+  if(dyn MATCHES "NEEDED[^\n]*libisal")
+    message(FATAL_ERROR "${lib} NEEDs libisal")
+  endif()
+  message(STATUS "${lib}: neither libstdc++ nor libisal among its NEEDED entries")
 endforeach()
