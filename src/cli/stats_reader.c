@@ -4,16 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <pthread.h>
 #include <yajl/yajl_parse.h>
-#include <zlib.h>
-#ifdef FT_HAVE_ISAL
-#include <isa-l/igzip_lib.h>
-#endif
 
-#include "deflate.h" /* ISA-L's inflate, loaded at run time (zlib without it) */
-
-#include "stats.h"
+#include "stats_internal.h"
 
 /* yajl: a streaming parser in Debian (libyajl-dev) and fast enough for the 1 M
  * events in under a second target (bench/bench_stats.c); json-c and jansson build
@@ -103,262 +96,6 @@ static bool parse_int(const char *s, size_t n, int64_t *out) {
   return true;
 }
 
-/* ---- the External id -> op join (16 B a slot) ---- */
-
-/* A value is an op row index with JOIN_OP set, or the device ns of an External id
- * whose op has not been read yet (fewer than 2^63 ns: times are bounded). */
-#define JOIN_OP (1ull << 63)
-
-static uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return x;
-}
-
-static void join_free(ft_stat_join *j) {
-  free(j->keys);
-  free(j->vals);
-  free(j->used);
-  memset(j, 0, sizeof *j);
-}
-
-static bool join_used(const ft_stat_join *j, size_t i) { return j->used[i >> 3] >> (i & 7) & 1; }
-
-static uint64_t *join_upsert(ft_stat_join *j, uint64_t key);
-
-static bool join_grow(ft_stat_join *j) {
-  ft_stat_join n = {0};
-  n.cap = j->cap ? 2 * j->cap : 1024;
-  n.keys = malloc(n.cap * sizeof *n.keys);
-  n.vals = malloc(n.cap * sizeof *n.vals);
-  n.used = calloc(n.cap / 8, 1);
-  if (!n.keys || !n.vals || !n.used) {
-    join_free(&n);
-    return false;
-  }
-  for (size_t i = 0; i < j->cap; i++)
-    if (join_used(j, i)) *join_upsert(&n, j->keys[i]) = j->vals[i];
-  join_free(j);
-  *j = n;
-  return true;
-}
-
-/* The value of key (0 when new); NULL on ENOMEM. Load stays under 3/4. */
-static uint64_t *join_upsert(ft_stat_join *j, uint64_t key) {
-  if ((j->len + 1) * 4 > j->cap * 3 && !join_grow(j)) return NULL;
-  size_t i = mix(key) & (j->cap - 1);
-  for (; join_used(j, i); i = (i + 1) & (j->cap - 1))
-    if (j->keys[i] == key) return &j->vals[i];
-  j->used[i >> 3] |= (uint8_t)(1u << (i & 7));
-  j->keys[i] = key;
-  j->vals[i] = 0;
-  j->len++;
-  return &j->vals[i];
-}
-
-/* ---- busy intervals per device ---- */
-
-typedef struct span {
-  int64_t lo, hi;
-} span;
-
-/* Most device events last under 4.3 s: 12 B each; longer ones (and merged busy
- * stretches that grow past it) go to a list of 16-B spans. */
-typedef struct __attribute__((packed)) short_span {
-  int64_t lo;
-  uint32_t len;
-} short_span;
-_Static_assert(sizeof(short_span) == 12, "a short interval is 12 bytes");
-
-static bool is_short(const ft__vec *v) { return v->elem == sizeof(short_span); }
-
-static span iv_get(const ft__vec *v, size_t i) {
-  if (!is_short(v)) return *(const span *)ft__vec_at(v, i);
-  short_span s;
-  memcpy(&s, ft__vec_at(v, i), sizeof s);
-  return (span){s.lo, s.lo + (int64_t)s.len};
-}
-
-static void iv_put(ft__vec *v, size_t i, span x) {
-  if (!is_short(v)) {
-    *(span *)ft__vec_at(v, i) = x;
-    return;
-  }
-  short_span s = {x.lo, (uint32_t)((uint64_t)x.hi - (uint64_t)x.lo)};
-  memcpy(ft__vec_at(v, i), &s, sizeof s);
-}
-
-static bool fits_short(span x) { return (uint64_t)x.hi - (uint64_t)x.lo <= UINT32_MAX; }
-
-static bool iv_less(span a, span b) { return a.lo < b.lo || (a.lo == b.lo && a.hi < b.hi); }
-
-/* In place (heapsort): a chunked vector never needs a second copy. */
-static void iv_sift(ft__vec *v, size_t root, size_t n) {
-  for (;;) {
-    size_t c = 2 * root + 1;
-    if (c >= n) return;
-    if (c + 1 < n && iv_less(iv_get(v, c), iv_get(v, c + 1))) c++;
-    span r = iv_get(v, root), x = iv_get(v, c);
-    if (!iv_less(r, x)) return;
-    iv_put(v, root, x);
-    iv_put(v, c, r);
-    root = c;
-  }
-}
-
-/* Sorts v (a cheap check first: traces are mostly in time order) and merges
- * overlapping or touching intervals in place; merged stretches too long for a
- * short interval move to longs. False on ENOMEM. */
-static bool iv_compact(ft__vec *v, ft__vec *longs) {
-  size_t n = v->len, k = 1;
-  while (k < n && !iv_less(iv_get(v, k), iv_get(v, k - 1))) k++;
-  if (k < n) {
-    for (size_t i = n / 2; i-- > 0;) iv_sift(v, i, n);
-    for (size_t end = n; end-- > 1;) {
-      span a = iv_get(v, 0);
-      iv_put(v, 0, iv_get(v, end));
-      iv_put(v, end, a);
-      iv_sift(v, 0, end);
-    }
-  }
-  size_t w = 0;
-  bool have = false, ok = true;
-  span cur = {0, 0};
-  for (size_t i = 0; i <= n; i++) {
-    span x = i < n ? iv_get(v, i) : (span){0, 0};
-    if (i < n && have && x.lo <= cur.hi) {
-      if (x.hi > cur.hi) cur.hi = x.hi;
-      continue;
-    }
-    if (have) { /* w < i: writes never pass reads */
-      if (!longs || fits_short(cur)) {
-        iv_put(v, w++, cur);
-      } else {
-        span *l = ft__vec_push(longs);
-        if (l) *l = cur;
-        ok &= l != NULL;
-      }
-    }
-    cur = x;
-    have = true;
-  }
-  v->len = w;
-  return ok;
-}
-
-static void ivset_init(ft_stat_ivset *s) {
-  ft__vec_init(&s->iv, sizeof(short_span), 12);
-  ft__vec_init(&s->longs, sizeof(span), 8);
-}
-
-static void ivset_free(ft_stat_ivset *s) {
-  ft__vec_free(&s->iv);
-  ft__vec_free(&s->longs);
-}
-
-static ft_stat_device *device(ft_stats *st, int64_t id) {
-  uint64_t *slot = ft__map_upsert(&st->device_index, (uint64_t)id);
-  if (!slot) return NULL;
-  if (!*slot) {
-    if (st->n_devices == st->cap_devices) {
-      size_t cap = st->cap_devices ? 2 * st->cap_devices : 8;
-      ft_stat_device *n = realloc(st->devices, cap * sizeof *n);
-      if (!n) return NULL;
-      st->devices = n;
-      st->cap_devices = cap;
-    }
-    ft_stat_device *d = &st->devices[st->n_devices++];
-    memset(d, 0, sizeof *d);
-    d->id = id;
-    ivset_init(&d->all);
-    ivset_init(&d->copy);
-    *slot = st->n_devices;
-  }
-  return &st->devices[*slot - 1];
-}
-
-static bool add_interval(ft_stat_ivset *d, int64_t lo, int64_t hi) {
-  span x = {lo, hi};
-  if (!fits_short(x)) {
-    if (d->longs.len >= 256 && d->longs.len >= 2 * d->longs_merged) {
-      if (!iv_compact(&d->longs, NULL)) return false;
-      d->longs_merged = d->longs.len;
-    }
-    span *l = ft__vec_push(&d->longs);
-    if (l) *l = x;
-    return l != NULL;
-  }
-  if (d->iv.len) { /* in time order and touching the last: extend it */
-    span last = iv_get(&d->iv, d->iv.len - 1);
-    if (lo >= last.lo && lo <= last.hi) {
-      if (hi <= last.hi) return true;
-      last.hi = hi;
-      if (fits_short(last)) {
-        iv_put(&d->iv, d->iv.len - 1, last);
-        return true;
-      }
-    }
-  }
-  /* merge when the unmerged tail has grown as large as the merged part */
-  if (d->iv.len >= 4096 && d->iv.len - d->merged >= d->merged) {
-    if (!iv_compact(&d->iv, &d->longs)) return false;
-    d->merged = d->iv.len;
-  }
-  if (!ft__vec_push(&d->iv)) return false;
-  iv_put(&d->iv, d->iv.len - 1, x);
-  return true;
-}
-
-/* Adds the part of [lo, hi) that falls in each of FT_TIMELINE_BINS bins over [t0, t0 + span). */
-static void bin_add(uint64_t *bins, int64_t t0, uint64_t span_ns, int64_t lo, int64_t hi) {
-  if (!bins || !span_ns) return;
-  for (int64_t a = lo; a < hi;) {
-    uint64_t off = (uint64_t)a - (uint64_t)t0;
-    size_t i = (size_t)((ft_u128)off * FT_TIMELINE_BINS / span_ns);
-    if (i >= FT_TIMELINE_BINS) break;
-    /* the bin's end, rounded up so every ns lands in exactly one bin */
-    uint64_t end_off = (uint64_t)(((ft_u128)(i + 1) * span_ns + FT_TIMELINE_BINS - 1) / FT_TIMELINE_BINS);
-    int64_t end = (int64_t)((uint64_t)t0 + end_off); /* within [t0, t0 + span]: fits (spans exceed INT64_MAX) */
-    int64_t b = hi < end ? hi : end;
-    if (b <= a) b = a + 1;
-    bins[i] += (uint64_t)(b - a);
-    a = b;
-  }
-}
-
-/* The union's length of a set's intervals, short and long; with bins, binned too. */
-static bool device_busy(ft_stat_ivset *d, uint64_t *busy, uint64_t *bins, int64_t t0, uint64_t span_ns) {
-  if (!iv_compact(&d->iv, &d->longs) || !iv_compact(&d->longs, NULL)) return false;
-  d->merged = d->iv.len;
-  d->longs_merged = d->longs.len;
-  size_t a = 0, b = 0;
-  bool have = false;
-  span cur = {0, 0};
-  *busy = 0;
-  while (a < d->iv.len || b < d->longs.len) { /* the two sorted lists, merged */
-    span x;
-    if (b >= d->longs.len || (a < d->iv.len && iv_less(iv_get(&d->iv, a), iv_get(&d->longs, b))))
-      x = iv_get(&d->iv, a++);
-    else
-      x = iv_get(&d->longs, b++);
-    if (have && x.lo <= cur.hi) {
-      if (x.hi > cur.hi) cur.hi = x.hi;
-      continue;
-    }
-    if (have) {
-      *busy += (uint64_t)cur.hi - (uint64_t)cur.lo;
-      bin_add(bins, t0, span_ns, cur.lo, cur.hi);
-    }
-    cur = x;
-    have = true;
-  }
-  if (have) {
-    *busy += (uint64_t)cur.hi - (uint64_t)cur.lo;
-    bin_add(bins, t0, span_ns, cur.lo, cur.hi);
-  }
-  return true;
-}
 
 static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len, uint8_t cat) {
   /* a small cache first: names repeat, and comparing is cheaper than hashing a
@@ -476,7 +213,7 @@ static bool trace_keep(ft_stats *st, const ft_stat_event *e) {
 static bool attribute(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns) {
   st->device_ns += ns;
   if (!has_ext) return true;
-  uint64_t *v = join_upsert(&st->ext_op, (uint64_t)ext);
+  uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)ext);
   if (!v) return false;
   if (*v & JOIN_OP) {
     ((ft_stat_row *)ft__vec_at(&st->rows[FT_STAT_OPS], *v & ~JOIN_OP))->self_ns += ns;
@@ -537,7 +274,7 @@ static bool process_event(reader *r) {
     if (!op) return false;
     op->calls++;
     if (!r->has_ext) return true;
-    uint64_t *v = join_upsert(&st->ext_op, (uint64_t)r->ext);
+    uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)r->ext);
     if (!v) return false;
     if (!(*v & JOIN_OP)) { /* device work that came first */
       op->self_ns += *v;
@@ -550,10 +287,10 @@ static bool process_event(reader *r) {
   if (!row_p || !ft_dist_add(&row_p->t, (uint64_t)dur)) return false;
   if (sec == SEC_RUNTIME || sec == SEC_DRIVER) return true;
   int64_t dev = r->pid_num ? r->pid : -1;
-  ft_stat_device *d = device(st, dev);
-  if (!d || !attribute(st, r->has_ext, r->ext, (uint64_t)dur) || !add_interval(&d->all, r->ts, r->ts + dur))
+  ft_stat_device *d = ft__stats_device(st, dev);
+  if (!d || !attribute(st, r->has_ext, r->ext, (uint64_t)dur) || !ft__add_interval(&d->all, r->ts, r->ts + dur))
     return false;
-  if (st->timeline && sec != SEC_KERNEL && !add_interval(&d->copy, r->ts, r->ts + dur)) return false;
+  if (st->timeline && sec != SEC_KERNEL && !ft__add_interval(&d->copy, r->ts, r->ts + dur)) return false;
   if (st->trace_limit) {
     ft_stat_event e = {r->ts, dur, dev, r->bytes, row_p->name_id, 0, (uint8_t)(sec == SEC_MEMCPY ? 1 : sec == SEC_MEMSET)};
     if (sec == SEC_MEMSET) e.kind = 2;
@@ -768,9 +505,7 @@ static const yajl_callbacks callbacks = {
 
 /* One parse over chunks pulled from next() (the chunk stays valid until the next
  * call); offset is in the uncompressed text. */
-typedef long (*chunk_fn)(void *src, const unsigned char **data, char *err, size_t errlen);
-
-static ft_status parse(ft_stats *st, chunk_fn next, void *src, char *err, size_t errlen) {
+ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err, size_t errlen) {
   reader r;
   memset(&r, 0, sizeof r);
   r.st = st;
@@ -831,301 +566,10 @@ static ft_status parse(ft_stats *st, chunk_fn next, void *src, char *err, size_t
   free(r.name);
   yajl_free(h);
   /* The External id join is per file: ids restart in every rank's trace. */
-  join_free(&st->ext_op);
+  ft__join_free(&st->ext_op);
   return status;
 }
 
-/* Input bytes from a file or from memory, inflated when they start with gzip's
- * magic. Concatenated gzip members are read in turn (gzip(1) writes them);
- * anything else after the last member is refused, not ignored. */
-typedef struct src {
-  FILE *f;
-  const unsigned char *mem; /* memory input, or the file's buffer */
-  size_t left;              /* unread bytes at mem */
-  unsigned char *fbuf;
-  bool eof;
-  uint64_t raw_read; /* compressed bytes taken so far */
-  bool gz, gz_member_done;
-  uint64_t total_out; /* text bytes inflated */
-  z_stream z;
-#ifdef FT_HAVE_ISAL
-  /* ISA-L's inflate, ~4x zlib's (README, bench_stats --split), when libisal loads */
-  const ft__isal_inflate_api *isal_api;
-  struct inflate_state *isal;
-#endif
-  unsigned char *out; /* the chunk handed to the parser (single-threaded reads) */
-} src;
-
-enum { RAW_CHUNK = 1 << 18, CHUNK = 1 << 20 };
-
-static bool gz_init(src *s) {
-#ifdef FT_HAVE_ISAL
-  if ((s->isal_api = ft__isal_inflate()) != NULL) {
-    s->isal = malloc(sizeof *s->isal);
-    if (!s->isal) return false;
-    s->isal_api->init(s->isal);
-    s->isal->crc_flag = ISAL_GZIP; /* header parsed, CRC and length checked */
-    return true;
-  }
-#endif
-  return inflateInit2(&s->z, 15 + 16) == Z_OK;
-}
-
-static void gz_end(src *s) {
-#ifdef FT_HAVE_ISAL
-  if (s->isal_api) {
-    free(s->isal);
-    return;
-  }
-#endif
-  inflateEnd(&s->z);
-}
-
-static bool gz_reset(src *s) {
-#ifdef FT_HAVE_ISAL
-  if (s->isal_api) {
-    s->isal_api->reset(s->isal);
-    s->isal->crc_flag = ISAL_GZIP;
-    return true;
-  }
-#endif
-  return inflateReset(&s->z) == Z_OK;
-}
-
-/* Inflates from s->mem into out; *used input bytes taken. 1 at a member's end,
- * 0 for more, -1 on corrupt data (err set). */
-static int gz_step(src *s, unsigned char *out, size_t *out_left, size_t *used, char *err, size_t errlen) {
-  uint32_t in = (uint32_t)(s->left < UINT32_MAX ? s->left : UINT32_MAX);
-#ifdef FT_HAVE_ISAL
-  if (s->isal_api) {
-    struct inflate_state *z = s->isal;
-    z->next_in = (uint8_t *)s->mem;
-    z->avail_in = in;
-    z->next_out = out;
-    z->avail_out = (uint32_t)*out_left;
-    int r = s->isal_api->inflate(z);
-    *used = in - z->avail_in;
-    *out_left = z->avail_out;
-    if (r < 0) {
-      snprintf(err, errlen, "corrupt gzip data (%s)",
-               r == ISAL_INCORRECT_CHECKSUM ? "incorrect data check"
-               : r == ISAL_INVALID_WRAPPER  ? "incorrect header"
-                                            : "invalid deflate data");
-      return -1;
-    }
-    return z->block_state == ISAL_BLOCK_FINISH;
-  }
-#endif
-  s->z.next_in = (unsigned char *)s->mem;
-  s->z.avail_in = in;
-  s->z.next_out = out;
-  s->z.avail_out = (uInt)*out_left;
-  int r = inflate(&s->z, Z_NO_FLUSH);
-  *used = in - s->z.avail_in;
-  *out_left = s->z.avail_out;
-  if (r != Z_OK && r != Z_BUF_ERROR && r != Z_STREAM_END) {
-    snprintf(err, errlen, "corrupt gzip data (%s)", s->z.msg ? s->z.msg : "inflate failed");
-    return -1;
-  }
-  return r == Z_STREAM_END;
-}
-
-/* Makes unread raw bytes available; false at the end of input or on a read error. */
-static bool raw_fill(src *s, char *err, size_t errlen, bool *failed) {
-  if (s->left) return true;
-  if (!s->f || s->eof) return false;
-  size_t n = fread(s->fbuf, 1, RAW_CHUNK, s->f);
-  if (n < RAW_CHUNK) {
-    if (ferror(s->f)) {
-      snprintf(err, errlen, "read error (%s)", strerror(errno));
-      *failed = true;
-      return false;
-    }
-    s->eof = true;
-  }
-  s->mem = s->fbuf;
-  s->left = n;
-  return n > 0;
-}
-
-static long src_next(void *p, unsigned char *buf, size_t cap, char *err, size_t errlen) {
-  src *s = p;
-  bool failed = false;
-  if (!s->gz) {
-    if (!raw_fill(s, err, errlen, &failed)) return failed ? -1 : 0;
-    size_t n = s->left < cap ? s->left : cap;
-    memcpy(buf, s->mem, n);
-    s->mem += n;
-    s->left -= n;
-    return (long)n;
-  }
-  size_t out_left = cap;
-  while (out_left == cap) {
-    if (!raw_fill(s, err, errlen, &failed)) {
-      if (failed) return -1;
-      if (s->gz_member_done) return 0;
-      snprintf(err, errlen, "truncated gzip data after %llu bytes of text", (unsigned long long)s->total_out);
-      return -1;
-    }
-    if (s->gz_member_done) { /* more bytes after a member: another member, or garbage */
-      if (s->left < 2 && s->f && !s->eof) { /* the magic straddles a read: keep one byte */
-        unsigned char c = s->mem[0];
-        s->fbuf[0] = c;
-        size_t n = fread(s->fbuf + 1, 1, RAW_CHUNK - 1, s->f);
-        if (n < RAW_CHUNK - 1) s->eof = true;
-        s->mem = s->fbuf;
-        s->left = n + 1;
-      }
-      if (s->left < 2 || s->mem[0] != 0x1f || s->mem[1] != 0x8b) {
-        snprintf(err, errlen, "trailing garbage after the gzip data at compressed byte %llu",
-                 (unsigned long long)s->raw_read);
-        return -1;
-      }
-      if (!gz_reset(s)) return -1;
-      s->gz_member_done = false;
-    }
-    size_t used, before = out_left;
-    int r = gz_step(s, buf + (cap - out_left), &out_left, &used, err, errlen);
-    s->mem += used;
-    s->left -= used;
-    s->raw_read += used;
-    s->total_out += before - out_left;
-    if (r < 0) return -1;
-    s->gz_member_done = r == 1;
-  }
-  return (long)(cap - out_left);
-}
-
-static long sync_next(void *p, const unsigned char **data, char *err, size_t errlen) {
-  src *s = p;
-  *data = s->out;
-  return src_next(s, s->out, CHUNK, err, errlen);
-}
-
-/* Reading (and inflating) on a second thread while the parser works: a ring of
- * PIPE_SLOTS chunks, so the parse waits only when inflating is the slower. */
-enum { PIPE_SLOTS = 4 };
-typedef struct pipe {
-  src *s;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  unsigned char *buf[PIPE_SLOTS];
-  long len[PIPE_SLOTS];
-  size_t head, count; /* the oldest filled slot; filled slots, the one the parser holds included */
-  bool held, stop;
-  char err[256]; /* the reader's error, for the slot whose len is -1 */
-} pipe_t;
-
-static void *pipe_fill(void *p) {
-  pipe_t *q = p;
-  for (size_t tail = 0;; tail = (tail + 1) % PIPE_SLOTS) {
-    pthread_mutex_lock(&q->mu);
-    while (q->count == PIPE_SLOTS && !q->stop) pthread_cond_wait(&q->cv, &q->mu);
-    bool stop = q->stop;
-    pthread_mutex_unlock(&q->mu);
-    if (stop) return NULL;
-    long n = src_next(q->s, q->buf[tail], CHUNK, q->err, sizeof q->err);
-    pthread_mutex_lock(&q->mu);
-    q->len[tail] = n;
-    q->count++;
-    pthread_cond_broadcast(&q->cv);
-    pthread_mutex_unlock(&q->mu);
-    if (n <= 0) return NULL;
-  }
-}
-
-static long pipe_next(void *p, const unsigned char **data, char *err, size_t errlen) {
-  pipe_t *q = p;
-  pthread_mutex_lock(&q->mu);
-  if (q->held) { /* the parser is done with the previous chunk */
-    q->head = (q->head + 1) % PIPE_SLOTS;
-    q->count--;
-    q->held = false;
-    pthread_cond_broadcast(&q->cv);
-  }
-  while (!q->count) pthread_cond_wait(&q->cv, &q->mu);
-  long n = q->len[q->head];
-  *data = q->buf[q->head];
-  q->held = n > 0;
-  pthread_mutex_unlock(&q->mu);
-  if (n < 0) snprintf(err, errlen, "%s", q->err);
-  return n;
-}
-
-/* Parses s with its reading on a second thread; single-threaded when one cannot start. */
-static ft_status parse_piped(ft_stats *st, src *s, char *err, size_t errlen) {
-  pipe_t q;
-  memset(&q, 0, sizeof q);
-  q.s = s;
-  unsigned char *mem = malloc((size_t)PIPE_SLOTS * CHUNK);
-  pthread_t th;
-  if (!mem || pthread_mutex_init(&q.mu, NULL)) {
-    free(mem);
-    return parse(st, sync_next, s, err, errlen);
-  }
-  pthread_cond_init(&q.cv, NULL);
-  for (int i = 0; i < PIPE_SLOTS; i++) q.buf[i] = mem + (size_t)i * CHUNK;
-  ft_status r;
-  if (pthread_create(&th, NULL, pipe_fill, &q)) {
-    r = parse(st, sync_next, s, err, errlen);
-  } else {
-    r = parse(st, pipe_next, &q, err, errlen);
-    pthread_mutex_lock(&q.mu); /* the parse may stop early (an error): stop the reader */
-    q.stop = true;
-    pthread_cond_broadcast(&q.cv);
-    pthread_mutex_unlock(&q.mu);
-    pthread_join(th, NULL);
-  }
-  pthread_cond_destroy(&q.cv);
-  pthread_mutex_destroy(&q.mu);
-  free(mem);
-  return r;
-}
-
-/* Reads from s after looking at its first bytes for gzip's magic. */
-static ft_status read_src(ft_stats *st, src *s, char *err, size_t errlen) {
-  bool failed = false;
-  if (raw_fill(s, err, errlen, &failed) && s->left >= 2 && s->mem[0] == 0x1f && s->mem[1] == 0x8b) {
-    if (!gz_init(s)) return FT_ENOMEM;
-    s->gz = true;
-  }
-  ft_status r;
-  if (failed) {
-    r = FT_EIO;
-  } else if (s->f) { /* a file: read and inflated on a second thread */
-    r = parse_piped(st, s, err, errlen);
-  } else {
-    s->out = malloc(CHUNK);
-    r = s->out ? parse(st, sync_next, s, err, errlen) : FT_ENOMEM;
-    free(s->out);
-  }
-  if (s->gz) gz_end(s);
-  return r;
-}
-
-ft_status ft_stats_read(ft_stats *st, const char *path, char *err, size_t errlen) {
-  src s;
-  memset(&s, 0, sizeof s);
-  bool std_in = !strcmp(path, "-");
-  s.f = std_in ? stdin : fopen(path, "rb");
-  if (!s.f) {
-    snprintf(err, errlen, "cannot open: %s", strerror(errno));
-    return FT_EIO;
-  }
-  s.fbuf = malloc(RAW_CHUNK);
-  ft_status r = s.fbuf ? read_src(st, &s, err, errlen) : FT_ENOMEM;
-  free(s.fbuf);
-  if (!std_in) fclose(s.f);
-  return r;
-}
-
-ft_status ft_stats_read_mem(ft_stats *st, const char *data, size_t len, char *err, size_t errlen) {
-  src s;
-  memset(&s, 0, sizeof s);
-  s.mem = (const unsigned char *)data;
-  s.left = len;
-  return read_src(st, &s, err, errlen);
-}
 
 ft_status ft_stats_init(ft_stats *st) {
   memset(st, 0, sizeof *st);
@@ -1153,12 +597,12 @@ void ft_stats_free(ft_stats *st) {
     ft__vec_free(&st->rows[i]);
     ft__map_free(&st->index[i]);
   }
-  join_free(&st->ext_op);
+  ft__join_free(&st->ext_op);
   ft__map_free(&st->device_index);
   ft__map_free(&st->unknown_cats);
   for (size_t i = 0; i < st->n_devices; i++) {
-    ivset_free(&st->devices[i].all);
-    ivset_free(&st->devices[i].copy);
+    ft__ivset_free(&st->devices[i].all);
+    ft__ivset_free(&st->devices[i].copy);
   }
   free(st->devices);
   free(st->trace);
@@ -1199,8 +643,8 @@ ft_stat_busy *ft_stats_busy(ft_stats *st, size_t *n) {
   for (size_t i = 0; ok && i < st->n_devices; i++) {
     uint64_t busy, copy;
     if (bins) memset(bins, 0, 2 * FT_TIMELINE_BINS * sizeof *bins);
-    ok = device_busy(&st->devices[i].all, &busy, bins, st->first_ns, span_ns) &&
-         device_busy(&st->devices[i].copy, &copy, bins ? bins + FT_TIMELINE_BINS : NULL, st->first_ns, span_ns);
+    ok = ft__device_busy(&st->devices[i].all, &busy, bins, st->first_ns, span_ns) &&
+         ft__device_busy(&st->devices[i].copy, &copy, bins ? bins + FT_TIMELINE_BINS : NULL, st->first_ns, span_ns);
     out[i] = (ft_stat_busy){st->devices[i].id, busy, NULL, NULL};
     if (ok && bins) { /* per mille of each bin's width */
       out[i].busy_bins = malloc(2 * FT_TIMELINE_BINS * sizeof *out[i].busy_bins);

@@ -1,0 +1,32 @@
+/* What the `flagtrace stats` reader's files share: the parse entry, the op join and the busy intervals. */
+#ifndef FT_STATS_INTERNAL_H
+#define FT_STATS_INTERNAL_H
+
+#include "stats.h"
+
+/* stats_reader.c: one parse over chunks pulled from next() (the chunk stays valid
+ * until the next call); error offsets are in the uncompressed text. */
+typedef long (*ft__chunk_fn)(void *src, const unsigned char **data, char *err, size_t errlen);
+ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err, size_t errlen);
+
+/* A 64-bit hash finalizer, for the join's slots and the row cache. */
+static inline uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+/* stats_busy.c: the External id -> op join (16 B a slot). A value is an op row
+ * index with JOIN_OP set, or the device ns of an External id whose op has not been
+ * read yet (fewer than 2^63 ns: times are bounded). */
+#define JOIN_OP (1ull << 63)
+void ft__join_free(ft_stat_join *j);
+uint64_t *ft__join_upsert(ft_stat_join *j, uint64_t key);
+/* stats_busy.c: a device's row (created on first sight) and its busy intervals */
+ft_stat_device *ft__stats_device(ft_stats *st, int64_t id);
+void ft__ivset_free(ft_stat_ivset *s);
+bool ft__add_interval(ft_stat_ivset *d, int64_t lo, int64_t hi);
+bool ft__device_busy(ft_stat_ivset *d, uint64_t *busy, uint64_t *bins, int64_t t0, uint64_t span_ns);
+
+#endif
