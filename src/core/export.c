@@ -74,8 +74,8 @@ static ft_status flows_alloc(const ft_session *s, plan *p) {
   return FT_OK;
 }
 
-/* Adds key to a set, skipping the lookup when it repeats the previous key. */
-static ft_status set_add(ft__map *m, uint64_t key, uint64_t *last) {
+/* (export.h) */
+ft_status ft__set_add(ft__map *m, uint64_t key, uint64_t *last) {
   if (m->len && key == *last) return FT_OK;
   *last = key;
   return ft__map_upsert(m, key) ? FT_OK : FT_ENOMEM;
@@ -237,7 +237,7 @@ ft_status ft__plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi)
     }
     p->stats.exported++;
     if (ft__is_api_kind(e->kind) || e->kind == FT__EV_CPU_RANGE) {
-      if (set_add(&p->tids, e->thread_id, &last_tid)) return FT_ENOMEM;
+      if (ft__set_add(&p->tids, e->thread_id, &last_tid)) return FT_ENOMEM;
       p->has_ranges |= e->kind == FT__EV_CPU_RANGE;
       p->n_calls += ft__is_api_kind(e->kind) && e->correlation_id;
       if (ft__is_api_kind(e->kind) && e->correlation_id) {
@@ -249,8 +249,8 @@ ft_status ft__plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi)
           f->owner_is_runtime = e->kind == FT__EV_RUNTIME;
         }
       }
-    } else if (set_add(&p->devices, e->device, &last_dev) ||
-               set_add(&p->streams, (uint64_t)e->device << 32 | e->stream, &last_stream)) {
+    } else if (ft__set_add(&p->devices, e->device, &last_dev) ||
+               ft__set_add(&p->streams, (uint64_t)e->device << 32 | e->stream, &last_stream)) {
       return FT_ENOMEM;
     }
   }

@@ -67,6 +67,9 @@ enum { FT__META_SLOTS = 1024, FT__META_BUDGET = 8 << 20 };
  * on failure. */
 ft_status ft__plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi);
 void ft__plan_free(plan *p);
+/* Adds key to a set, skipping the lookup when it repeats the previous key (*last):
+ * events come in runs of one thread, device or stream. */
+ft_status ft__set_add(ft__map *m, uint64_t key, uint64_t *last);
 /* FT_FLOW_START / FT_FLOW_END / FT_FLOW_NONE for event i (e). */
 int ft__flow_role(const plan *p, size_t i, const ft__event *e);
 /* The GPU projection of CPU range r; false when it launched nothing. */

@@ -669,11 +669,8 @@ size_t ft_session_streams(ft_session *s, uint32_t *devices, uint32_t *streams, s
   bool ok = true;
   for (size_t i = 0; i < s->store.events.len && ok; i++) {
     const ft__event *e = ft__vec_at(&s->store.events, i);
-    if (!ft__is_device_kind(e->kind) || !ft__in_window(e, s->window_lo_ns, s->window_hi_ns)) continue;
-    uint64_t key = (uint64_t)e->device << 32 | e->stream;
-    if (set.len && key == last) continue; /* runs of one stream: no lookup */
-    last = key;
-    ok = ft__map_upsert(&set, key) != NULL;
+    if (ft__is_device_kind(e->kind) && ft__in_window(e, s->window_lo_ns, s->window_hi_ns))
+      ok = ft__set_add(&set, (uint64_t)e->device << 32 | e->stream, &last) == FT_OK;
   }
   size_t n = 0;
   for (size_t i = 0; ok && i < set.cap; i++) {
