@@ -131,7 +131,9 @@ def machine(gpu, commit, dirty):
 
 # ---- CPU: the synthetic writer and stats benches (their own markdown) ----
 
-def cpu_part(build, quick):
+def cpu_part(build, quick, gpu=False):
+    """On the GPU host (gpu) stats memory is measured at two sizes, once each: the
+    CPU-only run is where it is judged in full."""
     flag = ["--quick"] if quick else []
 
     def run(exe, *extra):  # its "# title" line becomes a plain sentence under our heading
@@ -143,7 +145,7 @@ def cpu_part(build, quick):
     replay = ["--replay", os.path.join(ROOT, "tests", "data", "sample_h200.json.gz")]
     doc = ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer", *replay), "",
            "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""]
-    doc += stats_memory(build, quick) + stats_split(build, quick)
+    doc += stats_memory(build, quick, gpu) + stats_split(build, quick)
     doc += fake_capture(build, quick)
     if os.path.exists(os.path.join(build, "bench", "bench_kineto")):  # built with -DFT_KINETO_SRC
         doc += ["## P3: the kineto adaptor's per-event export cost, no torch (bench/bench_kineto.cpp)", "",
@@ -182,14 +184,14 @@ def peak_rss_kb(cmd):
     return ru.ru_maxrss
 
 
-def stats_memory(build, quick):
+def stats_memory(build, quick, gpu=False):
     """P5 memory: `flagtrace stats` peak RSS on synthetic traces of a few sizes (bench_stats --write:
     per launch a runtime call and a kernel on two devices, an op range per 10 launches), as bytes per
     device event between the sizes. Target (issue 14): at most 16 B per device event."""
     ft = os.path.join(build, "flagtrace")
     if not os.path.exists(ft):
         return ["## P5 memory: `flagtrace stats` peak RSS", "", f"skipped: {ft} is not built", ""]
-    sizes = [100000, 400000] if quick else [400000, 2000000, 4000000]
+    sizes = [100000, 400000] if quick else [400000, 2000000] if gpu else [400000, 2000000, 4000000]
     rows = ["## P5 memory: `flagtrace stats` peak RSS (synthetic gzip traces, bench_stats --write)", "",
             "| slices | kernels (device events) | peak RSS | B per device event over the previous size | target |",
             "|---|---|---|---|---|"]
@@ -200,7 +202,7 @@ def stats_memory(build, quick):
         for n in sizes:
             path = os.path.join(tmp, f"t{n}.json.gz")
             sh([os.path.join(build, "bench", "bench_stats"), "--write", path, str(n)], env=env)
-            kb = min(peak_rss_kb([ft, "stats", path]) for _ in range(1 if quick else 3))
+            kb = min(peak_rss_kb([ft, "stats", path]) for _ in range(1 if quick or gpu else 3))
             kernels = n // 2
             slope = "" if prev is None else (kb - prev[1]) * 1024 / (kernels - prev[0])
             cell = "" if prev is None else f"{slope:.1f}"
@@ -344,6 +346,14 @@ class Gpu:
             add("P3", "end_to_end_s", "the same, end to end (enter to profile exit, incl. collection)", "s",
                 "≤ 1.00", 1.00, 3)
         return rows
+
+    def exit_split(self):
+        """Where each profile exit goes: cProfile of torch's exit and the adaptor's own
+        stage times (FLAGOS_TRACE=1), for kineto and for flagtrace; stderr only."""
+        for mode in ("kineto", "flagtrace"):
+            got = last_json(sh(self.pin + [sys.executable, self.torch_bench, "exit-split", mode],
+                               env={"FLAGOS_TRACE": "1"} if mode == "flagtrace" else None))
+            self.note("exit split", got)
 
     def stats_times(self, path, reps):
         t = []
@@ -496,6 +506,9 @@ def main():
                     help="taskset CPU list every measured process is pinned to (default: the 3rd to 6th allowed CPU on "
                          ">= 8; '' = none)")
     ap.add_argument("--only", default="", help="comma-separated row ids to run, e.g. P3 or P1,P2 (default: all)")
+    ap.add_argument("--exit-split", action="store_true",
+                    help="with P3: also profile one kineto and one flagtrace profile exit (cProfile, the adaptor's "
+                         "stage times) to stderr")
     ap.add_argument("--readme-from", metavar="JSON",
                     help="rewrite README.md's performance table from a run's .json and exit")
     a = ap.parse_args()
@@ -528,41 +541,66 @@ def main():
     doc += [f"- method: P1-P3 {pairs} interleaved process pairs, median of per-pair ratios, bootstrap 95 % "
             f"interval; P4-P6 {reps} repetitions; pinned to cores {cores or '(not pinned)'}",
             f"- rows: {', '.join(sorted(want))}", ""]
-    rows = []
+    rows, timings, extra = [], [], []
+    kind = "gpu" if a.gpu else "cpu"
+    now = datetime.datetime.now(datetime.timezone.utc)
+    name = f"{now:%Y-%m-%d}-{commit}{'-dirty' if dirty else ''}-{kind}"
+    path = os.path.join(a.out, name + ".md")
+    gpu_name = next((ln.split(": ", 1)[1].split(";")[0] for ln in doc if ln.startswith("- GPU: ")), "no GPU")
+
+    def write(final):
+        """The table so far: rewritten after every section, so that a run stopped at a
+        time limit still leaves what it measured (marked partial)."""
+        wall = time.perf_counter() - t_start
+        body = list(doc)
+        if rows:
+            body += ["## GPU: P1–P6", ""] + table(sorted(rows, key=lambda r: IDS.index(r["id"]))) + [""]
+        body += extra
+        body += [f"Wall time of this run: {wall:.0f} s ({', '.join(timings)})."
+                 + ("" if final else " PARTIAL: the run had not finished when this was written.")]
+        with open(path, "w") as f:
+            f.write("\n".join(body) + "\n")
+        with open(os.path.join(a.out, name + ".json"), "w") as f:
+            json.dump({"name": name, "date": f"{now:%Y-%m-%d %H:%M} UTC",
+                       "commit": commit + (" (dirty)" if dirty else ""), "gpu": gpu_name, "wall_s": round(wall, 1),
+                       "partial": not final, "rows": sorted(rows, key=lambda r: IDS.index(r["id"]))},
+                      f, indent=1, ensure_ascii=False)
+            f.write("\n")
+        return body, wall
+
+    def section(label, fn, *args):
+        t0 = time.perf_counter()
+        got = fn(*args)
+        timings.append(f"{label} {time.perf_counter() - t0:.0f} s")
+        print(f"bench: {timings[-1]}", file=sys.stderr)
+        return got
+
     if a.gpu:
         tmp = tempfile.mkdtemp(prefix="ftbench.")
         try:
             g = Gpu(a.build, tmp, reps, pairs, cores, a.quick)
             if want & {"P1", "P2"}:
-                rows += g.p1_p2(20000 if a.quick else 50000, want)
+                rows += section("P1/P2 launch loop", g.p1_p2, 20000 if a.quick else 50000, want)
+                write(False)
             if want & {"P1", "P3"}:
-                rows += g.p1_p3_torch(want)
+                rows += section("P1/P3 torch", g.p1_p3_torch, want)
+                write(False)
+            if "P3" in want and a.exit_split:
+                section("P3 exit split", g.exit_split)
             if want & {"P4", "P5", "P6"}:
-                rows += g.p4_p5_p6(5000 if a.quick else 45000, 50000 if a.quick else 500000, want)
-            rows.sort(key=lambda r: IDS.index(r["id"]))
-            doc += ["## GPU: P1–P6", ""] + table(rows) + [""]
-            doc += getattr(g, "split", [])  # P5 split on the real 1 M-event capture
+                rows += section("P4-P6 captures", g.p4_p5_p6, 5000 if a.quick else 45000,
+                                50000 if a.quick else 500000, want)
+                extra += getattr(g, "split", [])  # P5 split on the real 1 M-event capture
+                write(False)
             with open(os.path.join(a.out, "bench-raw.jsonl"), "w") as f:
                 for r in g.raw:
                     f.write(json.dumps(r) + "\n")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     if want & {"P4", "P5", "P6"}:
-        doc += cpu_part(a.build, a.quick)
-    wall = time.perf_counter() - t_start
-    doc += [f"Wall time of this run: {wall:.0f} s."]
-    kind = "gpu" if a.gpu else "cpu"
-    now = datetime.datetime.now(datetime.timezone.utc)
-    name = f"{now:%Y-%m-%d}-{commit}{'-dirty' if dirty else ''}-{kind}"
-    path = os.path.join(a.out, name + ".md")
-    with open(path, "w") as f:
-        f.write("\n".join(doc) + "\n")
-    gpu_name = next((ln.split(": ", 1)[1].split(";")[0] for ln in doc if ln.startswith("- GPU: ")), "no GPU")
-    with open(os.path.join(a.out, name + ".json"), "w") as f:
-        json.dump({"name": name, "date": f"{now:%Y-%m-%d %H:%M} UTC", "commit": commit + (" (dirty)" if dirty else ""),
-                   "gpu": gpu_name, "wall_s": round(wall, 1), "rows": rows}, f, indent=1, ensure_ascii=False)
-        f.write("\n")
-    print("\n".join(doc))
+        extra += section("CPU part", cpu_part, a.build, a.quick, a.gpu)
+    body, wall = write(True)
+    print("\n".join(body))
     print(f"bench: wrote {path} and {name}.json ({wall:.0f} s)", file=sys.stderr)
 
 

@@ -8,6 +8,8 @@ loop MODE: a launch-bound `x.add_(1.0)` loop (P1, P3).
   base       bare, then kineto, in one process (one P1 and one P3 sample per process:
              bench/run.py pairs it with an `ft` process, half the process starts)
   ft         idle, then flagtrace, in one process
+exit-split MODE: one profile (kineto or flagtrace) after a warm-up, its exit under cProfile:
+  where the profile's exit goes (P3 end to end), printed to stderr.
 capture: kineto's own capture of about EVENTS events, timing export_chrome_trace
   (P4 baseline) and key_averages (P5 baseline) on it."""
 import argparse
@@ -67,6 +69,42 @@ def loop_once(mode, iters, reps):
     return out
 
 
+def exit_split(mode, iters):
+    import cProfile
+    import io
+    import pstats
+    if mode == "flagtrace":
+        import flagtrace.torch  # noqa: F401
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    x = torch.zeros(1024, device="cuda")
+    out = {"mode": "exit-split:" + mode}
+    for r in range(2):  # the first is the warm-up
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        prof.__enter__()
+        for _ in range(iters):
+            x.add_(1.0)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        if r:
+            cp = cProfile.Profile()
+            cp.enable()
+        prof.__exit__(None, None, None)
+        if r:
+            cp.disable()
+            out["exit_s"] = time.perf_counter() - t0
+            out["kineto_events"] = len(prof.profiler.kineto_results.events())
+            out["function_events"] = len(prof.events())
+            text = io.StringIO()
+            st = pstats.Stats(cp, stream=text)
+            st.sort_stats("cumulative").print_stats(14)
+            st.sort_stats("tottime").print_stats(10)
+            print(f"--- exit-split {mode}: exit {out['exit_s']:.3f} s", file=sys.stderr)
+            print(text.getvalue(), file=sys.stderr)
+    print(json.dumps(out))
+
+
 def capture(events, reps):
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -80,6 +118,8 @@ def capture(events, reps):
                 for _ in range(iters):
                     x.add_(1.0)
                 torch.cuda.synchronize()
+            if not r:  # the warm-up: its export and key_averages would only cost time
+                continue
             path = os.path.join(d, f"t{r}.json")
             t0 = time.perf_counter()
             prof.export_chrome_trace(path)
@@ -89,11 +129,9 @@ def capture(events, reps):
             t_avg = time.perf_counter() - t0
             with open(path) as f:
                 doc = json.load(f)
-            n = sum(1 for e in doc["traceEvents"] if e.get("ph") == "X")
-            if r:
-                export_s.append(t_export)
-                key_avg_s.append(t_avg)
-                counts.append(n)
+            counts.append(sum(1 for e in doc["traceEvents"] if e.get("ph") == "X"))
+            export_s.append(t_export)
+            key_avg_s.append(t_avg)
     print(json.dumps({"mode": "capture", "slices": counts, "export_chrome_trace_s": export_s,
                       "key_averages_s": key_avg_s}))
 
@@ -105,12 +143,17 @@ def main():
     lp.add_argument("mode", choices=["bare", "idle", "kineto", "flagtrace", "base", "ft"])
     lp.add_argument("--iters", type=int, default=20000)
     lp.add_argument("--reps", type=int, default=3)
+    xp = sub.add_parser("exit-split")
+    xp.add_argument("mode", choices=["kineto", "flagtrace"])
+    xp.add_argument("--iters", type=int, default=20000)
     cp = sub.add_parser("capture")
     cp.add_argument("--events", type=int, default=100000)
     cp.add_argument("--reps", type=int, default=5)
     a = ap.parse_args()
     if a.cmd == "loop":
         loop(a.mode, a.iters, a.reps)
+    elif a.cmd == "exit-split":
+        exit_split(a.mode, a.iters)
     else:
         capture(a.events, a.reps)
 

@@ -3,6 +3,7 @@
 // it sees only the public C API (flagtrace.h, device_tracer.h).
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -30,6 +31,12 @@ using libkineto::ActivityType;
 
 static void diag(const std::string& line) {
   if (ft_diagnostics_enabled()) std::fprintf(stderr, "flagtrace: kineto: %s\n", line.c_str());
+}
+
+// The exit path's stages, timed for P3 (bench/gpu/torch_bench.py exit-split).
+static std::string ms_since(std::chrono::steady_clock::time_point t0) {
+  auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
+  return std::to_string(us / 1000) + "." + std::to_string(us / 100 % 10);
 }
 
 static std::string process_name() {
@@ -211,13 +218,14 @@ class Session : public libkineto::IActivityProfilerSession {
   }
 
   void stop() override {
+    auto t0 = std::chrono::steady_clock::now();
     ft_status st = ft_session_stop(s_);
     if (st) errors_.push_back(std::string("stop: ") + ft_strerror(st) + ": " + ft_session_last_error(s_));
     ft_session_counts c{};
     // counts walk the writer's whole plan: only when someone reads them
     if (ft_diagnostics_enabled() && ft_session_counts_get(s_, &c) == FT_OK)
       diag("session stopped: " + std::to_string(c.device_events) + " events drained, " +
-           std::to_string(c.dropped_records) + " dropped");
+           std::to_string(c.dropped_records) + " dropped, in " + ms_since(t0) + " ms");
     stopped_ = true;
     status_ = libkineto::TraceStatus::PROCESSING;
   }
@@ -248,6 +256,7 @@ class Session : public libkineto::IActivityProfilerSession {
         std::fprintf(stderr, "flagtrace: kineto handed no linked-activity resolver: device time cannot be "
                              "attributed to ops in this profile\n");
       });
+    auto t0 = std::chrono::steady_clock::now();
     linked_ = linked ? &linked : nullptr;
     logger_ = &logger;
     buf_->span = libkineto::TraceSpan(start, end, "flagtrace");
@@ -264,7 +273,7 @@ class Session : public libkineto::IActivityProfilerSession {
     name_other_devices(logger, start);
     diag("processTrace window [" + std::to_string(start) + ", " + std::to_string(end) + "]: " +
          std::to_string(visited_) + " events, " + std::to_string(linked_n) + " linked, " +
-         std::to_string(discarded) + " outside the window");
+         std::to_string(discarded) + " outside the window, in " + ms_since(t0) + " ms");
     logger_ = nullptr;
     linked_ = nullptr;
   }
