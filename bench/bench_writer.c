@@ -314,18 +314,20 @@ static size_t rss_bytes(void) {
 int main(int argc, char **argv) {
   bool quick = false;
   const char *replay[8];
-  int n_replay = 0;
+  int n_replay = 0, reps = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = true;
     else if (!strcmp(argv[i], "--replay") && i + 1 < argc && n_replay < 8) replay[n_replay++] = argv[++i];
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc && atoi(argv[i + 1]) > 0 && atoi(argv[i + 1]) <= 16)
+      reps = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_writer [--quick] [--replay TRACE.json.gz]...\n");
+      fprintf(stderr, "usage: bench_writer [--quick] [--reps N (1-16)] [--replay TRACE.json.gz]...\n");
       return 2;
     }
   }
   setenv("FLAGOS_TRACER_LIBRARY", "/nonexistent", 1); /* synthetic events only: no vendor library */
   size_t n = quick ? 100000 : 1000000;
-  int reps = quick ? 1 : 5;
+  if (!reps) reps = quick ? 1 : 5;
   size_t rss0 = rss_bytes();
   ft_session *s = make_session(n);
   size_t rss1 = rss_bytes();

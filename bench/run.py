@@ -132,9 +132,10 @@ def machine(gpu, commit, dirty):
 # ---- CPU: the synthetic writer and stats benches (their own markdown) ----
 
 def cpu_part(build, quick, gpu=False):
-    """On the GPU host (gpu) stats memory is measured at two sizes, once each: the
-    CPU-only run is where it is judged in full."""
-    flag = ["--quick"] if quick else []
+    """On the GPU host (gpu) only what the GPU table needs from that host: the writer's
+    synthetic and replayed throughput (P4), 3 repetitions. The reader, its memory and the
+    fake-CUPTI capture are judged in the CPU-only run (the GPU table has their real rows)."""
+    flag = ["--quick"] if quick else ["--reps", "3"] if gpu else []
 
     def run(exe, *extra):  # its "# title" line becomes a plain sentence under our heading
         text = sh([os.path.join(build, "bench", exe)] + flag + list(extra)).strip()
@@ -143,9 +144,11 @@ def cpu_part(build, quick, gpu=False):
 
     # P4 on a real capture without a GPU: an H200 trace's slices replayed to 1 M events
     replay = ["--replay", os.path.join(ROOT, "tests", "data", "sample_h200.json.gz")]
-    doc = ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer", *replay), "",
-           "## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""]
-    doc += stats_memory(build, quick, gpu) + stats_split(build, quick)
+    doc = ["## P4 / P6 synthetic: trace writer (bench/bench_writer.c)", "", run("bench_writer", *replay), ""]
+    if gpu:
+        return doc
+    doc += ["## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""]
+    doc += stats_memory(build, quick) + stats_split(build, quick)
     doc += fake_capture(build, quick)
     if os.path.exists(os.path.join(build, "bench", "bench_kineto")):  # built with -DFT_KINETO_SRC
         doc += ["## P3: the kineto adaptor's per-event export cost, no torch (bench/bench_kineto.cpp)", "",
@@ -184,14 +187,14 @@ def peak_rss_kb(cmd):
     return ru.ru_maxrss
 
 
-def stats_memory(build, quick, gpu=False):
+def stats_memory(build, quick):
     """P5 memory: `flagtrace stats` peak RSS on synthetic traces of a few sizes (bench_stats --write:
     per launch a runtime call and a kernel on two devices, an op range per 10 launches), as bytes per
     device event between the sizes. Target (issue 14): at most 16 B per device event."""
     ft = os.path.join(build, "flagtrace")
     if not os.path.exists(ft):
         return ["## P5 memory: `flagtrace stats` peak RSS", "", f"skipped: {ft} is not built", ""]
-    sizes = [100000, 400000] if quick else [400000, 2000000] if gpu else [400000, 2000000, 4000000]
+    sizes = [100000, 400000] if quick else [400000, 2000000, 4000000]
     rows = ["## P5 memory: `flagtrace stats` peak RSS (synthetic gzip traces, bench_stats --write)", "",
             "| slices | kernels (device events) | peak RSS | B per device event over the previous size | target |",
             "|---|---|---|---|---|"]
@@ -202,7 +205,7 @@ def stats_memory(build, quick, gpu=False):
         for n in sizes:
             path = os.path.join(tmp, f"t{n}.json.gz")
             sh([os.path.join(build, "bench", "bench_stats"), "--write", path, str(n)], env=env)
-            kb = min(peak_rss_kb([ft, "stats", path]) for _ in range(1 if quick or gpu else 3))
+            kb = min(peak_rss_kb([ft, "stats", path]) for _ in range(1 if quick else 3))
             kernels = n // 2
             slope = "" if prev is None else (kb - prev[1]) * 1024 / (kernels - prev[0])
             cell = "" if prev is None else f"{slope:.1f}"
@@ -371,8 +374,9 @@ class Gpu:
             kin = last_json(sh(self.pin + [sys.executable, self.torch_bench, "capture", "--events", "100000",
                                            "--reps", str(self.reps)]))
             self.note("kineto capture", kin)
+        # its writes take tens of ms each: 5x the repetitions (at least 15) for a stable median
         small = last_json(sh(self.pin + [self.capture, str(kernels_small), os.path.join(self.tmp, "cap100k"),
-                                         str(self.reps)]))
+                                         str(1 if self.quick else max(15, 5 * self.reps))]))
         self.note("flagtrace capture (100 k)", small)
         if "P4" in want:
             n_k = statistics.median(kin["slices"])

@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 
+T_START = time.perf_counter()  # the process's own phases (import, warm-up) go in its JSON line
+
 
 def loop(mode, iters, reps):
     if mode in ("base", "ft"):  # the plain loop first, then the profiled one
@@ -26,12 +28,16 @@ def loop(mode, iters, reps):
         prof = loop_once("kineto" if mode == "base" else "flagtrace", iters, reps)
         prof["mode"] = mode
         prof["plain_us_per_op"] = plain["us_per_op"]
+        prof["import_s"] = plain["import_s"]
+        prof["plain_warm_up_s"] = plain["warm_up_s"]
+        prof["process_s"] = time.perf_counter() - T_START
         print(json.dumps(prof))
     else:
         print(json.dumps(loop_once(mode, iters, reps)))
 
 
 def loop_once(mode, iters, reps):
+    t_import = time.perf_counter()
     if mode in ("idle", "flagtrace"):
         import flagtrace.torch as ftt
         if not ftt.available:
@@ -40,6 +46,7 @@ def loop_once(mode, iters, reps):
     from torch.profiler import ProfilerActivity, profile
 
     x = torch.zeros(1024, device="cuda")
+    t_import = time.perf_counter() - t_import  # torch (and flagtrace) imported, CUDA initialized
     in_loop, end_to_end = [], []
 
     def body():
@@ -58,12 +65,16 @@ def loop_once(mode, iters, reps):
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 t_loop = body()
             t_all = time.perf_counter() - t0
-            if r == 0:
-                kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+            if r == 0:  # kineto's own records: prof.events() would build every FunctionEvent (seconds)
+                kernels = sum(1 for e in prof.profiler.kineto_results.events()
+                              if e.device_type() == torch.autograd.DeviceType.CUDA)
+        if not r:
+            warm_s = t_all
         if r:
             in_loop.append(t_loop * 1e6 / iters)
             end_to_end.append(t_all)
-    out = {"mode": mode, "iters": iters, "us_per_op": in_loop, "end_to_end_s": end_to_end}
+    out = {"mode": mode, "iters": iters, "us_per_op": in_loop, "end_to_end_s": end_to_end, "import_s": t_import,
+           "warm_up_s": warm_s}
     if mode in ("kineto", "flagtrace"):
         out["device_events_first_rep"] = kernels
     return out
