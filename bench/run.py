@@ -281,6 +281,8 @@ class Gpu:
         if "P1" in want:
             variants["idle"] = (idle, None)
             variants["idle_preload"] = ([self.ft, "record", "--inject=preload"] + idle[2:], None)
+            # which CUPTI callback domain the waiting costs: the driver's alone (diagnostic)
+            variants["idle_driver"] = (idle, {"FLAGTRACE_CUPTI_RANGE_CALLBACKS": "driver"})
         if "P2" in want:
             variants["floor"] = ([], {"CUDA_INJECTION64_PATH": self.floor})
             variants["record"] = (rec, None)
@@ -301,6 +303,11 @@ class Gpu:
             rows.append(row("P1", "the same under `record --inject=preload` (LD_PRELOAD, armed when libcuda loads)",
                             f"{b[0]:.3f} / {b[1]:.3f} µs bare", f"{ip[0]:.3f} / {ip[1]:.3f} µs", ci, "≤ 1.01", 1.01,
                             True, self.quick))
+            idr = mm(v["idle_driver"])
+            ci = bootstrap(list(zip(v["bare"], v["idle_driver"])), pair_ratio)
+            rows.append(row("P1", "diagnostic: the first row with only the driver's cuProfilerStart/Stop callbacks "
+                            "enabled (`FLAGTRACE_CUPTI_RANGE_CALLBACKS=driver`)", f"{b[0]:.3f} / {b[1]:.3f} µs bare",
+                            f"{idr[0]:.3f} / {idr[1]:.3f} µs", ci, "≤ 1.01", 1.01, True, self.quick))
         if "P2" in want:
             f, rc = mm(v["floor"]), mm(v["record"])
             rounds = list(zip(v["bare"], v["floor"], v["record"]))

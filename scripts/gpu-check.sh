@@ -75,6 +75,16 @@ step "record --inject=preload a torch process: armed at torch's dlopen, its kern
 step "record the CUDA sample (--capture-range=cudaProfilerApi)" bash -c "
   $FT record --force-overwrite --capture-range=cudaProfilerApi -o $BUILD/sample_range.json.gz -- $BUILD/tests/gpu/sample --profiler-range &&
   python3 tests/gpu/check_sample_trace.py $BUILD/sample_range.json.gz range"
+# informational (always passes): does the runtime's cudaProfilerStart reach a driver-only
+# watch? bench/run.py's P1 diagnostic row measures what the runtime-domain watch costs.
+step "capture range with FLAGTRACE_CUPTI_RANGE_CALLBACKS=driver (informational)" bash -c "
+  rm -f $BUILD/sample_range_drv.json.gz &&
+  FLAGTRACE_CUPTI_RANGE_CALLBACKS=driver $FT record --capture-range=cudaProfilerApi -o $BUILD/sample_range_drv.json.gz -- $BUILD/tests/gpu/sample --profiler-range &&
+  if python3 tests/gpu/check_sample_trace.py $BUILD/sample_range_drv.json.gz range; then
+    echo 'INFO driver-only watch: cudaProfilerStart opened the range'
+  else
+    echo 'INFO driver-only watch: cudaProfilerStart did NOT open the range'
+  fi"
 step "torch kernel fields: flagtrace vs torch.profiler" \
   python3 tests/gpu/torch_kernel_fields.py --lib "$LIB" --out-dir "$OUT"
 gzip -f "$OUT/torch_native_trace.json" 2>/dev/null

@@ -524,8 +524,18 @@ static ft_status cu_watch_profiler_api(ft_tracer *base, void (*on)(void *ctx, bo
              {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000},
              {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart},
              {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}};
+  /* An enabled runtime-API callback may cost every runtime call while the range
+   * waits (P1): FLAGTRACE_CUPTI_RANGE_CALLBACKS=driver|runtime watches one domain
+   * only, for measuring that (bench/run.py P1); both by default. */
+  const char *only = getenv("FLAGTRACE_CUPTI_RANGE_CALLBACKS");
+  CUpti_CallbackDomain skip = CUPTI_CB_DOMAIN_INVALID;
+  if (only && !strcmp(only, "driver")) skip = CUPTI_CB_DOMAIN_RUNTIME_API;
+  else if (only && !strcmp(only, "runtime")) skip = CUPTI_CB_DOMAIN_DRIVER_API;
+  else if (only && *only && strcmp(only, "both"))
+    FT__WARN("FLAGTRACE_CUPTI_RANGE_CALLBACKS='%s' is not driver, runtime or both: both are watched", only);
   for (size_t i = 0; i < 4 && !st; i++)
-    st = ft__cuptiEnableCallback(&t->api, t->base.err, sizeof t->base.err, 1, sub, ids[i].d, ids[i].id);
+    if (ids[i].d != skip)
+      st = ft__cuptiEnableCallback(&t->api, t->base.err, sizeof t->base.err, 1, sub, ids[i].d, ids[i].id);
   t->range_only = !st; /* when watching fails the session records the whole run */
   return st;
 }

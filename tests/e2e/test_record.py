@@ -98,6 +98,21 @@ def _(d):
     assert doc["flagtrace"]["window_discarded"] == 2, doc["flagtrace"]
 
 
+@results.tmp_case("FLAGTRACE_CUPTI_RANGE_CALLBACKS: driver watches only cuProfilerStart/Stop, a bad value both")
+def _(d):
+    # the fake's cudaProfilerStart makes runtime callbacks only, as the runtime's own
+    r = record("--capture-range=cudaProfilerApi", "-o", os.path.join(d, "t.json"), "--", driver, "range",
+               env={"FLAGTRACE_CUPTI_RANGE_CALLBACKS": "driver"})
+    assert r.returncode == 0, r
+    assert [w[1] for w in written(r)] == ["0"], r.stderr
+    assert xs(load(os.path.join(d, "t.json")), ("kernel",)) == []
+    r = record("--capture-range=cudaProfilerApi", "-o", os.path.join(d, "u.json"), "--", driver, "range",
+               env={"FLAGTRACE_CUPTI_RANGE_CALLBACKS": "bogus"})
+    assert r.returncode == 0, r
+    assert "FLAGTRACE_CUPTI_RANGE_CALLBACKS='bogus' is not driver, runtime or both" in r.stderr, r.stderr
+    assert [e["name"] for e in xs(load(os.path.join(d, "u.json")), ("kernel",))] == ["inside_range"]
+
+
 @results.tmp_case("record: SIGTERM still leaves a complete trace; status 128+15")
 def _(d):
     r = record("-o", os.path.join(d, "t.json.gz"), "--", driver, "sigterm")
