@@ -30,6 +30,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 IDS = ("P1", "P2", "P3", "P4", "P5", "P6")
+# ops per torch loop: 10 000 keep each loop ~0.1 s and the 30 torch processes of
+# P1/P3 (each ~9 s, mostly torch's import and CUDA init) inside the 8-minute run
+TORCH_ITERS = 10000
 README_BEGIN = "<!-- bench/run.py: latest GPU table (begin) -->"
 README_END = "<!-- bench/run.py: latest GPU table (end) -->"
 
@@ -333,7 +336,7 @@ class Gpu:
         flagtrace) per round: each round gives one P1 pair and one P3 pair."""
         reps = "1" if self.quick else "2"
         g = self.rounds({"base": None, "ft": None}, lambda name, _: last_json(
-            sh(self.pin + [sys.executable, self.torch_bench, "loop", name, "--reps", reps])))
+            sh(self.pin + [sys.executable, self.torch_bench, "loop", name, "--reps", reps, "--iters", str(TORCH_ITERS)])))
         self.note("torch add_ loop, by round", g)
         med = {m: {k: [statistics.median(r[k]) for r in g[m]] for k in ("plain_us_per_op", "us_per_op", "end_to_end_s")}
                for m in g}
@@ -348,7 +351,7 @@ class Gpu:
                             f"{f[0]:.{digits}f} / {f[1]:.{digits}f} {unit}", ci, target_text, target, True, self.quick))
 
         if "P1" in want:
-            add("P1", "plain_us_per_op", "torch `x.add_(1.0)` × 20 000 after `import flagtrace.torch`, not profiling",
+            add("P1", "plain_us_per_op", f"torch `x.add_(1.0)` × {TORCH_ITERS:,} after `import flagtrace.torch`, not profiling",
                 "µs/op", "≤ 1.01", 1.01, 3)
         if "P3" in want:
             add("P3", "us_per_op", "the same loop in `torch.profiler.profile([CPU, CUDA])`, in-loop", "µs/op",
