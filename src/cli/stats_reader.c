@@ -1,16 +1,16 @@
-/* Streaming Chrome-trace reader for `flagtrace stats` (yajl callbacks, bounded memory). */
+/* Streaming Chrome-trace reader for `flagtrace stats` (json_scan.c's callbacks, bounded memory). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <yajl/yajl_parse.h>
 
+#include "json_scan.h"
 #include "stats_internal.h"
 
-/* yajl: a streaming parser in Debian (libyajl-dev) and fast enough for the 1 M
- * events in under a second target (bench/bench_stats.c); json-c and jansson build
- * whole documents in memory, which multi-GB traces cannot afford. */
+/* A streaming parser of our own (json_scan.c): yajl's lexer and parser were 68 %
+ * of a read (docs/measurements.md, P5); json-c and jansson build whole documents
+ * in memory, which multi-GB traces cannot afford. */
 
 enum key {
   K_OTHER, K_PH, K_CAT, K_NAME, K_TS, K_DUR, K_PID, K_ARGS, K_EXT, K_BYTES, K_EVENTS,
@@ -26,8 +26,7 @@ typedef struct reader {
   int meta_depth; /* depth of the "flagtrace" or "distributedInfo" map */
   bool saw_events, top_array;
   enum key key;
-  char err[256];
-  size_t err_back; /* bytes from the last one consumed back to the offending token's start */
+  char err[256]; /* a callback's error; the parser names the offending token's offset */
   /* the current event */
   char ph[8], cat[40];
   char last_cat[40]; /* the previous event's category and its section */
@@ -376,7 +375,6 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
     if (IS("traceEvents")) {
       if (r->saw_events) { /* summing both would double the totals: refused */
         snprintf(r->err, sizeof r->err, "duplicate \"traceEvents\" key");
-        r->err_back = n + 1; /* point at the key's opening quote */
         return 0;
       }
       r->key = K_EVENTS;
@@ -491,16 +489,16 @@ static int cb_bool(void *ctx, int b) {
   return cb_scalar(ctx);
 }
 
-static const yajl_callbacks callbacks = {
-    .yajl_null = cb_scalar,
-    .yajl_boolean = cb_bool,
-    .yajl_number = cb_number,
-    .yajl_string = cb_string,
-    .yajl_start_map = cb_start_map,
-    .yajl_map_key = cb_key,
-    .yajl_end_map = cb_end_map,
-    .yajl_start_array = cb_start_array,
-    .yajl_end_array = cb_end_array,
+static const ft__json_callbacks callbacks = {
+    .null = cb_scalar,
+    .boolean = cb_bool,
+    .number = cb_number,
+    .string = cb_string,
+    .start_map = cb_start_map,
+    .map_key = cb_key,
+    .end_map = cb_end_map,
+    .start_array = cb_start_array,
+    .end_array = cb_end_array,
 };
 
 /* One parse over chunks pulled from next() (the chunk stays valid until the next
@@ -509,13 +507,10 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   reader r;
   memset(&r, 0, sizeof r);
   r.st = st;
-  yajl_handle h = yajl_alloc(&callbacks, NULL, &r);
-  if (!h) return FT_ENOMEM;
-  /* Names are only counted and re-escaped on output (invalid bytes become U+FFFD
-   * there), so UTF-8 validation here would cost time for nothing. */
-  yajl_config(h, yajl_dont_validate_strings, 1);
+  ft__json *j = malloc(sizeof *j); /* its nesting stack is 10 kB: not on a file thread's stack */
+  if (!j) return FT_ENOMEM;
+  ft__json_init(j, &callbacks, &r);
   ft_status status = FT_OK;
-  uint64_t offset = 0;
   bool any = false;
   while (!status) {
     const unsigned char *buf = NULL;
@@ -529,42 +524,27 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
       status = FT_EPARSE;
       break;
     }
-    yajl_status ys = n ? yajl_parse(h, buf, (size_t)n) : yajl_complete_parse(h);
-    if (ys != yajl_status_ok && !n && r.top_array && r.depth == 1 && !r.err[0]) {
+    ft__json_status js = n ? ft__json_feed(j, buf, (size_t)n) : ft__json_finish(j);
+    if (js != FT__JSON_OK && !n && r.top_array && r.depth == 1 && !r.err[0]) {
       /* The JSON Array Format may end without its "]" (a process that died
        * mid-trace): every event read so far counts. */
       break;
     }
-    if (ys != yajl_status_ok) {
-      /* the offending byte itself: the last one yajl consumed (0-based) */
-      size_t used = n ? yajl_get_bytes_consumed(h) : 0;
-      uint64_t at = offset + (used ? used - 1 : 0);
-      at = at >= r.err_back ? at - r.err_back : 0;
-      if (r.err[0]) {
-        snprintf(err, errlen, "%s at byte %llu", r.err, (unsigned long long)at);
-      } else if (!n) {
-        snprintf(err, errlen, "truncated JSON (the document ends early) at byte %llu", (unsigned long long)at);
-      } else {
-        unsigned char *e = yajl_get_error(h, 0, NULL, 0);
-        char msg[160];
-        snprintf(msg, sizeof msg, "%s", e ? (const char *)e : "parse error");
-        if (e) yajl_free_error(h, e);
-        msg[strcspn(msg, "\n")] = '\0';
-        snprintf(err, errlen, "%s at byte %llu", msg, (unsigned long long)at);
-      }
+    if (js != FT__JSON_OK) {
+      snprintf(err, errlen, "%s at byte %llu", r.err[0] ? r.err : j->err_msg, (unsigned long long)j->err_at);
       status = FT_EPARSE;
       break;
     }
     if (!n) break;
     any = true;
-    offset += (uint64_t)n;
   }
   if (!status && !r.saw_events) {
     snprintf(err, errlen, "no \"traceEvents\" array: not a Chrome trace");
     status = FT_EPARSE;
   }
   free(r.name);
-  yajl_free(h);
+  ft__json_free(j);
+  free(j);
   /* The External id join is per file: ids restart in every rank's trace. */
   ft__join_free(&st->ext_op);
   return status;
