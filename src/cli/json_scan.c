@@ -116,13 +116,14 @@ static size_t utf8(unsigned cp, unsigned char *o) {
  * 4-byte character, a lone low surrogate to its 3 bytes, a high surrogate not
  * followed by "\u" to "?". One difference: a high surrogate followed by another
  * \u escape that is not a low surrogate is "?" and that escape on its own (yajl
- * folds both into an unrelated 4-byte character). */
-static int string_rest(ft__json *j, const unsigned char *p, const unsigned char *q, const unsigned char *end,
-                       const unsigned char **s, size_t *n, size_t *used, const char **msg) {
-  size_t len = 0;
-  const unsigned char *seg = p + 1;
+ * folds both into an unrelated 4-byte character).
+ * The bytes from p + 1 to seg are already in ubuf[0, len). Cut by end, it notes
+ * where to go on (j->sfrom, j->sulen), so that a string longer than a chunk is
+ * scanned once however many chunks it spans. */
+static int string_rest(ft__json *j, const unsigned char *p, const unsigned char *seg, const unsigned char *q,
+                       const unsigned char *end, size_t len, const unsigned char **s, size_t *n, size_t *used,
+                       const char **msg) {
   for (;;) {
-    if (q == end) return T_MORE;
     if (!grow(&j->ubuf, &j->ucap, len + (size_t)(q - seg) + 8)) {
       *used = 0;
       *msg = NOMEM;
@@ -130,6 +131,8 @@ static int string_rest(ft__json *j, const unsigned char *p, const unsigned char 
     }
     memcpy(j->ubuf + len, seg, (size_t)(q - seg));
     len += (size_t)(q - seg);
+    seg = q;
+    if (q == end || (*q == '\\' && end - q < 2)) goto more;
     if (*q == '"') {
       *s = j->ubuf;
       *n = len;
@@ -141,7 +144,6 @@ static int string_rest(ft__json *j, const unsigned char *p, const unsigned char 
       *msg = "control character in a string (it must be escaped)";
       return T_ERR;
     }
-    if (end - q < 2) return T_MORE;
     unsigned char c;
     size_t esc = 2;
     switch (q[1]) {
@@ -160,18 +162,20 @@ static int string_rest(ft__json *j, const unsigned char *p, const unsigned char 
       if (r == T_ERR) {
         *used = (size_t)(q + 2 + bad - p);
         *msg = "invalid \\u escape (4 hex digits expected)";
+        return r;
       }
-      if (r) return r;
+      if (r) goto more;
       esc = 6;
       if ((cp & 0xFC00) == 0xD800) {
-        if (end - q < 8) return T_MORE; /* "\u" may follow */
+        if (end - q < 7 || (q[6] == '\\' && end - q < 8)) goto more; /* "\u" may follow */
         if (q[6] == '\\' && q[7] == 'u') {
           r = hex4(q + 8, end, &lo, &bad);
           if (r == T_ERR) {
             *used = (size_t)(q + 8 + bad - p);
             *msg = "invalid \\u escape (4 hex digits expected)";
+            return r;
           }
-          if (r) return r;
+          if (r) goto more;
           if ((lo & 0xFC00) == 0xDC00) {
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             esc = 12;
@@ -195,6 +199,10 @@ static int string_rest(ft__json *j, const unsigned char *p, const unsigned char 
     seg = q + esc;
     q = find_special(seg, end);
   }
+more:
+  j->sfrom = (size_t)(seg - p);
+  j->sulen = len;
+  return T_MORE;
 }
 
 static inline bool digit(unsigned char c) { return c >= '0' && c <= '9'; }
@@ -269,30 +277,40 @@ static inline int literal(const unsigned char *p, const unsigned char *end, cons
   return T_OK; /* not reached: the memcmp above matched */
 }
 
-/* The string at p (*p == '"'): *s, *n its bytes, *used its length with the quotes. */
-static inline int string_tok(ft__json *j, const unsigned char *p, const unsigned char *end, const unsigned char **s,
-                             size_t *n, size_t *used, const char **msg) {
-  const unsigned char *q = find_special(p + 1, end);
+/* The string at p (*p == '"'): *s, *n its bytes, *used its length with the
+ * quotes. Scanning starts at p + from, ulen bytes of it unescaped in ubuf (NOESC:
+ * no escape so far): 1 and NOESC, or where a cut scan stopped. */
+#define NOESC SIZE_MAX
+static inline __attribute__((always_inline)) int string_tok(ft__json *j, const unsigned char *p, const unsigned char *end, size_t from, size_t ulen,
+                             const unsigned char **s, size_t *n, size_t *used, const char **msg) {
+  const unsigned char *q = find_special(p + from, end);
+  if (ulen != NOESC) return string_rest(j, p, p + from, q, end, ulen, s, n, used, msg);
   if (q < end && *q == '"') { /* no escape: the chunk's own bytes */
     *s = p + 1;
     *n = (size_t)(q - p - 1);
     *used = *n + 2;
     return T_OK;
   }
-  return string_rest(j, p, q, end, s, n, used, msg);
+  if (q == end) {
+    j->sfrom = (size_t)(q - p);
+    j->sulen = NOESC;
+    return T_MORE;
+  }
+  return string_rest(j, p, p + 1, q, end, 0, s, n, used, msg);
 }
 
 /* One scalar token at p (a string, number or literal that the state allows),
  * its callback and the next state. */
-static inline __attribute__((always_inline)) int scalar(ft__json *j, unsigned *state, unsigned depth, const unsigned char *p, const unsigned char *end,
-                         bool final, size_t *used, const char **msg) {
+static inline __attribute__((always_inline)) int scalar(ft__json *j, unsigned *state, unsigned depth,
+                                                        const unsigned char *p, const unsigned char *end, bool final,
+                                                        bool resumed, size_t *used, const char **msg) {
   const ft__json_callbacks *cb = j->cb;
   int r;
   switch (*p) {
   case '"': {
     const unsigned char *s;
     size_t n;
-    if ((r = string_tok(j, p, end, &s, &n, used, msg))) return r;
+    if ((r = string_tok(j, p, end, resumed ? j->sfrom : 1, resumed ? j->sulen : NOESC, &s, &n, used, msg))) return r;
     if (*state == S_KEY || *state == S_MAP_FIRST) {
       if (cb->map_key && !cb->map_key(j->ctx, s, n)) return T_STOP;
       *state = S_COLON;
@@ -387,7 +405,7 @@ value: /* S_VALUE or S_ARRAY_FIRST */
     goto close;
   case '"': case '-': case '0': case '1': case '2': case '3': case '4':
   case '5': case '6': case '7': case '8': case '9': case 't': case 'f': case 'n':
-    if ((r = scalar(j, &state, depth, p, end, false, &used, &msg))) goto token_out;
+    if ((r = scalar(j, &state, depth, p, end, false, false, &used, &msg))) goto token_out;
     p += used;
     goto next;
   default: goto unexpected;
@@ -397,7 +415,7 @@ key: /* S_MAP_FIRST or S_KEY */
   if (*p == '"') {
     const unsigned char *s;
     size_t n;
-    if ((r = string_tok(j, p, end, &s, &n, &used, &msg))) goto token_out;
+    if ((r = string_tok(j, p, end, 1, NOESC, &s, &n, &used, &msg))) goto token_out;
     if (cb->map_key && !cb->map_key(ctx, s, n)) goto stop;
     p += used;
     state = S_COLON;
@@ -468,8 +486,10 @@ stop:
 }
 #undef SKIP_WS
 
-/* Completes the carried token with buf's first bytes: appended in doubling
- * steps, so a string of any length costs linear time. *taken: buf's bytes used. */
+/* Completes the carried token with buf's first bytes, appended in doubling
+ * steps (most tokens end within a few bytes). A string's scan goes on where it
+ * stopped, and a number is looked at again only once a byte that can end it has
+ * come: a token of any length costs linear time. *taken: buf's bytes used. */
 static ft__json_status resume(ft__json *j, const unsigned char *buf, size_t n, bool final, size_t *taken) {
   size_t old = j->carry_len, off = 0, step = 64;
   for (;;) {
@@ -478,10 +498,19 @@ static ft__json_status resume(ft__json *j, const unsigned char *buf, size_t n, b
     if (add) memcpy(j->carry + j->carry_len, buf + off, add);
     j->carry_len += add;
     off += add;
+    bool last = final && off == n;
+    size_t had = j->carry_len - add;
+    if (!last && had && digit(j->carry[had - 1]) && (j->carry[0] == '-' || digit(j->carry[0])) &&
+        !(had - (j->carry[0] == '-') == 1 && j->carry[had - 1] == '0')) {
+      /* a number in a run of digits (not a leading 0) goes on through more digits */
+      size_t k = off - add;
+      while (k < off && digit(buf[k])) k++;
+      if (k == off) goto more;
+    }
     unsigned state = j->state;
     size_t used = 0;
     const char *msg = NULL;
-    int r = scalar(j, &state, j->depth, j->carry, j->carry + j->carry_len, final && off == n, &used, &msg);
+    int r = scalar(j, &state, j->depth, j->carry, j->carry + j->carry_len, last, true, &used, &msg);
     if (r == T_OK) {
       j->state = state;
       j->carry_len = 0;
@@ -490,6 +519,7 @@ static ft__json_status resume(ft__json *j, const unsigned char *buf, size_t n, b
     }
     if (r == T_STOP) return fail(j, FT__JSON_STOPPED, j->carry_at, NULL);
     if (r == T_ERR) return fail(j, FT__JSON_ERROR, j->carry_at + used, msg);
+  more:
     if (off == n) {
       *taken = n;
       return final ? fail(j, FT__JSON_ERROR, j->base + n, TRUNCATED) : FT__JSON_OK;

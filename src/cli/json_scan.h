@@ -46,6 +46,7 @@ typedef struct ft__json {
   unsigned char *carry;
   size_t carry_len, carry_cap;
   uint64_t carry_at;
+  size_t sfrom, sulen; /* a carried string: where its scan goes on, its bytes so far in ubuf */
   /* unescaped strings */
   unsigned char *ubuf;
   size_t ucap;
