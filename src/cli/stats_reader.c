@@ -28,9 +28,16 @@ typedef struct reader {
   enum key key;
   char err[256]; /* a callback's error; the parser names the offending token's offset */
   /* the current event */
-  char ph[8], cat[40];
-  char last_cat[40]; /* the previous event's category and its section */
-  int last_sec;
+  bool is_x, has_cat; /* "ph" is "X"; "cat" was read: cats[cat] */
+  unsigned cat;
+  /* the latest categories (cut to fit) and their sections: an event's and its
+   * flows' ("ac2g") alternate, so one entry would miss half the time */
+  struct {
+    char s[40];
+    size_t len;
+    int sec;
+  } cats[4];
+  unsigned cats_next;
   char *name;
   size_t name_len, name_cap;
   bool has_ts, has_dur, pid_num, has_ext;
@@ -130,6 +137,7 @@ bool ft_stats_is_comm(const char *name) {
  * sizes = [...]": group them by the op name. */
 static size_t op_name_len(const char *name, size_t len) {
   static const char *const tails[] = {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
+  if (!memchr(name, ',', len)) return len; /* most names: no memmem (perf: 2 % of a read) */
   size_t cut = len;
   for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
     const char *p = memmem(name, len, tails[i], strlen(tails[i]));
@@ -169,6 +177,21 @@ static enum sec section_of(const char *c) {
   for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++)
     if (!strcasecmp(c, cats[i].cat)) return cats[i].sec;
   return SEC_UNKNOWN;
+}
+
+/* The cache entry of a category (cut to 39 bytes, up to a NUL as a C string):
+ * categories repeat, so the latest are compared first, without a copy. */
+static unsigned cat_entry(reader *r, const unsigned char *s, size_t n) {
+  size_t m = n < sizeof r->cats[0].s - 1 ? n : sizeof r->cats[0].s - 1;
+  for (unsigned i = 0; i < 4; i++) /* a match has no NUL in it: no entry has */
+    if (r->cats[i].len == m && r->cats[i].sec >= 0 && !memcmp(s, r->cats[i].s, m)) return i;
+  unsigned i = r->cats_next++ % 4;
+  m = strnlen((const char *)s, m);
+  memcpy(r->cats[i].s, s, m);
+  r->cats[i].s[m] = '\0';
+  r->cats[i].len = m;
+  r->cats[i].sec = (int)section_of(r->cats[i].s);
+  return i;
 }
 
 static bool count_unknown(ft_stats *st, const char *cat) {
@@ -226,7 +249,7 @@ static bool attribute(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns) {
 static bool process_event(reader *r) {
   ft_stats *st = r->st;
   st->events++;
-  if (strcmp(r->ph, "X")) return true;
+  if (!r->is_x) return true;
   if (r->time_range) {
     st->skipped.time_range++;
     return true;
@@ -239,18 +262,12 @@ static bool process_event(reader *r) {
   if (st->first_ns > r->ts) st->first_ns = r->ts;
   if (st->last_ns < r->ts + dur) st->last_ns = r->ts + dur;
   const char *name = r->name ? r->name : "";
-  enum sec sec;
-  if (!strcmp(r->cat, r->last_cat)) { /* categories repeat: skip the table's scan */
-    sec = (enum sec)r->last_sec;
-  } else {
-    sec = section_of(r->cat);
-    memcpy(r->last_cat, r->cat, sizeof r->cat);
-    r->last_sec = (int)sec;
-  }
+  unsigned cat = r->has_cat ? r->cat : cat_entry(r, (const unsigned char *)"", 0);
+  enum sec sec = (enum sec)r->cats[cat].sec;
   ft_stat_row *row_p = NULL;
   switch (sec) {
   case SEC_IGNORED: return true;
-  case SEC_UNKNOWN: return count_unknown(st, r->cat);
+  case SEC_UNKNOWN: return count_unknown(st, r->cats[cat].s);
   case SEC_KERNEL: row_p = row(st, FT_STAT_KERNELS, name, r->name_len, 0); break;
   case SEC_MEMCPY:
   case SEC_MEMSET:
@@ -313,7 +330,7 @@ static int cb_start_map(void *ctx) {
   }
   if (r->events_depth && r->depth == r->events_depth + 1) {
     r->ev_depth = r->depth;
-    r->ph[0] = r->cat[0] = '\0';
+    r->is_x = r->has_cat = false;
     r->name_len = 0;
     if (r->name) r->name[0] = '\0';
     r->has_ts = r->has_dur = r->pid_num = r->has_ext = r->bad_time = r->time_range = false;
@@ -390,14 +407,13 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
     else if (IS("device_status")) r->key = K_STATUS;
     else if (IS("dropped_records")) r->key = K_DROPPED;
     else if (IS("window_discarded")) r->key = K_WINDOW;
-  } else if (r->ev_depth && r->depth == r->ev_depth) {
-    if (IS("ph")) r->key = K_PH;
-    else if (IS("cat")) r->key = K_CAT;
-    else if (IS("name")) r->key = K_NAME;
-    else if (IS("ts")) r->key = K_TS;
-    else if (IS("dur")) r->key = K_DUR;
-    else if (IS("pid")) r->key = K_PID;
-    else if (IS("args")) r->key = K_ARGS;
+  } else if (r->ev_depth && r->depth == r->ev_depth) { /* every event's keys: by length first */
+    switch (n) {
+    case 2: r->key = IS("ph") ? K_PH : IS("ts") ? K_TS : K_OTHER; break;
+    case 3: r->key = IS("cat") ? K_CAT : IS("dur") ? K_DUR : IS("pid") ? K_PID : K_OTHER; break;
+    case 4: r->key = IS("name") ? K_NAME : IS("args") ? K_ARGS : K_OTHER; break;
+    default: break;
+    }
   } else if (r->args_depth && r->depth == r->args_depth) {
     if (IS("External id") || IS("external id")) r->key = K_EXT; /* the second: older kineto */
     else if (IS("bytes")) r->key = K_BYTES;
@@ -426,9 +442,11 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
     if (r->key == K_TRACER) copy_cut(r->st->meta.tracer, sizeof r->st->meta.tracer, s, n);
     else copy_cut(r->st->meta.device_status, sizeof r->st->meta.device_status, s, n);
   } else if (r->ev_depth && r->depth == r->ev_depth) {
-    if (r->key == K_PH || r->key == K_CAT) {
-      if (r->key == K_PH) copy_cut(r->ph, sizeof r->ph, s, n);
-      else copy_cut(r->cat, sizeof r->cat, s, n);
+    if (r->key == K_PH) {
+      r->is_x = n && s[0] == 'X' && (n == 1 || !s[1]); /* "X" as a C string */
+    } else if (r->key == K_CAT) {
+      r->cat = cat_entry(r, s, n);
+      r->has_cat = true;
     } else if (r->key == K_NAME) {
       if (n + 1 > r->name_cap) {
         size_t cap = n + 1 > 2 * r->name_cap ? n + 1 : 2 * r->name_cap;
@@ -507,6 +525,7 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   reader r;
   memset(&r, 0, sizeof r);
   r.st = st;
+  for (int i = 0; i < 4; i++) r.cats[i].sec = -1; /* empty */
   ft__json *j = malloc(sizeof *j); /* its nesting stack is 10 kB: not on a file thread's stack */
   if (!j) return FT_ENOMEM;
   ft__json_init(j, &callbacks, &r);
