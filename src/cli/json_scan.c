@@ -301,9 +301,8 @@ static inline __attribute__((always_inline)) int string_tok(ft__json *j, const u
 
 /* One scalar token at p (a string, number or literal that the state allows),
  * its callback and the next state. */
-static inline __attribute__((always_inline)) int scalar(ft__json *j, unsigned *state, unsigned depth,
-                                                        const unsigned char *p, const unsigned char *end, bool final,
-                                                        bool resumed, size_t *used, const char **msg) {
+static int scalar(ft__json *j, unsigned *state, unsigned depth, const unsigned char *p, const unsigned char *end,
+                  bool final, bool resumed, size_t *used, const char **msg) {
   const ft__json_callbacks *cb = j->cb;
   int r;
   switch (*p) {
@@ -403,8 +402,21 @@ value: /* S_VALUE or S_ARRAY_FIRST */
   case ']':
     if (state != S_ARRAY_FIRST) goto unexpected;
     goto close;
-  case '"': case '-': case '0': case '1': case '2': case '3': case '4':
-  case '5': case '6': case '7': case '8': case '9': case 't': case 'f': case 'n':
+  case '"': { /* strings and numbers here, not through scalar(): one dispatch on *p, not two */
+    const unsigned char *s;
+    size_t n;
+    if ((r = string_tok(j, p, end, 1, NOESC, &s, &n, &used, &msg))) goto token_out;
+    if (cb->string && !cb->string(ctx, s, n)) goto stop;
+    p += used;
+    goto next;
+  }
+  case '-': case '0': case '1': case '2': case '3': case '4':
+  case '5': case '6': case '7': case '8': case '9':
+    if ((r = number_tok(p, end, false, &used, &msg))) goto token_out;
+    if (cb->number && !cb->number(ctx, (const char *)p, used)) goto stop;
+    p += used;
+    goto next;
+  case 't': case 'f': case 'n':
     if ((r = scalar(j, &state, depth, p, end, false, false, &used, &msg))) goto token_out;
     p += used;
     goto next;
