@@ -14,6 +14,9 @@ enum { S_VALUE, S_ARRAY_FIRST, S_MAP_FIRST, S_KEY, S_COLON, S_AFTER, S_DONE };
  * byte's index (T_ERR). */
 enum { T_OK, T_MORE, T_ERR, T_STOP };
 
+/* The token scanners, inlined into the state machine even where used twice. */
+#define HOT static inline __attribute__((always_inline))
+
 static const char TRUNCATED[] = "truncated JSON (the document ends early)";
 static const char NOMEM[] = "out of memory";
 
@@ -229,8 +232,7 @@ static inline const unsigned char *skip_digits(const unsigned char *q, const uns
 /* A number's text at p against RFC 8259's grammar. Cut by the chunk's end it
  * may go on (T_MORE) unless final. After it, any byte: "01" is the number 0 and
  * then a misplaced 1, which the state machine refuses. */
-static inline __attribute__((always_inline)) int number_tok(const unsigned char *p, const unsigned char *end, bool final, size_t *used,
-                             const char **msg) {
+HOT int number_tok(const unsigned char *p, const unsigned char *end, bool final, size_t *used, const char **msg) {
   const unsigned char *q = p;
   if (*q == '-' && ++q == end) return T_MORE;
   if (*q == '0') {
@@ -281,8 +283,8 @@ static inline int literal(const unsigned char *p, const unsigned char *end, cons
  * quotes. Scanning starts at p + from, ulen bytes of it unescaped in ubuf (NOESC:
  * no escape so far): 1 and NOESC, or where a cut scan stopped. */
 #define NOESC SIZE_MAX
-static inline __attribute__((always_inline)) int string_tok(ft__json *j, const unsigned char *p, const unsigned char *end, size_t from, size_t ulen,
-                             const unsigned char **s, size_t *n, size_t *used, const char **msg) {
+HOT int string_tok(ft__json *j, const unsigned char *p, const unsigned char *end, size_t from, size_t ulen,
+                   const unsigned char **s, size_t *n, size_t *used, const char **msg) {
   const unsigned char *q = find_special(p + from, end);
   if (ulen != NOESC) return string_rest(j, p, p + from, q, end, ulen, s, n, used, msg);
   if (q < end && *q == '"') { /* no escape: the chunk's own bytes */

@@ -60,7 +60,8 @@ ft__json_status ft_json_log_ours(ft__json *j, ft_json_log *log, const unsigned c
   ft__json_init(j, &ft_json_log_callbacks, log);
   ft__json_status st = FT__JSON_OK;
   if (!chunk) chunk = n ? n : 1;
-  for (size_t off = 0; !st && off < n; off += chunk) st = ft__json_feed(j, doc + off, n - off < chunk ? n - off : chunk);
+  for (size_t off = 0; !st && off < n; off += chunk)
+    st = ft__json_feed(j, doc + off, n - off < chunk ? n - off : chunk);
   if (!st) st = ft__json_finish(j);
   ft__json_free(j);
   return st;
@@ -98,7 +99,8 @@ int ft_json_diff(const unsigned char *doc, size_t n, size_t chunk, char *why, si
   ft__json_status st2 = ft_json_log_ours(&j, &cut, doc, n, chunk);
   if (st != st2 || (st && (msg != j.err_msg || at != j.err_at)) || whole.len != cut.len ||
       !same(&whole, &cut, whole.len)) {
-    snprintf(why, whylen, "ours whole (%d, %s at %llu, %zu B of events) != ours in %zu-byte chunks (%d, %s at %llu, %zu B)",
+    snprintf(why, whylen,
+             "ours whole (%d, %s at %llu, %zu B of events) != ours in %zu-byte chunks (%d, %s at %llu, %zu B)",
              st, st ? msg : "ok", at, whole.len, chunk, st2, st2 ? j.err_msg : "ok", (unsigned long long)j.err_at,
              cut.len);
     goto end;

@@ -207,7 +207,8 @@ static void test_generated_documents(void **state) {
       /* a valid one must be accepted by both, not only alike */
       static ft__json j;
       ft_json_log log = {0};
-      if (ft_json_log_ours(&j, &log, o.b, o.n, 0)) fail_msg("%s refused: %s at %llu", what, j.err_msg, (unsigned long long)j.err_at);
+      if (ft_json_log_ours(&j, &log, o.b, o.n, 0))
+        fail_msg("%s refused: %s at %llu", what, j.err_msg, (unsigned long long)j.err_at);
       ft_json_log_free(&log);
       valid++;
     }
