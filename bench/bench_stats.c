@@ -16,6 +16,7 @@
 
 #include "deflate.h"
 #include "internal.h"
+#include "json_scan.h"
 #include "stats.h"
 
 static double now_s(void) {
@@ -107,7 +108,7 @@ static size_t inflate_all(const unsigned char *gz, size_t n, unsigned char **tex
   return len;
 }
 
-/* P5's split: inflate (zlib, ISA-L), yajl alone, the reader on the text, and the
+/* P5's split: inflate (zlib, ISA-L), yajl alone, our parser alone, the reader on the text, and the
  * whole read of the file as `stats` does it (inflating on a second thread). CPU
  * seconds of this process (a loaded host's wall time says little) and wall. */
 static int split(const char *path) {
@@ -145,6 +146,18 @@ static int split(const char *path) {
   yajl_free(h);
   double c = cpu_s() - c0, w = now_s() - w0;
   printf("| yajl alone (no callbacks) | %.3f | %.3f | %.0f |\n", c, w, (double)len / 1e6 / w);
+  /* the reader's own parser (src/cli/json_scan.c), no callbacks, in the reader's 1 MiB chunks */
+  c0 = cpu_s(), w0 = now_s();
+  static const ft__json_callbacks none;
+  ft__json *jp = malloc(sizeof *jp);
+  ft__json_init(jp, &none, NULL);
+  for (size_t off = 0; off < len; off += 1 << 20)
+    if (ft__json_feed(jp, text + off, len - off < (1 << 20) ? len - off : 1 << 20)) return 1;
+  if (ft__json_finish(jp)) return 1;
+  ft__json_free(jp);
+  free(jp);
+  c = cpu_s() - c0, w = now_s() - w0;
+  printf("| json_scan alone (no callbacks) | %.3f | %.3f | %.0f |\n", c, w, (double)len / 1e6 / w);
   /* the floor of a parser of our own: one pass that finds every string's end
    * (memchr for the quote, escapes honored) and counts the objects */
   c0 = cpu_s(), w0 = now_s();

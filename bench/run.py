@@ -160,7 +160,7 @@ def cpu_part(build, quick, gpu=False):
 
 
 def stats_split(build, quick, path=None):
-    """P5 split: where reading a ~1 M-entry gzip trace goes (inflate zlib / ISA-L, yajl alone, the
+    """P5 split: where reading a ~1 M-entry gzip trace goes (inflate zlib / ISA-L, yajl alone, our parser alone, the
     reader, the whole pipelined read), bench_stats --split; on a synthetic trace unless path is given."""
     if quick and not path:
         return []

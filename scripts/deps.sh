@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a profile needs, only those missing:
 #   build  what `make demo` needs: compile the library and the flagtrace command
-#   test   build + what `make test` needs (cmocka, the Python test tools, pkg-config, groff,
+#   test   build + what `make test` needs (cmocka, yajl, the Python test tools, pkg-config, groff,
 #          headless chromium for the HTML report's test)
 #   ci     test + what `.ci/run` adds (clang's libFuzzer, valgrind); the default
 set -euo pipefail
 profile=${1:-ci}
-build=(cmake gcc g++ make zlib1g-dev libyajl-dev libisal-dev) # libisal-dev: ISA-L's fast gzip (optional in CMake)
+build=(cmake gcc g++ make zlib1g-dev libisal-dev) # libisal-dev: ISA-L's fast gzip (optional in CMake)
+# libyajl-dev: the tests' and benchmarks' independent JSON parser (stats has its own)
 # python3-setuptools/-wheel/-venv/-pip: the wheel test builds and installs offline
-test=("${build[@]}" pkg-config libcmocka-dev python3 python3-pytest python3-setuptools python3-wheel python3-venv
+test=("${build[@]}" libyajl-dev pkg-config libcmocka-dev python3 python3-pytest python3-setuptools python3-wheel python3-venv
       python3-pip groff-base chromium)
 # libfmt-dev: kineto's headers, for the adaptor's CPU test (cmake -DFT_KINETO_SRC=...)
 ci=("${test[@]}" clang libclang-rt-dev valgrind libfmt-dev)

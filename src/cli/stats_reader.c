@@ -1,16 +1,16 @@
-/* Streaming Chrome-trace reader for `flagtrace stats` (yajl callbacks, bounded memory). */
+/* Streaming Chrome-trace reader for `flagtrace stats` (json_scan.c's callbacks, bounded memory). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <yajl/yajl_parse.h>
 
+#include "json_scan.h"
 #include "stats_internal.h"
 
-/* yajl: a streaming parser in Debian (libyajl-dev) and fast enough for the 1 M
- * events in under a second target (bench/bench_stats.c); json-c and jansson build
- * whole documents in memory, which multi-GB traces cannot afford. */
+/* A streaming parser of our own (json_scan.c): yajl's lexer and parser were 68 %
+ * of a read (docs/measurements.md, P5); json-c and jansson build whole documents
+ * in memory, which multi-GB traces cannot afford. */
 
 enum key {
   K_OTHER, K_PH, K_CAT, K_NAME, K_TS, K_DUR, K_PID, K_ARGS, K_EXT, K_BYTES, K_EVENTS,
@@ -26,12 +26,18 @@ typedef struct reader {
   int meta_depth; /* depth of the "flagtrace" or "distributedInfo" map */
   bool saw_events, top_array;
   enum key key;
-  char err[256];
-  size_t err_back; /* bytes from the last one consumed back to the offending token's start */
+  char err[256]; /* a callback's error; the parser names the offending token's offset */
   /* the current event */
-  char ph[8], cat[40];
-  char last_cat[40]; /* the previous event's category and its section */
-  int last_sec;
+  bool is_x, has_cat; /* "ph" is "X"; "cat" was read: cats[cat] */
+  unsigned cat;
+  /* the latest categories (cut to fit) and their sections: an event's and its
+   * flows' ("ac2g") alternate, so one entry would miss half the time */
+  struct {
+    char s[40];
+    size_t len;
+    int sec;
+  } cats[4];
+  unsigned cats_next;
   char *name;
   size_t name_len, name_cap;
   bool has_ts, has_dur, pid_num, has_ext;
@@ -131,6 +137,7 @@ bool ft_stats_is_comm(const char *name) {
  * sizes = [...]": group them by the op name. */
 static size_t op_name_len(const char *name, size_t len) {
   static const char *const tails[] = {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
+  if (!memchr(name, ',', len)) return len; /* most names: no memmem (perf: 2 % of a read) */
   size_t cut = len;
   for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
     const char *p = memmem(name, len, tails[i], strlen(tails[i]));
@@ -170,6 +177,21 @@ static enum sec section_of(const char *c) {
   for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++)
     if (!strcasecmp(c, cats[i].cat)) return cats[i].sec;
   return SEC_UNKNOWN;
+}
+
+/* The cache entry of a category (cut to 39 bytes, up to a NUL as a C string):
+ * categories repeat, so the latest are compared first, without a copy. */
+static unsigned cat_entry(reader *r, const unsigned char *s, size_t n) {
+  size_t m = n < sizeof r->cats[0].s - 1 ? n : sizeof r->cats[0].s - 1;
+  for (unsigned i = 0; i < 4; i++) /* a match has no NUL in it: no entry has */
+    if (r->cats[i].len == m && r->cats[i].sec >= 0 && !memcmp(s, r->cats[i].s, m)) return i;
+  unsigned i = r->cats_next++ % 4;
+  m = strnlen((const char *)s, m);
+  memcpy(r->cats[i].s, s, m);
+  r->cats[i].s[m] = '\0';
+  r->cats[i].len = m;
+  r->cats[i].sec = (int)section_of(r->cats[i].s);
+  return i;
 }
 
 static bool count_unknown(ft_stats *st, const char *cat) {
@@ -227,7 +249,7 @@ static bool attribute(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns) {
 static bool process_event(reader *r) {
   ft_stats *st = r->st;
   st->events++;
-  if (strcmp(r->ph, "X")) return true;
+  if (!r->is_x) return true;
   if (r->time_range) {
     st->skipped.time_range++;
     return true;
@@ -240,18 +262,12 @@ static bool process_event(reader *r) {
   if (st->first_ns > r->ts) st->first_ns = r->ts;
   if (st->last_ns < r->ts + dur) st->last_ns = r->ts + dur;
   const char *name = r->name ? r->name : "";
-  enum sec sec;
-  if (!strcmp(r->cat, r->last_cat)) { /* categories repeat: skip the table's scan */
-    sec = (enum sec)r->last_sec;
-  } else {
-    sec = section_of(r->cat);
-    memcpy(r->last_cat, r->cat, sizeof r->cat);
-    r->last_sec = (int)sec;
-  }
+  unsigned cat = r->has_cat ? r->cat : cat_entry(r, (const unsigned char *)"", 0);
+  enum sec sec = (enum sec)r->cats[cat].sec;
   ft_stat_row *row_p = NULL;
   switch (sec) {
   case SEC_IGNORED: return true;
-  case SEC_UNKNOWN: return count_unknown(st, r->cat);
+  case SEC_UNKNOWN: return count_unknown(st, r->cats[cat].s);
   case SEC_KERNEL: row_p = row(st, FT_STAT_KERNELS, name, r->name_len, 0); break;
   case SEC_MEMCPY:
   case SEC_MEMSET:
@@ -314,7 +330,7 @@ static int cb_start_map(void *ctx) {
   }
   if (r->events_depth && r->depth == r->events_depth + 1) {
     r->ev_depth = r->depth;
-    r->ph[0] = r->cat[0] = '\0';
+    r->is_x = r->has_cat = false;
     r->name_len = 0;
     if (r->name) r->name[0] = '\0';
     r->has_ts = r->has_dur = r->pid_num = r->has_ext = r->bad_time = r->time_range = false;
@@ -376,7 +392,6 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
     if (IS("traceEvents")) {
       if (r->saw_events) { /* summing both would double the totals: refused */
         snprintf(r->err, sizeof r->err, "duplicate \"traceEvents\" key");
-        r->err_back = n + 1; /* point at the key's opening quote */
         return 0;
       }
       r->key = K_EVENTS;
@@ -392,14 +407,13 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
     else if (IS("device_status")) r->key = K_STATUS;
     else if (IS("dropped_records")) r->key = K_DROPPED;
     else if (IS("window_discarded")) r->key = K_WINDOW;
-  } else if (r->ev_depth && r->depth == r->ev_depth) {
-    if (IS("ph")) r->key = K_PH;
-    else if (IS("cat")) r->key = K_CAT;
-    else if (IS("name")) r->key = K_NAME;
-    else if (IS("ts")) r->key = K_TS;
-    else if (IS("dur")) r->key = K_DUR;
-    else if (IS("pid")) r->key = K_PID;
-    else if (IS("args")) r->key = K_ARGS;
+  } else if (r->ev_depth && r->depth == r->ev_depth) { /* every event's keys: by length first */
+    switch (n) {
+    case 2: r->key = IS("ph") ? K_PH : IS("ts") ? K_TS : K_OTHER; break;
+    case 3: r->key = IS("cat") ? K_CAT : IS("dur") ? K_DUR : IS("pid") ? K_PID : K_OTHER; break;
+    case 4: r->key = IS("name") ? K_NAME : IS("args") ? K_ARGS : K_OTHER; break;
+    default: break;
+    }
   } else if (r->args_depth && r->depth == r->args_depth) {
     if (IS("External id") || IS("external id")) r->key = K_EXT; /* the second: older kineto */
     else if (IS("bytes")) r->key = K_BYTES;
@@ -428,9 +442,11 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
     if (r->key == K_TRACER) copy_cut(r->st->meta.tracer, sizeof r->st->meta.tracer, s, n);
     else copy_cut(r->st->meta.device_status, sizeof r->st->meta.device_status, s, n);
   } else if (r->ev_depth && r->depth == r->ev_depth) {
-    if (r->key == K_PH || r->key == K_CAT) {
-      if (r->key == K_PH) copy_cut(r->ph, sizeof r->ph, s, n);
-      else copy_cut(r->cat, sizeof r->cat, s, n);
+    if (r->key == K_PH) {
+      r->is_x = n && s[0] == 'X' && (n == 1 || !s[1]); /* "X" as a C string */
+    } else if (r->key == K_CAT) {
+      r->cat = cat_entry(r, s, n);
+      r->has_cat = true;
     } else if (r->key == K_NAME) {
       if (n + 1 > r->name_cap) {
         size_t cap = n + 1 > 2 * r->name_cap ? n + 1 : 2 * r->name_cap;
@@ -491,16 +507,16 @@ static int cb_bool(void *ctx, int b) {
   return cb_scalar(ctx);
 }
 
-static const yajl_callbacks callbacks = {
-    .yajl_null = cb_scalar,
-    .yajl_boolean = cb_bool,
-    .yajl_number = cb_number,
-    .yajl_string = cb_string,
-    .yajl_start_map = cb_start_map,
-    .yajl_map_key = cb_key,
-    .yajl_end_map = cb_end_map,
-    .yajl_start_array = cb_start_array,
-    .yajl_end_array = cb_end_array,
+static const ft__json_callbacks callbacks = {
+    .null = cb_scalar,
+    .boolean = cb_bool,
+    .number = cb_number,
+    .string = cb_string,
+    .start_map = cb_start_map,
+    .map_key = cb_key,
+    .end_map = cb_end_map,
+    .start_array = cb_start_array,
+    .end_array = cb_end_array,
 };
 
 /* One parse over chunks pulled from next() (the chunk stays valid until the next
@@ -509,13 +525,11 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   reader r;
   memset(&r, 0, sizeof r);
   r.st = st;
-  yajl_handle h = yajl_alloc(&callbacks, NULL, &r);
-  if (!h) return FT_ENOMEM;
-  /* Names are only counted and re-escaped on output (invalid bytes become U+FFFD
-   * there), so UTF-8 validation here would cost time for nothing. */
-  yajl_config(h, yajl_dont_validate_strings, 1);
+  for (int i = 0; i < 4; i++) r.cats[i].sec = -1; /* empty */
+  ft__json *j = malloc(sizeof *j); /* its nesting stack is 10 kB: not on a file thread's stack */
+  if (!j) return FT_ENOMEM;
+  ft__json_init(j, &callbacks, &r);
   ft_status status = FT_OK;
-  uint64_t offset = 0;
   bool any = false;
   while (!status) {
     const unsigned char *buf = NULL;
@@ -529,42 +543,27 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
       status = FT_EPARSE;
       break;
     }
-    yajl_status ys = n ? yajl_parse(h, buf, (size_t)n) : yajl_complete_parse(h);
-    if (ys != yajl_status_ok && !n && r.top_array && r.depth == 1 && !r.err[0]) {
+    ft__json_status js = n ? ft__json_feed(j, buf, (size_t)n) : ft__json_finish(j);
+    if (js != FT__JSON_OK && !n && r.top_array && r.depth == 1 && !r.err[0]) {
       /* The JSON Array Format may end without its "]" (a process that died
        * mid-trace): every event read so far counts. */
       break;
     }
-    if (ys != yajl_status_ok) {
-      /* the offending byte itself: the last one yajl consumed (0-based) */
-      size_t used = n ? yajl_get_bytes_consumed(h) : 0;
-      uint64_t at = offset + (used ? used - 1 : 0);
-      at = at >= r.err_back ? at - r.err_back : 0;
-      if (r.err[0]) {
-        snprintf(err, errlen, "%s at byte %llu", r.err, (unsigned long long)at);
-      } else if (!n) {
-        snprintf(err, errlen, "truncated JSON (the document ends early) at byte %llu", (unsigned long long)at);
-      } else {
-        unsigned char *e = yajl_get_error(h, 0, NULL, 0);
-        char msg[160];
-        snprintf(msg, sizeof msg, "%s", e ? (const char *)e : "parse error");
-        if (e) yajl_free_error(h, e);
-        msg[strcspn(msg, "\n")] = '\0';
-        snprintf(err, errlen, "%s at byte %llu", msg, (unsigned long long)at);
-      }
+    if (js != FT__JSON_OK) {
+      snprintf(err, errlen, "%s at byte %llu", r.err[0] ? r.err : j->err_msg, (unsigned long long)j->err_at);
       status = FT_EPARSE;
       break;
     }
     if (!n) break;
     any = true;
-    offset += (uint64_t)n;
   }
   if (!status && !r.saw_events) {
     snprintf(err, errlen, "no \"traceEvents\" array: not a Chrome trace");
     status = FT_EPARSE;
   }
   free(r.name);
-  yajl_free(h);
+  ft__json_free(j);
+  free(j);
   /* The External id join is per file: ids restart in every rank's trace. */
   ft__join_free(&st->ext_op);
   return status;

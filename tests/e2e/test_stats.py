@@ -224,6 +224,16 @@ def _():
             assert text[at] in "}x5,\"", text  # the byte named is the bad one
 
 
+@case("stats: nesting deeper than 10000 levels is refused in one line at its byte, without a crash")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        # '{' is level 1, the 9999 '[' after "traceEvents": fill it to 10000; the next is byte 16 + 9999
+        r = stats(write(d, "t.json", '{"traceEvents": ' + "[" * 100000))
+        assert r.returncode == 2 and r.stderr.endswith(": nesting deeper than 10000 levels at byte 10015\n"), r.stderr
+        r = stats(write(d, "t.json", '{"traceEvents": [' + "[" * 9998 + "]" * 9999 + "}"))
+        assert r.returncode == 0 and "0 events from 1 file" in r.stderr + r.stdout, (r.returncode, r.stderr[-300:])
+
+
 @case("stats: a duplicated traceEvents key is refused, not summed")
 def _():
     with tempfile.TemporaryDirectory() as d:

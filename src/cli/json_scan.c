@@ -1,0 +1,560 @@
+/* A strict RFC 8259 streaming SAX parser over chunks: string bodies found 8 bytes at a time, a token cut by a chunk's end carried over. */
+#include "json_scan.h"
+
+#include <stdlib.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+/* What the next token may be. S_VALUE and S_ARRAY_FIRST come first: "a value is
+ * allowed" is state <= S_ARRAY_FIRST. */
+enum { S_VALUE, S_ARRAY_FIRST, S_MAP_FIRST, S_KEY, S_COLON, S_AFTER, S_DONE };
+/* A token routine's outcome; *used is the token's length (T_OK) or the offending
+ * byte's index (T_ERR). */
+enum { T_OK, T_MORE, T_ERR, T_STOP };
+
+/* The token scanners, inlined into the state machine even where used twice. */
+#define HOT static inline __attribute__((always_inline))
+
+static const char TRUNCATED[] = "truncated JSON (the document ends early)";
+static const char NOMEM[] = "out of memory";
+
+void ft__json_init(ft__json *j, const ft__json_callbacks *cb, void *ctx) {
+  memset(j, 0, offsetof(ft__json, stack)); /* the stack is written before it is read */
+  j->cb = cb;
+  j->ctx = ctx;
+  j->state = S_VALUE;
+}
+
+void ft__json_free(ft__json *j) {
+  free(j->carry);
+  free(j->ubuf);
+  j->carry = j->ubuf = NULL;
+}
+
+static bool grow(unsigned char **buf, size_t *cap, size_t need) {
+  if (need <= *cap) return true;
+  size_t c = *cap ? *cap : 256;
+  while (c < need) c *= 2;
+  unsigned char *p = realloc(*buf, c);
+  if (!p) return false;
+  *buf = p;
+  *cap = c;
+  return true;
+}
+
+/* The first '"', '\\' or control byte in [q, end), or end. Eight bytes at a
+ * time: in (w - 0x01..) & ~w & 0x80.. the lowest set bit marks exactly the first
+ * zero byte (a borrow only sets bits above a true one), and likewise for "below
+ * 0x20"; names and keys are short, so this beats a memchr call per string. */
+static inline const unsigned char *find_special(const unsigned char *q, const unsigned char *end) {
+#ifdef __SSE2__ /* every x86-64: 16 bytes at a time, a control byte being v == min(v, 0x1f) */
+  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1F);
+  for (; end - q >= 16; q += 16) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
+    __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                             _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));
+    int bits = _mm_movemask_epi8(m);
+    if (bits) return q + __builtin_ctz((unsigned)bits);
+  }
+#endif
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+  for (; end - q >= 8; q += 8) {
+    uint64_t w, x, y;
+    memcpy(&w, q, 8);
+    x = w ^ (ones * '"');
+    y = w ^ (ones * '\\');
+    uint64_t m = (((x - ones) & ~x) | ((y - ones) & ~y) | ((w - ones * 0x20) & ~w)) & high;
+    if (m) return q + (__builtin_ctzll(m) >> 3);
+  }
+#endif
+  for (; q < end; q++)
+    if (*q == '"' || *q == '\\' || *q < 0x20) return q;
+  return end;
+}
+
+static int hexval(unsigned char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  c |= 0x20;
+  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The 4 hex digits at q: T_OK with *cp, T_MORE when cut, T_ERR with *bad the
+ * first non-hex digit's index. */
+static int hex4(const unsigned char *q, const unsigned char *end, unsigned *cp, size_t *bad) {
+  unsigned v = 0;
+  for (size_t i = 0; i < 4; i++) {
+    if (q + i == end) return T_MORE;
+    int h = hexval(q[i]);
+    if (h < 0) {
+      *bad = i;
+      return T_ERR;
+    }
+    v = v << 4 | (unsigned)h;
+  }
+  *cp = v;
+  return T_OK;
+}
+
+static size_t utf8(unsigned cp, unsigned char *o) {
+  if (cp < 0x80) return o[0] = (unsigned char)cp, 1;
+  if (cp < 0x800) return o[0] = (unsigned char)(0xC0 | cp >> 6), o[1] = (unsigned char)(0x80 | (cp & 0x3F)), 2;
+  if (cp < 0x10000) {
+    o[0] = (unsigned char)(0xE0 | cp >> 12);
+    o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  o[0] = (unsigned char)(0xF0 | cp >> 18);
+  o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+  o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+  o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+/* The rest of a string from its first escape or control byte q (p: its opening
+ * quote), unescaped into j->ubuf. \uXXXX as yajl 2.1 decodes it: a pair to one
+ * 4-byte character, a lone low surrogate to its 3 bytes, a high surrogate not
+ * followed by "\u" to "?". One difference: a high surrogate followed by another
+ * \u escape that is not a low surrogate is "?" and that escape on its own (yajl
+ * folds both into an unrelated 4-byte character).
+ * The bytes from p + 1 to seg are already in ubuf[0, len). Cut by end, it notes
+ * where to go on (j->sfrom, j->sulen), so that a string longer than a chunk is
+ * scanned once however many chunks it spans. */
+static int string_rest(ft__json *j, const unsigned char *p, const unsigned char *seg, const unsigned char *q,
+                       const unsigned char *end, size_t len, const unsigned char **s, size_t *n, size_t *used,
+                       const char **msg) {
+  for (;;) {
+    if (!grow(&j->ubuf, &j->ucap, len + (size_t)(q - seg) + 8)) {
+      *used = 0;
+      *msg = NOMEM;
+      return T_ERR;
+    }
+    memcpy(j->ubuf + len, seg, (size_t)(q - seg));
+    len += (size_t)(q - seg);
+    seg = q;
+    if (q == end || (*q == '\\' && end - q < 2)) goto more;
+    if (*q == '"') {
+      *s = j->ubuf;
+      *n = len;
+      *used = (size_t)(q + 1 - p);
+      return T_OK;
+    }
+    if (*q != '\\') {
+      *used = (size_t)(q - p);
+      *msg = "control character in a string (it must be escaped)";
+      return T_ERR;
+    }
+    unsigned char c;
+    size_t esc = 2;
+    switch (q[1]) {
+    case '"': c = '"'; break;
+    case '\\': c = '\\'; break;
+    case '/': c = '/'; break;
+    case 'b': c = '\b'; break;
+    case 'f': c = '\f'; break;
+    case 'n': c = '\n'; break;
+    case 'r': c = '\r'; break;
+    case 't': c = '\t'; break;
+    case 'u': {
+      unsigned cp, lo;
+      size_t bad;
+      int r = hex4(q + 2, end, &cp, &bad);
+      if (r == T_ERR) {
+        *used = (size_t)(q + 2 + bad - p);
+        *msg = "invalid \\u escape (4 hex digits expected)";
+        return r;
+      }
+      if (r) goto more;
+      esc = 6;
+      if ((cp & 0xFC00) == 0xD800) {
+        if (end - q < 7 || (q[6] == '\\' && end - q < 8)) goto more; /* "\u" may follow */
+        if (q[6] == '\\' && q[7] == 'u') {
+          r = hex4(q + 8, end, &lo, &bad);
+          if (r == T_ERR) {
+            *used = (size_t)(q + 8 + bad - p);
+            *msg = "invalid \\u escape (4 hex digits expected)";
+            return r;
+          }
+          if (r) goto more;
+          if ((lo & 0xFC00) == 0xDC00) {
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            esc = 12;
+          } else {
+            cp = '?';
+          }
+        } else {
+          cp = '?';
+        }
+      }
+      len += utf8(cp, j->ubuf + len);
+      goto next;
+    }
+    default:
+      *used = (size_t)(q + 1 - p);
+      *msg = "invalid escape in a string";
+      return T_ERR;
+    }
+    j->ubuf[len++] = c;
+  next:
+    seg = q + esc;
+    q = find_special(seg, end);
+  }
+more:
+  j->sfrom = (size_t)(seg - p);
+  j->sulen = len;
+  return T_MORE;
+}
+
+static inline bool digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* Past the digits at q: 8 bytes at a time (timestamps have 13 to 16). A byte is
+ * a digit when its high nibble is 3 and its low nibble plus 6 stays below 16;
+ * (x & 0x7f) + 0x7f then sets a byte's top bit when it is not zero, with no
+ * carry into the next byte. */
+static inline const unsigned char *skip_digits(const unsigned char *q, const unsigned char *end) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const uint64_t hi = 0xF0F0F0F0F0F0F0F0ull, lo = 0x0F0F0F0F0F0F0F0Full, low7 = 0x7F7F7F7F7F7F7F7Full;
+  for (; end - q >= 8; q += 8) {
+    uint64_t w;
+    memcpy(&w, q, 8);
+    uint64_t x = ((w & hi) ^ 0x3030303030303030ull) | (((w & lo) + 0x0606060606060606ull) & hi);
+    x = (x | ((x & low7) + low7)) & ~low7;
+    if (x) return q + (__builtin_ctzll(x) >> 3);
+  }
+#endif
+  while (q < end && digit(*q)) q++;
+  return q;
+}
+
+/* A number's text at p against RFC 8259's grammar. Cut by the chunk's end it
+ * may go on (T_MORE) unless final. After it, any byte: "01" is the number 0 and
+ * then a misplaced 1, which the state machine refuses. */
+HOT int number_tok(const unsigned char *p, const unsigned char *end, bool final, size_t *used, const char **msg) {
+  const unsigned char *q = p;
+  if (*q == '-' && ++q == end) return T_MORE;
+  if (*q == '0') {
+    q++;
+  } else if (digit(*q)) {
+    q = skip_digits(q + 1, end);
+  } else {
+    goto bad;
+  }
+  if (q < end && *q == '.') {
+    if (++q == end) return T_MORE;
+    if (!digit(*q)) goto bad;
+    q = skip_digits(q + 1, end);
+  }
+  if (q < end && (*q | 0x20) == 'e') {
+    if (++q == end) return T_MORE;
+    if ((*q == '+' || *q == '-') && ++q == end) return T_MORE;
+    if (!digit(*q)) goto bad;
+    q = skip_digits(q + 1, end);
+  }
+  if (q == end && !final) return T_MORE;
+  *used = (size_t)(q - p);
+  return T_OK;
+bad:
+  *used = (size_t)(q - p);
+  *msg = "invalid number (a digit expected)";
+  return T_ERR;
+}
+
+static inline int literal(const unsigned char *p, const unsigned char *end, const char *word, size_t n, size_t *used,
+                          const char **msg) {
+  if ((size_t)(end - p) >= n && !memcmp(p, word, n)) {
+    *used = n;
+    return T_OK;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (p + i == end) return T_MORE;
+    if (p[i] != (unsigned char)word[i]) {
+      *used = i;
+      *msg = "invalid literal (true, false or null expected)";
+      return T_ERR;
+    }
+  }
+  return T_OK; /* not reached: the memcmp above matched */
+}
+
+/* The string at p (*p == '"'): *s, *n its bytes, *used its length with the
+ * quotes. Scanning starts at p + from, ulen bytes of it unescaped in ubuf (NOESC:
+ * no escape so far): 1 and NOESC, or where a cut scan stopped. */
+#define NOESC SIZE_MAX
+HOT int string_tok(ft__json *j, const unsigned char *p, const unsigned char *end, size_t from, size_t ulen,
+                   const unsigned char **s, size_t *n, size_t *used, const char **msg) {
+  const unsigned char *q = find_special(p + from, end);
+  if (ulen != NOESC) return string_rest(j, p, p + from, q, end, ulen, s, n, used, msg);
+  if (q < end && *q == '"') { /* no escape: the chunk's own bytes */
+    *s = p + 1;
+    *n = (size_t)(q - p - 1);
+    *used = *n + 2;
+    return T_OK;
+  }
+  if (q == end) {
+    j->sfrom = (size_t)(q - p);
+    j->sulen = NOESC;
+    return T_MORE;
+  }
+  return string_rest(j, p, p + 1, q, end, 0, s, n, used, msg);
+}
+
+/* One scalar token at p (a string, number or literal that the state allows),
+ * its callback and the next state. */
+static int scalar(ft__json *j, unsigned *state, unsigned depth, const unsigned char *p, const unsigned char *end,
+                  bool final, bool resumed, size_t *used, const char **msg) {
+  const ft__json_callbacks *cb = j->cb;
+  int r;
+  switch (*p) {
+  case '"': {
+    const unsigned char *s;
+    size_t n;
+    if ((r = string_tok(j, p, end, resumed ? j->sfrom : 1, resumed ? j->sulen : NOESC, &s, &n, used, msg))) return r;
+    if (*state == S_KEY || *state == S_MAP_FIRST) {
+      if (cb->map_key && !cb->map_key(j->ctx, s, n)) return T_STOP;
+      *state = S_COLON;
+      return T_OK;
+    }
+    if (cb->string && !cb->string(j->ctx, s, n)) return T_STOP;
+    break;
+  }
+  case 't':
+  case 'f':
+    if ((r = *p == 't' ? literal(p, end, "true", 4, used, msg) : literal(p, end, "false", 5, used, msg))) return r;
+    if (cb->boolean && !cb->boolean(j->ctx, *p == 't')) return T_STOP;
+    break;
+  case 'n':
+    if ((r = literal(p, end, "null", 4, used, msg))) return r;
+    if (cb->null && !cb->null(j->ctx)) return T_STOP;
+    break;
+  default:
+    if ((r = number_tok(p, end, final, used, msg))) return r;
+    if (cb->number && !cb->number(j->ctx, (const char *)p, *used)) return T_STOP;
+    break;
+  }
+  *state = depth ? S_AFTER : S_DONE;
+  return T_OK;
+}
+
+static const char *unexpected(unsigned state, bool in_map) {
+  switch (state) {
+  case S_VALUE: return "expected a value";
+  case S_ARRAY_FIRST: return "expected a value or ']'";
+  case S_MAP_FIRST: return "expected a string key or '}'";
+  case S_KEY: return "expected a string key";
+  case S_COLON: return "expected ':' after a key";
+  case S_AFTER: return in_map ? "expected ',' or '}'" : "expected ',' or ']'";
+  default: return "trailing garbage after the JSON value";
+  }
+}
+
+static ft__json_status fail(ft__json *j, ft__json_status st, uint64_t at, const char *msg) {
+  j->status = st;
+  j->err_at = at;
+  j->err_msg = st == FT__JSON_STOPPED ? "stopped by a callback" : msg;
+  return st;
+}
+
+/* JSON's four whitespace bytes (yajl also takes \v and \f; RFC 8259 does not) */
+static const bool is_ws[256] = {[' '] = true, ['\n'] = true, ['\r'] = true, ['\t'] = true};
+#define SKIP_WS                                                                                                        \
+  while (p < end && is_ws[*p]) p++;                                                                                    \
+  if (p == end) goto out
+
+/* Tokens of buf from p on; a token cut by end goes to the carry. One block per
+ * state, each testing first what usually comes there (a key after '{' or ',',
+ * ':' after a key, ',' after a value): fewer mispredicted jumps than one switch
+ * over every byte. */
+static ft__json_status run(ft__json *j, const unsigned char *buf, const unsigned char *p, const unsigned char *end) {
+  const ft__json_callbacks *cb = j->cb;
+  void *ctx = j->ctx;
+  unsigned state = j->state, depth = j->depth;
+  const char *msg = NULL;
+  size_t used = 0;
+  int r;
+  switch (state) {
+  case S_VALUE:
+  case S_ARRAY_FIRST: goto value;
+  case S_MAP_FIRST:
+  case S_KEY: goto key;
+  case S_COLON: goto colon;
+  case S_AFTER: goto after;
+  default: goto done;
+  }
+value: /* S_VALUE or S_ARRAY_FIRST */
+  SKIP_WS;
+  switch (*p) {
+  case '{':
+  case '[':
+    if (depth == FT__JSON_MAX_DEPTH) {
+      msg = "nesting deeper than 10000 levels";
+      goto error;
+    }
+    j->stack[depth++] = *p == '{';
+    if (*p++ == '{') {
+      if (cb->start_map && !cb->start_map(ctx)) goto stop_back;
+      state = S_MAP_FIRST;
+      goto key;
+    }
+    if (cb->start_array && !cb->start_array(ctx)) goto stop_back;
+    state = S_ARRAY_FIRST;
+    goto value;
+  case ']':
+    if (state != S_ARRAY_FIRST) goto unexpected;
+    goto close;
+  case '"': { /* strings and numbers here, not through scalar(): one dispatch on *p, not two */
+    const unsigned char *s;
+    size_t n;
+    if ((r = string_tok(j, p, end, 1, NOESC, &s, &n, &used, &msg))) goto token_out;
+    if (cb->string && !cb->string(ctx, s, n)) goto stop;
+    p += used;
+    goto next;
+  }
+  case '-': case '0': case '1': case '2': case '3': case '4':
+  case '5': case '6': case '7': case '8': case '9':
+    if ((r = number_tok(p, end, false, &used, &msg))) goto token_out;
+    if (cb->number && !cb->number(ctx, (const char *)p, used)) goto stop;
+    p += used;
+    goto next;
+  case 't': case 'f': case 'n':
+    if ((r = scalar(j, &state, depth, p, end, false, false, &used, &msg))) goto token_out;
+    p += used;
+    goto next;
+  default: goto unexpected;
+  }
+key: /* S_MAP_FIRST or S_KEY */
+  SKIP_WS;
+  if (*p == '"') {
+    const unsigned char *s;
+    size_t n;
+    if ((r = string_tok(j, p, end, 1, NOESC, &s, &n, &used, &msg))) goto token_out;
+    if (cb->map_key && !cb->map_key(ctx, s, n)) goto stop;
+    p += used;
+    state = S_COLON;
+    goto colon;
+  }
+  if (*p == '}' && state == S_MAP_FIRST) goto close;
+  goto unexpected;
+colon:
+  SKIP_WS;
+  if (*p != ':') goto unexpected;
+  p++;
+  state = S_VALUE;
+  goto value;
+after: /* S_AFTER: inside a container */
+  SKIP_WS;
+  if (*p == ',') {
+    p++;
+    if (j->stack[depth - 1]) {
+      state = S_KEY;
+      goto key;
+    }
+    state = S_VALUE;
+    goto value;
+  }
+  if (*p != (j->stack[depth - 1] ? '}' : ']')) goto unexpected;
+close: /* *p closes the innermost container */
+  depth--;
+  if (*p == '}' ? cb->end_map && !cb->end_map(ctx) : cb->end_array && !cb->end_array(ctx)) goto stop;
+  p++;
+next: /* a value is complete */
+  if (depth) {
+    state = S_AFTER;
+    goto after;
+  }
+  state = S_DONE;
+done:
+  SKIP_WS;
+  goto unexpected;
+out:
+  j->state = state;
+  j->depth = depth;
+  return FT__JSON_OK;
+token_out:
+  if (r == T_MORE) { /* cut by the chunk's end: finished from the next one */
+    if (!grow(&j->carry, &j->carry_cap, (size_t)(end - p))) {
+      used = 0;
+      msg = NOMEM;
+      goto error_in;
+    }
+    memcpy(j->carry, p, (size_t)(end - p));
+    j->carry_len = (size_t)(end - p);
+    j->carry_at = j->base + (uint64_t)(p - buf);
+    p = end;
+    goto out;
+  }
+  if (r == T_STOP) goto stop;
+  goto error_in;
+unexpected:
+  msg = unexpected(state, depth && j->stack[depth - 1]);
+error:
+  used = 0;
+error_in:
+  return fail(j, FT__JSON_ERROR, j->base + (uint64_t)(p - buf) + used, msg);
+stop_back: /* p is past the '{' or '[' */
+  p--;
+stop:
+  return fail(j, FT__JSON_STOPPED, j->base + (uint64_t)(p - buf), NULL);
+}
+#undef SKIP_WS
+
+/* Completes the carried token with buf's first bytes, appended in doubling
+ * steps (most tokens end within a few bytes). A string's scan goes on where it
+ * stopped, and a number is looked at again only once a byte that can end it has
+ * come: a token of any length costs linear time. *taken: buf's bytes used. */
+static ft__json_status resume(ft__json *j, const unsigned char *buf, size_t n, bool final, size_t *taken) {
+  size_t old = j->carry_len, off = 0, step = 64;
+  for (;;) {
+    size_t add = n - off < step ? n - off : step;
+    if (!grow(&j->carry, &j->carry_cap, j->carry_len + add)) return fail(j, FT__JSON_ERROR, j->carry_at, NOMEM);
+    if (add) memcpy(j->carry + j->carry_len, buf + off, add);
+    j->carry_len += add;
+    off += add;
+    bool last = final && off == n;
+    size_t had = j->carry_len - add;
+    if (!last && had && digit(j->carry[had - 1]) && (j->carry[0] == '-' || digit(j->carry[0])) &&
+        !(had - (j->carry[0] == '-') == 1 && j->carry[had - 1] == '0')) {
+      /* a number in a run of digits (not a leading 0) goes on through more digits */
+      size_t k = off - add;
+      while (k < off && digit(buf[k])) k++;
+      if (k == off) goto more;
+    }
+    unsigned state = j->state;
+    size_t used = 0;
+    const char *msg = NULL;
+    int r = scalar(j, &state, j->depth, j->carry, j->carry + j->carry_len, last, true, &used, &msg);
+    if (r == T_OK) {
+      j->state = state;
+      j->carry_len = 0;
+      *taken = used - old;
+      return FT__JSON_OK;
+    }
+    if (r == T_STOP) return fail(j, FT__JSON_STOPPED, j->carry_at, NULL);
+    if (r == T_ERR) return fail(j, FT__JSON_ERROR, j->carry_at + used, msg);
+  more:
+    if (off == n) {
+      *taken = n;
+      return final ? fail(j, FT__JSON_ERROR, j->base + n, TRUNCATED) : FT__JSON_OK;
+    }
+    step *= 2;
+  }
+}
+
+ft__json_status ft__json_feed(ft__json *j, const unsigned char *buf, size_t n) {
+  if (j->status) return j->status;
+  size_t taken = 0;
+  if (j->carry_len && resume(j, buf, n, false, &taken)) return j->status;
+  ft__json_status st = taken < n ? run(j, buf, buf + taken, buf + n) : FT__JSON_OK;
+  j->base += n;
+  return st;
+}
+
+ft__json_status ft__json_finish(ft__json *j) {
+  if (j->status) return j->status;
+  size_t taken;
+  if (j->carry_len && resume(j, NULL, 0, true, &taken)) return j->status;
+  if (j->state != S_DONE) return fail(j, FT__JSON_ERROR, j->base, TRUNCATED);
+  return FT__JSON_OK;
+}

@@ -1,0 +1,64 @@
+/* A strict RFC 8259 streaming SAX parser over chunks, for the stats reader (yajl-like callbacks, no allocation per token). */
+#ifndef FT_JSON_SCAN_H
+#define FT_JSON_SCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Deeper nesting is refused: the stack below is fixed (a byte a level), so a
+ * hostile "[[[[..." costs neither stack frames nor unbounded memory. */
+#define FT__JSON_MAX_DEPTH 10000
+
+/* Each returns nonzero to go on, 0 to stop the parse (ft__json_feed then returns
+ * FT__JSON_STOPPED and err_at is the offset of the token's first byte). A NULL
+ * member is skipped. Strings are unescaped; they point into the fed chunk when
+ * they hold no escape (no copy), else into the parser's buffer; either is valid
+ * only during the call. Numbers are their raw text, checked against the JSON
+ * grammar. Bytes are not checked to be UTF-8 (names are re-escaped on output). */
+typedef struct ft__json_callbacks {
+  int (*null)(void *ctx);
+  int (*boolean)(void *ctx, int value);
+  int (*number)(void *ctx, const char *text, size_t len);
+  int (*string)(void *ctx, const unsigned char *s, size_t len);
+  int (*start_map)(void *ctx);
+  int (*map_key)(void *ctx, const unsigned char *s, size_t len);
+  int (*end_map)(void *ctx);
+  int (*start_array)(void *ctx);
+  int (*end_array)(void *ctx);
+} ft__json_callbacks;
+
+typedef enum ft__json_status {
+  FT__JSON_OK = 0,
+  FT__JSON_ERROR,   /* not JSON, or out of memory: err_msg, err_at */
+  FT__JSON_STOPPED, /* a callback returned 0: err_at is its token's first byte */
+} ft__json_status;
+
+typedef struct ft__json {
+  const ft__json_callbacks *cb;
+  void *ctx;
+  uint64_t base; /* offset of the next chunk's first byte in the whole text */
+  unsigned state, depth;
+  ft__json_status status; /* sticky: a stopped or failed parse stays so */
+  const char *err_msg;    /* static text */
+  uint64_t err_at;        /* offset of the offending byte (the end of input when it ended early) */
+  /* a token cut by a chunk's end, completed from the next chunk(s) */
+  unsigned char *carry;
+  size_t carry_len, carry_cap;
+  uint64_t carry_at;
+  size_t sfrom, sulen; /* a carried string: where its scan goes on, its bytes so far in ubuf */
+  /* unescaped strings */
+  unsigned char *ubuf;
+  size_t ucap;
+  unsigned char stack[FT__JSON_MAX_DEPTH]; /* 1: map, 0: array */
+} ft__json;
+
+void ft__json_init(ft__json *j, const ft__json_callbacks *cb, void *ctx);
+void ft__json_free(ft__json *j);
+/* Parses the next n bytes of the text (n > 0). */
+ft__json_status ft__json_feed(ft__json *j, const unsigned char *buf, size_t n);
+/* The end of the text: a cut token or an open value is an error ("truncated
+ * JSON", err_at at the end); so is a text with no value at all. */
+ft__json_status ft__json_finish(ft__json *j);
+
+#endif
