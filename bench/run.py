@@ -489,6 +489,9 @@ def update_readme(json_path, readme=os.path.join(ROOT, "README.md")):
 
 
 def git_commit():
+    # the device machine's copy of the tree may carry a stale .git: the caller names the commit
+    if os.environ.get("FT_BENCH_COMMIT"):
+        return os.environ["FT_BENCH_COMMIT"], False
     try:
         commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]).strip()
         dirty = sh(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"]).strip()
