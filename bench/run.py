@@ -126,7 +126,9 @@ def machine(gpu, commit, dirty):
         nvcc = sh(["nvcc", "--version"], check=False).strip().splitlines()
         torch_v = sh([sys.executable, "-c", "import torch; print(torch.__version__, torch.version.cuda)"],
                      check=False).strip()
-        lines.append(f"- GPU: {smi or 'none'}; driver as above")
+        gpus = smi.splitlines()
+        smi = (f"{len(gpus)} x {gpus[0]}" if len(set(gpus)) == 1 else "; ".join(gpus)) if gpus else "none"
+        lines.append(f"- GPU: {smi} (name, driver)")
         lines.append(f"- CUDA toolkit: {nvcc[-1] if nvcc else 'unknown'}")
         lines.append(f"- torch: {torch_v or 'not importable'}")
     return lines
@@ -138,7 +140,7 @@ def cpu_part(build, quick, gpu=False):
     """On the GPU host (gpu) only what the GPU table needs from that host: the writer's
     synthetic and replayed throughput (P4), 3 repetitions. The reader, its memory and the
     fake-CUPTI capture are judged in the CPU-only run (the GPU table has their real rows)."""
-    flag = ["--quick"] if quick else ["--reps", "3"] if gpu else []
+    flag = ["--quick"] if quick else ["--reps", "2"] if gpu else []
 
     def run(exe, *extra):  # its "# title" line becomes a plain sentence under our heading
         text = sh([os.path.join(build, "bench", exe)] + flag + list(extra)).strip()
@@ -284,8 +286,6 @@ class Gpu:
         if "P1" in want:
             variants["idle"] = (idle, None)
             variants["idle_preload"] = ([self.ft, "record", "--inject=preload"] + idle[2:], None)
-            # which CUPTI callback domain the waiting costs: the driver's alone (diagnostic)
-            variants["idle_driver"] = (idle, {"FLAGTRACE_CUPTI_RANGE_CALLBACKS": "driver"})
         if "P2" in want:
             variants["floor"] = ([], {"CUDA_INJECTION64_PATH": self.floor})
             variants["record"] = (rec, None)
@@ -306,11 +306,6 @@ class Gpu:
             rows.append(row("P1", "the same under `record --inject=preload` (LD_PRELOAD, armed when libcuda loads)",
                             f"{b[0]:.3f} / {b[1]:.3f} µs bare", f"{ip[0]:.3f} / {ip[1]:.3f} µs", ci, "≤ 1.01", 1.01,
                             True, self.quick))
-            idr = mm(v["idle_driver"])
-            ci = bootstrap(list(zip(v["bare"], v["idle_driver"])), pair_ratio)
-            rows.append(row("P1", "diagnostic: the first row with only the driver's cuProfilerStart/Stop callbacks "
-                            "enabled (`FLAGTRACE_CUPTI_RANGE_CALLBACKS=driver`)", f"{b[0]:.3f} / {b[1]:.3f} µs bare",
-                            f"{idr[0]:.3f} / {idr[1]:.3f} µs", ci, "≤ 1.01", 1.01, True, self.quick))
         if "P2" in want:
             f, rc = mm(v["floor"]), mm(v["record"])
             rounds = list(zip(v["bare"], v["floor"], v["record"]))
@@ -334,7 +329,7 @@ class Gpu:
     def p1_p3_torch(self, want):
         """One `base` (bare loop, then kineto) and one `ft` process (idle loop, then
         flagtrace) per round: each round gives one P1 pair and one P3 pair."""
-        reps = "1" if self.quick else "2"
+        reps = "1"  # one loop (and one profile) after the warm-up per process: the pairs carry the statistics
         g = self.rounds({"base": None, "ft": None}, lambda name, _: last_json(
             sh(self.pin + [sys.executable, self.torch_bench, "loop", name, "--reps", reps, "--iters", str(TORCH_ITERS)])))
         self.note("torch add_ loop, by round", g)
@@ -381,8 +376,10 @@ class Gpu:
         q = self.quick
         kin = None
         if "P4" in want or "P5" in want:
+            # key_averages() takes 6-12 s a capture on the H200 host: at most 2 captures,
+            # each exported 3 times for P4's peer figure
             kin = last_json(sh(self.pin + [sys.executable, self.torch_bench, "capture", "--events", "100000",
-                                           "--reps", str(self.reps)]))
+                                           "--reps", str(min(self.reps, 2)), "--exports", "1" if self.quick else "3"]))
             self.note("kineto capture", kin)
         # its writes take tens of ms each: 5x the repetitions (at least 15) for a stable median
         small = last_json(sh(self.pin + [self.capture, str(kernels_small), os.path.join(self.tmp, "cap100k"),
@@ -420,7 +417,8 @@ class Gpu:
             big = last_json(sh(self.pin + [self.capture, str(kernels_big), os.path.join(self.tmp, "cap1m"), "1"]))
             self.note("flagtrace capture (1 M)", big)
         if "P5" in want:
-            st = self.stats_times(os.path.join(self.tmp, "cap1m.json.gz"), self.reps)
+            # ~0.6-1 s each, and bimodal on the H200 host (0.62 / 1.04 s in one run): 7 runs
+            st = self.stats_times(os.path.join(self.tmp, "cap1m.json.gz"), 1 if self.quick else max(7, self.reps))
             self.split = stats_split(self.build, False, os.path.join(self.tmp, "cap1m.json.gz"))
             s_mm = mm(st)
             ci = bootstrap(st, statistics.median)
@@ -563,7 +561,7 @@ def main():
     now = datetime.datetime.now(datetime.timezone.utc)
     name = f"{now:%Y-%m-%d}-{commit}{'-dirty' if dirty else ''}-{kind}"
     path = os.path.join(a.out, name + ".md")
-    gpu_name = next((ln.split(": ", 1)[1].split(";")[0] for ln in doc if ln.startswith("- GPU: ")), "no GPU")
+    gpu_name = next((ln.split(": ", 1)[1].split(" (name")[0] for ln in doc if ln.startswith("- GPU: ")), "no GPU")
 
     def write(final):
         """The table so far: rewritten after every section, so that a run stopped at a
@@ -597,7 +595,7 @@ def main():
         try:
             g = Gpu(a.build, tmp, reps, pairs, cores, a.quick)
             if want & {"P1", "P2"}:
-                rows += section("P1/P2 launch loop", g.p1_p2, 20000 if a.quick else 50000, want)
+                rows += section("P1/P2 launch loop", g.p1_p2, 20000 if a.quick else 30000, want)
                 write(False)
             if want & {"P1", "P3"}:
                 rows += section("P1/P3 torch", g.p1_p3_torch, want)

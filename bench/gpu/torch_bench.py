@@ -10,8 +10,8 @@ loop MODE: a launch-bound `x.add_(1.0)` loop (P1, P3).
   ft         idle, then flagtrace, in one process
 exit-split MODE: one profile (kineto or flagtrace) after a warm-up, its exit under cProfile:
   where the profile's exit goes (P3 end to end), printed to stderr.
-capture: kineto's own capture of about EVENTS events, timing export_chrome_trace
-  (P4 baseline) and key_averages (P5 baseline) on it."""
+capture: kineto's own captures of about EVENTS events, timing export_chrome_trace
+  (P4 baseline, EXPORTS times each) and key_averages (P5 baseline) on each."""
 import argparse
 import json
 import os
@@ -116,7 +116,7 @@ def exit_split(mode, iters):
     print(json.dumps(out))
 
 
-def capture(events, reps):
+def capture(events, reps, exports):
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -132,17 +132,16 @@ def capture(events, reps):
             if not r:  # the warm-up: its export and key_averages would only cost time
                 continue
             path = os.path.join(d, f"t{r}.json")
-            t0 = time.perf_counter()
-            prof.export_chrome_trace(path)
-            t_export = time.perf_counter() - t0
+            for _ in range(exports):  # each export renders the whole trace again
+                t0 = time.perf_counter()
+                prof.export_chrome_trace(path)
+                export_s.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             prof.key_averages()
-            t_avg = time.perf_counter() - t0
+            key_avg_s.append(time.perf_counter() - t0)
             with open(path) as f:
                 doc = json.load(f)
             counts.append(sum(1 for e in doc["traceEvents"] if e.get("ph") == "X"))
-            export_s.append(t_export)
-            key_avg_s.append(t_avg)
     print(json.dumps({"mode": "capture", "slices": counts, "export_chrome_trace_s": export_s,
                       "key_averages_s": key_avg_s}))
 
@@ -159,14 +158,15 @@ def main():
     xp.add_argument("--iters", type=int, default=20000)
     cp = sub.add_parser("capture")
     cp.add_argument("--events", type=int, default=100000)
-    cp.add_argument("--reps", type=int, default=5)
+    cp.add_argument("--reps", type=int, default=5, help="captures after the warm-up")
+    cp.add_argument("--exports", type=int, default=1, help="export_chrome_trace calls per capture")
     a = ap.parse_args()
     if a.cmd == "loop":
         loop(a.mode, a.iters, a.reps)
     elif a.cmd == "exit-split":
         exit_split(a.mode, a.iters)
     else:
-        capture(a.events, a.reps)
+        capture(a.events, a.reps, a.exports)
 
 
 if __name__ == "__main__":
