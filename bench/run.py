@@ -366,8 +366,8 @@ class Gpu:
     def stats_times(self, path, reps):
         """Whole-process `flagtrace stats` times. The capture before it leaves a 381 MB
         JSON twin of the trace being written back to disk: it is deleted and the page
-        cache flushed first, so that the kernel's writeback is not timed as ours (suspected, not verified, as the cause of
-        bimodal stats times on the H200 host)."""
+        cache flushed first, so that the kernel's writeback is not timed as ours (the
+        suspected, unverified cause of bimodal stats times on the H200 host)."""
         twin = path[:-3] if path.endswith(".json.gz") else None
         if twin and os.path.exists(twin):
             os.unlink(twin)
