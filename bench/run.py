@@ -472,7 +472,9 @@ def readme_table(result):
     """README's block: the run's source, then peer and flagtrace side by side per row."""
     out = [README_BEGIN, "",
            f"Latest on the GPU (`bench/results/{result['name']}.md`: {result['date']}, commit {result['commit']}, "
-           f"{result['gpu']}; median of per-pair ratios, bootstrap 95 % interval):", "",
+           f"{result['gpu']}; median of per-pair ratios, bootstrap 95 % interval)"
+           + (": partial, the run stopped at its time limit; the rows it measured:" if result.get("partial") else ":"),
+           "",
            "| id | what | peer | flagtrace | ratio [95 % CI] | target | verdict |", "|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         out.append(f"| {r['id']} | {r['what']} | {r['peer']} | {r['flagtrace']} | {r['ratio']} | {r['target']} | "
