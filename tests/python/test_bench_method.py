@@ -63,5 +63,84 @@ class Method(unittest.TestCase):
         self.assertEqual(text.count(run.README_BEGIN), 1)
 
 
+class GpuPathsWithoutAGpu(unittest.TestCase):
+    """The --gpu code paths against a stand-in for every measured process: CI has no GPU,
+    and a slip in them would otherwise first show on the device's clock."""
+
+    def setUp(self):
+        self.calls = []
+        self.saved = run.sh
+        self.tmp = tempfile.TemporaryDirectory()
+        tmp = self.tmp.name
+
+        def fake(cmd, env=None, check=True):
+            self.calls.append((list(cmd), dict(env or {})))
+            text = " ".join(cmd)
+            k = len(self.calls)
+            if "launch_loop" in text:
+                base = 3.5 + 0.01 * (k % 3)
+                extra = 1.5 if "CUDA_INJECTION64_PATH" in (env or {}) else 1.4 if "--capture-range" not in text and \
+                    "record" in text else 0.02 if "record" in text else 0.0
+                return json.dumps({"best": base + extra})
+            if "torch_bench.py" in text and " loop " in f" {text} ":
+                prof = 11.0 + 0.1 * (k % 2)
+                return json.dumps({"us_per_op": [prof], "end_to_end_s": [0.2 + 0.01 * (k % 2)],
+                                   "plain_us_per_op": [7.0 + 0.05 * (k % 3)], "import_s": 4.0})
+            if "torch_bench.py" in text and "capture" in cmd:
+                return json.dumps({"slices": [100009, 100009], "export_chrome_trace_s": [0.31, 0.32, 0.33] * 2,
+                                   "key_averages_s": [6.0, 7.0]})
+            if "capture_bench" in text:
+                n = int(cmd[cmd.index(next(c for c in cmd if c.endswith("capture_bench"))) + 1])
+                events = int(n * 2.1)
+                prefix = cmd[cmd.index(next(c for c in cmd if c.endswith("capture_bench"))) + 2]
+                if prefix != "-":
+                    for ext in (".json.gz", ".json"):
+                        open(prefix + ext, "w").close()
+                reps = 1 if prefix == "-" else int(cmd[-1])
+                return json.dumps({"kernels": n, "events": events, "write_json_s": [events / 3.2e6] * reps,
+                                   "write_gzip_s": [events / 3.5e6] * reps, "bytes_gzip": events * 28,
+                                   "rss_before": 100e6, "rss_at_create": 90e6, "peak_rss": 100e6 + 55 * events})
+            if "--split" in cmd:
+                return "# split\n| part | CPU s |\n|---|---|\n| x | 1 |"
+            return ""
+
+        run.sh = fake
+        self.g = run.Gpu("/b", tmp, 3, 15, "2,3", False)
+
+    def tearDown(self):
+        run.sh = self.saved
+        self.tmp.cleanup()
+
+    def test_every_row_of_a_whole_run(self):
+        want = set(run.IDS)
+        rows = self.g.p1_p2(30000, want) + self.g.p1_p3_torch(want) + self.g.p4_p5_p6(45000, 500000, want)
+        self.assertEqual([r["id"] for r in rows], ["P1", "P1", "P2", "P1", "P3", "P3"] + ["P4"] * 4 + ["P5"] * 2
+                         + ["P6"] * 2)
+        for r in rows:
+            self.assertIn(r["verdict"], ("pass", "MISS", "within noise"), r)
+            self.assertTrue(r["low"] <= r["estimate"] <= r["high"], r)
+        # 15 rounds of each launch-loop variant and of each torch mode, all pinned
+        loops = [c for c, _ in self.calls if any(x.endswith("launch_loop") for x in c)]
+        self.assertEqual(len(loops), 15 * 5)
+        torch_loops = [c for c, _ in self.calls if "loop" in c and any(x.endswith("torch_bench.py") for x in c)]
+        self.assertEqual(len(torch_loops), 30)
+        self.assertTrue(all(c[:3] == ["taskset", "-c", "2,3"] for c, _ in self.calls if c and c[0] != "/b/bench/bench_stats"))
+        self.assertTrue(all(c[c.index("--iters") + 1] == str(run.TORCH_ITERS) and c[c.index("--reps") + 1] == "1"
+                            for c in torch_loops))
+        cap = next(c for c, _ in self.calls if "capture" in c and any(x.endswith("torch_bench.py") for x in c))
+        self.assertEqual((cap[cap.index("--reps") + 1], cap[cap.index("--exports") + 1]), ("2", "3"))
+        # stats is timed 7 times on the 1 M trace, after its JSON twin is gone
+        stats_1m = [c for c, _ in self.calls if "stats" in c and c[-1].endswith("cap1m.json.gz")]
+        self.assertEqual(len(stats_1m), 7)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "cap1m.json")))
+        self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "cap1m.json.gz")))
+
+    def test_only_p3_runs_no_launch_loop_and_no_capture(self):
+        rows = self.g.p1_p3_torch({"P3"})
+        self.assertEqual([r["id"] for r in rows], ["P3", "P3"])
+        self.assertFalse([c for c, _ in self.calls if any(x.endswith("launch_loop") or x.endswith("capture_bench")
+                                                          for x in c)])
+
+
 if __name__ == "__main__":
     unittest.main()
