@@ -22,9 +22,11 @@ import time
 T_START = time.perf_counter()  # the process's own phases (import, warm-up) go in its JSON line
 
 
-def loop(mode, iters, reps):
+def loop(mode, iters, reps, plain_reps):
     if mode in ("base", "ft"):  # the plain loop first, then the profiled one
-        plain = loop_once("bare" if mode == "base" else "idle", iters, reps)
+        # plain loops cost ~0.1 s against the process's ~9 s of import and CUPTI start:
+        # more of them make each process's P1 figure steadier for nothing
+        plain = loop_once("bare" if mode == "base" else "idle", iters, plain_reps or reps)
         prof = loop_once("kineto" if mode == "base" else "flagtrace", iters, reps)
         prof["mode"] = mode
         prof["plain_us_per_op"] = plain["us_per_op"]
@@ -153,6 +155,7 @@ def main():
     lp.add_argument("mode", choices=["bare", "idle", "kineto", "flagtrace", "base", "ft"])
     lp.add_argument("--iters", type=int, default=20000)
     lp.add_argument("--reps", type=int, default=3)
+    lp.add_argument("--plain-reps", type=int, default=0, help="base/ft: plain loops (default: --reps)")
     xp = sub.add_parser("exit-split")
     xp.add_argument("mode", choices=["kineto", "flagtrace"])
     xp.add_argument("--iters", type=int, default=20000)
@@ -162,7 +165,7 @@ def main():
     cp.add_argument("--exports", type=int, default=1, help="export_chrome_trace calls per capture")
     a = ap.parse_args()
     if a.cmd == "loop":
-        loop(a.mode, a.iters, a.reps)
+        loop(a.mode, a.iters, a.reps, a.plain_reps)
     elif a.cmd == "exit-split":
         exit_split(a.mode, a.iters)
     else:

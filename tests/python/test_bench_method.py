@@ -126,7 +126,7 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         self.assertEqual(len(torch_loops), 30)
         self.assertTrue(all(c[:3] == ["taskset", "-c", "2,3"] for c, _ in self.calls if c and c[0] != "/b/bench/bench_stats"))
         self.assertTrue(all(c[c.index("--iters") + 1] == str(run.TORCH_ITERS) and c[c.index("--reps") + 1] == "1"
-                            for c in torch_loops))
+                            and c[c.index("--plain-reps") + 1] == "5" for c in torch_loops))
         cap = next(c for c, _ in self.calls if "capture" in c and any(x.endswith("torch_bench.py") for x in c))
         self.assertEqual((cap[cap.index("--reps") + 1], cap[cap.index("--exports") + 1]), ("2", "3"))
         # stats is timed 7 times on the 1 M trace, after its JSON twin is gone
