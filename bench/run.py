@@ -329,10 +329,11 @@ class Gpu:
     def p1_p3_torch(self, want):
         """One `base` (bare loop, then kineto) and one `ft` process (idle loop, then
         flagtrace) per round: each round gives one P1 pair and one P3 pair."""
-        reps = "1"  # one loop (and one profile) after the warm-up per process: the pairs carry the statistics
+        # per process: 5 plain loops (P1, cheap), then one profile after the warm-up (P3);
+        # the pairs carry the statistics
+        args = ["--reps", "1", "--plain-reps", "1" if self.quick else "5", "--iters", str(TORCH_ITERS)]
         g = self.rounds({"base": None, "ft": None}, lambda name, _: last_json(
-            sh(self.pin + [sys.executable, self.torch_bench, "loop", name, "--reps", reps, "--plain-reps", "1" if self.quick else "5",
-                                    "--iters", str(TORCH_ITERS)])))
+            sh(self.pin + [sys.executable, self.torch_bench, "loop", name] + args)))
         self.note("torch add_ loop, by round", g)
         med = {m: {k: [statistics.median(r[k]) for r in g[m]] for k in ("plain_us_per_op", "us_per_op", "end_to_end_s")}
                for m in g}
