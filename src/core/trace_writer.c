@@ -310,17 +310,21 @@ static void write_range(const ft_session *s, plan *p, ft__out *o, size_t from, s
  * is held. Each thread has its own render caches (a plan copy): they are caches
  * only, so which thread rendered a string never changes the bytes. */
 
-enum { RENDER_CHUNK = 8192,     /* events: ~3 MB of JSON, ms of work per hand-off */
-       RENDER_MIN_CHUNKS = 4,   /* fewer: the calling thread alone */
+enum { RENDER_CHUNK = 4096,        /* events: ~1.7 MB of JSON, about a ms of work per hand-off */
+       RENDER_MIN_EVENTS = 32768,  /* fewer: the calling thread alone (threads would not pay) */
        RENDER_MAX_WORKERS = 8 };
+/* Chunks in the ring: two per thread, so a worker descheduled on a busy host
+ * (the deflate workers run too) stalls the in-order hand-off less. */
+static size_t ring_slots(int workers) { return 2 * ((size_t)workers + 1) + 2; }
 
 static int force_threads = -1;
 static size_t force_chunk;
-static int last_workers; /* workers the last body started, for tests */
+static int last_workers; /* workers the last body started, for tests; atomic: sessions
+                            may be written from several threads at once */
 
 /* (internal.h) */
 int ft__render_split(int workers, size_t chunk) {
-  int last = last_workers;
+  int last = __atomic_load_n(&last_workers, __ATOMIC_RELAXED);
   force_threads = workers;
   force_chunk = chunk;
   return last;
@@ -418,7 +422,7 @@ static ft_status write_parallel(render_job *j, plan *p, ft__out *o, renderer *r,
     started++;
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  last_workers = started;
+  __atomic_store_n(&last_workers, started, __ATOMIC_RELAXED);
   int err = 0;
   pthread_mutex_lock(&j->mu);
   for (size_t c = 0; c < j->n_chunks; c++) {
@@ -458,16 +462,23 @@ static ft_status write_body(const ft_session *s, plan *p, ft__out *o, uint64_t b
   size_t n = s->store.events.len;
   size_t chunk = force_chunk ? force_chunk : RENDER_CHUNK;
   size_t n_chunks = (n + chunk - 1) / chunk;
-  int workers = force_threads >= 0 ? force_threads : ft__worker_threads("FLAGOS_TRACE_RENDER_THREADS");
-  last_workers = 0;
+  int workers = force_threads;
+  if (workers < 0) {
+    const char *env = getenv("FLAGOS_TRACE_RENDER_THREADS");
+    workers = ft__worker_threads("FLAGOS_TRACE_RENDER_THREADS");
+    /* gzip: the deflate workers take the other half (with ISA-L, compressing a
+     * block costs about what rendering it does; a 2-CPU box renders serially) */
+    if (!(env && *env) && ft__out_gzip(o)) workers /= 2;
+  }
+  __atomic_store_n(&last_workers, 0, __ATOMIC_RELAXED);
   if (workers > RENDER_MAX_WORKERS) workers = RENDER_MAX_WORKERS;
   if ((size_t)workers > n_chunks - (n_chunks > 0)) workers = (int)(n_chunks - (n_chunks > 0));
-  if (workers <= 0 || (!force_chunk && n_chunks < RENDER_MIN_CHUNKS)) {
+  if (workers <= 0 || (!force_chunk && n < RENDER_MIN_EVENTS)) {
     write_range(s, p, o, 0, n, base);
     return FT_OK;
   }
   render_job j = {.s = s, .base = base, .n_events = n, .chunk = chunk, .n_chunks = n_chunks,
-                  .n_slots = (size_t)workers + 3};
+                  .n_slots = ring_slots(workers)};
   renderer r[RENDER_MAX_WORKERS];
   j.slots = calloc(j.n_slots, sizeof *j.slots);
   j.done = calloc(j.n_slots, sizeof *j.done);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deflate.h"
 #include "internal.h"
 #include "test_support.h"
 
@@ -124,9 +125,9 @@ static void test_parallel_bytes_equal_serial(void **state) {
   ft_session_destroy(s);
 }
 
-/* Large enough for the default split (several 8192-event chunks): the default
- * path with FLAGOS_TRACE_RENDER_THREADS=2 starts two workers, =0 none, and the
- * bytes are the same. */
+/* Large enough for the default split (32 k events and more): the default path
+ * with FLAGOS_TRACE_RENDER_THREADS=2 starts two workers, =0 none, and the bytes
+ * are the same; a small trace stays on the calling thread. */
 static void test_default_split_by_env(void **state) {
   (void)state;
   ft_session *s = loop_session(4000);
@@ -139,9 +140,21 @@ static void test_default_split_by_env(void **state) {
   char *par = render(s, false, -1, 0, &n2, &started);
   assert_int_equal(started, 2);
   assert_same(serial, n0, par, n2, "default chunks, 2 workers");
-  unsetenv("FLAGOS_TRACE_RENDER_THREADS");
   free(serial);
   free(par);
+  /* unset: the CPUs' count, halved for gzip (the deflate workers' share) */
+  unsetenv("FLAGOS_TRACE_RENDER_THREADS");
+  int cpus = ft__worker_threads("FLAGOS_TRACE_RENDER_THREADS");
+  free(render(s, false, -1, 0, &n2, &started));
+  assert_int_equal(started, cpus);
+  free(render(s, true, -1, 0, &n2, &started));
+  assert_int_equal(started, cpus / 2);
+  setenv("FLAGOS_TRACE_RENDER_THREADS", "2", 1);
+  ft_session_destroy(s);
+  s = loop_session(2000); /* 26 k events */
+  free(render(s, false, -1, 0, &n2, &started));
+  assert_int_equal(started, 0);
+  unsetenv("FLAGOS_TRACE_RENDER_THREADS");
   ft_session_destroy(s);
 }
 
