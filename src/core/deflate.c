@@ -125,6 +125,12 @@ static void *worker_main(void *arg) {
 }
 
 /* (deflate.h) */
+int ft__cpus(void) {
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/* (deflate.h) */
 int ft__worker_threads(const char *env) {
   const char *v = getenv(env);
   if (v && *v) {
@@ -133,9 +139,7 @@ int ft__worker_threads(const char *env) {
     if (*end == '\0' && n >= 0) return n > MAX_WORKERS ? MAX_WORKERS : (int)n;
     ft__warn("%s='%s' is not a count of threads; using the default", env, v);
   }
-  cpu_set_t set;
-  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  int n = cpus - 1;
+  int n = ft__cpus() - 1;
   return n < 0 ? 0 : n > MAX_WORKERS ? MAX_WORKERS : n;
 }
 

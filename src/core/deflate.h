@@ -49,6 +49,8 @@ enum { FT__GZ_FIRST_BLOCK = 64 * 1024 };
  * every signal blocked) or the caller. Returns 0 or an errno value. */
 typedef int (*ft__gz_sink)(void *ctx, const void *p, size_t n);
 
+/* The CPUs this process may use. */
+int ft__cpus(void);
 /* Worker threads a writer may start: env's count when set (at most 8), else the
  * CPUs this process may use, less one (the caller's), at most 8. */
 int ft__worker_threads(const char *env);

@@ -160,7 +160,7 @@ typedef struct ft__export_stats {
 ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats);
 /* Tests: render the body on `workers` threads besides the caller in chunks of
  * `chunk` events, whatever the trace's size; workers < 0 and chunk 0 restore the
- * defaults (FLAGOS_TRACE_RENDER_THREADS, 4096-event chunks, small traces serial).
+ * defaults (FLAGOS_TRACE_RENDER_THREADS, 1024-event chunks, small traces serial).
  * Returns the workers the last trace written before this call started. */
 int ft__render_split(int workers, size_t chunk);
 /* True when e lies wholly inside [lo, hi] (strict containment, design.md §3). */

@@ -51,8 +51,9 @@ ft_status ft__out_open_grow(ft__out **out);
 const char *ft__out_grown(ft__out *o, size_t *len, int *err);
 /* Empties a growing writer, keeping its buffer (and any error). */
 void ft__out_rewind(ft__out *o);
-/* True when the writer compresses (its deflate workers share the CPUs). */
-bool ft__out_gzip(const ft__out *o);
+/* Worker threads the writer's own pipeline may run (deflate workers, or the one
+ * writing a plain file): they share the CPUs with the rendering. */
+int ft__out_sink_threads(const ft__out *o);
 /* Flushes, renames the temporary file into place, frees. On any earlier error the
  * temporary file is removed and the error returned. */
 ft_status ft__out_close(ft__out *o, char *errbuf, size_t errlen);

@@ -310,7 +310,7 @@ static void write_range(const ft_session *s, plan *p, ft__out *o, size_t from, s
  * is held. Each thread has its own render caches (a plan copy): they are caches
  * only, so which thread rendered a string never changes the bytes. */
 
-enum { RENDER_CHUNK = 4096,        /* events: ~1.7 MB of JSON, about a ms of work per hand-off */
+enum { RENDER_CHUNK = 1024,        /* events: ~400 KB of JSON (a gzip block's size), ~0.2 ms of work */
        RENDER_MIN_EVENTS = 32768,  /* fewer: the calling thread alone (threads would not pay) */
        RENDER_MAX_WORKERS = 8 };
 /* Chunks in the ring: two per thread, so a worker descheduled on a busy host
@@ -465,10 +465,11 @@ static ft_status write_body(const ft_session *s, plan *p, ft__out *o, uint64_t b
   int workers = force_threads;
   if (workers < 0) {
     const char *env = getenv("FLAGOS_TRACE_RENDER_THREADS");
-    workers = ft__worker_threads("FLAGOS_TRACE_RENDER_THREADS");
-    /* gzip: the deflate workers take the other half (with ISA-L, compressing a
-     * block costs about what rendering it does; a 2-CPU box renders serially) */
-    if (!(env && *env) && ft__out_gzip(o)) workers /= 2;
+    /* unset: the CPUs less the caller's and the output's own workers (deflate, a
+     * file's writer), so a 2-CPU box writing a file renders serially, as it did */
+    workers = env && *env ? ft__worker_threads("FLAGOS_TRACE_RENDER_THREADS")
+                          : ft__cpus() - 1 - ft__out_sink_threads(o);
+    if (workers < 0) workers = 0;
   }
   __atomic_store_n(&last_workers, 0, __ATOMIC_RELAXED);
   if (workers > RENDER_MAX_WORKERS) workers = RENDER_MAX_WORKERS;

@@ -142,13 +142,18 @@ static void test_default_split_by_env(void **state) {
   assert_same(serial, n0, par, n2, "default chunks, 2 workers");
   free(serial);
   free(par);
-  /* unset: the CPUs' count, halved for gzip (the deflate workers' share) */
+  /* unset: the CPUs less the caller and the output's deflate workers, at most 8 */
   unsetenv("FLAGOS_TRACE_RENDER_THREADS");
-  int cpus = ft__worker_threads("FLAGOS_TRACE_RENDER_THREADS");
+  int cpus = ft__cpus() - 1 > 8 ? 8 : ft__cpus() - 1;
   free(render(s, false, -1, 0, &n2, &started));
   assert_int_equal(started, cpus);
+  setenv("FLAGOS_TRACE_GZIP_THREADS", "0", 1);
   free(render(s, true, -1, 0, &n2, &started));
-  assert_int_equal(started, cpus / 2);
+  assert_int_equal(started, cpus);
+  setenv("FLAGOS_TRACE_GZIP_THREADS", "1", 1);
+  free(render(s, true, -1, 0, &n2, &started));
+  assert_int_equal(started, ft__cpus() - 2 > 8 ? 8 : ft__cpus() - 2 < 0 ? 0 : ft__cpus() - 2);
+  unsetenv("FLAGOS_TRACE_GZIP_THREADS");
   setenv("FLAGOS_TRACE_RENDER_THREADS", "2", 1);
   ft_session_destroy(s);
   s = loop_session(2000); /* 26 k events */
