@@ -124,17 +124,22 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static int default_threads(void) {
-  const char *v = getenv("FLAGOS_TRACE_GZIP_THREADS");
+/* (deflate.h) */
+int ft__cpus(void) {
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/* (deflate.h) */
+int ft__worker_threads(const char *env) {
+  const char *v = getenv(env);
   if (v && *v) {
     char *end;
     long n = strtol(v, &end, 10);
     if (*end == '\0' && n >= 0) return n > MAX_WORKERS ? MAX_WORKERS : (int)n;
-    ft__warn("FLAGOS_TRACE_GZIP_THREADS='%s' is not a count of threads; using the default", v);
+    ft__warn("%s='%s' is not a count of threads; using the default", env, v);
   }
-  cpu_set_t set;
-  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  int n = cpus - 1;
+  int n = ft__cpus() - 1;
   return n < 0 ? 0 : n > MAX_WORKERS ? MAX_WORKERS : n;
 }
 
@@ -162,7 +167,7 @@ ft_status ft__gz_open(ft__gz **out, const ft__deflate_ops *ops, int threads, ft_
   g->ops = ops;
   g->sink = sink;
   g->ctx = ctx;
-  g->want_workers = threads < 0 ? default_threads() : threads > MAX_WORKERS ? MAX_WORKERS : threads;
+  g->want_workers = threads < 0 ? ft__worker_threads("FLAGOS_TRACE_GZIP_THREADS") : threads > MAX_WORKERS ? MAX_WORKERS : threads;
   if (!ops && g->want_workers > PLAIN_WORKERS) g->want_workers = PLAIN_WORKERS;
   g->slots = calloc(MAX_WORKERS + 2, sizeof *g->slots);
   g->inline_state = ops ? ops->state_new() : g; /* plain: any non-NULL marker */

@@ -49,6 +49,12 @@ enum { FT__GZ_FIRST_BLOCK = 64 * 1024 };
  * every signal blocked) or the caller. Returns 0 or an errno value. */
 typedef int (*ft__gz_sink)(void *ctx, const void *p, size_t n);
 
+/* The CPUs this process may use. */
+int ft__cpus(void);
+/* Worker threads a writer may start: env's count when set (at most 8), else the
+ * CPUs this process may use, less one (the caller's), at most 8. */
+int ft__worker_threads(const char *env);
+
 typedef struct ft__gz ft__gz;
 /* A gzip stream (one member) written through sink; with ops NULL, the plain bytes
  * (one worker writes while the caller fills the next block). threads < 0: the default

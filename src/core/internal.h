@@ -158,6 +158,11 @@ typedef struct ft__export_stats {
 
 /* Writes the session's trace to o (kineto layout); with o NULL, only computes stats. */
 ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats);
+/* Tests: render the body on `workers` threads besides the caller in chunks of
+ * `chunk` events, whatever the trace's size; workers < 0 and chunk 0 restore the
+ * defaults (FLAGOS_TRACE_RENDER_THREADS, 1024-event chunks, small traces serial).
+ * Returns the workers the last trace written before this call started. */
+int ft__render_split(int workers, size_t chunk);
 /* True when e lies wholly inside [lo, hi] (strict containment, design.md §3). */
 static inline bool ft__in_window(const ft__event *e, uint64_t lo, uint64_t hi) {
   return e->start_ns >= lo && e->end_ns <= hi && e->start_ns <= e->end_ns;

@@ -20,6 +20,8 @@ struct ft__out {
   int fd;           /* -1 for memory writers */
   ft__trace_file file;
   bool discard;     /* count bytes only (benchmarks) */
+  bool grow;        /* one growing buffer (buf): a range rendered apart */
+  int sink_threads; /* the pipeline's own workers (deflate, or the file's writer) */
   ft__gz *blocks;   /* gzip, or a plain file: the block pipeline (deflate.c), NULL
                        once finished */
   char *path;       /* the name given, for messages */
@@ -79,8 +81,30 @@ static void flush_buf(ft__out *o) {
   o->head.used = 0;
 }
 
+/* A growing writer's buffer made to hold need bytes; false (the error noted)
+ * when memory ran short. */
+static bool grow_to(ft__out *o, size_t need) {
+  if (need <= o->head.cap) return true;
+  size_t cap = o->head.cap;
+  while (cap < need) cap *= 2;
+  char *b = realloc(o->buf, cap);
+  if (!b) {
+    note_err(o, ENOMEM);
+    return false;
+  }
+  o->buf = o->head.buf = b;
+  o->head.cap = cap;
+  return true;
+}
+
 void ft__out_write_slow(ft__out *o, const char *s, size_t n) {
   if (!o->head.buf) return; /* written after the end: dropped */
+  if (o->grow) {
+    if (!grow_to(o, o->head.used + n)) return; /* dropped: the error fails the trace */
+    memcpy(o->head.buf + o->head.used, s, n);
+    o->head.used += n;
+    return;
+  }
   if (!o->blocks && n > o->head.cap) {
     flush_buf(o);
     sink_raw(o, s, n);
@@ -231,7 +255,12 @@ void ft__out_json_string(ft__out *o, const char *str, size_t n) {
       take = PIECE;
       for (int back = 0; back < 3 && ((unsigned char)str[take] & 0xC0) == 0x80; back++) take--;
     }
-    if (o->head.cap - o->head.used < worst) flush_buf(o);
+    if (o->head.cap - o->head.used < worst) {
+      if (!o->grow)
+        flush_buf(o);
+      else if (!grow_to(o, o->head.used + worst))
+        o->head.used = 0; /* out of memory: the error fails the trace, keep in bounds */
+    }
     char *d = o->head.buf + o->head.used;
     size_t w = ft__json_escape(d, str, take);
     bool last = take == n;
@@ -335,6 +364,8 @@ static ft__out *out_new(void) {
 }
 
 static ft_status gz_init(ft__out *o, const ft__deflate_ops *ops, int threads) {
+  int want = threads < 0 ? ft__worker_threads("FLAGOS_TRACE_GZIP_THREADS") : threads;
+  o->sink_threads = ops ? want : want > 0; /* plain text: one writer thread */
   ft_status st = ft__gz_open(&o->blocks, ops, threads, sink_bytes, o);
   if (st) return st;
   o->head.buf = ft__gz_buf(o->blocks, &o->head.cap);
@@ -364,6 +395,31 @@ ft_status ft__out_open_mem(ft__out **out, bool gzip) {
 ft_status ft__out_open_null(ft__out **out, bool gzip) {
   return ft__out_open_gz(out, gzip ? ft__deflate_default() : NULL, -1, true);
 }
+
+ft_status ft__out_open_grow(ft__out **out) {
+  enum { GROW_FIRST = 64 * 1024 }; /* at least one escaped string piece's worst case */
+  ft__out *o = out_new();
+  if (!o) return FT_ENOMEM;
+  o->grow = true;
+  o->buf = o->head.buf = malloc(GROW_FIRST);
+  o->head.cap = GROW_FIRST;
+  if (!o->buf) {
+    free(o);
+    return FT_ENOMEM;
+  }
+  *out = o;
+  return FT_OK;
+}
+
+const char *ft__out_grown(ft__out *o, size_t *len, int *err) {
+  *len = o->head.used;
+  *err = o->err;
+  return o->head.buf;
+}
+
+void ft__out_rewind(ft__out *o) { o->head.used = 0; }
+
+int ft__out_sink_threads(const ft__out *o) { return o->sink_threads; }
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t a = strlen(s), b = strlen(suffix);

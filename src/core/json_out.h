@@ -43,6 +43,17 @@ ft_status ft__out_open(ft__out **out, const char *path, char *errbuf, size_t err
 ft_status ft__out_open_mem(ft__out **out, bool gzip);
 /* Opens a writer that only counts bytes (benchmarks: the writer's own cost). */
 ft_status ft__out_open_null(ft__out **out, bool gzip);
+/* Opens a writer into one growing buffer, written nowhere: a trace's range
+ * rendered on a worker thread, then handed whole to the real writer. */
+ft_status ft__out_open_grow(ft__out **out);
+/* A growing writer's bytes since the last rewind, and its first error (0, or
+ * ENOMEM when the buffer could not grow: the bytes are then incomplete). */
+const char *ft__out_grown(ft__out *o, size_t *len, int *err);
+/* Empties a growing writer, keeping its buffer (and any error). */
+void ft__out_rewind(ft__out *o);
+/* Worker threads the writer's own pipeline may run (deflate workers, or the one
+ * writing a plain file): they share the CPUs with the rendering. */
+int ft__out_sink_threads(const ft__out *o);
 /* Flushes, renames the temporary file into place, frees. On any earlier error the
  * temporary file is removed and the error returned. */
 ft_status ft__out_close(ft__out *o, char *errbuf, size_t errlen);

@@ -1,7 +1,11 @@
 /* The Chrome trace in kineto's layout: JSON emission of what export.c selects and pairs. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "deflate.h"
 #include "export.h"
 #include "internal.h"
 
@@ -280,6 +284,226 @@ static void write_header(const ft_session *s, plan *p, ft__out *o, uint64_t base
   FT__OUT_LIT(o, ",\n  \"traceEvents\": [");
 }
 
+/* The slices of store events [from, to) with their projections and flows. Reads
+ * the plan's pairing only (ft__flow_role and ft__project keep no cursor), so any
+ * range renders alone the bytes the whole walk gives it; p's render caches are
+ * the caller's own. */
+static void write_range(const ft_session *s, plan *p, ft__out *o, size_t from, size_t to, uint64_t base) {
+  const ft__vec *ev = &s->store.events;
+  for (size_t i = from; i < to; i++) {
+    const ft__event *e = ft__vec_at(ev, i);
+    if (!ft__in_window(e, p->window_lo_ns, p->window_hi_ns) || (e->flags & FT__F_USER_RANGE)) continue;
+    /* The slice is written before its flow halves (Perfetto binds by order). */
+    write_event(s, p, o, e, base);
+    uint64_t plo = 0, phi = 0; /* set by ft__project(); zeroed for GCC -O3's maybe-uninitialized */
+    uint32_t pdev = 0, pstream = 0;
+    if (e->kind == FT__EV_CPU_RANGE && ft__project(p, e, &plo, &phi, &pdev, &pstream))
+      write_projection(p, o, e, plo, phi, pdev, pstream, base, s);
+    write_flows(s, p, o, i, e, base);
+  }
+}
+
+/* ---- the body on several threads ----
+ * The store is cut into chunks of consecutive events; worker threads and the
+ * caller render chunks into growing buffers of a ring, and the caller hands them
+ * to o in order, so the bytes are the serial walk's and at most a ring of chunks
+ * is held. Each thread has its own render caches (a plan copy): they are caches
+ * only, so which thread rendered a string never changes the bytes. */
+
+enum { RENDER_CHUNK = 1024,        /* events: ~400 KB of JSON (a gzip block's size), ~0.2 ms of work */
+       RENDER_MIN_EVENTS = 32768,  /* fewer: the calling thread alone (threads would not pay) */
+       RENDER_MAX_WORKERS = 8 };
+/* Chunks in the ring: two per thread, so a worker descheduled on a busy host
+ * (the deflate workers run too) stalls the in-order hand-off less. */
+static size_t ring_slots(int workers) { return 2 * ((size_t)workers + 1) + 2; }
+
+static int force_threads = -1;
+static size_t force_chunk;
+static int last_workers; /* workers the last body started, for tests; atomic: sessions
+                            may be written from several threads at once */
+
+/* (internal.h) */
+int ft__render_split(int workers, size_t chunk) {
+  int last = __atomic_load_n(&last_workers, __ATOMIC_RELAXED);
+  force_threads = workers;
+  force_chunk = chunk;
+  return last;
+}
+
+typedef struct render_job {
+  const ft_session *s;
+  uint64_t base;
+  size_t n_events, chunk, n_chunks;
+  ft__out **slots; /* chunk c renders into slots[c % n_slots] */
+  bool *done;
+  size_t n_slots;
+  size_t next, emitted; /* next chunk to take; chunks handed to the output */
+  bool stop;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+} render_job;
+
+typedef struct renderer {
+  render_job *job;
+  plan p; /* the shared plan with this thread's own caches */
+  pthread_t thread;
+} renderer;
+
+/* Takes the next chunk when its slot is free; SIZE_MAX when none (locked). */
+static size_t take_chunk(render_job *j) {
+  if (j->stop || j->next >= j->n_chunks || j->next - j->emitted >= j->n_slots) return SIZE_MAX;
+  return j->next++;
+}
+
+/* Renders chunk c (unlocked), then marks it done (locked on return). */
+static void render_chunk(render_job *j, plan *p, size_t c) {
+  pthread_mutex_unlock(&j->mu);
+  size_t from = c * j->chunk, to = from + j->chunk < j->n_events ? from + j->chunk : j->n_events;
+  write_range(j->s, p, j->slots[c % j->n_slots], from, to, j->base);
+  pthread_mutex_lock(&j->mu);
+  j->done[c % j->n_slots] = true;
+  pthread_cond_broadcast(&j->cv);
+}
+
+static void *render_main(void *arg) {
+  renderer *r = arg;
+  render_job *j = r->job;
+  pthread_mutex_lock(&j->mu);
+  for (;;) {
+    size_t c = take_chunk(j);
+    if (c != SIZE_MAX) {
+      render_chunk(j, &r->p, c);
+      continue;
+    }
+    if (j->stop || j->next >= j->n_chunks) break;
+    pthread_cond_wait(&j->cv, &j->mu);
+  }
+  pthread_mutex_unlock(&j->mu);
+  return NULL;
+}
+
+/* A worker's copy of the plan with empty caches of its own; false when out of
+ * memory (the worker is then not started). */
+static bool own_caches(const ft_session *s, const plan *shared, plan *p) {
+  *p = *shared;
+  ft__arena_init(&p->rendered);
+  p->names = calloc(s->store.names.n + 1, sizeof *p->names);
+  p->values = calloc(s->store.values.n + 1, sizeof *p->values);
+  p->meta = calloc(FT__META_SLOTS, sizeof *p->meta);
+  p->meta_bytes = 0;
+  if (p->names && p->values && p->meta) return true;
+  free(p->names);
+  free(p->values);
+  free(p->meta);
+  return false;
+}
+
+static void free_caches(plan *p) {
+  free(p->names);
+  free(p->values);
+  free(p->meta);
+  ft__arena_free(&p->rendered);
+}
+
+/* Renders the chunks on workers and the calling thread, handing them to o in
+ * order. FT_ENOMEM when a buffer could not grow; no worker started: serial. */
+static ft_status write_parallel(render_job *j, plan *p, ft__out *o, renderer *r, int n_workers) {
+  int started = 0;
+  sigset_t all, old; /* signals stay with the program's threads, as the deflate workers */
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  for (int w = 0; w < n_workers; w++) {
+    if (!own_caches(j->s, p, &r[started].p)) break;
+    r[started].job = j;
+    if (pthread_create(&r[started].thread, NULL, render_main, &r[started])) {
+      free_caches(&r[started].p);
+      break;
+    }
+    started++;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  __atomic_store_n(&last_workers, started, __ATOMIC_RELAXED);
+  int err = 0;
+  pthread_mutex_lock(&j->mu);
+  for (size_t c = 0; c < j->n_chunks; c++) {
+    size_t at = c % j->n_slots;
+    while (!j->done[at]) { /* help while the oldest chunk is rendered elsewhere */
+      size_t mine = take_chunk(j);
+      if (mine != SIZE_MAX)
+        render_chunk(j, p, mine);
+      else
+        pthread_cond_wait(&j->cv, &j->mu);
+    }
+    pthread_mutex_unlock(&j->mu);
+    size_t len;
+    int e;
+    const char *text = ft__out_grown(j->slots[at], &len, &e);
+    if (e && !err) err = e;
+    if (!err) ft__out_write(o, text, len);
+    ft__out_rewind(j->slots[at]);
+    pthread_mutex_lock(&j->mu);
+    j->done[at] = false;
+    j->emitted++;
+    pthread_cond_broadcast(&j->cv);
+  }
+  j->stop = true;
+  pthread_cond_broadcast(&j->cv);
+  pthread_mutex_unlock(&j->mu);
+  for (int w = 0; w < started; w++) {
+    pthread_join(r[w].thread, NULL);
+    free_caches(&r[w].p);
+  }
+  return err ? FT_ENOMEM : FT_OK;
+}
+
+/* Every in-window slice of the store, in store order: on the calling thread for
+ * small traces or FLAGOS_TRACE_RENDER_THREADS=0, else in chunks on workers. */
+static ft_status write_body(const ft_session *s, plan *p, ft__out *o, uint64_t base) {
+  size_t n = s->store.events.len;
+  size_t chunk = force_chunk ? force_chunk : RENDER_CHUNK;
+  size_t n_chunks = (n + chunk - 1) / chunk;
+  int workers = force_threads;
+  if (workers < 0) {
+    const char *env = getenv("FLAGOS_TRACE_RENDER_THREADS");
+    /* unset: the CPUs less the caller's and the output's own workers (deflate, a
+     * file's writer), so a 2-CPU box writing a file renders serially, as it did */
+    workers = env && *env ? ft__worker_threads("FLAGOS_TRACE_RENDER_THREADS")
+                          : ft__cpus() - 1 - ft__out_sink_threads(o);
+    if (workers < 0) workers = 0;
+  }
+  __atomic_store_n(&last_workers, 0, __ATOMIC_RELAXED);
+  if (workers > RENDER_MAX_WORKERS) workers = RENDER_MAX_WORKERS;
+  if ((size_t)workers > n_chunks - (n_chunks > 0)) workers = (int)(n_chunks - (n_chunks > 0));
+  if (workers <= 0 || (!force_chunk && n < RENDER_MIN_EVENTS)) {
+    write_range(s, p, o, 0, n, base);
+    return FT_OK;
+  }
+  render_job j = {.s = s, .base = base, .n_events = n, .chunk = chunk, .n_chunks = n_chunks,
+                  .n_slots = ring_slots(workers)};
+  renderer r[RENDER_MAX_WORKERS];
+  j.slots = calloc(j.n_slots, sizeof *j.slots);
+  j.done = calloc(j.n_slots, sizeof *j.done);
+  ft_status st = j.slots && j.done ? FT_OK : FT_ENOMEM;
+  for (size_t i = 0; !st && i < j.n_slots; i++) st = ft__out_open_grow(&j.slots[i]);
+  if (!st && pthread_mutex_init(&j.mu, NULL)) st = FT_ENOMEM;
+  if (!st && pthread_cond_init(&j.cv, NULL)) {
+    pthread_mutex_destroy(&j.mu);
+    st = FT_ENOMEM;
+  }
+  if (!st) {
+    st = write_parallel(&j, p, o, r, workers);
+    pthread_cond_destroy(&j.cv);
+    pthread_mutex_destroy(&j.mu);
+  } else {
+    write_range(s, p, o, 0, n, base); /* no ring: the same bytes, serially */
+    st = FT_OK;
+  }
+  for (size_t i = 0; j.slots && i < j.n_slots; i++) ft__out_abort(j.slots[i]);
+  free(j.slots);
+  free(j.done);
+  return st;
+}
+
 ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
   plan p;
   ft_status st = ft__plan_build(s, &p, s->window_lo_ns, s->window_hi_ns);
@@ -299,17 +523,7 @@ ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
   bool first = true;
   write_rows(s, &p, o, base, &first);
   const ft__vec *ev = &s->store.events;
-  for (size_t i = 0; i < ev->len; i++) {
-    const ft__event *e = ft__vec_at(ev, i);
-    if (!ft__in_window(e, p.window_lo_ns, p.window_hi_ns) || (e->flags & FT__F_USER_RANGE)) continue;
-    /* The slice is written before its flow halves (Perfetto binds by order). */
-    write_event(s, &p, o, e, base);
-    uint64_t plo = 0, phi = 0; /* set by ft__project(); zeroed for GCC -O3's maybe-uninitialized */
-    uint32_t pdev = 0, pstream = 0;
-    if (e->kind == FT__EV_CPU_RANGE && ft__project(&p, e, &plo, &phi, &pdev, &pstream))
-      write_projection(&p, o, e, plo, phi, pdev, pstream, base, s);
-    write_flows(s, &p, o, i, e, base);
-  }
+  st = write_body(s, &p, o, base);
   for (size_t i = 0; i < p.n_uprojs; i++) {
     const uproj *u = &p.uprojs[i];
     write_projection(&p, o, ft__vec_at(ev, u->range), u->lo, u->hi, u->device, u->stream, base, s);

@@ -1,5 +1,5 @@
-/* Randomized test: traces from random names, metadata and ids always parse as JSON
- * and keep every flow paired. */
+/* Randomized test: traces from random names, metadata and ids always parse as JSON,
+ * keep every flow paired, and render the same bytes on several threads. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -104,6 +104,20 @@ static void test_random_traces_are_json(void **state) {
     assert_int_equal(count_ph(ev, "X"), stats.exported);
     assert_int_equal(stats.exported + stats.window_discarded, (uint64_t)n_events);
     yajl_tree_free(doc);
+    /* the same bytes with the body cut into random chunks on random workers */
+    int workers = 1 + (int)(rnd() % 4);
+    ft__render_split(workers, 1 + rnd() % 16);
+    ft__out *po;
+    assert_int_equal(ft__out_open_mem(&po, gz), FT_OK);
+    assert_int_equal(ft__write_trace(s, po, NULL), FT_OK);
+    ft__render_split(-1, 0);
+    size_t plen;
+    const char *pm = ft__out_mem(po, &plen);
+    char *pplain = gz ? ft_test_gunzip(pm, plen, &plen) : NULL;
+    if (gz) pm = pplain;
+    if (plen != len || memcmp(pm, m, len)) fail_msg("iteration %d: %d workers: not the serial bytes", iter, workers);
+    free(pplain);
+    ft__out_abort(po);
     free(plain);
     ft__out_abort(o);
     ft_session_destroy(s);
