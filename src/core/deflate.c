@@ -216,6 +216,9 @@ static void start_workers(ft__gz *g) {
   g->want_workers = n; /* never try again */
 }
 
+/* (deflate.h) */
+int ft__gz_planned_workers(const ft__gz *g) { return g->want_workers; }
+
 char *ft__gz_buf(ft__gz *g, size_t *cap) {
   slot *s = &g->slots[g->n_pushed % g->n_slots]; /* free: push waited for it */
   if (g->n_pushed && s->cap < FT__GZ_BLOCK)

@@ -62,6 +62,9 @@ typedef struct ft__gz ft__gz;
  * 8); 0: compress on the calling thread. Workers start only once a second block
  * is pushed, so small traces start none. */
 ft_status ft__gz_open(ft__gz **g, const ft__deflate_ops *ops, int threads, ft__gz_sink sink, void *ctx);
+/* The workers the stream will run besides the caller (0: none) before they start
+ * (with the second block), then those that started (ft__gz_workers). */
+int ft__gz_planned_workers(const ft__gz *g);
 /* The block to fill next and its capacity (FT__GZ_FIRST_BLOCK, then FT__GZ_BLOCK
  * unless memory ran short). */
 char *ft__gz_buf(ft__gz *g, size_t *cap);

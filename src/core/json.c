@@ -21,7 +21,6 @@ struct ft__out {
   ft__trace_file file;
   bool discard;     /* count bytes only (benchmarks) */
   bool grow;        /* one growing buffer (buf): a range rendered apart */
-  int sink_threads; /* the pipeline's own workers (deflate, or the file's writer) */
   ft__gz *blocks;   /* gzip, or a plain file: the block pipeline (deflate.c), NULL
                        once finished */
   char *path;       /* the name given, for messages */
@@ -364,8 +363,6 @@ static ft__out *out_new(void) {
 }
 
 static ft_status gz_init(ft__out *o, const ft__deflate_ops *ops, int threads) {
-  int want = threads < 0 ? ft__worker_threads("FLAGOS_TRACE_GZIP_THREADS") : threads;
-  o->sink_threads = ops ? want : want > 0; /* plain text: one writer thread */
   ft_status st = ft__gz_open(&o->blocks, ops, threads, sink_bytes, o);
   if (st) return st;
   o->head.buf = ft__gz_buf(o->blocks, &o->head.cap);
@@ -419,7 +416,7 @@ const char *ft__out_grown(ft__out *o, size_t *len, int *err) {
 
 void ft__out_rewind(ft__out *o) { o->head.used = 0; }
 
-int ft__out_sink_threads(const ft__out *o) { return o->sink_threads; }
+int ft__out_sink_threads(const ft__out *o) { return o->blocks ? ft__gz_planned_workers(o->blocks) : 0; }
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t a = strlen(s), b = strlen(suffix);
