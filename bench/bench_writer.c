@@ -178,26 +178,20 @@ typedef struct config {
   int old;                    /* the row this one is compared with, -1: none */
   double target;              /* events/s judged against, 0: not judged */
   bool needs_isal;
-  const char *env_deflate, *env_threads; /* to-file rows: the old writer's settings */
-  const char *env_render;                /* FLAGOS_TRACE_RENDER_THREADS for the row; NULL: as set */
+  /* row_env's values for the row (NULL: as set): the old writer's deflate and gzip
+   * workers (to-file rows), the rendering threads */
+  const char *env_deflate, *env_threads, *env_render;
 } config;
 
-/* Sets or restores an environment variable (NULL: unset). */
-static void set_env(const char *name, const char *value) {
-  if (value)
-    setenv(name, value, 1);
-  else
-    unsetenv(name);
-}
+/* The row's settings of the writer's environment variables (NULL: as set), and
+ * their values before, restored after the row. */
+static const char *const row_env[] = {"FLAGOS_TRACE_DEFLATE", "FLAGOS_TRACE_GZIP_THREADS",
+                                      "FLAGOS_TRACE_RENDER_THREADS"};
+enum { N_ROW_ENV = sizeof row_env / sizeof row_env[0] };
 
 /* Seconds to render the session through config c; bytes produced. */
 static double run_config_env(ft_session *s, const config *c, const char *json, size_t json_len, size_t *bytes) {
   if (c->to_file) { /* the whole public path: temporary file, write, rename */
-    char *saved_d = getenv("FLAGOS_TRACE_DEFLATE"), *saved_t = getenv("FLAGOS_TRACE_GZIP_THREADS");
-    saved_d = saved_d ? strdup(saved_d) : NULL;
-    saved_t = saved_t ? strdup(saved_t) : NULL;
-    if (c->env_deflate) setenv("FLAGOS_TRACE_DEFLATE", c->env_deflate, 1);
-    if (c->env_threads) setenv("FLAGOS_TRACE_GZIP_THREADS", c->env_threads, 1);
     char path[256];
     snprintf(path, sizeof path, "%s/bench_writer.%ld%s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
              (long)getpid(), c->gzip ? ".json.gz" : ".json");
@@ -208,10 +202,6 @@ static double run_config_env(ft_session *s, const config *c, const char *json, s
     if (f && !fseek(f, 0, SEEK_END)) *bytes = (size_t)ftell(f);
     if (f) fclose(f);
     unlink(path);
-    set_env("FLAGOS_TRACE_DEFLATE", saved_d);
-    set_env("FLAGOS_TRACE_GZIP_THREADS", saved_t);
-    free(saved_d);
-    free(saved_t);
     return dt;
   }
   if (c->gzip && !c->ops) { /* the baseline: zlib level 1 alone over the exact JSON, one stream */
@@ -244,14 +234,21 @@ static double run_config_env(ft_session *s, const config *c, const char *json, s
   return dt;
 }
 
-/* run_config_env with the row's rendering threads. */
+/* run_config_env under the row's environment (row_env), restored afterwards. */
 static double run_config(ft_session *s, const config *c, const char *json, size_t json_len, size_t *bytes) {
-  char *saved = getenv("FLAGOS_TRACE_RENDER_THREADS");
-  saved = saved ? strdup(saved) : NULL;
-  if (c->env_render) setenv("FLAGOS_TRACE_RENDER_THREADS", c->env_render, 1);
+  const char *want[N_ROW_ENV] = {c->env_deflate, c->env_threads, c->env_render};
+  char *saved[N_ROW_ENV];
+  for (int i = 0; i < N_ROW_ENV; i++) {
+    const char *v = getenv(row_env[i]);
+    saved[i] = v ? strdup(v) : NULL;
+    if (want[i]) setenv(row_env[i], want[i], 1);
+  }
   double dt = run_config_env(s, c, json, json_len, bytes);
-  set_env("FLAGOS_TRACE_RENDER_THREADS", saved);
-  free(saved);
+  for (int i = 0; i < N_ROW_ENV; i++) {
+    if (saved[i]) setenv(row_env[i], saved[i], 1);
+    else unsetenv(row_env[i]);
+    free(saved[i]);
+  }
   return dt;
 }
 
