@@ -222,10 +222,14 @@ class Session : public libkineto::IActivityProfilerSession {
     ft_status st = ft_session_stop(s_);
     if (st) errors_.push_back(std::string("stop: ") + ft_strerror(st) + ": " + ft_session_last_error(s_));
     ft_session_counts c{};
-    // counts walk the writer's whole plan: only when someone reads them
-    if (ft_diagnostics_enabled() && ft_session_counts_get(s_, &c) == FT_OK)
-      diag("session stopped: " + std::to_string(c.device_events) + " events drained, " +
-           std::to_string(c.dropped_records) + " dropped, in " + ms_since(t0) + " ms");
+    // counts walk the writer's whole plan: only when someone reads them, and after
+    // the stop's own time is taken
+    if (ft_diagnostics_enabled()) {
+      std::string took = ms_since(t0);
+      if (ft_session_counts_get(s_, &c) == FT_OK)
+        diag("session stopped: " + std::to_string(c.device_events) + " events drained, " +
+             std::to_string(c.dropped_records) + " dropped, in " + took + " ms");
+    }
     stopped_ = true;
     status_ = libkineto::TraceStatus::PROCESSING;
   }
