@@ -1,5 +1,6 @@
 /* A strict RFC 8259 streaming SAX parser over chunks: string bodies found 8 bytes at a time, a token cut by a chunk's end carried over. */
 #include "json_scan.h"
+#include "json_out.h" /* ft__utf8_put */
 
 #include <stdlib.h>
 #include <string.h>
@@ -98,22 +99,6 @@ static int hex4(const unsigned char *q, const unsigned char *end, unsigned *cp, 
   return T_OK;
 }
 
-static size_t utf8(unsigned cp, unsigned char *o) {
-  if (cp < 0x80) return o[0] = (unsigned char)cp, 1;
-  if (cp < 0x800) return o[0] = (unsigned char)(0xC0 | cp >> 6), o[1] = (unsigned char)(0x80 | (cp & 0x3F)), 2;
-  if (cp < 0x10000) {
-    o[0] = (unsigned char)(0xE0 | cp >> 12);
-    o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-    o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  o[0] = (unsigned char)(0xF0 | cp >> 18);
-  o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
-  o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-  o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
 /* The rest of a string from its first escape or control byte q (p: its opening
  * quote), unescaped into j->ubuf. \uXXXX as yajl 2.1 decodes it: a pair to one
  * 4-byte character, a lone low surrogate to its 3 bytes, a high surrogate not
@@ -189,7 +174,7 @@ static int string_rest(ft__json *j, const unsigned char *p, const unsigned char 
           cp = '?';
         }
       }
-      len += utf8(cp, j->ubuf + len);
+      len += ft__utf8_put(cp, j->ubuf + len);
       goto next;
     }
     default:

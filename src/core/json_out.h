@@ -98,4 +98,30 @@ void ft__out_json_value(ft__out *o, const char *s, size_t n);
  * or "[" number ("," number)* "]" with optional spaces. */
 bool ft__json_is_literal(const char *s, size_t n);
 
+/* Code point cp (at most 0x10FFFF) as UTF-8 into o (room for 4 bytes); returns the
+ * bytes written. Surrogates are encoded as they come: callers that want U+FFFD
+ * for them (NVTX's wide strings) replace them first. */
+static inline size_t ft__utf8_put(uint32_t cp, unsigned char *o) {
+  if (cp < 0x80) {
+    o[0] = (unsigned char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    o[0] = (unsigned char)(0xC0 | cp >> 6);
+    o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    o[0] = (unsigned char)(0xE0 | cp >> 12);
+    o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  o[0] = (unsigned char)(0xF0 | cp >> 18);
+  o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+  o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+  o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
 #endif

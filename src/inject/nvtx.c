@@ -42,21 +42,7 @@ static void to_utf8(const wchar_t *w, char *out, size_t len) {
   for (; w && *w && o + 4 < len; w++) {
     uint32_t c = (uint32_t)*w;
     if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) c = 0xFFFD;
-    if (c < 0x80) {
-      out[o++] = (char)c;
-    } else if (c < 0x800) {
-      out[o++] = (char)(0xC0 | c >> 6);
-      out[o++] = (char)(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      out[o++] = (char)(0xE0 | c >> 12);
-      out[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
-      out[o++] = (char)(0x80 | (c & 0x3F));
-    } else {
-      out[o++] = (char)(0xF0 | c >> 18);
-      out[o++] = (char)(0x80 | ((c >> 12) & 0x3F));
-      out[o++] = (char)(0x80 | ((c >> 6) & 0x3F));
-      out[o++] = (char)(0x80 | (c & 0x3F));
-    }
+    o += ft__utf8_put(c, (unsigned char *)out + o);
   }
   out[o] = '\0';
 }

@@ -86,6 +86,16 @@ def _(d):
     assert xs(doc, ("user_annotation",))
 
 
+@results.tmp_case("record: an NVTX wide-string range is UTF-8 in the trace, a lone surrogate U+FFFD")
+def _(d):
+    r = record("-o", os.path.join(d, "t.json"), "--", driver, "wide")
+    assert r.returncode == 0, r
+    doc = load(os.path.join(d, "t.json"))
+    assert [e["name"] for e in xs(doc, ("user_annotation",))] == ["w\u00e9\u20ac\U0001F600\uFFFD"], doc
+    with open(os.path.join(d, "t.json"), "rb") as f:
+        assert "w\u00e9\u20ac\U0001F600".encode() in f.read()  # raw UTF-8 bytes, not \u escapes
+
+
 @results.tmp_case("record --capture-range=cudaProfilerApi: only what ran between start and stop")
 def _(d):
     r = record("--capture-range=cudaProfilerApi", "-o", os.path.join(d, "t.json"), "--", driver, "range")

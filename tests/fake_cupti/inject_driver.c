@@ -65,6 +65,15 @@ int main(int argc, char **argv) {
 
   fake_launch k = {.kind = FAKE_KERNEL, .name = "_Z5saxpyfPKfPfi", .grid = {4096, 1, 1}, .block = {256, 1, 1},
                    .regs = 16, .dur_ns = 2000};
+  if (!strcmp(mode, "wide")) { /* nvtxRangePushW: wide strings become UTF-8, surrogates U+FFFD */
+    static const wchar_t name[] = {L'w', 0xE9, 0x20AC, 0x1F600, 0xD800, 0};
+    ((nvtxRangePushW_impl_fntype)core[NVTX_CBID_CORE_RangePushW])(name);
+    k.name = "in_wide";
+    launch(&k);
+    ((nvtxRangePop_impl_fntype)core[NVTX_CBID_CORE_RangePop])();
+    settle();
+    return 0;
+  }
   if (!strcmp(mode, "range")) {
     k.name = "before_range";
     launch(&k);
