@@ -76,7 +76,7 @@ step "record the CUDA sample (--capture-range=cudaProfilerApi)" bash -c "
   $FT record --force-overwrite --capture-range=cudaProfilerApi -o $BUILD/sample_range.json.gz -- $BUILD/tests/gpu/sample --profiler-range &&
   python3 tests/gpu/check_sample_trace.py $BUILD/sample_range.json.gz range"
 # informational (always passes): does the runtime's cudaProfilerStart reach a driver-only
-# watch? bench/run.py's P1 diagnostic row measures what the runtime-domain watch costs.
+# watch? (It did on the H200, 2026-12-01; watching one domain saved nothing measurable.)
 step "capture range with FLAGTRACE_CUPTI_RANGE_CALLBACKS=driver (informational)" bash -c "
   rm -f $BUILD/sample_range_drv.json.gz &&
   FLAGTRACE_CUPTI_RANGE_CALLBACKS=driver $FT record --capture-range=cudaProfilerApi -o $BUILD/sample_range_drv.json.gz -- $BUILD/tests/gpu/sample --profiler-range &&
