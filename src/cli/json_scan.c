@@ -543,3 +543,22 @@ ft__json_status ft__json_finish(ft__json *j) {
   if (j->state != S_DONE) return fail(j, FT__JSON_ERROR, j->base, TRUNCATED);
   return FT__JSON_OK;
 }
+
+/* (json_scan.h) Depth 2 is an array member of the top-level map; depth 1 the top array. */
+void ft__json_set_between(ft__json *j, unsigned depth, uint64_t at) {
+  j->base = at;
+  j->state = S_AFTER;
+  j->depth = depth;
+  j->status = FT__JSON_OK;
+  j->err_msg = NULL;
+  j->err_at = 0;
+  j->carry_len = 0;
+  j->sfrom = j->sulen = 0;
+  j->stack[0] = depth == 2;
+  j->stack[1] = 0;
+}
+
+bool ft__json_is_between(const ft__json *j, unsigned depth) {
+  return j->status == FT__JSON_OK && j->state == S_AFTER && j->depth == depth && !j->carry_len &&
+         j->stack[0] == (depth == 2) && (depth == 1 || j->stack[1] == 0);
+}

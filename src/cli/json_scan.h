@@ -61,4 +61,12 @@ ft__json_status ft__json_feed(ft__json *j, const unsigned char *buf, size_t n);
  * JSON", err_at at the end); so is a text with no value at all. */
 ft__json_status ft__json_finish(ft__json *j);
 
+/* For a parse split between threads (stats_input.c): "between two elements of
+ * the array at depth (1: the top value; 2: a member of the top object)", the
+ * state after an element's last byte, at offset at of the whole text. Set puts
+ * j there (its buffers kept, any earlier error cleared); is tells whether j is
+ * there now, the array's enclosing containers included. */
+void ft__json_set_between(ft__json *j, unsigned depth, uint64_t at);
+bool ft__json_is_between(const ft__json *j, unsigned depth);
+
 #endif

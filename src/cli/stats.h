@@ -146,6 +146,12 @@ typedef struct ft_stats {
   size_t trace_limit; /* keep the earliest this many device events (0: none) */
   ft_stat_event *trace; /* a max-heap by ts of at most trace_limit events */
   size_t n_trace;
+  /* parse workers (stats_input.c): -1 (ft_stats_init's) is the default,
+   * FLAGTRACE_STATS_THREADS, else a file gets the CPUs beyond the first, shared
+   * among file_threads files read at once; memory input gets none */
+  int parse_threads, file_threads;
+  size_t segment_bytes; /* text asked of each read, a worker's segment; 0: 1 MiB (tests make it small) */
+  size_t segments, segments_taken; /* diagnostics: segments read, those whose worker's parse was used */
 } ft_stats;
 
 ft_status ft_stats_init(ft_stats *st);

@@ -31,6 +31,9 @@ typedef struct src {
   struct inflate_state *isal;
 #endif
   unsigned char *out; /* the chunk handed to the parser (single-threaded reads) */
+  size_t chunk;        /* text bytes asked of each read: every way of parsing reads alike */
+  char perr[256];      /* corrupt data found after some text: that text first, then this */
+  bool pending;
 } src;
 
 enum { RAW_CHUNK = 1 << 18, CHUNK = 1 << 20 };
@@ -125,9 +128,23 @@ static bool raw_fill(src *s, char *err, size_t errlen, bool *failed) {
   return n > 0;
 }
 
+/* Corrupt data after got bytes of text in this read: those bytes now, the error
+ * (err) at the next read, so that the parser sees every byte before it however
+ * the text is cut into reads. */
+static long bad_data(src *s, size_t got, const char *err) {
+  if (!got) return -1;
+  snprintf(s->perr, sizeof s->perr, "%s", err);
+  s->pending = true;
+  return (long)got;
+}
+
 static long src_next(void *p, unsigned char *buf, size_t cap, char *err, size_t errlen) {
   src *s = p;
   bool failed = false;
+  if (s->pending) {
+    snprintf(err, errlen, "%s", s->perr);
+    return -1;
+  }
   if (!s->gz) {
     if (!raw_fill(s, err, errlen, &failed)) return failed ? -1 : 0;
     size_t n = s->left < cap ? s->left : cap;
@@ -141,6 +158,14 @@ static long src_next(void *p, unsigned char *buf, size_t cap, char *err, size_t 
     if (!raw_fill(s, err, errlen, &failed)) {
       if (failed) return -1;
       if (s->gz_member_done) return 0;
+      /* the input ends mid-member: text the inflater still holds comes out
+       * first (however small the reads), then the error */
+      size_t used, before = out_left;
+      int r = gz_step(s, buf + (cap - out_left), &out_left, &used, err, errlen);
+      s->total_out += before - out_left;
+      if (r < 0) return bad_data(s, cap - out_left, err);
+      s->gz_member_done = r == 1;
+      if (out_left < before || r == 1) continue;
       snprintf(err, errlen, "truncated gzip data after %llu bytes of text", (unsigned long long)s->total_out);
       return -1;
     }
@@ -167,16 +192,17 @@ static long src_next(void *p, unsigned char *buf, size_t cap, char *err, size_t 
     s->left -= used;
     s->raw_read += used;
     s->total_out += before - out_left;
-    if (r < 0) return -1;
+    if (r < 0) return bad_data(s, cap - out_left, err);
     s->gz_member_done = r == 1;
   }
   return (long)(cap - out_left);
 }
 
-static long sync_next(void *p, const unsigned char **data, char *err, size_t errlen) {
+static long sync_next(void *p, const unsigned char **data, const ft__evbatch **batch, char *err, size_t errlen) {
   src *s = p;
   *data = s->out;
-  return src_next(s, s->out, CHUNK, err, errlen);
+  *batch = NULL;
+  return src_next(s, s->out, s->chunk, err, errlen);
 }
 
 /* Reading (and inflating) on a second thread while the parser works: a ring of
@@ -201,7 +227,7 @@ static void *pipe_fill(void *p) {
     bool stop = q->stop;
     pthread_mutex_unlock(&q->mu);
     if (stop) return NULL;
-    long n = src_next(q->s, q->buf[tail], CHUNK, q->err, sizeof q->err);
+    long n = src_next(q->s, q->buf[tail], q->s->chunk, q->err, sizeof q->err);
     pthread_mutex_lock(&q->mu);
     q->len[tail] = n;
     q->count++;
@@ -211,8 +237,9 @@ static void *pipe_fill(void *p) {
   }
 }
 
-static long pipe_next(void *p, const unsigned char **data, char *err, size_t errlen) {
+static long pipe_next(void *p, const unsigned char **data, const ft__evbatch **batch, char *err, size_t errlen) {
   pipe_t *q = p;
+  *batch = NULL;
   pthread_mutex_lock(&q->mu);
   if (q->held) { /* the parser is done with the previous chunk */
     q->head = (q->head + 1) % PIPE_SLOTS;
@@ -234,14 +261,14 @@ static ft_status parse_piped(ft_stats *st, src *s, char *err, size_t errlen) {
   pipe_t q;
   memset(&q, 0, sizeof q);
   q.s = s;
-  unsigned char *mem = malloc((size_t)PIPE_SLOTS * CHUNK);
+  unsigned char *mem = malloc((size_t)PIPE_SLOTS * s->chunk);
   pthread_t th;
   if (!mem || pthread_mutex_init(&q.mu, NULL)) {
     free(mem);
     return ft__stats_parse(st, sync_next, s, err, errlen);
   }
   pthread_cond_init(&q.cv, NULL);
-  for (int i = 0; i < PIPE_SLOTS; i++) q.buf[i] = mem + (size_t)i * CHUNK;
+  for (int i = 0; i < PIPE_SLOTS; i++) q.buf[i] = mem + (size_t)i * s->chunk;
   ft_status r;
   if (pthread_create(&th, NULL, pipe_fill, &q)) {
     r = ft__stats_parse(st, sync_next, s, err, errlen);
@@ -259,6 +286,219 @@ static ft_status parse_piped(ft_stats *st, src *s, char *err, size_t errlen) {
   return r;
 }
 
+/* Parse workers: the text, read and inflated on one thread, is cut into
+ * segments that end where one trace event ends and the next begins ("}" "," "{"
+ * with whitespace between); each is parsed on a worker as if it started there,
+ * while this thread adds the workers' events to the summary in the text's
+ * order and parses itself any segment whose guess did not hold (a cut inside
+ * a string, say). The result is the single-threaded parse's, byte for byte. */
+enum { SEG_TAIL = 1 << 16 }; /* a cut is looked for in a segment's last 64 kB; none: the next is parsed here */
+enum { SEG_FREE, SEG_FILLED, SEG_CLAIMED, SEG_DONE };
+typedef struct seg {
+  unsigned char *buf; /* SEG_TAIL + chunk bytes: a tail and a read */
+  long len;           /* bytes, 0 at the end of the text, -1 on a read error */
+  uint64_t base;      /* offset of buf[0] in the text */
+  unsigned depth;     /* 1 or 2: the events array's, as the worker assumes it; 0: not parsed by one */
+  int state;
+  ft__evbatch *batch;
+} seg;
+
+typedef struct par {
+  src *s;
+  size_t n_slots;
+  seg *slots;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint64_t head, filled; /* sequence numbers: the reader's next segment, the filler's */
+  bool held, stop, fill_done;
+  unsigned char *tail; /* the text after the last cut, to start the next segment */
+  size_t tail_len;
+  char err[256];
+} par;
+
+static seg *slot_of(par *q, uint64_t i) {
+  return &q->slots[i % q->n_slots];
+}
+
+static const bool ws_byte[256] = {[' '] = true, ['\n'] = true, ['\r'] = true, ['\t'] = true};
+
+/* The last place in b[0, len) just after a '}' that whitespace, ',' and '{'
+ * follow, within the last SEG_TAIL bytes; 0 when there is none. */
+static size_t find_cut(const unsigned char *b, size_t len) {
+  size_t lo = len > SEG_TAIL ? len - SEG_TAIL : 0;
+  const unsigned char *p = b + len;
+  while ((p = memrchr(b + lo, '{', (size_t)(p - (b + lo)))) != NULL) {
+    size_t k = (size_t)(p - b);
+    while (k > lo && ws_byte[b[k - 1]]) k--;
+    if (k > lo && b[k - 1] == ',') {
+      k--;
+      while (k > lo && ws_byte[b[k - 1]]) k--;
+      if (k > lo && b[k - 1] == '}') return k;
+    }
+  }
+  return 0;
+}
+
+/* The depth of the events array: 1 for a bare array, else 2 (the top map's "traceEvents"). */
+static unsigned events_depth(const unsigned char *b, size_t n) {
+  size_t i = 0;
+  while (i < n && ws_byte[b[i]]) i++;
+  return i < n && b[i] == '[' ? 1 : 2;
+}
+
+/* The filler: each segment is the text after the last cut and one read (the
+ * reads the single-threaded parse makes: the same text, then the same error),
+ * cut again where an event ends. */
+static void *par_fill(void *p) {
+  par *q = p;
+  uint64_t base = 0;
+  unsigned depth = 0;
+  bool eof = false, failed = false, spec = false; /* spec: the next segment starts at a cut */
+  for (;;) {
+    pthread_mutex_lock(&q->mu);
+    seg *g = slot_of(q, q->filled);
+    while (g->state != SEG_FREE && !q->stop) pthread_cond_wait(&q->cv, &q->mu);
+    bool stop = q->stop;
+    pthread_mutex_unlock(&q->mu);
+    if (stop) break;
+    size_t got = q->tail_len;
+    memcpy(g->buf, q->tail, got);
+    q->tail_len = 0;
+    if (!eof && !failed) {
+      long n = src_next(q->s, g->buf + got, q->s->chunk, q->err, sizeof q->err);
+      failed = n < 0;
+      eof = n == 0;
+      got += n > 0 ? (size_t)n : 0;
+    }
+    if (failed && !got) {
+      g->len = -1;
+      g->depth = 0;
+    } else { /* at the end (or an error) the last text goes whole */
+      size_t cut = eof || failed ? 0 : find_cut(g->buf, got);
+      if (cut) {
+        q->tail_len = got - cut;
+        memcpy(q->tail, g->buf + cut, q->tail_len);
+        got = cut;
+      }
+      if (!depth && got) depth = events_depth(g->buf, got);
+      g->len = (long)got;
+      g->base = base;
+      g->depth = spec && got ? depth : 0;
+      base += got;
+      spec = cut != 0;
+    }
+    pthread_mutex_lock(&q->mu);
+    g->state = g->depth ? SEG_FILLED : SEG_DONE;
+    q->filled++;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    if (g->len <= 0) break;
+  }
+  pthread_mutex_lock(&q->mu);
+  q->fill_done = true;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+  return NULL;
+}
+
+static void *par_work(void *p) {
+  par *q = p;
+  pthread_mutex_lock(&q->mu);
+  for (;;) {
+    seg *g = NULL;
+    for (uint64_t i = q->head; !g && i < q->filled; i++)
+      if (slot_of(q, i)->state == SEG_FILLED) g = slot_of(q, i);
+    if (!g) {
+      if (q->stop || q->fill_done) break;
+      pthread_cond_wait(&q->cv, &q->mu);
+      continue;
+    }
+    g->state = SEG_CLAIMED;
+    pthread_mutex_unlock(&q->mu);
+    ft__stats_parse_segment(g->batch, g->buf, (size_t)g->len, g->base, g->depth);
+    pthread_mutex_lock(&q->mu);
+    g->state = SEG_DONE;
+    pthread_cond_broadcast(&q->cv);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return NULL;
+}
+
+static long par_next(void *p, const unsigned char **data, const ft__evbatch **batch, char *err, size_t errlen) {
+  par *q = p;
+  pthread_mutex_lock(&q->mu);
+  if (q->held) { /* the reader is done with the previous segment */
+    slot_of(q, q->head)->state = SEG_FREE;
+    q->head++;
+    q->held = false;
+    pthread_cond_broadcast(&q->cv);
+  }
+  seg *g = slot_of(q, q->head);
+  while (!(q->head < q->filled && g->state == SEG_DONE)) pthread_cond_wait(&q->cv, &q->mu);
+  long n = g->len;
+  *data = g->buf;
+  *batch = g->depth ? g->batch : NULL;
+  q->held = n > 0;
+  pthread_mutex_unlock(&q->mu);
+  if (n < 0) snprintf(err, errlen, "%s", q->err);
+  return n;
+}
+
+/* Parses s with `workers` parse workers; false when they cannot start (nothing read yet). */
+static bool parse_parallel(ft_stats *st, src *s, int workers, ft_status *r, char *err, size_t errlen) {
+  par q;
+  memset(&q, 0, sizeof q);
+  q.s = s;
+  q.n_slots = 2 * (size_t)workers + 2; /* each worker one ahead, and the reader's */
+  q.slots = calloc(q.n_slots, sizeof *q.slots);
+  q.tail = malloc(SEG_TAIL);
+  bool ok = q.slots && q.tail && !pthread_mutex_init(&q.mu, NULL);
+  if (!ok) {
+    free(q.slots), free(q.tail);
+    return false;
+  }
+  pthread_cond_init(&q.cv, NULL);
+  for (size_t i = 0; ok && i < q.n_slots; i++)
+    ok = (q.slots[i].buf = malloc(SEG_TAIL + s->chunk)) && (q.slots[i].batch = ft__evbatch_new());
+  pthread_t filler, th[64];
+  int started = 0;
+  while (ok && started < workers && started < 64 && !pthread_create(&th[started], NULL, par_work, &q)) started++;
+  bool run = ok && started && !pthread_create(&filler, NULL, par_fill, &q);
+  if (run) {
+    *r = ft__stats_parse(st, par_next, &q, err, errlen);
+    pthread_mutex_lock(&q.mu);
+  } else {
+    pthread_mutex_lock(&q.mu);
+    q.fill_done = true;
+  }
+  q.stop = true; /* the parse may stop early (an error): stop the filler and the workers */
+  pthread_cond_broadcast(&q.cv);
+  pthread_mutex_unlock(&q.mu);
+  if (run) pthread_join(filler, NULL);
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  for (size_t i = 0; i < q.n_slots; i++) {
+    free(q.slots[i].buf);
+    ft__evbatch_free(q.slots[i].batch);
+  }
+  free(q.slots);
+  free(q.tail);
+  pthread_cond_destroy(&q.cv);
+  pthread_mutex_destroy(&q.mu);
+  return run;
+}
+
+/* Parse workers for this read: st's choice, else FLAGTRACE_STATS_THREADS, else
+ * one per CPU beyond the first, shared with the job's other file threads. */
+static int parse_workers(const ft_stats *st, const src *s) {
+  if (st->parse_threads >= 0) return st->parse_threads;
+  if (!s->f) return 0; /* memory (tests, fuzzing): single-threaded unless asked */
+  const char *v = getenv("FLAGTRACE_STATS_THREADS");
+  if (v && *v) return ft__worker_threads("FLAGTRACE_STATS_THREADS");
+  /* one worker only moves the parse to another thread: slower on 2 CPUs (docs/measurements.md) */
+  int n = ft__cpus() / (st->file_threads > 1 ? st->file_threads : 1) - 1;
+  return n < 2 ? 0 : n > 8 ? 8 : n;
+}
+
 /* Reads from s after looking at its first bytes for gzip's magic. */
 static ft_status read_src(ft_stats *st, src *s, char *err, size_t errlen) {
   bool failed = false;
@@ -267,12 +507,17 @@ static ft_status read_src(ft_stats *st, src *s, char *err, size_t errlen) {
     s->gz = true;
   }
   ft_status r;
+  s->chunk = st->segment_bytes ? st->segment_bytes : CHUNK;
+  int workers = failed ? 0 : parse_workers(st, s);
   if (failed) {
     r = FT_EIO;
+  } else if (workers > 0 &&
+             parse_parallel(st, s, workers, &r, err, errlen)) {
+    /* done */
   } else if (s->f) { /* a file: read and inflated on a second thread */
     r = parse_piped(st, s, err, errlen);
   } else {
-    s->out = malloc(CHUNK);
+    s->out = malloc(s->chunk);
     r = s->out ? ft__stats_parse(st, sync_next, s, err, errlen) : FT_ENOMEM;
     free(s->out);
   }

@@ -6,8 +6,22 @@
 
 /* stats_reader.c: one parse over chunks pulled from next() (the chunk stays valid
  * until the next call); error offsets are in the uncompressed text. */
-typedef long (*ft__chunk_fn)(void *src, const unsigned char **data, char *err, size_t errlen);
+typedef struct ft__evbatch ft__evbatch;
+typedef long (*ft__chunk_fn)(void *src, const unsigned char **data, const ft__evbatch **batch, char *err,
+                             size_t errlen);
 ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err, size_t errlen);
+
+/* Parse workers (stats_input.c): a segment of the text that starts where one
+ * trace event of the events array (at depth 1 or 2) ends is parsed on its own
+ * into a batch, as if the parse were there; ft__stats_parse takes the batch
+ * (with the segment as its chunk) only when it finds the guess held. */
+typedef struct ft__evcounts {
+  uint64_t events, bad_time, time_range;
+  int64_t first_ns, last_ns;
+} ft__evcounts;
+ft__evbatch *ft__evbatch_new(void);
+void ft__evbatch_free(ft__evbatch *b);
+void ft__stats_parse_segment(ft__evbatch *b, const unsigned char *buf, size_t n, uint64_t base, unsigned depth);
 
 /* A 64-bit hash finalizer, for the join's slots and the row cache. */
 static inline uint64_t mix(uint64_t x) {

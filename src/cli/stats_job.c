@@ -42,6 +42,7 @@ typedef struct worker {
   const char *mem; /* one file from memory (fuzzing) instead of paths */
   size_t mem_len;
   size_t n, next; /* the next file to read, under lock */
+  size_t n_threads; /* files read at once */
   bool timeline, by_rank;
   size_t trace_limit;
   pthread_mutex_t lock;
@@ -64,6 +65,7 @@ static ft_status read_one(worker *w, size_t f) {
   }
   st.timeline = w->timeline;
   st.trace_limit = w->trace_limit;
+  st.file_threads = (int)w->n_threads;
   ft_status s = w->mem ? ft_stats_read_mem(&st, w->mem, w->mem_len, err, sizeof w->errs[f])
                        : ft_stats_read(&st, w->paths[f], err, sizeof w->errs[f]);
   if (!s) {
@@ -187,6 +189,7 @@ static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, 
   /* One thread per file up to the core count; stdin ("-") is one file like another. */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   size_t n_threads = n < (size_t)(cores > 0 ? cores : 1) ? n : (size_t)(cores > 0 ? cores : 1);
+  w.n_threads = n_threads;
   pthread_t *th = calloc(n_threads, sizeof *th);
   size_t started = 0;
   for (size_t t = 1; th && t < n_threads; t++, started++)

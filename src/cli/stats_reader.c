@@ -45,7 +45,34 @@ typedef struct reader {
   bool time_range; /* ts or dur beyond +-FT_STATS_MAX_US */
   int64_t ts, dur, pid, ext;
   uint64_t bytes;
+  ft__evcounts cnt;        /* what every event adds: into st at the parse's end */
+  struct ft__evbatch *sink; /* a parse worker's: events are kept here, not added to st */
+  bool closed;             /* a worker's parse reached the end of the events array */
 } reader;
+
+/* An event past the counting: what it adds to the summary, from the reader's
+ * current event or from a worker's batch. Names are in the batch's text. */
+typedef struct ev {
+  int64_t ts, dur, dev, ext;
+  uint64_t bytes;
+  uint32_t name_off, name_len, cat_off;
+  uint8_t sec;
+  bool has_ext;
+} ev;
+
+/* A segment's events as a parse worker read them (stats_internal.h). */
+struct ft__evbatch {
+  ev *ev;
+  size_t n, cap;
+  char *text; /* the events' names (and unknown categories), each NUL-terminated */
+  size_t len, tcap;
+  ft__evcounts cnt;
+  uint64_t base, stop_at;
+  unsigned depth;
+  enum { BATCH_NONE, BATCH_BETWEEN, BATCH_STOPPED } end;
+  reader r;
+  ft__json *j;
+};
 
 enum num { NUM_OK, NUM_BAD, NUM_RANGE };
 
@@ -246,51 +273,37 @@ static bool attribute(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns) {
   return true;
 }
 
-static bool process_event(reader *r) {
-  ft_stats *st = r->st;
-  st->events++;
-  if (!r->is_x) return true;
-  if (r->time_range) {
-    st->skipped.time_range++;
-    return true;
-  }
-  if (r->bad_time || !r->has_ts) {
-    st->skipped.bad_time++;
-    return true;
-  }
-  int64_t dur = r->has_dur && r->dur > 0 ? r->dur : 0; /* both within +-4e18: the sum fits */
-  if (st->first_ns > r->ts) st->first_ns = r->ts;
-  if (st->last_ns < r->ts + dur) st->last_ns = r->ts + dur;
-  const char *name = r->name ? r->name : "";
-  unsigned cat = r->has_cat ? r->cat : cat_entry(r, (const unsigned char *)"", 0);
-  enum sec sec = (enum sec)r->cats[cat].sec;
+/* What event e adds to st (name and cat: C strings). */
+static bool apply_event(ft_stats *st, const ev *e, const char *name, const char *cat_s) {
+  enum sec sec = (enum sec)e->sec;
+  int64_t dur = e->dur;
   ft_stat_row *row_p = NULL;
   switch (sec) {
   case SEC_IGNORED: return true;
-  case SEC_UNKNOWN: return count_unknown(st, r->cats[cat].s);
-  case SEC_KERNEL: row_p = row(st, FT_STAT_KERNELS, name, r->name_len, 0); break;
+  case SEC_UNKNOWN: return count_unknown(st, cat_s);
+  case SEC_KERNEL: row_p = row(st, FT_STAT_KERNELS, name, e->name_len, 0); break;
   case SEC_MEMCPY:
   case SEC_MEMSET:
-    row_p = row(st, FT_STAT_MEMORY, name, r->name_len, sec == SEC_MEMSET ? FT_STAT_CAT_MEMSET : FT_STAT_CAT_MEMCPY);
-    if (row_p && !ft_dist_add(&row_p->b, r->bytes)) return false;
+    row_p = row(st, FT_STAT_MEMORY, name, e->name_len, sec == SEC_MEMSET ? FT_STAT_CAT_MEMSET : FT_STAT_CAT_MEMCPY);
+    if (row_p && !ft_dist_add(&row_p->b, e->bytes)) return false;
     break;
   case SEC_RUNTIME:
   case SEC_DRIVER:
-    row_p = row(st, FT_STAT_API, name, r->name_len, sec == SEC_DRIVER ? FT_STAT_CAT_DRIVER : FT_STAT_CAT_RUNTIME);
+    row_p = row(st, FT_STAT_API, name, e->name_len, sec == SEC_DRIVER ? FT_STAT_CAT_DRIVER : FT_STAT_CAT_RUNTIME);
     break;
   case SEC_GPU_RANGE: /* a projection: not device work of its own (busy % counts its kernels) */
-    row_p = row(st, FT_STAT_GPU_RANGES, name, r->name_len, 0);
+    row_p = row(st, FT_STAT_GPU_RANGES, name, e->name_len, 0);
     return row_p && ft_dist_add(&row_p->t, (uint64_t)dur);
   case SEC_RANGE:
-    row_p = row(st, FT_STAT_RANGES, name, r->name_len, 0);
+    row_p = row(st, FT_STAT_RANGES, name, e->name_len, 0);
     if (!row_p || !ft_dist_add(&row_p->t, (uint64_t)dur)) return false;
     __attribute__((fallthrough)); /* a range is also an op (self device time) */
   case SEC_OP: {
-    ft_stat_row *op = row(st, FT_STAT_OPS, name, op_name_len(name, r->name_len), 0);
+    ft_stat_row *op = row(st, FT_STAT_OPS, name, op_name_len(name, e->name_len), 0);
     if (!op) return false;
     op->calls++;
-    if (!r->has_ext) return true;
-    uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)r->ext);
+    if (!e->has_ext) return true;
+    uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)e->ext);
     if (!v) return false;
     if (!(*v & JOIN_OP)) { /* device work that came first */
       op->self_ns += *v;
@@ -302,18 +315,83 @@ static bool process_event(reader *r) {
   }
   if (!row_p || !ft_dist_add(&row_p->t, (uint64_t)dur)) return false;
   if (sec == SEC_RUNTIME || sec == SEC_DRIVER) return true;
-  int64_t dev = r->pid_num ? r->pid : -1;
-  ft_stat_device *d = ft__stats_device(st, dev);
-  if (!d || !attribute(st, r->has_ext, r->ext, (uint64_t)dur) || !ft__add_interval(&d->all, r->ts, r->ts + dur))
+  ft_stat_device *d = ft__stats_device(st, e->dev);
+  if (!d || !attribute(st, e->has_ext, e->ext, (uint64_t)dur) || !ft__add_interval(&d->all, e->ts, e->ts + dur))
     return false;
-  if (st->timeline && sec != SEC_KERNEL && !ft__add_interval(&d->copy, r->ts, r->ts + dur)) return false;
+  if (st->timeline && sec != SEC_KERNEL && !ft__add_interval(&d->copy, e->ts, e->ts + dur)) return false;
   if (st->trace_limit) {
-    ft_stat_event e = {r->ts, dur, dev, r->bytes, row_p->name_id, 0, (uint8_t)(sec == SEC_MEMCPY ? 1 : sec == SEC_MEMSET)};
-    if (sec == SEC_MEMSET) e.kind = 2;
-    return trace_keep(st, &e);
+    ft_stat_event t = {e->ts, dur, e->dev, e->bytes, row_p->name_id, 0, (uint8_t)(sec == SEC_MEMCPY ? 1 : sec == SEC_MEMSET)};
+    if (sec == SEC_MEMSET) t.kind = 2;
+    return trace_keep(st, &t);
   }
   return true;
 }
+
+/* Appends n bytes and a NUL to b's text; their offset, or UINT32_MAX without memory. */
+static uint32_t batch_text(ft__evbatch *b, const char *s, size_t n) {
+  if (b->len + n + 1 > UINT32_MAX) return UINT32_MAX; /* a segment is far smaller: not reached */
+  if (b->len + n + 1 > b->tcap) {
+    size_t cap = b->tcap ? 2 * b->tcap : 1 << 16;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *p = realloc(b->text, cap);
+    if (!p) return UINT32_MAX;
+    b->text = p;
+    b->tcap = cap;
+  }
+  uint32_t at = (uint32_t)b->len;
+  memcpy(b->text + at, s, n);
+  b->text[at + n] = '\0';
+  b->len += n + 1;
+  return at;
+}
+
+static bool batch_add(ft__evbatch *b, ev e, const char *name, const char *cat_s) {
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? 2 * b->cap : 4096;
+    ev *p = realloc(b->ev, cap * sizeof *p);
+    if (!p) return false;
+    b->ev = p;
+    b->cap = cap;
+  }
+  if ((e.name_off = batch_text(b, name, e.name_len)) == UINT32_MAX) return false;
+  if (e.sec == SEC_UNKNOWN && (e.cat_off = batch_text(b, cat_s, strlen(cat_s))) == UINT32_MAX) return false;
+  b->ev[b->n++] = e;
+  return true;
+}
+
+/* The event just read: counted, then added to st (or kept in a worker's batch). */
+static bool process_event(reader *r) {
+  ft__evcounts *c = &r->cnt;
+  c->events++;
+  if (!r->is_x) return true;
+  if (r->time_range) {
+    c->time_range++;
+    return true;
+  }
+  if (r->bad_time || !r->has_ts) {
+    c->bad_time++;
+    return true;
+  }
+  int64_t dur = r->has_dur && r->dur > 0 ? r->dur : 0; /* both within +-4e18: the sum fits */
+  if (c->first_ns > r->ts) c->first_ns = r->ts;
+  if (c->last_ns < r->ts + dur) c->last_ns = r->ts + dur;
+  unsigned cat = r->has_cat ? r->cat : cat_entry(r, (const unsigned char *)"", 0);
+  if (r->cats[cat].sec == SEC_IGNORED) return true;
+  ev e = {r->ts, dur, r->pid_num ? r->pid : -1, r->ext, r->bytes, 0, (uint32_t)r->name_len, 0,
+          (uint8_t)r->cats[cat].sec, r->has_ext};
+  const char *name = r->name ? r->name : "";
+  return r->sink ? batch_add(r->sink, e, name, r->cats[cat].s) : apply_event(r->st, &e, name, r->cats[cat].s);
+}
+
+static void counts_add(ft__evcounts *to, const ft__evcounts *c) {
+  to->events += c->events;
+  to->bad_time += c->bad_time;
+  to->time_range += c->time_range;
+  if (to->first_ns > c->first_ns) to->first_ns = c->first_ns;
+  if (to->last_ns < c->last_ns) to->last_ns = c->last_ns;
+}
+
+static const ft__evcounts COUNTS0 = {0, 0, 0, INT64_MAX, INT64_MIN};
 
 /* ts or dur given as a string, null, list...: the event is skipped and counted. */
 static void non_number(reader *r) {
@@ -378,6 +456,10 @@ static int cb_start_array(void *ctx) {
 
 static int cb_end_array(void *ctx) {
   reader *r = ctx;
+  if (r->depth == r->events_depth && r->sink) { /* a worker reads events only: the rest is the reader's */
+    r->closed = true;
+    return 0;
+  }
   if (r->depth == r->events_depth) r->events_depth = 0;
   r->depth--;
   r->key = K_OTHER;
@@ -519,13 +601,85 @@ static const ft__json_callbacks callbacks = {
     .end_array = cb_end_array,
 };
 
+/* r between two events of the events array at depth d (the state a segment's
+ * worker started from); its category cache and name buffer are kept. */
+static void reader_between(reader *r, unsigned d) {
+  r->depth = r->events_depth = (int)d;
+  r->ev_depth = r->args_depth = r->meta_depth = 0;
+  r->saw_events = true;
+  r->top_array = d == 1;
+  r->key = K_OTHER;
+  r->closed = false;
+}
+
+static void reader_init(reader *r, ft_stats *st) {
+  memset(r, 0, sizeof *r);
+  r->st = st;
+  r->cnt = COUNTS0;
+  for (int i = 0; i < 4; i++) r->cats[i].sec = -1; /* empty */
+}
+
+ft__evbatch *ft__evbatch_new(void) {
+  ft__evbatch *b = calloc(1, sizeof *b);
+  if (b && !(b->j = malloc(sizeof *b->j))) { /* its nesting stack is 10 kB */
+    free(b);
+    return NULL;
+  }
+  if (b) {
+    reader_init(&b->r, NULL);
+    b->r.sink = b;
+    ft__json_init(b->j, &callbacks, &b->r);
+  }
+  return b;
+}
+
+void ft__evbatch_free(ft__evbatch *b) {
+  if (!b) return;
+  free(b->ev);
+  free(b->text);
+  free(b->r.name);
+  ft__json_free(b->j);
+  free(b->j);
+  free(b);
+}
+
+/* (stats_internal.h) Parses buf as if it came just after an event of the
+ * events array at depth d; b->end says how far that held. */
+void ft__stats_parse_segment(ft__evbatch *b, const unsigned char *buf, size_t n, uint64_t base, unsigned depth) {
+  b->n = b->len = 0;
+  b->cnt = COUNTS0;
+  b->base = base;
+  b->depth = depth;
+  b->end = BATCH_NONE;
+  reader *r = &b->r;
+  reader_between(r, depth);
+  r->cnt = COUNTS0;
+  ft__json_set_between(b->j, depth, base);
+  ft__json_status js = ft__json_feed(b->j, buf, n);
+  if (js == FT__JSON_OK && ft__json_is_between(b->j, depth) && r->depth == (int)depth && !r->ev_depth) {
+    b->end = BATCH_BETWEEN;
+  } else if (js == FT__JSON_STOPPED && r->closed) {
+    b->end = BATCH_STOPPED; /* at the array's ']': the state before it was between events */
+    b->stop_at = b->j->err_at;
+  }
+  b->cnt = r->cnt;
+}
+
+/* Whether the reader (r, j) is between two events of the events array, where
+ * a worker's segment may start. */
+static bool between(const reader *r, const ft__json *j, unsigned *d) {
+  *d = r->top_array ? 1 : 2;
+  return r->events_depth == (int)*d && r->depth == (int)*d && !r->ev_depth && ft__json_is_between(j, *d);
+}
+
 /* One parse over chunks pulled from next() (the chunk stays valid until the next
- * call); offset is in the uncompressed text. */
+ * call); offset is in the uncompressed text. A chunk may come with a worker's
+ * batch: its events are taken, and its text skipped, only when this parse is
+ * between events where the chunk starts, as the worker assumed; otherwise the
+ * chunk is parsed here, so that a wrong guess never changes the result. */
 ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err, size_t errlen) {
   reader r;
-  memset(&r, 0, sizeof r);
-  r.st = st;
-  for (int i = 0; i < 4; i++) r.cats[i].sec = -1; /* empty */
+  reader_init(&r, st);
   ft__json *j = malloc(sizeof *j); /* its nesting stack is 10 kB: not on a file thread's stack */
   if (!j) return FT_ENOMEM;
   ft__json_init(j, &callbacks, &r);
@@ -533,7 +687,8 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   bool any = false;
   while (!status) {
     const unsigned char *buf = NULL;
-    long n = next(src, &buf, err, errlen);
+    const ft__evbatch *b = NULL;
+    long n = next(src, &buf, &b, err, errlen);
     if (n < 0) {
       status = FT_EIO;
       break;
@@ -543,7 +698,30 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
       status = FT_EPARSE;
       break;
     }
-    ft__json_status js = n ? ft__json_feed(j, buf, (size_t)n) : ft__json_finish(j);
+    ft__json_status js = FT__JSON_OK;
+    unsigned d;
+    st->segments += n > 0;
+    if (n && b && b->end != BATCH_NONE && b->base == j->base && between(&r, j, &d) && b->depth == d) {
+      st->segments_taken++;
+      bool ok = true;
+      for (size_t i = 0; ok && i < b->n; i++)
+        ok = apply_event(st, &b->ev[i], b->text + b->ev[i].name_off, b->text + b->ev[i].cat_off);
+      if (!ok) {
+        snprintf(err, errlen, "out of memory");
+        status = FT_ENOMEM;
+        break;
+      }
+      counts_add(&r.cnt, &b->cnt);
+      if (b->end == BATCH_STOPPED) { /* the rest from the array's end on */
+        size_t off = (size_t)(b->stop_at - b->base);
+        ft__json_set_between(j, d, b->stop_at);
+        js = ft__json_feed(j, buf + off, (size_t)n - off);
+      } else {
+        ft__json_set_between(j, d, b->base + (uint64_t)n);
+      }
+    } else {
+      js = n ? ft__json_feed(j, buf, (size_t)n) : ft__json_finish(j);
+    }
     if (js != FT__JSON_OK && !n && r.top_array && r.depth == 1 && !r.err[0]) {
       /* The JSON Array Format may end without its "]" (a process that died
        * mid-trace): every event read so far counts. */
@@ -561,6 +739,11 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
     snprintf(err, errlen, "no \"traceEvents\" array: not a Chrome trace");
     status = FT_EPARSE;
   }
+  st->events += r.cnt.events;
+  st->skipped.bad_time += r.cnt.bad_time;
+  st->skipped.time_range += r.cnt.time_range;
+  if (st->first_ns > r.cnt.first_ns) st->first_ns = r.cnt.first_ns;
+  if (st->last_ns < r.cnt.last_ns) st->last_ns = r.cnt.last_ns;
   free(r.name);
   ft__json_free(j);
   free(j);
@@ -568,7 +751,6 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   ft__join_free(&st->ext_op);
   return status;
 }
-
 
 ft_status ft_stats_init(ft_stats *st) {
   memset(st, 0, sizeof *st);
@@ -582,6 +764,7 @@ ft_status ft_stats_init(ft_stats *st) {
   st->meta.device_activity = -1;
   st->first_ns = INT64_MAX;
   st->last_ns = INT64_MIN;
+  st->parse_threads = -1;
   return FT_OK;
 }
 

@@ -621,4 +621,39 @@ def _():
             assert (got["calls"], got["min_us"], got["max_us"]) == (len(every), min(every) / 1000, max(every) / 1000)
 
 
+
+@case("stats: parse workers (FLAGTRACE_STATS_THREADS) print what one thread prints, errors included")
+def _():
+    import random
+    rnd = random.Random(23)
+    env0, env3 = dict(os.environ, FLAGTRACE_STATS_THREADS="0"), dict(os.environ, FLAGTRACE_STATS_THREADS="3")
+    with tempfile.TemporaryDirectory() as d:
+        # 3.5 MB in 1 MiB segments; names that look like a cut between events from inside a string
+        evs = []
+        for i in range(24000):
+            name = rnd.choice(["gemm", "aten::mm", 'x"}, {"ph": "X", "cat": "kernel", "name": "fake"}, {', "nccl"])
+            evs.append(kernel(i * 10.0, 3.0, pid=i % 2, name=name, cat=rnd.choice(["kernel", "cpu_op"]),
+                              **{"External id": i // 3}))
+        text = trace(evs)
+        good = write(d, "big.json", text)
+        bad = write(d, "bad.json", text[:2500000] + "]" + text[2500001:])
+        gz = os.path.join(d, "big.json.gz")
+        with gzip.open(gz, "wt") as f:
+            f.write(text)
+        for path in (good, bad, gz):
+            one = subprocess.run([*WRAP, flagtrace, "stats", "-f", "json", path], capture_output=True, text=True,
+                                 env=env0)
+            par = subprocess.run([*WRAP, flagtrace, "stats", "-f", "json", path], capture_output=True, text=True,
+                                 env=env3)
+            assert (one.returncode, one.stdout, one.stderr) == (par.returncode, par.stdout, par.stderr), path
+        assert one.returncode == 0, one.stderr
+        names = {row["name"] for row in json.loads(one.stdout)["kernels"]}
+        assert "fake" not in names and {"gemm", "aten::mm", "nccl"} <= names, names
+        r = subprocess.run([*WRAP, flagtrace, "stats", bad], capture_output=True, text=True, env=env3)
+        assert r.returncode == 2 and r.stderr.endswith(" at byte 2500000\n"), r.stderr
+        r = subprocess.run([*WRAP, flagtrace, "stats", good], capture_output=True, text=True,
+                           env=dict(os.environ, FLAGTRACE_STATS_THREADS="many"))
+        assert r.returncode == 0 and "FLAGTRACE_STATS_THREADS='many' is not a count of threads" in r.stderr, r.stderr
+
+
 results.finish()
