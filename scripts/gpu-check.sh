@@ -99,6 +99,11 @@ step "1 M kernels, default buffers: all there, 0 dropped" bash -c "
 step "1 M kernels, tiny buffers: every record in the trace or counted as dropped" \
   env FLAGTRACE_CUPTI_BUFFER_BYTES=65536 FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES=262144 $BUILD/tests/gpu/stress burst 1000000
 step "16 threads x 10 k kernels, own ranges and streams" $BUILD/tests/gpu/stress threads 16 10000
+step "stats: parse workers print what one thread prints (a 300 k-kernel capture, ~100 MB of text)" bash -c "
+  $BUILD/bench/gpu/capture_bench 300000 $BUILD/big 1 >/dev/null && rm -f $BUILD/big.json &&
+  FLAGTRACE_STATS_THREADS=0 $FT stats -f json $BUILD/big.json.gz > $BUILD/st0.json &&
+  FLAGTRACE_STATS_THREADS=4 $FT stats -f json $BUILD/big.json.gz > $BUILD/st4.json && cmp $BUILD/st0.json $BUILD/st4.json &&
+  python3 -c 'import json,sys; k=sum(r[\"calls\"] for r in json.load(open(sys.argv[1]))[\"kernels\"]); print(k, \"kernels in both\"); sys.exit(k < 300000)' $BUILD/st0.json"
 step "stats on torch.profiler's and flagtrace's traces vs independent totals" \
   python3 tests/e2e/test_stats.py "$FT" "$OUT" torch_native_trace.json.gz sample_h200.json.gz torch_flagtrace_trace.json.gz
 step "python package: pip install --no-build-isolation ./python" \
