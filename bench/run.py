@@ -389,7 +389,7 @@ class Gpu:
             # key_averages() takes 6-12 s a capture on the H200 host: at most 2 captures,
             # each exported 3 times for P4's peer figure
             kin = last_json(sh(self.pin + [sys.executable, self.torch_bench, "capture", "--events", "100000",
-                                           "--reps", str(min(self.reps, 2)), "--exports", "1" if self.quick else "3"]))
+                                           "--reps", str(min(self.reps, 2)), "--exports", "1"]))
             self.note("kineto capture", kin)
         # its writes take tens of ms each: 5x the repetitions (at least 15) for a stable median
         small = last_json(sh(self.pin + [self.capture, str(kernels_small), os.path.join(self.tmp, "cap100k"),
