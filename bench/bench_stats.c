@@ -197,7 +197,7 @@ static int split(const char *path) {
   ft_stats_finish(&st);
   c = cpu_s() - c0, w = now_s() - w0;
   ft_stats_free(&st);
-  printf("| whole read of the gzip file (inflate on a second thread) | %.3f | %.3f | %.0f |\n", c, w,
+  printf("| whole read of the gzip file (inflate on a second thread, parse workers: FLAGTRACE_STATS_THREADS) | %.3f | %.3f | %.0f |\n", c, w,
          (double)len / 1e6 / w);
   printf("\n%llu traceEvents entries, %.1f MB of text (%.0f B per entry).\n", (unsigned long long)events,
          (double)len / 1e6, (double)len / (double)events);

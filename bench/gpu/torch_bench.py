@@ -162,7 +162,8 @@ def main():
     cp = sub.add_parser("capture")
     cp.add_argument("--events", type=int, default=100000)
     cp.add_argument("--reps", type=int, default=5, help="captures after the warm-up")
-    cp.add_argument("--exports", type=int, default=1, help="export_chrome_trace calls per capture")
+    cp.add_argument("--exports", type=int, default=1, choices=[1],
+                    help="export_chrome_trace calls per capture (torch 2.11 saves a profile once: 'Trace is already saved')")
     a = ap.parse_args()
     if a.cmd == "loop":
         loop(a.mode, a.iters, a.reps, a.plain_reps)

@@ -128,7 +128,8 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         self.assertTrue(all(c[c.index("--iters") + 1] == str(run.TORCH_ITERS) and c[c.index("--reps") + 1] == "1"
                             and c[c.index("--plain-reps") + 1] == "5" for c in torch_loops))
         cap = next(c for c, _ in self.calls if "capture" in c and any(x.endswith("torch_bench.py") for x in c))
-        self.assertEqual((cap[cap.index("--reps") + 1], cap[cap.index("--exports") + 1]), ("2", "3"))
+        # one export a capture: torch 2.11 saves a profile's results once ("Trace is already saved")
+        self.assertEqual((cap[cap.index("--reps") + 1], cap[cap.index("--exports") + 1]), ("2", "1"))
         # stats is timed 7 times on the 1 M trace, after its JSON twin is gone
         stats_1m = [c for c, _ in self.calls if "stats" in c and c[-1].endswith("cap1m.json.gz")]
         self.assertEqual(len(stats_1m), 7)
