@@ -73,10 +73,7 @@ static void test_fuzz_corpora(void **state) {
  * or the end cut off), which makes most of them invalid in varied places. */
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd(uint32_t n) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (uint32_t)(rng % n);
+  return ft_test_rand(&rng, n);
 }
 
 typedef struct buf {

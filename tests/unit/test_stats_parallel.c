@@ -12,13 +12,11 @@
 
 #include "stats.h"
 #include "stats_digest.h"
+#include "test_support.h"
 
 static uint64_t rng = 88172645463325252ull;
 static unsigned rnd(unsigned n) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (unsigned)(rng % n);
+  return ft_test_rand(&rng, n);
 }
 
 typedef struct text {

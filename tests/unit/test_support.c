@@ -215,3 +215,10 @@ void ft_test_gzip_matches_plain(ft__out *p, ft__out *z) {
   ft__out_abort(p);
   ft__out_abort(z);
 }
+
+uint32_t ft_test_rand(uint64_t *state, uint32_t n) {
+  *state ^= *state << 13;
+  *state ^= *state >> 7;
+  *state ^= *state << 17;
+  return (uint32_t)(*state % n);
+}

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <yajl/yajl_tree.h>
 
 /* Parses text with yajl (strict, UTF-8 validated). Returns the tree (caller frees
@@ -15,6 +16,9 @@ char *ft_test_gunzip(const char *data, size_t len, size_t *out_len);
 
 /* Reads a whole file; malloc'ed, NUL-terminated, or NULL. */
 char *ft_test_read_file(const char *path, size_t *len);
+
+/* xorshift64: a random number below n from *state (tests draw repeatable sequences) */
+uint32_t ft_test_rand(uint64_t *state, uint32_t n);
 
 /* Looks up obj[key] for a yajl object; NULL when absent. */
 yajl_val ft_test_get(yajl_val obj, const char *key);
