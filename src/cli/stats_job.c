@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "deflate.h" /* ft__cpus */
 #include "stats.h"
 
 /* Adds src's rows into dst (names re-interned in dst's table). */
@@ -187,8 +187,8 @@ static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, 
   for (size_t f = 0; f < n; f++) job->files[f].path = paths[f];
   pthread_mutex_init(&w.lock, NULL);
   /* One thread per file up to the core count; stdin ("-") is one file like another. */
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  size_t n_threads = n < (size_t)(cores > 0 ? cores : 1) ? n : (size_t)(cores > 0 ? cores : 1);
+  int cpus = ft__cpus(); /* usable ones: a taskset counts */
+  size_t cores = cpus > 0 ? (size_t)cpus : 1, n_threads = n < cores ? n : cores;
   w.n_threads = n_threads;
   pthread_t *th = calloc(n_threads, sizeof *th);
   size_t started = 0;
