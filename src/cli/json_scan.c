@@ -342,10 +342,10 @@ static ft__json_status fail(ft__json *j, ft__json_status st, uint64_t at, const 
   return st;
 }
 
-/* JSON's four whitespace bytes (yajl also takes \v and \f; RFC 8259 does not) */
-static const bool is_ws[256] = {[' '] = true, ['\n'] = true, ['\r'] = true, ['\t'] = true};
+/* (json_scan.h) */
+const bool ft__json_ws[256] = {[' '] = true, ['\n'] = true, ['\r'] = true, ['\t'] = true};
 #define SKIP_WS                                                                                                        \
-  while (p < end && is_ws[*p]) p++;                                                                                    \
+  while (p < end && ft__json_ws[*p]) p++;                                                                                    \
   if (p == end) goto out
 
 /* Tokens of buf from p on; a token cut by end goes to the carry. One block per

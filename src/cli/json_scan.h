@@ -16,6 +16,9 @@
  * they hold no escape (no copy), else into the parser's buffer; either is valid
  * only during the call. Numbers are their raw text, checked against the JSON
  * grammar. Bytes are not checked to be UTF-8 (names are re-escaped on output). */
+/* JSON's four whitespace bytes (yajl also takes \v and \f; RFC 8259 does not) */
+extern const bool ft__json_ws[256];
+
 typedef struct ft__json_callbacks {
   int (*null)(void *ctx);
   int (*boolean)(void *ctx, int value);

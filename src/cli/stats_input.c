@@ -10,6 +10,7 @@
 #endif
 
 #include "deflate.h" /* ISA-L's inflate, loaded at run time (zlib without it) */
+#include "json_scan.h"  /* ft__json_ws */
 #include "stats_internal.h"
 
 /* Input bytes from a file or from memory, inflated when they start with gzip's
@@ -320,8 +321,6 @@ static seg *slot_of(par *q, uint64_t i) {
   return &q->slots[i % q->n_slots];
 }
 
-static const bool ws_byte[256] = {[' '] = true, ['\n'] = true, ['\r'] = true, ['\t'] = true};
-
 /* The last place in b[0, len) just after a '}' that whitespace, ',' and '{'
  * follow, within the last SEG_TAIL bytes; 0 when there is none. */
 static size_t find_cut(const unsigned char *b, size_t len) {
@@ -329,10 +328,10 @@ static size_t find_cut(const unsigned char *b, size_t len) {
   const unsigned char *p = b + len;
   while ((p = memrchr(b + lo, '{', (size_t)(p - (b + lo)))) != NULL) {
     size_t k = (size_t)(p - b);
-    while (k > lo && ws_byte[b[k - 1]]) k--;
+    while (k > lo && ft__json_ws[b[k - 1]]) k--;
     if (k > lo && b[k - 1] == ',') {
       k--;
-      while (k > lo && ws_byte[b[k - 1]]) k--;
+      while (k > lo && ft__json_ws[b[k - 1]]) k--;
       if (k > lo && b[k - 1] == '}') return k;
     }
   }
@@ -342,7 +341,7 @@ static size_t find_cut(const unsigned char *b, size_t len) {
 /* The depth of the events array: 1 for a bare array, else 2 (the top map's "traceEvents"). */
 static unsigned events_depth(const unsigned char *b, size_t n) {
   size_t i = 0;
-  while (i < n && ws_byte[b[i]]) i++;
+  while (i < n && ft__json_ws[b[i]]) i++;
   return i < n && b[i] == '[' ? 1 : 2;
 }
 
