@@ -491,11 +491,9 @@ static bool parse_parallel(ft_stats *st, src *s, int workers, ft_status *r, char
 static int parse_workers(const ft_stats *st, const src *s) {
   if (st->parse_threads >= 0) return st->parse_threads;
   if (!s->f) return 0; /* memory (tests, fuzzing): single-threaded unless asked */
-  const char *v = getenv("FLAGTRACE_STATS_THREADS");
-  if (v && *v) return ft__worker_threads("FLAGTRACE_STATS_THREADS");
   /* one worker only moves the parse to another thread: slower on 2 CPUs (docs/measurements.md) */
   int n = ft__cpus() / (st->file_threads > 1 ? st->file_threads : 1) - 1;
-  return n < 2 ? 0 : n > 8 ? 8 : n;
+  return ft__worker_threads("FLAGTRACE_STATS_THREADS", n < 2 ? 0 : n);
 }
 
 /* Reads from s after looking at its first bytes for gzip's magic. */

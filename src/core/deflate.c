@@ -131,7 +131,7 @@ int ft__cpus(void) {
 }
 
 /* (deflate.h) */
-int ft__worker_threads(const char *env) {
+int ft__worker_threads(const char *env, int dflt) {
   const char *v = getenv(env);
   if (v && *v) {
     char *end;
@@ -139,8 +139,7 @@ int ft__worker_threads(const char *env) {
     if (*end == '\0' && n >= 0) return n > MAX_WORKERS ? MAX_WORKERS : (int)n;
     ft__warn("%s='%s' is not a count of threads; using the default", env, v);
   }
-  int n = ft__cpus() - 1;
-  return n < 0 ? 0 : n > MAX_WORKERS ? MAX_WORKERS : n;
+  return dflt < 0 ? 0 : dflt > MAX_WORKERS ? MAX_WORKERS : dflt;
 }
 
 /* Gives s buffers for blocks of size bytes (freeing its old ones), or leaves it
@@ -167,7 +166,9 @@ ft_status ft__gz_open(ft__gz **out, const ft__deflate_ops *ops, int threads, ft_
   g->ops = ops;
   g->sink = sink;
   g->ctx = ctx;
-  g->want_workers = threads < 0 ? ft__worker_threads("FLAGOS_TRACE_GZIP_THREADS") : threads > MAX_WORKERS ? MAX_WORKERS : threads;
+  g->want_workers = threads < 0             ? ft__worker_threads("FLAGOS_TRACE_GZIP_THREADS", ft__cpus() - 1)
+                     : threads > MAX_WORKERS ? MAX_WORKERS
+                                             : threads;
   if (!ops && g->want_workers > PLAIN_WORKERS) g->want_workers = PLAIN_WORKERS;
   g->slots = calloc(MAX_WORKERS + 2, sizeof *g->slots);
   g->inline_state = ops ? ops->state_new() : g; /* plain: any non-NULL marker */

@@ -51,9 +51,9 @@ typedef int (*ft__gz_sink)(void *ctx, const void *p, size_t n);
 
 /* The CPUs this process may use. */
 int ft__cpus(void);
-/* Worker threads a writer may start: env's count when set (at most 8), else the
- * CPUs this process may use, less one (the caller's), at most 8. */
-int ft__worker_threads(const char *env);
+/* Worker threads to start: env's count when set (a bad value warns), else dflt;
+ * either kept within [0, 8]. */
+int ft__worker_threads(const char *env, int dflt);
 
 typedef struct ft__gz ft__gz;
 /* A gzip stream (one member) written through sink; with ops NULL, the plain bytes

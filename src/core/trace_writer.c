@@ -463,14 +463,10 @@ static ft_status write_body(const ft_session *s, plan *p, ft__out *o, uint64_t b
   size_t chunk = force_chunk ? force_chunk : RENDER_CHUNK;
   size_t n_chunks = (n + chunk - 1) / chunk;
   int workers = force_threads;
-  if (workers < 0) {
-    const char *env = getenv("FLAGOS_TRACE_RENDER_THREADS");
-    /* unset: the CPUs less the caller's and the output's own workers (deflate, a
-     * file's writer), so a 2-CPU box writing a file renders serially, as it did */
-    workers = env && *env ? ft__worker_threads("FLAGOS_TRACE_RENDER_THREADS")
-                          : ft__cpus() - 1 - ft__out_sink_threads(o);
-    if (workers < 0) workers = 0;
-  }
+  if (workers < 0) /* unset: the CPUs less the caller's and the output's own workers
+                     * (deflate, a file's writer), so a 2-CPU box writing a file renders
+                     * serially, as it did */
+    workers = ft__worker_threads("FLAGOS_TRACE_RENDER_THREADS", ft__cpus() - 1 - ft__out_sink_threads(o));
   __atomic_store_n(&last_workers, 0, __ATOMIC_RELAXED);
   if (workers > RENDER_MAX_WORKERS) workers = RENDER_MAX_WORKERS;
   if ((size_t)workers > n_chunks - (n_chunks > 0)) workers = (int)(n_chunks - (n_chunks > 0));
