@@ -66,11 +66,10 @@ struct ft__evbatch {
   size_t n, cap;
   char *text; /* the events' names (and unknown categories), each NUL-terminated */
   size_t len, tcap;
-  ft__evcounts cnt;
   uint64_t base, stop_at;
   unsigned depth;
   enum { BATCH_NONE, BATCH_BETWEEN, BATCH_STOPPED } end;
-  reader r;
+  reader r; /* its counts (r.cnt) are the segment's */
   ft__json *j;
 };
 
@@ -621,15 +620,14 @@ static void reader_init(reader *r, ft_stats *st) {
 
 ft__evbatch *ft__evbatch_new(void) {
   ft__evbatch *b = calloc(1, sizeof *b);
-  if (b && !(b->j = malloc(sizeof *b->j))) { /* its nesting stack is 10 kB */
+  if (!b) return NULL;
+  if (!(b->j = malloc(sizeof *b->j))) { /* its nesting stack is 10 kB */
     free(b);
     return NULL;
   }
-  if (b) {
-    reader_init(&b->r, NULL);
-    b->r.sink = b;
-    ft__json_init(b->j, &callbacks, &b->r);
-  }
+  reader_init(&b->r, NULL);
+  b->r.sink = b;
+  ft__json_init(b->j, &callbacks, &b->r);
   return b;
 }
 
@@ -647,7 +645,6 @@ void ft__evbatch_free(ft__evbatch *b) {
  * events array at depth d; b->end says how far that held. */
 void ft__stats_parse_segment(ft__evbatch *b, const unsigned char *buf, size_t n, uint64_t base, unsigned depth) {
   b->n = b->len = 0;
-  b->cnt = COUNTS0;
   b->base = base;
   b->depth = depth;
   b->end = BATCH_NONE;
@@ -662,7 +659,6 @@ void ft__stats_parse_segment(ft__evbatch *b, const unsigned char *buf, size_t n,
     b->end = BATCH_STOPPED; /* at the array's ']': the state before it was between events */
     b->stop_at = b->j->err_at;
   }
-  b->cnt = r->cnt;
 }
 
 /* Whether the reader (r, j) is between two events of the events array, where
@@ -711,7 +707,7 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
         status = FT_ENOMEM;
         break;
       }
-      counts_add(&r.cnt, &b->cnt);
+      counts_add(&r.cnt, &b->r.cnt);
       if (b->end == BATCH_STOPPED) { /* the rest from the array's end on */
         size_t off = (size_t)(b->stop_at - b->base);
         ft__json_set_between(j, d, b->stop_at);
