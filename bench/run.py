@@ -7,12 +7,21 @@
   bench/run.py --readme-from FILE.json          README's performance table from a run's rows
 
 Every figure is a ratio against a baseline measured in this same run on this machine;
-targets are judged here and written next to the figure, never asserted. Method: the
-two processes compared run pinned to the same cores (taskset), interleaved in >= 15
-pairs (A B, then B A, ...), so that drift of a shared machine hits both sides; the
-figure is the median of the per-pair ratios with a bootstrap 95 % interval over the
-pairs. Verdict: "pass" only when the whole interval meets the target, "MISS" when the
-whole interval misses it, "within noise" when the interval straddles it."""
+targets are judged here and written next to the figure, never asserted.
+
+Method for P1-P3, "lockstep": the processes compared are started together and kept
+alive; each, pinned to the same one CPU, runs one loop when told and waits in read()
+meanwhile, and they take turns: a round runs every side once, the order rotated and
+reversed from round to round. A round's sides are a fraction of a second apart, so
+the host's slow spells (this VM's launch and Python costs change by 20-40 % from one
+second to the next and from one CPU to the next) hit both sides of a pair alike,
+which separate processes run one after the other could not give. The figure is the
+median of the per-round ratios; its 95 % interval is bootstrapped over process groups
+and then over rounds within each drawn group, so that what a group's processes share
+(their start, their memory layout) counts as well as the round-to-round noise.
+P4-P6 repeat whole processes. Verdict: "pass" only when the whole interval meets the
+target, "MISS" when the whole interval misses it, "within noise" when it straddles
+it."""
 import argparse
 import datetime
 import json
@@ -20,6 +29,7 @@ import os
 import platform
 import random
 import re
+import select
 import shutil
 import statistics
 import subprocess
@@ -30,8 +40,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 IDS = ("P1", "P2", "P3", "P4", "P5", "P6")
-# ops per torch loop: 10 000 keep each loop ~0.1 s and the 30 torch processes of
-# P1/P3 (each ~9 s, mostly torch's import and CUDA init) inside the 8-minute run
+# ops per torch loop: 10 000 keep a plain loop ~0.1 s and a profiled one (with its
+# exit) ~0.4 s, so that a lockstep round is ~1 s and a group's start (torch's import
+# and CUDA init, ~9 s) stays the larger part
 TORCH_ITERS = 10000
 README_BEGIN = "<!-- bench/run.py: latest GPU table (begin) -->"
 README_END = "<!-- bench/run.py: latest GPU table (end) -->"
@@ -58,6 +69,13 @@ def mm(xs):
     return min(xs), statistics.median(xs)
 
 
+def _interval(est, vals):
+    vals.sort()
+    if not vals:
+        return est, est, est
+    return est, vals[int(0.025 * (len(vals) - 1))], vals[int(0.975 * (len(vals) - 1) + 0.5)]
+
+
 def bootstrap(samples, stat, n=2000, seed=17):
     """stat over samples, and its bootstrap 95 % interval. samples is one list of
     paired rounds (resampled together) or a tuple of independent lists (each
@@ -74,10 +92,26 @@ def bootstrap(samples, stat, n=2000, seed=17):
             vals.append(stat(draw))
         except (ZeroDivisionError, ValueError):
             continue
-    vals.sort()
-    if not vals:
-        return est, est, est
-    return est, vals[int(0.025 * (len(vals) - 1))], vals[int(0.975 * (len(vals) - 1) + 0.5)]
+    return _interval(est, vals)
+
+
+def group_bootstrap(groups, stat, n=2000, seed=17):
+    """stat over the rounds of every group, and its 95 % interval from a two-stage
+    bootstrap: groups drawn with replacement, then rounds within each drawn group.
+    Seeded: the same data give the same interval."""
+    rnd = random.Random(seed)
+    est = stat([x for g in groups for x in g])
+    vals = []
+    for _ in range(n):
+        draw = []
+        for _ in groups:
+            g = groups[rnd.randrange(len(groups))]
+            draw += [g[rnd.randrange(len(g))] for _ in g]
+        try:
+            vals.append(stat(draw))
+        except (ZeroDivisionError, ValueError):
+            continue
+    return _interval(est, vals)
 
 
 def judge(ci, target, at_most, quick):
@@ -108,6 +142,57 @@ def row(pid, what, peer, ours, ci, target_text, target, at_most, quick, digits=3
 def pair_ratio(pairs):
     """The median of per-pair ratios b / a."""
     return statistics.median(b / a for a, b in pairs)
+
+
+def turn_order(names, r):
+    """Round r's order: rotated every second round, reversed in odd rounds (ab, ba,
+    ba, ab, ...), so that no side is always first or always right after the same
+    other side."""
+    k = (r // 2) % len(names)
+    order = list(names[k:]) + list(names[:k])
+    return order[::-1] if r % 2 else order
+
+
+class Server:
+    """A measured process kept alive for lockstep rounds: it prints a ready line, then
+    answers each command line on stdin with one result line (launch_loop serve,
+    torch_bench.py serve). Its stderr passes through."""
+
+    def __init__(self, cmd, env=None, timeout=300):
+        e = dict(os.environ)
+        e.update(env or {})
+        self.cmd, self.timeout = cmd, timeout
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=e, bufsize=1)
+
+    def _line(self):
+        ready, _, _ = select.select([self.p.stdout], [], [], self.timeout)
+        line = self.p.stdout.readline() if ready else None
+        if not line:
+            self.p.kill()
+            rc = self.p.wait()
+            self.p.stdout.close()
+            raise RuntimeError(f"{' '.join(self.cmd)}: " + (f"exit {rc} before answering" if line == "" else
+                                                            f"no answer in {self.timeout} s"))
+        return line.strip()
+
+    def ready(self):
+        """The first line (launch_loop: "ready"; torch_bench: a JSON object)."""
+        return self._line()
+
+    def ask(self, cmd):
+        self.p.stdin.write(cmd + "\n")
+        self.p.stdin.flush()
+        return self._line()
+
+    def close(self):
+        """End of input: the process ends (a `flagtrace record` writes its trace); its exit status."""
+        try:
+            self.p.stdin.close()
+        except BrokenPipeError:  # it had already ended
+            pass
+        rc = self.p.wait()
+        self.p.stdout.close()
+        return rc
 
 
 def machine(gpu, commit, dirty):
@@ -252,10 +337,21 @@ def fake_capture(build, quick):
 
 # ---- GPU ----
 
+def first_cpu(cores):
+    """The first CPU of a taskset list ("2,3,4,5", "2-5"), or None for ""."""
+    m = re.match(r"\s*(\d+)", cores or "")
+    return int(m.group(1)) if m else None
+
+
 class Gpu:
-    def __init__(self, build, tmp, reps, pairs, cores, quick):
-        self.build, self.tmp, self.reps, self.pairs, self.quick = build, tmp, reps, pairs, quick
+    def __init__(self, build, tmp, reps, groups, rounds, cores, quick):
+        self.build, self.tmp, self.reps, self.quick = build, tmp, reps, quick
+        self.groups, self.rounds = groups, rounds
+        self.loop_rounds = 4 * rounds  # a launch-loop turn takes ~40 ms, a torch round ~1 s
         self.pin = ["taskset", "-c", cores] if cores else []
+        self.cpu = first_cpu(cores)  # lockstep: every side on this one CPU
+        self.pin1 = ["taskset", "-c", str(self.cpu)] if self.cpu is not None else []
+        self.spawn = Server  # a stand-in in the tests
         self.ft = os.path.join(build, "flagtrace")
         self.loop = os.path.join(build, "bench", "gpu", "launch_loop")
         self.floor = os.path.join(build, "bench", "gpu", "libcupti_floor.so")
@@ -267,18 +363,35 @@ class Gpu:
         self.raw.append({"what": what, **data})
         print(f"bench: {what}: {json.dumps(data)[:300]}", file=sys.stderr)
 
-    def rounds(self, variants, run):
-        """Interleaved rounds: every variant once per round, the order reversed every
-        other round so that neither side always runs first. run(name, spec) -> sample."""
-        got = {k: [] for k in variants}
-        names = list(variants)
-        for r in range(self.pairs):
-            for name in (names if r % 2 == 0 else names[::-1]):
-                got[name].append(run(name, variants[name]))
+    @staticmethod
+    def lockstep(servers, rounds, ask):
+        """rounds of turns over live servers ({name: Server}, in turn_order): a list of
+        {name: ask(name, server)} per round."""
+        names = list(servers)
+        return [{n: ask(n, servers[n]) for n in turn_order(names, r)} for r in range(rounds)]
+
+    def group(self, start, ready, body):
+        """One process group: start() -> {name: Server}, all started before any is
+        waited for; ready(name, server) reads its first line; body(servers) -> result.
+        Every process is ended, and must exit 0."""
+        t0 = time.perf_counter()
+        servers = start()
+        ok = False
+        try:
+            for name, srv in servers.items():
+                ready(name, srv)
+            got = body(servers)
+            ok = True
+        finally:
+            for name, srv in servers.items():
+                rc = srv.close()
+                if ok and rc != 0:
+                    raise RuntimeError(f"bench: lockstep side {name} exited {rc}")
+        print(f"bench: group of {', '.join(servers)}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         return got
 
     def p1_p2(self, launches, want):
-        # the same file every round: replaced (record refuses that by default)
+        # the same file for every group: replaced (record refuses that by default)
         rec = [self.ft, "record", "--force-overwrite", "-o", os.path.join(self.tmp, "rec.json.gz"), "--"]
         idle = [self.ft, "record", "--force-overwrite", "--capture-range=cudaProfilerApi", "-o",
                 os.path.join(self.tmp, "idle.json.gz"), "--"]
@@ -289,26 +402,36 @@ class Gpu:
         if "P2" in want:
             variants["floor"] = ([], {"CUDA_INJECTION64_PATH": self.floor})
             variants["record"] = (rec, None)
-        v = self.rounds(variants, lambda name, spec: last_json(
-            sh(self.pin + spec[0] + [self.loop, str(launches), "2"], env=spec[1]))["best"])
-        self.note("launch loop µs/launch (best of 2 per process), by round", v)
+
+        def start():
+            return {n: self.spawn(self.pin1 + spec[0] + [self.loop, str(launches), "serve"], spec[1])
+                    for n, spec in variants.items()}
+
+        def ready(n, sv):
+            if sv.ready() != "ready":
+                raise RuntimeError(f"bench: launch_loop ({n}) did not say ready")
+
+        groups = [self.group(start, ready, lambda srv: self.lockstep(srv, self.loop_rounds,
+                                                                      lambda n, sv: float(sv.ask("go"))))
+                  for _ in range(self.groups)]
+        self.note("launch loop µs/launch, by group and round", {"groups": groups})
+        every = {n: [r[n] for g in groups for r in g] for n in variants}
         rows = []
-        b = mm(v["bare"])
+        b = mm(every["bare"])
+
+        def pairs(side):
+            return [[(r["bare"], r[side]) for r in g] for g in groups]
+
         if "P1" in want:
-            i = mm(v["idle"])
-            ci = bootstrap(list(zip(v["bare"], v["idle"])), pair_ratio)
-            rows.append(row("P1", "CUDA C launch loop, injection loaded, no capture (`record "
-                            "--capture-range=cudaProfilerApi`, no cudaProfilerStart)",
-                            f"{b[0]:.3f} / {b[1]:.3f} µs bare", f"{i[0]:.3f} / {i[1]:.3f} µs", ci, "≤ 1.01", 1.01,
-                            True, self.quick))
-            ip = mm(v["idle_preload"])
-            ci = bootstrap(list(zip(v["bare"], v["idle_preload"])), pair_ratio)
-            rows.append(row("P1", "the same under `record --inject=preload` (LD_PRELOAD, armed when libcuda loads)",
-                            f"{b[0]:.3f} / {b[1]:.3f} µs bare", f"{ip[0]:.3f} / {ip[1]:.3f} µs", ci, "≤ 1.01", 1.01,
-                            True, self.quick))
+            for side, what in (("idle", "CUDA C launch loop, injection loaded, no capture (`record "
+                                        "--capture-range=cudaProfilerApi`, no cudaProfilerStart)"),
+                               ("idle_preload", "the same under `record --inject=preload` (LD_PRELOAD, armed when "
+                                                "libcuda loads)")):
+                i = mm(every[side])
+                rows.append(row("P1", what, f"{b[0]:.3f} / {b[1]:.3f} µs bare", f"{i[0]:.3f} / {i[1]:.3f} µs",
+                                group_bootstrap(pairs(side), pair_ratio), "≤ 1.01", 1.01, True, self.quick))
         if "P2" in want:
-            f, rc = mm(v["floor"]), mm(v["record"])
-            rounds = list(zip(v["bare"], v["floor"], v["record"]))
+            f, rc = mm(every["floor"]), mm(every["record"])
 
             def overhead_ratio(rs):  # ours over the floor's, each relative to bare in its round
                 o_floor = statistics.median(fl / ba for ba, fl, _ in rs) - 1
@@ -317,44 +440,65 @@ class Gpu:
                     raise ValueError("no floor overhead")
                 return o_ft / o_floor
 
-            ci = bootstrap(rounds, overhead_ratio)
-            o_floor = statistics.median(fl / ba for ba, fl, _ in rounds) - 1
-            o_ft = statistics.median(re_ / ba for ba, _, re_ in rounds) - 1
+            rounds = [[(r["bare"], r["floor"], r["record"]) for r in g] for g in groups]
+            flat = [x for g in rounds for x in g]
+            o_floor = statistics.median(fl / ba for ba, fl, _ in flat) - 1
+            o_ft = statistics.median(re_ / ba for ba, _, re_ in flat) - 1
             rows.append(row("P2", f"launch loop under `flagtrace record` (overhead {o_ft * 100:.1f} %) vs the "
                             f"raw-CUPTI floor (overhead {o_floor * 100:.1f} %), same kinds; ratio of the overheads",
-                            f"{f[0]:.3f} / {f[1]:.3f} µs (floor)", f"{rc[0]:.3f} / {rc[1]:.3f} µs", ci, "≤ 1.10", 1.10,
-                            True, self.quick))
+                            f"{f[0]:.3f} / {f[1]:.3f} µs (floor)", f"{rc[0]:.3f} / {rc[1]:.3f} µs",
+                            group_bootstrap(rounds, overhead_ratio), "≤ 1.10", 1.10, True, self.quick))
         return rows
 
     def p1_p3_torch(self, want):
-        """One `base` (bare loop, then kineto) and one `ft` process (idle loop, then
-        flagtrace) per round: each round gives one P1 pair and one P3 pair."""
-        # per process: 5 plain loops (P1, cheap), then one profile after the warm-up (P3);
-        # the pairs carry the statistics
-        args = ["--reps", "1", "--plain-reps", "1" if self.quick else "5", "--iters", str(TORCH_ITERS)]
-        g = self.rounds({"base": None, "ft": None}, lambda name, _: last_json(
-            sh(self.pin + [sys.executable, self.torch_bench, "loop", name] + args)))
-        self.note("torch add_ loop, by round", g)
-        med = {m: {k: [statistics.median(r[k]) for r in g[m]] for k in ("plain_us_per_op", "us_per_op", "end_to_end_s")}
-               for m in g}
+        """Groups of two torch processes, `base` (bare loops, then kineto profiles) and
+        `ft` (the same after `import flagtrace.torch`): every plain round (P1) comes
+        before either side's first profile, then one warm-up profile each, then the
+        profiled rounds (P3)."""
+        names = ("base", "ft")
+        pin = ["--pin", str(self.cpu)] if self.cpu is not None else []
+
+        def start():
+            # started on the core set (imports in parallel), moved to the one CPU when ready
+            return {n: self.spawn(self.pin + [sys.executable, self.torch_bench, "serve", n, "--iters",
+                                              str(TORCH_ITERS)] + pin) for n in names}
+
+        def body(srv):
+            got = {}
+            if "P1" in want:
+                got["plain"] = self.lockstep(srv, self.rounds, lambda n, sv: json.loads(sv.ask("plain"))["us_per_op"])
+            if "P3" in want:
+                for n, sv in srv.items():
+                    warm = json.loads(sv.ask("warm"))
+                    # a profile that missed the kernels would make P3 a comparison of nothing
+                    if warm["device_events"] < TORCH_ITERS:
+                        raise RuntimeError(f"bench: the {n} side's first profile has {warm['device_events']} device "
+                                           f"events, fewer than its {TORCH_ITERS} kernels")
+                got["prof"] = self.lockstep(srv, self.rounds, lambda n, sv: json.loads(sv.ask("prof")))
+            return got
+
+        groups = [self.group(start, lambda n, sv: self.note("torch side ready", json.loads(sv.ready())), body)
+                  for _ in range(self.groups)]
+        self.note("torch add_ loop, by group and round", {"groups": groups})
         rows = []
 
-        def add(pid, key, what, unit, target_text, target, digits):
-            base, ours = med["base"][key], med["ft"][key]
-            ci = bootstrap(list(zip(base, ours)), pair_ratio)
-            b, f = mm(base), mm(ours)
+        def add(pid, phase, key, what, unit, target_text, target):
+            pairs = [[(r["base"], r["ft"]) if key is None else (r["base"][key], r["ft"][key]) for r in g[phase]]
+                     for g in groups]
+            b = mm([p[0] for g in pairs for p in g])
+            f = mm([p[1] for g in pairs for p in g])
             peer = "bare" if pid == "P1" else "kineto"
-            rows.append(row(pid, what, f"{b[0]:.{digits}f} / {b[1]:.{digits}f} {unit} {peer}",
-                            f"{f[0]:.{digits}f} / {f[1]:.{digits}f} {unit}", ci, target_text, target, True, self.quick))
+            rows.append(row(pid, what, f"{b[0]:.3f} / {b[1]:.3f} {unit} {peer}", f"{f[0]:.3f} / {f[1]:.3f} {unit}",
+                            group_bootstrap(pairs, pair_ratio), target_text, target, True, self.quick))
 
         if "P1" in want:
-            add("P1", "plain_us_per_op", f"torch `x.add_(1.0)` × {TORCH_ITERS:,} after `import flagtrace.torch`, not profiling",
-                "µs/op", "≤ 1.01", 1.01, 3)
+            add("P1", "plain", None, f"torch `x.add_(1.0)` × {TORCH_ITERS:,} after `import flagtrace.torch`, not "
+                "profiling", "µs/op", "≤ 1.01", 1.01)
         if "P3" in want:
-            add("P3", "us_per_op", "the same loop in `torch.profiler.profile([CPU, CUDA])`, in-loop", "µs/op",
-                "≤ 1.00", 1.00, 3)
-            add("P3", "end_to_end_s", "the same, end to end (enter to profile exit, incl. collection)", "s",
-                "≤ 1.00", 1.00, 3)
+            add("P3", "prof", "us_per_op", "the same loop in `torch.profiler.profile([CPU, CUDA])`, in-loop", "µs/op",
+                "≤ 1.00", 1.00)
+            add("P3", "prof", "end_to_end_s", "the same, end to end (enter to profile exit, incl. collection)", "s",
+                "≤ 1.00", 1.00)
         return rows
 
     def exit_split(self):
@@ -528,7 +672,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions: checks it runs, judges nothing")
     ap.add_argument("--reps", type=int, default=3,
                     help="repetitions of the capture, write and stats figures (P4-P6; default 3)")
-    ap.add_argument("--pairs", type=int, default=15, help="interleaved process pairs for P1-P3 (default 15)")
+    ap.add_argument("--groups", type=int, default=6,
+                    help="P1-P3: process groups, each started afresh (default 6)")
+    ap.add_argument("--rounds", type=int, default=10,
+                    help="P1-P3: lockstep rounds per group for torch (default 10); the C launch loop takes 4x as many")
     ap.add_argument("--cores", default=None,
                     help="taskset CPU list every measured process is pinned to (default: the 3rd to 6th allowed CPU on "
                          ">= 8; '' = none)")
@@ -545,8 +692,8 @@ def main():
     want = set(x.strip().upper() for x in a.only.split(",") if x.strip()) or set(IDS)
     if not want <= set(IDS):
         ap.error(f"--only takes {', '.join(IDS)}")
-    if a.reps < 1 or a.pairs < 2:
-        ap.error("--reps must be at least 1 and --pairs at least 2")
+    if a.reps < 1 or a.groups < 2 or a.rounds < 2:
+        ap.error("--reps must be at least 1, --groups and --rounds at least 2")
     for exe in ("bench_writer", "bench_stats"):
         if not os.path.exists(os.path.join(a.build, "bench", exe)):
             ap.error(f"{a.build}/bench/{exe} is missing: build first (make test, or cmake --build {a.build})")
@@ -560,13 +707,15 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     t_start = time.perf_counter()
     reps = 1 if a.quick else a.reps
-    pairs = 3 if a.quick else a.pairs
+    groups, rounds = (2, 2) if a.quick else (a.groups, a.rounds)
     cores = default_cores() if a.cores is None else a.cores
     commit, dirty = git_commit()
     doc = ["# flagtrace benchmarks" + (" (quick mode: nothing judged)" if a.quick else ""), ""]
     doc += machine(a.gpu, commit, dirty)
-    doc += [f"- method: P1-P3 {pairs} interleaved process pairs, median of per-pair ratios, bootstrap 95 % "
-            f"interval; P4-P6 {reps} repetitions; pinned to cores {cores or '(not pinned)'}",
+    doc += [f"- method: P1-P3 lockstep, {groups} process groups x {rounds} rounds (the C launch loop {4 * rounds}), "
+            f"all sides on CPU {first_cpu(cores) if cores else '(not pinned)'}; median of per-round ratios, "
+            f"bootstrap 95 % interval over groups then rounds; P4-P6 {reps} repetitions on cores "
+            f"{cores or '(not pinned)'}",
             f"- rows: {', '.join(sorted(want))}", ""]
     rows, timings, extra = [], [], []
     kind = "gpu" if a.gpu else "cpu"
@@ -605,9 +754,9 @@ def main():
     if a.gpu:
         tmp = tempfile.mkdtemp(prefix="ftbench.")
         try:
-            g = Gpu(a.build, tmp, reps, pairs, cores, a.quick)
+            g = Gpu(a.build, tmp, reps, groups, rounds, cores, a.quick)
             if want & {"P1", "P2"}:
-                rows += section("P1/P2 launch loop", g.p1_p2, 20000 if a.quick else 30000, want)
+                rows += section("P1/P2 launch loop", g.p1_p2, 5000 if a.quick else 10000, want)
                 write(False)
             if want & {"P1", "P3"}:
                 rows += section("P1/P3 torch", g.p1_p3_torch, want)

@@ -1,9 +1,14 @@
 // Launch-bound loop for the overhead benchmarks (P1, P2): empty kernels, timed on
-// the host, one JSON line per process. Knows nothing of flagtrace or CUPTI: what it
-// runs under (nothing, `flagtrace record`, the raw-CUPTI floor) is the variable.
+// the host. Knows nothing of flagtrace or CUPTI: what it runs under (nothing,
+// `flagtrace record`, the raw-CUPTI floor) is the variable.
+//   launch_loop [LAUNCHES] [REPS]   REPS loops, one JSON line
+//   launch_loop LAUNCHES serve      "ready", then one loop per line read from stdin,
+//                                   its µs/launch on a line of its own (bench/run.py
+//                                   takes turns between live processes: lockstep)
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 __global__ void empty_kernel() {}
@@ -14,11 +19,19 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double one_loop(long n) {
+  double t0 = now_s();
+  for (long i = 0; i < n; i++) empty_kernel<<<1, 1>>>();
+  if (cudaDeviceSynchronize() != cudaSuccess) return -1;
+  return (now_s() - t0) * 1e6 / (double)n;
+}
+
 int main(int argc, char **argv) {
   long n = argc > 1 ? atol(argv[1]) : 200000;
-  int reps = argc > 2 ? atoi(argv[2]) : 3;
+  bool serve = argc > 2 && !strcmp(argv[2], "serve");
+  int reps = argc > 2 && !serve ? atoi(argv[2]) : 3;
   if (n <= 0 || reps <= 0 || reps > 64) {
-    fprintf(stderr, "usage: launch_loop [LAUNCHES>0] [REPS 1..64]\n");
+    fprintf(stderr, "usage: launch_loop [LAUNCHES>0] [REPS 1..64 | serve]\n");
     return 2;
   }
   if (cudaFree(0) != cudaSuccess) {
@@ -27,13 +40,23 @@ int main(int argc, char **argv) {
   }
   for (long i = 0; i < 10000; i++) empty_kernel<<<1, 1>>>(); // warm-up: module load, queues
   cudaDeviceSynchronize();
+  if (serve) { // waits in read() between loops: no CPU taken from the process measured meanwhile
+    char line[64];
+    printf("ready\n");
+    fflush(stdout);
+    while (fgets(line, sizeof line, stdin)) {
+      double us = one_loop(n);
+      if (us < 0) return 1;
+      printf("%.4f\n", us);
+      fflush(stdout);
+    }
+    return 0;
+  }
   double best = 1e30;
   printf("{\"launches\": %ld, \"us_per_launch\": [", n);
   for (int r = 0; r < reps; r++) {
-    double t0 = now_s();
-    for (long i = 0; i < n; i++) empty_kernel<<<1, 1>>>();
-    if (cudaDeviceSynchronize() != cudaSuccess) return 1;
-    double us = (now_s() - t0) * 1e6 / (double)n;
+    double us = one_loop(n);
+    if (us < 0) return 1;
     if (us < best) best = us;
     printf("%s%.4f", r ? ", " : "", us);
   }

@@ -1,13 +1,18 @@
-"""PyTorch side of the GPU benchmarks; one mode per process, one JSON line out.
+"""PyTorch side of the GPU benchmarks; one mode per process, JSON lines out.
 
-loop MODE: a launch-bound `x.add_(1.0)` loop (P1, P3).
-  bare       no profiler, flagtrace not imported            (P1 baseline)
-  idle       `import flagtrace.torch`, no profiler          (P1)
-  kineto     torch.profiler [CPU, CUDA], kineto's own CUPTI (P3 baseline)
-  flagtrace  `import flagtrace.torch`, then the same profile (P3)
-  base       bare, then kineto, in one process (one P1 and one P3 sample per process:
-             bench/run.py pairs it with an `ft` process, half the process starts)
-  ft         idle, then flagtrace, in one process
+loop MODE: a launch-bound `x.add_(1.0)` loop, REPS times, one JSON line (by hand).
+  bare       no profiler, flagtrace not imported
+  idle       `import flagtrace.torch`, no profiler
+  kineto     torch.profiler [CPU, CUDA], kineto's own CUPTI
+  flagtrace  `import flagtrace.torch`, then the same profile
+serve SIDE: the loops of P1 and P3 on command, for bench/run.py's lockstep rounds.
+  base       bare loops (P1's baseline) and kineto profiles (P3's)
+  ft         the same after `import flagtrace.torch`
+  After one plain loop it prints a "ready" JSON line, then for each line read from
+  stdin runs one loop and prints its JSON line: `plain` (no profiler), `warm` (the
+  first profile: profiler and CUPTI start; counts its kernels) or `prof`. bench/run.py
+  sends every `plain` before the first profile, so P1 sees a process that has not
+  profiled yet. With --pin CPU every thread is moved to that one CPU first.
 exit-split MODE: one profile (kineto or flagtrace) after a warm-up, its exit under cProfile:
   where the profile's exit goes (P3 end to end), printed to stderr.
 capture: kineto's own captures of about EVENTS events, timing export_chrome_trace
@@ -19,67 +24,83 @@ import sys
 import tempfile
 import time
 
-T_START = time.perf_counter()  # the process's own phases (import, warm-up) go in its JSON line
 
+class Loop:
+    """torch (and flagtrace.torch when asked) imported, CUDA initialized, one tensor."""
 
-def loop(mode, iters, reps, plain_reps):
-    if mode in ("base", "ft"):  # the plain loop first, then the profiled one
-        # plain loops cost ~0.1 s against the process's ~9 s of import and CUPTI start:
-        # more of them make each process's P1 figure steadier for nothing
-        plain = loop_once("bare" if mode == "base" else "idle", iters, plain_reps or reps)
-        prof = loop_once("kineto" if mode == "base" else "flagtrace", iters, reps)
-        prof["mode"] = mode
-        prof["plain_us_per_op"] = plain["us_per_op"]
-        prof["import_s"] = plain["import_s"]
-        prof["plain_warm_up_s"] = plain["warm_up_s"]
-        prof["process_s"] = time.perf_counter() - T_START
-        print(json.dumps(prof))
-    else:
-        print(json.dumps(loop_once(mode, iters, reps)))
+    def __init__(self, with_flagtrace):
+        t0 = time.perf_counter()
+        if with_flagtrace:
+            import flagtrace.torch as ftt
+            if not ftt.available:
+                sys.exit(f"torch_bench: flagtrace.torch is not available: {ftt.reason}")
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+        self.torch, self.profile, self.acts = torch, profile, [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+        self.x = torch.zeros(1024, device="cuda")
+        self.import_s = time.perf_counter() - t0  # torch (and flagtrace) imported, CUDA initialized
 
-
-def loop_once(mode, iters, reps):
-    t_import = time.perf_counter()
-    if mode in ("idle", "flagtrace"):
-        import flagtrace.torch as ftt
-        if not ftt.available:
-            sys.exit(f"torch_bench: flagtrace.torch is not available: {ftt.reason}")
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    x = torch.zeros(1024, device="cuda")
-    t_import = time.perf_counter() - t_import  # torch (and flagtrace) imported, CUDA initialized
-    in_loop, end_to_end = [], []
-
-    def body():
+    def body(self, iters):
+        x = self.x
         t0 = time.perf_counter()
         for _ in range(iters):
             x.add_(1.0)
-        torch.cuda.synchronize()
+        self.torch.cuda.synchronize()
         return time.perf_counter() - t0
 
+    def plain(self, iters):
+        return {"us_per_op": self.body(iters) * 1e6 / iters}
+
+    def prof(self, iters, count=False):
+        """One profile around the loop: the loop's own time and enter-to-exit."""
+        t0 = time.perf_counter()
+        with self.profile(activities=self.acts) as p:
+            t_loop = self.body(iters)
+        out = {"us_per_op": t_loop * 1e6 / iters, "end_to_end_s": time.perf_counter() - t0}
+        if count:  # kineto's own records: p.events() would build every FunctionEvent (seconds)
+            out["device_events"] = sum(1 for e in p.profiler.kineto_results.events()
+                                       if e.device_type() == self.torch.autograd.DeviceType.CUDA)
+        return out
+
+
+def loop(mode, iters, reps):
+    lp = Loop(mode in ("idle", "flagtrace"))
+    profiled = mode in ("kineto", "flagtrace")
+    in_loop, end_to_end, warm = [], [], None
     for r in range(reps + 1):  # the first is a warm-up (profiler and CUPTI init)
-        if mode in ("bare", "idle"):
-            t_loop = body()
-            t_all = t_loop
-        else:
-            t0 = time.perf_counter()
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                t_loop = body()
-            t_all = time.perf_counter() - t0
-            if r == 0:  # kineto's own records: prof.events() would build every FunctionEvent (seconds)
-                kernels = sum(1 for e in prof.profiler.kineto_results.events()
-                              if e.device_type() == torch.autograd.DeviceType.CUDA)
+        got = lp.prof(iters, count=not r) if profiled else lp.plain(iters)
         if not r:
-            warm_s = t_all
-        if r:
-            in_loop.append(t_loop * 1e6 / iters)
-            end_to_end.append(t_all)
-    out = {"mode": mode, "iters": iters, "us_per_op": in_loop, "end_to_end_s": end_to_end, "import_s": t_import,
-           "warm_up_s": warm_s}
-    if mode in ("kineto", "flagtrace"):
-        out["device_events_first_rep"] = kernels
-    return out
+            warm = got
+            continue
+        in_loop.append(got["us_per_op"])
+        end_to_end.append(got.get("end_to_end_s", got["us_per_op"] * iters / 1e6))
+    out = {"mode": mode, "iters": iters, "us_per_op": in_loop, "end_to_end_s": end_to_end, "import_s": lp.import_s}
+    if profiled:
+        out["device_events_first_rep"] = warm["device_events"]
+    print(json.dumps(out))
+
+
+def pin_all_threads(cpu):
+    """Every thread of this process onto one CPU (os.sched_setaffinity moves one thread)."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), {cpu})
+        except OSError:  # a thread that has just ended
+            pass
+
+
+def serve(side, iters, pin):
+    lp = Loop(side == "ft")
+    lp.plain(iters)
+    if pin is not None:
+        pin_all_threads(pin)
+    print(json.dumps({"ready": side, "iters": iters, "import_s": lp.import_s}), flush=True)
+    run = {"plain": lp.plain, "prof": lp.prof, "warm": lambda n: lp.prof(n, count=True)}
+    for line in sys.stdin:
+        cmd = line.strip()
+        if cmd not in run:
+            sys.exit(f"torch_bench serve: unknown command {cmd!r} (plain, warm, prof)")
+        print(json.dumps(run[cmd](iters)), flush=True)
 
 
 def exit_split(mode, iters):
@@ -152,10 +173,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     lp = sub.add_parser("loop")
-    lp.add_argument("mode", choices=["bare", "idle", "kineto", "flagtrace", "base", "ft"])
+    lp.add_argument("mode", choices=["bare", "idle", "kineto", "flagtrace"])
     lp.add_argument("--iters", type=int, default=20000)
     lp.add_argument("--reps", type=int, default=3)
-    lp.add_argument("--plain-reps", type=int, default=0, help="base/ft: plain loops (default: --reps)")
+    sp = sub.add_parser("serve")
+    sp.add_argument("side", choices=["base", "ft"])
+    sp.add_argument("--iters", type=int, default=10000)
+    sp.add_argument("--pin", type=int, default=None, help="the CPU every thread moves to once warmed up")
     xp = sub.add_parser("exit-split")
     xp.add_argument("mode", choices=["kineto", "flagtrace"])
     xp.add_argument("--iters", type=int, default=20000)
@@ -166,7 +190,9 @@ def main():
                     help="export_chrome_trace calls per capture (torch 2.11 saves a profile once: 'Trace is already saved')")
     a = ap.parse_args()
     if a.cmd == "loop":
-        loop(a.mode, a.iters, a.reps, a.plain_reps)
+        loop(a.mode, a.iters, a.reps)
+    elif a.cmd == "serve":
+        serve(a.side, a.iters, a.pin)
     elif a.cmd == "exit-split":
         exit_split(a.mode, a.iters)
     else:

@@ -1,5 +1,6 @@
-"""bench/run.py's method without a GPU: the bootstrap interval, the three verdicts,
-paired ratios, the interleaving order, and the README table rewrite.
+"""bench/run.py's method without a GPU: the bootstrap intervals, the three verdicts,
+paired ratios, the lockstep turn order and its process protocol, and the README
+table rewrite.
 Usage: test_bench_method.py BENCH_DIR"""
 import json
 import os
@@ -39,11 +40,26 @@ class Method(unittest.TestCase):
         self.assertEqual(run.judge((8.0, 7.0, 9.9), 10, False, False), "MISS")
         self.assertEqual(run.judge((8.0, 7.0, 9.9), 10, False, True), "(quick mode, not judged)")
 
-    def test_rounds_alternate_the_order(self):
-        g = run.Gpu("/nonexistent", "/tmp", 1, 4, "", True)
-        order = []
-        g.rounds({"a": 1, "b": 2}, lambda name, spec: order.append(name) or spec)
-        self.assertEqual(order, ["a", "b", "b", "a", "a", "b", "b", "a"])
+    def test_turn_order_puts_each_side_first_as_often(self):
+        self.assertEqual([run.turn_order("ab", r) for r in range(4)],
+                         [["a", "b"], ["b", "a"], ["b", "a"], ["a", "b"]])
+        firsts = [run.turn_order("abcde", r)[0] for r in range(20)]
+        self.assertEqual(sorted(firsts.count(x) for x in "abcde"), [4] * 5)
+        self.assertTrue(all(sorted(run.turn_order("abcde", r)) == list("abcde") for r in range(20)))
+
+    def test_group_bootstrap_counts_a_group_offset(self):
+        # two groups at 1.00 and one at 1.30: resampling groups first lets the odd group
+        # decide the median in a quarter of the draws; resampling the 30 rounds as one
+        # pool almost never does, and would hide the offset
+        groups = [[(1.0, 1.0)] * 10, [(1.0, 1.0)] * 10, [(1.0, 1.3)] * 10]
+        est, lo, hi = run.group_bootstrap(groups, run.pair_ratio)
+        self.assertEqual((est, lo), (1.0, 1.0))
+        self.assertAlmostEqual(hi, 1.3)
+        self.assertLess(run.bootstrap([p for g in groups for p in g], run.pair_ratio)[2], 1.2)
+        self.assertEqual(run.group_bootstrap(groups, run.pair_ratio), (est, lo, hi))
+
+    def test_first_cpu(self):
+        self.assertEqual([run.first_cpu(c) for c in ("2,3,4,5", "2-5", "7", "", None)], [2, 2, 7, None, None])
 
     def test_readme_block_is_replaced_and_the_rest_kept(self):
         rows = [run.row("P3", "end to end", "0.5 s kineto", "0.45 s", (0.9, 0.85, 0.95), "≤ 1.00", 1.0, True, False)]
@@ -56,11 +72,68 @@ class Method(unittest.TestCase):
             with open(readme, "w") as f:
                 f.write(f"before\n{run.README_BEGIN}\nold table\n{run.README_END}\nafter\n")
             run.update_readme(res, readme)
-            text = open(readme).read()
+            with open(readme) as f:
+                text = f.read()
         self.assertTrue(text.startswith("before\n") and text.endswith("\nafter\n"))
         self.assertNotIn("old table", text)
         self.assertIn("| P3 | end to end | 0.5 s kineto | 0.45 s | 0.900 [0.850, 0.950] | ≤ 1.00 | pass |", text)
         self.assertEqual(text.count(run.README_BEGIN), 1)
+
+
+class ServerProtocol(unittest.TestCase):
+    """The real Server class against small Python processes."""
+
+    def test_ready_ask_close(self):
+        sv = run.Server([sys.executable, "-c", "import sys\nprint('ready', flush=True)\n"
+                         "for l in sys.stdin: print(l.strip() * 2, flush=True)"])
+        self.assertEqual(sv.ready(), "ready")
+        self.assertEqual([sv.ask("go"), sv.ask("ab")], ["gogo", "abab"])
+        self.assertEqual(sv.close(), 0)
+
+    def test_a_side_that_ends_is_an_error_not_a_hang(self):
+        sv = run.Server([sys.executable, "-c", "print('ready', flush=True)"], timeout=20)
+        self.addCleanup(sv.close)
+        self.assertEqual(sv.ready(), "ready")
+        with self.assertRaisesRegex(RuntimeError, "exit 0 before answering"):
+            sv.ask("go")
+
+    def test_a_silent_side_times_out(self):
+        sv = run.Server([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
+        self.addCleanup(sv.close)
+        with self.assertRaisesRegex(RuntimeError, "no answer in 0.5 s"):
+            sv.ready()
+
+
+class FakeServer:
+    """Stands in for launch_loop serve and torch_bench.py serve."""
+
+    def __init__(self, log, cmd, env=None):
+        self.cmd, self.env, self.asked, self.closed = list(cmd), dict(env or {}), [], False
+        self.torch = any(c.endswith("torch_bench.py") for c in cmd)
+        self.side = cmd[cmd.index("serve") + 1] if self.torch else None
+        log.append(self)
+
+    def ready(self):
+        return json.dumps({"ready": self.side, "import_s": 4.0}) if self.torch else "ready"
+
+    def ask(self, cmd):
+        self.asked.append(cmd)
+        k = len(self.asked)
+        if not self.torch:
+            text = " ".join(self.cmd)
+            extra = 1.5 if "CUDA_INJECTION64_PATH" in self.env else 1.4 if "--capture-range" not in text and \
+                "record" in text else 0.02 if "record" in text else 0.0
+            return f"{3.5 + 0.01 * (k % 3) + extra:.4f}"
+        if cmd == "plain":
+            return json.dumps({"us_per_op": 7.0 + 0.05 * (k % 3)})
+        got = {"us_per_op": 11.0 + 0.1 * ((k + (self.side == "ft")) % 2), "end_to_end_s": 0.2 + 0.01 * (k % 2) - 0.03 * (self.side == "ft")}
+        if cmd == "warm":
+            got["device_events"] = run.TORCH_ITERS
+        return json.dumps(got)
+
+    def close(self):
+        self.closed = True
+        return 0
 
 
 class GpuPathsWithoutAGpu(unittest.TestCase):
@@ -77,15 +150,6 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
             self.calls.append((list(cmd), dict(env or {})))
             text = " ".join(cmd)
             k = len(self.calls)
-            if "launch_loop" in text:
-                base = 3.5 + 0.01 * (k % 3)
-                extra = 1.5 if "CUDA_INJECTION64_PATH" in (env or {}) else 1.4 if "--capture-range" not in text and \
-                    "record" in text else 0.02 if "record" in text else 0.0
-                return json.dumps({"best": base + extra})
-            if "torch_bench.py" in text and " loop " in f" {text} ":
-                prof = 11.0 + 0.1 * (k % 2)
-                return json.dumps({"us_per_op": [prof], "end_to_end_s": [0.2 + 0.01 * (k % 2)],
-                                   "plain_us_per_op": [7.0 + 0.05 * (k % 3)], "import_s": 4.0})
             if "torch_bench.py" in text and "capture" in cmd:
                 return json.dumps({"slices": [100009, 100009], "export_chrome_trace_s": [0.31, 0.32, 0.33] * 2,
                                    "key_averages_s": [6.0, 7.0]})
@@ -105,7 +169,9 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
             return ""
 
         run.sh = fake
-        self.g = run.Gpu("/b", tmp, 3, 15, "2,3", False)
+        self.g = run.Gpu("/b", tmp, 3, 3, 4, "2,3", False)
+        self.servers = []
+        self.g.spawn = lambda cmd, env=None: FakeServer(self.servers, cmd, env)
 
     def tearDown(self):
         run.sh = self.saved
@@ -119,14 +185,21 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         for r in rows:
             self.assertIn(r["verdict"], ("pass", "MISS", "within noise"), r)
             self.assertTrue(r["low"] <= r["estimate"] <= r["high"], r)
-        # 15 rounds of each launch-loop variant and of each torch mode, all pinned
-        loops = [c for c, _ in self.calls if any(x.endswith("launch_loop") for x in c)]
-        self.assertEqual(len(loops), 15 * 5)
-        torch_loops = [c for c, _ in self.calls if "loop" in c and any(x.endswith("torch_bench.py") for x in c)]
-        self.assertEqual(len(torch_loops), 30)
+        # 3 groups of the 5 launch-loop sides, 16 turns each, every side on CPU 2 alone
+        loops = [sv for sv in self.servers if not sv.torch]
+        self.assertEqual(len(loops), 3 * 5)
+        self.assertTrue(all(sv.asked == ["go"] * 16 and sv.closed for sv in loops))
+        self.assertTrue(all(sv.cmd[:3] == ["taskset", "-c", "2"] and sv.cmd[-2:] == ["30000", "serve"] for sv in loops))
+        self.assertEqual(sorted(" ".join(sv.cmd[3:5]) for sv in loops[:5]),
+                         sorted(["/b/bench/gpu/launch_loop 30000", "/b/flagtrace record", "/b/flagtrace record",
+                                 "/b/bench/gpu/launch_loop 30000", "/b/flagtrace record"]))
+        # 3 groups of base and ft: every plain turn before the first profile, then one warm-up profile
+        torch = [sv for sv in self.servers if sv.torch]
+        self.assertEqual(sorted(sv.side for sv in torch), ["base"] * 3 + ["ft"] * 3)
+        self.assertTrue(all(sv.asked == ["plain"] * 4 + ["warm"] + ["prof"] * 4 and sv.closed for sv in torch))
+        self.assertTrue(all(sv.cmd[:3] == ["taskset", "-c", "2,3"] and sv.cmd[-2:] == ["--pin", "2"]
+                            and sv.cmd[sv.cmd.index("--iters") + 1] == str(run.TORCH_ITERS) for sv in torch))
         self.assertTrue(all(c[:3] == ["taskset", "-c", "2,3"] for c, _ in self.calls if c and c[0] != "/b/bench/bench_stats"))
-        self.assertTrue(all(c[c.index("--iters") + 1] == str(run.TORCH_ITERS) and c[c.index("--reps") + 1] == "1"
-                            and c[c.index("--plain-reps") + 1] == "5" for c in torch_loops))
         cap = next(c for c, _ in self.calls if "capture" in c and any(x.endswith("torch_bench.py") for x in c))
         # one export a capture: torch 2.11 saves a profile's results once ("Trace is already saved")
         self.assertEqual((cap[cap.index("--reps") + 1], cap[cap.index("--exports") + 1]), ("2", "1"))
@@ -139,8 +212,27 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
     def test_only_p3_runs_no_launch_loop_and_no_capture(self):
         rows = self.g.p1_p3_torch({"P3"})
         self.assertEqual([r["id"] for r in rows], ["P3", "P3"])
+        self.assertEqual([r["verdict"] for r in rows], ["within noise", "pass"])  # the fake's ft exits 0.03 s sooner
         self.assertFalse([c for c, _ in self.calls if any(x.endswith("launch_loop") or x.endswith("capture_bench")
                                                           for x in c)])
+        self.assertTrue(all(sv.torch and "plain" not in sv.asked for sv in self.servers))
+
+    def test_a_profile_without_the_kernels_stops_the_run(self):
+        real_ask = FakeServer.ask
+
+        def no_kernels(sv, cmd):
+            got = json.loads(real_ask(sv, cmd))
+            if cmd == "warm" and sv.side == "ft":
+                got["device_events"] = 3
+            return json.dumps(got)
+
+        FakeServer.ask = no_kernels
+        try:
+            with self.assertRaisesRegex(RuntimeError, "ft side's first profile has 3 device events"):
+                self.g.p1_p3_torch({"P3"})
+        finally:
+            FakeServer.ask = real_ask
+        self.assertTrue(self.servers and all(sv.closed for sv in self.servers))
 
 
 if __name__ == "__main__":
