@@ -116,9 +116,12 @@ def group_bootstrap(groups, stat, n=2000, seed=17):
 
 def judge(ci, target, at_most, quick):
     """pass only when the whole interval meets the target; MISS when the whole
-    interval misses it; otherwise the data cannot tell (within noise)."""
+    interval misses it; otherwise the data cannot tell (within noise). No target:
+    a row shown for comparison only."""
     if quick:
         return "(quick mode, not judged)"
+    if target is None:
+        return "not judged"
     _, lo, hi = ci
     if at_most:
         return "pass" if hi <= target else "MISS" if lo > target else "within noise"
@@ -399,6 +402,7 @@ class Gpu:
         if "P1" in want:
             variants["idle"] = (idle, None)
             variants["idle_preload"] = ([self.ft, "record", "--inject=preload"] + idle[2:], None)
+            variants["idle_cupti"] = ([self.ft, "record", "--inject=cuda"] + idle[2:], None)
         if "P2" in want:
             variants["floor"] = ([], {"CUDA_INJECTION64_PATH": self.floor})
             variants["record"] = (rec, None)
@@ -423,13 +427,16 @@ class Gpu:
             return [[(r["bare"], r[side]) for r in g] for g in groups]
 
         if "P1" in want:
-            for side, what in (("idle", "CUDA C launch loop, injection loaded, no capture (`record "
-                                        "--capture-range=cudaProfilerApi`, no cudaProfilerStart)"),
-                               ("idle_preload", "the same under `record --inject=preload` (LD_PRELOAD, armed when "
-                                                "libcuda loads)")):
+            for side, what, target in (
+                    ("idle", "CUDA C launch loop under `record --capture-range=cudaProfilerApi`, no "
+                             "cudaProfilerStart (preload: the libcuda shim waits, no CUPTI call)", 1.01),
+                    ("idle_preload", "the same with `--inject=preload` said explicitly", 1.01),
+                    ("idle_cupti", "the same with `--inject=cuda`: CUPTI's callbacks wait (any CUPTI call costs "
+                                   "this), for comparison", None)):
                 i = mm(every[side])
                 rows.append(row("P1", what, f"{b[0]:.3f} / {b[1]:.3f} µs bare", f"{i[0]:.3f} / {i[1]:.3f} µs",
-                                group_bootstrap(pairs(side), pair_ratio), "≤ 1.01", 1.01, True, self.quick))
+                                group_bootstrap(pairs(side), pair_ratio), "≤ 1.01" if target else "—", target, True,
+                                self.quick))
         if "P2" in want:
             f, rc = mm(every["floor"]), mm(every["record"])
 
@@ -530,10 +537,11 @@ class Gpu:
         q = self.quick
         kin = None
         if "P4" in want or "P5" in want:
-            # key_averages() takes 6-12 s a capture on the H200 host: at most 2 captures,
-            # each exported 3 times for P4's peer figure
+            # key_averages() takes 6-12 s a capture on the H200 host: on 2 of them; the
+            # export, ~0.3 s, on 6 (one each), for an interval P4's 10x can be judged by
             kin = last_json(sh(self.pin + [sys.executable, self.torch_bench, "capture", "--events", "100000",
-                                           "--reps", str(min(self.reps, 2)), "--exports", "1"]))
+                                           "--reps", str(2 if self.quick else max(6, 2 * self.reps)),
+                                           "--key-averages", str(min(self.reps, 2))]))
             self.note("kineto capture", kin)
         # its writes take tens of ms each: 5x the repetitions (at least 15) for a stable median
         small = last_json(sh(self.pin + [self.capture, str(kernels_small), os.path.join(self.tmp, "cap100k"),

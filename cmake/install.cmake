@@ -59,4 +59,7 @@ endif()
 if(FT_HAVE_INJECT)
   # where `record` looks for them (FT_INJECT_RELDIR): the preload library beside the injection one
   install(TARGETS flagtrace_inject flagtrace_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/flagtrace)
+  if(FT_HAVE_CUDA_SHIM)
+    install(TARGETS flagtrace_cuda_shim LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/flagtrace)
+  endif()
 endif()

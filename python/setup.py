@@ -70,10 +70,11 @@ class Build(BuildExtension):
         # Straight into the build tree, which becomes the wheel: the library under its
         # SONAME (what flagtrace._C loads through its rpath), the injection library,
         # and the command, where `record` finds ../lib/libflagtrace_inject.so (and the
-        # preload library beside it).
+        # preload library and, on CUDA builds, the capture range's libcuda shim beside it).
         # libflagtrace.so beside the sources is only for linking the extension.
         pkg = os.path.join(self.build_lib, "flagtrace")
-        ship = {"lib": ["libflagtrace.so.0", "libflagtrace_inject.so", "libflagtrace_preload.so"], "bin": ["flagtrace"]}
+        ship = {"lib": ["libflagtrace.so.0", "libflagtrace_inject.so", "libflagtrace_preload.so",
+                        "libflagtrace_cuda_shim.so"], "bin": ["flagtrace"]}
         for sub, names in ship.items():
             os.makedirs(os.path.join(pkg, sub), exist_ok=True)
             for name in names:

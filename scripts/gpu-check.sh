@@ -72,19 +72,20 @@ step "record --inject=preload a torch process: armed at torch's dlopen, its kern
   rm -rf $BUILD/tp && mkdir -p $BUILD/tp &&
   $FT record --inject=preload -o $BUILD/tp/t-%p.json.gz -- python3 tests/gpu/torch_preload.py run &&
   python3 tests/gpu/torch_preload.py check $BUILD/tp"
-step "record the CUDA sample (--capture-range=cudaProfilerApi)" bash -c "
-  $FT record --force-overwrite --capture-range=cudaProfilerApi -o $BUILD/sample_range.json.gz -- $BUILD/tests/gpu/sample --profiler-range &&
+# --capture-range defaults to preload: the sample's (static) cudart dlopens libcuda and
+# gets the shim, whose wrapped cuProfilerStart starts the session (no CUPTI before it)
+step "record the CUDA sample (--capture-range=cudaProfilerApi: the libcuda shim)" bash -c "
+  FLAGOS_TRACE=1 $FT record --force-overwrite --capture-range=cudaProfilerApi -o $BUILD/sample_range.json.gz -- $BUILD/tests/gpu/sample --profiler-range 2>$BUILD/range.log &&
+  grep -q 'waiting for cudaProfilerStart through the loader' $BUILD/range.log && grep -q 'shim. wrapped cuProfilerStart' $BUILD/range.log &&
   python3 tests/gpu/check_sample_trace.py $BUILD/sample_range.json.gz range"
-# informational (always passes): does the runtime's cudaProfilerStart reach a driver-only
-# watch? (It did on the H200, 2026-12-01; watching one domain saved nothing measurable.)
-step "capture range with FLAGTRACE_CUPTI_RANGE_CALLBACKS=driver (informational)" bash -c "
-  rm -f $BUILD/sample_range_drv.json.gz &&
-  FLAGTRACE_CUPTI_RANGE_CALLBACKS=driver $FT record --capture-range=cudaProfilerApi -o $BUILD/sample_range_drv.json.gz -- $BUILD/tests/gpu/sample --profiler-range &&
-  if python3 tests/gpu/check_sample_trace.py $BUILD/sample_range_drv.json.gz range; then
-    echo 'INFO driver-only watch: cudaProfilerStart opened the range'
-  else
-    echo 'INFO driver-only watch: cudaProfilerStart did NOT open the range'
-  fi"
+step "record the CUDA sample (--inject=cuda --capture-range: CUPTI's callbacks watch)" bash -c "
+  $FT record --force-overwrite --inject=cuda --capture-range=cudaProfilerApi -o $BUILD/sample_range_cupti.json.gz -- $BUILD/tests/gpu/sample --profiler-range &&
+  python3 tests/gpu/check_sample_trace.py $BUILD/sample_range_cupti.json.gz range"
+# a torch process (shared cudart, libcuda dlopened by torch first) under the shim
+step "record --capture-range a torch process: torch.cuda.profiler.start opens the range through the shim" bash -c "
+  rm -rf $BUILD/tr && mkdir -p $BUILD/tr &&
+  FLAGOS_TRACE=1 $FT record --capture-range=cudaProfilerApi -o $BUILD/tr/t.json.gz -- python3 tests/gpu/torch_preload.py range 2>$BUILD/tr/log &&
+  grep -q 'shim. wrapped cuProfilerStart' $BUILD/tr/log && python3 tests/gpu/torch_preload.py check-range $BUILD/tr/t.json.gz"
 step "torch kernel fields: flagtrace vs torch.profiler" \
   python3 tests/gpu/torch_kernel_fields.py --lib "$LIB" --out-dir "$OUT"
 gzip -f "$OUT/torch_native_trace.json" 2>/dev/null

@@ -16,7 +16,7 @@ serve SIDE: the loops of P1 and P3 on command, for bench/run.py's lockstep round
 exit-split MODE: one profile (kineto or flagtrace) after a warm-up, its exit under cProfile:
   where the profile's exit goes (P3 end to end), printed to stderr.
 capture: kineto's own captures of about EVENTS events, timing export_chrome_trace
-  (P4 baseline, EXPORTS times each) and key_averages (P5 baseline) on each."""
+  (P4 baseline, once each) and key_averages (P5 baseline) on the first K."""
 import argparse
 import json
 import os
@@ -139,7 +139,7 @@ def exit_split(mode, iters):
     print(json.dumps(out))
 
 
-def capture(events, reps, exports):
+def capture(events, reps, key_averages):
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -155,13 +155,13 @@ def capture(events, reps, exports):
             if not r:  # the warm-up: its export and key_averages would only cost time
                 continue
             path = os.path.join(d, f"t{r}.json")
-            for _ in range(exports):  # each export renders the whole trace again
+            t0 = time.perf_counter()  # once: torch 2.11 saves a profile once ("Trace is already saved")
+            prof.export_chrome_trace(path)
+            export_s.append(time.perf_counter() - t0)
+            if r <= key_averages:  # 6-12 s each on the H200 host
                 t0 = time.perf_counter()
-                prof.export_chrome_trace(path)
-                export_s.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            prof.key_averages()
-            key_avg_s.append(time.perf_counter() - t0)
+                prof.key_averages()
+                key_avg_s.append(time.perf_counter() - t0)
             with open(path) as f:
                 doc = json.load(f)
             counts.append(sum(1 for e in doc["traceEvents"] if e.get("ph") == "X"))
@@ -186,8 +186,8 @@ def main():
     cp = sub.add_parser("capture")
     cp.add_argument("--events", type=int, default=100000)
     cp.add_argument("--reps", type=int, default=5, help="captures after the warm-up")
-    cp.add_argument("--exports", type=int, default=1, choices=[1],
-                    help="export_chrome_trace calls per capture (torch 2.11 saves a profile once: 'Trace is already saved')")
+    cp.add_argument("--key-averages", type=int, default=None, metavar="K",
+                    help="time key_averages() on the first K captures only (default: all)")
     a = ap.parse_args()
     if a.cmd == "loop":
         loop(a.mode, a.iters, a.reps)
@@ -196,7 +196,7 @@ def main():
     elif a.cmd == "exit-split":
         exit_split(a.mode, a.iters)
     else:
-        capture(a.events, a.reps, a.exports)
+        capture(a.events, a.reps, a.reps if a.key_averages is None else a.key_averages)
 
 
 if __name__ == "__main__":

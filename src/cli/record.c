@@ -47,8 +47,8 @@ static const char usage_fmt[] =
     "                         (default here: %s)\n"
     "      --capture-range=cudaProfilerApi\n"
     "                         write only what happens between the program's first\n"
-    "                         cudaProfilerStart and cudaProfilerStop (device tracing\n"
-    "                         is enabled at that start, so waiting for it is cheap)\n"
+    "                         cudaProfilerStart and cudaProfilerStop. Device tracing\n"
+    "                         starts there; %s\n"
     "  -h, --help             show this help\n"
     "\n"
     "Signals sent to record (INT, TERM, HUP, QUIT, USR1, USR2, PIPE) are passed on\n"
@@ -238,8 +238,14 @@ int ft_cli_record(int argc, char **argv) {
   const ft__runtime_set *runtimes = ft__runtime_set_for(FT_ACCELERATOR_NAME);
   char libs[256] = "(no runtime library: this build has no accelerator)";
   if (runtimes) ft__runtime_list(runtimes, libs, sizeof libs);
-  char usage[sizeof usage_fmt + 512];
-  snprintf(usage, sizeof usage, usage_fmt, libs, cuda_build ? "cuda" : "preload");
+  char usage[sizeof usage_fmt + 1024];
+  snprintf(usage, sizeof usage, usage_fmt, libs, cuda_build ? "cuda, preload with --capture-range" : "preload",
+           cuda_build ? "with preload, until then the program runs\n"
+                        "                         as it would untraced (the libcuda it dlopens is\n"
+                        "                         handed a shim that reports the range); with\n"
+                        "                         --inject=cuda, CUPTI watches for it (launches cost\n"
+                        "                         ~3 % more while it waits)"
+                      : "until then only a callback waits for it");
   int i = ft_cli_parse("record", argc, argv, opts, usage);
   if (i == FT_CLI_HELP) return 0;
   if (i == FT_CLI_ERROR) return FT_CLI_USAGE;
@@ -255,7 +261,9 @@ int ft_cli_record(int argc, char **argv) {
                                         "driver,nvtx, not '%s'", trace);
   if (capture && strcmp(capture, "cudaProfilerApi") && strcmp(capture, "none"))
     return ft_cli_usage_error("record", "--capture-range takes cudaProfilerApi or none, not '%s'", capture);
-  bool preload = !cuda_build;
+  /* a capture range waits for free only with the preload library's libcuda shim */
+  bool range = capture && !strcmp(capture, "cudaProfilerApi");
+  bool preload = !cuda_build || range;
   if (inject_how) {
     if (cuda_build && (!strcmp(inject_how, "cuda") || !strcmp(inject_how, "preload")))
       preload = !strcmp(inject_how, "preload");
@@ -286,13 +294,18 @@ int ft_cli_record(int argc, char **argv) {
     }
     snprintf(preload_lib, sizeof preload_lib, "%.*slibflagtrace_preload.so", (int)(strrchr(inject, '/') + 1 - inject),
              inject);
-    if (access(preload_lib, R_OK) != 0) {
+    /* the capture range's default falls back to CUDA injection (CUPTI then watches) */
+    bool fallback = cuda_build && !inject_how;
+    if (fallback && (access(preload_lib, R_OK) != 0 || strpbrk(preload_lib, " :") || preload_ignored(argv[i]))) {
+      preload = false;
+      preload_lib[0] = '\0';
+    } else if (access(preload_lib, R_OK) != 0) {
       fprintf(stderr, "flagtrace record: the preload library %s was not found beside the injection library\n",
               preload_lib);
       return FT_CLI_USAGE;
     }
     /* LD_PRELOAD splits at spaces and colons and has no quoting */
-    if (strpbrk(preload_lib, " :"))
+    if (preload && strpbrk(preload_lib, " :"))
       return ft_cli_usage_error("record", "LD_PRELOAD cannot name '%s' (a space or colon in the path)", preload_lib);
   }
   const char *untraceable = preload ? preload_ignored(argv[i]) : NULL;
@@ -312,6 +325,10 @@ int ft_cli_record(int argc, char **argv) {
     setenv("LD_PRELOAD", value, 1);
     free(value);
     setenv("FLAGTRACE_PRELOAD", inject, 1);
+    char shim[PATH_MAX + 32];
+    snprintf(shim, sizeof shim, "%.*slibflagtrace_cuda_shim.so", (int)(strrchr(inject, '/') + 1 - inject), inject);
+    if (range && cuda_build && access(shim, R_OK) == 0) setenv("FLAGTRACE_PRELOAD_SHIM", shim, 1);
+    else unsetenv("FLAGTRACE_PRELOAD_SHIM");
   } else {
     const char *prev = getenv("CUDA_INJECTION64_PATH");
     if (prev && *prev && strcmp(prev, inject))

@@ -24,6 +24,7 @@ static ft_session *session;
 static pid_t owner_pid;        /* the process that created the session */
 static atomic_int finished;    /* the trace was written (or abandoned) */
 static bool capture_range;     /* --capture-range=cudaProfilerApi */
+static bool deferred;          /* the session starts at cudaProfilerStart (FlagtraceProfilerRange) */
 static atomic_int range_state; /* 0 before cudaProfilerStart, 1 inside, 2 after stop */
 static uint64_t range_lo, range_hi;
 
@@ -49,6 +50,14 @@ static void finish(void) {
   /* fork() without exec: the child has a copy of the session but no CUDA and no
    * tracer threads; it must never write the parent's file. */
   if (!session || getpid() != owner_pid) return;
+  pthread_mutex_lock(&init_mu);
+  if (deferred) { /* no range came: a trace that says so, without arming the tracer now */
+    session->device_status = FT_EUNAVAILABLE;
+    snprintf(session->device_why, sizeof session->device_why, "no cudaProfilerStart opened the capture range");
+    ft_session_start(session);
+    deferred = false;
+  }
+  pthread_mutex_unlock(&init_mu);
   ft_session_stop(session); /* FT_ESTATE if never started: still write what we have */
   if (capture_range) {
     int st = atomic_load(&range_state);
@@ -165,6 +174,36 @@ static unsigned activities_from_env(bool *nvtx) {
   return a;
 }
 
+/* Starts the session; with watch, a capture range is watched through the tracer
+ * (CUPTI's callbacks). Under init_mu. */
+static void start_session(bool watch) {
+  if (capture_range && watch) {
+    const ft_tracer_ops *ops = session->tracer->ops;
+    if (!ops->watch_profiler_api || ops->watch_profiler_api(session->tracer, on_profiler_api, NULL) != FT_OK)
+      ft__warn("--capture-range=cudaProfilerApi: the %s tracer cannot watch the profiler API (%s); "
+               "recording the whole run", ops->name, ops->last_error(session->tracer));
+    else
+      ft__log("capture range: waiting for cudaProfilerStart");
+  }
+  ft_session_start(session);
+  if (capture_range && !session->tracer_armed) capture_range = false;
+}
+
+/* From the preload library's libcuda shim (src/tracers/cuda_range_shim.c): 1 when
+ * cuProfilerStart has returned, 0 when cuProfilerStop begins, -1 when the shim could
+ * not be loaded (the range is then watched through the tracer, as without it). */
+INJECT_EXPORT void FlagtraceProfilerRange(int what) {
+  pthread_mutex_lock(&init_mu);
+  bool ours = session && owner_pid == getpid();
+  if (ours && deferred && what) {
+    if (what < 0) ft__log("capture range: the loader cannot watch it; watching through the tracer");
+    start_session(what < 0); /* at the range's start, no watch is needed any more */
+    deferred = false;
+  }
+  pthread_mutex_unlock(&init_mu);
+  if (ours && what >= 0) on_profiler_api(NULL, what > 0);
+}
+
 ft_session *ft__inject_session(void) {
   pthread_mutex_lock(&init_mu);
   if (session && owner_pid == getpid()) goto end;
@@ -177,18 +216,15 @@ ft_session *ft__inject_session(void) {
     goto end;
   }
   owner_pid = getpid();
-  const char *cr = getenv("FLAGTRACE_CAPTURE_RANGE");
+  const char *cr = getenv("FLAGTRACE_CAPTURE_RANGE"), *fl = getenv("FLAGTRACE_RANGE_FROM_LOADER");
   capture_range = cr && !strcmp(cr, "cudaProfilerApi");
-  if (capture_range) {
-    const ft_tracer_ops *ops = session->tracer->ops;
-    if (!ops->watch_profiler_api || ops->watch_profiler_api(session->tracer, on_profiler_api, NULL) != FT_OK)
-      ft__warn("--capture-range=cudaProfilerApi: the %s tracer cannot watch the profiler API (%s); "
-               "recording the whole run", ops->name, ops->last_error(session->tracer));
-    else
-      ft__log("capture range: waiting for cudaProfilerStart");
-  }
-  ft_session_start(session);
-  if (capture_range && !session->tracer_armed) capture_range = false;
+  /* The preload library hands the program a libcuda shim that reports the range:
+   * nothing touches CUPTI before it starts (any CUPTI call costs each launch ~3 %). */
+  deferred = capture_range && fl && !strcmp(fl, "1");
+  if (deferred)
+    ft__log("capture range: waiting for cudaProfilerStart through the loader (no CUPTI call before it)");
+  else
+    start_session(true);
   atexit(finish);
   install_signal_handlers();
   pthread_atfork(NULL, NULL, forked_child);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,6 +28,16 @@ static const char *inject_path;         /* FLAGTRACE_PRELOAD: libflagtrace_injec
 static atomic_bool armed;               /* the session was begun (or given up on) */
 static _Atomic unsigned long long seen_adds; /* dlpi_adds at the last link-map scan */
 static _Atomic(dlopen_fn) real_dlopen_ptr;
+static void *inject_handle; /* the injection library, once armed */
+
+/* --capture-range on CUDA: record names a shim (FLAGTRACE_PRELOAD_SHIM) that every
+ * dlopen of the driver library gets instead of it, and whose cuProfilerStart/Stop call
+ * the session (src/tracers/cuda_range_shim.c): no CUPTI until the range starts. */
+#define SHIMMED_LIBRARY "libcuda.so"
+static const char *shim_path;
+static atomic_bool range_from_loader; /* decided at the constructor, told to the session */
+static void *shim_handle;
+static pthread_mutex_t shim_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static dlopen_fn real_dlopen(void) {
   dlopen_fn f = atomic_load_explicit(&real_dlopen_ptr, memory_order_acquire);
@@ -58,6 +69,7 @@ static void check_link_map(void) {
   if (!atomic_compare_exchange_strong(&armed, &expected, true)) return;
   /* the entry the CUDA driver calls: one session machinery for both injections */
   void *h = real_dlopen()(inject_path, RTLD_NOW | RTLD_LOCAL);
+  inject_handle = h;
   int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
   if (!init) {
     const char *e = dlerror();
@@ -102,6 +114,44 @@ static void *open_for_caller(const char *file, int mode, const void *caller) {
   return h;
 }
 
+static bool is_shimmed(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t n = sizeof SHIMMED_LIBRARY - 1;
+  return !strncmp(base, SHIMMED_LIBRARY, n) && (base[n] == '\0' || base[n] == '.');
+}
+
+static int find_shimmed(struct dl_phdr_info *info, size_t size, void *found) {
+  (void)size;
+  return *(bool *)found = info->dlpi_name && is_shimmed(info->dlpi_name);
+}
+
+/* The shim's handle for a dlopen of the driver library (cuda: its handle), or NULL:
+ * then the session is told to watch through CUPTI instead, and cuda is returned. */
+static void *shim_for(void *cuda) {
+  pthread_mutex_lock(&shim_mu);
+  void *s = NULL;
+  if (atomic_load(&range_from_loader)) {
+    /* never unloaded: the runtime keeps the pointers it was given */
+    s = real_dlopen()(shim_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    void (*setup)(void *, void (*)(int)) = s ? (void (*)(void *, void (*)(int)))dlsym(s, "flagtrace_shim_setup") : NULL;
+    void (*range)(int) = inject_handle ? (void (*)(int))dlsym(inject_handle, "FlagtraceProfilerRange") : NULL;
+    if (!setup) {
+      const char *e = dlerror();
+      fprintf(stderr, "flagtrace: %s could not be loaded (%s); the capture range is watched through CUPTI\n",
+              shim_path, e ? e : "no flagtrace_shim_setup");
+      atomic_store(&range_from_loader, false);
+      s = NULL;
+      if (range) range(-1);
+    } else if (!shim_handle) {
+      setup(cuda, range);
+      shim_handle = s;
+    }
+  }
+  pthread_mutex_unlock(&shim_mu);
+  return s;
+}
+
 /* Interposes the loader's dlopen in a preloaded process: a vendor runtime is
  * usually dlopened (a Python extension's dependency), not linked by the program. */
 INJECT_EXPORT void *dlopen(const char *file, int mode) {
@@ -117,6 +167,10 @@ INJECT_EXPORT void *dlopen(const char *file, int mode) {
     dl_iterate_phdr(read_adds, &adds);
     if (adds != atomic_load_explicit(&seen_adds, memory_order_relaxed)) check_link_map();
   }
+  if (h && file && atomic_load(&range_from_loader) && is_shimmed(file)) {
+    void *s = shim_for(h);
+    if (s) return s;
+  }
   return h;
 }
 
@@ -126,5 +180,15 @@ __attribute__((constructor)) static void preload_init(void) {
   inject_path = getenv("FLAGTRACE_PRELOAD");
   if (!inject_path || inject_path[0] != '/') return;
   runtimes = ft__runtime_set_for(FT_ACCELERATOR_NAME);
+  shim_path = getenv("FLAGTRACE_PRELOAD_SHIM");
+  if (shim_path && shim_path[0] == '/') {
+    /* A program linked against the driver may call cuProfilerStart itself, which no
+     * shim handed to dlopen would see: that one keeps CUPTI's watch. */
+    bool linked = false;
+    dl_iterate_phdr(find_shimmed, &linked);
+    atomic_store(&range_from_loader, !linked);
+  }
+  /* for the session (inject.c); set here, before any thread, and in every process */
+  setenv("FLAGTRACE_RANGE_FROM_LOADER", atomic_load(&range_from_loader) ? "1" : "0", 1);
   check_link_map();
 }

@@ -96,9 +96,9 @@ def _(d):
         assert "w\u00e9\u20ac\U0001F600".encode() in f.read()  # raw UTF-8 bytes, not \u escapes
 
 
-@results.tmp_case("record --capture-range=cudaProfilerApi: only what ran between start and stop")
+@results.tmp_case("record --inject=cuda --capture-range=cudaProfilerApi: only what ran between start and stop")
 def _(d):
-    r = record("--capture-range=cudaProfilerApi", "-o", os.path.join(d, "t.json"), "--", driver, "range")
+    r = record("--inject=cuda", "--capture-range=cudaProfilerApi", "-o", os.path.join(d, "t.json"), "--", driver, "range")
     assert r.returncode == 0, r
     doc = load(os.path.join(d, "t.json"))
     assert [e["name"] for e in xs(doc, ("kernel",))] == ["inside_range"], xs(doc, ("kernel",))
@@ -111,12 +111,12 @@ def _(d):
 @results.tmp_case("FLAGTRACE_CUPTI_RANGE_CALLBACKS: driver watches only cuProfilerStart/Stop, a bad value both")
 def _(d):
     # the fake's cudaProfilerStart makes runtime callbacks only, as the runtime's own
-    r = record("--capture-range=cudaProfilerApi", "-o", os.path.join(d, "t.json"), "--", driver, "range",
+    r = record("--inject=cuda", "--capture-range=cudaProfilerApi", "-o", os.path.join(d, "t.json"), "--", driver, "range",
                env={"FLAGTRACE_CUPTI_RANGE_CALLBACKS": "driver"})
     assert r.returncode == 0, r
     assert [w[1] for w in written(r)] == ["0"], r.stderr
     assert xs(load(os.path.join(d, "t.json")), ("kernel",)) == []
-    r = record("--capture-range=cudaProfilerApi", "-o", os.path.join(d, "u.json"), "--", driver, "range",
+    r = record("--inject=cuda", "--capture-range=cudaProfilerApi", "-o", os.path.join(d, "u.json"), "--", driver, "range",
                env={"FLAGTRACE_CUPTI_RANGE_CALLBACKS": "bogus"})
     assert r.returncode == 0, r
     assert "FLAGTRACE_CUPTI_RANGE_CALLBACKS='bogus' is not driver, runtime or both" in r.stderr, r.stderr

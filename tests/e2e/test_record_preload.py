@@ -23,7 +23,7 @@ signal.signal(signal.SIGQUIT, signal.SIG_DFL)  # inherits SIGQUIT ignored, which
 help_text = subprocess.run([flagtrace, "record", "--help"], capture_output=True, text=True).stdout
 RUNTIMES = re.findall(r"\b(lib[\w.-]+\.so)\b", help_text.split("preload:")[1].split("(default here")[0])
 assert RUNTIMES, help_text
-DEFAULT = "cuda" if "(default here: cuda)" in help_text else "preload"
+DEFAULT = "cuda" if "(default here: cuda" in help_text else "preload"
 RUNTIME_CAT = "cuda_runtime" if tracer in ("cupti", "mcpti") else "privateuse1_runtime"
 # MSPTI records copies and sets only when libmspti was loaded at process start: the
 # user preloads it, and record keeps their LD_PRELOAD ahead of its own
@@ -115,6 +115,54 @@ def _(d):
     r = record(d, "-o", os.path.join(d, "t.json"), "--", driver, "exit", env=env)
     assert r.returncode == 0 and len(written(r)) == 1, r
     check_trace(os.path.join(d, "t.json"))
+
+
+FAKE_LIBCUDA = os.environ.get("FAKE_LIBCUDA")  # CUDA builds: --capture-range's libcuda shim
+LOADER_WAIT = "capture range: waiting for cudaProfilerStart through the loader (no CUPTI call before it)"
+CUPTI_WAIT = "flagtrace: capture range: waiting for cudaProfilerStart\n"
+
+
+def range_record(d, mode, **extra):
+    """record --capture-range (preload by default on CUDA) of the driver's cudart-like range."""
+    env = env_for(d, "libcudart.so", FAKE_LIBCUDA=FAKE_LIBCUDA, FLAGOS_TRACE="1", **extra)
+    out = os.path.join(d, mode + ".json")
+    r = record(d, "--capture-range=cudaProfilerApi", "-o", out, "--", driver, mode, env=env, inject=False)
+    assert r.returncode == 0 and r.stdout == f"preload_driver: {mode} done\n", r
+    return r, load(out)
+
+
+if FAKE_LIBCUDA:
+    @results.tmp_case("record --capture-range: preload by default; the libcuda shim opens the range, no CUPTI before it")
+    def _(d):
+        r, doc = range_record(d, "range")
+        assert [e["name"] for e in xs(doc, ("kernel",))] == ["inside_range"], xs(doc, ("kernel",))
+        # the session started at cudaProfilerStart: before_range never reached the fake
+        # CUPTI's enabled kinds; after_range's kernel and launch arrive and are discarded
+        assert doc["flagtrace"]["window_discarded"] == 2, doc["flagtrace"]
+        assert LOADER_WAIT in r.stderr and CUPTI_WAIT not in r.stderr, r.stderr
+        assert "[shim] wrapped cuProfilerStart" in r.stderr and "[shim] wrapped cuProfilerStop" in r.stderr, r.stderr
+
+    @results.tmp_case("record --capture-range: a program with libcuda loaded from its start keeps CUPTI's watch")
+    def _(d):
+        # linked (here: preloaded by the user, ahead of record's) before any dlopen: a
+        # direct cuProfilerStart would never meet the shim
+        r, doc = range_record(d, "range", LD_PRELOAD=FAKE_LIBCUDA)
+        assert [e["name"] for e in xs(doc, ("kernel",))] == ["inside_range"], xs(doc, ("kernel",))
+        assert CUPTI_WAIT in r.stderr and LOADER_WAIT not in r.stderr and "[shim]" not in r.stderr, r.stderr
+
+    @results.tmp_case("record --capture-range: no cudaProfilerStart: an empty trace that says why, CUPTI never armed")
+    def _(d):
+        r, doc = range_record(d, "range_none")
+        assert written(r) and written(r)[0][1] == "0", r.stderr
+        assert xs(doc, ("kernel",)) == [] and doc["flagtrace"]["device_activity"] is False, doc["flagtrace"]
+        assert doc["flagtrace"]["device_status"] == "no cudaProfilerStart opened the capture range", doc["flagtrace"]
+        assert "activity enabled" not in r.stderr and "enable kind" not in r.stderr, r.stderr
+
+    @results.tmp_case("record --inject=cuda --capture-range: CUDA injection, never the preload library")
+    def _(d):
+        r = record(d, "--inject=cuda", "--capture-range=cudaProfilerApi", "--", "sh", "-c",
+                   'echo "[$LD_PRELOAD][$CUDA_INJECTION64_PATH][$FLAGTRACE_PRELOAD_SHIM]"', inject=False)
+        assert re.fullmatch(r"\[\]\[/\S+/libflagtrace_inject\.so\]\[\]\n", r.stdout), r
 
 
 @results.tmp_case("record --inject=preload: a program that never loads the runtime writes nothing")

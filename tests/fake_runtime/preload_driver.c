@@ -4,20 +4,49 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int work(void) {
+typedef int (*launch_fn)(int, const char *);
+
+static launch_fn load_runtime(void) {
   const char *rt = getenv("FAKE_RUNTIME");
   void *h = rt ? dlopen(rt, RTLD_NOW | RTLD_LOCAL) : NULL;
-  int (*launch)(int, const char *) = h ? (int (*)(int, const char *))dlsym(h, "fake_rt_launch") : NULL;
-  if (!launch) {
-    fprintf(stderr, "preload_driver: FAKE_RUNTIME=%s: %s\n", rt ? rt : "(unset)", rt ? dlerror() : "not set");
+  launch_fn launch = h ? (launch_fn)dlsym(h, "fake_rt_launch") : NULL;
+  if (!launch) fprintf(stderr, "preload_driver: FAKE_RUNTIME=%s: %s\n", rt ? rt : "(unset)", rt ? dlerror() : "not set");
+  return launch;
+}
+
+/* cudaProfilerStart/Stop as the CUDA runtime reaches the driver (measured on the H200,
+ * static and shared cudart alike): dlopen libcuda.so.1 (FAKE_LIBCUDA), dlsym
+ * cuGetProcAddress_v2, ask it for cuGetProcAddress and that one for the calls. With
+ * "range" the start and stop bracket one kernel; "range_none" never starts. */
+static int range(launch_fn launch, bool start) {
+  typedef int (*gpa_fn)(const char *, void **, int, unsigned long long, int *);
+  const char *drv = getenv("FAKE_LIBCUDA");
+  void *h = drv ? dlopen(drv, RTLD_NOW | RTLD_LOCAL) : NULL;
+  gpa_fn gpa2 = h ? (gpa_fn)dlsym(h, "cuGetProcAddress_v2") : NULL, gpa = NULL;
+  int st = 0, (*on)(void) = NULL, (*off)(void) = NULL;
+  if (!gpa2 || gpa2("cuGetProcAddress", (void **)&gpa, 12000, 0, &st) || gpa("cuProfilerStart", (void **)&on, 4000, 0, &st) ||
+      gpa("cuProfilerStop", (void **)&off, 4000, 0, &st)) {
+    fprintf(stderr, "preload_driver: FAKE_LIBCUDA=%s: no profiler calls (%s)\n", drv ? drv : "(unset)", dlerror());
     return 3;
   }
+  launch(0, "before_range");
+  if (start && on()) return 5;
+  launch(0, "inside_range");
+  if (start && off()) return 5;
+  launch(0, "after_range");
+  return 0;
+}
+
+static int work(void) {
+  launch_fn launch = load_runtime();
+  if (!launch) return 3;
   if (launch(0, "fake_kernel") || launch(1, NULL) || launch(2, NULL))
     fprintf(stderr, "preload_driver: the activity library was not loaded (tracer not armed)\n");
   return 0;
@@ -28,6 +57,12 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "none")) { /* never loads the runtime: must cost and write nothing */
     printf("preload_driver: none done\n");
     return 0;
+  }
+  if (!strcmp(mode, "range") || !strcmp(mode, "range_none")) {
+    launch_fn launch = load_runtime();
+    int rc = launch ? range(launch, !strcmp(mode, "range")) : 3;
+    if (!rc) printf("preload_driver: %s done\n", mode);
+    return rc;
   }
   if (!strcmp(mode, "spawn")) { /* a child that execs inherits the preload: two traces */
     pid_t p = fork();

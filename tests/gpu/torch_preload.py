@@ -1,5 +1,8 @@
 """A torch process under `record --inject=preload`: torch dlopens libcudart from its own
-RUNPATH, and the preload library must arm there (one trace, with the add_ kernel)."""
+RUNPATH, and the preload library must arm there (one trace, with the add_ kernel).
+`range`: under `record --capture-range`, torch.cuda.profiler.start/stop around three
+add_ with a mul_ before and after: the libcuda shim must open the range at the start
+(check-range: the three add kernels, no mul)."""
 import glob
 import os
 import sys
@@ -15,6 +18,28 @@ def run():
     torch.cuda.synchronize()
 
 
+def run_range():
+    import torch
+    x = torch.ones(1 << 20, device="cuda")
+    x.mul_(2)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    for _ in range(3):
+        x.add_(1)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    x.mul_(3)
+    torch.cuda.synchronize()
+
+
+def check_range(path):
+    doc = load(path)
+    names = [e["name"] for e in xs(doc, ("kernel",))]
+    assert len(names) == 3 and all("add" in n.lower() and "mul" not in n.lower() for n in names), names
+    assert doc["flagtrace"]["device_activity"] is True, doc["flagtrace"]
+    print(f"PASS the range only: {len(names)} kernels, e.g. {names[0][:70]}")
+
+
 def check(folder):
     files = glob.glob(folder + "/t-*.json.gz")
     assert len(files) == 1, f"one trace expected, got {files}"
@@ -25,4 +50,5 @@ def check(folder):
 
 
 if __name__ == "__main__":
-    run() if sys.argv[1] == "run" else check(sys.argv[2])
+    {"run": run, "range": run_range}[sys.argv[1]]() if len(sys.argv) == 2 else \
+        {"check": check, "check-range": check_range}[sys.argv[1]](sys.argv[2])

@@ -39,6 +39,7 @@ class Method(unittest.TestCase):
         self.assertEqual(run.judge((10.5, 9.0, 12.0), 10, False, False), "within noise")
         self.assertEqual(run.judge((8.0, 7.0, 9.9), 10, False, False), "MISS")
         self.assertEqual(run.judge((8.0, 7.0, 9.9), 10, False, True), "(quick mode, not judged)")
+        self.assertEqual(run.judge((1.03, 1.02, 1.04), None, True, False), "not judged")
 
     def test_turn_order_puts_each_side_first_as_often(self):
         self.assertEqual([run.turn_order("ab", r) for r in range(4)],
@@ -122,7 +123,7 @@ class FakeServer:
         if not self.torch:
             text = " ".join(self.cmd)
             extra = 1.5 if "CUDA_INJECTION64_PATH" in self.env else 1.4 if "--capture-range" not in text and \
-                "record" in text else 0.02 if "record" in text else 0.0
+                "record" in text else 0.1 if "--inject=cuda" in text else 0.02 if "record" in text else 0.0
             return f"{3.5 + 0.01 * (k % 3) + extra:.4f}"
         if cmd == "plain":
             return json.dumps({"us_per_op": 7.0 + 0.05 * (k % 3)})
@@ -180,19 +181,23 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
     def test_every_row_of_a_whole_run(self):
         want = set(run.IDS)
         rows = self.g.p1_p2(30000, want) + self.g.p1_p3_torch(want) + self.g.p4_p5_p6(45000, 500000, want)
-        self.assertEqual([r["id"] for r in rows], ["P1", "P1", "P2", "P1", "P3", "P3"] + ["P4"] * 4 + ["P5"] * 2
+        self.assertEqual([r["id"] for r in rows], ["P1", "P1", "P1", "P2", "P1", "P3", "P3"] + ["P4"] * 4 + ["P5"] * 2
                          + ["P6"] * 2)
+        # the fake's waiting costs 0.02 of 3.5 µs with preload, 0.1 under CUPTI (judged or not, as labelled)
+        self.assertEqual([r["verdict"] for r in rows[:3]], ["pass", "pass", "not judged"])
+        self.assertGreater(rows[2]["estimate"], 1.02)
         for r in rows:
-            self.assertIn(r["verdict"], ("pass", "MISS", "within noise"), r)
+            self.assertIn(r["verdict"], ("pass", "MISS", "within noise", "not judged"), r)
             self.assertTrue(r["low"] <= r["estimate"] <= r["high"], r)
-        # 3 groups of the 5 launch-loop sides, 16 turns each, every side on CPU 2 alone
+        # 3 groups of the 6 launch-loop sides, 16 turns each, every side on CPU 2 alone
         loops = [sv for sv in self.servers if not sv.torch]
-        self.assertEqual(len(loops), 3 * 5)
+        self.assertEqual(len(loops), 3 * 6)
         self.assertTrue(all(sv.asked == ["go"] * 16 and sv.closed for sv in loops))
         self.assertTrue(all(sv.cmd[:3] == ["taskset", "-c", "2"] and sv.cmd[-2:] == ["30000", "serve"] for sv in loops))
-        self.assertEqual(sorted(" ".join(sv.cmd[3:5]) for sv in loops[:5]),
-                         sorted(["/b/bench/gpu/launch_loop 30000", "/b/flagtrace record", "/b/flagtrace record",
-                                 "/b/bench/gpu/launch_loop 30000", "/b/flagtrace record"]))
+        self.assertEqual(sorted(" ".join(sv.cmd[3:6]) for sv in loops[:6]),
+                         sorted(["/b/bench/gpu/launch_loop 30000 serve", "/b/flagtrace record --force-overwrite",
+                                 "/b/flagtrace record --inject=preload", "/b/flagtrace record --inject=cuda",
+                                 "/b/bench/gpu/launch_loop 30000 serve", "/b/flagtrace record --force-overwrite"]))
         # 3 groups of base and ft: every plain turn before the first profile, then one warm-up profile
         torch = [sv for sv in self.servers if sv.torch]
         self.assertEqual(sorted(sv.side for sv in torch), ["base"] * 3 + ["ft"] * 3)
@@ -201,8 +206,8 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
                             and sv.cmd[sv.cmd.index("--iters") + 1] == str(run.TORCH_ITERS) for sv in torch))
         self.assertTrue(all(c[:3] == ["taskset", "-c", "2,3"] for c, _ in self.calls if c and c[0] != "/b/bench/bench_stats"))
         cap = next(c for c, _ in self.calls if "capture" in c and any(x.endswith("torch_bench.py") for x in c))
-        # one export a capture: torch 2.11 saves a profile's results once ("Trace is already saved")
-        self.assertEqual((cap[cap.index("--reps") + 1], cap[cap.index("--exports") + 1]), ("2", "1"))
+        # 6 kineto captures, one export each (torch 2.11 saves a profile once), key_averages on 2
+        self.assertEqual((cap[cap.index("--reps") + 1], cap[cap.index("--key-averages") + 1]), ("6", "2"))
         # stats is timed 7 times on the 1 M trace, after its JSON twin is gone
         stats_1m = [c for c, _ in self.calls if "stats" in c and c[-1].endswith("cap1m.json.gz")]
         self.assertEqual(len(stats_1m), 7)
