@@ -626,7 +626,8 @@ def readme_table(result):
     """README's block: the run's source, then peer and flagtrace side by side per row."""
     out = [README_BEGIN, "",
            f"Latest on the GPU (`bench/results/{result['name']}.md`: {result['date']}, commit {result['commit']}, "
-           f"{result['gpu']}; median of per-pair ratios, bootstrap 95 % interval)"
+           f"{result['gpu']}; P1-P3 lockstep: median of per-round ratios, bootstrap 95 % interval over process "
+           "groups then rounds)"
            + (": partial, the run stopped at its time limit; the rows it measured:" if result.get("partial") else ":"),
            "",
            "| id | what | peer | flagtrace | ratio [95 % CI] | target | verdict |", "|---|---|---|---|---|---|---|"]
@@ -682,8 +683,8 @@ def main():
                     help="repetitions of the capture, write and stats figures (P4-P6; default 3)")
     ap.add_argument("--groups", type=int, default=6,
                     help="P1-P3: process groups, each started afresh (default 6)")
-    ap.add_argument("--rounds", type=int, default=10,
-                    help="P1-P3: lockstep rounds per group for torch (default 10); the C launch loop takes 4x as many")
+    ap.add_argument("--rounds", type=int, default=15,
+                    help="P1-P3: lockstep rounds per group for torch (default 15); the C launch loop takes 4x as many")
     ap.add_argument("--cores", default=None,
                     help="taskset CPU list every measured process is pinned to (default: the 3rd to 6th allowed CPU on "
                          ">= 8; '' = none)")

@@ -48,6 +48,9 @@ if [ "$inject" = ON ]; then
   [[ $(readlink -f "$got") == "$tmp"/venv/lib/python*/site-packages/flagtrace/lib/libflagtrace_inject.so ]] ||
     fail "record from the wheel injects '$got'"
   [ -f "$(dirname "$(readlink -f "$got")")/libflagtrace_preload.so" ] || fail "the wheel lacks libflagtrace_preload.so"
+  shim=$(env -u FLAGTRACE_INJECT_LIBRARY "$tmp/venv/bin/flagtrace" record --capture-range=cudaProfilerApi -- \
+    sh -c 'echo "$FLAGTRACE_PRELOAD_SHIM"' 2>/dev/null)
+  [ "$shim" = "$(dirname "$(readlink -f "$got")")/libflagtrace_cuda_shim.so" ] || fail "record --capture-range from the wheel: shim '$shim'"
 fi
 
 # 2. pip install straight from the tree (setuptools and wheel from the system)

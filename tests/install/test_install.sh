@@ -29,6 +29,9 @@ grep -q "FT_VERSION_STRING \"$version\"" "$p/include/flagtrace/version.h" || fai
 if [ "$inject" = ON ]; then
   [ -f "$libdir/flagtrace/libflagtrace_inject.so" ] || fail "libflagtrace_inject.so not in $libdir/flagtrace"
   [ -f "$libdir/flagtrace/libflagtrace_preload.so" ] || fail "libflagtrace_preload.so not in $libdir/flagtrace"
+  if [ -f "$build/libflagtrace_cuda_shim.so" ]; then # CUDA builds: --capture-range's libcuda shim
+    [ -f "$libdir/flagtrace/libflagtrace_cuda_shim.so" ] || fail "libflagtrace_cuda_shim.so not in $libdir/flagtrace"
+  fi
 fi
 
 # Nothing from the source or build tree: the example is copied, only $p is searched.
