@@ -330,6 +330,8 @@ int ft_cli_record(int argc, char **argv) {
     if (range && cuda_build && access(shim, R_OK) == 0) setenv("FLAGTRACE_PRELOAD_SHIM", shim, 1);
     else unsetenv("FLAGTRACE_PRELOAD_SHIM");
   } else {
+    unsetenv("FLAGTRACE_PRELOAD_SHIM"); /* an outer record's: not for this injection */
+    unsetenv("FLAGTRACE_RANGE_FROM_LOADER");
     const char *prev = getenv("CUDA_INJECTION64_PATH");
     if (prev && *prev && strcmp(prev, inject))
       fprintf(stderr, "flagtrace record: replacing CUDA_INJECTION64_PATH=%s\n", prev);

@@ -28,7 +28,9 @@ typedef struct isal_state {
   uint8_t level_buf[ISAL_DEF_LVL1_DEFAULT];
 } isal_state;
 
-static void *isal_new(void) { return malloc(sizeof(isal_state)); }
+/* zeroed: igzip reads parts of a fresh state before writing them, and garbage there
+ * (reused heap memory) changed the first block's matches (test_deflate under ASan) */
+static void *isal_new(void) { return calloc(1, sizeof(isal_state)); }
 static void isal_free(void *st) { free(st); }
 
 static size_t isal_compress(void *st, const void *in, size_t n, bool final, void *out, size_t cap) {

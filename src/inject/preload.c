@@ -135,11 +135,13 @@ static void *shim_for(void *cuda) {
     /* never unloaded: the runtime keeps the pointers it was given */
     s = real_dlopen()(shim_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     void (*setup)(void *, void (*)(int)) = s ? (void (*)(void *, void (*)(int)))dlsym(s, "flagtrace_shim_setup") : NULL;
+    char why[512] = "no flagtrace_shim_setup";
+    const char *e = setup ? NULL : dlerror(); /* before the next dl call replaces it */
+    if (e) snprintf(why, sizeof why, "%s", e);
     void (*range)(int) = inject_handle ? (void (*)(int))dlsym(inject_handle, "FlagtraceProfilerRange") : NULL;
     if (!setup) {
-      const char *e = dlerror();
       fprintf(stderr, "flagtrace: %s could not be loaded (%s); the capture range is watched through CUPTI\n",
-              shim_path, e ? e : "no flagtrace_shim_setup");
+              shim_path, why);
       atomic_store(&range_from_loader, false);
       s = NULL;
       if (range) range(-1);

@@ -124,7 +124,7 @@ CUPTI_WAIT = "flagtrace: capture range: waiting for cudaProfilerStart\n"
 
 def range_record(d, mode, **extra):
     """record --capture-range (preload by default on CUDA) of the driver's cudart-like range."""
-    env = env_for(d, "libcudart.so", FAKE_LIBCUDA=FAKE_LIBCUDA, FLAGOS_TRACE="1", **extra)
+    env = dict(env_for(d, "libcudart.so", FAKE_LIBCUDA=FAKE_LIBCUDA, FLAGOS_TRACE="1"), **extra)
     out = os.path.join(d, mode + ".json")
     r = record(d, "--capture-range=cudaProfilerApi", "-o", out, "--", driver, mode, env=env, inject=False)
     assert r.returncode == 0 and r.stdout == f"preload_driver: {mode} done\n", r
@@ -157,6 +157,22 @@ if FAKE_LIBCUDA:
         assert xs(doc, ("kernel",)) == [] and doc["flagtrace"]["device_activity"] is False, doc["flagtrace"]
         assert doc["flagtrace"]["device_status"] == "no cudaProfilerStart opened the capture range", doc["flagtrace"]
         assert "activity enabled" not in r.stderr and "enable kind" not in r.stderr, r.stderr
+
+    @results.tmp_case("record --capture-range: a shim that cannot load: one line, and CUPTI watches the range")
+    def _(d):
+        import shutil
+        libs = os.path.join(d, "libs")
+        os.mkdir(libs)
+        inject = os.environ["FLAGTRACE_INJECT_LIBRARY"]
+        for name in ("libflagtrace_inject.so", "libflagtrace_preload.so"):  # copies: record resolves links
+            shutil.copy(os.path.join(os.path.dirname(inject), name), libs)
+        with open(os.path.join(libs, "libflagtrace_cuda_shim.so"), "w") as f:
+            f.write("not an ELF file\n")
+        r, doc = range_record(d, "range", FLAGTRACE_INJECT_LIBRARY=os.path.join(libs, "libflagtrace_inject.so"))
+        assert re.search(r"^flagtrace: \S+/libflagtrace_cuda_shim\.so could not be loaded \(.*\); the capture range is "
+                         r"watched through CUPTI$", r.stderr, re.M), r.stderr
+        assert [e["name"] for e in xs(doc, ("kernel",))] == ["inside_range"], xs(doc, ("kernel",))
+        assert "the loader cannot watch it; watching through the tracer" in r.stderr, r.stderr
 
     @results.tmp_case("record --inject=cuda --capture-range: CUDA injection, never the preload library")
     def _(d):
