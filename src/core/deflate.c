@@ -62,9 +62,10 @@ static size_t out_bound(size_t n) { return n + n / 8 + 4096; }
 
 /* Zeroed bytes after a block's input: ISA-L's igzip reads past avail_in (hashing and
  * match compares near the end; its look-ahead is 288 bytes), and what lay there (an
- * earlier block's text, different for each worker, or garbage) changed its output,
- * so the bytes depended on the worker count (1 run in ~50 of test_deflate under
- * ASan). The reads also stay inside the allocation. */
+ * earlier block's text, different for each worker) could change its output, so the
+ * bytes depended on the worker count. With this and a zeroed state, test_deflate
+ * under ASan went from 1 failing run in ~50 to ~1 in 250; what remains is not
+ * explained (docs/measurements.md). The reads also stay inside the allocation. */
 enum { IN_TAIL = 512 };
 
 /* The first error (an errno value) wins; under the lock once workers run. */
