@@ -69,7 +69,16 @@ def mm(xs):
     return min(xs), statistics.median(xs)
 
 
-def _interval(est, vals):
+def _resampled(est, draw, stat, n, seed):
+    """est, and the 95 % interval of stat over n draws (draw(rnd) -> one resample);
+    draws stat cannot take (a zero, an empty median) are skipped."""
+    rnd = random.Random(seed)
+    vals = []
+    for _ in range(n):
+        try:
+            vals.append(stat(draw(rnd)))
+        except (ZeroDivisionError, ValueError):
+            continue
     vals.sort()
     if not vals:
         return est, est, est
@@ -80,38 +89,26 @@ def bootstrap(samples, stat, n=2000, seed=17):
     """stat over samples, and its bootstrap 95 % interval. samples is one list of
     paired rounds (resampled together) or a tuple of independent lists (each
     resampled on its own). Seeded: the same data give the same interval."""
-    rnd = random.Random(seed)
-    est = stat(samples)
-    vals = []
-    for _ in range(n):
-        if isinstance(samples, tuple):
-            draw = tuple([xs[rnd.randrange(len(xs))] for _ in xs] for xs in samples)
-        else:
-            draw = [samples[rnd.randrange(len(samples))] for _ in samples]
-        try:
-            vals.append(stat(draw))
-        except (ZeroDivisionError, ValueError):
-            continue
-    return _interval(est, vals)
+    if isinstance(samples, tuple):
+        def draw(rnd):
+            return tuple([xs[rnd.randrange(len(xs))] for _ in xs] for xs in samples)
+    else:
+        def draw(rnd):
+            return [samples[rnd.randrange(len(samples))] for _ in samples]
+    return _resampled(stat(samples), draw, stat, n, seed)
 
 
 def group_bootstrap(groups, stat, n=2000, seed=17):
     """stat over the rounds of every group, and its 95 % interval from a two-stage
     bootstrap: groups drawn with replacement, then rounds within each drawn group.
     Seeded: the same data give the same interval."""
-    rnd = random.Random(seed)
-    est = stat([x for g in groups for x in g])
-    vals = []
-    for _ in range(n):
-        draw = []
+    def draw(rnd):
+        out = []
         for _ in groups:
             g = groups[rnd.randrange(len(groups))]
-            draw += [g[rnd.randrange(len(g))] for _ in g]
-        try:
-            vals.append(stat(draw))
-        except (ZeroDivisionError, ValueError):
-            continue
-    return _interval(est, vals)
+            out += [g[rnd.randrange(len(g))] for _ in g]
+        return out
+    return _resampled(stat([x for g in groups for x in g]), draw, stat, n, seed)
 
 
 def judge(ci, target, at_most, quick):

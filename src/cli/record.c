@@ -165,6 +165,11 @@ static int resolve_output(const char *pattern, bool force, char *out, size_t len
   return 0;
 }
 
+/* name in the directory of path (which has a '/') into out. */
+static void beside(const char *path, const char *name, char *out, size_t len) {
+  snprintf(out, len, "%.*s%s", (int)(strrchr(path, '/') + 1 - path), path, name);
+}
+
 /* Where execvp would find prog, or false. */
 static bool find_program(const char *prog, char *out, size_t len) {
   if (strchr(prog, '/')) {
@@ -285,6 +290,7 @@ int ft_cli_record(int argc, char **argv) {
     return FT_CLI_USAGE;
   }
   char preload_lib[PATH_MAX + 32] = "";
+  const char *untraceable = NULL;
   if (preload) {
     /* the preload library lives beside the injection library, both named absolutely */
     char *abs_inject = realpath(inject, NULL);
@@ -292,13 +298,14 @@ int ft_cli_record(int argc, char **argv) {
       snprintf(inject, sizeof inject, "%s", abs_inject);
       free(abs_inject);
     }
-    snprintf(preload_lib, sizeof preload_lib, "%.*slibflagtrace_preload.so", (int)(strrchr(inject, '/') + 1 - inject),
-             inject);
+    beside(inject, "libflagtrace_preload.so", preload_lib, sizeof preload_lib);
+    untraceable = preload_ignored(argv[i]);
     /* the capture range's default falls back to CUDA injection (CUPTI then watches) */
     bool fallback = cuda_build && !inject_how;
-    if (fallback && (access(preload_lib, R_OK) != 0 || strpbrk(preload_lib, " :") || preload_ignored(argv[i]))) {
+    if (fallback && (access(preload_lib, R_OK) != 0 || strpbrk(preload_lib, " :") || untraceable)) {
       preload = false;
       preload_lib[0] = '\0';
+      untraceable = NULL;
     } else if (access(preload_lib, R_OK) != 0) {
       fprintf(stderr, "flagtrace record: the preload library %s was not found beside the injection library\n",
               preload_lib);
@@ -308,7 +315,6 @@ int ft_cli_record(int argc, char **argv) {
     if (preload && strpbrk(preload_lib, " :"))
       return ft_cli_usage_error("record", "LD_PRELOAD cannot name '%s' (a space or colon in the path)", preload_lib);
   }
-  const char *untraceable = preload ? preload_ignored(argv[i]) : NULL;
   if (untraceable)
     fprintf(stderr, "flagtrace record: '%s' %s, so the loader ignores LD_PRELOAD: no trace can be injected "
                     "(it runs untraced)\n", argv[i], untraceable);
@@ -326,7 +332,7 @@ int ft_cli_record(int argc, char **argv) {
     free(value);
     setenv("FLAGTRACE_PRELOAD", inject, 1);
     char shim[PATH_MAX + 32];
-    snprintf(shim, sizeof shim, "%.*slibflagtrace_cuda_shim.so", (int)(strrchr(inject, '/') + 1 - inject), inject);
+    beside(inject, "libflagtrace_cuda_shim.so", shim, sizeof shim);
     if (range && cuda_build && access(shim, R_OK) == 0) setenv("FLAGTRACE_PRELOAD_SHIM", shim, 1);
     else unsetenv("FLAGTRACE_PRELOAD_SHIM");
   } else {

@@ -33,7 +33,7 @@ static void *inject_handle; /* the injection library, once armed */
 /* --capture-range on CUDA: record names a shim (FLAGTRACE_PRELOAD_SHIM) that every
  * dlopen of the driver library gets instead of it, and whose cuProfilerStart/Stop call
  * the session (src/tracers/cuda_range_shim.c): no CUPTI until the range starts. */
-#define SHIMMED_LIBRARY "libcuda.so"
+static const ft__runtime_set shimmed = {"cuda", {"libcuda.so"}};
 static const char *shim_path;
 static atomic_bool range_from_loader; /* decided at the constructor, told to the session */
 static void *shim_handle;
@@ -114,16 +114,9 @@ static void *open_for_caller(const char *file, int mode, const void *caller) {
   return h;
 }
 
-static bool is_shimmed(const char *path) {
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
-  size_t n = sizeof SHIMMED_LIBRARY - 1;
-  return !strncmp(base, SHIMMED_LIBRARY, n) && (base[n] == '\0' || base[n] == '.');
-}
-
 static int find_shimmed(struct dl_phdr_info *info, size_t size, void *found) {
   (void)size;
-  return *(bool *)found = info->dlpi_name && is_shimmed(info->dlpi_name);
+  return *(bool *)found = info->dlpi_name && ft__runtime_matches(&shimmed, info->dlpi_name);
 }
 
 /* The shim's handle for a dlopen of the driver library (cuda: its handle), or NULL:
@@ -169,7 +162,7 @@ INJECT_EXPORT void *dlopen(const char *file, int mode) {
     dl_iterate_phdr(read_adds, &adds);
     if (adds != atomic_load_explicit(&seen_adds, memory_order_relaxed)) check_link_map();
   }
-  if (h && file && atomic_load(&range_from_loader) && is_shimmed(file)) {
+  if (h && file && atomic_load(&range_from_loader) && ft__runtime_matches(&shimmed, file)) {
     void *s = shim_for(h);
     if (s) return s;
   }
