@@ -73,6 +73,13 @@ typedef struct ft_event_sink {
    * An event that carries has_external_id itself keeps its own id. */
   ft_status (*external_id)(void *ctx, uint32_t correlation_id, uint64_t external_id);
   void *ctx;
+  /* Optional (NULL: not taken). A vendor call the tracer leaves out of the rows (a
+   * filtered API) but that may have launched device work, from a tracer that
+   * stamps calls on the core's clock (calls_on_core_clock): the core attributes it
+   * by time like an API event, so the device work under correlation_id still gets
+   * its op. Times as in ft_device_event; thread_id the calling OS thread. */
+  ft_status (*call_span)(void *ctx, uint32_t correlation_id, uint32_t thread_id, uint64_t start_ns,
+                         uint64_t end_ns);
 } ft_event_sink;
 
 typedef struct ft_tracer ft_tracer;
@@ -120,6 +127,14 @@ typedef struct ft_tracer_ops {
    * tracer that watches enables its activity at the first start call, not at
    * start(), so that a process waiting for its range pays nothing per launch. */
   ft_status (*watch_profiler_api)(ft_tracer *t, void (*on)(void *ctx, bool start), void *ctx);
+  /* Optional (NULL = never): asked right after a successful start. True when every
+   * API event and call span of this run was stamped, inside the call and on the
+   * calling thread, with CLOCK_REALTIME as the core reads it (the vendor library
+   * takes its timestamps from us). The core then never calls push/pop_correlation:
+   * it notes each push and pop with the time and attributes every call to the
+   * innermost id open around it on its thread (design.md §2), which saves the
+   * vendor's per-op push, pop and correlation record. */
+  bool (*calls_on_core_clock)(const ft_tracer *t);
 } ft_tracer_ops;
 
 /* Every tracer instance begins with this header; vendor state follows it. */

@@ -128,6 +128,11 @@ struct ft_session {
   struct ft__corr_ext *corr_ext;
   size_t n_corr_ext, cap_corr_ext;
   bool corr_ext_sorted;
+  /* Attribution by time (attribute.c), when the tracer stamps calls on our clock:
+   * every thread's pushes and pops, and the calls the tracer left out of the rows. */
+  bool timed;
+  struct ft__thread_log *logs;
+  ft__vec call_spans; /* struct ft__call_span */
   ft__map open_ranges; /* start/end ranges: id -> index into open_vec */
   ft__vec open_vec;    /* struct open_range */
   uint64_t window_lo_ns, window_hi_ns; /* the capture window (design.md §3) */
@@ -144,6 +149,24 @@ struct ft_session {
   char process_name[128];
   uint32_t pid;
 };
+
+/* ---- attribution by time (attribute.c, design.md §2) ---- */
+
+struct ft__call_span {
+  uint64_t start, end;
+  uint32_t corr, tid;
+};
+/* Notes a push / pop of the calling thread (s->timed sessions). */
+ft_status ft__timed_push(ft_session *s, uint64_t id);
+ft_status ft__timed_pop(ft_session *s);
+/* sink->call_span */
+ft_status ft__timed_call_span(ft_session *s, uint32_t corr, uint32_t tid, uint64_t start, uint64_t end);
+/* At stop, under s->mu: gives each API event of a thread that pushed ids the
+ * innermost id open around it, and reports (correlation id, that id) through pair
+ * for every such call and call span, so that its device work follows. */
+typedef ft_status (*ft__attribute_pair_fn)(ft_session *s, uint32_t corr, uint64_t ext);
+ft_status ft__timed_attribute(ft_session *s, ft__attribute_pair_fn pair);
+void ft__timed_free(ft_session *s);
 
 /* Sets the calling thread's last error message for s and returns status. */
 ft_status ft__session_fail(ft_session *s, ft_status status, const char *fmt, ...) FT__PRINTF(3, 4);

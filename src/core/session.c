@@ -15,16 +15,20 @@ typedef struct range_frame {
   uint64_t external_id;
   uint64_t start_ns;
   uint32_t name_id;
-  bool tracer_pushed; /* pop the tracer only if this frame pushed it */
+  uint8_t pushed; /* how this frame's id was pushed (push_mode): popped the same way */
 } range_frame;
 
 static _Thread_local range_frame tls_frames[MAX_DEPTH];
-/* This thread's ft_correlation_push calls awaiting their pop, of session gen;
- * they reached the tracer when tracer is set (a session pushes all or none). */
+/* Where a push goes: nowhere (CPU-only), the tracer's per-thread stack, or the
+ * session's per-thread log for attribution by time (design.md §2). A session
+ * pushes every id one way, decided at start. */
+enum push_mode { PUSH_NONE, PUSH_TRACER, PUSH_TIMED };
+
+/* This thread's ft_correlation_push calls awaiting their pop, of session gen. */
 static _Thread_local struct {
   uint64_t gen;
   uint64_t pushed;
-  bool tracer;
+  uint8_t mode;
 } tls_corr;
 /* The last error, per thread: no lock, no race between threads failing at once. */
 static _Thread_local struct {
@@ -102,6 +106,7 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
   pthread_mutex_init(&s->mu, NULL);
   ft__store_init(&s->store);
   ft__vec_init(&s->open_vec, sizeof(open_range), 6);
+  ft__vec_init(&s->call_spans, sizeof(struct ft__call_span), 10);
   if (ft__map_init(&s->open_ranges, 16)) {
     ft__store_free(&s->store);
     free(s);
@@ -147,6 +152,7 @@ void ft_session_destroy(ft_session *s) {
   free(s->devprops);
   free(s->corr_ext);
   free(s->corr_runs);
+  ft__timed_free(s);
   ft__map_free(&s->open_ranges);
   ft__vec_free(&s->open_vec);
   pthread_mutex_destroy(&s->mu);
@@ -184,11 +190,10 @@ static bool grow(void **arr, size_t *cap, size_t len, size_t elem) {
   return true;
 }
 
-static ft_status sink_external_id(void *ctx, uint32_t corr, uint64_t ext) {
-  ft_session *s = ctx;
+/* Notes corr -> ext; the caller holds s->mu. */
+static ft_status add_pair(ft_session *s, uint32_t corr, uint64_t ext) {
   if (!corr) return FT_OK; /* 0 names no vendor call */
   ft_status st = FT_OK;
-  pthread_mutex_lock(&s->mu);
   struct ft__corr_run *last = s->n_corr_runs ? &s->corr_runs[s->n_corr_runs - 1] : NULL;
   if (last && corr == s->corr_runs_end && ext == last->ext && last->n < UINT32_MAX) {
     last->n++;
@@ -207,8 +212,19 @@ static ft_status sink_external_id(void *ctx, uint32_t corr, uint64_t ext) {
   } else {
     st = FT_ENOMEM;
   }
+  return st;
+}
+
+static ft_status sink_external_id(void *ctx, uint32_t corr, uint64_t ext) {
+  ft_session *s = ctx;
+  pthread_mutex_lock(&s->mu);
+  ft_status st = add_pair(s, corr, ext);
   pthread_mutex_unlock(&s->mu);
   return st;
+}
+
+static ft_status sink_call_span(void *ctx, uint32_t corr, uint32_t tid, uint64_t start, uint64_t end) {
+  return ft__timed_call_span(ctx, corr, tid, start, end);
 }
 
 static int cmp_corr_ext(const void *a, const void *b) {
@@ -267,7 +283,8 @@ ft_status ft_session_start(ft_session *s) {
   s->next_external_id = 1;
   s->window_lo_ns = ft__now_ns();
   if (s->device_status == FT_OK) {
-    s->sink = (ft_event_sink){.event = sink_event, .external_id = sink_external_id, .ctx = s};
+    s->sink = (ft_event_sink){
+        .event = sink_event, .external_id = sink_external_id, .call_span = sink_call_span, .ctx = s};
     ft_status st = s->tracer->ops->start(s->tracer, &s->sink, s->activities);
     if (st) {
       s->device_status = st;
@@ -276,6 +293,11 @@ ft_status ft_session_start(ft_session *s) {
       ft__warn("device tracer '%s' could not start (%s); profiling CPU ranges only",
                s->tracer->ops->name, s->device_why);
     } else {
+      const ft_tracer_ops *ops = s->tracer->ops;
+      s->timed = ops->calls_on_core_clock && ops->calls_on_core_clock(s->tracer);
+      ft__log("%s: ids attributed %s", ops->name,
+              s->timed ? "by time on each thread (the tracer stamps calls with our clock)"
+                       : "through the tracer's correlation records");
       s->tracer_armed = true;
     }
   }
@@ -338,8 +360,10 @@ ft_status ft_session_stop(ft_session *s) {
     s->tracer_armed = false;
     snapshot_devices(s);
     pthread_mutex_lock(&s->mu);
+    ft_status at = s->timed ? ft__timed_attribute(s, add_pair) : FT_OK;
     resolve_external_ids(s);
     pthread_mutex_unlock(&s->mu);
+    if (at) ft__warn("out of memory attributing calls to their ops; some device time is unattributed");
     if (s->dropped)
       ft__warn("%llu device activity records were dropped by the vendor library; "
                "the trace counts them in flagtrace.dropped_records",
@@ -356,6 +380,19 @@ static void drop_foreign_frames(const ft_session *s) {
   for (int i = 0; i < tls_depth; i++)
     if (tls_frames[i].gen == s->gen) tls_frames[w++] = tls_frames[i];
   tls_depth = w;
+}
+
+/* Pushes id the session's way (design.md §2); returns how, for the pop, or
+ * PUSH_NONE when it was not pushed. */
+static uint8_t push_id(ft_session *s, bool armed, uint64_t id) {
+  if (!armed) return PUSH_NONE;
+  if (s->timed) return ft__timed_push(s, id) == FT_OK ? PUSH_TIMED : PUSH_NONE;
+  return s->tracer->ops->push_correlation(s->tracer, id) == FT_OK ? PUSH_TRACER : PUSH_NONE;
+}
+
+static ft_status pop_id(ft_session *s, uint8_t mode) {
+  if (mode == PUSH_TIMED) return ft__timed_pop(s);
+  return mode == PUSH_TRACER ? s->tracer->ops->pop_correlation(s->tracer) : FT_OK;
 }
 
 ft_status ft_range_push(ft_session *s, const char *name, uint64_t *external_id) {
@@ -380,7 +417,7 @@ ft_status ft_range_push(ft_session *s, const char *name, uint64_t *external_id) 
   f->gen = s->gen;
   f->external_id = id;
   f->start_ns = now;
-  f->tracer_pushed = armed && s->tracer->ops->push_correlation(s->tracer, id) == FT_OK;
+  f->pushed = push_id(s, armed, id);
   tls_depth++;
   if (external_id) *external_id = id;
   return FT_OK;
@@ -391,13 +428,16 @@ ft_status ft_correlation_push(ft_session *s, uint64_t external_id) {
   if (!s->running) return ft__session_fail(s, FT_ESTATE, "correlation ids can be pushed only while the session runs");
   if (tls_corr.gen != s->gen) /* another session's pushes: never popped into this one */
     tls_corr.gen = s->gen, tls_corr.pushed = 0;
-  bool armed = s->tracer_armed; /* CPU-only sessions count the push and pop only */
-  if (armed) {
+  uint8_t mode = !s->tracer_armed ? PUSH_NONE : s->timed ? PUSH_TIMED : PUSH_TRACER; /* CPU-only: counted only */
+  if (mode == PUSH_TIMED) {
+    ft_status st = ft__timed_push(s, external_id);
+    if (st) return ft__session_fail(s, st, "noting correlation id %llu", (unsigned long long)external_id);
+  } else if (mode == PUSH_TRACER) {
     ft_status st = s->tracer->ops->push_correlation(s->tracer, external_id);
     if (st) return ft__session_fail(s, st, "pushing correlation id %llu: %s", (unsigned long long)external_id,
                                     s->tracer->ops->last_error(s->tracer));
   }
-  tls_corr.tracer = armed;
+  tls_corr.mode = mode;
   tls_corr.pushed++;
   return FT_OK;
 }
@@ -408,7 +448,7 @@ ft_status ft_correlation_pop(ft_session *s) {
     return ft__session_fail(s, FT_ESTATE, "no correlation id of this session pushed on this thread");
   tls_corr.pushed--;
   /* after stop too: the vendor's per-thread stack is unwound */
-  return tls_corr.tracer ? s->tracer->ops->pop_correlation(s->tracer) : FT_OK;
+  return pop_id(s, tls_corr.mode);
 }
 
 ft_status ft_user_range_push(ft_session *s, uint64_t id, const char *name) {
@@ -452,7 +492,7 @@ ft_status ft_range_pop(ft_session *s) {
   if (tls_depth == 0 || tls_frames[tls_depth - 1].gen != s->gen)
     return ft__session_fail(s, FT_ESTATE, "no open range of this session on this thread");
   range_frame f = tls_frames[--tls_depth];
-  if (f.tracer_pushed) s->tracer->ops->pop_correlation(s->tracer);
+  pop_id(s, f.pushed);
   uint64_t now = ft__now_ns();
   pthread_mutex_lock(&s->mu);
   ft_status st = FT_ESTATE;

@@ -48,6 +48,11 @@ void ft__tracer_external(ft__tracer_base *b, uint32_t corr, uint64_t external_id
     ft__warn("%s: out of memory recording a correlation; attribution may be lost", b->tracer.ops->name);
 }
 
+void ft__tracer_call_span(ft__tracer_base *b, uint32_t corr, uint32_t tid, uint64_t start_ns, uint64_t end_ns) {
+  if (b->sink->call_span && b->sink->call_span(b->sink->ctx, corr, tid, start_ns, end_ns) != FT_OK)
+    ft__warn("%s: out of memory recording a call; attribution may be lost", b->tracer.ops->name);
+}
+
 void ft__buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
   *buffer = ft__pool_get(size);
   *max_records = 0;

@@ -65,6 +65,8 @@ const char *ft__tracer_last_error(const ft_tracer *t);
  * is lost for memory is warned about under the tracer's name. */
 void ft__tracer_emit(ft__tracer_base *b, ft_device_event *ev, const ft_kv *md, size_t n);
 void ft__tracer_external(ft__tracer_base *b, uint32_t corr, uint64_t external_id);
+/* Reports a call left out of the rows, for attribution by time (sink->call_span). */
+void ft__tracer_call_span(ft__tracer_base *b, uint32_t corr, uint32_t tid, uint64_t start_ns, uint64_t end_ns);
 
 /* The vendors' buffer-request callback (CUPTI's shape): a buffer from the pool, no
  * record limit. */

@@ -285,7 +285,15 @@ static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
 }
 
 static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver) {
-  if (ft__cupti_api_left_out(t, driver, a->cbid)) return;
+  if (ft__cupti_api_left_out(t, driver, a->cbid)) {
+    /* not a row, but a call that may have launched work (a driver-API copy): its
+     * span still attributes that work when attribution is by time (design.md §2) */
+    if (t->timed && a->correlationId && a->start && a->end >= a->start &&
+        !(driver && ft__cupti_is_own_query(a->cbid, a->threadId, a->start, a->end)))
+      ft__tracer_call_span(&t->base, a->correlationId, ft__thread_os_tid(a->threadId), ts(t, a->start),
+                           ts(t, a->end));
+    return;
+  }
   uint64_t s, e;
   if (!span(t, a->start, a->end, &s, &e)) return;
   if (driver && ft__cupti_is_own_query(a->cbid, a->threadId, a->start, a->end)) return; /* CUPTI's clock, as noted */

@@ -77,6 +77,7 @@ static struct own_query {
 static size_t n_own_queries;
 
 static uint64_t cupti_now(const cupti_tracer *t) {
+  if (t->timed) return ft__now_ns(); /* CUPTI's records are on it, whatever cuptiGetTimestamp reads */
   uint64_t v = 0;
   return t->api.cuptiGetTimestamp && t->api.cuptiGetTimestamp(&v) == CUPTI_SUCCESS ? v : 0;
 }
@@ -310,8 +311,11 @@ static void disable_kinds(cupti_tracer *t) {
 }
 
 static ft_status enable_kinds(cupti_tracer *t) {
-  ft_status st = ft__cuptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  FT__LOG("enable external correlation: %s", st ? t->base.err : "ok");
+  /* attributed by time, a correlation record per call would be paid for nothing */
+  ft_status st = t->timed ? FT_OK
+                          : ft__cuptiActivityEnable(&t->api, t->base.err, sizeof t->base.err,
+                                                    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  if (!t->timed) FT__LOG("enable external correlation: %s", st ? t->base.err : "ok");
   for (size_t i = 0; i < N_KINDS && !st; i++) {
     if (!(t->base.kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
     st = ft__cuptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, kind_map[i].cupti);
@@ -323,6 +327,32 @@ static ft_status enable_kinds(cupti_tracer *t) {
   if (st) disable_kinds(t); /* disabling what was never enabled is harmless */
   return st;
 }
+
+#ifndef FT_MCPTI
+static uint64_t CUPTIAPI core_clock(void) { return ft__now_ns(); }
+
+/* CUPTI takes its timestamps from our clock (registered once per process, before
+ * any kind is enabled, and kept): its API records are then bracketed exactly by the
+ * core's push and pop times on the calling thread, and attribution needs no
+ * external correlation (design.md §2). NVIDIA's CUPTI only: PPU's compatible
+ * library is not known to honour the callback. FLAGTRACE_CUPTI_EXTERNAL_CORRELATION=1
+ * keeps CUPTI's correlation records (what kineto uses). */
+static bool take_clock(cupti_tracer *t) {
+  /* the library instance that took it (FLAGOS_TRACER_LIBRARY may name another later) */
+  static ft__pfn_cuptiActivityRegisterTimestampCallback registered_in;
+  ft__pfn_cuptiActivityRegisterTimestampCallback reg = t->api.cuptiActivityRegisterTimestampCallback;
+  if (strcmp(FT_ACCELERATOR_NAME, "cuda") || ft__env_flag("FLAGTRACE_CUPTI_EXTERNAL_CORRELATION") || !reg)
+    return false;
+  if (reg != registered_in) {
+    CUptiResult r = reg(core_clock);
+    FT__LOG("cuptiActivityRegisterTimestampCallback: %s",
+            r == CUPTI_SUCCESS ? "ok" : "failed (external correlation kept)");
+    if (r != CUPTI_SUCCESS) return false;
+    registered_in = reg;
+  }
+  return true;
+}
+#endif
 
 static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned kinds) {
   cupti_tracer *t = (cupti_tracer *)base;
@@ -354,7 +384,9 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   if (!t->have_clock) FT__WARN("cannot read its clock (%s); timestamps are taken as CLOCK_REALTIME", t->base.err);
 #else
   uint64_t cupti_now = 0;
-  if (!ft__cuptiGetTimestamp(&t->api, t->base.err, sizeof t->base.err, &cupti_now)) {
+  t->clock_offset = 0;
+  t->timed = take_clock(t);
+  if (!t->timed && !ft__cuptiGetTimestamp(&t->api, t->base.err, sizeof t->base.err, &cupti_now)) {
     int64_t off = (int64_t)(cupti_now - ft__now_ns());
     FT__LOG("cuptiGetTimestamp - CLOCK_REALTIME = %lld ns", (long long)off);
     t->clock_offset = 0;
@@ -428,6 +460,8 @@ static ft_status cu_pop(ft_tracer *base) {
   return t->base.loaded ? ft__cuptiActivityPopExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, &last)
                    : FT_EUNAVAILABLE;
 }
+
+static bool cu_calls_on_core_clock(const ft_tracer *base) { return ((const cupti_tracer *)base)->timed; }
 
 static int cu_device_count(const ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
@@ -566,6 +600,7 @@ static const ft_tracer_ops cupti_ops = {
     .last_error = ft__tracer_last_error,
     .destroy = cu_destroy,
     .watch_profiler_api = cu_watch_profiler_api,
+    .calls_on_core_clock = cu_calls_on_core_clock,
 };
 
 #ifdef FT_MCPTI

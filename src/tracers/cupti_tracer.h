@@ -58,6 +58,7 @@ typedef struct cupti_tracer {
   bool range_only;            /* watching cudaProfilerStart: kinds enabled there, not at start */
   atomic_bool range_enabled;  /* the first cudaProfilerStart enabled them */
   int64_t clock_offset; /* subtracted from CUPTI timestamps */
+  bool timed; /* CUPTI stamps with our clock: attribution by time, no external correlation */
   uint64_t dropped_untimed; /* records without usable timing (start = end = 0, or implausible): counted as dropped */
   /* The last kernel's metadata, by what it is computed from: a program repeats few
    * launch configurations, so its nine formatted numbers are made once per change,

@@ -12,6 +12,7 @@
 #include <cupti_result.h>
 #include <cupti_version.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,11 +68,20 @@ typedef struct fbuf {
 } fbuf;
 static fbuf api_buf, dev_buf;
 
+/* Every push so far, for the tests' check of which attribution the tracer chose. */
+static atomic_int ext_pushes;
+EXPORT int fake_cupti_ext_pushes(void) { return atomic_load(&ext_pushes); }
+
 /* Per-thread external correlation stack for our kinds. */
 static __thread uint64_t ext_stack[8][64];
 static __thread size_t ext_depth[8];
 
+/* cuptiActivityRegisterTimestampCallback's clock: every timestamp after it is its */
+static _Atomic(CUpti_TimestampCallbackFunc) user_clock;
+
 static uint64_t now_ns(void) {
+  CUpti_TimestampCallbackFunc clock = atomic_load(&user_clock);
+  if (clock) return clock();
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - VENDOR_CLOCK_BEHIND;
@@ -213,7 +223,7 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
   pthread_mutex_lock(&mu);
   flush_deferred();
   uint32_t corr = next_corr++;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = now_ns(); /* as CUPTI: on the calling thread, inside the call */
   CUpti_ActivityKind api_kind = l->driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
   uint32_t cbid = l->cbid ? l->cbid : l->driver ? 307 : LAUNCH_CBID;
   if (!l->no_runtime && is_enabled(api_kind) && !(cbid < 1024 && api_off[l->driver ? 1 : 0][cbid])) {
@@ -289,6 +299,11 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
     }
   }
   pthread_mutex_unlock(&mu);
+  /* the call's recorded end (t0 + 500) is behind us before it returns, as a real
+   * call's: a registered clock is the caller's, which brackets calls with it */
+  if (atomic_load(&user_clock))
+    while (now_ns() < t0 + 500) {
+    }
   return corr;
 }
 
@@ -374,6 +389,7 @@ EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t str
 EXPORT CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t id) {
   if ((unsigned)kind >= 8 || ext_depth[kind] == 64) return CUPTI_ERROR_INVALID_PARAMETER;
   ext_stack[kind][ext_depth[kind]++] = id;
+  atomic_fetch_add(&ext_pushes, 1);
   return CUPTI_SUCCESS;
 }
 
@@ -393,6 +409,15 @@ EXPORT CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_
     return CUPTI_SUCCESS;
   }
   return CUPTI_ERROR_NOT_SUPPORTED;
+}
+
+/* FAKE_CUPTI_NO_CLOCK_CALLBACK=1: a library that refuses it (the tracer then keeps
+ * external correlation) */
+EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc clock) {
+  if (!clock) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (getenv("FAKE_CUPTI_NO_CLOCK_CALLBACK")) return CUPTI_ERROR_NOT_SUPPORTED;
+  atomic_store(&user_clock, clock);
+  return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult cuptiGetTimestamp(uint64_t *timestamp) {

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +18,14 @@
 
 #include "fake_cupti.h"
 #include "internal.h"
+#include "tracer_support.h"
 #include "test_support.h"
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 
 static fake_cupti_launch_fn launch;
 static fake_cupti_drop_fn drop;
+static int (*ext_pushes)(void);
 /* The library's own forced flush: completed buffers reach the tracer mid-session. */
 static CUptiResult (*flush_all)(uint32_t flag);
 static char fake_path[4096];
@@ -728,6 +731,111 @@ static void test_framework_correlation_push_pop(void **state) {
   ft_session_destroy(s);
 }
 
+/* The attribution the tracer chose: by time on the calling thread (CUPTI takes our
+ * clock), or CUPTI's external correlation records where the clock is refused or
+ * FLAGTRACE_CUPTI_EXTERNAL_CORRELATION=1 (ctest runs this binary both ways). */
+static void test_attribution_mode(void **state) {
+  (void)state;
+  bool records = ft__env_flag("FLAGTRACE_CUPTI_EXTERNAL_CORRELATION") || getenv("FAKE_CUPTI_NO_CLOCK_CALLBACK");
+  int before = ext_pushes();
+  ft_session *s = ft_test_started();
+  assert_int_equal(ft_correlation_push(s, 5), FT_OK);
+  fake_launch k = kernel("k", 100);
+  launch(&k);
+  assert_int_equal(ft_correlation_pop(s), FT_OK);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  assert_int_equal(ext_pushes() - before, records ? 1 : 0);
+  ft_session_destroy(s);
+}
+
+typedef struct launcher {
+  ft_session *s;
+  const char *name;
+  bool own_id; /* pushes id 20 around its launch */
+} launcher;
+
+static void *launch_on_a_thread(void *arg) {
+  launcher *l = arg;
+  if (l->own_id && ft_correlation_push(l->s, 20) != FT_OK) return (void *)1;
+  fake_launch k = kernel(l->name, 100);
+  launch(&k);
+  return l->own_id && ft_correlation_pop(l->s) != FT_OK ? (void *)1 : NULL;
+}
+
+static void run_launcher(launcher *l) {
+  pthread_t th;
+  void *rc;
+  assert_int_equal(pthread_create(&th, NULL, launch_on_a_thread, l), 0);
+  pthread_join(th, &rc);
+  assert_null(rc);
+}
+
+/* External id of the cuda_runtime row that launched kernel, or -1 without one. */
+static long long runtime_ext_of(yajl_val doc, yajl_val kernel_ev) {
+  double corr = num(ft_test_get(kernel_ev, "args"), "correlation");
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    yajl_val a = ft_test_get(e, "args");
+    if (strcmp(ft_test_str(e, "cat"), "cuda_runtime") || !a || !ft_test_get(a, "correlation") ||
+        num(a, "correlation") != corr)
+      continue;
+    return ft_test_get(a, "External id") ? (long long)num(a, "External id") : -1;
+  }
+  fail_msg("no runtime row for correlation %.0f", corr);
+  return -2;
+}
+
+static long long ext_of(yajl_val e) {
+  yajl_val a = ft_test_get(e, "args");
+  return ft_test_get(a, "External id") ? (long long)num(a, "External id") : -1;
+}
+
+/* What the vendor's per-thread stack names, either way: the innermost id open
+ * around the call on its own thread; nothing from another thread's ids; a call
+ * left out of the rows (a driver-API copy) still attributes its copy. */
+static void test_innermost_id_on_the_calling_thread(void **state) {
+  (void)state;
+  ft_session *s = ft_test_started();
+  assert_int_equal(ft_correlation_push(s, 10), FT_OK);
+  fake_launch a = kernel("outer_a", 100), b = kernel("outer_b", 100), in = kernel("inner", 100),
+              none = kernel("none", 100);
+  launch(&a);
+  assert_int_equal(ft_correlation_push(s, 11), FT_OK);
+  launch(&in);
+  fake_launch cp = {.kind = FAKE_MEMCPY, .driver = 1, .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+                    .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                    .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, .bytes = 64, .dur_ns = 10};
+  launch(&cp);
+  assert_int_equal(ft_correlation_pop(s), FT_OK);
+  launch(&b);
+  launcher elsewhere = {s, "elsewhere", false}, theirs = {s, "theirs", true};
+  run_launcher(&elsewhere); /* while 10 is open here */
+  run_launcher(&theirs);
+  assert_int_equal(ft_correlation_pop(s), FT_OK);
+  launch(&none);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  static const struct {
+    const char *name;
+    long long ext;
+  } want[] = {{"outer_a", 10}, {"inner", 11}, {"outer_b", 10}, {"elsewhere", -1}, {"theirs", 20}, {"none", -1}};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    yajl_val k = ft_test_find_x(doc, "kernel", want[i].name, 0);
+    assert_non_null(k);
+    if (ext_of(k) != want[i].ext) fail_msg("kernel %s: External id %lld, want %lld", want[i].name, ext_of(k), want[i].ext);
+    assert_int_equal(runtime_ext_of(doc, k), want[i].ext);
+  }
+  assert_int_equal(count_cat(doc, "X", "cuda_driver"), 0); /* the copy's call is not a row */
+  yajl_val copy = ft_test_find_x(doc, "gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0);
+  assert_non_null(copy);
+  assert_int_equal(ext_of(copy), 11);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 static void test_pop_unwinds_the_vendor_stack(void **state) {
   (void)state;
   /* The fake rejects a NULL pop like CANN's MSPTI; if the tracer passed NULL, the
@@ -850,6 +958,7 @@ int main(void) {
   }
   launch = (fake_cupti_launch_fn)dlsym(h, "fake_cupti_launch");
   drop = (fake_cupti_drop_fn)dlsym(h, "fake_cupti_drop");
+  *(void **)&ext_pushes = dlsym(h, "fake_cupti_ext_pushes");
   *(void **)&flush_all = dlsym(h, "cuptiActivityFlushAll");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernel_fields_match_torch_reference),
@@ -866,6 +975,8 @@ int main(void) {
       cmocka_unit_test(test_user_ranges_project_onto_gpu_rows),
       cmocka_unit_test(test_framework_correlation_push_pop),
       cmocka_unit_test(test_pop_unwinds_the_vendor_stack),
+      cmocka_unit_test(test_attribution_mode),
+      cmocka_unit_test(test_innermost_id_on_the_calling_thread),
       cmocka_unit_test(test_dropped_records_are_reported),
       cmocka_unit_test(test_small_buffers_lose_nothing),
       cmocka_unit_test(test_unusable_libraries),

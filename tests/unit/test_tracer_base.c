@@ -37,7 +37,7 @@ static void test_one_armed_tracer_at_a_time(void **state) {
   (void)state;
   ft__tracer_base a = {.tracer.ops = &ops}, b = {.tracer.ops = &ops};
   counted c = {0};
-  ft_event_sink sink = {on_event, on_external, &c};
+  ft_event_sink sink = {.event = on_event, .external_id = on_external, .ctx = &c};
   assert_int_equal(ft__tracer_claim(&a, &sink, 3), FT_EUNAVAILABLE); /* not loaded */
   assert_null(ft__tracer_active());
   a.loaded = b.loaded = true;
@@ -77,7 +77,7 @@ static void test_available_says_why(void **state) {
 static void test_emit_and_external_reach_the_sink(void **state) {
   (void)state;
   counted c = {0};
-  ft_event_sink sink = {on_event, on_external, &c};
+  ft_event_sink sink = {.event = on_event, .external_id = on_external, .ctx = &c};
   ft__tracer_base t = {.tracer.ops = &ops, .sink = &sink};
   ft_kv md[1] = {{"grid", "[1, 1, 1]"}};
   ft_device_event ev = {.kind = FT_EVENT_KERNEL, .name = "k"};
