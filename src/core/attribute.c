@@ -126,130 +126,154 @@ void ft__timed_free(ft_session *s) {
 
 /* ---- at stop ---- */
 
-typedef struct call_ref {
-  uint64_t start, end;
-  uint32_t corr;
-  uint32_t event; /* index into store.events + 1; 0 for a call span */
-} call_ref;
-
-typedef struct tid_calls {
+/* One thread's frames (nested, in start order) swept against its calls in start
+ * order, with the frames open at the current call on a stack. */
+typedef struct sweeper {
   struct ft__thread_log *log;
-  call_ref *calls;
-  size_t n, cap;
-} tid_calls;
+  frame_chunk *chunk;
+  size_t used, fi, n_frames;
+  ft__frame **stack;
+  size_t depth, cap;
+  uint64_t last_start;
+  /* calls that came out of start order (buffers complete in any order, a call
+   * ends before the one it is nested in), and the left-out calls' spans: swept
+   * afresh at the end, sorted */
+  struct late_call *late;
+  size_t n_late, cap_late;
+} sweeper;
 
-static int cmp_tid(const void *a, const void *b) {
-  uint32_t x = ((const tid_calls *)a)->log->tid, y = ((const tid_calls *)b)->log->tid;
-  return (x > y) - (x < y);
+typedef struct late_call {
+  uint64_t start, end;
+  size_t index; /* into store.events, or into call_spans | SPAN_BIT */
+} late_call;
+#define SPAN_BIT ((size_t)1 << (sizeof(size_t) * 8 - 1))
+
+static uint64_t end_of(const ft__frame *f) { return atomic_load_explicit(&f->end, memory_order_relaxed); }
+
+static void rewind_sweeper(sweeper *w) {
+  w->chunk = w->log->head;
+  w->used = w->fi = w->depth = 0;
+  w->n_frames = atomic_load_explicit(&w->log->published, memory_order_acquire);
+  w->last_start = 0;
 }
 
-static int cmp_start(const void *a, const void *b) {
-  const call_ref *x = a, *y = b;
+/* The innermost frame open around [start, end] (NULL: none, or no memory with
+ * *st set); calls must come in nondecreasing start. */
+static const ft__frame *around(sweeper *w, uint64_t start, uint64_t end, ft_status *st) {
+  for (; w->fi < w->n_frames && w->chunk; w->fi++) {
+    if (w->used == FRAMES_PER_CHUNK) w->chunk = w->chunk->next, w->used = 0;
+    if (!w->chunk || w->chunk->f[w->used].start > start) break;
+    ft__frame *f = &w->chunk->f[w->used++];
+    while (w->depth && end_of(w->stack[w->depth - 1]) < f->start) w->depth--; /* closed before f opened */
+    if (w->depth == w->cap) {
+      size_t ncap = w->cap ? w->cap * 2 : 64;
+      ft__frame **n = realloc(w->stack, ncap * sizeof *n);
+      if (!n) return *st = FT_ENOMEM, NULL;
+      w->stack = n, w->cap = ncap;
+    }
+    w->stack[w->depth++] = f;
+  }
+  while (w->depth && end_of(w->stack[w->depth - 1]) < start) w->depth--; /* closed before the call */
+  size_t k = w->depth;
+  while (k && end_of(w->stack[k - 1]) < end) k--; /* skips only a frame the call outlasts (never, in order) */
+  return k ? w->stack[k - 1] : NULL;
+}
+
+static bool add_late(sweeper *w, uint64_t start, uint64_t end, size_t index) {
+  if (w->n_late == w->cap_late) {
+    size_t ncap = w->cap_late ? w->cap_late * 2 : 64;
+    late_call *n = realloc(w->late, ncap * sizeof *n);
+    if (!n) return false;
+    w->late = n, w->cap_late = ncap;
+  }
+  w->late[w->n_late++] = (late_call){start, end, index};
+  return true;
+}
+
+static int cmp_late(const void *a, const void *b) {
+  const late_call *x = a, *y = b;
   if (x->start != y->start) return x->start < y->start ? -1 : 1;
   return (x->end < y->end) - (x->end > y->end); /* an enclosing call first */
 }
 
-static tid_calls *find_tid(tid_calls *t, size_t n, uint32_t tid) {
+static int cmp_tid(const void *a, const void *b) {
+  uint32_t x = ((const sweeper *)a)->log->tid, y = ((const sweeper *)b)->log->tid;
+  return (x > y) - (x < y);
+}
+
+static sweeper *find_tid(sweeper *w, size_t n, uint32_t tid) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (t[mid].log->tid < tid) lo = mid + 1;
+    if (w[mid].log->tid < tid) lo = mid + 1;
     else hi = mid;
   }
-  return lo < n && t[lo].log->tid == tid ? &t[lo] : NULL;
+  return lo < n && w[lo].log->tid == tid ? &w[lo] : NULL;
 }
 
-static bool add_call(tid_calls *t, call_ref c) {
-  if (t->n == t->cap) {
-    size_t ncap = t->cap ? t->cap * 2 : 256;
-    call_ref *n = realloc(t->calls, ncap * sizeof *n);
-    if (!n) return false;
-    t->calls = n, t->cap = ncap;
+/* Gives the call its frame's id: an API event keeps it, and its device work
+ * follows through the pair. */
+static ft_status attribute(ft_session *s, const ft__frame *f, size_t index, uint32_t corr, ft__attribute_pair_fn pair) {
+  if (!(index & SPAN_BIT)) {
+    ft__event *e = ft__vec_at(&s->store.events, index);
+    e->external_id = f->ext;
+    e->flags |= FT__F_HAS_EXTERNAL;
   }
-  t->calls[t->n++] = c;
-  return true;
-}
-
-/* One thread: its frames (nested, in start order) swept against its calls (in
- * start order) with a stack of the frames open at each call. */
-typedef struct frame_stack {
-  ft__frame **f;
-  size_t cap;
-} frame_stack;
-
-static ft_status sweep(ft_session *s, tid_calls *t, frame_stack *fs, ft__attribute_pair_fn pair, uint64_t *hit) {
-  size_t n_frames = atomic_load_explicit(&t->log->published, memory_order_acquire), fi = 0, depth = 0, used = 0;
-  frame_chunk *chunk = t->log->head;
-  ft__frame **stack = fs->f;
-  for (size_t i = 0; i < t->n; i++) {
-    const call_ref *c = &t->calls[i];
-    for (; fi < n_frames && chunk; fi++) {
-      if (used == FRAMES_PER_CHUNK) chunk = chunk->next, used = 0;
-      if (!chunk || chunk->f[used].start > c->start) break;
-      ft__frame *f = &chunk->f[used++];
-      while (depth && atomic_load_explicit(&stack[depth - 1]->end, memory_order_relaxed) < f->start) depth--;
-      if (depth == fs->cap) {
-        size_t ncap = fs->cap ? fs->cap * 2 : 64;
-        ft__frame **n = realloc(fs->f, ncap * sizeof *n);
-        if (!n) return FT_ENOMEM;
-        fs->f = stack = n, fs->cap = ncap;
-      }
-      stack[depth++] = f;
-    }
-    while (depth && atomic_load_explicit(&stack[depth - 1]->end, memory_order_relaxed) < c->start) depth--;
-    size_t k = depth;
-    while (k && atomic_load_explicit(&stack[k - 1]->end, memory_order_relaxed) < c->end) k--;
-    if (!k) continue; /* issued outside every pushed id */
-    uint64_t ext = stack[k - 1]->ext;
-    if (c->event) {
-      ft__event *e = ft__vec_at(&s->store.events, c->event - 1);
-      e->external_id = ext;
-      e->flags |= FT__F_HAS_EXTERNAL;
-    }
-    ft_status st = pair(s, c->corr, ext);
-    if (st) return st;
-    ++*hit;
-  }
-  return FT_OK;
+  return pair(s, corr, f->ext);
 }
 
 ft_status ft__timed_attribute(ft_session *s, ft__attribute_pair_fn pair) {
   size_t n_logs = 0;
   for (struct ft__thread_log *l = s->logs; l; l = l->next) n_logs++;
   if (!n_logs) return FT_OK;
-  tid_calls *by_tid = calloc(n_logs, sizeof *by_tid);
-  frame_stack stack = {NULL, 0};
-  ft_status st = by_tid ? FT_OK : FT_ENOMEM;
+  sweeper *ws = calloc(n_logs, sizeof *ws);
+  if (!ws) return FT_ENOMEM;
   size_t i = 0;
-  for (struct ft__thread_log *l = s->logs; l && !st; l = l->next) by_tid[i++].log = l;
-  if (!st) qsort(by_tid, n_logs, sizeof *by_tid, cmp_tid);
-  /* the calls of threads that pushed: API events without an id of their own, and
-   * the spans of calls left out of the rows */
+  for (struct ft__thread_log *l = s->logs; l; l = l->next) ws[i].log = l, rewind_sweeper(&ws[i++]);
+  qsort(ws, n_logs, sizeof *ws, cmp_tid);
+  /* one pass over the store in arrival order, which is start order per thread
+   * nearly always: no copy of the calls (P6 counts the peak) */
+  ft_status st = FT_OK;
   uint64_t calls = 0, hit = 0;
   for (size_t k = 0; !st && k < s->store.events.len; k++) {
     const ft__event *e = ft__vec_at(&s->store.events, k);
     if (!ft__is_api_kind(e->kind) || (e->flags & FT__F_HAS_EXTERNAL) || !e->correlation_id) continue;
-    tid_calls *t = find_tid(by_tid, n_logs, e->thread_id);
-    if (t && !add_call(t, (call_ref){e->start_ns, e->end_ns, e->correlation_id, (uint32_t)k + 1})) st = FT_ENOMEM;
-    calls += t != NULL;
+    sweeper *w = find_tid(ws, n_logs, e->thread_id);
+    if (!w) continue;
+    calls++;
+    if (e->start_ns < w->last_start) {
+      if (!add_late(w, e->start_ns, e->end_ns, k)) st = FT_ENOMEM;
+      continue;
+    }
+    w->last_start = e->start_ns;
+    const ft__frame *f = around(w, e->start_ns, e->end_ns, &st);
+    if (f) st = attribute(s, f, k, e->correlation_id, pair), hit += !st;
   }
   for (size_t k = 0; !st && k < s->call_spans.len; k++) {
     const struct ft__call_span *c = ft__vec_at(&s->call_spans, k);
-    tid_calls *t = find_tid(by_tid, n_logs, c->tid);
-    if (t && !add_call(t, (call_ref){c->start, c->end, c->corr, 0})) st = FT_ENOMEM;
-    calls += t != NULL;
+    sweeper *w = find_tid(ws, n_logs, c->tid);
+    if (w && !add_late(w, c->start, c->end, k | SPAN_BIT)) st = FT_ENOMEM;
+    calls += w != NULL;
   }
-  for (size_t k = 0; !st && k < n_logs; k++) {
-    tid_calls *t = &by_tid[k];
-    size_t j = 1; /* buffers usually deliver one thread's calls in order: then no sort */
-    while (j < t->n && cmp_start(&t->calls[j - 1], &t->calls[j]) <= 0) j++;
-    if (j < t->n) qsort(t->calls, t->n, sizeof *t->calls, cmp_start);
-    st = sweep(s, t, &stack, pair, &hit);
+  for (size_t k = 0; k < n_logs; k++) {
+    sweeper *w = &ws[k];
+    if (!st && w->n_late) {
+      qsort(w->late, w->n_late, sizeof *w->late, cmp_late);
+      rewind_sweeper(w);
+      for (size_t j = 0; !st && j < w->n_late; j++) {
+        const late_call *c = &w->late[j];
+        const ft__frame *f = around(w, c->start, c->end, &st);
+        uint32_t corr = c->index & SPAN_BIT
+                            ? ((const struct ft__call_span *)ft__vec_at(&s->call_spans, c->index & ~SPAN_BIT))->corr
+                            : ((const ft__event *)ft__vec_at(&s->store.events, c->index))->correlation_id;
+        if (f) st = attribute(s, f, c->index, corr, pair), hit += !st;
+      }
+    }
+    free(w->late);
+    free(w->stack);
   }
   ft__log("attribution by time: %zu threads pushed ids; %llu of their %llu calls issued inside one", n_logs,
           (unsigned long long)hit, (unsigned long long)calls);
-  for (size_t k = 0; by_tid && k < n_logs; k++) free(by_tid[k].calls);
-  free(by_tid);
-  free(stack.f);
+  free(ws);
   return st;
 }

@@ -879,6 +879,96 @@ static void test_last_error_per_thread(void **state) {
   ft_session_destroy(s);
 }
 
+/* ---- attribution by time (attribute.c, design.md §2) ---- */
+
+static struct {
+  uint32_t corr;
+  uint64_t ext;
+} pairs[32];
+static int n_pairs;
+
+static ft_status collect_pair(ft_session *s, uint32_t corr, uint64_t ext) {
+  (void)s;
+  assert_true(n_pairs < 32);
+  pairs[n_pairs].corr = corr, pairs[n_pairs++].ext = ext;
+  return FT_OK;
+}
+
+/* The id reported for corr; -1 when none (a second report would be a defect). */
+static long long pair_of(uint32_t corr) {
+  long long got = -1;
+  for (int i = 0; i < n_pairs; i++)
+    if (pairs[i].corr == corr) {
+      assert_int_equal(got, -1);
+      got = (long long)pairs[i].ext;
+    }
+  return got;
+}
+
+/* A clock reading later than the last one: calls and pushes never share a tick. */
+static uint64_t tick(void) {
+  static uint64_t last;
+  uint64_t t;
+  while ((t = ft__now_ns()) <= last) {
+  }
+  return last = t;
+}
+
+static void api_call(ft_session *s, uint32_t corr, uint32_t tid, uint64_t start, uint64_t end) {
+  ft_device_event ev = {.kind = FT_EVENT_RUNTIME, .start_ns = start, .end_ns = end, .correlation_id = corr,
+                        .thread_id = tid, .name = "cudaLaunchKernel"};
+  assert_int_equal(ft__session_inject(s, &ev), FT_OK);
+}
+
+/* Calls arriving in any order (buffers complete in any order; a nested driver
+ * call ends, and is written, before its runtime call) still get the innermost id
+ * open around them on their thread; so do the spans of calls left out of the rows,
+ * and a frame still open at the end contains what came after it. */
+static void test_time_attribution_in_any_arrival_order(void **state) {
+  (void)state;
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  uint32_t me = ft__gettid();
+  uint64_t c[12];
+  assert_int_equal(ft__timed_push(s, 1), FT_OK);
+  c[0] = tick(), c[1] = tick(); /* 10: in 1 */
+  assert_int_equal(ft__timed_push(s, 2), FT_OK);
+  c[2] = tick(), c[3] = tick(), c[4] = tick(), c[5] = tick(); /* 20 = [2, 5] in 2, 30 = [3, 4] nested in 20 */
+  assert_int_equal(ft__timed_pop(s), FT_OK);
+  c[6] = tick(), c[7] = tick(); /* 40: in 1 again */
+  assert_int_equal(ft__timed_pop(s), FT_OK);
+  c[8] = tick(), c[9] = tick(); /* 50: in nothing */
+  assert_int_equal(ft__timed_pop(s), FT_ESTATE); /* nothing left to pop */
+  assert_int_equal(ft__timed_push(s, 0), FT_OK);  /* 0 is an id; never popped */
+  c[10] = tick(), c[11] = tick(); /* 70: in 0 */
+  api_call(s, 30, me, c[3], c[4]);
+  api_call(s, 50, me, c[8], c[9]);
+  api_call(s, 20, me, c[2], c[5]);
+  api_call(s, 10, me, c[0], c[1]);
+  api_call(s, 40, me, c[6], c[7]);
+  api_call(s, 80, me + 1, c[0], c[1]); /* another thread: 1 was never open there */
+  api_call(s, 70, me, c[10], c[11]);
+  assert_int_equal(ft__timed_call_span(s, 60, me, c[3], c[4]), FT_OK); /* a left-out call in 2 */
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  n_pairs = 0;
+  pthread_mutex_lock(&s->mu);
+  assert_int_equal(ft__timed_attribute(s, collect_pair), FT_OK);
+  pthread_mutex_unlock(&s->mu);
+  static const long long want[][2] = {{10, 1}, {20, 2}, {30, 2}, {40, 1}, {50, -1}, {60, 2}, {70, 0}, {80, -1}};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+    if (pair_of((uint32_t)want[i][0]) != want[i][1])
+      fail_msg("call %lld: id %lld, want %lld", want[i][0], pair_of((uint32_t)want[i][0]), want[i][1]);
+  assert_int_equal(n_pairs, 6);
+  for (size_t k = 0; k < s->store.events.len; k++) { /* the API events carry theirs */
+    const ft__event *e = ft__vec_at(&s->store.events, k);
+    long long w = pair_of(e->correlation_id);
+    assert_int_equal((e->flags & FT__F_HAS_EXTERNAL) != 0, w >= 0);
+    if (w >= 0) assert_int_equal(e->external_id, (uint64_t)w);
+  }
+  ft_session_destroy(s);
+}
+
 int main(void) {
   /* No vendor library: the session tests must not depend on a GPU. */
   setenv("FLAGOS_TRACER_LIBRARY", "/nonexistent/libcupti.so", 1);
@@ -903,6 +993,7 @@ int main(void) {
       cmocka_unit_test(test_correlation_pop_needs_a_push),
       cmocka_unit_test(test_invalid_arguments),
       cmocka_unit_test(test_last_error_per_thread),
+      cmocka_unit_test(test_time_attribution_in_any_arrival_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
