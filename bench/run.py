@@ -98,6 +98,19 @@ def bootstrap(samples, stat, n=2000, seed=17):
     return _resampled(stat(samples), draw, stat, n, seed)
 
 
+def fast_tmp(root="/dev/shm", need=4 << 30):
+    """Where the GPU part writes its captures and kineto its exports: tmpfs when it has
+    room (the 1 M-event capture is ~0.4 GB of JSON), so that P4 times the writers and
+    P5 the reader, not the VM disk's writeback (one run's JSON writes were bimodal,
+    0.014 and 0.03 s, the slow ones with dirty pages behind them); else None (the
+    default temporary directory)."""
+    try:
+        ok = os.path.isdir(root) and os.access(root, os.W_OK) and shutil.disk_usage(root).free >= need
+    except OSError:
+        ok = False
+    return root if ok else None
+
+
 def group_bootstrap(groups, stat, n=2000, seed=17):
     """stat over the rounds of every group, and its 95 % interval from a two-stage
     bootstrap: groups drawn with replacement, then rounds within each drawn group.
@@ -347,7 +360,11 @@ class Gpu:
     def __init__(self, build, tmp, reps, groups, rounds, cores, quick):
         self.build, self.tmp, self.reps, self.quick = build, tmp, reps, quick
         self.groups, self.rounds = groups, rounds
-        self.loop_rounds = 4 * rounds  # a launch-loop turn takes ~40 ms, a torch round ~1 s
+        # The launch loop: twice the groups at half of 4x the rounds (a turn takes ~40 ms,
+        # a torch round ~1 s). The same turns, over twice the processes: each process
+        # keeps its own offset (one side's group medians ranged 0.85-1.00 in one run), and
+        # the interval is over groups first.
+        self.loop_groups, self.loop_rounds = 2 * groups, 2 * rounds
         self.pin = ["taskset", "-c", cores] if cores else []
         self.cpu = first_cpu(cores)  # lockstep: every side on this one CPU
         self.pin1 = ["taskset", "-c", str(self.cpu)] if self.cpu is not None else []
@@ -414,7 +431,7 @@ class Gpu:
 
         groups = [self.group(start, ready, lambda srv: self.lockstep(srv, self.loop_rounds,
                                                                       lambda n, sv: float(sv.ask("go"))))
-                  for _ in range(self.groups)]
+                  for _ in range(self.loop_groups)]
         self.note("launch loop µs/launch, by group and round", {"groups": groups})
         every = {n: [r[n] for g in groups for r in g] for n in variants}
         rows = []
@@ -536,9 +553,10 @@ class Gpu:
         if "P4" in want or "P5" in want:
             # key_averages() takes 6-12 s a capture on the H200 host: on 2 of them; the
             # export, ~0.3 s, on 6 (one each), for an interval P4's 10x can be judged by
+            # kineto's exports go where our captures do (TMPDIR: torch_bench's temporary directory)
             kin = last_json(sh(self.pin + [sys.executable, self.torch_bench, "capture", "--events", "100000",
                                            "--reps", str(2 if self.quick else max(6, 2 * self.reps)),
-                                           "--key-averages", str(min(self.reps, 2))]))
+                                           "--key-averages", str(min(self.reps, 2))], env={"TMPDIR": self.tmp}))
             self.note("kineto capture", kin)
         # its writes take tens of ms each: 5x the repetitions (at least 15) for a stable median
         small = last_json(sh(self.pin + [self.capture, str(kernels_small), os.path.join(self.tmp, "cap100k"),
@@ -679,9 +697,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3,
                     help="repetitions of the capture, write and stats figures (P4-P6; default 3)")
     ap.add_argument("--groups", type=int, default=6,
-                    help="P1-P3: process groups, each started afresh (default 6)")
+                    help="P1-P3: process groups, each started afresh (default 6; the C launch loop twice as many)")
     ap.add_argument("--rounds", type=int, default=15,
-                    help="P1-P3: lockstep rounds per group for torch (default 15); the C launch loop takes 4x as many")
+                    help="P1-P3: lockstep rounds per group for torch (default 15); the C launch loop twice as many")
     ap.add_argument("--cores", default=None,
                     help="taskset CPU list every measured process is pinned to (default: the 3rd to 6th allowed CPU on "
                          ">= 8; '' = none)")
@@ -718,10 +736,12 @@ def main():
     commit, dirty = git_commit()
     doc = ["# flagtrace benchmarks" + (" (quick mode: nothing judged)" if a.quick else ""), ""]
     doc += machine(a.gpu, commit, dirty)
-    doc += [f"- method: P1-P3 lockstep, {groups} process groups x {rounds} rounds (the C launch loop {4 * rounds}), "
+    work = fast_tmp() if a.gpu else None
+    doc += [f"- method: P1-P3 lockstep, {groups} process groups x {rounds} rounds (the C launch loop "
+            f"{2 * groups} x {2 * rounds}), "
             f"all sides on CPU {first_cpu(cores) if cores else '(not pinned)'}; median of per-round ratios, "
             f"bootstrap 95 % interval over groups then rounds; P4-P6 {reps} repetitions on cores "
-            f"{cores or '(not pinned)'}",
+            f"{cores or '(not pinned)'}; captures and exports written to {work or tempfile.gettempdir()}",
             f"- rows: {', '.join(sorted(want))}", ""]
     rows, timings, extra = [], [], []
     kind = "gpu" if a.gpu else "cpu"
@@ -758,7 +778,7 @@ def main():
         return got
 
     if a.gpu:
-        tmp = tempfile.mkdtemp(prefix="ftbench.")
+        tmp = tempfile.mkdtemp(prefix="ftbench.", dir=work)
         try:
             g = Gpu(a.build, tmp, reps, groups, rounds, cores, a.quick)
             if want & {"P1", "P2"}:

@@ -137,6 +137,16 @@ class FakeServer:
         return 0
 
 
+class FastTmp(unittest.TestCase):
+    """Captures go to tmpfs only where it has room for the 1 M-event capture."""
+
+    def test_room_or_none(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(run.fast_tmp(d, need=1), d)
+            self.assertIsNone(run.fast_tmp(d, need=1 << 62))  # no filesystem has that free
+            self.assertIsNone(run.fast_tmp(os.path.join(d, "absent"), need=1))
+
+
 class GpuPathsWithoutAGpu(unittest.TestCase):
     """The --gpu code paths against a stand-in for every measured process: CI has no GPU,
     and a slip in them would otherwise first show on the device's clock."""
@@ -189,10 +199,11 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         for r in rows:
             self.assertIn(r["verdict"], ("pass", "MISS", "within noise", "not judged"), r)
             self.assertTrue(r["low"] <= r["estimate"] <= r["high"], r)
-        # 3 groups of the 6 launch-loop sides, 16 turns each, every side on CPU 2 alone
+        # 6 groups (twice torch's) of the 6 launch-loop sides, 8 turns each (twice torch's
+        # rounds), every side on CPU 2 alone
         loops = [sv for sv in self.servers if not sv.torch]
-        self.assertEqual(len(loops), 3 * 6)
-        self.assertTrue(all(sv.asked == ["go"] * 16 and sv.closed for sv in loops))
+        self.assertEqual(len(loops), 6 * 6)
+        self.assertTrue(all(sv.asked == ["go"] * 8 and sv.closed for sv in loops))
         self.assertTrue(all(sv.cmd[:3] == ["taskset", "-c", "2"] and sv.cmd[-2:] == ["30000", "serve"] for sv in loops))
         self.assertEqual(sorted(" ".join(sv.cmd[3:6]) for sv in loops[:6]),
                          sorted(["/b/bench/gpu/launch_loop 30000 serve", "/b/flagtrace record --force-overwrite",
@@ -205,7 +216,8 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         self.assertTrue(all(sv.cmd[:3] == ["taskset", "-c", "2,3"] and sv.cmd[-2:] == ["--pin", "2"]
                             and sv.cmd[sv.cmd.index("--iters") + 1] == str(run.TORCH_ITERS) for sv in torch))
         self.assertTrue(all(c[:3] == ["taskset", "-c", "2,3"] for c, _ in self.calls if c and c[0] != "/b/bench/bench_stats"))
-        cap = next(c for c, _ in self.calls if "capture" in c and any(x.endswith("torch_bench.py") for x in c))
+        cap, cap_env = next((c, e) for c, e in self.calls if "capture" in c and any(x.endswith("torch_bench.py") for x in c))
+        self.assertEqual(cap_env.get("TMPDIR"), self.tmp.name)  # kineto's exports where our captures go
         # 6 kineto captures, one export each (torch 2.11 saves a profile once), key_averages on 2
         self.assertEqual((cap[cap.index("--reps") + 1], cap[cap.index("--key-averages") + 1]), ("6", "2"))
         # stats is timed 7 times on the 1 M trace, after its JSON twin is gone
