@@ -98,19 +98,6 @@ def bootstrap(samples, stat, n=2000, seed=17):
     return _resampled(stat(samples), draw, stat, n, seed)
 
 
-def fast_tmp(root="/dev/shm", need=4 << 30):
-    """Where the GPU part writes its captures and kineto its exports: tmpfs when it has
-    room (the 1 M-event capture is ~0.4 GB of JSON), so that P4 times the writers and
-    P5 the reader, not the VM disk's writeback (one run's JSON writes were bimodal,
-    0.014 and 0.03 s, the slow ones with dirty pages behind them); else None (the
-    default temporary directory)."""
-    try:
-        ok = os.path.isdir(root) and os.access(root, os.W_OK) and shutil.disk_usage(root).free >= need
-    except OSError:
-        ok = False
-    return root if ok else None
-
-
 def group_bootstrap(groups, stat, n=2000, seed=17):
     """stat over the rounds of every group, and its 95 % interval from a two-stage
     bootstrap: groups drawn with replacement, then rounds within each drawn group.
@@ -736,12 +723,11 @@ def main():
     commit, dirty = git_commit()
     doc = ["# flagtrace benchmarks" + (" (quick mode: nothing judged)" if a.quick else ""), ""]
     doc += machine(a.gpu, commit, dirty)
-    work = fast_tmp() if a.gpu else None
     doc += [f"- method: P1-P3 lockstep, {groups} process groups x {rounds} rounds (the C launch loop "
             f"{2 * groups} x {2 * rounds}), "
             f"all sides on CPU {first_cpu(cores) if cores else '(not pinned)'}; median of per-round ratios, "
             f"bootstrap 95 % interval over groups then rounds; P4-P6 {reps} repetitions on cores "
-            f"{cores or '(not pinned)'}; captures and exports written to {work or tempfile.gettempdir()}",
+            f"{cores or '(not pinned)'}",
             f"- rows: {', '.join(sorted(want))}", ""]
     rows, timings, extra = [], [], []
     kind = "gpu" if a.gpu else "cpu"
@@ -778,7 +764,7 @@ def main():
         return got
 
     if a.gpu:
-        tmp = tempfile.mkdtemp(prefix="ftbench.", dir=work)
+        tmp = tempfile.mkdtemp(prefix="ftbench.")
         try:
             g = Gpu(a.build, tmp, reps, groups, rounds, cores, a.quick)
             if want & {"P1", "P2"}:

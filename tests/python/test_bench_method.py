@@ -137,16 +137,6 @@ class FakeServer:
         return 0
 
 
-class FastTmp(unittest.TestCase):
-    """Captures go to tmpfs only where it has room for the 1 M-event capture."""
-
-    def test_room_or_none(self):
-        with tempfile.TemporaryDirectory() as d:
-            self.assertEqual(run.fast_tmp(d, need=1), d)
-            self.assertIsNone(run.fast_tmp(d, need=1 << 62))  # no filesystem has that free
-            self.assertIsNone(run.fast_tmp(os.path.join(d, "absent"), need=1))
-
-
 class GpuPathsWithoutAGpu(unittest.TestCase):
     """The --gpu code paths against a stand-in for every measured process: CI has no GPU,
     and a slip in them would otherwise first show on the device's clock."""
