@@ -732,13 +732,16 @@ static void test_framework_correlation_push_pop(void **state) {
 }
 
 /* The attribution the tracer chose: by time on the calling thread (CUPTI takes our
- * clock), or CUPTI's external correlation records where the clock is refused or
- * FLAGTRACE_CUPTI_EXTERNAL_CORRELATION=1 (ctest runs this binary both ways). */
+ * clock), or CUPTI's external correlation records where the clock is refused, on a
+ * PPU build, or with FLAGTRACE_CUPTI_EXTERNAL_CORRELATION=1 (ctest runs this binary
+ * each way). */
 static void test_attribution_mode(void **state) {
   (void)state;
-  bool records = ft__env_flag("FLAGTRACE_CUPTI_EXTERNAL_CORRELATION") || getenv("FAKE_CUPTI_NO_CLOCK_CALLBACK");
+  bool records = ft__env_flag("FLAGTRACE_CUPTI_EXTERNAL_CORRELATION") || getenv("FAKE_CUPTI_NO_CLOCK_CALLBACK") ||
+                 strcmp(FT_ACCELERATOR_NAME, "cuda");
   int before = ext_pushes();
   ft_session *s = ft_test_started();
+  assert_int_equal(s->timed, !records);
   assert_int_equal(ft_correlation_push(s, 5), FT_OK);
   fake_launch k = kernel("k", 100);
   launch(&k);
