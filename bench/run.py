@@ -98,6 +98,14 @@ def bootstrap(samples, stat, n=2000, seed=17):
     return _resampled(stat(samples), draw, stat, n, seed)
 
 
+def loop_shape(groups, rounds):
+    """The C launch loop's groups and rounds: twice the groups at half of 4x the rounds
+    (a turn takes ~40 ms, a torch round ~1 s). The same turns, over twice the
+    processes: each process keeps its own offset (one side's group medians ranged
+    0.85-1.00 in one run), and the interval is over groups first."""
+    return 2 * groups, 2 * rounds
+
+
 def group_bootstrap(groups, stat, n=2000, seed=17):
     """stat over the rounds of every group, and its 95 % interval from a two-stage
     bootstrap: groups drawn with replacement, then rounds within each drawn group.
@@ -347,11 +355,7 @@ class Gpu:
     def __init__(self, build, tmp, reps, groups, rounds, cores, quick):
         self.build, self.tmp, self.reps, self.quick = build, tmp, reps, quick
         self.groups, self.rounds = groups, rounds
-        # The launch loop: twice the groups at half of 4x the rounds (a turn takes ~40 ms,
-        # a torch round ~1 s). The same turns, over twice the processes: each process
-        # keeps its own offset (one side's group medians ranged 0.85-1.00 in one run), and
-        # the interval is over groups first.
-        self.loop_groups, self.loop_rounds = 2 * groups, 2 * rounds
+        self.loop_groups, self.loop_rounds = loop_shape(groups, rounds)
         self.pin = ["taskset", "-c", cores] if cores else []
         self.cpu = first_cpu(cores)  # lockstep: every side on this one CPU
         self.pin1 = ["taskset", "-c", str(self.cpu)] if self.cpu is not None else []
@@ -724,7 +728,7 @@ def main():
     doc = ["# flagtrace benchmarks" + (" (quick mode: nothing judged)" if a.quick else ""), ""]
     doc += machine(a.gpu, commit, dirty)
     doc += [f"- method: P1-P3 lockstep, {groups} process groups x {rounds} rounds (the C launch loop "
-            f"{2 * groups} x {2 * rounds}), "
+            f"{' x '.join(map(str, loop_shape(groups, rounds)))}), "
             f"all sides on CPU {first_cpu(cores) if cores else '(not pinned)'}; median of per-round ratios, "
             f"bootstrap 95 % interval over groups then rounds; P4-P6 {reps} repetitions on cores "
             f"{cores or '(not pinned)'}",

@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "internal.h"
 

@@ -382,12 +382,15 @@ static void drop_foreign_frames(const ft_session *s) {
   tls_depth = w;
 }
 
-/* Pushes id the session's way (design.md §2); returns how, for the pop, or
- * PUSH_NONE when it was not pushed. */
-static uint8_t push_id(ft_session *s, bool armed, uint64_t id) {
-  if (!armed) return PUSH_NONE;
-  if (s->timed) return ft__timed_push(s, id) == FT_OK ? PUSH_TIMED : PUSH_NONE;
-  return s->tracer->ops->push_correlation(s->tracer, id) == FT_OK ? PUSH_TRACER : PUSH_NONE;
+/* How s pushes ids (design.md §2): none while its tracer is not armed (CPU-only
+ * sessions count pushes and pops only). */
+static uint8_t push_mode_of(const ft_session *s, bool armed) {
+  return !armed ? PUSH_NONE : s->timed ? PUSH_TIMED : PUSH_TRACER;
+}
+
+static ft_status push_id(ft_session *s, uint8_t mode, uint64_t id) {
+  if (mode == PUSH_TIMED) return ft__timed_push(s, id);
+  return mode == PUSH_TRACER ? s->tracer->ops->push_correlation(s->tracer, id) : FT_OK;
 }
 
 static ft_status pop_id(ft_session *s, uint8_t mode) {
@@ -417,7 +420,8 @@ ft_status ft_range_push(ft_session *s, const char *name, uint64_t *external_id) 
   f->gen = s->gen;
   f->external_id = id;
   f->start_ns = now;
-  f->pushed = push_id(s, armed, id);
+  uint8_t mode = push_mode_of(s, armed);
+  f->pushed = push_id(s, mode, id) == FT_OK ? mode : PUSH_NONE; /* popped only if pushed */
   tls_depth++;
   if (external_id) *external_id = id;
   return FT_OK;
@@ -428,15 +432,11 @@ ft_status ft_correlation_push(ft_session *s, uint64_t external_id) {
   if (!s->running) return ft__session_fail(s, FT_ESTATE, "correlation ids can be pushed only while the session runs");
   if (tls_corr.gen != s->gen) /* another session's pushes: never popped into this one */
     tls_corr.gen = s->gen, tls_corr.pushed = 0;
-  uint8_t mode = !s->tracer_armed ? PUSH_NONE : s->timed ? PUSH_TIMED : PUSH_TRACER; /* CPU-only: counted only */
-  if (mode == PUSH_TIMED) {
-    ft_status st = ft__timed_push(s, external_id);
-    if (st) return ft__session_fail(s, st, "noting correlation id %llu", (unsigned long long)external_id);
-  } else if (mode == PUSH_TRACER) {
-    ft_status st = s->tracer->ops->push_correlation(s->tracer, external_id);
-    if (st) return ft__session_fail(s, st, "pushing correlation id %llu: %s", (unsigned long long)external_id,
-                                    s->tracer->ops->last_error(s->tracer));
-  }
+  uint8_t mode = push_mode_of(s, s->tracer_armed);
+  ft_status st = push_id(s, mode, external_id);
+  if (st)
+    return ft__session_fail(s, st, "pushing correlation id %llu: %s", (unsigned long long)external_id,
+                            mode == PUSH_TRACER ? s->tracer->ops->last_error(s->tracer) : ft_strerror(st));
   tls_corr.mode = mode;
   tls_corr.pushed++;
   return FT_OK;

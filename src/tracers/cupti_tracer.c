@@ -331,8 +331,8 @@ static ft_status enable_kinds(cupti_tracer *t) {
 #ifndef FT_MCPTI
 static uint64_t CUPTIAPI core_clock(void) { return ft__now_ns(); }
 
-/* CUPTI takes its timestamps from our clock (registered once per process, before
- * any kind is enabled, and kept): its API records are then bracketed exactly by the
+/* CUPTI takes its timestamps from our clock (registered once per library instance,
+ * before any kind is enabled, and kept): its API records are then bracketed exactly by the
  * core's push and pop times on the calling thread, and attribution needs no
  * external correlation (design.md §2). NVIDIA's CUPTI only: PPU's compatible
  * library is not known to honour the callback. FLAGTRACE_CUPTI_EXTERNAL_CORRELATION=1
@@ -389,7 +389,6 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   if (!t->timed && !ft__cuptiGetTimestamp(&t->api, t->base.err, sizeof t->base.err, &cupti_now)) {
     int64_t off = (int64_t)(cupti_now - ft__now_ns());
     FT__LOG("cuptiGetTimestamp - CLOCK_REALTIME = %lld ns", (long long)off);
-    t->clock_offset = 0;
     if (off > 1000000000ll || off < -1000000000ll) {
       FT__WARN("CUPTI's clock is %lld ns away from CLOCK_REALTIME; shifting its timestamps",
                (long long)off);
