@@ -99,11 +99,11 @@ def bootstrap(samples, stat, n=2000, seed=17):
 
 
 def loop_shape(groups, rounds):
-    """The C launch loop's groups and rounds: twice the groups at half of 4x the rounds
-    (a turn takes ~40 ms, a torch round ~1 s). The same turns, over twice the
-    processes: each process keeps its own offset (one side's group medians ranged
-    0.85-1.00 in one run), and the interval is over groups first."""
-    return 2 * groups, 2 * rounds
+    """The C launch loop's groups and rounds: three times the groups at a third of 4x
+    the rounds (a turn takes ~40 ms, a torch round ~1 s). The same turns, over three
+    times the processes: each process keeps its own offset (one side's group medians
+    ranged 0.85-1.03 in one run), so the groups, not the rounds, set the interval."""
+    return 3 * groups, max(2, round(4 * rounds / 3))
 
 
 def group_bootstrap(groups, stat, n=2000, seed=17):
@@ -352,8 +352,9 @@ def first_cpu(cores):
 
 
 class Gpu:
-    def __init__(self, build, tmp, reps, groups, rounds, cores, quick):
+    def __init__(self, build, tmp, reps, groups, rounds, cores, quick, prefault_mb=0):
         self.build, self.tmp, self.reps, self.quick = build, tmp, reps, quick
+        self.write_env = {"FT_BENCH_PREFAULT_MB": str(prefault_mb)}  # both sides' timed writes
         self.groups, self.rounds = groups, rounds
         self.loop_groups, self.loop_rounds = loop_shape(groups, rounds)
         self.pin = ["taskset", "-c", cores] if cores else []
@@ -463,10 +464,10 @@ class Gpu:
         return rows
 
     def p1_p3_torch(self, want):
-        """Groups of two torch processes, `base` (bare loops, then kineto profiles) and
-        `ft` (the same after `import flagtrace.torch`): every plain round (P1) comes
-        before either side's first profile, then one warm-up profile each, then the
-        profiled rounds (P3)."""
+        """Groups of two torch processes that start alike, `base` (bare loops, then kineto
+        profiles) and `ft` (the same, imports flagtrace.torch when told). P1: plain rounds,
+        then the import, then plain rounds again, all before either side's first profile;
+        P3: one warm-up profile each, then the profiled rounds."""
         names = ("base", "ft")
         pin = ["--pin", str(self.cpu)] if self.cpu is not None else []
 
@@ -475,10 +476,19 @@ class Gpu:
             return {n: self.spawn(self.pin + [sys.executable, self.torch_bench, "serve", n, "--iters",
                                               str(TORCH_ITERS)] + pin) for n in names}
 
+        def plain(n, sv):
+            return json.loads(sv.ask("plain"))["us_per_op"]
+
         def body(srv):
             got = {}
             if "P1" in want:
-                got["plain"] = self.lockstep(srv, self.rounds, lambda n, sv: json.loads(sv.ask("plain"))["us_per_op"])
+                got["before"] = self.lockstep(srv, self.rounds, plain)
+            for n, sv in srv.items():
+                got.setdefault("import", {})[n] = json.loads(sv.ask("import"))
+                if "P1" in want:
+                    sv.ask("plain")  # the first loop after the import: not a round
+            if "P1" in want:
+                got["plain"] = self.lockstep(srv, self.rounds, plain)
             if "P3" in want:
                 for n, sv in srv.items():
                     warm = json.loads(sv.ask("warm"))
@@ -494,23 +504,29 @@ class Gpu:
         self.note("torch add_ loop, by group and round", {"groups": groups})
         rows = []
 
-        def add(pid, phase, key, what, unit, target_text, target):
-            pairs = [[(r["base"], r["ft"]) if key is None else (r["base"][key], r["ft"][key]) for r in g[phase]]
-                     for g in groups]
-            b = mm([p[0] for g in pairs for p in g])
-            f = mm([p[1] for g in pairs for p in g])
+        def add(pid, pairs, peer_pairs, what, unit, target_text, target):
+            b = mm([p[0] for g in peer_pairs for p in g])
+            f = mm([p[1] for g in peer_pairs for p in g])
             peer = "bare" if pid == "P1" else "kineto"
             rows.append(row(pid, what, f"{b[0]:.3f} / {b[1]:.3f} {unit} {peer}", f"{f[0]:.3f} / {f[1]:.3f} {unit}",
                             group_bootstrap(pairs, pair_ratio), target_text, target, True, self.quick))
 
         if "P1" in want:
-            add("P1", "plain", None, f"torch `x.add_(1.0)` × {TORCH_ITERS:,} after `import flagtrace.torch`, not "
-                "profiling", "µs/op", "≤ 1.01", 1.01)
+            # Each round after the import against the round as many turns before it: the
+            # ft process against itself, so what its start gave it (layout, placement;
+            # group medians 0.95-1.03 between two processes) cancels, and the base
+            # process's turns take the host's drift out of both.
+            after = [[(r["base"], r["ft"]) for r in g["plain"]] for g in groups]
+            pairs = [[(b["ft"] / b["base"], a["ft"] / a["base"]) for b, a in zip(g["before"], g["plain"])]
+                     for g in groups]
+            add("P1", pairs, after, f"torch `x.add_(1.0)` × {TORCH_ITERS:,} after `import flagtrace.torch`, not "
+                "profiling (the ft process against itself before the import, each against the base process)",
+                "µs/op", "≤ 1.01", 1.01)
         if "P3" in want:
-            add("P3", "prof", "us_per_op", "the same loop in `torch.profiler.profile([CPU, CUDA])`, in-loop", "µs/op",
-                "≤ 1.00", 1.00)
-            add("P3", "prof", "end_to_end_s", "the same, end to end (enter to profile exit, incl. collection)", "s",
-                "≤ 1.00", 1.00)
+            for key, what in (("us_per_op", "the same loop in `torch.profiler.profile([CPU, CUDA])`, in-loop"),
+                              ("end_to_end_s", "the same, end to end (enter to profile exit, incl. collection)")):
+                pairs = [[(r["base"][key], r["ft"][key]) for r in g["prof"]] for g in groups]
+                add("P3", pairs, pairs, what, "µs/op" if key == "us_per_op" else "s", "≤ 1.00", 1.00)
         return rows
 
     def exit_split(self):
@@ -547,11 +563,13 @@ class Gpu:
             # kineto's exports go where our captures do (TMPDIR: torch_bench's temporary directory)
             kin = last_json(sh(self.pin + [sys.executable, self.torch_bench, "capture", "--events", "100000",
                                            "--reps", str(2 if self.quick else max(6, 2 * self.reps)),
-                                           "--key-averages", str(min(self.reps, 2))], env={"TMPDIR": self.tmp}))
+                                           "--key-averages", str(min(self.reps, 2))],
+                          env={"TMPDIR": self.tmp, **self.write_env}))
             self.note("kineto capture", kin)
-        # its writes take tens of ms each: 5x the repetitions (at least 15) for a stable median
+        # its writes take tens of ms each: 10x the repetitions (30 to capture_bench's 32) for a stable median
         small = last_json(sh(self.pin + [self.capture, str(kernels_small), os.path.join(self.tmp, "cap100k"),
-                                         str(1 if self.quick else max(15, 5 * self.reps))]))
+                                         str(1 if self.quick else min(32, max(30, 10 * self.reps)))],
+                             env=self.write_env))
         self.note("flagtrace capture (100 k)", small)
         if "P4" in want:
             n_k = statistics.median(kin["slices"])
@@ -694,6 +712,9 @@ def main():
     ap.add_argument("--cores", default=None,
                     help="taskset CPU list every measured process is pinned to (default: the 3rd to 6th allowed CPU on "
                          ">= 8; '' = none)")
+    ap.add_argument("--prefault-mb", type=int, default=64, metavar="MB",
+                    help="P4: touch and free MB of memory before each timed write, ours and kineto's, so that a VM's "
+                         "first touch of a page (the H200 host: ~1.5 µs a page) is not timed (default 64; 0: off)")
     ap.add_argument("--only", default="", help="comma-separated row ids to run, e.g. P3 or P1,P2 (default: all)")
     ap.add_argument("--exit-split", action="store_true",
                     help="with P3: also profile one kineto and one flagtrace profile exit (cProfile, the adaptor's "
@@ -731,7 +752,7 @@ def main():
             f"{' x '.join(map(str, loop_shape(groups, rounds)))}), "
             f"all sides on CPU {first_cpu(cores) if cores else '(not pinned)'}; median of per-round ratios, "
             f"bootstrap 95 % interval over groups then rounds; P4-P6 {reps} repetitions on cores "
-            f"{cores or '(not pinned)'}",
+            f"{cores or '(not pinned)'}; P4's timed writes after touching {a.prefault_mb} MB",
             f"- rows: {', '.join(sorted(want))}", ""]
     rows, timings, extra = [], [], []
     kind = "gpu" if a.gpu else "cpu"
@@ -770,7 +791,7 @@ def main():
     if a.gpu:
         tmp = tempfile.mkdtemp(prefix="ftbench.")
         try:
-            g = Gpu(a.build, tmp, reps, groups, rounds, cores, a.quick)
+            g = Gpu(a.build, tmp, reps, groups, rounds, cores, a.quick, a.prefault_mb)
             if want & {"P1", "P2"}:
                 rows += section("P1/P2 launch loop", g.p1_p2, 5000 if a.quick else 10000, want)
                 write(False)

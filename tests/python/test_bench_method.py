@@ -108,10 +108,17 @@ class ServerProtocol(unittest.TestCase):
 class FakeServer:
     """Stands in for launch_loop serve and torch_bench.py serve."""
 
+    # what each torch process's start gives it (layout, placement), by start: a spread
+    # across processes far wider than the 1 % P1 must resolve
+    OFFSETS = (1.00, 1.06, 0.95, 1.03, 0.97, 1.04)
+    IMPORT_COST = 0.004  # of a plain loop, after `import flagtrace.torch`
+
     def __init__(self, log, cmd, env=None):
         self.cmd, self.env, self.asked, self.closed = list(cmd), dict(env or {}), [], False
         self.torch = any(c.endswith("torch_bench.py") for c in cmd)
         self.side = cmd[cmd.index("serve") + 1] if self.torch else None
+        self.offset = self.OFFSETS[len(log) % len(self.OFFSETS)]
+        self.imported = False
         log.append(self)
 
     def ready(self):
@@ -125,8 +132,14 @@ class FakeServer:
             extra = 1.5 if "CUDA_INJECTION64_PATH" in self.env else 1.4 if "--capture-range" not in text and \
                 "record" in text else 0.1 if "--inject=cuda" in text else 0.02 if "record" in text else 0.0
             return f"{3.5 + 0.01 * (k % 3) + extra:.4f}"
+        if cmd == "import":
+            self.imported = self.side == "ft"
+            return json.dumps({"imported": self.imported, "import_s": 0.5})
         if cmd == "plain":
-            return json.dumps({"us_per_op": 7.0 + 0.05 * (k % 3)})
+            if "prof" in self.asked or "warm" in self.asked:
+                raise AssertionError("a plain loop after a profile")
+            return json.dumps({"us_per_op": (7.0 + 0.05 * (k % 3)) * self.offset *
+                               (1 + self.IMPORT_COST * self.imported)})
         got = {"us_per_op": 11.0 + 0.1 * ((k + (self.side == "ft")) % 2), "end_to_end_s": 0.2 + 0.01 * (k % 2) - 0.03 * (self.side == "ft")}
         if cmd == "warm":
             got["device_events"] = run.TORCH_ITERS
@@ -170,7 +183,7 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
             return ""
 
         run.sh = fake
-        self.g = run.Gpu("/b", tmp, 3, 3, 4, "2,3", False)
+        self.g = run.Gpu("/b", tmp, 3, 3, 4, "2,3", False, 48)
         self.servers = []
         self.g.spawn = lambda cmd, env=None: FakeServer(self.servers, cmd, env)
 
@@ -189,25 +202,36 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         for r in rows:
             self.assertIn(r["verdict"], ("pass", "MISS", "within noise", "not judged"), r)
             self.assertTrue(r["low"] <= r["estimate"] <= r["high"], r)
-        # 6 groups (twice torch's) of the 6 launch-loop sides, 8 turns each (twice torch's
-        # rounds), every side on CPU 2 alone
+        # 9 groups (three times torch's) of the 6 launch-loop sides, 5 turns each (4/3 of
+        # torch's rounds), every side on CPU 2 alone
         loops = [sv for sv in self.servers if not sv.torch]
-        self.assertEqual(len(loops), 6 * 6)
-        self.assertTrue(all(sv.asked == ["go"] * 8 and sv.closed for sv in loops))
+        self.assertEqual(len(loops), 9 * 6)
+        self.assertTrue(all(sv.asked == ["go"] * 5 and sv.closed for sv in loops))
         self.assertTrue(all(sv.cmd[:3] == ["taskset", "-c", "2"] and sv.cmd[-2:] == ["30000", "serve"] for sv in loops))
         self.assertEqual(sorted(" ".join(sv.cmd[3:6]) for sv in loops[:6]),
                          sorted(["/b/bench/gpu/launch_loop 30000 serve", "/b/flagtrace record --force-overwrite",
                                  "/b/flagtrace record --inject=preload", "/b/flagtrace record --inject=cuda",
                                  "/b/bench/gpu/launch_loop 30000 serve", "/b/flagtrace record --force-overwrite"]))
-        # 3 groups of base and ft: every plain turn before the first profile, then one warm-up profile
+        # 3 groups of base and ft: plain turns, the import, one loop, plain turns, all before the
+        # first profile; then one warm-up profile
         torch = [sv for sv in self.servers if sv.torch]
         self.assertEqual(sorted(sv.side for sv in torch), ["base"] * 3 + ["ft"] * 3)
-        self.assertTrue(all(sv.asked == ["plain"] * 4 + ["warm"] + ["prof"] * 4 and sv.closed for sv in torch))
+        self.assertTrue(all(sv.asked == ["plain"] * 4 + ["import"] + ["plain"] * 5 + ["warm"] + ["prof"] * 4
+                            and sv.closed for sv in torch))
+        # P1 torch: each process against itself across the import, so the processes' own
+        # offsets (up to 11 % apart here) cancel and the import's 0.4 % is what is left
+        p1_torch = rows[4]
+        self.assertAlmostEqual(p1_torch["estimate"], 1 + FakeServer.IMPORT_COST, places=6)
+        self.assertLess(p1_torch["high"] - p1_torch["low"], 0.002)
+        self.assertEqual(p1_torch["verdict"], "pass")
         self.assertTrue(all(sv.cmd[:3] == ["taskset", "-c", "2,3"] and sv.cmd[-2:] == ["--pin", "2"]
                             and sv.cmd[sv.cmd.index("--iters") + 1] == str(run.TORCH_ITERS) for sv in torch))
         self.assertTrue(all(c[:3] == ["taskset", "-c", "2,3"] for c, _ in self.calls if c and c[0] != "/b/bench/bench_stats"))
         cap, cap_env = next((c, e) for c, e in self.calls if "capture" in c and any(x.endswith("torch_bench.py") for x in c))
         self.assertEqual(cap_env.get("TMPDIR"), self.tmp.name)  # kineto's exports where our captures go
+        # both sides' timed writes come after the same memory touch
+        ours = next(e for c, e in self.calls if any(x.endswith("capture_bench") for x in c) and c[-1] == "30")
+        self.assertEqual((cap_env.get("FT_BENCH_PREFAULT_MB"), ours.get("FT_BENCH_PREFAULT_MB")), ("48", "48"))
         # 6 kineto captures, one export each (torch 2.11 saves a profile once), key_averages on 2
         self.assertEqual((cap[cap.index("--reps") + 1], cap[cap.index("--key-averages") + 1]), ("6", "2"))
         # stats is timed 7 times on the 1 M trace, after its JSON twin is gone
@@ -223,6 +247,8 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         self.assertFalse([c for c, _ in self.calls if any(x.endswith("launch_loop") or x.endswith("capture_bench")
                                                           for x in c)])
         self.assertTrue(all(sv.torch and "plain" not in sv.asked for sv in self.servers))
+        # the ft side still imports flagtrace.torch before its first profile
+        self.assertTrue(all(sv.asked[:2] == ["import", "warm"] for sv in self.servers))
 
     def test_a_profile_without_the_kernels_stops_the_run(self):
         real_ask = FakeServer.ask
