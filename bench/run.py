@@ -15,13 +15,17 @@ meanwhile, and they take turns: a round runs every side once, the order rotated 
 reversed from round to round. A round's sides are a fraction of a second apart, so
 the host's slow spells (this VM's launch and Python costs change by 20-40 % from one
 second to the next and from one CPU to the next) hit both sides of a pair alike,
-which separate processes run one after the other could not give. The figure is the
-median of the per-round ratios; its 95 % interval is bootstrapped over process groups
-and then over rounds within each drawn group, so that what a group's processes share
-(their start, their memory layout) counts as well as the round-to-round noise.
-P4-P6 repeat whole processes. Verdict: "pass" only when the whole interval meets the
-target, "MISS" when the whole interval misses it, "within noise" when it straddles
-it."""
+which separate processes run one after the other could not give. The C launch loop's
+sides are each measured against the bare turns right before and after their own (the
+bare side runs between every two others): a side further from its reference turn
+scattered more. Torch runs several (base, ft) process pairs per group, each pair's
+turns side by side: a pair's processes keep an offset of their own from their start,
+so pairs are the samples. The figure is the median of the per-round ratios; its 95 %
+interval is bootstrapped over process groups (torch: pairs) and then over rounds
+within each drawn one, so that what a group's processes share (their start, their
+memory layout) counts as well as the round-to-round noise. P4-P6 repeat whole
+processes. Verdict: "pass" only when the whole interval meets the target, "MISS"
+when the whole interval misses it, "within noise" when it straddles it."""
 import argparse
 import datetime
 import json
@@ -98,12 +102,24 @@ def bootstrap(samples, stat, n=2000, seed=17):
     return _resampled(stat(samples), draw, stat, n, seed)
 
 
-def loop_shape(groups, rounds):
-    """The C launch loop's groups and rounds: three times the groups at a third of 4x
-    the rounds (a turn takes ~40 ms, a torch round ~1 s). The same turns, over three
-    times the processes: each process keeps its own offset (one side's group medians
-    ranged 0.85-1.03 in one run), so the groups, not the rounds, set the interval."""
-    return 3 * groups, max(2, round(4 * rounds / 3))
+def flanked_order(names, ref, r):
+    """Round r's turns when every side is measured against one reference side: the others
+    in turn_order with the reference before, between and after them (ref, a, ref, b, ...,
+    ref), so that each side's turn has a reference turn right before and right after it.
+    With one reference turn per round of six, a side's per-round ratios spread more the
+    further its turn was from the reference's: IQR of the log ratio 0.041 one turn away,
+    0.069-0.073 four or five turns away (the run on 853113e)."""
+    out = [ref]
+    for n in turn_order([x for x in names if x != ref], r):
+        out += [n, ref]
+    return out
+
+
+def pair_order(npairs, r):
+    """Round r's turns over npairs (base, ft) process pairs, as (pair, side): the pairs in
+    turn_order, each pair's two turns next to each other, ab or ba as turn_order gives
+    for two sides at round r + pair (no side always first)."""
+    return [(i, side) for i in turn_order(list(range(npairs)), r) for side in turn_order(["base", "ft"], r + i)]
 
 
 def group_bootstrap(groups, stat, n=2000, seed=17):
@@ -352,12 +368,14 @@ def first_cpu(cores):
 
 
 class Gpu:
-    def __init__(self, build, tmp, reps, groups, rounds, cores, quick, prefault_mb=0):
+    def __init__(self, build, tmp, reps, shape, cores, quick, io_cores=None):
+        """shape: {groups, pairs, rounds, prof_rounds, loop_groups, loop_rounds} (main's
+        options); io_cores: the CPUs of P4-P6's captures, writes and reads (default: cores)."""
         self.build, self.tmp, self.reps, self.quick = build, tmp, reps, quick
-        self.write_env = {"FT_BENCH_PREFAULT_MB": str(prefault_mb)}  # both sides' timed writes
-        self.groups, self.rounds = groups, rounds
-        self.loop_groups, self.loop_rounds = loop_shape(groups, rounds)
+        self.shape = dict(shape)
         self.pin = ["taskset", "-c", cores] if cores else []
+        io_cores = cores if io_cores is None else io_cores
+        self.pin_io = ["taskset", "-c", io_cores] if io_cores else []
         self.cpu = first_cpu(cores)  # lockstep: every side on this one CPU
         self.pin1 = ["taskset", "-c", str(self.cpu)] if self.cpu is not None else []
         self.spawn = Server  # a stand-in in the tests
@@ -373,11 +391,38 @@ class Gpu:
         print(f"bench: {what}: {json.dumps(data)[:300]}", file=sys.stderr)
 
     @staticmethod
-    def lockstep(servers, rounds, ask):
-        """rounds of turns over live servers ({name: Server}, in turn_order): a list of
-        {name: ask(name, server)} per round."""
-        names = list(servers)
-        return [{n: ask(n, servers[n]) for n in turn_order(names, r)} for r in range(rounds)]
+    def flanked(servers, rounds, ref, ask):
+        """rounds of turns over live servers ({name: Server}) in flanked_order: per round
+        {side: ask(side, server)} for every side but ref, ref: its values in turn order, and
+        "around": {side: the mean of the ref turns right before and right after its own}."""
+        out = []
+        for r in range(rounds):
+            got, refs, around, last = {}, [], {}, None
+            for n in flanked_order(list(servers), ref, r):
+                v = ask(n, servers[n])
+                if n != ref:
+                    got[n] = v
+                    continue
+                if last is not None:
+                    around[next(reversed(got))] = (last + v) / 2  # the side just measured
+                refs.append(v)
+                last = v
+            got[ref], got["around"] = refs, around
+            out.append(got)
+        return out
+
+    @staticmethod
+    def pairs_lockstep(servers, npairs, rounds, ask):
+        """rounds of turns over npairs process pairs (servers base0, ft0, base1, ...) in
+        pair_order: a list of {name: ask(name, server)} per round."""
+        out = []
+        for r in range(rounds):
+            got = {}
+            for i, side in pair_order(npairs, r):
+                n = f"{side}{i}"
+                got[n] = ask(n, servers[n])
+            out.append(got)
+        return out
 
     def group(self, start, ready, body):
         """One process group: start() -> {name: Server}, all started before any is
@@ -421,16 +466,16 @@ class Gpu:
             if sv.ready() != "ready":
                 raise RuntimeError(f"bench: launch_loop ({n}) did not say ready")
 
-        groups = [self.group(start, ready, lambda srv: self.lockstep(srv, self.loop_rounds,
-                                                                      lambda n, sv: float(sv.ask("go"))))
-                  for _ in range(self.loop_groups)]
+        groups = [self.group(start, ready, lambda srv: self.flanked(srv, self.shape["loop_rounds"], "bare",
+                                                                     lambda n, sv: float(sv.ask("go"))))
+                  for _ in range(self.shape["loop_groups"])]
         self.note("launch loop µs/launch, by group and round", {"groups": groups})
-        every = {n: [r[n] for g in groups for r in g] for n in variants}
+        every = {n: [r[n] for g in groups for r in g] for n in variants if n != "bare"}
         rows = []
-        b = mm(every["bare"])
+        b = mm([x for g in groups for r in g for x in r["bare"]])
 
-        def pairs(side):
-            return [[(r["bare"], r[side]) for r in g] for g in groups]
+        def pairs(side):  # each turn against the bare turns on either side of it
+            return [[(r["around"][side], r[side]) for r in g] for g in groups]
 
         if "P1" in want:
             for side, what, target in (
@@ -446,17 +491,19 @@ class Gpu:
         if "P2" in want:
             f, rc = mm(every["floor"]), mm(every["record"])
 
-            def overhead_ratio(rs):  # ours over the floor's, each relative to bare in its round
-                o_floor = statistics.median(fl / ba for ba, fl, _ in rs) - 1
-                o_ft = statistics.median(re_ / ba for ba, _, re_ in rs) - 1
+            def overheads(rs):  # the floor's and ours, each relative to the bare turns around it
+                return (statistics.median(fl / bf for bf, fl, _, _ in rs) - 1,
+                        statistics.median(re_ / br for _, _, br, re_ in rs) - 1)
+
+            def overhead_ratio(rs):
+                o_floor, o_ft = overheads(rs)
                 if o_floor <= 0:
                     raise ValueError("no floor overhead")
                 return o_ft / o_floor
 
-            rounds = [[(r["bare"], r["floor"], r["record"]) for r in g] for g in groups]
-            flat = [x for g in rounds for x in g]
-            o_floor = statistics.median(fl / ba for ba, fl, _ in flat) - 1
-            o_ft = statistics.median(re_ / ba for ba, _, re_ in flat) - 1
+            rounds = [[(r["around"]["floor"], r["floor"], r["around"]["record"], r["record"]) for r in g]
+                      for g in groups]
+            o_floor, o_ft = overheads([x for g in rounds for x in g])
             rows.append(row("P2", f"launch loop under `flagtrace record` (overhead {o_ft * 100:.1f} %) vs the "
                             f"raw-CUPTI floor (overhead {o_floor * 100:.1f} %), same kinds; ratio of the overheads",
                             f"{f[0]:.3f} / {f[1]:.3f} µs (floor)", f"{rc[0]:.3f} / {rc[1]:.3f} µs",
@@ -464,31 +511,26 @@ class Gpu:
         return rows
 
     def p1_p3_torch(self, want):
-        """Groups of two torch processes that start alike, `base` (bare loops, then kineto
-        profiles) and `ft` (the same, imports flagtrace.torch when told). P1: plain rounds,
-        then the import, then plain rounds again, all before either side's first profile;
-        P3: one warm-up profile each, then the profiled rounds."""
-        names = ("base", "ft")
+        """Process groups of `pairs` pairs of torch processes, `base` (bare loops, then kineto
+        profiles) and `ft` (the same after `import flagtrace.torch`), all started together.
+        Each pair is one sample of what a process's start gives it (layout, placement: one
+        pair's median ratio ranged 0.95-1.03 between pairs in one run), so the interval is
+        over pairs, then rounds. Every plain round (P1) comes before any profile; then one
+        warm-up profile each, then the profiled rounds (P3)."""
+        npairs = self.shape["pairs"]
         pin = ["--pin", str(self.cpu)] if self.cpu is not None else []
 
         def start():
             # started on the core set (imports in parallel), moved to the one CPU when ready
-            return {n: self.spawn(self.pin + [sys.executable, self.torch_bench, "serve", n, "--iters",
-                                              str(TORCH_ITERS)] + pin) for n in names}
-
-        def plain(n, sv):
-            return json.loads(sv.ask("plain"))["us_per_op"]
+            return {f"{side}{i}": self.spawn(self.pin + [sys.executable, self.torch_bench, "serve", side, "--iters",
+                                                         str(TORCH_ITERS)] + pin)
+                    for i in range(npairs) for side in ("base", "ft")}
 
         def body(srv):
             got = {}
             if "P1" in want:
-                got["before"] = self.lockstep(srv, self.rounds, plain)
-            for n, sv in srv.items():
-                got.setdefault("import", {})[n] = json.loads(sv.ask("import"))
-                if "P1" in want:
-                    sv.ask("plain")  # the first loop after the import: not a round
-            if "P1" in want:
-                got["plain"] = self.lockstep(srv, self.rounds, plain)
+                got["plain"] = self.pairs_lockstep(srv, npairs, self.shape["rounds"],
+                                                   lambda n, sv: json.loads(sv.ask("plain"))["us_per_op"])
             if "P3" in want:
                 for n, sv in srv.items():
                     warm = json.loads(sv.ask("warm"))
@@ -496,37 +538,32 @@ class Gpu:
                     if warm["device_events"] < TORCH_ITERS:
                         raise RuntimeError(f"bench: the {n} side's first profile has {warm['device_events']} device "
                                            f"events, fewer than its {TORCH_ITERS} kernels")
-                got["prof"] = self.lockstep(srv, self.rounds, lambda n, sv: json.loads(sv.ask("prof")))
+                got["prof"] = self.pairs_lockstep(srv, npairs, self.shape["prof_rounds"],
+                                                  lambda n, sv: json.loads(sv.ask("prof")))
             return got
 
         groups = [self.group(start, lambda n, sv: self.note("torch side ready", json.loads(sv.ready())), body)
-                  for _ in range(self.groups)]
-        self.note("torch add_ loop, by group and round", {"groups": groups})
+                  for _ in range(self.shape["groups"])]
+        self.note("torch add_ loop, by group and round", {"groups": groups, "pairs": npairs})
         rows = []
 
-        def add(pid, pairs, peer_pairs, what, unit, target_text, target):
-            b = mm([p[0] for g in peer_pairs for p in g])
-            f = mm([p[1] for g in peer_pairs for p in g])
+        def add(pid, phase, key, what, unit, target_text, target):
+            pairs = [[(r[f"base{i}"], r[f"ft{i}"]) if key is None else (r[f"base{i}"][key], r[f"ft{i}"][key])
+                      for r in g[phase]] for g in groups for i in range(npairs)]
+            b = mm([p[0] for g in pairs for p in g])
+            f = mm([p[1] for g in pairs for p in g])
             peer = "bare" if pid == "P1" else "kineto"
             rows.append(row(pid, what, f"{b[0]:.3f} / {b[1]:.3f} {unit} {peer}", f"{f[0]:.3f} / {f[1]:.3f} {unit}",
                             group_bootstrap(pairs, pair_ratio), target_text, target, True, self.quick))
 
         if "P1" in want:
-            # Each round after the import against the round as many turns before it: the
-            # ft process against itself, so what its start gave it (layout, placement;
-            # group medians 0.95-1.03 between two processes) cancels, and the base
-            # process's turns take the host's drift out of both.
-            after = [[(r["base"], r["ft"]) for r in g["plain"]] for g in groups]
-            pairs = [[(b["ft"] / b["base"], a["ft"] / a["base"]) for b, a in zip(g["before"], g["plain"])]
-                     for g in groups]
-            add("P1", pairs, after, f"torch `x.add_(1.0)` × {TORCH_ITERS:,} after `import flagtrace.torch`, not "
-                "profiling (the ft process against itself before the import, each against the base process)",
-                "µs/op", "≤ 1.01", 1.01)
+            add("P1", "plain", None, f"torch `x.add_(1.0)` × {TORCH_ITERS:,} after `import flagtrace.torch`, not "
+                "profiling", "µs/op", "≤ 1.01", 1.01)
         if "P3" in want:
-            for key, what in (("us_per_op", "the same loop in `torch.profiler.profile([CPU, CUDA])`, in-loop"),
-                              ("end_to_end_s", "the same, end to end (enter to profile exit, incl. collection)")):
-                pairs = [[(r["base"][key], r["ft"][key]) for r in g["prof"]] for g in groups]
-                add("P3", pairs, pairs, what, "µs/op" if key == "us_per_op" else "s", "≤ 1.00", 1.00)
+            add("P3", "prof", "us_per_op", "the same loop in `torch.profiler.profile([CPU, CUDA])`, in-loop", "µs/op",
+                "≤ 1.00", 1.00)
+            add("P3", "prof", "end_to_end_s", "the same, end to end (enter to profile exit, incl. collection)", "s",
+                "≤ 1.00", 1.00)
         return rows
 
     def exit_split(self):
@@ -549,7 +586,7 @@ class Gpu:
         t = []
         for _ in range(reps):
             t0 = time.perf_counter()
-            sh(self.pin + [self.ft, "stats", path])
+            sh(self.pin_io + [self.ft, "stats", path])
             t.append(time.perf_counter() - t0)
         return t
 
@@ -561,15 +598,13 @@ class Gpu:
             # key_averages() takes 6-12 s a capture on the H200 host: on 2 of them; the
             # export, ~0.3 s, on 6 (one each), for an interval P4's 10x can be judged by
             # kineto's exports go where our captures do (TMPDIR: torch_bench's temporary directory)
-            kin = last_json(sh(self.pin + [sys.executable, self.torch_bench, "capture", "--events", "100000",
-                                           "--reps", str(2 if self.quick else max(6, 2 * self.reps)),
-                                           "--key-averages", str(min(self.reps, 2))],
-                          env={"TMPDIR": self.tmp, **self.write_env}))
+            kin = last_json(sh(self.pin_io + [sys.executable, self.torch_bench, "capture", "--events", "100000",
+                                              "--reps", str(2 if self.quick else max(6, 2 * self.reps)),
+                                              "--key-averages", str(min(self.reps, 2))], env={"TMPDIR": self.tmp}))
             self.note("kineto capture", kin)
         # its writes take tens of ms each: 10x the repetitions (30 to capture_bench's 32) for a stable median
-        small = last_json(sh(self.pin + [self.capture, str(kernels_small), os.path.join(self.tmp, "cap100k"),
-                                         str(1 if self.quick else min(32, max(30, 10 * self.reps)))],
-                             env=self.write_env))
+        small = last_json(sh(self.pin_io + [self.capture, str(kernels_small), os.path.join(self.tmp, "cap100k"),
+                                            str(1 if self.quick else min(32, max(30, 10 * self.reps)))]))
         self.note("flagtrace capture (100 k)", small)
         if "P4" in want:
             n_k = statistics.median(kin["slices"])
@@ -600,7 +635,7 @@ class Gpu:
                             f"{s_mm[0]:.3f} / {s_mm[1]:.3f} s", ci, "≥ 10× faster", 10, False, q, 1, "× faster"))
         big = None
         if "P5" in want or "P6" in want:
-            big = last_json(sh(self.pin + [self.capture, str(kernels_big), os.path.join(self.tmp, "cap1m"), "1"]))
+            big = last_json(sh(self.pin_io + [self.capture, str(kernels_big), os.path.join(self.tmp, "cap1m"), "1"]))
             self.note("flagtrace capture (1 M)", big)
         if "P5" in want:
             # ~0.6-1 s each, and bimodal on the H200 host (0.62 / 1.04 s in one run): 7 runs
@@ -612,7 +647,7 @@ class Gpu:
                             f"{big['bytes_gzip'] / 1e6:.0f} MB, whole process), seconds", "-",
                             f"{s_mm[0]:.3f} / {s_mm[1]:.3f} s", ci, "< 1 s", 1.0, True, q, 3, " s"))
         if "P6" in want:
-            floor = last_json(sh(self.pin + [self.capture, str(kernels_big), "-"],
+            floor = last_json(sh(self.pin_io + [self.capture, str(kernels_big), "-"],
                                  env={"CAPTURE_BENCH_NO_FLAGTRACE": "1", "CUDA_INJECTION64_PATH": self.floor}))
             self.note("raw-CUPTI floor, same launches", floor)
             grow = big["peak_rss"] - big["rss_before"]
@@ -651,7 +686,7 @@ def readme_table(result):
     out = [README_BEGIN, "",
            f"Latest on the GPU (`bench/results/{result['name']}.md`: {result['date']}, commit {result['commit']}, "
            f"{result['gpu']}; P1-P3 lockstep: median of per-round ratios, bootstrap 95 % interval over process "
-           "groups then rounds)"
+           "groups (torch: process pairs) then rounds)"
            + (": partial, the run stopped at its time limit; the rows it measured:" if result.get("partial") else ":"),
            "",
            "| id | what | peer | flagtrace | ratio [95 % CI] | target | verdict |", "|---|---|---|---|---|---|---|"]
@@ -687,13 +722,13 @@ def git_commit():
         return "unknown", False
 
 
-def default_cores():
-    """Four of the CPUs this process may use, skipping the first two (interrupts,
-    housekeeping), on a machine with 8 or more; "" (no pinning) otherwise."""
+def default_cores(count=4):
+    """count of the CPUs this process may use, skipping the first two (interrupts,
+    housekeeping), on a machine with count + 4 or more; "" (no pinning) otherwise."""
     allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    if len(allowed) < 8 or not shutil.which("taskset"):
+    if len(allowed) < count + 4 or not shutil.which("taskset"):
         return ""
-    return ",".join(str(c) for c in allowed[2:6])
+    return ",".join(str(c) for c in allowed[2:2 + count])
 
 
 def main():
@@ -705,16 +740,24 @@ def main():
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions: checks it runs, judges nothing")
     ap.add_argument("--reps", type=int, default=3,
                     help="repetitions of the capture, write and stats figures (P4-P6; default 3)")
-    ap.add_argument("--groups", type=int, default=6,
-                    help="P1-P3: process groups, each started afresh (default 6; the C launch loop twice as many)")
+    ap.add_argument("--groups", type=int, default=4,
+                    help="P1/P3 torch: process groups, each started afresh (default 4)")
+    ap.add_argument("--pairs", type=int, default=3,
+                    help="P1/P3 torch: pairs of processes (bare or kineto, flagtrace) per group (default 3)")
     ap.add_argument("--rounds", type=int, default=15,
-                    help="P1-P3: lockstep rounds per group for torch (default 15); the C launch loop twice as many")
+                    help="P1 torch: lockstep rounds of plain loops per group (default 15)")
+    ap.add_argument("--prof-rounds", type=int, default=8,
+                    help="P3: lockstep rounds of profiles per group (default 8)")
+    ap.add_argument("--loop-groups", type=int, default=18,
+                    help="P1/P2 C launch loop: process groups, each started afresh (default 18)")
+    ap.add_argument("--loop-rounds", type=int, default=12,
+                    help="P1/P2 C launch loop: lockstep rounds per group, bare turns between the others (default 12)")
     ap.add_argument("--cores", default=None,
                     help="taskset CPU list every measured process is pinned to (default: the 3rd to 6th allowed CPU on "
                          ">= 8; '' = none)")
-    ap.add_argument("--prefault-mb", type=int, default=64, metavar="MB",
-                    help="P4: touch and free MB of memory before each timed write, ours and kineto's, so that a VM's "
-                         "first touch of a page (the H200 host: ~1.5 µs a page) is not timed (default 64; 0: off)")
+    ap.add_argument("--io-cores", default=None,
+                    help="taskset CPU list for P4-P6 (captures, writes with their workers, stats; default: the 3rd to "
+                         "10th allowed CPU on >= 12, else --cores)")
     ap.add_argument("--only", default="", help="comma-separated row ids to run, e.g. P3 or P1,P2 (default: all)")
     ap.add_argument("--exit-split", action="store_true",
                     help="with P3: also profile one kineto and one flagtrace profile exit (cProfile, the adaptor's "
@@ -728,8 +771,9 @@ def main():
     want = set(x.strip().upper() for x in a.only.split(",") if x.strip()) or set(IDS)
     if not want <= set(IDS):
         ap.error(f"--only takes {', '.join(IDS)}")
-    if a.reps < 1 or a.groups < 2 or a.rounds < 2:
-        ap.error("--reps must be at least 1, --groups and --rounds at least 2")
+    if a.reps < 1 or a.pairs < 1 or min(a.groups, a.rounds, a.prof_rounds, a.loop_groups, a.loop_rounds) < 2:
+        ap.error("--reps and --pairs must be at least 1, --groups, --rounds, --prof-rounds, --loop-groups and "
+                 "--loop-rounds at least 2")
     for exe in ("bench_writer", "bench_stats"):
         if not os.path.exists(os.path.join(a.build, "bench", exe)):
             ap.error(f"{a.build}/bench/{exe} is missing: build first (make test, or cmake --build {a.build})")
@@ -743,16 +787,20 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     t_start = time.perf_counter()
     reps = 1 if a.quick else a.reps
-    groups, rounds = (2, 2) if a.quick else (a.groups, a.rounds)
+    shape = ({"groups": 2, "pairs": 1, "rounds": 2, "prof_rounds": 2, "loop_groups": 2, "loop_rounds": 2}
+             if a.quick else {"groups": a.groups, "pairs": a.pairs, "rounds": a.rounds, "prof_rounds": a.prof_rounds,
+                              "loop_groups": a.loop_groups, "loop_rounds": a.loop_rounds})
     cores = default_cores() if a.cores is None else a.cores
+    io_cores = (default_cores(8) or cores) if a.io_cores is None else a.io_cores
     commit, dirty = git_commit()
     doc = ["# flagtrace benchmarks" + (" (quick mode: nothing judged)" if a.quick else ""), ""]
     doc += machine(a.gpu, commit, dirty)
-    doc += [f"- method: P1-P3 lockstep, {groups} process groups x {rounds} rounds (the C launch loop "
-            f"{' x '.join(map(str, loop_shape(groups, rounds)))}), "
-            f"all sides on CPU {first_cpu(cores) if cores else '(not pinned)'}; median of per-round ratios, "
-            f"bootstrap 95 % interval over groups then rounds; P4-P6 {reps} repetitions on cores "
-            f"{cores or '(not pinned)'}; P4's timed writes after touching {a.prefault_mb} MB",
+    doc += [f"- method: P1-P3 lockstep, all sides on CPU {first_cpu(cores) if cores else '(not pinned)'}; "
+            f"the C launch loop {shape['loop_groups']} process groups x {shape['loop_rounds']} rounds, each turn "
+            f"against the bare turns before and after it; torch {shape['groups']} groups of {shape['pairs']} "
+            f"process pairs, {shape['rounds']} plain and {shape['prof_rounds']} profiled rounds; median of "
+            f"per-round ratios, bootstrap 95 % interval over groups (torch: pairs) then rounds; P4-P6 {reps} "
+            f"repetitions on cores {io_cores or '(not pinned)'}",
             f"- rows: {', '.join(sorted(want))}", ""]
     rows, timings, extra = [], [], []
     kind = "gpu" if a.gpu else "cpu"
@@ -791,7 +839,7 @@ def main():
     if a.gpu:
         tmp = tempfile.mkdtemp(prefix="ftbench.")
         try:
-            g = Gpu(a.build, tmp, reps, groups, rounds, cores, a.quick, a.prefault_mb)
+            g = Gpu(a.build, tmp, reps, shape, cores, a.quick, io_cores)
             if want & {"P1", "P2"}:
                 rows += section("P1/P2 launch loop", g.p1_p2, 5000 if a.quick else 10000, want)
                 write(False)

@@ -4,9 +4,7 @@
 // framework op would make), then writes the trace REPS times, JSON and gzip.
 // CAPTURE_BENCH_NO_FLAGTRACE=1: the launches only (run under the raw-CUPTI floor,
 // its peak RSS is what CUPTI itself holds for the same records).
-// FT_BENCH_PREFAULT_MB=N: before each timed write, N MB touched and unmapped (see prefault).
 #include <cuda_runtime.h>
-#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,22 +21,6 @@ static void print_times(const char *key, const double *t, int n) {
   printf("\"%s\": [", key);
   for (int i = 0; i < n; i++) printf("%s%.5f", i ? ", " : "", t[i]);
   printf("], ");
-}
-
-// On the H200 host (a Firecracker VM) the first touch of a guest page costs the
-// hypervisor's fault, ~1.5 us (3 s per 8 GiB there): a 17 MB trace's page cache
-// then costs ~6 ms of a ~14 ms write, depending on whether the kernel hands out pages
-// touched before. Touching and unmapping N MB first gives every timed write (ours
-// here, kineto's in torch_bench.py, the same N) memory the host has already backed,
-// as on a machine that has run for a while. mmap: a memset before free() may be elided.
-static void prefault(void) {
-  const char *e = getenv("FT_BENCH_PREFAULT_MB");
-  size_t n = e ? (size_t)strtoul(e, NULL, 10) << 20 : 0;
-  if (!n) return;
-  void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return;
-  memset(p, 1, n);
-  munmap(p, n);
 }
 
 int main(int argc, char **argv) {
@@ -103,7 +85,6 @@ int main(int argc, char **argv) {
   for (int gz = 0; gz < 2; gz++) {
     snprintf(path, sizeof path, "%s%s", prefix, gz ? ".json.gz" : ".json");
     for (int r = 0; r < reps; r++) {
-      prefault();
       double t0 = ft_bench_now_s();
       if ((st = ft_session_write(s, path))) {
         fprintf(stderr, "capture_bench: %s: %s\n", path, ft_session_last_error(s));

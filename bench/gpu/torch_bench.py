@@ -7,15 +7,12 @@ loop MODE: a launch-bound `x.add_(1.0)` loop, REPS times, one JSON line (by hand
   flagtrace  `import flagtrace.torch`, then the same profile
 serve SIDE: the loops of P1 and P3 on command, for bench/run.py's lockstep rounds.
   base       bare loops (P1's baseline) and kineto profiles (P3's)
-  ft         the same, `import flagtrace.torch` when told (`import`)
-  Both start alike (torch imported, CUDA initialized). After one plain loop it prints
-  a "ready" JSON line, then for each line read from stdin does one thing and prints
-  its JSON line: `plain` (a loop, no profiler), `import` (ft: imports flagtrace.torch
-  and says how long it took; base: nothing), `warm` (the first profile: profiler and
-  CUPTI start; counts its kernels) or `prof`. bench/run.py sends plain loops before
-  and after the import, and every one before the first profile, so P1 compares a
-  process with itself before the import and sees one that has not profiled yet.
-  With --pin CPU every thread is moved to that one CPU first.
+  ft         the same after `import flagtrace.torch`
+  After one plain loop it prints a "ready" JSON line, then for each line read from
+  stdin runs one loop and prints its JSON line: `plain` (no profiler), `warm` (the
+  first profile: profiler and CUPTI start; counts its kernels) or `prof`. bench/run.py
+  sends every `plain` before the first profile, so P1 sees a process that has not
+  profiled yet. With --pin CPU every thread is moved to that one CPU first.
 exit-split MODE: one profile (kineto or flagtrace) after a warm-up, its exit under cProfile:
   where the profile's exit goes (P3 end to end), printed to stderr.
 capture: kineto's own captures of about EVENTS events, timing export_chrome_trace
@@ -28,20 +25,15 @@ import tempfile
 import time
 
 
-def import_flagtrace():
-    """`import flagtrace.torch`, which must take over torch.profiler's device activity."""
-    import flagtrace.torch as ftt
-    if not ftt.available:
-        sys.exit(f"torch_bench: flagtrace.torch is not available: {ftt.reason}")
-
-
 class Loop:
     """torch (and flagtrace.torch when asked) imported, CUDA initialized, one tensor."""
 
     def __init__(self, with_flagtrace):
         t0 = time.perf_counter()
         if with_flagtrace:
-            import_flagtrace()
+            import flagtrace.torch as ftt
+            if not ftt.available:
+                sys.exit(f"torch_bench: flagtrace.torch is not available: {ftt.reason}")
         import torch
         from torch.profiler import ProfilerActivity, profile
         self.torch, self.profile, self.acts = torch, profile, [ProfilerActivity.CPU, ProfilerActivity.CUDA]
@@ -98,25 +90,16 @@ def pin_all_threads(cpu):
 
 
 def serve(side, iters, pin):
-    lp = Loop(False)
+    lp = Loop(side == "ft")
     lp.plain(iters)
     if pin is not None:
         pin_all_threads(pin)
     print(json.dumps({"ready": side, "iters": iters, "import_s": lp.import_s}), flush=True)
-
-    def imp(_):
-        t0 = time.perf_counter()
-        if side == "ft":
-            import_flagtrace()
-            if pin is not None:  # threads the import may have started
-                pin_all_threads(pin)
-        return {"imported": side == "ft", "import_s": time.perf_counter() - t0}
-
-    run = {"plain": lp.plain, "import": imp, "prof": lp.prof, "warm": lambda n: lp.prof(n, count=True)}
+    run = {"plain": lp.plain, "prof": lp.prof, "warm": lambda n: lp.prof(n, count=True)}
     for line in sys.stdin:
         cmd = line.strip()
         if cmd not in run:
-            sys.exit(f"torch_bench serve: unknown command {cmd!r} (plain, import, warm, prof)")
+            sys.exit(f"torch_bench serve: unknown command {cmd!r} (plain, warm, prof)")
         print(json.dumps(run[cmd](iters)), flush=True)
 
 
@@ -156,15 +139,6 @@ def exit_split(mode, iters):
     print(json.dumps(out))
 
 
-def prefault():
-    """FT_BENCH_PREFAULT_MB MB touched and freed before a timed export, as capture_bench.cu
-    does before each of our writes (why: there)."""
-    n = int(os.environ.get("FT_BENCH_PREFAULT_MB") or 0) << 20
-    if n:
-        b = bytearray(b"\x01") * n  # written page by page, unlike bytearray(n)
-        del b
-
-
 def capture(events, reps, key_averages):
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -181,7 +155,6 @@ def capture(events, reps, key_averages):
             if not r:  # the warm-up: its export and key_averages would only cost time
                 continue
             path = os.path.join(d, f"t{r}.json")
-            prefault()
             t0 = time.perf_counter()  # once: torch 2.11 saves a profile once ("Trace is already saved")
             prof.export_chrome_trace(path)
             export_s.append(time.perf_counter() - t0)
