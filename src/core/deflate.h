@@ -54,12 +54,15 @@ int ft__cpus(void);
 /* Worker threads to start: env's count when set (a bad value warns), else dflt;
  * either kept within [0, 8]. */
 int ft__worker_threads(const char *env, int dflt);
+/* The default count of deflate workers for cpus usable CPUs: half of those besides
+ * the caller's, rounded up, at most 8 (1 -> 0, 2 -> 1, 4 -> 2, 8 -> 4, 16+ -> 8). */
+int ft__gz_default_workers(int cpus);
 
 typedef struct ft__gz ft__gz;
 /* A gzip stream (one member) written through sink; with ops NULL, the plain bytes
  * (one worker writes while the caller fills the next block). threads < 0: the default
- * (FLAGOS_TRACE_GZIP_THREADS, else the CPUs this process may use, less one, at most
- * 8); 0: compress on the calling thread. Workers start only once a second block
+ * (FLAGOS_TRACE_GZIP_THREADS, else ft__gz_default_workers of the CPUs this process
+ * may use); 0: compress on the calling thread. Workers start only once a second block
  * is pushed, so small traces start none. */
 ft_status ft__gz_open(ft__gz **g, const ft__deflate_ops *ops, int threads, ft__gz_sink sink, void *ctx);
 /* The workers the stream will run besides the caller (0: none) before they start

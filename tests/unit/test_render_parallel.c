@@ -128,6 +128,14 @@ static void test_parallel_bytes_equal_serial(void **state) {
 /* Large enough for the default split (32 k events and more): the default path
  * with FLAGOS_TRACE_RENDER_THREADS=2 starts two workers, =0 none, and the bytes
  * are the same; a small trace stays on the calling thread. */
+/* A gzip write's default deflate workers leave the other half of the spare CPUs to the
+ * renderer: deflate taking all of them rendered on the calling thread alone. */
+static void test_gzip_leaves_cpus_to_render(void **state) {
+  (void)state;
+  const int cpus[] = {0, 1, 2, 3, 4, 8, 9, 16, 17, 64}, want[] = {0, 0, 1, 1, 2, 4, 4, 8, 8, 8};
+  for (size_t i = 0; i < sizeof cpus / sizeof *cpus; i++) assert_int_equal(ft__gz_default_workers(cpus[i]), want[i]);
+}
+
 static void test_default_split_by_env(void **state) {
   (void)state;
   ft_session *s = loop_session(4000);
@@ -147,6 +155,10 @@ static void test_default_split_by_env(void **state) {
   int cpus = ft__cpus() - 1 > 8 ? 8 : ft__cpus() - 1;
   free(render(s, false, -1, 0, &n2, &started));
   assert_int_equal(started, cpus);
+  /* gzip by default: deflate takes half the spare CPUs (rounded up), rendering the rest */
+  free(render(s, true, -1, 0, &n2, &started));
+  int spare = ft__cpus() - 1 - ft__gz_default_workers(ft__cpus());
+  assert_int_equal(started, spare > 8 ? 8 : spare);
   setenv("FLAGOS_TRACE_GZIP_THREADS", "0", 1);
   free(render(s, true, -1, 0, &n2, &started));
   assert_int_equal(started, cpus);
@@ -166,6 +178,7 @@ static void test_default_split_by_env(void **state) {
 int main(void) {
   setenv("FLAGOS_TRACER_LIBRARY", "/nonexistent/libcupti.so", 1);
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_parallel_bytes_equal_serial),
-                                     cmocka_unit_test(test_default_split_by_env)};
+                                     cmocka_unit_test(test_default_split_by_env),
+                                     cmocka_unit_test(test_gzip_leaves_cpus_to_render)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
