@@ -744,10 +744,10 @@ def main():
                     help="P1/P3 torch: process groups, each started afresh (default 4)")
     ap.add_argument("--pairs", type=int, default=3,
                     help="P1/P3 torch: pairs of processes (bare or kineto, flagtrace) per group (default 3)")
-    ap.add_argument("--rounds", type=int, default=25,
-                    help="P1 torch: lockstep rounds of plain loops per group (default 25)")
-    ap.add_argument("--prof-rounds", type=int, default=7,
-                    help="P3: lockstep rounds of profiles per group (default 7)")
+    ap.add_argument("--rounds", type=int, default=15,
+                    help="P1 torch: lockstep rounds of plain loops per group (default 15)")
+    ap.add_argument("--prof-rounds", type=int, default=8,
+                    help="P3: lockstep rounds of profiles per group (default 8)")
     ap.add_argument("--loop-groups", type=int, default=18,
                     help="P1/P2 C launch loop: process groups, each started afresh (default 18)")
     ap.add_argument("--loop-rounds", type=int, default=12,
