@@ -291,7 +291,7 @@ static void bench_session(const char *what, ft_session *s, size_t n, int reps, b
   }
   const char *threads = getenv("FLAGOS_TRACE_GZIP_THREADS");
   printf("\n### %s: %zu events, %d reps interleaved, %s, gzip workers by default: %s\n\n", what, n, reps,
-         isal ? "ISA-L loaded" : "ISA-L not available", threads ? threads : "CPUs - 1, at most 8");
+         isal ? "ISA-L loaded" : "ISA-L not available", threads ? threads : "half the CPUs besides the caller's, rounded up, at most 8");
   printf("| output | min s | median s | M events/s (median) | MB | time vs zlib alone | speed vs old | target |\n"
          "|---|---|---|---|---|---|---|---|\n");
   for (int c = 0; c < NC; c++) {
