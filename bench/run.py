@@ -391,38 +391,34 @@ class Gpu:
         print(f"bench: {what}: {json.dumps(data)[:300]}", file=sys.stderr)
 
     @staticmethod
+    def lockstep(servers, rounds, order, ask):
+        """rounds of turns over live servers ({name: Server}), round r's in order(r) (a list
+        of names, one may come more than once): per round, its (name, ask(name, server))
+        turns as taken."""
+        return [[(n, ask(n, servers[n])) for n in order(r)] for r in range(rounds)]
+
+    @staticmethod
     def flanked(servers, rounds, ref, ask):
-        """rounds of turns over live servers ({name: Server}) in flanked_order: per round
-        {side: ask(side, server)} for every side but ref, ref: its values in turn order, and
-        "around": {side: the mean of the ref turns right before and right after its own}."""
+        """lockstep in flanked_order: per round {side: value} for every side but ref, ref: its
+        values in turn order, and "around": {side: the mean of the ref turns right before
+        and right after its own}."""
         out = []
-        for r in range(rounds):
-            got, refs, around, last = {}, [], {}, None
-            for n in flanked_order(list(servers), ref, r):
-                v = ask(n, servers[n])
-                if n != ref:
-                    got[n] = v
-                    continue
-                if last is not None:
-                    around[next(reversed(got))] = (last + v) / 2  # the side just measured
-                refs.append(v)
-                last = v
-            got[ref], got["around"] = refs, around
+        for turns in Gpu.lockstep(servers, rounds, lambda r: flanked_order(list(servers), ref, r), ask):
+            refs, sides = [v for _, v in turns[::2]], turns[1::2]  # ref, side, ref, side, ..., ref
+            got = dict(sides)
+            got[ref] = refs
+            got["around"] = {n: (refs[k] + refs[k + 1]) / 2 for k, (n, _) in enumerate(sides)}
             out.append(got)
         return out
 
     @staticmethod
     def pairs_lockstep(servers, npairs, rounds, ask):
-        """rounds of turns over npairs process pairs (servers base0, ft0, base1, ...) in
-        pair_order: a list of {name: ask(name, server)} per round."""
-        out = []
-        for r in range(rounds):
-            got = {}
-            for i, side in pair_order(npairs, r):
-                n = f"{side}{i}"
-                got[n] = ask(n, servers[n])
-            out.append(got)
-        return out
+        """lockstep over npairs process pairs (servers base0, ft0, base1, ...) in pair_order:
+        a list of {name: value} per round."""
+        def order(r):
+            return [f"{side}{i}" for i, side in pair_order(npairs, r)]
+
+        return [dict(turns) for turns in Gpu.lockstep(servers, rounds, order, ask)]
 
     def group(self, start, ready, body):
         """One process group: start() -> {name: Server}, all started before any is
