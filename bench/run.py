@@ -19,8 +19,12 @@ which separate processes run one after the other could not give. The C launch lo
 sides are each measured against the bare turns right before and after their own (the
 bare side runs between every two others): a side further from its reference turn
 scattered more. Torch runs several (base, ft) process pairs per group, each pair's
-turns side by side: a pair's processes keep an offset of their own from their start,
-so pairs are the samples. The figure is the median of the per-round ratios; its 95 %
+turns side by side: a process keeps a speed offset of its own from its start, mostly
+its memory layout, so pairs are the samples. Layout blocking: P1-P3's processes run
+with ASLR off, and the processes compared with each other (a torch pair, a launch-loop
+group) share one layout drawn for them (layout()), different from pair to pair; the
+figure still averages over layouts, but a pair's two processes no longer differ by
+two independent ones (--aslr: as before). The figure is the median of the per-round ratios; its 95 %
 interval is bootstrapped over process groups (torch: pairs) and then over rounds
 within each drawn one, so that what a group's processes share (their start, their
 memory layout) counts as well as the round-to-round noise. P4-P6 repeat whole
@@ -120,6 +124,32 @@ def pair_order(npairs, r):
     turn_order, each pair's two turns next to each other, ab or ba as turn_order gives
     for two sides at round r + pair (no side always first)."""
     return [(i, side) for i in turn_order(list(range(npairs)), r) for side in turn_order(["base", "ft"], r + i)]
+
+
+def layout(key):
+    """The memory layout drawn for one process pair (torch) or group (launch loop), key:
+    environment that every process of it gets, so that with ASLR off they share it (a
+    stack offset from the environment's size, mmap and heap offsets that torch_bench.py
+    and launch_loop take before anything else, Python's hash seed) while pairs differ.
+    A process's speed offset is mostly its layout: 12 processes of one kind had offsets
+    of SD 0.85 % with ASLR and 0.29 % without; 6 (base, ft) pairs' ratios SD 1.08 %
+    with it and 0.38 % with ASLR off and a seed per pair (the run on 256f475). Drawn
+    from the key alone: a run's layouts are the same every time."""
+    rnd = random.Random(f"flagtrace bench layout {key}")
+    return {"PYTHONHASHSEED": str(rnd.randrange(1, 2 ** 32)), "FT_BENCH_STACK_PAD": "x" * rnd.randrange(32768),
+            "FT_BENCH_MMAP_PAD": str(4096 * rnd.randrange(1024)), "FT_BENCH_HEAP_PAD": str(16 * rnd.randrange(4096))}
+
+
+def no_aslr_prefix():
+    """The command prefix that starts a program with ASLR off (setarch -R; the setting
+    is inherited by its children, so `flagtrace record`'s program has it too), or []
+    where setarch is missing or refused."""
+    cmd = ["setarch", platform.machine(), "-R"]
+    try:
+        ok = shutil.which("setarch") and subprocess.run(cmd + ["true"], capture_output=True).returncode == 0
+    except OSError:
+        ok = False
+    return cmd if ok else []
 
 
 def group_bootstrap(groups, stat, n=2000, seed=17):
@@ -368,10 +398,13 @@ def first_cpu(cores):
 
 
 class Gpu:
-    def __init__(self, build, tmp, reps, shape, cores, quick, io_cores=None):
+    def __init__(self, build, tmp, reps, shape, cores, quick, io_cores=None, aslr=False):
         """shape: {groups, pairs, rounds, prof_rounds, loop_groups, loop_rounds} (main's
-        options); io_cores: the CPUs of P4-P6's captures, writes and reads (default: cores)."""
+        options); io_cores: the CPUs of P4-P6's captures, writes and reads, and of the torch
+        processes' start (default: cores); aslr: leave ASLR on and draw no layouts."""
         self.build, self.tmp, self.reps, self.quick = build, tmp, reps, quick
+        # P1-P3's processes: ASLR off, each pair or group in a layout of its own (layout())
+        self.norand = [] if aslr else no_aslr_prefix()
         self.shape = dict(shape)
         self.pin = ["taskset", "-c", cores] if cores else []
         io_cores = cores if io_cores is None else io_cores
@@ -389,6 +422,10 @@ class Gpu:
     def note(self, what, data):
         self.raw.append({"what": what, **data})
         print(f"bench: {what}: {json.dumps(data)[:300]}", file=sys.stderr)
+
+    def layout(self, key):
+        """layout(key)'s environment when ASLR is off, else none (pads alone would be noise)."""
+        return layout(key) if self.norand else None
 
     @staticmethod
     def lockstep(servers, rounds, order, ask):
@@ -454,17 +491,20 @@ class Gpu:
             variants["floor"] = ([], {"CUDA_INJECTION64_PATH": self.floor})
             variants["record"] = (rec, None)
 
-        def start():
-            return {n: self.spawn(self.pin1 + spec[0] + [self.loop, str(launches), "serve"], spec[1])
+        def start(g):  # every side of a group in the group's layout
+            lay = self.layout(("loop", g))
+            return {n: self.spawn(self.pin1 + self.norand + spec[0] + [self.loop, str(launches), "serve"],
+                                  {**(lay or {}), **(spec[1] or {})})
                     for n, spec in variants.items()}
 
         def ready(n, sv):
             if sv.ready() != "ready":
                 raise RuntimeError(f"bench: launch_loop ({n}) did not say ready")
 
-        groups = [self.group(start, ready, lambda srv: self.flanked(srv, self.shape["loop_rounds"], "bare",
-                                                                     lambda n, sv: float(sv.ask("go"))))
-                  for _ in range(self.shape["loop_groups"])]
+        groups = [self.group(lambda g=g: start(g), ready,
+                             lambda srv: self.flanked(srv, self.shape["loop_rounds"], "bare",
+                                                      lambda n, sv: float(sv.ask("go"))))
+                  for g in range(self.shape["loop_groups"])]
         self.note("launch loop µs/launch, by group and round", {"groups": groups})
         every = {n: [r[n] for g in groups for r in g] for n in variants if n != "bare"}
         rows = []
@@ -510,16 +550,19 @@ class Gpu:
         """Process groups of `pairs` pairs of torch processes, `base` (bare loops, then kineto
         profiles) and `ft` (the same after `import flagtrace.torch`), all started together.
         Each pair is one sample of what a process's start gives it (layout, placement: one
-        pair's median ratio ranged 0.95-1.03 between pairs in one run), so the interval is
-        over pairs, then rounds. Every plain round (P1) comes before any profile; then one
-        warm-up profile each, then the profiled rounds (P3)."""
+        pair's median ratio ranged 0.95-1.03 between pairs in one run with ASLR on), so the
+        interval is over pairs, then rounds; a pair's processes share a layout (layout()).
+        Every plain round (P1) comes before any profile; then one warm-up profile each,
+        then the profiled rounds (P3)."""
         npairs = self.shape["pairs"]
         pin = ["--pin", str(self.cpu)] if self.cpu is not None else []
 
-        def start():
-            # started on the core set (imports in parallel), moved to the one CPU when ready
-            return {f"{side}{i}": self.spawn(self.pin + [sys.executable, self.torch_bench, "serve", side, "--iters",
-                                                         str(TORCH_ITERS)] + pin)
+        def start(g):
+            # started on the io cores (imports in parallel), moved to the one CPU when ready;
+            # a pair's two processes in the pair's layout
+            return {f"{side}{i}": self.spawn(self.pin_io + self.norand + [sys.executable, self.torch_bench, "serve",
+                                                                          side, "--iters", str(TORCH_ITERS)] + pin,
+                                             self.layout(("torch", g, i)))
                     for i in range(npairs) for side in ("base", "ft")}
 
         def body(srv):
@@ -538,8 +581,9 @@ class Gpu:
                                                   lambda n, sv: json.loads(sv.ask("prof")))
             return got
 
-        groups = [self.group(start, lambda n, sv: self.note("torch side ready", json.loads(sv.ready())), body)
-                  for _ in range(self.shape["groups"])]
+        groups = [self.group(lambda g=g: start(g), lambda n, sv: self.note("torch side ready", json.loads(sv.ready())),
+                             body)
+                  for g in range(self.shape["groups"])]
         self.note("torch add_ loop, by group and round", {"groups": groups, "pairs": npairs})
         rows = []
 
@@ -754,6 +798,8 @@ def main():
     ap.add_argument("--io-cores", default=None,
                     help="taskset CPU list for P4-P6 (captures, writes with their workers, stats; default: the 3rd to "
                          "10th allowed CPU on >= 12, else --cores)")
+    ap.add_argument("--aslr", action="store_true",
+                    help="P1-P3: leave ASLR on and give each process its own layout (no layout blocking)")
     ap.add_argument("--only", default="", help="comma-separated row ids to run, e.g. P3 or P1,P2 (default: all)")
     ap.add_argument("--exit-split", action="store_true",
                     help="with P3: also profile one kineto and one flagtrace profile exit (cProfile, the adaptor's "
@@ -791,6 +837,7 @@ def main():
     commit, dirty = git_commit()
     doc = ["# flagtrace benchmarks" + (" (quick mode: nothing judged)" if a.quick else ""), ""]
     doc += machine(a.gpu, commit, dirty)
+    method_line = len(doc)
     doc += [f"- method: P1-P3 lockstep, all sides on CPU {first_cpu(cores) if cores else '(not pinned)'}; "
             f"the C launch loop {shape['loop_groups']} process groups x {shape['loop_rounds']} rounds, each turn "
             f"against the bare turns before and after it; torch {shape['groups']} groups of {shape['pairs']} "
@@ -835,7 +882,12 @@ def main():
     if a.gpu:
         tmp = tempfile.mkdtemp(prefix="ftbench.")
         try:
-            g = Gpu(a.build, tmp, reps, shape, cores, a.quick, io_cores)
+            g = Gpu(a.build, tmp, reps, shape, cores, a.quick, io_cores, a.aslr)
+            if not a.aslr and not g.norand:
+                print("bench: setarch -R is not available here: P1-P3 run with ASLR on, no layout blocking",
+                      file=sys.stderr)
+            doc[method_line] += ("; ASLR on, a layout per process" if not g.norand else
+                                 "; ASLR off, a layout per torch pair and per launch-loop group")
             if want & {"P1", "P2"}:
                 rows += section("P1/P2 launch loop", g.p1_p2, 5000 if a.quick else 10000, want)
                 write(False)

@@ -5,10 +5,13 @@
 //   launch_loop LAUNCHES serve      "ready", then one loop per line read from stdin,
 //                                   its µs/launch on a line of its own (bench/run.py
 //                                   takes turns between live processes: lockstep)
+// FT_BENCH_MMAP_PAD / FT_BENCH_HEAP_PAD (bytes): the layout offsets bench/run.py drew
+// for this process's group (its layout()), taken before CUDA is touched.
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 __global__ void empty_kernel() {}
@@ -26,7 +29,26 @@ static double one_loop(long n) {
   return (now_s() - t0) * 1e6 / (double)n;
 }
 
+// With ASLR off, every later mapping and heap chunk moves with these (never released;
+// volatile, so that the compiler keeps the allocation nothing reads).
+static void *volatile heap_pad;
+
+static bool take_layout_pads(void) {
+  const char *mm = getenv("FT_BENCH_MMAP_PAD"), *heap = getenv("FT_BENCH_HEAP_PAD");
+  long size = mm ? atol(mm) : 0;
+  if (size > 0 && mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+    return false;
+  size = heap ? atol(heap) : 0;
+  if (size <= 0) return true;
+  heap_pad = malloc((size_t)size);
+  return heap_pad != NULL;
+}
+
 int main(int argc, char **argv) {
+  if (!take_layout_pads()) {
+    fprintf(stderr, "launch_loop: could not take the layout offsets FT_BENCH_MMAP_PAD / FT_BENCH_HEAP_PAD\n");
+    return 1;
+  }
   long n = argc > 1 ? atol(argv[1]) : 200000;
   bool serve = argc > 2 && !strcmp(argv[2], "serve");
   int reps = argc > 2 && !serve ? atoi(argv[2]) : 3;

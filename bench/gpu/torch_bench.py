@@ -12,7 +12,9 @@ serve SIDE: the loops of P1 and P3 on command, for bench/run.py's lockstep round
   stdin runs one loop and prints its JSON line: `plain` (no profiler), `warm` (the
   first profile: profiler and CUPTI start; counts its kernels) or `prof`. bench/run.py
   sends every `plain` before the first profile, so P1 sees a process that has not
-  profiled yet. With --pin CPU every thread is moved to that one CPU first.
+  profiled yet. With --pin CPU every thread is moved to that one CPU first. The
+  layout offsets of bench/run.py's layout() (FT_BENCH_MMAP_PAD, FT_BENCH_HEAP_PAD) are
+  taken before torch is imported.
 exit-split MODE: one profile (kineto or flagtrace) after a warm-up, its exit under cProfile:
   where the profile's exit goes (P3 end to end), printed to stderr.
 capture: kineto's own captures of about EVENTS events, timing export_chrome_trace
@@ -89,7 +91,27 @@ def pin_all_threads(cpu):
             pass
 
 
+def layout_pads():
+    """Takes the mmap and heap offsets bench/run.py drew for this process's pair
+    (FT_BENCH_MMAP_PAD, FT_BENCH_HEAP_PAD bytes; see its layout()) before torch is
+    imported, so that with ASLR off every later mapping and allocation moves with them.
+    Returns what must stay alive."""
+    keep = []
+    size = int(os.environ.get("FT_BENCH_MMAP_PAD", "0"))
+    if size > 0:
+        import mmap
+        keep.append(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=mmap.PROT_READ))
+    size = int(os.environ.get("FT_BENCH_HEAP_PAD", "0"))
+    if size > 0:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        libc.malloc.restype = ctypes.c_void_p
+        keep.append(libc.malloc(size))  # never freed: the heap's later chunks sit above it
+    return keep
+
+
 def serve(side, iters, pin):
+    pads = layout_pads()  # noqa: F841 (kept alive for the process's life)
     lp = Loop(side == "ft")
     lp.plain(iters)
     if pin is not None:

@@ -205,6 +205,7 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         run.group_bootstrap = counted
         shape = {"groups": 3, "pairs": 2, "rounds": 4, "prof_rounds": 3, "loop_groups": 5, "loop_rounds": 4}
         self.g = run.Gpu("/b", tmp, 3, shape, "2,3", False, "2,3,4")
+        self.g.norand = ["setarch", "x86_64", "-R"]  # whatever this machine's setarch allows
         self.servers = []
         self.g.spawn = lambda cmd, env=None: FakeServer(self.servers, cmd, env)
 
@@ -234,10 +235,13 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         # after the others (6 turns a round), every side on CPU 2 alone
         loops = [sv for sv in self.servers if not sv.torch]
         self.assertEqual(len(loops), 5 * 6)
-        self.assertTrue(all(sv.asked == ["go"] * (24 if sv.cmd[3].endswith("launch_loop") and not sv.env else 4)
-                            and sv.closed for sv in loops))
-        self.assertTrue(all(sv.cmd[:3] == ["taskset", "-c", "2"] and sv.cmd[-2:] == ["30000", "serve"] for sv in loops))
-        self.assertEqual(sorted(" ".join(sv.cmd[3:6]) for sv in loops[:6]),
+        def bare(sv):
+            return sv.cmd[6].endswith("launch_loop") and "CUDA_INJECTION64_PATH" not in sv.env
+
+        self.assertTrue(all(sv.asked == ["go"] * (24 if bare(sv) else 4) and sv.closed for sv in loops))
+        self.assertTrue(all(sv.cmd[:6] == ["taskset", "-c", "2", "setarch", "x86_64", "-R"]
+                            and sv.cmd[-2:] == ["30000", "serve"] for sv in loops))
+        self.assertEqual(sorted(" ".join(sv.cmd[6:9]) for sv in loops[:6]),
                          sorted(["/b/bench/gpu/launch_loop 30000 serve", "/b/flagtrace record --force-overwrite",
                                  "/b/flagtrace record --inject=preload", "/b/flagtrace record --inject=cuda",
                                  "/b/bench/gpu/launch_loop 30000 serve", "/b/flagtrace record --force-overwrite"]))
@@ -250,7 +254,8 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         # 11 % apart here, is one sample), then their rounds
         self.assertEqual(self.boot_sizes[-3:], [6, 6, 6])
         self.assertGreater(rows[4]["high"] - rows[4]["low"], 0.03)
-        self.assertTrue(all(sv.cmd[:3] == ["taskset", "-c", "2,3"] and sv.cmd[-2:] == ["--pin", "2"]
+        self.assertTrue(all(sv.cmd[:6] == ["taskset", "-c", "2,3,4", "setarch", "x86_64", "-R"]
+                            and sv.cmd[-2:] == ["--pin", "2"]
                             and sv.cmd[sv.cmd.index("--iters") + 1] == str(run.TORCH_ITERS) for sv in torch))
         # P4-P6 (captures, writes, stats) on the io cores; the split reader unpinned
         self.assertTrue(all(c[:3] == ["taskset", "-c", "2,3,4"] for c, _ in self.calls if c and c[0] != "/b/bench/bench_stats"))
@@ -264,6 +269,47 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         self.assertEqual(len(stats_1m), 7)
         self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "cap1m.json")))
         self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "cap1m.json.gz")))
+
+    def test_layouts_are_shared_within_a_pair_or_group_and_differ_between(self):
+        want = set(run.IDS)
+        self.g.p1_p2(30000, want)
+        self.g.p1_p3_torch(want)
+        keys = ("PYTHONHASHSEED", "FT_BENCH_STACK_PAD", "FT_BENCH_MMAP_PAD", "FT_BENCH_HEAP_PAD")
+
+        def lay(sv):
+            return tuple(sv.env[k] for k in keys)
+
+        loops = [sv for sv in self.servers if not sv.torch]
+        groups = [loops[k:k + 6] for k in range(0, len(loops), 6)]
+        self.assertTrue(all(len({lay(sv) for sv in g}) == 1 for g in groups))
+        self.assertEqual(len({lay(g[0]) for g in groups}), 5)
+        # the floor's injection is kept beside the layout
+        self.assertEqual(sum("CUDA_INJECTION64_PATH" in sv.env for sv in loops), 5)
+        torch = [sv for sv in self.servers if sv.torch]
+        pairs = [torch[k:k + 2] for k in range(0, len(torch), 2)]  # base_i, ft_i as started
+        self.assertTrue(all([a.side, b.side] == ["base", "ft"] and lay(a) == lay(b) for a, b in pairs))
+        self.assertEqual(len({lay(a) for a, _ in pairs}), 6)
+        self.assertFalse({lay(a) for a, _ in pairs} & {lay(g[0]) for g in groups})
+
+    def test_layouts_are_reproducible_and_in_range(self):
+        a, b = run.layout(("torch", 0, 1)), run.layout(("torch", 0, 1))
+        self.assertEqual(a, b)
+        self.assertNotEqual(a, run.layout(("torch", 1, 0)))
+        for key in [("loop", g) for g in range(40)]:
+            got = run.layout(key)
+            self.assertTrue(1 <= int(got["PYTHONHASHSEED"]) < 2 ** 32)
+            self.assertLess(len(got["FT_BENCH_STACK_PAD"]), 32768)
+            self.assertEqual(int(got["FT_BENCH_MMAP_PAD"]) % 4096, 0)
+            self.assertLess(int(got["FT_BENCH_MMAP_PAD"]), 4096 * 1024)
+            self.assertEqual(int(got["FT_BENCH_HEAP_PAD"]) % 16, 0)
+
+    def test_aslr_on_draws_no_layouts(self):
+        self.assertEqual(run.Gpu("/b", self.tmp.name, 3, {}, "2", False, aslr=True).norand, [])
+        self.g.norand = []  # --aslr, or no setarch
+        self.g.p1_p2(30000, {"P1"})
+        self.g.p1_p3_torch({"P1"})
+        self.assertTrue(self.servers)
+        self.assertTrue(all("setarch" not in sv.cmd and "PYTHONHASHSEED" not in sv.env for sv in self.servers))
 
     def test_only_p3_runs_no_launch_loop_and_no_capture(self):
         rows = self.g.p1_p3_torch({"P3"})
