@@ -238,12 +238,16 @@ class Server:
         self.p.stdin.flush()
         return self._line()
 
-    def close(self):
-        """End of input: the process ends (a `flagtrace record` writes its trace); its exit status."""
+    def end_input(self):
+        """End of input: the process ends (a `flagtrace record` writes its trace)."""
         try:
             self.p.stdin.close()
         except BrokenPipeError:  # it had already ended
             pass
+
+    def close(self):
+        """end_input(), then its exit status."""
+        self.end_input()
         rc = self.p.wait()
         self.p.stdout.close()
         return rc
@@ -470,6 +474,8 @@ class Gpu:
             got = body(servers)
             ok = True
         finally:
+            for srv in servers.values():  # all told first: their exits (CUDA's teardown) overlap
+                srv.end_input()
             for name, srv in servers.items():
                 rc = srv.close()
                 if ok and rc != 0:
@@ -478,18 +484,20 @@ class Gpu:
         return got
 
     def p1_p2(self, launches, want):
-        # the same file for every group: replaced (record refuses that by default)
-        rec = [self.ft, "record", "--force-overwrite", "-o", os.path.join(self.tmp, "rec.json.gz"), "--"]
-        idle = [self.ft, "record", "--force-overwrite", "--capture-range=cudaProfilerApi", "-o",
-                os.path.join(self.tmp, "idle.json.gz"), "--"]
+        def record(name, *opts):  # a file per side, the same for every group: replaced (record
+            # refuses that by default); the sides of a group end together
+            return [self.ft, "record", *opts, "--force-overwrite", "-o", os.path.join(self.tmp, name + ".json.gz"),
+                    "--"]
+
         variants = {"bare": ([], None)}
         if "P1" in want:
-            variants["idle"] = (idle, None)
-            variants["idle_preload"] = ([self.ft, "record", "--inject=preload"] + idle[2:], None)
-            variants["idle_cupti"] = ([self.ft, "record", "--inject=cuda"] + idle[2:], None)
+            variants["idle"] = (record("idle", "--capture-range=cudaProfilerApi"), None)
+            variants["idle_preload"] = (record("idle_preload", "--inject=preload", "--capture-range=cudaProfilerApi"),
+                                        None)
+            variants["idle_cupti"] = (record("idle_cupti", "--inject=cuda", "--capture-range=cudaProfilerApi"), None)
         if "P2" in want:
             variants["floor"] = ([], {"CUDA_INJECTION64_PATH": self.floor})
-            variants["record"] = (rec, None)
+            variants["record"] = (record("record"), None)
 
         def start(g):  # every side of a group in the group's layout
             lay = self.layout(("loop", g))
@@ -786,8 +794,8 @@ def main():
                     help="P1/P3 torch: pairs of processes (bare or kineto, flagtrace) per group (default 3)")
     ap.add_argument("--rounds", type=int, default=15,
                     help="P1 torch: lockstep rounds of plain loops per group (default 15)")
-    ap.add_argument("--prof-rounds", type=int, default=8,
-                    help="P3: lockstep rounds of profiles per group (default 8)")
+    ap.add_argument("--prof-rounds", type=int, default=6,
+                    help="P3: lockstep rounds of profiles per group (default 6)")
     ap.add_argument("--loop-groups", type=int, default=18,
                     help="P1/P2 C launch loop: process groups, each started afresh (default 18)")
     ap.add_argument("--loop-rounds", type=int, default=12,

@@ -128,9 +128,10 @@ class FakeServer:
     OFFSETS = (1.00, 1.06, 0.95, 1.03, 0.97, 1.04, 1.01)
     DRIFT = 0.002  # the host's slowing, per turn of any launch loop (a shared clock)
     turns = 0
+    clock = 0  # ends of input and exits, in order
 
     def __init__(self, log, cmd, env=None):
-        self.cmd, self.env, self.asked, self.closed = list(cmd), dict(env or {}), [], False
+        self.cmd, self.env, self.asked, self.closed, self.ended_at = list(cmd), dict(env or {}), [], False, None
         self.torch = any(c.endswith("torch_bench.py") for c in cmd)
         self.side = cmd[cmd.index("serve") + 1] if self.torch else None
         self.offset = self.OFFSETS[len(log) % len(self.OFFSETS)]
@@ -157,8 +158,15 @@ class FakeServer:
             got["device_events"] = run.TORCH_ITERS
         return json.dumps(got)
 
+    def end_input(self):  # the first time counts (close() ends input too)
+        if self.ended_at is None:
+            FakeServer.clock += 1
+            self.ended_at = FakeServer.clock
+
     def close(self):
-        self.closed = True
+        self.end_input()
+        FakeServer.clock += 1
+        self.closed, self.closed_at = True, FakeServer.clock
         return 0
 
 
@@ -242,9 +250,16 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         self.assertTrue(all(sv.cmd[:6] == ["taskset", "-c", "2", "setarch", "x86_64", "-R"]
                             and sv.cmd[-2:] == ["30000", "serve"] for sv in loops))
         self.assertEqual(sorted(" ".join(sv.cmd[6:9]) for sv in loops[:6]),
-                         sorted(["/b/bench/gpu/launch_loop 30000 serve", "/b/flagtrace record --force-overwrite",
+                         sorted(["/b/bench/gpu/launch_loop 30000 serve",
+                                 "/b/flagtrace record --capture-range=cudaProfilerApi",
                                  "/b/flagtrace record --inject=preload", "/b/flagtrace record --inject=cuda",
                                  "/b/bench/gpu/launch_loop 30000 serve", "/b/flagtrace record --force-overwrite"]))
+        # each recorded side writes a file of its own (a group's sides end together)
+        outs = [sv.cmd[sv.cmd.index("-o") + 1] for sv in loops[:6] if "-o" in sv.cmd]
+        self.assertEqual(len(set(outs)), 4)
+        # every side of a group is told to end before the first exit is waited for
+        for k in range(0, len(loops), 6):
+            self.assertLess(max(sv.ended_at for sv in loops[k:k + 6]), min(sv.closed_at for sv in loops[k:k + 6]))
         # 3 groups of 2 (base, ft) pairs: every plain turn before the first profile, then one
         # warm-up profile each
         torch = [sv for sv in self.servers if sv.torch]
