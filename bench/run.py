@@ -24,11 +24,11 @@ its memory layout, so pairs are the samples. Layout blocking: P1-P3's processes 
 with ASLR off, and the processes compared with each other (a torch pair, a launch-loop
 group) share one layout drawn for them (layout()), different from pair to pair; the
 figure still averages over layouts, but a pair's two processes no longer differ by
-two independent ones (--aslr: as before). The figure is the median of the per-round ratios; its 95 %
-interval is bootstrapped over process groups (torch: pairs) and then over rounds
-within each drawn one, so that what a group's processes share (their start, their
-memory layout) counts as well as the round-to-round noise. P4-P6 repeat whole
-processes. Verdict: "pass" only when the whole interval meets the target, "MISS"
+two independent ones (--aslr: as before). The figure is the median of the per-round
+ratios; its 95 % interval is bootstrapped over process groups (torch: pairs) and then
+over rounds within each drawn one, so that what a group's processes share (their
+start, and their layout where ASLR is on) counts as well as the round-to-round noise.
+P4-P6 repeat whole processes. Verdict: "pass" only when the whole interval meets the target, "MISS"
 when the whole interval misses it, "within noise" when it straddles it."""
 import argparse
 import datetime
