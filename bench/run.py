@@ -429,7 +429,7 @@ class Gpu:
 
     def layout(self, key):
         """layout(key)'s environment when ASLR is off, else none (pads alone would be noise)."""
-        return layout(key) if self.norand else None
+        return layout(key) if self.norand else {}
 
     @staticmethod
     def lockstep(servers, rounds, order, ask):
@@ -502,7 +502,7 @@ class Gpu:
         def start(g):  # every side of a group in the group's layout
             lay = self.layout(("loop", g))
             return {n: self.spawn(self.pin1 + self.norand + spec[0] + [self.loop, str(launches), "serve"],
-                                  {**(lay or {}), **(spec[1] or {})})
+                                  {**lay, **(spec[1] or {})})
                     for n, spec in variants.items()}
 
         def ready(n, sv):
