@@ -233,9 +233,16 @@ class Server:
         """The first line (launch_loop: "ready"; torch_bench: a JSON object)."""
         return self._line()
 
-    def ask(self, cmd):
+    def send(self, cmd):
+        """One command, its answer read later (answer()): several sides can work at once."""
         self.p.stdin.write(cmd + "\n")
         self.p.stdin.flush()
+
+    def answer(self):
+        return self._line()
+
+    def ask(self, cmd):
+        self.send(cmd)
         return self._line()
 
     def end_input(self):
@@ -560,8 +567,8 @@ class Gpu:
         Each pair is one sample of what a process's start gives it (layout, placement: one
         pair's median ratio ranged 0.95-1.03 between pairs in one run with ASLR on), so the
         interval is over pairs, then rounds; a pair's processes share a layout (layout()).
-        Every plain round (P1) comes before any profile; then one warm-up profile each,
-        then the profiled rounds (P3)."""
+        Every plain round (P1) comes before any profile; then one warm-up profile each, all
+        at once, then the profiled rounds (P3)."""
         npairs = self.shape["pairs"]
         pin = ["--pin", str(self.cpu)] if self.cpu is not None else []
 
@@ -579,8 +586,12 @@ class Gpu:
                 got["plain"] = self.pairs_lockstep(srv, npairs, self.shape["rounds"],
                                                    lambda n, sv: json.loads(sv.ask("plain"))["us_per_op"])
             if "P3" in want:
+                # the warm-ups are not measured: all at once, their waits (profiler and CUPTI
+                # start, the GPU) overlap
+                for sv in srv.values():
+                    sv.send("warm")
                 for n, sv in srv.items():
-                    warm = json.loads(sv.ask("warm"))
+                    warm = json.loads(sv.answer())
                     # a profile that missed the kernels would make P3 a comparison of nothing
                     if warm["device_events"] < TORCH_ITERS:
                         raise RuntimeError(f"bench: the {n} side's first profile has {warm['device_events']} device "

@@ -132,6 +132,7 @@ class FakeServer:
 
     def __init__(self, log, cmd, env=None):
         self.cmd, self.env, self.asked, self.closed, self.ended_at = list(cmd), dict(env or {}), [], False, None
+        self.pending, self.sent_at, self.answered_at = None, [], []
         self.torch = any(c.endswith("torch_bench.py") for c in cmd)
         self.side = cmd[cmd.index("serve") + 1] if self.torch else None
         self.offset = self.OFFSETS[len(log) % len(self.OFFSETS)]
@@ -141,6 +142,19 @@ class FakeServer:
         return json.dumps({"ready": self.side, "import_s": 4.0}) if self.torch else "ready"
 
     def ask(self, cmd):
+        self.send(cmd)
+        return self.answer()
+
+    def send(self, cmd):
+        if self.pending is not None:
+            raise AssertionError(f"{cmd!r} sent before the answer to {self.pending!r} was read")
+        FakeServer.clock += 1
+        self.pending, self.sent_at = cmd, self.sent_at + [FakeServer.clock]
+
+    def answer(self):
+        cmd, self.pending = self.pending, None
+        FakeServer.clock += 1
+        self.answered_at.append(FakeServer.clock)
         self.asked.append(cmd)
         k = len(self.asked)
         if not self.torch:
@@ -265,6 +279,9 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         torch = [sv for sv in self.servers if sv.torch]
         self.assertEqual(sorted(sv.side for sv in torch), ["base"] * 6 + ["ft"] * 6)
         self.assertTrue(all(sv.asked == ["plain"] * 4 + ["warm"] + ["prof"] * 3 and sv.closed for sv in torch))
+        # a group's warm-ups overlap: each is sent before any is read
+        for k in range(0, len(torch), 4):
+            self.assertLess(max(sv.sent_at[4] for sv in torch[k:k + 4]), min(sv.answered_at[4] for sv in torch[k:k + 4]))
         # the torch rows' intervals are over the 6 pairs (each process pair's own offset, up to
         # 11 % apart here, is one sample), then their rounds
         self.assertEqual(self.boot_sizes[-3:], [6, 6, 6])
@@ -336,20 +353,21 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         self.assertTrue(all(sv.asked == ["warm"] + ["prof"] * 3 for sv in self.servers))
 
     def test_a_profile_without_the_kernels_stops_the_run(self):
-        real_ask = FakeServer.ask
+        real_answer = FakeServer.answer
 
-        def no_kernels(sv, cmd):
-            got = json.loads(real_ask(sv, cmd))
+        def no_kernels(sv):
+            cmd = sv.pending
+            got = json.loads(real_answer(sv))
             if cmd == "warm" and sv.side == "ft":
                 got["device_events"] = 3
             return json.dumps(got)
 
-        FakeServer.ask = no_kernels
+        FakeServer.answer = no_kernels
         try:
             with self.assertRaisesRegex(RuntimeError, "ft0 side's first profile has 3 device events"):
                 self.g.p1_p3_torch({"P3"})
         finally:
-            FakeServer.ask = real_ask
+            FakeServer.answer = real_answer
         self.assertTrue(self.servers and all(sv.closed for sv in self.servers))
 
 
