@@ -149,7 +149,8 @@ class FakeServer:
         if self.pending is not None:
             raise AssertionError(f"{cmd!r} sent before the answer to {self.pending!r} was read")
         FakeServer.clock += 1
-        self.pending, self.sent_at = cmd, self.sent_at + [FakeServer.clock]
+        self.pending = cmd
+        self.sent_at.append(FakeServer.clock)
 
     def answer(self):
         cmd, self.pending = self.pending, None
