@@ -9,27 +9,219 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <time.h>
 
 #include "internal.h"
 #include <stdlib.h>
 #include <string.h>
+#include <yajl/yajl_parse.h>
 #include <zlib.h>
 
+/* ft_test_parse_json builds the tree yajl_tree_parse would, through yajl's
+ * callback parser: yajl_tree_parse grows each array and object by one realloc
+ * per element, which is quadratic under ASan (every realloc moves), and a trace
+ * holds ~10^5 events. Here containers double, their capacities kept on the parse
+ * stack, so the tree is still one yajl_tree_free can release. */
+typedef struct {
+  yajl_val v;  /* the open array or object, already linked into the tree */
+  size_t cap;  /* slots allocated in its values (and keys) */
+  char *key;   /* an object's key still waiting for its value */
+} jp_frame;
+
+typedef struct {
+  yajl_val root;
+  jp_frame *st;
+  size_t depth, cap;
+  bool oom;
+} jp_ctx;
+
+static yajl_val jp_new(jp_ctx *c, yajl_type t) {
+  yajl_val v = calloc(1, sizeof *v);
+  if (!v) c->oom = true;
+  else v->type = t;
+  return v;
+}
+
+static char *jp_dup(jp_ctx *c, const void *s, size_t n) {
+  char *d = malloc(n + 1);
+  if (!d) {
+    c->oom = true;
+    return NULL;
+  }
+  memcpy(d, s, n); /* n, not strlen: a \u0000 escape puts a NUL inside, as yajl's tree keeps it */
+  d[n] = '\0';
+  return d;
+}
+
+/* Links v into the open container (or makes it the root); takes v, freeing it on failure. */
+static int jp_add(jp_ctx *c, yajl_val v) {
+  if (!v) return 0;
+  if (!c->depth) {
+    if (c->root) { /* a second top-level value: yajl's default flags never let one through */
+      yajl_tree_free(v);
+      return 0;
+    }
+    c->root = v;
+    return 1;
+  }
+  jp_frame *f = &c->st[c->depth - 1];
+  bool obj = f->v->type == yajl_t_object;
+  size_t *len = obj ? &f->v->u.object.len : &f->v->u.array.len;
+  yajl_val **vals = obj ? &f->v->u.object.values : &f->v->u.array.values;
+  if (*len == f->cap) {
+    size_t cap = f->cap ? f->cap * 2 : 8;
+    yajl_val *nv = realloc(*vals, cap * sizeof *nv);
+    if (nv) *vals = nv;
+    if (nv && obj) {
+      const char **nk = realloc(f->v->u.object.keys, cap * sizeof *nk);
+      if (nk) f->v->u.object.keys = nk;
+      else nv = NULL;
+    }
+    if (!nv) {
+      c->oom = true;
+      yajl_tree_free(v);
+      return 0;
+    }
+    f->cap = cap;
+  }
+  if (obj) {
+    f->v->u.object.keys[*len] = f->key;
+    f->key = NULL;
+  }
+  (*vals)[(*len)++] = v;
+  return 1;
+}
+
+/* Containers are linked into the tree when they open, so a failure part way
+ * leaves one consistent tree to free. */
+static int jp_open(jp_ctx *c, yajl_type t) {
+  yajl_val v = jp_new(c, t);
+  if (!jp_add(c, v)) return 0;
+  if (c->depth == c->cap) {
+    size_t cap = c->cap ? c->cap * 2 : 16;
+    jp_frame *ns = realloc(c->st, cap * sizeof *ns);
+    if (!ns) {
+      c->oom = true;
+      return 0;
+    }
+    c->st = ns;
+    c->cap = cap;
+  }
+  c->st[c->depth++] = (jp_frame){v, 0, NULL};
+  return 1;
+}
+
+static int jp_close(void *ctx) {
+  jp_ctx *c = ctx;
+  if (!c->depth) return 0;
+  c->depth--;
+  return 1;
+}
+
+static int jp_null(void *ctx) { return jp_add(ctx, jp_new(ctx, yajl_t_null)); }
+
+static int jp_bool(void *ctx, int b) { return jp_add(ctx, jp_new(ctx, b ? yajl_t_true : yajl_t_false)); }
+
+static int jp_start_map(void *ctx) { return jp_open(ctx, yajl_t_object); }
+
+static int jp_start_array(void *ctx) { return jp_open(ctx, yajl_t_array); }
+
+static int jp_string(void *ctx, const unsigned char *s, size_t n) {
+  jp_ctx *c = ctx;
+  yajl_val v = jp_new(c, yajl_t_string);
+  if (v && !(v->u.string = jp_dup(c, s, n))) {
+    free(v);
+    return 0;
+  }
+  return jp_add(c, v);
+}
+
+static int jp_key(void *ctx, const unsigned char *s, size_t n) {
+  jp_ctx *c = ctx;
+  jp_frame *f = &c->st[c->depth - 1];
+  free(f->key);
+  f->key = jp_dup(c, s, n);
+  return f->key != NULL;
+}
+
+/* The flags and values yajl's tree gives a number, so callers see no change:
+ * i is valid only for an integer whose magnitude fits LLONG_MAX (yajl rejects
+ * LLONG_MIN too), and is otherwise LLONG_MAX or LLONG_MIN by the sign; d is
+ * valid when strtod takes the whole text without a range error. */
+static int jp_number(void *ctx, const char *s, size_t n) {
+  jp_ctx *c = ctx;
+  yajl_val v = jp_new(c, yajl_t_number);
+  if (!v) return 0;
+  char *r = jp_dup(c, s, n);
+  if (!r) {
+    free(v);
+    return 0;
+  }
+  v->u.number.r = r;
+  bool neg = r[0] == '-', ok = true;
+  unsigned long long mag = 0;
+  for (const char *p = r + neg; *p && ok; p++) {
+    unsigned d = (unsigned)(*p - '0');
+    ok = d <= 9 && mag <= ((unsigned long long)LLONG_MAX - d) / 10;
+    mag = mag * 10 + d;
+  }
+  if (ok) {
+    v->u.number.i = neg ? -(long long)mag : (long long)mag;
+    v->u.number.flags |= YAJL_NUMBER_INT_VALID;
+  } else {
+    v->u.number.i = neg ? LLONG_MIN : LLONG_MAX;
+  }
+  char *end;
+  errno = 0;
+  v->u.number.d = strtod(r, &end);
+  if (!errno && !*end) v->u.number.flags |= YAJL_NUMBER_DOUBLE_VALID;
+  return jp_add(c, v);
+}
+
 yajl_val ft_test_parse_json(const char *text, size_t len, char *err, size_t errlen) {
-  /* yajl_tree_parse wants a NUL-terminated string: an embedded NUL would make it
-   * stop early and accept a prefix, so reject it here as invalid JSON. */
+  if (errlen) err[0] = '\0';
+  /* JSON text holds no raw NUL; callers have always had this message for one
+   * (yajl_tree_parse would stop at it and accept the prefix) */
   if (memchr(text, '\0', len)) {
     snprintf(err, errlen, "NUL byte inside the document");
     return NULL;
   }
-  char *copy = malloc(len + 1);
-  memcpy(copy, text, len);
-  copy[len] = '\0';
-  yajl_val v = yajl_tree_parse(copy, err, errlen);
-  free(copy);
-  return v;
+  static const yajl_callbacks cb = {
+      .yajl_null = jp_null,
+      .yajl_boolean = jp_bool,
+      .yajl_number = jp_number, /* raw text, so r is kept as yajl's tree keeps it */
+      .yajl_string = jp_string,
+      .yajl_start_map = jp_start_map,
+      .yajl_map_key = jp_key,
+      .yajl_end_map = jp_close,
+      .yajl_start_array = jp_start_array,
+      .yajl_end_array = jp_close,
+  };
+  jp_ctx c = {0};
+  yajl_handle h = yajl_alloc(&cb, NULL, &c);
+  if (!h) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  yajl_config(h, yajl_allow_comments, 1); /* as yajl_tree_parse sets it; other flags default */
+  yajl_status st = yajl_parse(h, (const unsigned char *)text, len);
+  if (st == yajl_status_ok) st = yajl_complete_parse(h);
+  if (st != yajl_status_ok || !c.root) {
+    unsigned char *msg = c.oom ? NULL : yajl_get_error(h, 0, (const unsigned char *)text, len);
+    snprintf(err, errlen, "%s", msg ? (char *)msg : c.oom ? "out of memory" : "invalid JSON");
+    if (msg) yajl_free_error(h, msg);
+    size_t n = errlen ? strcspn(err, "\n") : 0; /* one line: yajl ends its message with one */
+    if (n < errlen) err[n] = '\0';
+    for (size_t i = 0; i < c.depth; i++) free(c.st[i].key);
+    yajl_tree_free(c.root);
+    c.root = NULL;
+  }
+  free(c.st);
+  yajl_free(h);
+  return c.root;
 }
 
 char *ft_test_gunzip(const char *data, size_t len, size_t *out_len) {
