@@ -221,10 +221,29 @@ static ft_status attribute(ft_session *s, const ft__frame *f, size_t index, uint
   return pair(s, corr, f->ext);
 }
 
+/* True when some thread pushed FT__EXT_NONE itself: then it cannot mark a barrier. */
+static bool pushed_none(const ft_session *s) {
+  for (const struct ft__thread_log *l = s->logs; l; l = l->next) {
+    size_t n = atomic_load_explicit(&l->published, memory_order_acquire), k = 0;
+    for (const frame_chunk *c = l->head; c && k < n; c = c->next)
+      for (size_t i = 0; i < FRAMES_PER_CHUNK && k < n; i++, k++)
+        if (c->f[i].ext == FT__EXT_NONE) return true;
+  }
+  return false;
+}
+
+/* Reports a call no id was open around, when runs may span gaps: every call of
+ * the store is then reported, so an id a run spans belongs to no call we know of
+ * (a query CUPTI was told not to record). Dropped records could be such calls. */
+static ft_status barrier(ft_session *s, uint32_t corr, ft__attribute_pair_fn pair) {
+  return s->corr_gaps ? pair(s, corr, FT__EXT_NONE) : FT_OK;
+}
+
 ft_status ft__timed_attribute(ft_session *s, ft__attribute_pair_fn pair) {
   size_t n_logs = 0;
   for (struct ft__thread_log *l = s->logs; l; l = l->next) n_logs++;
   if (!n_logs) return FT_OK;
+  s->corr_gaps = s->dropped == 0 && !s->n_corr_runs && !s->n_corr_ext && !pushed_none(s);
   sweeper *ws = calloc(n_logs, sizeof *ws);
   if (!ws) return FT_ENOMEM;
   size_t i = 0;
@@ -236,9 +255,16 @@ ft_status ft__timed_attribute(ft_session *s, ft__attribute_pair_fn pair) {
   uint64_t calls = 0, hit = 0;
   for (size_t k = 0; !st && k < s->store.events.len; k++) {
     const ft__event *e = ft__vec_at(&s->store.events, k);
-    if (!ft__is_api_kind(e->kind) || (e->flags & FT__F_HAS_EXTERNAL) || !e->correlation_id) continue;
+    if (!ft__is_api_kind(e->kind) || !e->correlation_id) continue;
+    if (e->flags & FT__F_HAS_EXTERNAL) { /* came with its own id: its work gets none, as before */
+      st = barrier(s, e->correlation_id, pair);
+      continue;
+    }
     sweeper *w = find_tid(ws, n_logs, e->thread_id);
-    if (!w) continue;
+    if (!w) {
+      st = barrier(s, e->correlation_id, pair);
+      continue;
+    }
     calls++;
     if (e->start_ns < w->last_start) {
       if (!add_late(w, e->start_ns, e->end_ns, k)) st = FT_ENOMEM;
@@ -247,11 +273,13 @@ ft_status ft__timed_attribute(ft_session *s, ft__attribute_pair_fn pair) {
     w->last_start = e->start_ns;
     const ft__frame *f = around(w, e->start_ns, e->end_ns, &st);
     if (f) st = attribute(s, f, k, e->correlation_id, pair), hit += !st;
+    else if (!st) st = barrier(s, e->correlation_id, pair);
   }
   for (size_t k = 0; !st && k < s->call_spans.len; k++) {
     const struct ft__call_span *c = ft__vec_at(&s->call_spans, k);
     sweeper *w = find_tid(ws, n_logs, c->tid);
     if (w && !add_late(w, c->start, c->end, k | SPAN_BIT)) st = FT_ENOMEM;
+    else if (!w) st = barrier(s, c->corr, pair);
     calls += w != NULL;
   }
   for (size_t k = 0; k < n_logs; k++) {
@@ -266,6 +294,7 @@ ft_status ft__timed_attribute(ft_session *s, ft__attribute_pair_fn pair) {
                             ? ((const struct ft__call_span *)ft__vec_at(&s->call_spans, c->index & ~SPAN_BIT))->corr
                             : ((const ft__event *)ft__vec_at(&s->store.events, c->index))->correlation_id;
         if (f) st = attribute(s, f, c->index, corr, pair), hit += !st;
+        else if (!st) st = barrier(s, corr, pair);
       }
     }
     free(w->late);

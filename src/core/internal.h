@@ -125,6 +125,11 @@ struct ft_session {
   struct ft__corr_run *corr_runs;
   size_t n_corr_runs, cap_corr_runs;
   uint64_t corr_runs_end; /* one past the highest id in the runs */
+  /* Runs may span ids nobody reports (set at stop by attribution by time, which then
+   * reports every call, FT__EXT_NONE where no id was open): on CUDA 13 a launch takes
+   * two ids (CUPTI is told not to record the nested cuKernelGetName), so runs of
+   * consecutive ids were one per launch (8 MiB at stop for 500 k launches, P6). */
+  bool corr_gaps;
   struct ft__corr_ext *corr_ext;
   size_t n_corr_ext, cap_corr_ext;
   bool corr_ext_sorted;
@@ -152,6 +157,10 @@ struct ft_session {
 
 /* ---- attribution by time (attribute.c, design.md §2) ---- */
 
+/* A call reported with no id open around it (only while s->corr_gaps): a barrier
+ * that keeps a run spanning ids of other ops' calls from claiming it. */
+#define FT__EXT_NONE UINT64_MAX
+
 struct ft__call_span {
   uint64_t start, end;
   uint32_t corr, tid;
@@ -167,6 +176,9 @@ ft_status ft__timed_call_span(ft_session *s, uint32_t corr, uint32_t tid, uint64
 typedef ft_status (*ft__attribute_pair_fn)(ft_session *s, uint32_t corr, uint64_t ext);
 ft_status ft__timed_attribute(ft_session *s, ft__attribute_pair_fn pair);
 void ft__timed_free(ft_session *s);
+/* Stop's last step: attribution by time (timed) and every event's external id from
+ * the reports; tests run it on sessions without a tracer. */
+ft_status ft__session_attribute(ft_session *s, bool timed);
 
 /* Sets the calling thread's last error message for s and returns status. */
 ft_status ft__session_fail(ft_session *s, ft_status status, const char *fmt, ...) FT__PRINTF(3, 4);

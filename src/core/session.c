@@ -195,9 +195,10 @@ static ft_status add_pair(ft_session *s, uint32_t corr, uint64_t ext) {
   if (!corr) return FT_OK; /* 0 names no vendor call */
   ft_status st = FT_OK;
   struct ft__corr_run *last = s->n_corr_runs ? &s->corr_runs[s->n_corr_runs - 1] : NULL;
-  if (last && corr == s->corr_runs_end && ext == last->ext && last->n < UINT32_MAX) {
-    last->n++;
-    s->corr_runs_end++;
+  /* ids are 32-bit, so a run from first to corr never has more than UINT32_MAX */
+  if (last && ext == last->ext && (corr == s->corr_runs_end || (s->corr_gaps && corr > s->corr_runs_end))) {
+    last->n = corr - last->first + 1;
+    s->corr_runs_end = (uint64_t)corr + 1;
   } else if (corr >= s->corr_runs_end) {
     if (grow((void **)&s->corr_runs, &s->cap_corr_runs, s->n_corr_runs, sizeof *s->corr_runs)) {
       s->corr_runs[s->n_corr_runs++] = (struct ft__corr_run){corr, 1, ext};
@@ -242,7 +243,8 @@ static const uint64_t *find_ext(const ft_session *s, uint32_t corr) {
     if (s->corr_ext[mid].corr <= corr) lo = mid + 1;
     else hi = mid;
   }
-  if (lo && s->corr_ext[lo - 1].corr == corr) return &s->corr_ext[lo - 1].ext;
+  if (lo && s->corr_ext[lo - 1].corr == corr)
+    return s->corr_ext[lo - 1].ext == FT__EXT_NONE && s->corr_gaps ? NULL : &s->corr_ext[lo - 1].ext;
   lo = 0, hi = s->n_corr_runs; /* runs are in id order and never overlap */
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -250,7 +252,7 @@ static const uint64_t *find_ext(const ft_session *s, uint32_t corr) {
     else hi = mid;
   }
   const struct ft__corr_run *r = lo ? &s->corr_runs[lo - 1] : NULL;
-  return r && corr - r->first < r->n ? &r->ext : NULL;
+  return r && corr - r->first < r->n && !(r->ext == FT__EXT_NONE && s->corr_gaps) ? &r->ext : NULL;
 }
 
 /* Gives events that arrived without an external id the one their vendor
@@ -340,6 +342,14 @@ static void snapshot_devices(ft_session *s) {
   pthread_mutex_unlock(&s->mu);
 }
 
+ft_status ft__session_attribute(ft_session *s, bool timed) {
+  pthread_mutex_lock(&s->mu);
+  ft_status at = timed ? ft__timed_attribute(s, add_pair) : FT_OK;
+  resolve_external_ids(s);
+  pthread_mutex_unlock(&s->mu);
+  return at;
+}
+
 ft_status ft_session_stop(ft_session *s) {
   if (!s) return FT_EINVAL;
   pthread_mutex_lock(&s->mu);
@@ -359,11 +369,8 @@ ft_status ft_session_stop(ft_session *s) {
     s->dropped = ops->dropped_records(s->tracer);
     s->tracer_armed = false;
     snapshot_devices(s);
-    pthread_mutex_lock(&s->mu);
-    ft_status at = s->timed ? ft__timed_attribute(s, add_pair) : FT_OK;
-    resolve_external_ids(s);
-    pthread_mutex_unlock(&s->mu);
-    if (at) ft__warn("out of memory attributing calls to their ops; some device time is unattributed");
+    ft_status at = ft__session_attribute(s, s->timed);
+    if (at) ft__warn("out of memory attributing calls to their ops; some device time is unattributed or given a neighbouring op");
     if (s->dropped)
       ft__warn("%llu device activity records were dropped by the vendor library; "
                "the trace counts them in flagtrace.dropped_records",

@@ -223,6 +223,11 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
   pthread_mutex_lock(&mu);
   flush_deferred();
   uint32_t corr = next_corr++;
+#ifndef FAKE_MCPTI
+  /* CUDA 13's runtime launch calls cuKernelGetName under an id of its own, measured
+   * on the H200: an op's launches are 2 ids apart even when that call is not recorded */
+  if (l->kind == FAKE_KERNEL && !l->driver) next_corr++;
+#endif
   uint64_t t0 = now_ns(); /* as CUPTI: on the calling thread, inside the call */
   CUpti_ActivityKind api_kind = l->driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
   uint32_t cbid = l->cbid ? l->cbid : l->driver ? 307 : LAUNCH_CBID;

@@ -894,13 +894,14 @@ static ft_status collect_pair(ft_session *s, uint32_t corr, uint64_t ext) {
   return FT_OK;
 }
 
-/* The id reported for corr; -1 when none (a second report would be a defect). */
+/* The id reported for corr; -1 when none, -2 for a barrier (FT__EXT_NONE: no id
+ * open around the call); a second report would be a defect. */
 static long long pair_of(uint32_t corr) {
   long long got = -1;
   for (int i = 0; i < n_pairs; i++)
     if (pairs[i].corr == corr) {
       assert_int_equal(got, -1);
-      got = (long long)pairs[i].ext;
+      got = pairs[i].ext == FT__EXT_NONE ? -2 : (long long)pairs[i].ext;
     }
   return got;
 }
@@ -955,11 +956,14 @@ static void test_time_attribution_in_any_arrival_order(void **state) {
   pthread_mutex_lock(&s->mu);
   assert_int_equal(ft__timed_attribute(s, collect_pair), FT_OK);
   pthread_mutex_unlock(&s->mu);
-  static const long long want[][2] = {{10, 1}, {20, 2}, {30, 2}, {40, 1}, {50, -1}, {60, 2}, {70, 0}, {80, -1}};
+  /* every call is reported: 50 (in nothing) and 80 (a thread that never pushed) as
+   * barriers, so runs of ids may span the ids of calls nobody reports */
+  static const long long want[][2] = {{10, 1}, {20, 2}, {30, 2}, {40, 1}, {50, -2}, {60, 2}, {70, 0}, {80, -2}};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++)
     if (pair_of((uint32_t)want[i][0]) != want[i][1])
       fail_msg("call %lld: id %lld, want %lld", want[i][0], pair_of((uint32_t)want[i][0]), want[i][1]);
-  assert_int_equal(n_pairs, 6);
+  assert_int_equal(n_pairs, 8);
+  assert_true(s->corr_gaps);
   for (size_t k = 0; k < s->store.events.len; k++) { /* the API events carry theirs */
     const ft__event *e = ft__vec_at(&s->store.events, k);
     long long w = pair_of(e->correlation_id);
@@ -967,6 +971,74 @@ static void test_time_attribution_in_any_arrival_order(void **state) {
     if (w >= 0) assert_int_equal(e->external_id, (uint64_t)w);
   }
   ft_session_destroy(s);
+}
+
+/* A CUDA 13 launch takes two correlation ids (the nested cuKernelGetName CUPTI is
+ * told not to record takes one): an op's launches are 10, 12, 14, not consecutive.
+ * Runs then span the unreported ids between an op's calls (one 16-byte run per op,
+ * not per launch: P6), but never an id of a call outside the op: every call is
+ * reported, one with no id open as a barrier, and a barrier that comes after a run
+ * already spans its id wins over the run. With records dropped (a dropped call could
+ * be in a gap), runs take consecutive ids only. */
+static void check_runs_span_gaps(bool dropped) {
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  uint32_t me = ft__gettid(), other = me + 1;
+  uint64_t t[14];
+  assert_int_equal(ft__timed_push(s, 5), FT_OK);
+  for (int i = 0; i < 6; i++) t[i] = tick(); /* 10, 12, 14 in 5 */
+  assert_int_equal(ft__timed_pop(s), FT_OK);
+  assert_int_equal(ft__timed_push(s, 6), FT_OK);
+  for (int i = 6; i < 10; i++) t[i] = tick(); /* 20, 22 in 6 */
+  assert_int_equal(ft__timed_pop(s), FT_OK);
+  t[10] = tick(), t[11] = tick(); /* 24 in nothing */
+  assert_int_equal(ft__timed_push(s, 6), FT_OK); /* the same id again: a run of its own after 24 */
+  t[12] = tick(), t[13] = tick(); /* 26 in 6 */
+  assert_int_equal(ft__timed_pop(s), FT_OK);
+  api_call(s, 10, me, t[0], t[1]);
+  api_call(s, 12, me, t[2], t[3]);
+  api_call(s, 11, other, t[2], t[3]); /* another thread, during 5, after 12 in the store */
+  api_call(s, 14, me, t[4], t[5]);
+  api_call(s, 16, other, t[4], t[5]);
+  api_call(s, 20, me, t[6], t[7]);
+  api_call(s, 22, me, t[8], t[9]);
+  api_call(s, 24, me, t[10], t[11]);
+  api_call(s, 26, me, t[12], t[13]);
+  static const struct { uint32_t corr; long long ext; } want[] = {
+      {10, 5}, {11, -1}, {12, 5}, {14, 5}, {16, -1}, {20, 6}, {22, 6}, {24, -1}, {25, -1}, {26, 6}};
+  char name[16];
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    snprintf(name, sizeof name, "k%u", want[i].corr);
+    add(s, FT_EVENT_KERNEL, t[13] + 10 * i + 1, t[13] + 10 * i + 5, want[i].corr, false, 0, name);
+  }
+  assert_int_equal(ft_session_stop(s), FT_OK); /* no tracer: not timed, nothing attributed yet */
+  assert_int_equal(s->n_corr_runs, 0);
+  if (dropped) s->dropped = 1;
+  assert_int_equal(ft__session_attribute(s, true), FT_OK);
+  assert_int_equal(s->corr_gaps, !dropped);
+  for (size_t k = 0; k < s->store.events.len; k++) {
+    const ft__event *e = ft__vec_at(&s->store.events, k);
+    if (e->kind != FT__EV_KERNEL) continue;
+    long long got = e->flags & FT__F_HAS_EXTERNAL ? (long long)e->external_id : -1;
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+      if (want[i].corr == e->correlation_id && got != want[i].ext)
+        fail_msg("kernel of call %u: id %lld, want %lld (%s)", e->correlation_id, got, want[i].ext,
+                 dropped ? "records dropped" : "runs span gaps");
+  }
+  if (dropped) { /* exact runs, one per call that had an id: 10 | 12 | 14 | 20 | 22 | 26 */
+    assert_int_equal(s->n_corr_runs, 6);
+  } else { /* [10, 14] 5 | [16] none | [20, 22] 6 | [24] none | [26] 6, and 11's barrier */
+    assert_int_equal(s->n_corr_runs, 5);
+    assert_int_equal(s->n_corr_ext, 1);
+  }
+  ft_session_destroy(s);
+}
+
+static void test_runs_span_gaps_but_not_other_calls(void **state) {
+  (void)state;
+  check_runs_span_gaps(false);
+  check_runs_span_gaps(true);
 }
 
 int main(void) {
@@ -994,6 +1066,7 @@ int main(void) {
       cmocka_unit_test(test_invalid_arguments),
       cmocka_unit_test(test_last_error_per_thread),
       cmocka_unit_test(test_time_attribution_in_any_arrival_order),
+      cmocka_unit_test(test_runs_span_gaps_but_not_other_calls),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
