@@ -8,6 +8,9 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t **free_list;
 static size_t n_free, cap, total; /* total: buffers allocated, home or lent */
+/* the most lent at once since the last reserve: each was written, so its pages count in
+ * the process's RSS (P6, bench/) */
+static size_t max_lent;
 static size_t size = 8 * 1024 * 1024;
 
 size_t ft__pool_buffer_size(void) {
@@ -31,6 +34,7 @@ int ft__pool_reserve(size_t n, size_t buffer_size) {
   int ok = 1;
   pthread_mutex_lock(&mu);
   /* a buffer of another size must never be handed out: resize only when all are home */
+  max_lent = total - n_free;
   if (buffer_size != size && n_free == total) {
     while (n_free) free(free_list[--n_free]);
     total = 0;
@@ -51,6 +55,13 @@ int ft__pool_reserve(size_t n, size_t buffer_size) {
   return ok;
 }
 
+size_t ft__pool_max_lent(void) {
+  pthread_mutex_lock(&mu);
+  size_t m = max_lent;
+  pthread_mutex_unlock(&mu);
+  return m;
+}
+
 uint8_t *ft__pool_get(size_t *buffer_size) {
   pthread_mutex_lock(&mu);
   uint8_t *b = n_free ? free_list[--n_free] : NULL;
@@ -63,6 +74,7 @@ uint8_t *ft__pool_get(size_t *buffer_size) {
     if (b) total++;
   }
   size_t now = total;
+  if (b && total - n_free > max_lent) max_lent = total - n_free;
   pthread_mutex_unlock(&mu);
   if (b && !n_free) ft__log("activity buffer pool: %zu buffers of %zu KiB in use", now, s >> 10);
   *buffer_size = b ? s : 0;

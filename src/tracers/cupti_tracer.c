@@ -435,6 +435,7 @@ static ft_status cu_stop(ft_tracer *base) {
   disable_kinds(t);
   ft_status st = ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (HOLD_UNTIL_STOP) decode_all_held(t);
+  FT__LOG("activity buffers: at most %zu of %zu KiB lent at once", ft__pool_max_lent(), ft__pool_buffer_size() >> 10);
   if (t->dropped_untimed) {
     atomic_fetch_add(&t->base.dropped, t->dropped_untimed);
     FT__LOG("%llu records without usable timing (start = end = 0, or implausible) dropped",

@@ -35,12 +35,12 @@ enum { HOLD_UNTIL_STOP = 0 };
 #endif
 
 enum {
-  /* 4 MiB, kineto's own size: what CUPTI holds in flight stays resident (P6: with
-   * the fake's two buffers in flight, 8 -> 4 MiB took 67.6 -> 59.6 B per event over
-   * 1.05 M events). 8 MiB measured 0 dropped over 2 M records on the H200; the pool
-   * hands CUPTI a buffer whenever it asks, so smaller buffers mean more completions,
-   * not drops. */
-  DEFAULT_BUF_SIZE = 4 * 1024 * 1024,
+  /* 2 MiB (kineto hands out 4): CUPTI 13 keeps 3 buffers in flight whatever their
+   * size, and each stays resident. On the H200, 1.05 M events from the armed session
+   * grew the peak by 69.2 / 72.6 / 79.4 MB with 1 / 2 / 4 MiB buffers (P6), and the
+   * launch loop was no slower at 2 MiB (docs/measurements.md). The pool hands CUPTI a
+   * buffer whenever it asks, so smaller buffers mean more completions, not drops. */
+  DEFAULT_BUF_SIZE = 2 * 1024 * 1024,
   POOL_INITIAL = 8,
   MAX_DEVICES = 64,
 };
