@@ -257,6 +257,12 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* --no-old: the old writer's rows (and the comparisons with them) are left out; the
+ * GPU host's bench run has no time for them (bench/run.py: 8 minutes in all). */
+static bool no_old;
+
+static bool left_out(const char *label) { return no_old && strstr(label, "old") != NULL; }
+
 /* Every config once per rep, interleaved (rep-major), so drift on a shared host
  * hits all of them alike; medians compared. */
 static void bench_session(const char *what, ft_session *s, size_t n, int reps, bool quick) {
@@ -284,7 +290,8 @@ static void bench_session(const char *what, ft_session *s, size_t n, int reps, b
   size_t bytes[NC] = {0};
   for (int r = 0; r < reps; r++)
     for (int c = 0; c < NC; c++)
-      if (!cs[c].needs_isal || isal) t[c][r] = run_config(s, &cs[c], json, json_len, &bytes[c]);
+      if ((!cs[c].needs_isal || isal) && !left_out(cs[c].label))
+        t[c][r] = run_config(s, &cs[c], json, json_len, &bytes[c]);
   for (int c = 0; c < NC; c++) {
     qsort(t[c], (size_t)reps, sizeof t[c][0], cmp_double);
     med[c] = t[c][reps / 2];
@@ -295,11 +302,11 @@ static void bench_session(const char *what, ft_session *s, size_t n, int reps, b
   printf("| output | min s | median s | M events/s (median) | MB | time vs zlib alone | speed vs old | target |\n"
          "|---|---|---|---|---|---|---|---|\n");
   for (int c = 0; c < NC; c++) {
-    if (cs[c].needs_isal && !isal) continue;
+    if ((cs[c].needs_isal && !isal) || left_out(cs[c].label)) continue;
     double rate = (double)n / med[c];
     char vs_z[32] = "-", vs_old[32] = "-", target[64] = "-";
     if (cs[c].gzip && c != ZLIB_ALONE) snprintf(vs_z, sizeof vs_z, "%.2fx", med[c] / med[ZLIB_ALONE]);
-    if (cs[c].old >= 0) snprintf(vs_old, sizeof vs_old, "%.2fx", med[cs[c].old] / med[c]);
+    if (cs[c].old >= 0 && !left_out(cs[cs[c].old].label)) snprintf(vs_old, sizeof vs_old, "%.2fx", med[cs[c].old] / med[c]);
     if (cs[c].target)
       snprintf(target, sizeof target, ">= %.0fM ev/s: %s", cs[c].target / 1e6,
                quick ? "(quick, not judged)" : rate >= cs[c].target ? "pass" : "MISS");
@@ -327,11 +334,12 @@ int main(int argc, char **argv) {
   int n_replay = 0, reps = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = true;
+    else if (!strcmp(argv[i], "--no-old")) no_old = true;
     else if (!strcmp(argv[i], "--replay") && i + 1 < argc && n_replay < 8) replay[n_replay++] = argv[++i];
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc && atoi(argv[i + 1]) > 0 && atoi(argv[i + 1]) <= 16)
       reps = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_writer [--quick] [--reps N (1-16)] [--replay TRACE.json.gz]...\n");
+      fprintf(stderr, "usage: bench_writer [--quick] [--no-old] [--reps N (1-16)] [--replay TRACE.json.gz]...\n");
       return 2;
     }
   }

@@ -5,6 +5,7 @@
 // CAPTURE_BENCH_NO_FLAGTRACE=1: the launches only (run under the raw-CUPTI floor,
 // its peak RSS is what CUPTI itself holds for the same records).
 #include <cuda_runtime.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,18 @@
 
 __global__ void fill_kernel(float *x, float v) { x[threadIdx.x] = v; }
 __global__ void scale_kernel(float *x, float v) { x[threadIdx.x] *= v; }
+
+// CAPTURE_BENCH_MEMORY=1: where the peak's memory is (P6's split), on stderr: the
+// process's anonymous and file pages, and malloc's view (in use, free in its arenas,
+// mapped blocks) over every arena.
+static void print_memory(const char *when) {
+  if (!getenv("CAPTURE_BENCH_MEMORY")) return;
+  struct mallinfo2 m = mallinfo2();
+  fprintf(stderr, "{\"memory\": \"%s\", \"rss\": %.0f, \"hwm\": %.0f, \"anon\": %.0f, \"file\": %.0f, \"shmem\": %.0f, "
+          "\"malloc_in_use\": %zu, \"malloc_free\": %zu, \"malloc_mmapped\": %zu, \"arena\": %zu}\n",
+          when, ft_bench_proc_bytes("VmRSS:"), ft_bench_proc_bytes("VmHWM:"), ft_bench_proc_bytes("RssAnon:"),
+          ft_bench_proc_bytes("RssFile:"), ft_bench_proc_bytes("RssShmem:"), m.uordblks, m.fordblks, m.hblkhd, m.arena);
+}
 
 static void print_times(const char *key, const double *t, int n) {
   printf("\"%s\": [", key);
@@ -40,12 +53,14 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 1000; i++) fill_kernel<<<1, 32>>>(x, 1.0f);
   cudaDeviceSynchronize();
   double rss0 = ft_bench_proc_bytes("VmRSS:");
+  print_memory("before");
   if (getenv("CAPTURE_BENCH_NO_FLAGTRACE")) { // the P6 baseline: the same launches, no session
     for (long i = 0; i < n; i++) {
       if (i & 1) scale_kernel<<<1, 32>>>(x, 1.0001f);
       else fill_kernel<<<1, 32>>>(x, 2.0f);
     }
     cudaDeviceSynchronize();
+    print_memory("floor, after");
     printf("{\"kernels\": %ld, \"rss_before\": %.0f, \"peak_rss\": %.0f}\n", n, rss0, ft_bench_proc_bytes("VmHWM:"));
     return 0;
   }
@@ -64,7 +79,9 @@ int main(int argc, char **argv) {
   // in the figure. rss_at_create: the same from before ft_session_create.
   double rss_at_create = rss0;
   rss0 = ft_bench_proc_bytes("VmRSS:");
+  print_memory("armed");
   char name[32];
+  double t_capture = ft_bench_now_s();
   for (long i = 0; i < n; i += 10) {
     snprintf(name, sizeof name, "op%ld", (i / 10) % 50);
     ft_range_push(s, name, NULL);
@@ -75,8 +92,11 @@ int main(int argc, char **argv) {
     ft_range_pop(s);
   }
   cudaDeviceSynchronize();
+  t_capture = ft_bench_now_s() - t_capture;
+  print_memory("launched");
   ft_session_stop(s);
   double peak = ft_bench_proc_bytes("VmHWM:");
+  print_memory("stopped");
   ft_session_counts c;
   ft_session_counts_get(s, &c);
   double tj[32], tg[32];
@@ -106,8 +126,8 @@ int main(int argc, char **argv) {
   print_times("write_json_s", tj, reps);
   print_times("write_gzip_s", tg, reps);
   printf("\"bytes_json\": %lld, \"bytes_gzip\": %lld, \"events\": %llu, \"rss_before\": %.0f, "
-         "\"rss_at_create\": %.0f, \"peak_rss\": %.0f}\n",
-         bytes_json, bytes_gz, events, rss0, rss_at_create, peak);
+         "\"rss_at_create\": %.0f, \"peak_rss\": %.0f, \"capture_s\": %.4f}\n",
+         bytes_json, bytes_gz, events, rss0, rss_at_create, peak, t_capture);
   ft_session_destroy(s);
   cudaFree(x);
   return 0;

@@ -195,8 +195,14 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         tmp = self.tmp.name
 
-        def fake(cmd, env=None, check=True):
+        def fake(cmd, env=None, check=True, stderr=False):
             self.calls.append((list(cmd), dict(env or {})))
+            if stderr:  # the raw-CUPTI floor's report comes on stderr
+                n_floor = sum("CAPTURE_BENCH_NO_FLAGTRACE" in e for _, e in self.calls)
+                return fake_out(cmd, env), f"cupti_floor: 3 records, 0 dropped, at most {n_floor} buffers of 256 KiB held at once\n"
+            return fake_out(cmd, env)
+
+        def fake_out(cmd, env):
             text = " ".join(cmd)
             k = len(self.calls)
             if "torch_bench.py" in text and "capture" in cmd:
@@ -210,9 +216,12 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
                     for ext in (".json.gz", ".json"):
                         open(prefix + ext, "w").close()
                 reps = 1 if prefix == "-" else int(cmd[-1])
+                # the floor: CUPTI's own 4 MB, then 5 MB (bimodal, as the floor was with big buffers)
+                floors = sum("CAPTURE_BENCH_NO_FLAGTRACE" in e for _, e in self.calls)
+                peak = 100e6 + (3e6 + 1e6 * floors if "CAPTURE_BENCH_NO_FLAGTRACE" in (env or {}) else 55 * events)
                 return json.dumps({"kernels": n, "events": events, "write_json_s": [events / 3.2e6] * reps,
                                    "write_gzip_s": [events / 3.5e6] * reps, "bytes_gzip": events * 28,
-                                   "rss_before": 100e6, "rss_at_create": 90e6, "peak_rss": 100e6 + 55 * events})
+                                   "rss_before": 100e6, "rss_at_create": 90e6, "peak_rss": peak})
             if "--split" in cmd:
                 return "# split\n| part | CPU s |\n|---|---|\n| x | 1 |"
             return ""
@@ -297,6 +306,17 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         self.assertTrue(any(any(x.endswith("capture_bench") for x in c) and c[-1] == "30" for c, _ in self.calls))
         # 6 kineto captures, one export each (torch 2.11 saves a profile once), key_averages on 2
         self.assertEqual((cap[cap.index("--reps") + 1], cap[cap.index("--key-averages") + 1]), ("6", "2"))
+        # P6: ours less CUPTI's own, the floor run twice with small buffers (P2's floor keeps its
+        # own); the interval spans the two floors, the estimate is their median
+        floors = [e for c, e in self.calls if "CAPTURE_BENCH_NO_FLAGTRACE" in e]
+        self.assertEqual(len(floors), 2)
+        self.assertTrue(all(e["CUPTI_FLOOR_BUFFER_BYTES"] == str(256 * 1024) for e in floors))
+        n = 1050000
+        p6 = rows[-2]
+        for key, floor in (("estimate", 4.5e6), ("low", 5e6), ("high", 4e6)):
+            self.assertAlmostEqual(p6[key], (55 * n - floor) / n, places=9)
+        self.assertIn("at most 0.5 MB of them held", p6["what"])
+        self.assertEqual(p6["verdict"], "pass")
         # stats is timed 7 times on the 1 M trace, after its JSON twin is gone
         stats_1m = [c for c, _ in self.calls if "stats" in c and c[-1].endswith("cap1m.json.gz")]
         self.assertEqual(len(stats_1m), 7)
