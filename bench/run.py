@@ -291,8 +291,9 @@ def machine(gpu, commit, dirty):
 
 def cpu_part(build, quick, gpu=False):
     """On the GPU host (gpu) only what the GPU table needs from that host: the writer's
-    synthetic and replayed throughput (P4), 2 repetitions, without the old writer's rows (time). The reader, its memory and the
-    fake-CUPTI capture are judged in the CPU-only run (the GPU table has their real rows)."""
+    synthetic and replayed throughput (P4), 2 repetitions, without the old writer's rows
+    (time). The reader, its memory and the fake-CUPTI capture are judged in the CPU-only
+    run (the GPU table has their real rows)."""
     flag = ["--quick"] if quick else ["--reps", "2", "--no-old"] if gpu else []
 
     def run(exe, *extra):  # its "# title" line becomes a plain sentence under our heading
