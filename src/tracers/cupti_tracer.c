@@ -35,6 +35,19 @@ static size_t env_size(const char *name, size_t fallback) {
   return (size_t)x;
 }
 
+/* A count in 0..max from the environment, else fallback (warned). */
+static size_t env_count(const char *name, size_t fallback, size_t max) {
+  const char *v = getenv(name);
+  if (!v || !*v) return fallback;
+  char *end;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (*end || *v == '-' || x > max) {
+    ft__warn("%s=%s is not a count of 0 .. %zu; using %zu", name, v, max, fallback);
+    return fallback;
+  }
+  return (size_t)x;
+}
+
 /* ---- thread ids ----
  * CUPTI's API records carry the low 32 bits of pthread_self(), measured on the
  * H200 (1389465600 where gettid() said 745); the trace's CPU rows use OS thread
@@ -157,14 +170,38 @@ static bool read_clock(void *ctx, uint64_t *v) {
 
 static void decode_held(void *ctx, uint8_t *buf, size_t valid) { ft__cupti_decode_buffer(ctx, buf, valid); }
 
+/* Decoding a buffer takes the CPU the program may be using: a completed buffer waits
+ * until t->hold_first wait, then all are decoded in order with the one that came. A
+ * short profile's records are then decoded at stop, after the profiled region, as
+ * kineto decodes all of them (on the H200 a 10 000-op torch profile makes ~2.5 MB of
+ * kernel records: one 2 MiB buffer completes inside the loop). False: buf is kept. */
+static bool decode_with_held(cupti_tracer *t, uint8_t *buf, size_t valid) {
+  struct ft__held_buf batch[MAX_HELD];
+  size_t n = 0;
+  pthread_mutex_lock(&t->decode_mu);
+  if (t->held.n < t->hold_first && ft__held_add(&t->held, buf, valid)) {
+    pthread_mutex_unlock(&t->decode_mu);
+    return false;
+  }
+  for (; n < t->held.n && n < MAX_HELD; n++) batch[n] = t->held.items[n];
+  t->held.n = 0;
+  pthread_mutex_unlock(&t->decode_mu); /* the decoder takes it per buffer */
+  for (size_t i = 0; i < n; i++) {
+    ft__cupti_decode_buffer(t, batch[i].buf, batch[i].valid);
+    ft__pool_put(batch[i].buf);
+  }
+  ft__cupti_decode_buffer(t, buf, valid);
+  return true;
+}
+
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid) {
   (void)size;
   cupti_tracer *t = (cupti_tracer *)ft__tracer_active();
   if (t && HOLD_UNTIL_STOP) {
     ft__held_keep(&t->held, &t->decode_mu, buf, valid, FT__TRACER_NAME); /* to the pool after decoding at stop */
     buf = NULL;
-  } else if (t && buf && valid) {
-    ft__cupti_decode_buffer(t, buf, valid);
+  } else if (t && buf && valid && !decode_with_held(t, buf, valid)) {
+    buf = NULL; /* held: to the pool once decoded */
   }
   if (t) {
     size_t dropped = 0;
@@ -360,6 +397,7 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   ft_status claim = ft__tracer_claim(&t->base, sink, kinds);
   if (claim) return claim;
   t->all_apis = ft__env_flag("FLAGTRACE_CUPTI_ALL_APIS");
+  t->hold_first = env_count("FLAGTRACE_CUPTI_HELD_BUFFERS", DEFAULT_HELD, MAX_HELD);
   atomic_store(&t->range_enabled, false);
   ft__thread_register();
   size_t want = env_size("FLAGTRACE_CUPTI_BUFFER_BYTES", DEFAULT_BUF_SIZE) & ~(size_t)7;
@@ -434,7 +472,7 @@ static ft_status cu_stop(ft_tracer *base) {
   if (!t->base.armed) return FT_OK;
   disable_kinds(t);
   ft_status st = ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  if (HOLD_UNTIL_STOP) decode_all_held(t);
+  decode_all_held(t); /* MCPTI's, or the last few CUPTI held */
   FT__LOG("activity buffers: at most %zu of %zu KiB lent at once", ft__pool_max_lent(), ft__pool_buffer_size() >> 10);
   if (t->dropped_untimed) {
     atomic_fetch_add(&t->base.dropped, t->dropped_untimed);

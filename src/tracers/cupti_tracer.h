@@ -42,6 +42,10 @@ enum {
    * buffer whenever it asks, so smaller buffers mean more completions, not drops. */
   DEFAULT_BUF_SIZE = 2 * 1024 * 1024,
   POOL_INITIAL = 8,
+  /* 1 held buffer: a profile whose records fit in two buffers is decoded after its
+   * region, as with one 4 MiB buffer; P6 pays 2 MiB for it */
+  DEFAULT_HELD = 1,
+  MAX_HELD = 8,
   MAX_DEVICES = 64,
 };
 
@@ -78,6 +82,9 @@ typedef struct cupti_tracer {
   bool have_clock;
   CUptiResult (*get_api_name)(CUpti_ActivityKind kind, uint32_t id, const char **name);
   ft__held held; /* under decode_mu */
+  /* CUPTI: completed buffers wait, up to this many, and are decoded together when
+   * one more completes, or at stop (FLAGTRACE_CUPTI_HELD_BUFFERS) */
+  size_t hold_first;
   uint64_t resyncs, skipped_bytes; /* malformed stretches the walker stepped over */
   pthread_mutex_t decode_mu;
 } cupti_tracer;

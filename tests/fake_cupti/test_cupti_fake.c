@@ -902,6 +902,45 @@ static void test_small_buffers_lose_nothing(void **state) {
   unsetenv("FLAGTRACE_CUPTI_BUFFER_BYTES");
 }
 
+static size_t kernels_in_store(const ft_session *s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->store.events.len; i++)
+    n += ((const ft__event *)ft__vec_at(&s->store.events, i))->kind == FT__EV_KERNEL;
+  return n;
+}
+
+/* A completed buffer waits (FLAGTRACE_CUPTI_HELD_BUFFERS, default 1) and is decoded
+ * with the next, or at stop: a short profile's records are decoded after its region.
+ * With 0 each is decoded as it completes. 4 KiB buffers hold ~18 kernel records. */
+static void check_held_buffers(const char *held, size_t launches, bool decoded_at_once) {
+  setenv("FLAGTRACE_CUPTI_BUFFER_BYTES", "4096", 1);
+  if (held) setenv("FLAGTRACE_CUPTI_HELD_BUFFERS", held, 1);
+  ft_session *s = ft_test_started();
+  fake_launch k = kernel("held", 10);
+  for (size_t i = 0; i < launches; i++) launch(&k);
+  size_t during = kernels_in_store(s);
+  if (decoded_at_once) assert_true(during > 0 && during < launches);
+  else assert_int_equal(during, 0);
+  for (size_t i = launches; i < 4 * launches; i++) launch(&k); /* more buffers: the held ones go too */
+  assert_true(kernels_in_store(s) >= launches);
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  assert_int_equal(kernels_in_store(s), 4 * launches);
+  size_t n = 0;
+  assert_int_equal(ft_session_foreach_event(s, 0, UINT64_MAX, count_kernels, &n, NULL), FT_OK);
+  assert_int_equal(n, 4 * launches);
+  ft_session_destroy(s);
+  unsetenv("FLAGTRACE_CUPTI_BUFFER_BYTES");
+  unsetenv("FLAGTRACE_CUPTI_HELD_BUFFERS");
+}
+
+static void test_completed_buffers_wait_for_the_next(void **state) {
+  (void)state;
+  check_held_buffers(NULL, 30, false); /* one device buffer completed: held */
+  check_held_buffers("0", 30, true);
+  check_held_buffers("2", 50, false); /* two completed: both held */
+  check_held_buffers("9", 30, false); /* out of range: warned, the default */
+}
+
 static void expect_unavailable(const char *needle) {
   ft_session *s;
   assert_int_equal(ft_session_create(&s, NULL), FT_OK);
@@ -982,6 +1021,7 @@ int main(void) {
       cmocka_unit_test(test_innermost_id_on_the_calling_thread),
       cmocka_unit_test(test_dropped_records_are_reported),
       cmocka_unit_test(test_small_buffers_lose_nothing),
+      cmocka_unit_test(test_completed_buffers_wait_for_the_next),
       cmocka_unit_test(test_unusable_libraries),
       cmocka_unit_test(test_enable_failure_keeps_cpu_profiling),
   };
