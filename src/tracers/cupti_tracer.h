@@ -25,7 +25,7 @@
 #define FT_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
 
 /* Where a completed buffer goes, chosen here once. CUPTI's are decoded as they
- * complete. MCPTI's are held until stop and decoded there: its clock is mapped from
+ * complete, a few at a time (hold_first). MCPTI's are held until stop and decoded there: its clock is mapped from
  * the start and stop samples, and its API-name lookup can deadlock inside the buffer
  * callback (design.md §9). */
 #ifdef FT_MCPTI
