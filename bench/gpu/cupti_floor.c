@@ -44,7 +44,8 @@ static void at_exit(void) {
 
 __attribute__((visibility("default"))) int InitializeInjection(void) {
   const char *b = getenv("CUPTI_FLOOR_BUFFER_BYTES");
-  if (b && strtoull(b, NULL, 10) >= 4096) buf_bytes = (size_t)strtoull(b, NULL, 10) & ~(size_t)7;
+  unsigned long long want = b ? strtoull(b, NULL, 10) : 0;
+  if (want >= 4096) buf_bytes = (size_t)want & ~(size_t)7;
   static const CUpti_ActivityKind kinds[] = {
       CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
       CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};

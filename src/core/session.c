@@ -243,8 +243,7 @@ static const uint64_t *find_ext(const ft_session *s, uint32_t corr) {
     if (s->corr_ext[mid].corr <= corr) lo = mid + 1;
     else hi = mid;
   }
-  if (lo && s->corr_ext[lo - 1].corr == corr)
-    return s->corr_ext[lo - 1].ext == FT__EXT_NONE && s->corr_gaps ? NULL : &s->corr_ext[lo - 1].ext;
+  if (lo && s->corr_ext[lo - 1].corr == corr) return &s->corr_ext[lo - 1].ext;
   lo = 0, hi = s->n_corr_runs; /* runs are in id order and never overlap */
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -252,7 +251,7 @@ static const uint64_t *find_ext(const ft_session *s, uint32_t corr) {
     else hi = mid;
   }
   const struct ft__corr_run *r = lo ? &s->corr_runs[lo - 1] : NULL;
-  return r && corr - r->first < r->n && !(r->ext == FT__EXT_NONE && s->corr_gaps) ? &r->ext : NULL;
+  return r && corr - r->first < r->n ? &r->ext : NULL;
 }
 
 /* Gives events that arrived without an external id the one their vendor
@@ -269,7 +268,7 @@ static void resolve_external_ids(ft_session *s) {
     ft__event *e = ft__vec_at(&s->store.events, i);
     if (e->kind == FT__EV_CPU_RANGE || (e->flags & FT__F_HAS_EXTERNAL) || !e->correlation_id) continue;
     const uint64_t *ext = find_ext(s, e->correlation_id);
-    if (!ext) continue;
+    if (!ext || (s->corr_gaps && *ext == FT__EXT_NONE)) continue; /* none, or a barrier */
     e->external_id = *ext;
     e->flags |= FT__F_HAS_EXTERNAL;
   }

@@ -20,32 +20,32 @@
  * major release, so any CUPTI 13.x reads them; anything else must not be decoded. */
 #define FT_CUPTI_COMPILED_MAJOR (CUPTI_API_VERSION / 10000)
 
+/* A decimal number in lo..hi from the environment into *x: 1, 0 when unset, -1 when
+ * not one (the caller warns, naming what it wanted). */
+static int env_number(const char *name, unsigned long long lo, unsigned long long hi, unsigned long long *x) {
+  const char *v = getenv(name);
+  if (!v || !*v) return 0;
+  char *end;
+  *x = strtoull(v, &end, 10);
+  return *end || *v == '-' || *x < lo || *x > hi ? -1 : 1;
+}
+
 /* Buffer sizes can be made small on purpose (FLAGTRACE_CUPTI_BUFFER_BYTES for our
  * host buffers, FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES for CUPTI's device-side one) to
  * check that records CUPTI cannot keep are counted as dropped, never lost silently. */
 static size_t env_size(const char *name, size_t fallback) {
-  const char *v = getenv(name);
-  if (!v || !*v) return fallback;
-  char *end;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (*end || x < 4096 || x > (1ull << 34)) {
-    ft__warn("%s=%s is not a size in bytes (4096 .. 16 GiB); using %zu", name, v, fallback);
-    return fallback;
-  }
-  return (size_t)x;
+  unsigned long long x;
+  int got = env_number(name, 4096, 1ull << 34, &x);
+  if (got < 0) ft__warn("%s=%s is not a size in bytes (4096 .. 16 GiB); using %zu", name, getenv(name), fallback);
+  return got > 0 ? (size_t)x : fallback;
 }
 
 /* A count in 0..max from the environment, else fallback (warned). */
 static size_t env_count(const char *name, size_t fallback, size_t max) {
-  const char *v = getenv(name);
-  if (!v || !*v) return fallback;
-  char *end;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (*end || *v == '-' || x > max) {
-    ft__warn("%s=%s is not a count of 0 .. %zu; using %zu", name, v, max, fallback);
-    return fallback;
-  }
-  return (size_t)x;
+  unsigned long long x;
+  int got = env_number(name, 0, max, &x);
+  if (got < 0) ft__warn("%s=%s is not a count of 0 .. %zu; using %zu", name, getenv(name), max, fallback);
+  return got > 0 ? (size_t)x : fallback;
 }
 
 /* ---- thread ids ----
@@ -170,26 +170,22 @@ static bool read_clock(void *ctx, uint64_t *v) {
 
 static void decode_held(void *ctx, uint8_t *buf, size_t valid) { ft__cupti_decode_buffer(ctx, buf, valid); }
 
-/* Decoding a buffer takes the CPU the program may be using: a completed buffer waits
- * until t->hold_first wait, then all are decoded in order with the one that came. A
- * short profile's records are then decoded at stop, after the profiled region, as
- * kineto decodes all of them (on the H200 a 10 000-op torch profile makes ~2.5 MB of
- * kernel records: one 2 MiB buffer completes inside the loop). False: buf is kept. */
+/* Decoding a buffer takes the CPU the program may be using: completed buffers wait,
+ * up to t->hold_first of them, and are decoded in order with the one after. A short
+ * profile's records are then decoded at stop, after the profiled region, as kineto
+ * decodes all of them (on the H200 a 10 000-op torch profile makes ~2.5 MB of kernel
+ * records: one 2 MiB buffer completes inside the loop). False: buf is kept. */
 static bool decode_with_held(cupti_tracer *t, uint8_t *buf, size_t valid) {
-  struct ft__held_buf batch[MAX_HELD];
-  size_t n = 0;
   pthread_mutex_lock(&t->decode_mu);
   if (t->held.n < t->hold_first && ft__held_add(&t->held, buf, valid)) {
     pthread_mutex_unlock(&t->decode_mu);
     return false;
   }
-  for (; n < t->held.n && n < MAX_HELD; n++) batch[n] = t->held.items[n];
-  t->held.n = 0;
-  pthread_mutex_unlock(&t->decode_mu); /* the decoder takes it per buffer */
-  for (size_t i = 0; i < n; i++) {
-    ft__cupti_decode_buffer(t, batch[i].buf, batch[i].valid);
-    ft__pool_put(batch[i].buf);
-  }
+  ft__held batch = t->held; /* decoded outside the lock: the decoder takes it per buffer */
+  t->held = (ft__held){0};
+  pthread_mutex_unlock(&t->decode_mu);
+  ft__held_take_all(&batch, decode_held, t);
+  ft__held_free(&batch);
   ft__cupti_decode_buffer(t, buf, valid);
   return true;
 }

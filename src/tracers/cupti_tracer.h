@@ -25,9 +25,9 @@
 #define FT_EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2
 
 /* Where a completed buffer goes, chosen here once. CUPTI's are decoded as they
- * complete, a few at a time (hold_first). MCPTI's are held until stop and decoded there: its clock is mapped from
- * the start and stop samples, and its API-name lookup can deadlock inside the buffer
- * callback (design.md §9). */
+ * complete, a few at a time (hold_first). MCPTI's are held until stop and decoded
+ * there: its clock is mapped from the start and stop samples, and its API-name lookup
+ * can deadlock inside the buffer callback (design.md §9). */
 #ifdef FT_MCPTI
 enum { HOLD_UNTIL_STOP = 1 };
 #else
@@ -45,7 +45,7 @@ enum {
   /* 1 held buffer: a profile whose records fit in two buffers is decoded after its
    * region, as with one 4 MiB buffer; P6 pays 2 MiB for it */
   DEFAULT_HELD = 1,
-  MAX_HELD = 8,
+  MAX_HELD = 8, /* FLAGTRACE_CUPTI_HELD_BUFFERS at most */
   MAX_DEVICES = 64,
 };
 
