@@ -482,16 +482,20 @@ class Gpu:
         try:
             for name, srv in servers.items():
                 ready(name, srv)
+            t_ready = time.perf_counter()
             got = body(servers)
             ok = True
         finally:
+            t_end = time.perf_counter()
             for srv in servers.values():  # all told first: their exits (CUDA's teardown) overlap
                 srv.end_input()
             for name, srv in servers.items():
                 rc = srv.close()
                 if ok and rc != 0:
                     raise RuntimeError(f"bench: lockstep side {name} exited {rc}")
-        print(f"bench: group of {', '.join(servers)}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        t = time.perf_counter()
+        print(f"bench: group of {', '.join(servers)}: {t - t0:.1f} s (start {t_ready - t0:.1f}, "
+              f"rounds {t_end - t_ready:.1f}, exit {t - t_end:.1f})", file=sys.stderr)
         return got
 
     def p1_p2(self, launches, want):
@@ -585,13 +589,16 @@ class Gpu:
                     for i in range(npairs) for side in ("base", "ft")}
 
         def body(srv):
-            got = {}
+            got = {"phase_s": {}}  # where a group's wall time goes (the run must stay short)
+            t0 = time.perf_counter()
             if "P1" in want:
                 got["plain"] = self.pairs_lockstep(srv, npairs, self.shape["rounds"],
                                                    lambda n, sv: json.loads(sv.ask("plain"))["us_per_op"])
+                got["phase_s"]["plain"] = round(time.perf_counter() - t0, 2)
             if "P3" in want:
-                # the warm-ups are not measured: all at once, their waits (profiler and CUPTI
-                # start, the GPU) overlap
+                # the warm-ups are not measured: all at once (each side runs its own off the
+                # measuring CPU), their waits (profiler and CUPTI start, the GPU) overlap
+                t0 = time.perf_counter()
                 for sv in srv.values():
                     sv.send("warm")
                 for n, sv in srv.items():
@@ -600,8 +607,11 @@ class Gpu:
                     if warm["device_events"] < TORCH_ITERS:
                         raise RuntimeError(f"bench: the {n} side's first profile has {warm['device_events']} device "
                                            f"events, fewer than its {TORCH_ITERS} kernels")
+                got["phase_s"]["warm"] = round(time.perf_counter() - t0, 2)
+                t0 = time.perf_counter()
                 got["prof"] = self.pairs_lockstep(srv, npairs, self.shape["prof_rounds"],
                                                   lambda n, sv: json.loads(sv.ask("prof")))
+                got["phase_s"]["prof"] = round(time.perf_counter() - t0, 2)
             return got
 
         groups = [self.group(lambda g=g: start(g), lambda n, sv: self.note("torch side ready", json.loads(sv.ready())),

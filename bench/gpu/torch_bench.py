@@ -12,7 +12,10 @@ serve SIDE: the loops of P1 and P3 on command, for bench/run.py's lockstep round
   stdin runs one loop and prints its JSON line: `plain` (no profiler), `warm` (the
   first profile: profiler and CUPTI start; counts its kernels) or `prof`. bench/run.py
   sends every `plain` before the first profile, so P1 sees a process that has not
-  profiled yet. With --pin CPU every thread is moved to that one CPU first. The
+  profiled yet. With --pin CPU every thread is moved to that one CPU first; the
+  unmeasured work (the warm-up profile, the exit at end of input) runs back on the
+  CPUs the process started on, so that the sides' warm-ups and CUDA teardowns
+  overlap instead of queueing on the one CPU. The
   layout offsets of bench/run.py's layout() (FT_BENCH_MMAP_PAD, FT_BENCH_HEAP_PAD) are
   taken before torch is imported.
 exit-split MODE: one profile (kineto or flagtrace) after a warm-up, its exit under cProfile:
@@ -82,11 +85,11 @@ def loop(mode, iters, reps):
     print(json.dumps(out))
 
 
-def pin_all_threads(cpu):
-    """Every thread of this process onto one CPU (os.sched_setaffinity moves one thread)."""
+def pin_all_threads(cpus):
+    """Every thread of this process onto the CPU set (os.sched_setaffinity moves one thread)."""
     for tid in os.listdir("/proc/self/task"):
         try:
-            os.sched_setaffinity(int(tid), {cpu})
+            os.sched_setaffinity(int(tid), cpus)
         except OSError:  # a thread that has just ended
             pass
 
@@ -112,17 +115,26 @@ def layout_pads():
 
 def serve(side, iters, pin):
     pads = layout_pads()  # noqa: F841 (kept alive for the process's life)
+    started_on = os.sched_getaffinity(0)
     lp = Loop(side == "ft")
     lp.plain(iters)
-    if pin is not None:
-        pin_all_threads(pin)
+    measured_on = started_on if pin is None else {pin}
+    pin_all_threads(measured_on)
+
+    def warm(n):  # not measured: on the start CPUs, so every side's warm-up runs at once
+        pin_all_threads(started_on)
+        got = lp.prof(n, count=True)
+        pin_all_threads(measured_on)  # again: the profiler's start added threads
+        return got
+
     print(json.dumps({"ready": side, "iters": iters, "import_s": lp.import_s}), flush=True)
-    run = {"plain": lp.plain, "prof": lp.prof, "warm": lambda n: lp.prof(n, count=True)}
+    run = {"plain": lp.plain, "prof": lp.prof, "warm": warm}
     for line in sys.stdin:
         cmd = line.strip()
         if cmd not in run:
             sys.exit(f"torch_bench serve: unknown command {cmd!r} (plain, warm, prof)")
         print(json.dumps(run[cmd](iters)), flush=True)
+    pin_all_threads(started_on)  # the exit (CUDA's teardown) is not measured either
 
 
 def exit_split(mode, iters):
