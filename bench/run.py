@@ -287,6 +287,15 @@ def machine(gpu, commit, dirty):
     return lines
 
 
+def gzip_backend(build):
+    """The deflate the build's traces are written with (zlib or isa-l), from --version."""
+    exe = os.path.join(build, "flagtrace")
+    if not os.path.exists(exe):
+        return "unknown (no flagtrace binary)"
+    m = re.search(r"gzip ([\w-]+)", sh([exe, "--version"], check=False))
+    return m[1] if m else "unknown"
+
+
 # ---- CPU: the synthetic writer and stats benches (their own markdown) ----
 
 def cpu_part(build, quick, gpu=False):
@@ -832,8 +841,8 @@ def main():
                     help="P1/P3 torch: pairs of processes (bare or kineto, flagtrace) per group (default 3)")
     ap.add_argument("--rounds", type=int, default=15,
                     help="P1 torch: lockstep rounds of plain loops per group (default 15)")
-    ap.add_argument("--prof-rounds", type=int, default=6,
-                    help="P3: lockstep rounds of profiles per group (default 6)")
+    ap.add_argument("--prof-rounds", type=int, default=12,
+                    help="P3: lockstep rounds of profiles per group (default 12)")
     ap.add_argument("--loop-groups", type=int, default=18,
                     help="P1/P2 C launch loop: process groups, each started afresh (default 18)")
     ap.add_argument("--loop-rounds", type=int, default=12,
@@ -883,6 +892,12 @@ def main():
     commit, dirty = git_commit()
     doc = ["# flagtrace benchmarks" + (" (quick mode: nothing judged)" if a.quick else ""), ""]
     doc += machine(a.gpu, commit, dirty)
+    gz = gzip_backend(a.build)
+    doc.append(f"- gzip backend (`flagtrace --version`): {gz}")
+    if a.gpu and gz != "isa-l" and want & {"P4", "P5"}:
+        # a zlib run is a valid measurement of zlib, not of what a packaged build ships
+        print(f"bench: warning: gzip is {gz}, not ISA-L: the P4 gzip and P5 rows measure zlib "
+              "(build with libisal-dev; libisal.so.2 must load at run time)", file=sys.stderr)
     method_line = len(doc)
     doc += [f"- method: P1-P3 lockstep, all sides on CPU {first_cpu(cores) if cores else '(not pinned)'}; "
             f"the C launch loop {shape['loop_groups']} process groups x {shape['loop_rounds']} rounds, each turn "

@@ -7,8 +7,8 @@ import sys
 exe, accel, tracer = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
-def run(*args):
-    return subprocess.run([exe, *args], capture_output=True, text=True)
+def run(*args, env=None):
+    return subprocess.run([exe, *args], capture_output=True, text=True, env=env)
 
 
 r = run("--help")
@@ -22,11 +22,14 @@ version = re.search(r"project\(flagtrace VERSION ([0-9.]+)", open(os.path.join(r
 checkout = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True).returncode == 0
 r = run("--version")
 assert r.returncode == 0, r
-m = re.fullmatch(rf"flagtrace {re.escape(version)} \(accelerator {accel}, tracer {tracer}(, commit ([0-9a-f]{{12}})(-dirty)?)?\)\n",
-                 r.stdout)
-assert m and bool(m[1]) == checkout, (r.stdout, checkout)
+m = re.fullmatch(rf"flagtrace {re.escape(version)} \(accelerator {accel}, tracer {tracer}, gzip (zlib|isa-l)"
+                 rf"(, commit ([0-9a-f]{{12}})(-dirty)?)?\)\n", r.stdout)
+assert m and bool(m[2]) == checkout, (r.stdout, checkout)
 if checkout:  # a commit of this repository (HEAD may have moved since the build)
-    assert subprocess.run(["git", "-C", root, "cat-file", "-e", m[2] + "^{commit}"]).returncode == 0, r.stdout
+    assert subprocess.run(["git", "-C", root, "cat-file", "-e", m[3] + "^{commit}"]).returncode == 0, r.stdout
+# the gzip backend it names is the one traces are written with: zlib when asked for
+r = run("--version", env={**os.environ, "FLAGOS_TRACE_DEFLATE": "zlib"})
+assert r.returncode == 0 and ", gzip zlib" in r.stdout, r
 
 for bad, word in (("--bogus", "unknown option '--bogus'"), ("frobnicate", "unknown command 'frobnicate'")):
     r = run(bad)
