@@ -158,7 +158,7 @@ else
 fi
 # gzip traces with ISA-L (P4): needs libisal-dev + libisal2 in .gpu/debs, else zlib
 step "gzip: ISA-L's igzip loaded" bash -c "$BUILD/bench/bench_writer --quick | grep -m1 'ISA-L loaded'"
-# P1-P6 against their baselines (bench/run.py: 422 s measured on e1c71f4, one H200;
+# P1-P6 against their baselines (bench/run.py: 413 s measured on 8fdafe6, one H200;
 # run it in a call of its own); the table DATE-COMMIT-gpu.md
 # and its rows (.json) land in $OUT; copied to bench/results/, `bench/run.py
 # --readme-from bench/results/DATE-COMMIT-gpu.json` puts the rows in README.md.
