@@ -5,15 +5,23 @@
 
 #include "internal.h"
 
-/* Flow bookkeeping per vendor correlation id. */
+/* Flow bookkeeping per vendor correlation id: 12 bytes, since the dense table has
+ * a slot per id of the span and CUDA 13 takes two ids per launch (a 40-byte slot made
+ * 40 MB for 500 k launches, above glibc's mmap threshold: fresh pages at every export,
+ * ~20 us a fault on a VM). */
 typedef struct flowrec {
-  uint32_t owner; /* index + 1 of the first in-window runtime event with the id */
-  uint32_t n_dev; /* in-window device events it launched */
-  bool owner_is_runtime;
-  /* the device work of this launch, for range projections */
-  uint64_t dev_lo, dev_hi;
-  uint32_t dev_device, dev_stream;
+  uint32_t owner;                 /* index + 1 of the first in-window runtime event with the id */
+  uint32_t n_dev : 31;            /* in-window device events it launched */
+  uint32_t owner_is_runtime : 1;
+  uint32_t span;                  /* index + 1 in plan.spans; 0: none (no CPU ranges, or no device work) */
 } flowrec;
+
+/* The device work of one launch, for range projections: only built when the window
+ * has CPU ranges, one per launch with device work rather than one per id. */
+typedef struct devspan {
+  uint64_t lo, hi;
+  uint32_t device, stream;
+} devspan;
 
 /* An API call in the window, for projecting CPU ranges onto the GPU. */
 typedef struct api_call {
@@ -37,15 +45,19 @@ typedef struct plan {
    * (corr - corr_min); sparse ids fall back to a map from id to array index. */
   flowrec *flows;
   size_t n_flows;
+  devspan *spans; /* only with projections and CPU ranges in the window */
+  size_t n_spans;
+  unsigned char *block; /* the one allocation of spans, calls and flows */
   uint32_t corr_min;
   bool dense;
   ft__map corr;    /* sparse mode: corr -> index into flows */
   ft__map devices; /* device -> 1 */
   ft__map streams; /* device << 32 | stream -> 1 */
   ft__map tids;    /* CPU thread id -> 1 */
-  api_call *calls; /* sorted by (tid, start); only when there are CPU ranges */
+  api_call *calls; /* sorted by (tid, start); as spans */
   size_t n_calls;
   bool has_ranges;
+  bool projections; /* ft__plan_build's: calls and spans are built */
   size_t n_user; /* framework user ranges in the window (ft_user_range_push) */
   struct uproj *uprojs; /* their projections, one per (range, device, stream) */
   size_t n_uprojs;
@@ -64,8 +76,10 @@ typedef struct plan {
 enum { FT__META_SLOTS = 1024, FT__META_BUDGET = 8 << 20 };
 
 /* Selects and pairs the session's events inside [lo, hi]; ft__plan_free after, also
- * on failure. */
-ft_status ft__plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi);
+ * on failure. projections: also what ft__project needs (the writer's CPU ranges);
+ * without, ft__project finds nothing, and two arrays of a few bytes per launch are
+ * neither allocated nor filled (fresh pages cost ~20 us each on some VMs). */
+ft_status ft__plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi, bool projections);
 void ft__plan_free(plan *p);
 /* Adds key to a set, skipping the lookup when it repeats the previous key (*last):
  * events come in runs of one thread, device or stream. */

@@ -646,7 +646,7 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
   if (!s || !visit || lo > hi) return FT_EINVAL;
   if (s->state != FT__S_STOPPED) return ft__session_fail(s, FT_ESTATE, "stop the session first");
   plan p;
-  ft_status st = ft__plan_build(s, &p, lo, hi);
+  ft_status st = ft__plan_build(s, &p, lo, hi, false); /* CPU ranges are not handed on: no projections */
   ft_kv *kv = NULL;
   size_t kv_cap = 0;
   uint64_t outside = 0;
