@@ -502,7 +502,8 @@ static ft_status write_body(const ft_session *s, plan *p, ft__out *o, uint64_t b
 
 ft_status ft__write_trace(ft_session *s, ft__out *o, ft__export_stats *stats) {
   plan p;
-  ft_status st = ft__plan_build(s, &p, s->window_lo_ns, s->window_hi_ns, true);
+  /* without output (counts) nothing is rendered: no projections */
+  ft_status st = ft__plan_build(s, &p, s->window_lo_ns, s->window_hi_ns, o != NULL);
   if (st) {
     ft__plan_free(&p);
     return st;
