@@ -18,13 +18,13 @@
 #include "flagtrace/device_tracer.h"
 #include "flagtrace/flagtrace.h"
 
-/* What an adaptor does per event at the least: read every field it hands on. */
 /* Minor page faults so far: fresh memory costs ~20 us a page on some VMs. */
 static long minor_faults(void) {
   struct rusage u;
   return getrusage(RUSAGE_SELF, &u) ? 0 : u.ru_minflt;
 }
 
+/* What an adaptor does per event at the least: read every field it hands on. */
 static int visit(void *ctx, const ft_export_event *x) {
   uint64_t *sum = ctx;
   *sum += x->event.start_ns + x->event.end_ns + x->event.external_id + x->event.correlation_id + x->flow_id +

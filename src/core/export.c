@@ -74,6 +74,7 @@ static ft_status flows_alloc(const ft_session *s, plan *p) {
   if (!p->block) return FT_ENOMEM;
   p->spans = extra ? (devspan *)p->block : NULL;
   p->calls = extra ? (api_call *)(p->block + spans_b) : NULL;
+  p->n_calls = extra; /* filled by collect_calls; 0: ft__project finds nothing */
   p->flows = (flowrec *)(p->block + spans_b + calls_b);
   memset(p->flows, 0, flows_b);
   if (p->dense) return FT_OK;
@@ -253,8 +254,6 @@ ft_status ft__plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi,
     p->stats.exported++;
     if (ft__is_api_kind(e->kind) || e->kind == FT__EV_CPU_RANGE) {
       if (ft__set_add(&p->tids, e->thread_id, &last_tid)) return FT_ENOMEM;
-      p->has_ranges |= e->kind == FT__EV_CPU_RANGE;
-      p->n_calls += ft__is_api_kind(e->kind) && e->correlation_id;
       if (ft__is_api_kind(e->kind) && e->correlation_id) {
         /* The launch owns the flows: the first runtime call with the id, else the
          * first driver call (a direct cuLaunchKernel) */
@@ -288,9 +287,6 @@ ft_status ft__plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi,
     if (e->start_ns < d->lo) d->lo = e->start_ns; /* the row stays the first event's */
     if (e->end_ns > d->hi) d->hi = e->end_ns;
   }
-  if (p->calls)
-    collect_calls(s, p);
-  else
-    p->n_calls = 0; /* ft__project finds nothing */
+  if (p->calls) collect_calls(s, p);
   return p->n_user ? project_user_ranges(s, p) : FT_OK;
 }

@@ -56,7 +56,6 @@ typedef struct plan {
   ft__map tids;    /* CPU thread id -> 1 */
   api_call *calls; /* sorted by (tid, start); as spans */
   size_t n_calls;
-  bool has_ranges;
   bool projections; /* ft__plan_build's: calls and spans are built */
   size_t n_user; /* framework user ranges in the window (ft_user_range_push) */
   struct uproj *uprojs; /* their projections, one per (range, device, stream) */
