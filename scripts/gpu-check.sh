@@ -20,12 +20,14 @@ step() { # step NAME CMD...: runs CMD, logs it, counts it
     return
   fi
   echo "=== $name" | tee -a "$LOG"
-  if "$@" >>"$LOG" 2>&1; then
+  "$@" >>"$LOG" 2>&1
+  local rc=$? # taken here: inside an if's else, $? is the if's own status (0)
+  if [ $rc -eq 0 ]; then
     pass=$((pass + 1))
     echo "PASS $name" | tee -a "$LOG"
   else
     fail=$((fail + 1))
-    echo "FAIL $name (exit $?)" | tee -a "$LOG"
+    echo "FAIL $name (exit $rc)" | tee -a "$LOG"
     tail -n 30 "$LOG" | sed 's/^/    /'
   fi
 }
@@ -40,6 +42,7 @@ step() { # step NAME CMD...: runs CMD, logs it, counts it
 # and a later bench call on the same warm machine would lose ISA-L (measured: the
 # gzip rows fell back to zlib, 1.34 M ev/s instead of 5.5)
 DEPS=build-deps/root
+mkdir -p $DEPS # dpkg -x makes only the last directory
 if [ ! -f /usr/include/yajl/yajl_parse.h ] && ls .gpu/debs/*.deb >/dev/null 2>&1; then
   for d in .gpu/debs/*.deb; do dpkg -x "$d" $DEPS; done
   export YAJL_ROOT=$PWD/$DEPS
