@@ -161,8 +161,9 @@ else
 fi
 # gzip traces with ISA-L (P4): needs libisal-dev + libisal2 in .gpu/debs, else zlib
 step "gzip: ISA-L's igzip loaded" bash -c "$BUILD/bench/bench_writer --quick | grep -m1 'ISA-L loaded'"
-# P1-P6 against their baselines (bench/run.py: 413 s measured on 8fdafe6, one H200;
-# run it in a call of its own); the table DATE-COMMIT-gpu.md
+# P1-P6 against their baselines (bench/run.py: 343 and 437 s on 1b0926a, one H200;
+# run it in a call of its own, with FT_BENCH_COMMIT set: the device copy's .git may
+# lag); the table DATE-COMMIT-gpu.md
 # and its rows (.json) land in $OUT; copied to bench/results/, `bench/run.py
 # --readme-from bench/results/DATE-COMMIT-gpu.json` puts the rows in README.md.
 step "bench: P1-P6 (bench/run.py --gpu)" env PYTHONUNBUFFERED=1 python3 bench/run.py --gpu --build "$BUILD" --out "$OUT"

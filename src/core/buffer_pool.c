@@ -1,7 +1,9 @@
 /* The activity-buffer pool every tracer hands its vendor library: preallocated,
  * grown rather than ever returning nothing, one buffer size at a time. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "tracer_support.h"
 
@@ -12,6 +14,24 @@ static size_t n_free, cap, total; /* total: buffers allocated, home or lent */
  * the process's RSS (P6, bench/) */
 static size_t max_lent;
 static size_t size = 8 * 1024 * 1024;
+
+/* A start's first buffers (ft__pool_first): larger, kept home between starts while
+ * a start's records fit in them, given back to the system once one outgrows them.
+ * mmap'd, so that giving back lowers the RSS (free() would keep a 4 MiB block in
+ * the heap once glibc's mmap threshold has grown past it). */
+static struct first_buf {
+  uint8_t *p;
+  size_t size;
+  bool home;
+} firsts[FT__POOL_MAX_FIRST];
+static size_t n_firsts;          /* allocated, home or lent */
+static size_t first_size, first_left; /* this start's size, and how many it may still take */
+static bool first_armed, outgrown;
+
+static void unmap_first(size_t i) {
+  munmap(firsts[i].p, firsts[i].size);
+  firsts[i] = firsts[--n_firsts];
+}
 
 size_t ft__pool_buffer_size(void) {
   pthread_mutex_lock(&mu);
@@ -62,8 +82,58 @@ size_t ft__pool_max_lent(void) {
   return m;
 }
 
+void ft__pool_first(size_t n, size_t buffer_size) {
+  pthread_mutex_lock(&mu);
+  if (n > FT__POOL_MAX_FIRST) n = FT__POOL_MAX_FIRST;
+  first_armed = n && buffer_size > size;
+  first_left = first_armed ? n : 0;
+  first_size = buffer_size;
+  outgrown = false;
+  for (size_t i = n_firsts; i-- > 0;)
+    if (firsts[i].home && (firsts[i].size != first_size || !first_armed)) unmap_first(i);
+  pthread_mutex_unlock(&mu);
+}
+
+void ft__pool_first_count(size_t *home, size_t *lent, bool *grew) {
+  pthread_mutex_lock(&mu);
+  *home = *lent = 0;
+  for (size_t i = 0; i < n_firsts; i++) *(firsts[i].home ? home : lent) += 1;
+  *grew = outgrown;
+  pthread_mutex_unlock(&mu);
+}
+
+/* One of this start's first buffers (under mu), or NULL when it has taken them all
+ * or none can be made. */
+static uint8_t *take_first(void) {
+  if (!first_left) return NULL;
+  for (size_t i = 0; i < n_firsts; i++)
+    if (firsts[i].home && firsts[i].size == first_size) {
+      firsts[i].home = false;
+      first_left--;
+      return firsts[i].p;
+    }
+  if (n_firsts == FT__POOL_MAX_FIRST) return NULL;
+  void *p = mmap(NULL, first_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  firsts[n_firsts++] = (struct first_buf){p, first_size, false};
+  first_left--;
+  return p;
+}
+
 uint8_t *ft__pool_get(size_t *buffer_size) {
   pthread_mutex_lock(&mu);
+  uint8_t *fb = take_first();
+  if (fb) {
+    *buffer_size = first_size;
+    pthread_mutex_unlock(&mu);
+    return fb;
+  }
+  bool grew_now = first_armed && !outgrown && !first_left;
+  if (grew_now) { /* a request past the first buffers: this start outgrew them */
+    outgrown = true;
+    for (size_t i = n_firsts; i-- > 0;)
+      if (firsts[i].home) unmap_first(i);
+  }
   uint8_t *b = n_free ? free_list[--n_free] : NULL;
   size_t s = size;
   if (!b && grow_list(total + 1)) {
@@ -75,7 +145,11 @@ uint8_t *ft__pool_get(size_t *buffer_size) {
   }
   size_t now = total;
   if (b && total - n_free > max_lent) max_lent = total - n_free;
+  size_t f = first_size;
   pthread_mutex_unlock(&mu);
+  if (grew_now)
+    ft__log("activity buffers: this start outgrew its first buffers (%zu KiB); they go back to the system as they come home",
+            f >> 10);
   if (b && !n_free) ft__log("activity buffer pool: %zu buffers of %zu KiB in use", now, s >> 10);
   *buffer_size = b ? s : 0;
   return b;
@@ -84,6 +158,13 @@ uint8_t *ft__pool_get(size_t *buffer_size) {
 void ft__pool_put(uint8_t *b) {
   if (!b) return;
   pthread_mutex_lock(&mu);
+  for (size_t i = 0; i < n_firsts; i++)
+    if (firsts[i].p == b) {
+      if (outgrown || !first_armed || firsts[i].size != first_size) unmap_first(i);
+      else firsts[i].home = true;
+      pthread_mutex_unlock(&mu);
+      return;
+    }
   if (grow_list(n_free + 1)) {
     free_list[n_free++] = b;
     b = NULL;

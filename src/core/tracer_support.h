@@ -103,6 +103,16 @@ void ft__pool_put(uint8_t *buffer);
 size_t ft__pool_buffer_size(void);
 /* The most buffers lent at once since the last ft__pool_reserve. */
 size_t ft__pool_max_lent(void);
+/* A start's first n requests (at most FT__POOL_MAX_FIRST) get buffers of
+ * buffer_size bytes, when larger than the pool's: a profile whose records fit in
+ * them completes no buffer inside its region. They stay home between starts until a
+ * start asks for more buffers than n, and then go back to the system as they come
+ * home, so a long capture's memory is that of the pool's size. n = 0: none. Called
+ * at each start, after ft__pool_reserve. */
+enum { FT__POOL_MAX_FIRST = 8 };
+void ft__pool_first(size_t n, size_t buffer_size);
+/* The first buffers there are, home and lent, and whether this start outgrew them. */
+void ft__pool_first_count(size_t *home, size_t *lent, bool *outgrown);
 
 /* Completed activity buffers held until stop, for tracers that can decode only then
  * (the second clock sample, name lookups after the last flush). Not locked: the

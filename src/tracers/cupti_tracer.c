@@ -33,10 +33,10 @@ static int env_number(const char *name, unsigned long long lo, unsigned long lon
 /* Buffer sizes can be made small on purpose (FLAGTRACE_CUPTI_BUFFER_BYTES for our
  * host buffers, FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES for CUPTI's device-side one) to
  * check that records CUPTI cannot keep are counted as dropped, never lost silently. */
-static size_t env_size(const char *name, size_t fallback) {
+static size_t env_size(const char *name, size_t lo, size_t fallback) {
   unsigned long long x;
-  int got = env_number(name, 4096, 1ull << 34, &x);
-  if (got < 0) ft__warn("%s=%s is not a size in bytes (4096 .. 16 GiB); using %zu", name, getenv(name), fallback);
+  int got = env_number(name, lo, 1ull << 34, &x);
+  if (got < 0) ft__warn("%s=%s is not a size in bytes (%zu .. 16 GiB); using %zu", name, getenv(name), lo, fallback);
   return got > 0 ? (size_t)x : fallback;
 }
 
@@ -396,7 +396,7 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   t->hold_first = env_count("FLAGTRACE_CUPTI_HELD_BUFFERS", DEFAULT_HELD, MAX_HELD);
   atomic_store(&t->range_enabled, false);
   ft__thread_register();
-  size_t want = env_size("FLAGTRACE_CUPTI_BUFFER_BYTES", DEFAULT_BUF_SIZE) & ~(size_t)7;
+  size_t want = env_size("FLAGTRACE_CUPTI_BUFFER_BYTES", 4096, DEFAULT_BUF_SIZE) & ~(size_t)7;
   int reserved = ft__pool_reserve(POOL_INITIAL, want);
   if (reserved < 0)
     FT__WARN("activity buffers still in use; keeping %zu-byte buffers", ft__pool_buffer_size());
@@ -405,6 +405,10 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     ft__tracer_release(&t->base);
     return FT_ENOMEM;
   }
+  /* 0: off, as is a size not above the pool's (ft__pool_first). A buffer size the
+   * user set (small, to see drops counted) is every buffer's unless this is set too. */
+  size_t first = getenv("FLAGTRACE_CUPTI_BUFFER_BYTES") ? 0 : DEFAULT_FIRST_SIZE;
+  ft__pool_first(FIRST_BUFFERS, env_size("FLAGTRACE_CUPTI_FIRST_BUFFER_BYTES", 0, first) & ~(size_t)7);
   ft_status st;
   t->dropped_untimed = 0;
   t->last_kernel.valid = false;
@@ -430,7 +434,7 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     }
   }
 #endif
-  size_t dev_buf = env_size("FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES", 0);
+  size_t dev_buf = env_size("FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES", 4096, 0);
   if (dev_buf) {
     size_t len = sizeof dev_buf;
     if (ft__cuptiActivitySetAttribute(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &len,
@@ -469,7 +473,11 @@ static ft_status cu_stop(ft_tracer *base) {
   disable_kinds(t);
   ft_status st = ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   decode_all_held(t); /* MCPTI's, or the last few CUPTI held */
-  FT__LOG("activity buffers: at most %zu of %zu KiB lent at once", ft__pool_max_lent(), ft__pool_buffer_size() >> 10);
+  size_t first_home, first_lent;
+  bool outgrew;
+  ft__pool_first_count(&first_home, &first_lent, &outgrew);
+  FT__LOG("activity buffers: at most %zu of %zu KiB lent at once; first buffers %s (%zu home, %zu lent)",
+          ft__pool_max_lent(), ft__pool_buffer_size() >> 10, outgrew ? "outgrown" : "enough", first_home, first_lent);
   if (t->dropped_untimed) {
     atomic_fetch_add(&t->base.dropped, t->dropped_untimed);
     FT__LOG("%llu records without usable timing (start = end = 0, or implausible) dropped",

@@ -41,6 +41,15 @@ enum {
    * launch loop was no slower at 2 MiB (docs/measurements.md). The pool hands CUPTI a
    * buffer whenever it asks, so smaller buffers mean more completions, not drops. */
   DEFAULT_BUF_SIZE = 2 * 1024 * 1024,
+  /* A start's first 3 buffers (CUPTI 13 keeps 3 in flight) are 4 MiB, kineto's size:
+   * a profile whose records fit in them completes none inside its region, as under
+   * kineto. On the H200 a 10 000-op torch profile's kernel records (216 B each) fill
+   * 2.16 MB; P3 in-loop read 0.990-0.992 in three runs with 2 MiB buffers and 1
+   * held, 0.973 [0.965, 0.986] with 4 MiB on the same machine. A longer capture
+   * outgrows them and gives them back (ft__pool_first), so its memory is the 2 MiB
+   * buffers' (P6). FLAGTRACE_CUPTI_FIRST_BUFFER_BYTES=0 turns them off. */
+  FIRST_BUFFERS = 3,
+  DEFAULT_FIRST_SIZE = 4 * 1024 * 1024,
   POOL_INITIAL = 8,
   /* 1 held buffer: a profile whose records fit in two buffers is decoded after its
    * region, as with one 4 MiB buffer; P6 pays 2 MiB for it */

@@ -941,6 +941,66 @@ static void test_completed_buffers_wait_for_the_next(void **state) {
   check_held_buffers("9", 30, false); /* out of range: warned, the default */
 }
 
+/* A start's first buffers are larger (FLAGTRACE_CUPTI_FIRST_BUFFER_BYTES): a short
+ * profile completes none inside its region, even with no buffer held; they are kept
+ * for the next start, and given back once a start outgrows them, nothing lost.
+ * 64 KiB first buffers hold ~300 kernel records (216 B), the 4 KiB ones ~18. */
+static size_t profile(size_t launches, size_t *during) {
+  ft_session *s = ft_test_started();
+  fake_launch k = kernel("first", 10);
+  for (size_t i = 0; i < launches; i++) launch(&k);
+  *during = kernels_in_store(s);
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  size_t n = 0;
+  assert_int_equal(ft_session_foreach_event(s, 0, UINT64_MAX, count_kernels, &n, NULL), FT_OK);
+  ft_session_destroy(s);
+  return n;
+}
+
+static void test_first_buffers_hold_a_short_profile(void **state) {
+  (void)state;
+  setenv("FLAGTRACE_CUPTI_BUFFER_BYTES", "4096", 1);
+  setenv("FLAGTRACE_CUPTI_HELD_BUFFERS", "0", 1);
+  size_t during, home, lent;
+  bool outgrown;
+  setenv("FLAGTRACE_CUPTI_FIRST_BUFFER_BYTES", "0", 1); /* off: 4 KiB buffers complete at once */
+  assert_int_equal(profile(200, &during), 200);
+  assert_true(during > 0 && during < 200);
+  ft__pool_first_count(&home, &lent, &outgrown);
+  assert_int_equal(home + lent, 0);
+
+  setenv("FLAGTRACE_CUPTI_FIRST_BUFFER_BYTES", "65536", 1);
+  for (int round = 0; round < 2; round++) {
+    assert_int_equal(profile(200, &during), 200);
+    assert_int_equal(during, 0); /* nothing completed inside the region */
+    ft__pool_first_count(&home, &lent, &outgrown);
+    assert_false(outgrown);
+    assert_int_equal(lent, 0);
+    assert_int_equal(home, 2); /* the API records' and the kernels': kept, and reused */
+  }
+  /* 2000 kernels need more than the three first buffers: outgrown, given back */
+  assert_int_equal(profile(2000, &during), 2000);
+  assert_true(during > 0);
+  ft__pool_first_count(&home, &lent, &outgrown);
+  assert_true(outgrown);
+  assert_int_equal(home + lent, 0);
+  /* the next short profile makes them anew */
+  assert_int_equal(profile(200, &during), 200);
+  assert_int_equal(during, 0);
+  ft__pool_first_count(&home, &lent, &outgrown);
+  assert_false(outgrown);
+  assert_int_equal(home, 2);
+
+  /* a buffer size set without a first size: every buffer is that size */
+  unsetenv("FLAGTRACE_CUPTI_FIRST_BUFFER_BYTES");
+  assert_int_equal(profile(200, &during), 200);
+  assert_true(during > 0 && during < 200);
+  ft__pool_first_count(&home, &lent, &outgrown);
+  assert_int_equal(home + lent, 0);
+  unsetenv("FLAGTRACE_CUPTI_BUFFER_BYTES");
+  unsetenv("FLAGTRACE_CUPTI_HELD_BUFFERS");
+}
+
 static void expect_unavailable(const char *needle) {
   ft_session *s;
   assert_int_equal(ft_session_create(&s, NULL), FT_OK);
@@ -1022,6 +1082,7 @@ int main(void) {
       cmocka_unit_test(test_dropped_records_are_reported),
       cmocka_unit_test(test_small_buffers_lose_nothing),
       cmocka_unit_test(test_completed_buffers_wait_for_the_next),
+      cmocka_unit_test(test_first_buffers_hold_a_short_profile),
       cmocka_unit_test(test_unusable_libraries),
       cmocka_unit_test(test_enable_failure_keeps_cpu_profiling),
   };

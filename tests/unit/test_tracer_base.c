@@ -111,12 +111,55 @@ static void test_held_keep_holds_only_real_buffers(void **state) {
   ft__held_free(&h);
 }
 
+/* First buffers only when larger than the pool's; the request past them marks the
+ * start outgrown, and the first ones then go back to the system as they come home. */
+static void test_first_buffers(void **state) {
+  (void)state;
+  assert_int_equal(ft__pool_reserve(2, 8192), 1);
+  size_t size, home, lent;
+  bool outgrown;
+  ft__pool_first(2, 4096); /* not larger than the pool's: off */
+  uint8_t *b = ft__pool_get(&size);
+  assert_int_equal(size, 8192);
+  ft__pool_put(b);
+  ft__pool_first(2, 16384);
+  uint8_t *f1 = ft__pool_get(&size);
+  assert_int_equal(size, 16384);
+  uint8_t *f2 = ft__pool_get(&size);
+  assert_int_equal(size, 16384);
+  memset(f1, 1, 16384); /* writable, whole */
+  memset(f2, 2, 16384);
+  ft__pool_first_count(&home, &lent, &outgrown);
+  assert_int_equal(lent, 2);
+  assert_false(outgrown);
+  b = ft__pool_get(&size);
+  assert_int_equal(size, 8192);
+  ft__pool_first_count(&home, &lent, &outgrown);
+  assert_true(outgrown);
+  ft__pool_put(f1);
+  ft__pool_put(f2);
+  ft__pool_put(b);
+  ft__pool_first_count(&home, &lent, &outgrown);
+  assert_int_equal(home + lent, 0);
+  /* not outgrown: home, and the next start gets the same one back */
+  ft__pool_first(1, 16384);
+  f1 = ft__pool_get(&size);
+  ft__pool_put(f1);
+  ft__pool_first(1, 16384);
+  assert_ptr_equal(ft__pool_get(&size), f1);
+  ft__pool_put(f1);
+  ft__pool_first(0, 16384); /* off: the ones home go */
+  ft__pool_first_count(&home, &lent, &outgrown);
+  assert_int_equal(home + lent, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_one_armed_tracer_at_a_time),
       cmocka_unit_test(test_available_says_why),
       cmocka_unit_test(test_emit_and_external_reach_the_sink),
       cmocka_unit_test(test_held_keep_holds_only_real_buffers),
+      cmocka_unit_test(test_first_buffers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
