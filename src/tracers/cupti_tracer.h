@@ -44,8 +44,8 @@ enum {
   /* A start's first 3 buffers (CUPTI 13 keeps 3 in flight) are 4 MiB, kineto's size:
    * a profile whose records fit in them completes none inside its region, as under
    * kineto. On the H200 a 10 000-op torch profile's kernel records (216 B each) fill
-   * 2.16 MB; P3 in-loop read 0.990-0.992 in three runs with 2 MiB buffers and 1
-   * held, 0.973 [0.965, 0.986] with 4 MiB on the same machine. A longer capture
+   * 2.16 MB; P3 in-loop read 0.990-0.992 in three whole runs with 2 MiB buffers
+   * and 1 held, 0.973 [0.965, 0.986] with 4 MiB on the same machine. A longer capture
    * outgrows them and gives them back (ft__pool_first), so its memory is the 2 MiB
    * buffers' (P6). FLAGTRACE_CUPTI_FIRST_BUFFER_BYTES=0 turns them off. */
   FIRST_BUFFERS = 3,
