@@ -33,6 +33,16 @@ static void unmap_first(size_t i) {
   firsts[i] = firsts[--n_firsts];
 }
 
+/* Whether first buffer i, home, stays there for a start (under mu): this start's
+ * size, first buffers on, not outgrown. */
+static bool keep_first(size_t i) { return first_armed && !outgrown && firsts[i].size == first_size; }
+
+/* Gives back the first buffers home that are no longer kept (under mu). */
+static void drop_unkept_firsts(void) {
+  for (size_t i = n_firsts; i-- > 0;)
+    if (firsts[i].home && !keep_first(i)) unmap_first(i);
+}
+
 size_t ft__pool_buffer_size(void) {
   pthread_mutex_lock(&mu);
   size_t s = size;
@@ -89,8 +99,7 @@ void ft__pool_first(size_t n, size_t buffer_size) {
   first_left = first_armed ? n : 0;
   first_size = buffer_size;
   outgrown = false;
-  for (size_t i = n_firsts; i-- > 0;)
-    if (firsts[i].home && (firsts[i].size != first_size || !first_armed)) unmap_first(i);
+  drop_unkept_firsts();
   pthread_mutex_unlock(&mu);
 }
 
@@ -131,8 +140,7 @@ uint8_t *ft__pool_get(size_t *buffer_size) {
   bool grew_now = first_armed && !outgrown && !first_left;
   if (grew_now) { /* a request past the first buffers: this start outgrew them */
     outgrown = true;
-    for (size_t i = n_firsts; i-- > 0;)
-      if (firsts[i].home) unmap_first(i);
+    drop_unkept_firsts();
   }
   uint8_t *b = n_free ? free_list[--n_free] : NULL;
   size_t s = size;
@@ -160,8 +168,8 @@ void ft__pool_put(uint8_t *b) {
   pthread_mutex_lock(&mu);
   for (size_t i = 0; i < n_firsts; i++)
     if (firsts[i].p == b) {
-      if (outgrown || !first_armed || firsts[i].size != first_size) unmap_first(i);
-      else firsts[i].home = true;
+      if (keep_first(i)) firsts[i].home = true;
+      else unmap_first(i);
       pthread_mutex_unlock(&mu);
       return;
     }
