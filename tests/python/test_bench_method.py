@@ -75,6 +75,18 @@ class Method(unittest.TestCase):
         self.assertLess(run.bootstrap([p for g in groups for p in g], run.pair_ratio)[2], 1.2)
         self.assertEqual(run.group_bootstrap(groups, run.pair_ratio), (est, lo, hi))
 
+    def test_overhead_ratio_counts_a_buffer_paid_every_few_turns(self):
+        # the floor pays 0.9 over bare every third turn, 0.45 otherwise: its whole-run
+        # overhead is 0.6; ours 0.6 every turn. Equal, so 1.0; a per-round median would
+        # have taken the floor at 0.45 and said 1.33
+        floor = [1.9 if k % 3 == 1 else 1.45 for k in range(12)]
+        group = [(1.0, f, 1.0, 1.6) for f in floor]
+        self.assertAlmostEqual(run.overhead_ratio([group, group, group]), 1.0)
+        self.assertAlmostEqual(run.overhead_ratio([group, [(1.0, 1.5, 1.0, 1.8)] * 12, group]), 1.0)
+        self.assertAlmostEqual(run.overhead_ratio([[(1.0, 1.5, 1.0, 1.8)] * 12] * 2), 1.6)
+        with self.assertRaises(ValueError):
+            run.overhead_ratio([[(1.0, 0.9, 1.0, 1.5)] * 4])
+
     def test_first_cpu(self):
         self.assertEqual([run.first_cpu(c) for c in ("2,3,4,5", "2-5", "7", "", None)], [2, 2, 7, None, None])
 
