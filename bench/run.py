@@ -196,6 +196,12 @@ def row(pid, what, peer, ours, ci, target_text, target, at_most, quick, digits=3
             "low": ci[1], "high": ci[2]}
 
 
+def whole_run_overhead(group, k):
+    """A launch-loop side's overhead over a group's rounds: the sum of its turns (item
+    k + 1 of each round) over the sum of the bare turns around them (item k), less 1."""
+    return sum(r[k + 1] for r in group) / sum(r[k] for r in group) - 1
+
+
 def overhead_ratio(groups):
     """P2's statistic over launch-loop groups, each a list of rounds (floor's bare, floor,
     record's bare, record): per group each side's overhead over its whole run (the sum of
@@ -205,15 +211,12 @@ def overhead_ratio(groups):
     1.8 against 1.5 times bare in the 9c3989c run, period 3), so a per-round median
     leaves out whichever side's buffer turns fall outside the middle; per-round medians
     said 0.977 [0.891, 1.128] on that run's data, these sums 1.023 [0.974, 1.089]."""
-    def overhead(g, k):
-        return sum(r[k + 1] for r in g) / sum(r[k] for r in g) - 1
-
     ratios = []
     for g in groups:
-        o_floor = overhead(g, 0)
+        o_floor = whole_run_overhead(g, 0)
         if o_floor <= 0:
             raise ValueError("no floor overhead")
-        ratios.append(overhead(g, 2) / o_floor)
+        ratios.append(whole_run_overhead(g, 2) / o_floor)
     return statistics.median(ratios)
 
 
@@ -583,8 +586,7 @@ class Gpu:
             rounds = [[(r["around"]["floor"], r["floor"], r["around"]["record"], r["record"]) for r in g]
                       for g in groups]
             # the overheads shown: medians over groups of each group's whole-run overhead
-            o_floor, o_ft = (statistics.median(sum(r[k + 1] for r in g) / sum(r[k] for r in g) - 1 for g in rounds)
-                             for k in (0, 2))
+            o_floor, o_ft = (statistics.median(whole_run_overhead(g, k) for g in rounds) for k in (0, 2))
             rows.append(row("P2", f"launch loop under `flagtrace record` (overhead {o_ft * 100:.1f} %) vs the "
                             f"raw-CUPTI floor (overhead {o_floor * 100:.1f} %), same kinds; ratio of the overheads",
                             f"{f[0]:.3f} / {f[1]:.3f} µs (floor)", f"{rc[0]:.3f} / {rc[1]:.3f} µs",
