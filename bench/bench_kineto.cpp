@@ -118,20 +118,20 @@ int main(int argc, char** argv) {
   { // the adaptor as it is
     ft_session* s = nullptr;
     if (ft_session_create(&s, nullptr)) return 1;
-    auto session = std::make_unique<flagtrace_kineto::Session>(s, true);
+    Kept kept;
+    auto session = std::make_unique<flagtrace_kineto::Session>(s, true, kept.keep());
     fill(s, n);
     session->stop();
     ft__session_set_window(s, 0, UINT64_MAX / 2);
     auto logger = std::make_unique<KeepingLogger>();
     double t0 = now_s();
     session->processTrace(*logger, ops.resolver(), 1, INT64_MAX / 2);
-    auto buffer = session->getTraceBuffer();
     now.hand_over = now_s() - t0;
     session.reset();
     sum += consume(logger->activities, &now.torch, &now.exporting);
     t0 = now_s();
     logger.reset();
-    buffer.reset();
+    kept.blocks.clear();
     now.release = now_s() - t0;
   }
   { // GenericTraceActivity per event, as before

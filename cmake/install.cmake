@@ -14,7 +14,7 @@ install(SCRIPT ${CMAKE_SOURCE_DIR}/cmake/install_check.cmake)
 install(TARGETS flagtrace EXPORT flagtraceTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(FILES include/flagtrace/flagtrace.h include/flagtrace/device_tracer.h
+install(FILES include/flagtrace/flagtrace.h include/flagtrace/device_tracer.h include/flagtrace/api_table.h
               ${FT_GENERATED_INCLUDE}/flagtrace/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flagtrace)
 

@@ -20,9 +20,11 @@ ROOT = os.path.dirname(HERE)
 LIBDIR = os.path.join(HERE, "flagtrace", "lib")
 
 try:
-    from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths
+    from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths, library_paths
 except ImportError:  # without torch: the library and the command, no kineto adaptor
     BuildExtension, CppExtension = build_ext, None
+
+from setuptools import Extension
 
 
 def version():
@@ -74,7 +76,7 @@ class Build(BuildExtension):
         # libflagtrace.so beside the sources is only for linking the extension.
         pkg = os.path.join(self.build_lib, "flagtrace")
         ship = {"lib": ["libflagtrace.so.0", "libflagtrace_inject.so", "libflagtrace_preload.so",
-                        "libflagtrace_cuda_shim.so"], "bin": ["flagtrace"]}
+                        "libflagtrace_cuda_shim.so", "libflagtrace_cupti_guard.so"], "bin": ["flagtrace"]}
         for sub, names in ship.items():
             os.makedirs(os.path.join(pkg, sub), exist_ok=True)
             for name in names:
@@ -86,6 +88,19 @@ class Build(BuildExtension):
             f.write(f'"""Written by setup.py from CMakeLists.txt."""\n__version__ = "{version()}"\n')
         super().run()
 
+    # The adaptor is a plain shared library in flagtrace/lib (record's injection
+    # library loads it from beside itself), built first; flagtrace._C links it there.
+    def get_ext_filename(self, fullname):
+        # asked with the full name or its last part (distutils' get_ext_fullpath)
+        if fullname in (ADAPTOR, ADAPTOR.rsplit(".", 1)[1]):
+            return os.path.join(*fullname.split(".")[:-1], "libflagtrace_kineto.so")
+        return super().get_ext_filename(fullname)
+
+    def build_extension(self, ext):
+        if ext.name == "flagtrace._C":
+            ext.library_dirs.append(os.path.join(self.build_lib, "flagtrace", "lib"))
+        super().build_extension(ext)
+
 
 class BinaryDistribution(Distribution):
     """The package carries native code even without the torch extension: a platform wheel."""
@@ -94,19 +109,32 @@ class BinaryDistribution(Distribution):
         return True
 
 
+ADAPTOR = "flagtrace.lib.libflagtrace_kineto"
 ext_modules = []
 if CppExtension:
+    # torch ships kineto's headers in include/kineto; they include each other by bare
+    # name, so that directory itself goes on the path. version.h is generated.
+    includes = [os.path.join(ROOT, "include"), os.path.join(ROOT, "build-python", "include")] + include_paths() \
+        + [os.path.join(p, "kineto") for p in include_paths() if os.path.isdir(os.path.join(p, "kineto"))]
+    # torch exports neither fmt's vformat nor the KINETO_NAMESPACE macro's users
+    flags = ["-DFMT_HEADER_ONLY", "-DKINETO_NAMESPACE=libkineto", "-O2", "-std=c++17", "-fvisibility=hidden"]
+    # The kineto child profiler: libtorch_cpu and c10 only (no Python), so that record
+    # can load it into any torch process; it reaches the flagtrace core through the
+    # table its installer hands it, so it links no libflagtrace.
+    ext_modules.append(Extension(
+        ADAPTOR,
+        [os.path.relpath(os.path.join(ROOT, "src/kineto/flagtrace_kineto.cpp"), HERE)],
+        include_dirs=includes, library_dirs=library_paths(), libraries=["c10", "torch_cpu"],
+        extra_compile_args=flags, language="c++",
+        extra_link_args=["-Wl,-soname,libflagtrace_kineto.so"],
+    ))
     ext_modules.append(CppExtension(
         "flagtrace._C",
-        [os.path.relpath(os.path.join(ROOT, "src/kineto", f), HERE) for f in ("flagtrace_kineto.cpp", "module.cpp")],
-        # torch ships kineto's headers in include/kineto; they include each other by
-        # bare name, so that directory itself goes on the path. version.h is generated.
-        include_dirs=[os.path.join(ROOT, "include"), os.path.join(ROOT, "build-python", "include")]
-        + [os.path.join(p, "kineto") for p in include_paths() if os.path.isdir(os.path.join(p, "kineto"))],
+        [os.path.relpath(os.path.join(ROOT, "src/kineto/module.cpp"), HERE)],
+        include_dirs=includes,
         library_dirs=[LIBDIR],
-        libraries=["flagtrace"],
-        # torch exports neither fmt's vformat nor the KINETO_NAMESPACE macro's users
-        extra_compile_args=["-DFMT_HEADER_ONLY", "-DKINETO_NAMESPACE=libkineto", "-O2"],
+        libraries=["flagtrace", "flagtrace_kineto"],
+        extra_compile_args=["-O2"],
         extra_link_args=["-Wl,-rpath,$ORIGIN/lib"],
     ))
 

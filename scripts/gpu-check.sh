@@ -57,8 +57,10 @@ export CUDACXX=${CUDACXX:-/usr/local/cuda/bin/nvcc}
 BUILD=build-gpu
 FT=$BUILD/flagtrace
 # from scratch; a run that skips this step reuses the last build (a warm machine keeps it)
+# FT_WITH_TORCH: the kineto adaptor beside the injection library, so that record hands a
+# torch program's own torch.profiler flagtrace's device activity
 step build bash -c "rm -rf $BUILD && cmake -S . -B $BUILD -DFT_BUILD_TESTS=OFF -DFT_BUILD_GPU_TESTS=ON -DFT_CUDA_ARCHITECTURES=90 \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $BUILD -j \$(nproc)"
+  -DFT_WITH_TORCH=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $BUILD -j \$(nproc)"
 LIB=$(ls "$BUILD"/libflagtrace.so.* 2>/dev/null | head -n 1)
 
 # named ranges attributed by time: CUPTI took our clock (design.md §2)
@@ -129,6 +131,28 @@ step "PyTorch integration [CPU, CUDA]: parity (7 + naming + every op's self time
   env FLAGTRACE_TEST_MODE=cuda PYTHONUNBUFFERED=1 python3 -m pytest -v -p no:cacheprovider tests/integration
 step "PyTorch integration [CPU, PrivateUse1] renamed 'flagos': parity (7 + naming + every op's self time), contract, usage" \
   env FLAGTRACE_TEST_MODE=privateuse1 PYTHONUNBUFFERED=1 python3 -m pytest -v -p no:cacheprovider tests/integration
+# ---- issue 34: a program's own profiler under record, and PyTorch's own profiler tests ----
+# the reference: the program's profile with `import flagtrace.torch`; then under record
+# with each injection (the adaptor the injection installs when libtorch loads)
+step "record a torch program that runs torch.profiler itself (--inject=cuda and preload): both traces whole" bash -c "
+  rm -rf $BUILD/own && mkdir -p $BUILD/own &&
+  FT_IMPORT_FLAGTRACE=1 python3 tests/gpu/torch_own_profiler.py prog $BUILD/own/ref.json &&
+  for inj in cuda preload; do
+    $FT record --inject=\$inj -o $BUILD/own/rec-\$inj.json.gz -- python3 tests/gpu/torch_own_profiler.py prog $BUILD/own/prof-\$inj.json 2>$BUILD/own/err-\$inj;
+    rc=\$?; cat $BUILD/own/err-\$inj; [ \$rc = 0 ] || exit \$rc;
+    python3 tests/gpu/torch_own_profiler.py check $BUILD/own/rec-\$inj.json.gz $BUILD/own/prof-\$inj.json $BUILD/own/ref.json $BUILD/own/err-\$inj || exit 1;
+  done"
+step "record a JAX program that runs JAX's own profiler: it runs to its end, its trace written, the takeover said" bash -c "
+  rm -rf $BUILD/jax && mkdir -p $BUILD/jax && python3 -c 'import jax' 2>/dev/null || { echo 'no jax'; exit 1; }
+  $FT record -o $BUILD/jax/rec.json.gz -- python3 tests/gpu/jax_own_profiler.py prog $BUILD/jax/trace 2>$BUILD/jax/err;
+  rc=\$?; cat $BUILD/jax/err; [ \$rc = 0 ] && python3 tests/gpu/jax_own_profiler.py check $BUILD/jax/trace $BUILD/jax/err"
+# PyTorch's own profiler tests (../shared/peer/pytorch-profiler, carried in .gpu/peer, never
+# committed): natively and with flagtrace, compared test by test; passes when every
+# natively-passing test passes with flagtrace
+step "PyTorch's own profiler tests (peer suite): every natively-passing test passes with flagtrace" bash -c "
+  [ -f .gpu/peer/run.sh ] || { echo 'no .gpu/peer (copy ../shared/peer/pytorch-profiler there)'; exit 1; }
+  bash .gpu/peer/run.sh $BUILD/peer > $BUILD/peer.log 2>&1; cat $BUILD/peer.log; cp $BUILD/peer/compare.txt $OUT/peer_compare.txt;
+  tail -n 1 $BUILD/peer.log | grep -Eq '^peer suite: ([0-9]+) of \\1 natively-passing'"
 # ---- issue 13: CUDA-graph replays and a training step against torch-cuda (one GPU) ----
 step "record CUDA-graph replays: 25 of 25 nodes linked" bash -c "
   $FT record -o $BUILD/graph_record.json.gz -- python3 tests/gpu/torch_graph_replay.py workload &&
@@ -166,7 +190,9 @@ step "gzip: ISA-L's igzip loaded" bash -c "$BUILD/bench/bench_writer --quick | g
 # lag); the table DATE-COMMIT-gpu.md
 # and its rows (.json) land in $OUT; copied to bench/results/, `bench/run.py
 # --readme-from bench/results/DATE-COMMIT-gpu.json` puts the rows in README.md.
-step "bench: P1-P6 (bench/run.py --gpu)" env PYTHONUNBUFFERED=1 python3 bench/run.py --gpu --build "$BUILD" --out "$OUT"
+# FT_BENCH_ARGS: more arguments for bench/run.py, e.g. '--only P1,P3' (rows a change may move)
+# shellcheck disable=SC2086
+step "bench: P1-P6 (bench/run.py --gpu)" env PYTHONUNBUFFERED=1 python3 bench/run.py --gpu --build "$BUILD" --out "$OUT" ${FT_BENCH_ARGS:-}
 rm -f "$OUT/torch_flagtrace_trace.json.gz"
 
 echo "$pass passed, $fail failed" | tee -a "$LOG"

@@ -21,6 +21,11 @@ typedef enum ft_event_kind {
   FT_EVENT_MEMSET = 2,
   FT_EVENT_RUNTIME = 3,
   FT_EVENT_DRIVER = 4, /* driver API calls (cuLaunchKernel from Triton, ...) */
+  /* A wait the program made the device report (CUPTI's synchronization records:
+   * stream, event, context syncs, stream-wait-event): on the device row (device,
+   * stream; stream UINT32_MAX when the sync names none), correlation_id the API
+   * call's. Never device time: it is on no kernel's clock. */
+  FT_EVENT_SYNC = 5,
   /* Exported only (ft_session_foreach_event), never from a tracer: a CPU range
    * projected onto a device row (device, stream, external_id = the range's id). */
   FT_EVENT_GPU_USER_ANNOTATION = 6,
@@ -80,6 +85,10 @@ typedef struct ft_event_sink {
    * its op. Times as in ft_device_event; thread_id the calling OS thread. */
   ft_status (*call_span)(void *ctx, uint32_t correlation_id, uint32_t thread_id, uint64_t start_ns,
                          uint64_t end_ns);
+  /* Optional (NULL: not taken). The tracer found that device activity from at_ns on
+   * is lost for a reason other than dropped records (another client of the vendor's
+   * API kept buffers it was lent): why is one line, copied. */
+  void (*lost)(void *ctx, uint64_t at_ns, const char *why);
 } ft_event_sink;
 
 typedef struct ft_tracer ft_tracer;
@@ -135,6 +144,15 @@ typedef struct ft_tracer_ops {
    * innermost id open around it on its thread (design.md §2), which saves the
    * vendor's per-op push, pop and correlation record. */
   bool (*calls_on_core_clock)(const ft_tracer *t);
+  /* Optional (NULL: not offered). While armed: delivers to the sink every record of
+   * work that has completed by now, without disarming (a session attached to a
+   * running one reads its window from it). */
+  ft_status (*flush)(ft_tracer *t);
+  /* Optional (NULL: not offered). Another client of the vendor's activity API is
+   * about to take it over (it registers its own buffer callbacks): delivers what is
+   * buffered, disarms, and never calls the vendor's activity API again in this
+   * process (its buffers would reach the other client, which frees them). */
+  void (*relinquish)(ft_tracer *t);
 } ft_tracer_ops;
 
 /* Every tracer instance begins with this header; vendor state follows it. */

@@ -58,7 +58,11 @@ enum {
   FT_ACTIVITY_MEMSET = 1 << 2,
   FT_ACTIVITY_RUNTIME = 1 << 3,
   FT_ACTIVITY_DRIVER = 1 << 4,
-  FT_ACTIVITY_ALL = (1 << 5) - 1,
+  /* synchronization waits (cuda_sync rows): recorded only when asked, as torch-cuda's
+   * enable_cuda_sync_events (the vendor instruments every sync call) */
+  FT_ACTIVITY_SYNC = 1 << 5,
+  FT_ACTIVITY_ALL = (1 << 6) - 1,
+  FT_ACTIVITY_DEFAULT = FT_ACTIVITY_ALL & ~FT_ACTIVITY_SYNC,
 };
 
 typedef struct ft_session_options {
@@ -69,13 +73,13 @@ typedef struct ft_session_options {
   int world_size;
   /* Process name shown on the CPU row; NULL uses the program name. */
   const char *process_name;
-  /* FT_ACTIVITY_* flags (ft_session_options_init sets FT_ACTIVITY_ALL; 0 records
-   * CPU ranges only). */
+  /* FT_ACTIVITY_* flags (ft_session_options_init sets FT_ACTIVITY_DEFAULT: all
+   * but SYNC; 0 records CPU ranges only). */
   unsigned activities;
 } ft_session_options;
 
-/* Fills opts with defaults (rank and world_size -1, process_name NULL, all
- * activities). */
+/* Fills opts with defaults (rank and world_size -1, process_name NULL,
+ * FT_ACTIVITY_DEFAULT). */
 FT_EXPORT void ft_session_options_init(ft_session_options *opts);
 
 /* Creates a session and binds this build's device tracer (it is not armed until
@@ -93,7 +97,15 @@ FT_EXPORT ft_status ft_session_create(ft_session **out, const ft_session_options
 FT_EXPORT void ft_session_destroy(ft_session *session);
 
 /* Opens the capture window and arms the device tracer. Returns FT_ESTATE if the
- * session was already started, FT_EBUSY if another session holds the tracer.
+ * session was already started, FT_EBUSY if another session holds the tracer (but
+ * see attaching below).
+ * Attaching: when the running session was started by `flagtrace record`'s injection
+ * (which records the whole process), a session started meanwhile attaches to it
+ * instead: its device events are the running session's that lie inside its own
+ * window, read at its stop, and its ids are attributed by its own pushes. One
+ * attached session at a time; the running session's trace is unchanged. This needs
+ * a tracer that can flush while armed and stamps calls on the core's clock (CUDA);
+ * otherwise the second session runs CPU-only and ft_session_device_status says why.
  * A tracer that fails to arm leaves the session running CPU-only and returns FT_OK;
  * ft_session_device_status then reports the vendor's error. */
 FT_EXPORT ft_status ft_session_start(ft_session *session);
@@ -102,6 +114,15 @@ FT_EXPORT ft_status ft_session_start(ft_session *session);
  * its records. After stop, ranges can no longer be pushed and the session can be
  * written any number of times. FT_ESTATE if not running. */
 FT_EXPORT ft_status ft_session_stop(ft_session *session);
+
+/* Stops (collecting 0) or resumes (non-zero) device collection inside the running
+ * session, as torch.profiler's toggle_collection_dynamic: the API calls made while
+ * stopped, the device work they launched, and device work that starts then without a
+ * recorded launch are left out at stop, as if the tracer had been disarmed meanwhile
+ * (the vendor keeps recording, so a session attached to a whole-run one loses
+ * nothing there). CPU ranges are still recorded. Repeating the current state does
+ * nothing. FT_ESTATE unless the session runs; FT_ENOMEM. */
+FT_EXPORT ft_status ft_session_set_collecting(ft_session *session, int collecting);
 
 /* Opens a named CPU range on the calling thread and pushes a fresh external
  * correlation id to the device tracer, so device work launched inside the range is
@@ -167,11 +188,20 @@ typedef struct ft_session_counts {
   uint64_t window_discarded; /* events outside the capture window, left out on write */
   uint64_t dropped_records;  /* records the vendor reported dropped */
   uint64_t flows;            /* device events linked to their launch (flow ends) in the export */
+  /* when another client of the vendor's activity API took it over (UNIX-epoch ns; 0:
+   * never): device activity after it is missing (ft_session_device_lost says why) */
+  uint64_t device_lost_ns;
 } ft_session_counts;
 
 /* Counts for the stopped session (window_discarded and flows reflect the export
  * rules). Valid after stop. */
 FT_EXPORT ft_status ft_session_counts_get(ft_session *session, ft_session_counts *out);
+
+/* Whether (non-zero) another client of the vendor's activity API took it over during
+ * the session: then *at_ns (nullable) gets when, and *why (nullable) a one-line
+ * account of who and what was lost, owned by the session. 0 when nothing was lost
+ * that way. Valid after stop. */
+FT_EXPORT int ft_session_device_lost(const ft_session *session, uint64_t *at_ns, const char **why);
 
 /* Whether device activity is being collected, and if not, why. Returns FT_OK when
  * the tracer is armed or available; otherwise its status, with *why (nullable) set

@@ -10,7 +10,19 @@ install() and flagtrace/_device.py for the rules.
 
 Nothing raises at import: without torch, when this build's tracer cannot run, when
 FLAGTRACE_TORCH_DEVICE is not valid, or when kineto was already initialized, one line
-on stderr says so and torch.profiler is left as it was."""
+on stderr says so and torch.profiler is left as it was. Under `flagtrace record` the
+injection library installed the same child profiler already (profiles then attach to
+record's whole-run session); importing this module changes nothing but the device
+choice.
+
+What kineto 2.11 does not hand a child profiler, this module does (torch's own
+functions wrapped, their behaviour kept):
+- toggle_collection_dynamic(enabled, [CUDA or PrivateUse1]) stops and resumes device
+  collection in the running profile (kineto would disable its own CUPTI);
+- _ExperimentalConfig(enable_cuda_sync_events=True) and _set_cuda_sync_enabled_val(True)
+  give cuda_sync rows with [CPU, PrivateUse1] too (torch passes them on for CUDA only).
+The other _ExperimentalConfig options are torch's own (CPU side) or refused in one line
+by the adaptor (profiler_metrics, profiler_measure_per_kernel, custom_profiler_config)."""
 import os
 import sys
 
@@ -73,7 +85,81 @@ def _install():
     if not ok:
         return msg
     available = True
+    try:
+        _patch_torch(_C)
+    except (ImportError, AttributeError) as e:  # a torch without these functions
+        _say(f"toggle_collection_dynamic and sync events are not wired for flagtrace ({e})")
     return ""
+
+
+_sync_global = False  # torch._C._profiler._set_cuda_sync_enabled_val's last value
+_exp_names = None  # _ExperimentalConfig's fields, in its constructor's (= __getstate__'s) order
+
+
+def _exp_field(exp, name):
+    """A field of an _ExperimentalConfig (pybind: no attributes), by its constructor's
+    signature and __getstate__; None when this torch has no such field."""
+    global _exp_names
+    if exp is None:
+        return None
+    if _exp_names is None:
+        import re
+        doc = type(exp).__init__.__doc__ or ""
+        head = doc.split("->", 1)[0]
+        _exp_names = re.findall(r"(\w+)\s*:", head.split("(", 1)[1] if "(" in head else "")[1:]  # after self
+    try:
+        state = exp.__getstate__()
+    except Exception:  # noqa: BLE001
+        return None
+    fields = dict(zip(_exp_names, state))
+    return fields.get(name)
+
+
+def _patch_torch(_C):
+    """Wraps torch's toggle and profile preparation (see the module docstring); once."""
+    import torch
+    import torch.autograd.profiler as ap
+    if getattr(ap, "_flagtrace_patched", False):
+        return
+    from torch.profiler import ProfilerActivity as PA
+    devices = {PA.CUDA, getattr(PA, "PrivateUse1", PA.CUDA)}
+    torch_toggle = ap._toggle_collection_dynamic
+
+    def _toggle_collection_dynamic(enabled, activities):
+        acts = set(activities)
+        # torch keeps CPU (and whatever else it knows); the device kinds are ours: for
+        # CUDA torch would call kineto's own toggle, whose CUPTI code runs even with
+        # kineto CPU-only (kineto 2.11's CuptiActivityProfiler: it disables CUPTI's kinds,
+        # and on enable registers its own buffer callbacks, taking CUPTI from flagtrace:
+        # measured on the H200, no device event after a toggle back on); for
+        # PrivateUse1 torch would only warn that it cannot
+        rest = acts - devices
+        device = bool(acts & devices)
+        if device:
+            _C.set_collecting(bool(enabled))
+        if rest:
+            torch_toggle(enabled, rest)
+
+    ap._toggle_collection_dynamic = _toggle_collection_dynamic
+
+    prof_mod = torch._C._profiler
+    torch_set_sync = getattr(prof_mod, "_set_cuda_sync_enabled_val", None)
+    if torch_set_sync is not None:
+        def _set_cuda_sync_enabled_val(val):
+            global _sync_global
+            _sync_global = bool(val)
+            return torch_set_sync(val)
+        prof_mod._set_cuda_sync_enabled_val = _set_cuda_sync_enabled_val
+
+    torch_prepare = ap.profile._prepare_trace
+
+    def _prepare_trace(self):
+        want = _sync_global or bool(_exp_field(getattr(self, "experimental_config", None), "enable_cuda_sync_events"))
+        _C.set_sync_requested(want)
+        return torch_prepare(self)
+
+    ap.profile._prepare_trace = _prepare_trace
+    ap._flagtrace_patched = True
 
 
 def install(device=None):

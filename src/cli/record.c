@@ -39,7 +39,9 @@ static const char usage_fmt[] =
     "                         escapes belong in the file name, not the directory\n"
     "      --force-overwrite  replace an existing trace file (default: refuse)\n"
     "  -t, --trace LIST       what to record, a comma-separated subset of\n"
-    "                         kernel,memcpy,memset,runtime,driver,nvtx (default: all)\n"
+    "                         kernel,memcpy,memset,runtime,driver,nvtx,sync (default:\n"
+    "                         all but sync; sync: the device's synchronization waits,\n"
+    "                         torch-cuda's cuda_sync rows)\n"
     "      --inject=HOW       cuda: the CUDA driver loads the library at cuInit\n"
     "                         (CUDA_INJECTION64_PATH; CUDA builds only);\n"
     "                         preload: LD_PRELOAD, armed when a process loads\n"
@@ -51,6 +53,13 @@ static const char usage_fmt[] =
     "                         starts there; %s\n"
     "  -h, --help             show this help\n"
     "\n"
+    "A PyTorch process's own torch.profiler keeps working: its profiles get their\n"
+    "device activity from this recording (flagtrace's kineto adaptor), and the trace\n"
+    "written here still holds the whole run. If another client takes the vendor's\n"
+    "activity API (JAX's profiler, a hand-written CUPTI tool), flagtrace steps aside\n"
+    "so the program keeps running, and the line above says from when device activity\n"
+    "is missing.\n"
+    "\n"
     "Signals sent to record (INT, TERM, HUP, QUIT, USR1, USR2, PIPE) are passed on\n"
     "to COMMAND; if record itself is killed, COMMAND gets SIGTERM (PR_SET_PDEATHSIG).\n"
     "\n"
@@ -60,7 +69,7 @@ static const char usage_fmt[] =
     "example: flagtrace record -o run-%%p.json.gz -- python train.py\n";
 
 static bool valid_trace_list(const char *list) {
-  static const char *const ok[] = {"kernel", "memcpy", "memset", "runtime", "driver", "nvtx"};
+  static const char *const ok[] = {"kernel", "memcpy", "memset", "runtime", "driver", "nvtx", "sync"};
   char buf[256];
   if (!*list || strlen(list) >= sizeof buf) return false;
   snprintf(buf, sizeof buf, "%s", list);
@@ -214,6 +223,28 @@ static const char *preload_ignored(const char *prog) {
   return why;
 }
 
+/* Appends lib to LD_PRELOAD (after the user's: theirs come first). The preload library
+ * needs only libc and intercepts no allocation, so ASan's check that its runtime comes
+ * first (which would end a sanitized program at start) is turned off for it. False
+ * when out of memory. */
+static bool add_preload(const char *lib) {
+  const char *prev = getenv("LD_PRELOAD");
+  char *value = malloc((prev ? strlen(prev) : 0) + strlen(lib) + 2);
+  if (!value) return false;
+  sprintf(value, "%s%s%s", prev && *prev ? prev : "", prev && *prev ? ":" : "", lib);
+  setenv("LD_PRELOAD", value, 1);
+  free(value);
+  const char *asan = getenv("ASAN_OPTIONS");
+  if (!asan || !strstr(asan, "verify_asan_link_order")) {
+    char *opts = malloc((asan ? strlen(asan) : 0) + 32);
+    if (!opts) return false;
+    sprintf(opts, "%s%sverify_asan_link_order=0", asan && *asan ? asan : "", asan && *asan ? ":" : "");
+    setenv("ASAN_OPTIONS", opts, 1);
+    free(opts);
+  }
+  return true;
+}
+
 /* Waits for the program, passing on the signals in fwd that a process sends to
  * record. A terminal's (SI_KERNEL) already reached the program, which shares our
  * process group. Signals are taken synchronously (sigwaitinfo, everything in fwd
@@ -263,7 +294,7 @@ int ft_cli_record(int argc, char **argv) {
   if (i >= argc) return ft_cli_usage_error("record", "no command to run");
   if (trace && !valid_trace_list(trace))
     return ft_cli_usage_error("record", "--trace takes a comma-separated subset of kernel,memcpy,memset,runtime,"
-                                        "driver,nvtx, not '%s'", trace);
+                                        "driver,nvtx,sync, not '%s'", trace);
   if (capture && strcmp(capture, "cudaProfilerApi") && strcmp(capture, "none"))
     return ft_cli_usage_error("record", "--capture-range takes cudaProfilerApi or none, not '%s'", capture);
   /* a capture range waits for free only with the preload library's libcuda shim */
@@ -324,13 +355,9 @@ int ft_cli_record(int argc, char **argv) {
 
   bool nvtx = cuda_build && (!trace || strstr(trace, "nvtx"));
   if (preload) {
-    const char *prev = getenv("LD_PRELOAD");
-    char *value = malloc((prev ? strlen(prev) : 0) + strlen(preload_lib) + 2);
-    if (!value) return 1;
-    sprintf(value, "%s%s%s", prev && *prev ? prev : "", prev && *prev ? ":" : "", preload_lib); /* theirs first */
-    setenv("LD_PRELOAD", value, 1);
-    free(value);
+    if (!add_preload(preload_lib)) return 1;
     setenv("FLAGTRACE_PRELOAD", inject, 1);
+    unsetenv("FLAGTRACE_PRELOAD_GUARD"); /* an outer record's: this one arms itself */
     char shim[PATH_MAX + 32];
     beside(inject, "libflagtrace_cuda_shim.so", shim, sizeof shim);
     if (range && cuda_build && access(shim, R_OK) == 0) setenv("FLAGTRACE_PRELOAD_SHIM", shim, 1);
@@ -338,10 +365,32 @@ int ft_cli_record(int argc, char **argv) {
   } else {
     unsetenv("FLAGTRACE_PRELOAD_SHIM"); /* an outer record's: not for this injection */
     unsetenv("FLAGTRACE_RANGE_FROM_LOADER");
+    unsetenv("FLAGTRACE_PRELOAD");
     const char *prev = getenv("CUDA_INJECTION64_PATH");
     if (prev && *prev && strcmp(prev, inject))
       fprintf(stderr, "flagtrace record: replacing CUDA_INJECTION64_PATH=%s\n", prev);
     setenv("CUDA_INJECTION64_PATH", inject, 1);
+    /* The preload library still comes, in guard mode (it arms nothing): it hands a
+     * torch process's profiler to the injection library and guards CUPTI against
+     * other clients. A program the loader will not preload into goes without. */
+    char *abs_inject = realpath(inject, NULL);
+    char guard_lib[PATH_MAX + 32];
+    beside(abs_inject ? abs_inject : inject, "libflagtrace_preload.so", guard_lib, sizeof guard_lib);
+    if (abs_inject) setenv("FLAGTRACE_PRELOAD_GUARD", abs_inject, 1);
+    free(abs_inject);
+    if (access(guard_lib, R_OK) == 0 && !strpbrk(guard_lib, " :") && !preload_ignored(argv[i])) {
+      if (!add_preload(guard_lib)) return 1;
+    } else {
+      unsetenv("FLAGTRACE_PRELOAD_GUARD");
+    }
+  }
+  if (cuda_build) { /* a libcupti another library dlopens is handed through this shim */
+    char guard_shim[PATH_MAX + 32];
+    char *abs_inject = realpath(inject, NULL);
+    beside(abs_inject ? abs_inject : inject, "libflagtrace_cupti_guard.so", guard_shim, sizeof guard_shim);
+    free(abs_inject);
+    if (guard_shim[0] == '/' && access(guard_shim, R_OK) == 0) setenv("FLAGTRACE_CUPTI_GUARD", guard_shim, 1);
+    else unsetenv("FLAGTRACE_CUPTI_GUARD");
   }
   if (nvtx) setenv("NVTX_INJECTION64_PATH", inject, 1);
   setenv("FLAGTRACE_OUTPUT", out, 1);

@@ -85,6 +85,14 @@ int ft__pool_reserve(size_t n, size_t buffer_size) {
   return ok;
 }
 
+size_t ft__pool_lent(void) {
+  pthread_mutex_lock(&mu);
+  size_t n = total - n_free;
+  for (size_t i = 0; i < n_firsts; i++) n += !firsts[i].home;
+  pthread_mutex_unlock(&mu);
+  return n;
+}
+
 size_t ft__pool_max_lent(void) {
   pthread_mutex_lock(&mu);
   size_t m = max_lent;

@@ -25,8 +25,10 @@ static flowrec *flow_of(const plan *p, uint32_t corr) {
   return v ? &p->flows[*v] : NULL;
 }
 
+/* API calls start flows; device work and syncs (torch-cuda draws an arrow from the
+ * sync call to its cuda_sync row) end them. */
 static bool has_flow_role(const ft__event *e) {
-  return e->correlation_id && (ft__is_api_kind(e->kind) || ft__is_device_kind(e->kind));
+  return e->correlation_id && (ft__is_api_kind(e->kind) || ft__on_device_row(e->kind));
 }
 
 /* FT_FLOW_START for the launch that owns a correlation id with device work in the
@@ -264,20 +266,22 @@ ft_status ft__plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi,
         }
       }
     } else if (ft__set_add(&p->devices, e->device, &last_dev) ||
-               ft__set_add(&p->streams, (uint64_t)e->device << 32 | e->stream, &last_stream)) {
+               /* a sync that names no stream (context, event) has no stream row */
+               (!(e->kind == FT__EV_SYNC && e->stream == UINT32_MAX) &&
+                ft__set_add(&p->streams, (uint64_t)e->device << 32 | e->stream, &last_stream))) {
       return FT_ENOMEM;
     }
   }
   /* Only now is every owner known: count the device events each one launched. */
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!ft__is_device_kind(e->kind) || !e->correlation_id || !ft__in_window(e, p->window_lo_ns, p->window_hi_ns))
+    if (!ft__on_device_row(e->kind) || !e->correlation_id || !ft__in_window(e, p->window_lo_ns, p->window_hi_ns))
       continue;
     flowrec *f = flow_of(p, e->correlation_id);
     if (!f || !f->owner) continue; /* launch not in the output: no flow */
     p->stats.flow_starts += !f->n_dev++;
     p->stats.flows++;
-    if (!p->spans) continue; /* nothing projects */
+    if (!p->spans || e->kind == FT__EV_SYNC) continue; /* nothing projects; a wait is no launched work */
     if (!f->span) {
       p->spans[p->n_spans] = (devspan){e->start_ns, e->end_ns, e->device, e->stream};
       f->span = (uint32_t)++p->n_spans;

@@ -42,7 +42,8 @@ enum {
   FT__EV_MEMSET = FT_EVENT_MEMSET,
   FT__EV_RUNTIME = FT_EVENT_RUNTIME,
   FT__EV_DRIVER = FT_EVENT_DRIVER,
-  FT__EV_CPU_RANGE = 5,
+  FT__EV_SYNC = FT_EVENT_SYNC,
+  FT__EV_CPU_RANGE = 7, /* 6 is FT_EVENT_GPU_USER_ANNOTATION, exported only */
 };
 #define FT__F_HAS_EXTERNAL 1u
 /* a framework's user range (ft_user_range_push): projected, never written as a slice */
@@ -98,6 +99,8 @@ static inline bool ft__is_device_kind(unsigned k) {
 }
 /* Host-side API calls: they launch device work and carry the thread id. */
 static inline bool ft__is_api_kind(unsigned k) { return k == FT__EV_RUNTIME || k == FT__EV_DRIVER; }
+/* Events on a device row (pid = device, tid = stream): device work and syncs. */
+static inline bool ft__on_device_row(unsigned k) { return ft__is_device_kind(k) || k == FT__EV_SYNC; }
 
 /* ---- sessions (session.c) and export (trace_writer.c) ---- */
 
@@ -153,6 +156,23 @@ struct ft_session {
   unsigned activities;
   char process_name[128];
   uint32_t pid;
+  /* ft_session_set_collecting: stopped intervals [lo, hi) (hi UINT64_MAX while
+   * open), applied at stop */
+  struct ft__pause {
+    uint64_t lo, hi;
+  } *pauses;
+  size_t n_pauses, cap_pauses;
+  uint64_t paused_left_out; /* events left out for them */
+  /* attaching (ft_session_start): a whole-run session (record's) accepts one attached
+   * session; an attached one reads its window from the parent at stop */
+  bool accepts_attach;
+  atomic_bool has_child;
+  ft_session *parent;
+  size_t parent_events_from, parent_spans_from; /* the parent's store at our start */
+  uint64_t parent_dropped_from;
+  /* another client took the vendor's activity API (ft__session_relinquish) */
+  uint64_t lost_ns;
+  char lost_why[512];
 };
 
 /* ---- attribution by time (attribute.c, design.md §2) ---- */
@@ -216,6 +236,16 @@ int ft__range_depth(const ft_session *s);
 
 /* Reports a correlation -> external id pair as a tracer would, and resolves. */
 ft_status ft__session_inject_external(ft_session *s, uint32_t corr, uint64_t ext);
+/* Lets sessions started while s runs attach to it (record's whole-run session). */
+void ft__session_accept_attach(ft_session *s);
+/* Another client of the vendor's activity API is taking it over (who: one line
+ * naming it): s's tracer relinquishes it; what s recorded so far stays, and its
+ * trace and counts say from when device activity is missing. Thread-safe. */
+void ft__session_relinquish(ft_session *s, const char *who);
+/* Without a guard in the process (no preload), the tracer found at stop that
+ * another client kept buffers it lent: the same account, with what it knows. */
+void ft__session_note_lost(ft_session *s, uint64_t at_ns, const char *why);
+
 /* Forces the capture window (tests, benches). */
 void ft__session_set_window(ft_session *s, uint64_t lo, uint64_t hi);
 

@@ -288,7 +288,7 @@ static bool same_as_last(const ft__store *st, uint64_t last, const ft_device_eve
 }
 
 ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
-  if (!ev || !ev->name || (unsigned)ev->kind > FT_EVENT_DRIVER) return FT_EINVAL;
+  if (!ev || !ev->name || (unsigned)ev->kind > FT_EVENT_SYNC) return FT_EINVAL;
   if (ev->n_metadata > UINT16_MAX || (ev->n_metadata && !ev->metadata)) return FT_EINVAL;
   if (st->kvs.len + ev->n_metadata > UINT32_MAX) return FT_ERANGE;
   uint32_t name_id;
@@ -297,7 +297,7 @@ ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
   uint32_t first = (uint32_t)st->kvs.len;
   ft__kvid ids[META_DEDUP_MAX];
   bool shared = ev->n_metadata <= META_DEDUP_MAX;
-  uint64_t *last = &st->last_meta[ft__is_device_kind(ev->kind)];
+  uint64_t *last = &st->last_meta[ft__on_device_row(ev->kind)];
   bool again = shared && ev->n_metadata && same_as_last(st, *last, ev);
   if (again) first = (uint32_t)*last;
   for (size_t i = 0; i < ev->n_metadata && !again; i++) {
@@ -322,7 +322,7 @@ ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
   e->correlation_id = ev->correlation_id;
   e->flags = ev->has_external_id ? FT__F_HAS_EXTERNAL : 0;
   e->external_id = ev->external_id;
-  if (ft__is_device_kind(e->kind)) {
+  if (ft__on_device_row(e->kind)) {
     e->device = ev->device;
     e->stream = ev->stream;
   } else {

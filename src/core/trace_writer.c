@@ -149,21 +149,30 @@ static const char *category(const ft_session *s, unsigned kind) {
   case FT__EV_MEMSET: return "gpu_memset";
   case FT__EV_RUNTIME: return s->tracer->ops->runtime_category;
   case FT__EV_DRIVER: return s->tracer->ops->driver_category;
+  case FT__EV_SYNC: return "cuda_sync"; /* kineto's name for every vendor (ActivityType::CUDA_SYNC) */
   default: return "user_annotation";
   }
 }
 
+/* The row of a device-row event: its stream, as kineto writes it (a sync's stream
+ * is a signed int there, and its tid the absolute value: -1 reads 1). */
+static uint64_t row_tid(const ft__event *e) {
+  if (e->kind != FT__EV_SYNC) return e->stream;
+  int32_t v = (int32_t)e->stream;
+  return v == INT32_MIN ? 0 : (uint64_t)(v < 0 ? -v : v);
+}
+
 static void write_event(const ft_session *s, plan *p, ft__out *o, const ft__event *e, uint64_t base) {
   const ft__store *st = &s->store;
-  bool device = ft__is_device_kind(e->kind);
+  bool device = ft__is_device_kind(e->kind), sync = e->kind == FT__EV_SYNC;
   FT__OUT_LIT(o, ",\n  {\"ph\":\"X\",\"cat\":\"");
   ft__out_str(o, category(s, e->kind));
   FT__OUT_LIT(o, "\",\"name\":");
   out_interned(o, p, false, &st->names, e->name_id);
   FT__OUT_LIT(o, ",\"pid\":");
-  ft__out_u64(o, device ? e->device : s->pid);
+  ft__out_u64(o, device || sync ? e->device : s->pid);
   FT__OUT_LIT(o, ",\"tid\":");
-  ft__out_u64(o, device ? e->stream : e->thread_id);
+  ft__out_u64(o, device || sync ? row_tid(e) : e->thread_id);
   FT__OUT_LIT(o, ",\"ts\":");
   ft__out_us3(o, e->start_ns - base);
   FT__OUT_LIT(o, ",\"dur\":");
@@ -174,6 +183,10 @@ static void write_event(const ft_session *s, plan *p, ft__out *o, const ft__even
     FT__OUT_LIT(o, "\"External id\":");
     ft__out_u64(o, e->external_id);
     comma = true;
+  } else if (sync) { /* kineto's: an unlinked sync's External id is its correlation */
+    FT__OUT_LIT(o, "\"External id\":");
+    ft__out_u64(o, e->correlation_id);
+    comma = true;
   }
   if (device) {
     ft__out_str(o, comma ? ",\"device\":" : "\"device\":");
@@ -182,7 +195,7 @@ static void write_event(const ft_session *s, plan *p, ft__out *o, const ft__even
     ft__out_u64(o, e->stream);
     comma = true;
   }
-  if (e->kind != FT__EV_CPU_RANGE) {
+  if (e->kind != FT__EV_CPU_RANGE && !sync) { /* a sync's list has its own, in kineto's order */
     ft__out_str(o, comma ? ",\"correlation\":" : "\"correlation\":");
     ft__out_u64(o, e->correlation_id);
     comma = true;
@@ -213,7 +226,7 @@ static void write_flows(const ft_session *s, plan *p, ft__out *o, size_t i, cons
   if (role == FT_FLOW_START)
     out_flow(o, 's', e->correlation_id, s->pid, e->thread_id, e->start_ns - base);
   else if (role == FT_FLOW_END)
-    out_flow(o, 'f', e->correlation_id, e->device, e->stream, e->start_ns - base);
+    out_flow(o, 'f', e->correlation_id, e->device, row_tid(e), e->start_ns - base);
 }
 
 static void write_projection(plan *p, ft__out *o, const ft__event *r, uint64_t lo, uint64_t hi, uint32_t dev,
@@ -275,6 +288,16 @@ static void write_header(const ft_session *s, plan *p, ft__out *o, uint64_t base
   ft__out_u64(o, s->dropped);
   FT__OUT_LIT(o, ", \"window_discarded\": ");
   ft__out_u64(o, p->stats.window_discarded);
+  if (s->lost_ns) { /* what another client's takeover of the vendor API cost (never silent) */
+    FT__OUT_LIT(o, ", \"device_activity_lost_ns\": ");
+    ft__out_u64(o, s->lost_ns);
+    FT__OUT_LIT(o, ", \"device_activity_lost\": ");
+    ft__out_json_string(o, s->lost_why, strlen(s->lost_why));
+  }
+  if (s->paused_left_out) {
+    FT__OUT_LIT(o, ", \"collection_stopped_left_out\": ");
+    ft__out_u64(o, s->paused_left_out);
+  }
   FT__OUT_LIT(o, ", \"capture_window_ns\": [");
   ft__out_u64(o, s->window_lo_ns);
   ft__out_write(o, ", ", 2);

@@ -101,6 +101,8 @@ int ft__pool_reserve(size_t n, size_t buffer_size);
 uint8_t *ft__pool_get(size_t *buffer_size);
 void ft__pool_put(uint8_t *buffer);
 size_t ft__pool_buffer_size(void);
+/* Buffers lent now (pool and first buffers). */
+size_t ft__pool_lent(void);
 /* The most buffers lent at once since the last ft__pool_reserve. */
 size_t ft__pool_max_lent(void);
 /* A start's first n requests (at most FT__POOL_MAX_FIRST) get buffers of

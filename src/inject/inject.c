@@ -2,6 +2,7 @@
  * preloads (preload.c): profiles an unmodified process and writes its trace at exit
  * or on SIGINT/SIGTERM. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "flagtrace/api_table.h"
 #include "inject.h"
 #include "internal.h"
 
@@ -27,6 +29,9 @@ static bool capture_range;     /* --capture-range=cudaProfilerApi */
 static bool deferred;          /* the session starts at cudaProfilerStart (FlagtraceProfilerRange) */
 static atomic_int range_state; /* 0 before cudaProfilerStart, 1 inside, 2 after stop */
 static uint64_t range_lo, range_hi;
+/* another client took the vendor's activity API before our tracer was armed (under
+ * init_mu): it is then never armed in this process */
+static char foreign_why[512];
 
 /* ---- finishing: at exit, or from the signal thread ---- */
 
@@ -82,11 +87,17 @@ static void finish(void) {
     return;
   }
   ft_session_counts c;
-  char line[4200];
+  char line[4800];
   if (ft_session_counts_get(session, &c) == FT_OK) {
-    snprintf(line, sizeof line, "wrote %s (%llu events, %llu dropped)", path,
+    uint64_t lost_at = 0;
+    const char *why = "";
+    char lost[1024] = "";
+    if (ft_session_device_lost(session, &lost_at, &why)) /* never a silent "0 dropped" after a loss */
+      snprintf(lost, sizeof lost, "; device activity after %.3f s is missing: %s",
+               lost_at > session->window_lo_ns ? (double)(lost_at - session->window_lo_ns) / 1e9 : 0.0, why);
+    snprintf(line, sizeof line, "wrote %s (%llu events, %llu dropped%s)", path,
              (unsigned long long)(c.cpu_ranges + c.device_events - c.window_discarded),
-             (unsigned long long)c.dropped_records);
+             (unsigned long long)c.dropped_records, lost);
     report(line);
   }
 }
@@ -158,7 +169,7 @@ static void on_profiler_api(void *ctx, bool start) {
 static unsigned activities_from_env(bool *nvtx) {
   const char *v = getenv("FLAGTRACE_TRACE");
   *nvtx = true;
-  if (!v || !*v) return FT_ACTIVITY_ALL;
+  if (!v || !*v) return FT_ACTIVITY_DEFAULT;
   unsigned a = 0;
   *nvtx = false;
   char buf[256];
@@ -169,6 +180,7 @@ static unsigned activities_from_env(bool *nvtx) {
     else if (!strcmp(tok, "memset")) a |= FT_ACTIVITY_MEMSET;
     else if (!strcmp(tok, "runtime")) a |= FT_ACTIVITY_RUNTIME;
     else if (!strcmp(tok, "driver")) a |= FT_ACTIVITY_DRIVER;
+    else if (!strcmp(tok, "sync")) a |= FT_ACTIVITY_SYNC;
     else if (!strcmp(tok, "nvtx")) *nvtx = true;
   }
   return a;
@@ -177,6 +189,13 @@ static unsigned activities_from_env(bool *nvtx) {
 /* Starts the session; with watch, a capture range is watched through the tracer
  * (CUPTI's callbacks). Under init_mu. */
 static void start_session(bool watch) {
+  if (foreign_why[0]) { /* CPU-only: arming now would take CUPTI back from its owner */
+    session->device_status = FT_EUNAVAILABLE;
+    snprintf(session->device_why, sizeof session->device_why, "%s", foreign_why);
+    capture_range = false;
+    ft_session_start(session);
+    return;
+  }
   if (capture_range && watch) {
     const ft_tracer_ops *ops = session->tracer->ops;
     if (!ops->watch_profiler_api || ops->watch_profiler_api(session->tracer, on_profiler_api, NULL) != FT_OK)
@@ -204,9 +223,15 @@ INJECT_EXPORT void FlagtraceProfilerRange(int what) {
   if (ours && what >= 0) on_profiler_api(NULL, what > 0);
 }
 
+/* Set while this thread creates the session: arming CUPTI can initialize CUDA, whose
+ * driver then calls InitializeInjection (CUDA_INJECTION64_PATH) on this thread. */
+static _Thread_local bool creating;
+
 ft_session *ft__inject_session(void) {
+  if (creating) return session; /* re-entered from inside the creation below */
   pthread_mutex_lock(&init_mu);
   if (session && owner_pid == getpid()) goto end;
+  creating = true;
   bool nvtx;
   ft_session_options o;
   ft_session_options_init(&o);
@@ -216,6 +241,7 @@ ft_session *ft__inject_session(void) {
     goto end;
   }
   owner_pid = getpid();
+  ft__session_accept_attach(session); /* the program's own torch.profiler attaches to it */
   const char *cr = getenv("FLAGTRACE_CAPTURE_RANGE"), *fl = getenv("FLAGTRACE_RANGE_FROM_LOADER");
   capture_range = cr && !strcmp(cr, "cudaProfilerApi");
   /* The preload library hands the program a libcuda shim that reports the range:
@@ -229,6 +255,7 @@ ft_session *ft__inject_session(void) {
   install_signal_handlers();
   pthread_atfork(NULL, NULL, forked_child);
 end:
+  creating = false;
   pthread_mutex_unlock(&init_mu);
   return session;
 }
@@ -246,3 +273,55 @@ bool ft__inject_begin(void) {
 
 /* Called by the CUDA driver from cuInit when CUDA_INJECTION64_PATH names us. */
 INJECT_EXPORT int InitializeInjection(void) { return ft__inject_begin(); }
+
+/* ---- another client of the vendor's activity API (the preload library's guard) ----
+ * Called on the other client's thread just before its call that would take the API
+ * over reaches the vendor (its buffer callbacks would be handed our buffers). */
+INJECT_EXPORT void FlagtraceForeignClient(const char *who) {
+  pthread_mutex_lock(&init_mu);
+  ft_session *s = session && owner_pid == getpid() ? session : NULL;
+  bool first = !foreign_why[0];
+  if (first)
+    snprintf(foreign_why, sizeof foreign_why, "%s uses the activity API; flagtrace does not take it from it", who);
+  if (s && deferred) { /* the range never started: no tracer to step aside, none to arm later */
+    ft__log("capture range: %s", foreign_why);
+  }
+  pthread_mutex_unlock(&init_mu);
+  if (s && first) ft__session_relinquish(s, who);
+}
+
+/* ---- a torch process: its torch.profiler gets device activity from this session ----
+ * The kineto adaptor (libflagtrace_kineto.so, beside this library, or
+ * FLAGTRACE_KINETO_LIBRARY) is loaded and registered as kineto's child profiler with
+ * this library's core: a profile then attaches to record's session. Called by the
+ * preload library once libtorch_cpu is loaded, before anything can profile. */
+INJECT_EXPORT void FlagtraceTorchLoaded(void) {
+  static atomic_bool done;
+  if (atomic_exchange(&done, true) || !ft__inject_begin()) return;
+  char path[4096];
+  const char *env = getenv("FLAGTRACE_KINETO_LIBRARY");
+  Dl_info self;
+  if (env && *env) {
+    snprintf(path, sizeof path, "%s", env);
+  } else if (dladdr((void *)FlagtraceTorchLoaded, &self) && self.dli_fname && strrchr(self.dli_fname, '/')) {
+    snprintf(path, sizeof path, "%.*s/libflagtrace_kineto.so", (int)(strrchr(self.dli_fname, '/') - self.dli_fname),
+             self.dli_fname);
+  } else {
+    snprintf(path, sizeof path, "libflagtrace_kineto.so");
+  }
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  int (*install)(const ft_api *, char *, size_t) =
+      h ? (int (*)(const ft_api *, char *, size_t))dlsym(h, "flagtrace_kineto_install") : NULL;
+  char msg[512] = "";
+  if (!install) {
+    const char *e = dlerror();
+    snprintf(msg, sizeof msg, "%s", e ? e : "no flagtrace_kineto_install");
+  } else if (install(ft_api_get(), msg, sizeof msg) == 0) {
+    ft__log("torch: %s registered as kineto's child profiler (its profiles attach to this session)", path);
+    return;
+  }
+  /* a torch.profiler profile would then arm kineto's own CUPTI: the guard steps
+   * this session aside, and the exit line says from when device activity is missing */
+  fprintf(stderr, "flagtrace: this process's torch.profiler cannot take device activity from flagtrace record (%s)\n",
+          msg);
+}

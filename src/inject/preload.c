@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "inject.h"
+#include "preload.h"
 
 #define INJECT_EXPORT __attribute__((visibility("default")))
 
@@ -23,8 +24,21 @@ typedef void *(*dlopen_fn)(const char *, int);
 /* This library is all a process that never uses the device pays for: libc only,
  * a getenv and one link-map walk at start, a counter check per dlopen. The
  * injection library (the session, zlib, libstdc++, the tracer) loads at arming. */
-static const ft__runtime_set *runtimes; /* non-NULL only under record */
+static const ft__runtime_set *runtimes; /* non-NULL only under record, arming here */
+static const ft__runtime_set *device_libs; /* the accelerator's runtimes, under record (either injection) */
 static const char *inject_path;         /* FLAGTRACE_PRELOAD: libflagtrace_inject.so */
+/* FLAGTRACE_PRELOAD_GUARD (record --inject=cuda): the injection library the CUDA
+ * driver loads; this library then arms nothing itself, but still hands torch's
+ * profiler to it and guards CUPTI against other clients */
+static const char *guard_path;
+/* torch: once its libtorch_cpu is loaded beside the runtime, its torch.profiler gets
+ * device activity from the injection library (FlagtraceTorchLoaded) */
+static const ft__runtime_set torch_libs = {"torch", {"libtorch_cpu.so"}};
+static atomic_bool torch_done;
+/* CUDA builds: a dlopen of libcupti by another library gets the guard shim (its
+ * dependencies: this library's guarded functions first, then libcupti) */
+static const ft__runtime_set cupti_libs = {"cupti", {"libcupti.so"}};
+static const char *cupti_shim_path;
 static atomic_bool armed;               /* the session was begun (or given up on) */
 static _Atomic unsigned long long seen_adds; /* dlpi_adds at the last link-map scan */
 static _Atomic(dlopen_fn) real_dlopen_ptr;
@@ -48,23 +62,51 @@ static dlopen_fn real_dlopen(void) {
   return f;
 }
 
-static int find_runtime(struct dl_phdr_info *info, size_t size, void *found) {
+struct scan {
+  const char *runtime; /* a runtime library of this accelerator */
+  bool torch;          /* libtorch_cpu */
+};
+
+static int find_runtime(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
+  struct scan *found = data;
   atomic_store_explicit(&seen_adds, info->dlpi_adds, memory_order_relaxed);
-  if (info->dlpi_name && info->dlpi_name[0] && ft__runtime_matches(runtimes, info->dlpi_name)) {
-    *(const char **)found = info->dlpi_name;
-    return 1;
-  }
+  if (!info->dlpi_name || !info->dlpi_name[0]) return 0;
+  if (!found->runtime && ft__runtime_matches(device_libs, info->dlpi_name)) found->runtime = info->dlpi_name;
+  if (ft__runtime_matches(&torch_libs, info->dlpi_name)) found->torch = true;
   return 0;
 }
 
-/* Scans the link map (only when objects were added since the last scan) and
- * begins the session the first time a runtime library is in it. */
+/* Whether the link map may still hold something to act on. */
+static bool watching(void) {
+  return device_libs && ((runtimes && !atomic_load(&armed)) || !atomic_load(&torch_done));
+}
+
+/* torch's profiler gets the injection library's session (FlagtraceTorchLoaded). */
+static void torch_loaded(void) {
+  bool expected = false;
+  if (!atomic_compare_exchange_strong(&torch_done, &expected, true)) return;
+  void *h = inject_handle;
+  if (!h && guard_path) h = inject_handle = real_dlopen()(guard_path, RTLD_NOW | RTLD_LOCAL);
+  void (*loaded)(void) = h ? (void (*)(void))dlsym(h, "FlagtraceTorchLoaded") : NULL;
+  if (loaded) loaded();
+}
+
+static void arm(const char *found);
+
+/* Scans the link map (only when objects were added since the last scan): begins the
+ * session the first time a runtime library is in it (not in guard mode: the driver
+ * does), and hands torch's profiler to it once libtorch is there beside a runtime (a
+ * process that uses the device; a CPU-only torch gets nothing). */
 static void check_link_map(void) {
-  if (!runtimes || atomic_load(&armed)) return;
-  const char *found = NULL;
+  if (!watching()) return;
+  struct scan found = {NULL, false};
   dl_iterate_phdr(find_runtime, &found);
-  if (!found) return;
+  if (found.runtime && runtimes && !atomic_load(&armed)) arm(found.runtime);
+  if (found.torch && found.runtime && !atomic_load(&torch_done)) torch_loaded();
+}
+
+static void arm(const char *found) {
   bool expected = false;
   if (!atomic_compare_exchange_strong(&armed, &expected, true)) return;
   /* the entry the CUDA driver calls: one session machinery for both injections */
@@ -157,10 +199,19 @@ INJECT_EXPORT void *dlopen(const char *file, int mode) {
     h = open_for_caller(file, mode, __builtin_return_address(0));
     if (!h) h = real(file, mode); /* the loader's own error for dlerror() */
   }
-  if (h && runtimes && !atomic_load(&armed)) {
+  if (h && watching()) {
     unsigned long long adds = 0;
     dl_iterate_phdr(read_adds, &adds);
     if (adds != atomic_load_explicit(&seen_adds, memory_order_relaxed)) check_link_map();
+  }
+  /* another library's libcupti: through the guard shim, so its takeover is seen */
+  if (h && cupti_shim_path && file && ft__runtime_matches(&cupti_libs, file)) {
+    Dl_info info;
+    void *caller = __builtin_return_address(0);
+    if (!(dladdr(caller, &info) && info.dli_fname && ft__preload_is_ours(info.dli_fname))) {
+      void *g = real(cupti_shim_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+      if (g) return g;
+    }
   }
   if (h && file && atomic_load(&range_from_loader) && ft__runtime_matches(&shimmed, file)) {
     void *s = shim_for(h);
@@ -169,12 +220,43 @@ INJECT_EXPORT void *dlopen(const char *file, int mode) {
   return h;
 }
 
-/* record sets FLAGTRACE_PRELOAD to the injection library's path; without it (the
- * library preloaded by hand) this does nothing and dlopen only forwards. */
+void *ft__preload_real_dlopen(const char *file, int mode) {
+  dlopen_fn f = real_dlopen();
+  return f ? f(file, mode) : NULL;
+}
+
+bool ft__preload_is_ours(const char *path) {
+  const char *base = strrchr(path, '/');
+  return !strncmp(base ? base + 1 : path, "libflagtrace", 12);
+}
+
+void *ft__preload_inject_symbol(const char *name) {
+  void *h = inject_handle;
+  if (!h && guard_path) h = real_dlopen()(guard_path, RTLD_NOW | RTLD_NOLOAD); /* loaded by the driver, or not yet */
+  return h ? dlsym(h, name) : NULL;
+}
+
+/* record sets FLAGTRACE_PRELOAD to the injection library's path (or, with
+ * --inject=cuda, FLAGTRACE_PRELOAD_GUARD); without either (the library preloaded by
+ * hand) this does nothing and dlopen only forwards. */
 __attribute__((constructor)) static void preload_init(void) {
+  const char *shim = getenv("FLAGTRACE_CUPTI_GUARD");
+  if (shim && shim[0] == '/') cupti_shim_path = shim;
+  guard_path = getenv("FLAGTRACE_PRELOAD_GUARD");
+  if (guard_path && guard_path[0] != '/') guard_path = NULL;
   inject_path = getenv("FLAGTRACE_PRELOAD");
-  if (!inject_path || inject_path[0] != '/') return;
-  runtimes = ft__runtime_set_for(FT_ACCELERATOR_NAME);
+  if (!inject_path || inject_path[0] != '/') {
+    inject_path = NULL;
+    if (!guard_path) {
+      cupti_shim_path = NULL; /* not under record: nothing to guard */
+      return;
+    }
+    device_libs = ft__runtime_set_for(FT_ACCELERATOR_NAME);
+    check_link_map(); /* a program linked against torch and the runtime */
+    return;
+  }
+  guard_path = NULL;
+  runtimes = device_libs = ft__runtime_set_for(FT_ACCELERATOR_NAME);
   shim_path = getenv("FLAGTRACE_PRELOAD_SHIM");
   if (shim_path && shim_path[0] == '/') {
     /* A program linked against the driver may call cuProfilerStart itself, which no

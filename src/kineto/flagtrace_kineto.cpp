@@ -1,6 +1,7 @@
 // The kineto adaptor: flagtrace sessions as a kineto child profiler, so that
 // torch.profiler gets flagtrace's device activity. No vendor type appears here:
-// it sees only the public C API (flagtrace.h, device_tracer.h).
+// it sees only the public C API, through the table of whoever installs it
+// (api_table.h): flagtrace._C's libflagtrace, or record's injection library.
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -8,12 +9,16 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <atomic>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include <AbstractConfig.h>
+#include <Config.h>
 #include <GenericTraceActivity.h>
 #include <IActivityProfiler.h>
 #include <libkineto.h>
@@ -21,16 +26,29 @@
 #include <unistd.h>
 
 extern "C" {
-#include "flagtrace/device_tracer.h"
-#include "flagtrace/flagtrace.h"
+#include "flagtrace/api_table.h"
 }
+
+// libc10's (c10/core/DeviceType.h), declared here so that the adaptor's CPU test
+// builds without torch's headers
+namespace c10 {
+std::string get_privateuse1_backend(bool lower_case);
+} // namespace c10
+
+// What flagtrace._C (module.cpp) and record's injection library call; the rest of
+// this library stays hidden (-fvisibility=hidden).
+#define FTK_EXPORT __attribute__((visibility("default")))
 
 namespace flagtrace_kineto {
 
 using libkineto::ActivityType;
 
+// The core this adaptor drives (install()): one table, so that under record every
+// session is the injection library's, which holds the armed tracer.
+static const ft_api* A = nullptr;
+
 static void diag(const std::string& line) {
-  if (ft_diagnostics_enabled()) std::fprintf(stderr, "flagtrace: kineto: %s\n", line.c_str());
+  if (A && A->ft_diagnostics_enabled()) std::fprintf(stderr, "flagtrace: kineto: %s\n", line.c_str());
 }
 
 // The exit path's stages, timed for P3 (bench/gpu/torch_bench.py exit-split).
@@ -56,15 +74,15 @@ static std::string process_name() {
 static void append_entry(std::string& json, const char* key, const char* value, std::string* plain) {
   std::string esc(6 * std::max(std::strlen(key), std::strlen(value)) + 2, '\0');
   if (!json.empty()) json += ", ";
-  json.append(esc.data(), ft_json_escape(&esc[0], key, std::strlen(key)));
+  json.append(esc.data(), A->ft_json_escape(&esc[0], key, std::strlen(key)));
   json += ": ";
   size_t n = std::strlen(value);
-  if (ft_json_is_literal(value, n)) {
+  if (A->ft_json_is_literal(value, n)) {
     json.append(value, n);
     if (plain) plain->assign(value, n);
     return;
   }
-  size_t w = ft_json_escape(&esc[0], value, n);
+  size_t w = A->ft_json_escape(&esc[0], value, n);
   json.append(esc.data(), w);
   if (plain) plain->assign(esc.data() + 1, w - 2);
 }
@@ -74,8 +92,10 @@ static void append_entry(std::string& json, const char* key, const char* value, 
 // kineto's loggers keep raw pointers to the activities (torch's MemoryTraceLogger
 // until the profile object dies), and the session is destroyed right after
 // processTrace, so the block is reference-counted: the session holds it while
-// filling it, and a keeper activity in the trace buffer kineto takes over
-// (getTraceBuffer) holds it as long as kineto holds that buffer.
+// filling it, and the keeper (keep_block) holds it as long as the logger lives.
+// kineto hands a child's trace buffer to the trace, whose span it writes as a
+// "Trace" slice and an "Iteration Start" marker torch-cuda has not, so the keeper
+// rides in the profile's kineto Config instead: the logger clones it (output_membuf.h).
 struct Block;
 
 // One exported event, as kineto's CUPTI path wraps a raw record: plain fields,
@@ -95,7 +115,7 @@ class Activity final : public libkineto::ITraceActivity {
   int flowType() const override { return flow_type; }
   int64_t flowId() const override { return flow_id; }
   bool flowStart() const override { return flow_start; }
-  libkineto::ActivityType type() const override { return kind; }
+  libkineto::ActivityType type() const override { return (libkineto::ActivityType)kind; }
   const std::string name() const override;
   const libkineto::ITraceActivity* linkedActivity() const override { return linked; }
   const libkineto::TraceSpan* traceSpan() const override;
@@ -113,9 +133,10 @@ class Activity final : public libkineto::ITraceActivity {
   int32_t id = 0, device = 0, resource = 0, thread = 0;
   uint32_t correlation = 0, flow_id = 0;
   uint32_t name_ix = 0, meta_ix = kNone; // into Block::names, Block::metas
-  libkineto::ActivityType kind = libkineto::ActivityType::ENUM_COUNT;
+  uint8_t kind = (uint8_t)libkineto::ActivityType::ENUM_COUNT; // an ActivityType (below 256): 80 bytes
   uint8_t flow_type = 0;
-  bool flow_start = false, on_device = false, has_correlation = false;
+  // own_list: a sync's list has its device, stream and correlation in kineto's order
+  bool flow_start = false, on_device = false, has_correlation = false, own_list = false;
 };
 
 static_assert(sizeof(Activity) == 80, "an activity grew: it is allocated once per exported event");
@@ -125,7 +146,7 @@ struct Block {
     std::string json; // the list's entries, as metadataJson writes them
     std::vector<std::pair<std::string, std::string>> plain;
   };
-  const libkineto::TraceSpan* span = nullptr;
+  libkineto::TraceSpan span{0, 0, "flagtrace"}; // what traceSpan() answers; never logged
   std::vector<std::string> names;
   std::vector<Meta> metas;
   static constexpr size_t kChunk = 4096;
@@ -141,7 +162,7 @@ struct Block {
 };
 
 const std::string Activity::name() const { return block->names[name_ix]; }
-const libkineto::TraceSpan* Activity::traceSpan() const { return block->span; }
+const libkineto::TraceSpan* Activity::traceSpan() const { return &block->span; }
 
 // The order flagtrace's own trace writer uses: device, stream, correlation, then the
 // vendor's list (a GenericTraceActivity wrote its hash map's order).
@@ -153,13 +174,13 @@ const std::string Activity::metadataJson() const {
   auto append_num = [&out, &num](auto v) {
     out.append(num, (size_t)(std::to_chars(num, num + sizeof num, v).ptr - num));
   };
-  if (on_device) {
+  if (on_device && !own_list) {
     out += "\"device\": ";
     append_num(device);
     out += ", \"stream\": ";
     append_num(resource);
   }
-  if (has_correlation) {
+  if (has_correlation && !own_list) {
     if (!out.empty()) out += ", ";
     out += "\"correlation\": ";
     append_num(correlation);
@@ -172,45 +193,49 @@ const std::string Activity::metadataJson() const {
 }
 
 const std::string Activity::getMetadataValue(const std::string& key) const {
-  if (on_device && key == "device") return std::to_string(device);
-  if (on_device && key == "stream") return std::to_string(resource);
-  if (has_correlation && key == "correlation") return std::to_string(correlation);
+  if (on_device && !own_list && key == "device") return std::to_string(device);
+  if (on_device && !own_list && key == "stream") return std::to_string(resource);
+  if (has_correlation && !own_list && key == "correlation") return std::to_string(correlation);
   if (meta_ix != kNone)
     for (const auto& kv : block->metas[meta_ix].plain)
       if (kv.first == key) return kv.second;
   return "";
 }
 
-// Rides in the trace buffer kineto keeps; never logged (kineto logs a child's
-// activities only through processTrace's logger calls).
-class Keeper final : public libkineto::GenericTraceActivity {
- public:
-  explicit Keeper(std::shared_ptr<Block> b) : block_(std::move(b)) {}
+// Where a profile's block is kept alive: the holder in kineto's Config of the profile
+// (KeeperConfig below), or a test's own.
+using KeepBlock = std::function<void(std::shared_ptr<void>)>;
 
- private:
-  std::shared_ptr<Block> block_;
-};
+// The session torch.profiler is recording with, for toggle_collection_dynamic (kineto
+// 2.11 tells a child nothing of it: flagtrace.torch calls set_collecting).
+static std::mutex running_mu;
+static class Session* running = nullptr;
 
 class Session : public libkineto::IActivityProfilerSession {
  public:
-  Session(ft_session* s, bool cuda_names)
-      : s_(s), cuda_names_(cuda_names), owned_(std::make_unique<libkineto::CpuTraceBuffer>()), buf_(owned_.get()),
-        block_(std::make_shared<Block>()) {
-    buf_->gpuOpCount = 0;
-    block_->span = &buf_->span;
-    buf_->activities.push_back(std::make_unique<Keeper>(block_));
+  Session(ft_session* s, bool cuda_names, KeepBlock keep)
+      : s_(s), cuda_names_(cuda_names), block_(std::make_shared<Block>()) {
+    if (keep) keep(block_);
     // Armed here, at configure (the schedule's warmup), as kineto arms its own CUPTI:
     // the vendor's one-time cost of instrumenting each kernel then falls in the
     // warmup, not in the first recorded step (measured on the H200: armed at start(),
     // a training step's first recorded iteration took 3x torch-cuda's GPU span).
     // What is recorded before start() lies outside kineto's window and is discarded.
-    ft_status st = ft_session_start(s_);
-    if (st) errors_.push_back(std::string("start: ") + ft_strerror(st) + ": " + ft_session_last_error(s_));
+    ft_status st = A->ft_session_start(s_);
+    if (st) errors_.push_back(std::string("start: ") + A->ft_strerror(st) + ": " + A->ft_session_last_error(s_));
     const char* why = "";
-    if (ft_session_device_status(s_, &why) != FT_OK)
+    if (A->ft_session_device_status(s_, &why) != FT_OK)
       std::fprintf(stderr, "flagtrace: no device activity in this profile: %s\n", why);
+    std::lock_guard<std::mutex> g(running_mu);
+    running = this;
   }
-  ~Session() override { ft_session_destroy(s_); }
+  ~Session() override {
+    {
+      std::lock_guard<std::mutex> g(running_mu);
+      if (running == this) running = nullptr;
+    }
+    A->ft_session_destroy(s_);
+  }
 
   void start() override {
     status_ = libkineto::TraceStatus::RECORDING;
@@ -218,15 +243,19 @@ class Session : public libkineto::IActivityProfilerSession {
   }
 
   void stop() override {
+    {
+      std::lock_guard<std::mutex> g(running_mu);
+      if (running == this) running = nullptr;
+    }
     auto t0 = std::chrono::steady_clock::now();
-    ft_status st = ft_session_stop(s_);
-    if (st) errors_.push_back(std::string("stop: ") + ft_strerror(st) + ": " + ft_session_last_error(s_));
+    ft_status st = A->ft_session_stop(s_);
+    if (st) errors_.push_back(std::string("stop: ") + A->ft_strerror(st) + ": " + A->ft_session_last_error(s_));
     ft_session_counts c{};
     // counts walk the writer's whole plan: only when someone reads them, and after
     // the stop's own time is taken
-    if (ft_diagnostics_enabled()) {
+    if (A->ft_diagnostics_enabled()) {
       std::string took = ms_since(t0);
-      if (ft_session_counts_get(s_, &c) == FT_OK)
+      if (A->ft_session_counts_get(s_, &c) == FT_OK)
         diag("session stopped: " + std::to_string(c.device_events) + " events drained, " +
              std::to_string(c.dropped_records) + " dropped, in " + took + " ms");
     }
@@ -236,15 +265,18 @@ class Session : public libkineto::IActivityProfilerSession {
 
   std::vector<std::string> errors() override { return errors_; }
 
+  // toggle_collection_dynamic: device work launched while off is left out at stop
+  void set_collecting(bool on) { A->ft_session_set_collecting(s_, on); }
+
   // torch's op ids drive the tracer's external correlation on the calling thread.
-  void pushCorrelationId(uint64_t id) override { ft_correlation_push(s_, id); }
-  void popCorrelationId() override { ft_correlation_pop(s_); }
+  void pushCorrelationId(uint64_t id) override { A->ft_correlation_push(s_, id); }
+  void popCorrelationId() override { A->ft_correlation_pop(s_); }
   // User annotations (record_function) keep their own ids in kineto: never on the
   // op stack (that would steal the attribution from the op), but remembered by
   // thread and time, so that the core projects each onto the GPU rows as kineto's
   // gpu_user_annotation (named at processTrace through the linked-activity resolver).
-  void pushUserCorrelationId(uint64_t id) override { ft_user_range_push(s_, id, nullptr); }
-  void popUserCorrelationId() override { ft_user_range_pop(s_); }
+  void pushUserCorrelationId(uint64_t id) override { A->ft_user_range_push(s_, id, nullptr); }
+  void popUserCorrelationId() override { A->ft_user_range_pop(s_); }
 
   // Overriding only the 1-argument form would never receive the resolver (design.md §1).
   void processTrace(libkineto::ActivityLogger& logger) override {
@@ -263,12 +295,12 @@ class Session : public libkineto::IActivityProfilerSession {
     auto t0 = std::chrono::steady_clock::now();
     linked_ = linked ? &linked : nullptr;
     logger_ = &logger;
-    buf_->span = libkineto::TraceSpan(start, end, "flagtrace");
+    block_->span = libkineto::TraceSpan(start, end, "flagtrace");
     uint64_t discarded = 0, linked_n = 0;
     visited_ = 0;
     linked_count_ = &linked_n;
-    ft_session_foreach_event(s_, start > 0 ? (uint64_t)start : 0, end > 0 ? (uint64_t)end : 0, &Session::visit, this,
-                             &discarded);
+    A->ft_session_foreach_event(s_, start > 0 ? (uint64_t)start : 0, end > 0 ? (uint64_t)end : 0, &Session::visit,
+                                this, &discarded);
     // Only the activities' lookups outlive this call.
     name_ix_ = {};
     meta_ix_ = {};
@@ -296,10 +328,9 @@ class Session : public libkineto::IActivityProfilerSession {
     return out;
   }
 
-  // kineto keeps the buffer after this session is destroyed, and with it the keeper
-  // of the block its loggers point into; buf_ keeps pointing at it in case it is
-  // asked early (the block then lives on in block_ as well).
-  std::unique_ptr<libkineto::CpuTraceBuffer> getTraceBuffer() override { return std::move(owned_); }
+  // None: kineto would write its span into the trace (a "Trace" slice torch-cuda has
+  // not); the block is kept by the keeper instead.
+  std::unique_ptr<libkineto::CpuTraceBuffer> getTraceBuffer() override { return nullptr; }
 
  private:
   // getDeviceInfo names one device; kineto asks no more, so every other device
@@ -321,7 +352,7 @@ class Session : public libkineto::IActivityProfilerSession {
   const std::vector<std::pair<uint32_t, uint32_t>>& streams() {
     if (!streams_read_ && stopped_) { // before stop the session has no rows to give
       std::vector<uint32_t> dev(256), stream(256);
-      size_t n = std::min(ft_session_streams(s_, dev.data(), stream.data(), dev.size()), dev.size());
+      size_t n = std::min(A->ft_session_streams(s_, dev.data(), stream.data(), dev.size()), dev.size());
       for (size_t i = 0; i < n; i++) streams_.emplace_back(dev[i], stream[i]);
       streams_read_ = true;
     }
@@ -341,7 +372,7 @@ class Session : public libkineto::IActivityProfilerSession {
       block_->names.push_back(name);
     }
     Activity& a = block_->add();
-    a.kind = ActivityType::GPU_USER_ANNOTATION;
+    a.kind = (uint8_t)ActivityType::GPU_USER_ANNOTATION;
     a.name_ix = it->second;
     a.start = (int64_t)e.start_ns;
     a.end = (int64_t)e.end_ns;
@@ -400,6 +431,7 @@ class Session : public libkineto::IActivityProfilerSession {
     case FT_EVENT_KERNEL: return ActivityType::CONCURRENT_KERNEL;
     case FT_EVENT_MEMCPY: return ActivityType::GPU_MEMCPY;
     case FT_EVENT_MEMSET: return ActivityType::GPU_MEMSET;
+    case FT_EVENT_SYNC: return ActivityType::CUDA_SYNC; // kineto's only sync type, for PrivateUse1 too
     case FT_EVENT_DRIVER: return cuda_names_ ? ActivityType::CUDA_DRIVER : ActivityType::PRIVATEUSE1_DRIVER;
     default: return cuda_names_ ? ActivityType::CUDA_RUNTIME : ActivityType::PRIVATEUSE1_RUNTIME;
     }
@@ -408,19 +440,21 @@ class Session : public libkineto::IActivityProfilerSession {
   void emit(const ft_export_event& x) {
     const ft_device_event& e = x.event;
     if (e.kind == FT_EVENT_GPU_USER_ANNOTATION) return emit_annotation(e);
-    bool device = e.kind == FT_EVENT_KERNEL || e.kind == FT_EVENT_MEMCPY || e.kind == FT_EVENT_MEMSET;
+    bool sync = e.kind == FT_EVENT_SYNC;
+    bool device = e.kind == FT_EVENT_KERNEL || e.kind == FT_EVENT_MEMCPY || e.kind == FT_EVENT_MEMSET || sync;
     Activity& a = block_->add();
-    a.kind = type_of(e.kind);
+    a.kind = (uint8_t)type_of(e.kind);
     a.name_ix = name_of(x);
     a.meta_ix = meta_of(x);
-    if (device) buf_->gpuOpCount++;
     a.start = (int64_t)e.start_ns;
     a.end = (int64_t)e.end_ns;
-    a.id = e.has_external_id ? (int32_t)e.external_id : 0;
+    // kineto's CudaSyncActivity answers the vendor id (its "External id" when unlinked)
+    a.id = sync ? (int32_t)e.correlation_id : e.has_external_id ? (int32_t)e.external_id : 0;
     a.device = device ? (int32_t)e.device : (int32_t)getpid();
-    a.resource = device ? (int32_t)e.stream : (int32_t)e.thread_id;
+    a.resource = device ? (int32_t)e.stream : (int32_t)e.thread_id; // a sync on no stream: -1, as kineto
     a.thread = (int32_t)e.thread_id;
     a.on_device = device;
+    a.own_list = sync;
     a.has_correlation = true;
     a.correlation = e.correlation_id;
     // Attribution: the torch op id (External id), never the vendor id (design.md §2).
@@ -441,8 +475,6 @@ class Session : public libkineto::IActivityProfilerSession {
 
   ft_session* s_;
   bool cuda_names_;
-  std::unique_ptr<libkineto::CpuTraceBuffer> owned_;
-  libkineto::CpuTraceBuffer* buf_;
   std::shared_ptr<Block> block_;
   // core key -> index in the block, during processTrace only
   std::vector<uint32_t> name_ix_, meta_ix_;
@@ -476,14 +508,14 @@ static DeviceChoice choice[2] = {{"cuda", "default"}, {"privateuse1", "default"}
 static std::string configured; // what the last configure() chose, for tests
 static bool (*privateuse1_named)() = nullptr;
 
-void set_device_choice(const std::string& unnamed, const std::string& unnamed_why, const std::string& named,
+FTK_EXPORT void set_device_choice(const std::string& unnamed, const std::string& unnamed_why, const std::string& named,
                        const std::string& named_why) {
   std::lock_guard<std::mutex> g(choice_mu);
   choice[0] = {unnamed, unnamed_why};
   choice[1] = {named, named_why};
 }
 
-std::string configured_device() {
+FTK_EXPORT std::string configured_device() {
   std::lock_guard<std::mutex> g(choice_mu);
   return configured;
 }
@@ -493,6 +525,54 @@ static DeviceChoice choose_device() {
   std::lock_guard<std::mutex> g(choice_mu);
   configured = choice[named].device;
   return choice[named];
+}
+
+// _ExperimentalConfig(enable_cuda_sync_events=True) reaches kineto as CUDA_SYNC only
+// with ProfilerActivity.CUDA; for [CPU, PrivateUse1] flagtrace.torch reads the option
+// and says so here before the profile is prepared.
+static std::atomic<bool> sync_requested{false};
+FTK_EXPORT void set_sync_requested(bool on) { sync_requested = on; }
+
+// toggle_collection_dynamic(enabled, [CUDA or PrivateUse1]) for the running profile;
+// false when none runs.
+FTK_EXPORT bool set_collecting(bool on) {
+  std::lock_guard<std::mutex> g(running_mu);
+  if (!running) return false;
+  running->set_collecting(on);
+  return true;
+}
+
+// The profile's block rides in its kineto Config: kineto's MemoryTraceLogger keeps a
+// clone of that config (and with it the block) for as long as it keeps the pointers
+// to the block's activities; kineto's own copy lets go at the next profile. A feature
+// config is the plugin hook kineto offers (Config::addConfigFactory).
+class KeeperConfig final : public libkineto::AbstractConfig {
+ public:
+  static constexpr const char* kName = "flagtrace_keeper";
+  KeeperConfig() = default;
+  KeeperConfig(const KeeperConfig& other) : libkineto::AbstractConfig(), kept_(other.kept_) {}
+  libkineto::AbstractConfig* cloneDerived(libkineto::AbstractConfig&) const override { return new KeeperConfig(*this); }
+  void keep(std::shared_ptr<void> p) { kept_.push_back(std::move(p)); }
+
+ protected:
+  bool handleOption(const std::string&, std::string&) override { return false; }
+  void validate(const std::chrono::time_point<std::chrono::system_clock>&) override {}
+  void printActivityProfilerConfig(std::ostream&) const override {}
+  void setActivityDependentConfig() override {}
+
+ private:
+  std::vector<std::shared_ptr<void>> kept_;
+};
+static std::atomic<bool> keeper_registered{false};
+
+// Options of the profile that flagtrace does not offer: one line each, never silent.
+static void refuse_unsupported(const std::set<ActivityType>& types, const libkineto::Config& config) {
+  if (types.count(ActivityType::CUDA_PROFILER_RANGE))
+    std::fprintf(stderr, "flagtrace.torch: _ExperimentalConfig(profiler_metrics=..., profiler_measure_per_kernel=...) "
+                         "is not supported (flagtrace collects no hardware counters); this profile has none\n");
+  if (!config.getCustomConfig().empty())
+    std::fprintf(stderr, "flagtrace.torch: _ExperimentalConfig(custom_profiler_config=...) is not read by flagtrace; "
+                         "it is ignored in this profile\n");
 }
 
 class Profiler : public libkineto::IActivityProfiler {
@@ -508,18 +588,23 @@ class Profiler : public libkineto::IActivityProfiler {
 
   std::unique_ptr<libkineto::IActivityProfilerSession> configure(int64_t, int64_t,
                                                                  const std::set<ActivityType>& types,
-                                                                 const libkineto::Config&) override {
+                                                                 const libkineto::Config& config) override {
     ft_session_options o;
-    ft_session_options_init(&o);
+    A->ft_session_options_init(&o);
     o.activities = 0;
+    bool privateuse1 = false;
     for (ActivityType t : types) {
       if (t == ActivityType::CONCURRENT_KERNEL) o.activities |= FT_ACTIVITY_KERNEL;
       if (t == ActivityType::GPU_MEMCPY) o.activities |= FT_ACTIVITY_MEMCPY;
       if (t == ActivityType::GPU_MEMSET) o.activities |= FT_ACTIVITY_MEMSET;
       if (t == ActivityType::CUDA_RUNTIME || t == ActivityType::PRIVATEUSE1_RUNTIME) o.activities |= FT_ACTIVITY_RUNTIME;
       if (t == ActivityType::CUDA_DRIVER || t == ActivityType::PRIVATEUSE1_DRIVER) o.activities |= FT_ACTIVITY_DRIVER;
+      if (t == ActivityType::CUDA_SYNC) o.activities |= FT_ACTIVITY_SYNC;
+      privateuse1 |= t == ActivityType::PRIVATEUSE1_RUNTIME;
     }
+    if (privateuse1 && sync_requested) o.activities |= FT_ACTIVITY_SYNC;
     diag("configure: activities mask " + std::to_string(o.activities));
+    refuse_unsupported(types, config); // before the return below: profiler_metrics asks for no device kind
     if (!(o.activities & (FT_ACTIVITY_KERNEL | FT_ACTIVITY_MEMCPY | FT_ACTIVITY_MEMSET))) return nullptr;
     DeviceChoice d = choose_device();
     if (d.device.empty()) {
@@ -529,8 +614,13 @@ class Profiler : public libkineto::IActivityProfiler {
     }
     diag("configure: rows named for " + d.device + " (" + d.why + ")");
     ft_session* s = nullptr;
-    if (ft_session_create(&s, &o) != FT_OK) return nullptr;
-    return std::make_unique<Session>(s, d.device == "cuda");
+    if (A->ft_session_create(&s, &o) != FT_OK) return nullptr;
+    KeepBlock keep;
+    if (keeper_registered)
+      keep = [&config](std::shared_ptr<void> b) {
+        static_cast<KeeperConfig&>(config.feature(KeeperConfig::kName)).keep(std::move(b));
+      };
+    return std::make_unique<Session>(s, d.device == "cuda", keep);
   }
 
  private:
@@ -538,18 +628,31 @@ class Profiler : public libkineto::IActivityProfiler {
   std::set<ActivityType> activities_{ActivityType::CONCURRENT_KERNEL, ActivityType::GPU_MEMCPY,
                                      ActivityType::GPU_MEMSET,        ActivityType::CUDA_RUNTIME,
                                      ActivityType::CUDA_DRIVER,       ActivityType::PRIVATEUSE1_RUNTIME,
-                                     ActivityType::PRIVATEUSE1_DRIVER};
+                                     ActivityType::PRIVATEUSE1_DRIVER, ActivityType::CUDA_SYNC};
 };
 
+// c10 keeps "privateuseone" until a vendor extension (or rename_privateuse1_backend)
+// names the backend; reading it takes no GIL, so configure() may call this.
+static bool c10_privateuse1_named() { return c10::get_privateuse1_backend(true) != "privateuseone"; }
+
+static std::string installed_by;
+
 // Registers flagtrace as kineto's device profiler, once per process (again: 0 and
-// nothing done). privateuse1_named tells whether torch's privateuse1 backend has a
-// name (the caller reads c10). Returns 0 on success; otherwise a one-line reason in
-// msg and kineto left as it was.
-int install(bool (*named)(), std::string& msg) {
-  static bool installed = false;
-  if (installed) return 0;
-  auto& api = libkineto::api();
-  if (api.isProfilerRegistered()) {
+// nothing done), driving the core of table api. Returns 0 on success; otherwise a
+// one-line reason in msg and kineto left as it was.
+FTK_EXPORT int install(const ft_api* api, const char* by, std::string& msg) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> g(mu);
+  if (A) {
+    if (installed_by != by) msg = "installed by " + installed_by;
+    return 0;
+  }
+  if (!api || api->size < sizeof(ft_api)) {
+    msg = "the flagtrace core handed to the kineto adaptor is older than the adaptor";
+    return -1;
+  }
+  auto& kapi = libkineto::api();
+  if (kapi.isProfilerRegistered()) {
     // kineto initialized itself (with its own CUPTI in a CUDA build): two CUPTI
     // subscribers cannot share a process, so we do not take over.
     msg = "kineto is already initialized (torch.profiler ran before `import flagtrace.torch`?); "
@@ -560,24 +663,39 @@ int install(bool (*named)(), std::string& msg) {
   // kineto CPU-only for nothing: torch.profiler keeps its own device profiling.
   ft_session* probe = nullptr;
   const char* why = "";
-  ft_status st = ft_session_create(&probe, nullptr);
-  if (st == FT_OK && ft_session_device_status(probe, &why) != FT_OK) st = FT_EUNAVAILABLE;
+  ft_status st = api->ft_session_create(&probe, nullptr);
+  if (st == FT_OK && api->ft_session_device_status(probe, &why) != FT_OK) st = FT_EUNAVAILABLE;
   if (st != FT_OK) {
-    msg = std::string("this build's device tracer cannot run (") + (probe ? why : ft_strerror(st)) +
+    msg = std::string("this build's device tracer cannot run (") + (probe ? why : api->ft_strerror(st)) +
           "): torch.profiler runs without flagtrace";
-    ft_session_destroy(probe);
+    api->ft_session_destroy(probe);
     return -1;
   }
-  ft_session_destroy(probe);
-  privateuse1_named = named;
+  api->ft_session_destroy(probe);
+  A = api;
+  installed_by = by;
+  privateuse1_named = c10_privateuse1_named;
+  // before any Config exists (libkineto_init makes the first): every later one has it
+  libkineto::Config::addConfigFactory(KeeperConfig::kName, [](libkineto::Config&) { return new KeeperConfig(); });
+  keeper_registered = true;
   // CPU-only kineto: torch's prepareTrace then skips its own (CUPTI) init, and
   // device activity comes from the child profiler registered below.
   libkineto_init(/*cpuOnly=*/true, /*logOnError=*/true);
-  api.suppressLogMessages();
-  api.registerProfilerFactory([] { return std::make_unique<Profiler>(); });
-  installed = true;
-  diag("registered as kineto's child profiler");
+  kapi.suppressLogMessages();
+  kapi.registerProfilerFactory([] { return std::make_unique<Profiler>(); });
+  diag(std::string("registered as kineto's child profiler (") + by + ")");
   return 0;
 }
 
 } // namespace flagtrace_kineto
+
+// record's injection library, once a torch process has loaded libtorch: the same child
+// profiler as `import flagtrace.torch`, driving the injection library's core (its
+// profiles attach to record's whole-run session). 0, or -1 with a reason in msg.
+extern "C" FTK_EXPORT int flagtrace_kineto_install(const ft_api* api, char* msg,
+                                                                               size_t len) {
+  std::string why;
+  int rc = flagtrace_kineto::install(api, "flagtrace record", why);
+  if (msg && len) std::snprintf(msg, len, "%s", why.c_str());
+  return rc;
+}

@@ -168,6 +168,13 @@ static const char *kernel_name(const char *raw) {
   return dm;
 }
 
+/* Notes a context's device (under decode_mu, or at stop). */
+static void note_context(cupti_tracer *t, uint32_t ctx, uint32_t device) {
+  for (size_t i = 0; i < t->n_ctx; i++)
+    if (t->ctx_ids[i] == ctx) return;
+  if (t->n_ctx < MAX_DEVICES) t->ctx_ids[t->n_ctx] = ctx, t->ctx_devices[t->n_ctx++] = device;
+}
+
 static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
   uint64_t s, e;
   if (!span(t, k->start, k->end, &s, &e)) return;
@@ -195,6 +202,7 @@ static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
   }
   last->key = key;
   last->valid = true;
+  note_context(t, k->contextId, k->deviceId); /* the context is part of the key */
   mdbuf *m = last->m;
   *m = (mdbuf){.n = 0, .used = 0};
   /* kineto's order and formats (the torch-cuda reference trace) */
@@ -244,6 +252,7 @@ static void decode_memcpy(cupti_tracer *t, const CUpti_ActivityMemcpy6 *c) {
   char name[96];
   ft_device_event ev;
   if (!COPY_EVENT(t, c, name, &ev)) return;
+  note_context(t, c->contextId, c->deviceId);
   mdbuf m = {.n = 0, .used = 0};
   md_add_u64(&m, "context", c->contextId);
   md_add_u64(&m, "bytes", c->bytes);
@@ -277,6 +286,7 @@ static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
   ft_device_event ev = {.kind = FT_EVENT_MEMSET, .start_ns = st, .end_ns = en,
                         .correlation_id = s->correlationId, .device = s->deviceId,
                         .stream = s->streamId, .name = name};
+  note_context(t, s->contextId, s->deviceId);
   mdbuf m = {.n = 0, .used = 0};
   md_add_u64(&m, "context", s->contextId);
   md_add_u64(&m, "bytes", s->bytes);
@@ -305,6 +315,53 @@ static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver)
   ft__tracer_emit(&t->base, &ev, m.kv, m.n);
 }
 
+#ifndef FT_MCPTI /* MCPTI's sync record is not in our facts */
+/* kineto's contextIdtoDeviceId: 0 for a context no kernel or copy named yet. */
+static uint32_t context_device(const cupti_tracer *t, uint32_t ctx) {
+  for (size_t i = 0; i < t->n_ctx; i++)
+    if (t->ctx_ids[i] == ctx) return t->ctx_devices[i];
+  return 0;
+}
+
+/* kineto's syncTypeString */
+static const char *sync_kind(CUpti_ActivitySynchronizationType k) {
+  switch (k) {
+  case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return "Event Sync";
+  case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return "Stream Wait Event";
+  case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return "Stream Sync";
+  case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return "Context Sync";
+  default: return "Unknown Sync";
+  }
+}
+
+/* A cuda_sync row as torch-cuda writes it (kineto's CudaSyncActivity, measured on the
+ * H200): name and cuda_sync_kind the sync's kind; for event syncs and stream waits
+ * the event's recording stream and correlation, which kineto knows only from CUDA
+ * event records that torch never enables (so -1, as there); stream -1 where the sync
+ * names none; the device from the context. */
+static void decode_sync(cupti_tracer *t, const CUpti_ActivitySynchronization2 *y) {
+  uint64_t s, e;
+  if (!span(t, y->start, y->end, &s, &e)) return;
+  const char *kind = sync_kind(y->type);
+  uint32_t device = context_device(t, y->contextId);
+  ft_device_event ev = {.kind = FT_EVENT_SYNC, .start_ns = s, .end_ns = e, .correlation_id = y->correlationId,
+                        .device = device, .stream = y->streamId, .name = kind};
+  mdbuf m = {.n = 0, .used = 0};
+  md_add(&m, "cuda_sync_kind", "%s", kind);
+  if (y->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
+      y->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) {
+    md_add(&m, "wait_on_stream", "-1");
+    md_add(&m, "wait_on_cuda_event_record_corr_id", "-1");
+    md_add(&m, "wait_on_cuda_event_id", "%d", (int32_t)y->cudaEventId);
+  }
+  md_add(&m, "stream", "%d", (int32_t)y->streamId);
+  md_add_u64(&m, "correlation", y->correlationId);
+  md_add_u64(&m, "device", device);
+  md_add_u64(&m, "context", y->contextId);
+  ft__tracer_emit(&t->base, &ev, m.kv, m.n);
+}
+#endif
+
 static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
   switch (rec->kind) {
   case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -326,6 +383,11 @@ static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
   case CUPTI_ACTIVITY_KIND_DRIVER:
     decode_api(t, (const CUpti_ActivityAPI *)rec, true);
     break;
+#ifndef FT_MCPTI /* MCPTI's record for it is not in our facts */
+  case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+    decode_sync(t, (const CUpti_ActivitySynchronization2 *)rec);
+    break;
+#endif
   case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
     const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
     if (x->externalKind == FT_EXT_KIND) ft__tracer_external(&t->base, x->correlationId, x->externalId);

@@ -170,6 +170,16 @@ static bool read_clock(void *ctx, uint64_t *v) {
 
 static void decode_held(void *ctx, uint8_t *buf, size_t valid) { ft__cupti_decode_buffer(ctx, buf, valid); }
 
+/* What the held buffers hold, decoded now (outside decode_mu: the decoder takes it). */
+static void decode_held_now(cupti_tracer *t) {
+  pthread_mutex_lock(&t->decode_mu);
+  ft__held batch = t->held;
+  t->held = (ft__held){0};
+  pthread_mutex_unlock(&t->decode_mu);
+  ft__held_take_all(&batch, decode_held, t);
+  ft__held_free(&batch);
+}
+
 /* Decoding a buffer takes the CPU the program may be using: completed buffers wait,
  * up to t->hold_first of them, and are decoded in order with the one after. A short
  * profile's records are then decoded at stop, after the profiled region, as kineto
@@ -177,15 +187,10 @@ static void decode_held(void *ctx, uint8_t *buf, size_t valid) { ft__cupti_decod
  * records: one 2 MiB buffer completes inside the loop). False: buf is kept. */
 static bool decode_with_held(cupti_tracer *t, uint8_t *buf, size_t valid) {
   pthread_mutex_lock(&t->decode_mu);
-  if (t->held.n < t->hold_first && ft__held_add(&t->held, buf, valid)) {
-    pthread_mutex_unlock(&t->decode_mu);
-    return false;
-  }
-  ft__held batch = t->held; /* decoded outside the lock: the decoder takes it per buffer */
-  t->held = (ft__held){0};
+  bool held = t->held.n < t->hold_first && ft__held_add(&t->held, buf, valid);
   pthread_mutex_unlock(&t->decode_mu);
-  ft__held_take_all(&batch, decode_held, t);
-  ft__held_free(&batch);
+  if (held) return false;
+  decode_held_now(t); /* the earlier ones first: arrival order */
   ft__cupti_decode_buffer(t, buf, valid);
   return true;
 }
@@ -193,6 +198,7 @@ static bool decode_with_held(cupti_tracer *t, uint8_t *buf, size_t valid) {
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid) {
   (void)size;
   cupti_tracer *t = (cupti_tracer *)ft__tracer_active();
+  if (t) atomic_store_explicit(&t->last_completion_ns, ft__now_ns(), memory_order_relaxed);
   if (t && HOLD_UNTIL_STOP) {
     ft__held_keep(&t->held, &t->decode_mu, buf, valid, FT__TRACER_NAME); /* to the pool after decoding at stop */
     buf = NULL;
@@ -274,6 +280,10 @@ static const struct {
     {FT_EVENT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET, false},
     {FT_EVENT_RUNTIME, CUPTI_ACTIVITY_KIND_RUNTIME, false},
     {FT_EVENT_DRIVER, CUPTI_ACTIVITY_KIND_DRIVER, false},
+#ifndef FT_MCPTI
+    /* only when asked (FT_ACTIVITY_SYNC): CUPTI instruments every sync call for it */
+    {FT_EVENT_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, true},
+#endif
 };
 enum { N_KINDS = sizeof kind_map / sizeof kind_map[0] };
 
@@ -412,6 +422,9 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   ft_status st;
   t->dropped_untimed = 0;
   t->last_kernel.valid = false;
+  atomic_store(&t->relinquished, false);
+  atomic_store(&t->last_completion_ns, ft__now_ns());
+  t->lent_at_start = ft__pool_lent();
   /* Clock: CUPTI and the capture window must share the UNIX-epoch domain (design.md §4). */
 #ifdef FT_MCPTI
   /* MCPTI stamps records with its own (device) clock: mapped affinely from samples
@@ -467,12 +480,31 @@ static void decode_all_held(cupti_tracer *t) {
              "well-formed record", (unsigned long long)t->resyncs, (unsigned long long)t->skipped_bytes);
 }
 
+/* Buffers still lent once a forced flush has returned them all were kept by another
+ * CUPTI client (its own buffer callbacks replaced ours: CUPTI then hands it ours,
+ * measured on the H200): say so, never a trace claiming nothing was lost. */
+static void check_buffers_home(cupti_tracer *t) {
+  size_t now = ft__pool_lent(), lent = now > t->lent_at_start ? now - t->lent_at_start : 0;
+  if (!lent || atomic_load(&t->relinquished) || !t->base.sink || !t->base.sink->lost) return;
+  char why[512];
+  snprintf(why, sizeof why,
+           "%zu activity buffers lent to CUPTI never came back: another CUPTI client in the process registered its "
+           "own buffer callbacks, so device activity after the last buffer that came home is missing "
+           "(flagtrace record guards against this; an embedding program cannot)", lent);
+  t->base.sink->lost(t->base.sink->ctx, atomic_load(&t->last_completion_ns), why);
+}
+
 static ft_status cu_stop(ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
   if (!t->base.armed) return FT_OK;
+  if (atomic_load(&t->relinquished)) { /* CUPTI is another client's now: not touched */
+    ft__tracer_release(&t->base);
+    return FT_OK;
+  }
   disable_kinds(t);
   ft_status st = ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   decode_all_held(t); /* MCPTI's, or the last few CUPTI held */
+  check_buffers_home(t);
   size_t first_home, first_lent;
   bool outgrew;
   ft__pool_first_count(&first_home, &first_lent, &outgrew);
@@ -485,6 +517,33 @@ static ft_status cu_stop(ft_tracer *base) {
   }
   ft__tracer_release(&t->base);
   return st;
+}
+
+/* An attached session's window: what has completed, delivered now (forced: a buffer
+ * partly filled holds the last records), CUPTI left armed. MCPTI decodes only at stop. */
+static ft_status cu_flush(ft_tracer *base) {
+  cupti_tracer *t = (cupti_tracer *)base;
+  if (!t->base.armed || atomic_load(&t->relinquished)) return FT_OK;
+  if (HOLD_UNTIL_STOP) {
+    snprintf(t->base.err, sizeof t->base.err, "its records are decoded only at stop");
+    return FT_EUNAVAILABLE;
+  }
+  ft_status st = ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  decode_held_now(t);
+  return st;
+}
+
+/* Another client registers its buffer callbacks next: everything CUPTI holds of ours
+ * comes home first (disabled, then a forced flush), so none of our buffers reaches
+ * it (it would free them: JAX's profiler aborted in free() on our mmap'd buffers). */
+static void cu_relinquish(ft_tracer *base) {
+  cupti_tracer *t = (cupti_tracer *)base;
+  if (!t->base.armed || atomic_exchange(&t->relinquished, true)) return;
+  disable_kinds(t);
+  if (ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED))
+    FT__WARN("flushing before another client takes CUPTI: %s", t->base.err);
+  decode_held_now(t);
+  FT__LOG("relinquished CUPTI's activity API to another client (%zu buffers still lent)", ft__pool_lent());
 }
 
 static ft_status cu_push(ft_tracer *base, uint64_t id) {
@@ -643,6 +702,8 @@ static const ft_tracer_ops cupti_ops = {
     .destroy = cu_destroy,
     .watch_profiler_api = cu_watch_profiler_api,
     .calls_on_core_clock = cu_calls_on_core_clock,
+    .flush = cu_flush,
+    .relinquish = cu_relinquish,
 };
 
 #ifdef FT_MCPTI

@@ -95,6 +95,15 @@ typedef struct cupti_tracer {
    * one more completes, or at stop (FLAGTRACE_CUPTI_HELD_BUFFERS) */
   size_t hold_first;
   uint64_t resyncs, skipped_bytes; /* malformed stretches the walker stepped over */
+  /* another CUPTI client took the activity API (cu_relinquish): CUPTI is not
+   * touched again; last_completion_ns says when our buffers last came home */
+  atomic_bool relinquished;
+  _Atomic uint64_t last_completion_ns;
+  size_t lent_at_start; /* buffers already missing at start (an earlier takeover's) */
+  /* CUPTI's context ids -> device, learned from kernels and copies: a sync record
+   * names only its context (kineto's contextIdtoDeviceId) */
+  uint32_t ctx_ids[MAX_DEVICES], ctx_devices[MAX_DEVICES];
+  size_t n_ctx;
   pthread_mutex_t decode_mu;
 } cupti_tracer;
 

@@ -51,7 +51,7 @@ for cmd in record stats report; do
   done
 done
 # the value lists are the ones the help texts name
-"$exe" record --help | grep -q "kernel,memcpy,memset,runtime,driver,nvtx" || { echo "FAIL: record's --trace list changed" >&2; fails=$((fails + 1)); }
+"$exe" record --help | grep -q "kernel,memcpy,memset,runtime,driver,nvtx,sync" || { echo "FAIL: record's --trace list changed" >&2; fails=$((fails + 1)); }
 # the help held in a variable: grep -q closing the pipe early would kill a long --help (pipefail)
 stats_help=$("$exe" stats --help)
 for r in kernels api memory memsize ranges gpu_ranges ops gpu ranks trace; do

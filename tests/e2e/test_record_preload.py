@@ -174,11 +174,15 @@ if FAKE_LIBCUDA:
         assert [e["name"] for e in xs(doc, ("kernel",))] == ["inside_range"], xs(doc, ("kernel",))
         assert "the loader cannot watch it; watching through the tracer" in r.stderr, r.stderr
 
-    @results.tmp_case("record --inject=cuda --capture-range: CUDA injection, never the preload library")
+    @results.tmp_case("record --inject=cuda --capture-range: CUDA injection arms; the preload library only guards")
     def _(d):
+        # the preload library comes in guard mode (FLAGTRACE_PRELOAD_GUARD, never
+        # FLAGTRACE_PRELOAD): it arms nothing and hands no libcuda shim
         r = record(d, "--inject=cuda", "--capture-range=cudaProfilerApi", "--", "sh", "-c",
-                   'echo "[$LD_PRELOAD][$CUDA_INJECTION64_PATH][$FLAGTRACE_PRELOAD_SHIM]"', inject=False)
-        assert re.fullmatch(r"\[\]\[/\S+/libflagtrace_inject\.so\]\[\]\n", r.stdout), r
+                   'echo "[$LD_PRELOAD][$CUDA_INJECTION64_PATH][$FLAGTRACE_PRELOAD_SHIM][$FLAGTRACE_PRELOAD]'
+                   '[$FLAGTRACE_PRELOAD_GUARD]"', inject=False)
+        assert re.fullmatch(r"\[/\S+/libflagtrace_preload\.so\]\[(/\S+)/libflagtrace_inject\.so\]\[\]\[\]"
+                            r"\[\1/libflagtrace_inject\.so\]\n", r.stdout), r
 
 
 @results.tmp_case("record --inject=preload: a program that never loads the runtime writes nothing")

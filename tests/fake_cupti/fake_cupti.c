@@ -57,7 +57,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static CUpti_BuffersCallbackRequestFunc on_request;
 static CUpti_BuffersCallbackCompleteFunc on_complete;
 static uint32_t enabled; /* bit per kind below 32, EXTERNAL_CORRELATION is 39 */
-static int ext_enabled;
+static int ext_enabled, sync_enabled;
 static uint32_t next_corr = 1;
 static size_t pending_dropped;
 
@@ -101,6 +101,7 @@ static size_t record_size(CUpti_ActivityKind k) {
   case CUPTI_ACTIVITY_KIND_RUNTIME:
   case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
   case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+  case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
   default: return 0;
   }
 }
@@ -152,6 +153,7 @@ static void *slot(fbuf *b, CUpti_ActivityKind k) {
 }
 
 static int is_enabled(CUpti_ActivityKind k) {
+  if (k == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) return sync_enabled;
   return k == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION ? ext_enabled : (int)((enabled >> k) & 1);
 }
 
@@ -230,7 +232,7 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
 #endif
   uint64_t t0 = now_ns(); /* as CUPTI: on the calling thread, inside the call */
   CUpti_ActivityKind api_kind = l->driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
-  uint32_t cbid = l->cbid ? l->cbid : l->driver ? 307 : LAUNCH_CBID;
+  uint32_t cbid = l->cbid ? l->cbid : l->driver ? 307 : l->kind == FAKE_SYNC ? 131 : LAUNCH_CBID;
   if (!l->no_runtime && is_enabled(api_kind) && !(cbid < 1024 && api_off[l->driver ? 1 : 0][cbid])) {
     for (int kind = 0; kind < 8; kind++) {
       if (!ext_depth[kind] || !ext_enabled) continue;
@@ -291,6 +293,18 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
       c->srcContextId = 1 + l->src_device;
       c->dstDeviceId = l->dst_device;
       c->dstContextId = 1 + l->dst_device;
+    } else if (l->kind == FAKE_SYNC && is_enabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) {
+      /* as CUPTI 13 reports them: on the API call's own thread and time, in the device buffer */
+      CUpti_ActivitySynchronization2 *y = slot(&dev_buf, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+      y->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+      y->type = (CUpti_ActivitySynchronizationType)l->sync_type;
+      y->start = t0 + 50;
+      y->end = t0 + 450;
+      y->correlationId = corr;
+      y->contextId = 1 + l->device;
+      y->streamId = l->stream ? l->stream : UINT32_MAX;
+      y->cudaEventId = l->event_id ? l->event_id : UINT32_MAX;
+      y->cudaEventSyncId = UINT64_MAX;
     } else if (l->kind == FAKE_MEMSET && is_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) {
       CUpti_ActivityMemset4 *s = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMSET);
       s->kind = CUPTI_ACTIVITY_KIND_MEMSET;
@@ -343,12 +357,14 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
   if (getenv("FAKE_CUPTI_FAIL_ENABLE")) return CUPTI_ERROR_NOT_INITIALIZED;
   if (!on_request) return CUPTI_ERROR_INVALID_OPERATION;
   if (kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) ext_enabled = 1;
+  else if (kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) sync_enabled = 1;
   else if ((unsigned)kind < 32) enabled |= 1u << kind;
   return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
   if (kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) ext_enabled = 0;
+  else if (kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) sync_enabled = 0;
   else if ((unsigned)kind < 32) enabled &= ~(1u << kind);
   return CUPTI_SUCCESS;
 }

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { FAKE_KERNEL, FAKE_MEMCPY, FAKE_MEMSET, FAKE_RUNTIME_ONLY, FAKE_P2P };
+enum { FAKE_KERNEL, FAKE_MEMCPY, FAKE_MEMSET, FAKE_RUNTIME_ONLY, FAKE_P2P, FAKE_SYNC };
 
 typedef struct fake_launch {
   int kind;
@@ -25,6 +25,11 @@ typedef struct fake_launch {
   uint32_t device;              /* device records: the device that ran them */
   uint32_t src_device, dst_device; /* FAKE_P2P: a CUPTI_ACTIVITY_KIND_MEMCPY2 record */
   int no_timing; /* 1: device records with start = end = 0 ("timing unavailable") */
+  /* FAKE_SYNC: a CUpti_ActivitySynchronization2 record of this type (1 event, 2 stream
+   * wait event, 3 stream, 4 context sync) beside the runtime call (cbid: the caller's,
+   * default cudaStreamSynchronize); stream 0 means none (CUPTI's invalid value) */
+  int sync_type;
+  uint32_t event_id;
 } fake_launch;
 
 /* Records the launch as CUPTI would: a runtime API record (and an external

@@ -28,6 +28,10 @@ static fake_cupti_drop_fn drop;
 static int (*ext_pushes)(void);
 /* The library's own forced flush: completed buffers reach the tracer mid-session. */
 static CUptiResult (*flush_all)(uint32_t flag);
+/* what another CUPTI client calls (test_another_client_takes_cupti) */
+static CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+static CUptiResult (*enable_kind)(CUpti_ActivityKind);
+static CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
 static char fake_path[4096];
 
 static size_t count_cat(yajl_val doc, const char *ph, const char *cat) {
@@ -1020,6 +1024,301 @@ static void expect_unavailable(const char *needle) {
   ft_session_destroy(s);
 }
 
+
+/* A session of the given activities, started (the fake usable). */
+static ft_session *started_with(unsigned activities) {
+  ft_session_options o;
+  ft_session_options_init(&o);
+  o.activities = activities;
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, &o), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  return s;
+}
+
+/* The flow halves with id: how many s and f. */
+static void flow_halves(yajl_val doc, long long id, int *s, int *f) {
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  *s = *f = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i], v = ft_test_get(e, "id");
+    if (!v || !YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) != id) continue;
+    *s += !strcmp(ft_test_str(e, "ph"), "s");
+    *f += !strcmp(ft_test_str(e, "ph"), "f");
+  }
+}
+
+/* The args keys of e in their order, joined by commas. */
+static void arg_keys(yajl_val e, char *out, size_t len) {
+  yajl_val a = ft_test_get(e, "args");
+  out[0] = '\0';
+  for (size_t i = 0; a && i < a->u.object.len; i++)
+    snprintf(out + strlen(out), len - strlen(out), "%s%s", i ? "," : "", a->u.object.keys[i]);
+}
+
+/* cuda_sync rows as torch-cuda writes them (kineto's CudaSyncActivity, measured on the
+ * H200): only when asked for, named by the sync's kind, on the device row (tid: the
+ * stream, 1 for none), kineto's keys in kineto's order, the op's External id (else
+ * the correlation), and an arrow from the sync call, paired. */
+static void test_sync_records_as_torch_cuda(void **state) {
+  (void)state;
+  for (int asked = 0; asked < 2; asked++) {
+    ft_session *s = started_with(FT_ACTIVITY_DEFAULT | (asked ? FT_ACTIVITY_SYNC : 0));
+    fake_launch k = kernel("before_sync", 1000);
+    k.device = 1;
+    launch(&k); /* names context 2's device */
+    assert_int_equal(ft_correlation_push(s, 5), FT_OK);
+    fake_launch stream_sync = {.kind = FAKE_SYNC, .sync_type = 3, .stream = 7, .device = 1};
+    uint32_t c_stream = launch(&stream_sync);
+    assert_int_equal(ft_correlation_pop(s), FT_OK);
+    fake_launch ctx_sync = {.kind = FAKE_SYNC, .sync_type = 4, .cbid = 165, .device = 1};
+    uint32_t c_ctx = launch(&ctx_sync);
+    fake_launch ev_sync = {.kind = FAKE_SYNC, .sync_type = 1, .cbid = 137, .event_id = 19, .device = 1};
+    launch(&ev_sync);
+    ft_test_settle();
+    assert_int_equal(ft_session_stop(s), FT_OK);
+    yajl_val doc = ft_test_render(s);
+    if (!asked) {
+      assert_int_equal(count_cat(doc, "X", "cuda_sync"), 0); /* as torch-cuda: only on request */
+      yajl_tree_free(doc);
+      ft_session_destroy(s);
+      continue;
+    }
+    assert_int_equal(count_cat(doc, "X", "cuda_sync"), 3);
+    yajl_val y = ft_test_find_x(doc, "cuda_sync", "Stream Sync", 0);
+    assert_non_null(y);
+    char keys[256];
+    arg_keys(y, keys, sizeof keys);
+    assert_string_equal(keys, "External id,cuda_sync_kind,stream,correlation,device,context");
+    yajl_val a = ft_test_get(y, "args");
+    assert_int_equal(num(a, "External id"), 5);
+    assert_string_equal(ft_test_str(a, "cuda_sync_kind"), "Stream Sync");
+    assert_int_equal(num(a, "stream"), 7);
+    assert_int_equal(num(a, "correlation"), c_stream);
+    assert_int_equal(num(a, "device"), 1);
+    assert_int_equal(num(a, "context"), 2);
+    assert_int_equal(num(y, "pid"), 1);
+    assert_int_equal(num(y, "tid"), 7);
+    yajl_val cs = ft_test_find_x(doc, "cuda_sync", "Context Sync", 0);
+    assert_non_null(cs);
+    a = ft_test_get(cs, "args");
+    assert_int_equal(num(a, "External id"), c_ctx); /* no op open: kineto writes the correlation */
+    assert_int_equal(num(a, "stream"), -1);
+    assert_int_equal(num(cs, "tid"), 1); /* kineto's row for stream -1 */
+    yajl_val es = ft_test_find_x(doc, "cuda_sync", "Event Sync", 0);
+    assert_non_null(es);
+    arg_keys(es, keys, sizeof keys);
+    assert_string_equal(keys, "External id,cuda_sync_kind,wait_on_stream,wait_on_cuda_event_record_corr_id,"
+                              "wait_on_cuda_event_id,stream,correlation,device,context");
+    assert_int_equal(num(ft_test_get(es, "args"), "wait_on_cuda_event_id"), 19);
+    int fs, ff;
+    flow_halves(doc, c_stream, &fs, &ff);
+    assert_int_equal(fs, 1);
+    assert_int_equal(ff, 1);
+    /* a wait is not device time: the op's device time is its kernels' only (none here) */
+    uint64_t ns = 1, n = 1;
+    assert_int_equal(ft_session_device_time(s, 5, &ns, &n), FT_OK);
+    assert_int_equal(n, 0);
+    yajl_tree_free(doc);
+    ft_session_destroy(s);
+  }
+}
+
+/* toggle_collection_dynamic: what is launched while collection is stopped is left out
+ * (the call and its device work), work launched before still counts, and work
+ * without a recorded launch goes by its own start. */
+static void test_collection_stopped_leaves_out(void **state) {
+  (void)state;
+  ft_session *s = ft_test_started();
+  fake_launch before = kernel("launched_before", 1000);
+  before.start_offset_ns = 2000000; /* runs well into the stopped stretch */
+  launch(&before);
+  assert_int_equal(ft_session_set_collecting(s, 0), FT_OK);
+  assert_int_equal(ft_session_set_collecting(s, 0), FT_OK); /* again: nothing changes */
+  fake_launch off = kernel("launched_while_off", 1000);
+  launch(&off);
+  fake_launch orphan = kernel("orphan_while_off", 1000);
+  orphan.no_runtime = 1;
+  launch(&orphan);
+  ft_test_settle();
+  assert_int_equal(ft_session_set_collecting(s, 1), FT_OK);
+  fake_launch on = kernel("launched_after", 1000);
+  launch(&on);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  assert_int_equal(ft_session_set_collecting(s, 1), FT_ESTATE);
+  yajl_val doc = ft_test_render(s);
+  assert_non_null(ft_test_find_x(doc, "kernel", "launched_before", 0));
+  assert_non_null(ft_test_find_x(doc, "kernel", "launched_after", 0));
+  assert_null(ft_test_find_x(doc, "kernel", "launched_while_off", 0));
+  assert_null(ft_test_find_x(doc, "kernel", "orphan_while_off", 0));
+  assert_int_equal(count_cat(doc, "X", "cuda_runtime"), 2); /* before and after */
+  assert_int_equal(count_cat(doc, "s", NULL), count_cat(doc, "f", NULL)); /* still paired */
+  assert_int_equal(num(ft_test_get(doc, "flagtrace"), "collection_stopped_left_out"), 3);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+/* record's whole-run session and the program's own profiler: a session started while
+ * it runs attaches, gets exactly its window's device work, attributed by its own ids,
+ * and the whole-run trace keeps everything with none of those ids. */
+static void test_attached_session_reads_its_window(void **state) {
+  (void)state;
+  ft_session *whole = ft_test_started();
+  ft__session_accept_attach(whole);
+  fake_launch k1 = kernel("before_profile", 1000);
+  launch(&k1);
+  ft_test_settle();
+  ft_session *prof;
+  assert_int_equal(ft_session_create(&prof, NULL), FT_OK);
+  assert_int_equal(ft_session_start(prof), FT_OK);
+  const char *why;
+  if (!whole->timed) { /* CUPTI's correlation records: the window's ids could not be told apart */
+    assert_int_equal(ft_session_device_status(prof, &why), FT_EBUSY);
+    assert_non_null(strstr(why, "cannot hand a window over"));
+    assert_int_equal(ft_session_stop(prof), FT_OK);
+    ft_session_destroy(prof);
+    assert_int_equal(ft_session_stop(whole), FT_OK);
+    ft_session_destroy(whole);
+    return;
+  }
+  assert_int_equal(ft_session_device_status(prof, &why), FT_OK);
+  ft_session *second; /* one attached session at a time: the next one runs CPU-only */
+  assert_int_equal(ft_session_create(&second, NULL), FT_OK);
+  assert_int_equal(ft_session_start(second), FT_OK);
+  assert_int_equal(ft_session_device_status(second, &why), FT_EBUSY);
+  assert_non_null(strstr(why, "another session is attached"));
+  assert_int_equal(ft_correlation_push(prof, 42), FT_OK);
+  fake_launch k2 = kernel("inside_profile", 1000);
+  launch(&k2);
+  assert_int_equal(ft_correlation_pop(prof), FT_OK);
+  fake_launch k2b = kernel("inside_unattributed", 1000);
+  launch(&k2b);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(prof), FT_OK);
+  assert_int_equal(ft_session_stop(second), FT_OK);
+  ft_session_destroy(second);
+  fake_launch k3 = kernel("after_profile", 1000);
+  launch(&k3);
+  ft_test_settle();
+  yajl_val doc = ft_test_render(prof);
+  assert_null(ft_test_find_x(doc, "kernel", "before_profile", 0));
+  assert_null(ft_test_find_x(doc, "kernel", "after_profile", 0));
+  yajl_val in = ft_test_find_x(doc, "kernel", "inside_profile", 0);
+  assert_non_null(in);
+  assert_int_equal(num(ft_test_get(in, "args"), "External id"), 42);
+  assert_null(ft_test_get(ft_test_get(ft_test_find_x(doc, "kernel", "inside_unattributed", 0), "args"), "External id"));
+  assert_int_equal(count_cat(doc, "X", "cuda_runtime"), 2);
+  assert_int_equal(count_cat(doc, "s", NULL), 2);
+  assert_int_equal(count_cat(doc, "f", NULL), 2);
+  uint64_t ns, n;
+  assert_int_equal(ft_session_device_time(prof, 42, &ns, &n), FT_OK);
+  assert_int_equal(n, 1);
+  yajl_tree_free(doc);
+  ft_session_destroy(prof);
+  /* a later profile attaches again */
+  assert_int_equal(ft_session_create(&prof, NULL), FT_OK);
+  assert_int_equal(ft_session_start(prof), FT_OK);
+  assert_int_equal(ft_session_device_status(prof, &why), FT_OK);
+  assert_int_equal(ft_session_stop(prof), FT_OK);
+  ft_session_destroy(prof);
+  assert_int_equal(ft_session_stop(whole), FT_OK);
+  doc = ft_test_render(whole);
+  const char *names[] = {"before_profile", "inside_profile", "inside_unattributed", "after_profile"};
+  for (size_t i = 0; i < 4; i++) {
+    yajl_val k = ft_test_find_x(doc, "kernel", names[i], 0);
+    assert_non_null(k);
+    assert_null(ft_test_get(ft_test_get(k, "args"), "External id")); /* the profile's ids are not the run's */
+  }
+  yajl_tree_free(doc);
+  ft_session_destroy(whole);
+  /* a session that does not accept attachment keeps refusing a second start */
+  ft_session *a = ft_test_started(), *b;
+  assert_int_equal(ft_session_create(&b, NULL), FT_OK);
+  assert_int_equal(ft_session_start(b), FT_EBUSY);
+  ft_session_destroy(b);
+  assert_int_equal(ft_session_stop(a), FT_OK);
+  ft_session_destroy(a);
+}
+
+/* Another CUPTI client's own buffers, and which of ours it was ever handed. */
+static uint8_t *foreign_bufs[64];
+static size_t n_foreign_bufs, foreign_records, foreign_got_ours;
+static void CUPTIAPI foreign_request(uint8_t **b, size_t *size, size_t *max) {
+  *b = aligned_alloc(8, 1 << 16);
+  *size = 1 << 16;
+  *max = 0;
+  if (n_foreign_bufs < 64) foreign_bufs[n_foreign_bufs++] = *b;
+}
+static void CUPTIAPI foreign_complete(CUcontext c, uint32_t stream, uint8_t *b, size_t size, size_t valid) {
+  (void)c, (void)stream, (void)size;
+  bool mine = false;
+  for (size_t i = 0; i < n_foreign_bufs; i++) mine |= foreign_bufs[i] == b;
+  CUpti_Activity *r = NULL;
+  if (mine) {
+    while (next_record(b, valid, &r) == CUPTI_SUCCESS) foreign_records++;
+    free(b); /* what JAX's profiler does with every buffer it is handed */
+  } else {
+    foreign_got_ours++; /* freeing it would abort (our first buffers are mmap'd) */
+  }
+}
+
+/* With the guard (record): the tracer steps aside before the other client registers,
+ * so every buffer of ours has come home; what came before stays, and the trace says
+ * from when device activity is missing. Without it (an embedding program): the
+ * buffers the other client kept are found missing at stop and said so. */
+static void test_another_client_takes_cupti(void **state) {
+  (void)state;
+  CUptiResult (*reg)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) = register_callbacks;
+  assert_non_null(reg);
+  for (int guarded = 1; guarded >= 0; guarded--) {
+    n_foreign_bufs = foreign_records = foreign_got_ours = 0;
+    ft_session *s = ft_test_started();
+    fake_launch k1 = kernel("ours", 1000);
+    launch(&k1);
+    ft_test_settle();
+    if (guarded) ft__session_relinquish(s, "another CUPTI client (the test, calling cuptiActivityRegisterCallbacks)");
+    assert_int_equal(reg(foreign_request, foreign_complete), CUPTI_SUCCESS);
+    assert_int_equal(enable_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), CUPTI_SUCCESS);
+    fake_launch k2 = kernel("theirs", 1000);
+    launch(&k2);
+    flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    ft_test_settle();
+    assert_int_equal(ft_session_stop(s), FT_OK);
+    uint64_t at = 0;
+    const char *why = NULL;
+    assert_int_equal(ft_session_device_lost(s, &at, &why), 1);
+    ft_session_counts c;
+    assert_int_equal(ft_session_counts_get(s, &c), FT_OK);
+    assert_int_equal(c.device_lost_ns, at);
+    yajl_val doc = ft_test_render(s);
+    assert_int_equal(num(ft_test_get(doc, "flagtrace"), "device_activity_lost_ns"), (double)at);
+    if (guarded) {
+      assert_non_null(strstr(why, "the test, calling cuptiActivityRegisterCallbacks"));
+      assert_non_null(ft_test_find_x(doc, "kernel", "ours", 0));
+      assert_int_equal(foreign_got_ours, 0); /* none of our buffers reached it */
+      assert_true(foreign_records >= 1);     /* its own kernel's record */
+    } else {
+      assert_non_null(strstr(why, "never came back"));
+      assert_true(foreign_got_ours >= 1);
+    }
+    assert_null(ft_test_find_x(doc, "kernel", "theirs", 0));
+    yajl_tree_free(doc);
+    ft_session_destroy(s);
+  }
+  /* the next session (ours again) is whole and says nothing was lost */
+  ft_session *s = ft_test_started();
+  fake_launch k = kernel("again", 1000);
+  launch(&k);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  assert_int_equal(ft_session_device_lost(s, NULL, NULL), 0);
+  yajl_val doc = ft_test_render(s);
+  assert_non_null(ft_test_find_x(doc, "kernel", "again", 0));
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 static void test_unusable_libraries(void **state) {
   (void)state;
   setenv("FAKE_CUPTI_VERSION", "120000", 1);
@@ -1062,6 +1361,9 @@ int main(void) {
   drop = (fake_cupti_drop_fn)dlsym(h, "fake_cupti_drop");
   *(void **)&ext_pushes = dlsym(h, "fake_cupti_ext_pushes");
   *(void **)&flush_all = dlsym(h, "cuptiActivityFlushAll");
+  *(void **)&register_callbacks = dlsym(h, "cuptiActivityRegisterCallbacks");
+  *(void **)&enable_kind = dlsym(h, "cuptiActivityEnable");
+  *(void **)&next_record = dlsym(h, "cuptiActivityGetNextRecord");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernel_fields_match_torch_reference),
       cmocka_unit_test(test_kernel_args_follow_each_configuration),
@@ -1083,6 +1385,10 @@ int main(void) {
       cmocka_unit_test(test_small_buffers_lose_nothing),
       cmocka_unit_test(test_completed_buffers_wait_for_the_next),
       cmocka_unit_test(test_first_buffers_hold_a_short_profile),
+      cmocka_unit_test(test_sync_records_as_torch_cuda),
+      cmocka_unit_test(test_collection_stopped_leaves_out),
+      cmocka_unit_test(test_attached_session_reads_its_window),
+      cmocka_unit_test(test_another_client_takes_cupti),
       cmocka_unit_test(test_unusable_libraries),
       cmocka_unit_test(test_enable_failure_keeps_cpu_profiling),
   };

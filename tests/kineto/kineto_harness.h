@@ -1,7 +1,7 @@
 // Drives the kineto adaptor without torch: the adaptor's source compiled against
 // kineto's headers and GenericTraceActivity.cpp (FT_KINETO_SRC), a logger standing
-// in for torch's MemoryTraceLogger, and stubs for the three libkineto entry points
-// only install() reaches (never called here).
+// in for torch's MemoryTraceLogger, and stubs for the libkineto and c10 entry points
+// only install() reaches (never called here). The adaptor drives this build's core.
 #include "../../src/kineto/flagtrace_kineto.cpp"
 
 #include <ActivityBuffers.h>
@@ -17,7 +17,21 @@ void ft__session_set_window(ft_session* s, uint64_t lo, uint64_t hi);
 
 namespace libkineto {
 LibkinetoApi& api() { std::abort(); }
+void Config::addConfigFactory(std::string, std::function<AbstractConfig*(Config&)>) { std::abort(); }
 } // namespace libkineto
+namespace c10 {
+std::string get_privateuse1_backend(bool) { return "privateuseone"; }
+} // namespace c10
+
+// What the profile's kineto Config would keep (KeeperConfig): the blocks, released
+// when the test says the logger is gone.
+struct Kept {
+  std::vector<std::shared_ptr<void>> blocks;
+  flagtrace_kineto::KeepBlock keep() {
+    flagtrace_kineto::A = ft_api_get();
+    return [this](std::shared_ptr<void> b) { blocks.push_back(std::move(b)); };
+  }
+};
 void libkineto_init(bool, bool) { std::abort(); }
 void suppressLibkinetoLogMessages() {}
 

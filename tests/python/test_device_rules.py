@@ -1,6 +1,9 @@
 """The device-type rules of flagtrace.torch (cuda or privateuse1) without torch: every
 branch of flagtrace/_device.py, bad values, and how flagtrace/torch.py hands the
-decision to the extension (a stand-in torch and _C). Usage: test_device_rules.py PYTHON_DIR"""
+decision to the extension (a stand-in torch and _C), and the torch functions it wraps
+for what kineto does not tell a child profiler (toggle_collection_dynamic, sync events).
+Usage: test_device_rules.py PYTHON_DIR"""
+import enum
 import contextlib
 import importlib
 import io
@@ -85,18 +88,74 @@ class FakeC(types.ModuleType):
     def set_device_choice(self, unnamed, unnamed_why, named, named_why):
         self.choices.append((unnamed, named))
 
+    def set_collecting(self, on):
+        self.collecting.append(on)
+        return True
+
+    def set_sync_requested(self, on):
+        self.sync.append(on)
+
+    collecting, sync = None, None
+
+
+class PA(enum.Enum):
+    CPU, CUDA, PrivateUse1 = 0, 1, 2
+
+
+# torch 2.11's signature text, which flagtrace.torch reads the fields' order from
+EXP_DOC = ("__init__(self: torch._C._profiler._ExperimentalConfig, profiler_metrics: collections.abc.Sequence[str] = "
+           "[], profiler_measure_per_kernel: bool = False, verbose: bool = False, performance_events: "
+           "collections.abc.Sequence[str] = [], enable_cuda_sync_events: bool = False, adjust_profiler_step: bool = "
+           "False, disable_external_correlation: bool = False, profile_all_threads: bool = False, "
+           "capture_overload_names: bool = False, record_python_gc_info: bool = False, expose_kineto_event_metadata: "
+           "bool = False, custom_profiler_config: str = '') -> None")
+
+
+class Exp:
+    """_ExperimentalConfig as pybind shows it: no attributes, a state tuple."""
+
+    def __init__(self, sync=False):
+        self.state = ([], False, False, [], sync, False, False, False, False, False, False, "")
+
+    def __getstate__(self):
+        return self.state
+
+
+Exp.__init__.__doc__ = EXP_DOC
+
 
 def fake_torch(name=UNNAMED, cuda=True):
+    """torch with the parts flagtrace.torch reads and wraps; .calls logs torch's own."""
     t = types.ModuleType("torch")
+    t.calls = []
     t.cuda = types.SimpleNamespace(is_available=lambda: cuda)
-    t._C = types.SimpleNamespace(_get_privateuse1_backend_name=lambda: name)
+    t._C = types.SimpleNamespace(_get_privateuse1_backend_name=lambda: name, _profiler=types.SimpleNamespace(
+        _set_cuda_sync_enabled_val=lambda v: t.calls.append(("sync", v))))
+    ap = types.ModuleType("torch.autograd.profiler")
+    ap._toggle_collection_dynamic = lambda enabled, acts: t.calls.append(("toggle", enabled, set(acts)))
+
+    class Profile:
+        def __init__(self, experimental_config=None):
+            self.experimental_config = experimental_config
+
+        def _prepare_trace(self):
+            t.calls.append(("prepare",))
+
+        def toggle_collection_dynamic(self, enabled, activities):  # as torch's: the module global
+            return ap._toggle_collection_dynamic(enabled, set(activities))
+
+    ap.profile = Profile
+    t.autograd = types.SimpleNamespace(profiler=ap)
+    t.profiler = types.SimpleNamespace(ProfilerActivity=PA)
+    t.modules = {"torch.autograd": t.autograd, "torch.autograd.profiler": ap, "torch.profiler": t.profiler}
     return t
 
 
 class Glue(unittest.TestCase):
     def load(self, torch, c, env=None):
         """Imports flagtrace.torch afresh with these stand-ins; returns (module, stderr)."""
-        saved = {k: sys.modules.get(k) for k in ("torch", "flagtrace._C", "flagtrace.torch")}
+        names = ("torch", "flagtrace._C", "flagtrace.torch", "torch.autograd", "torch.autograd.profiler", "torch.profiler")
+        saved = {k: sys.modules.get(k) for k in names}
         self.addCleanup(lambda: [sys.modules.pop(k, None) if v is None else sys.modules.__setitem__(k, v)
                                  for k, v in saved.items()])
         old_env = os.environ.pop(ENV, None)
@@ -104,6 +163,8 @@ class Glue(unittest.TestCase):
         if env is not None:
             os.environ[ENV] = env
         sys.modules["torch"], sys.modules["flagtrace._C"] = torch, c
+        c.collecting, c.sync = [], []
+        sys.modules.update(getattr(torch, "modules", {}))
         sys.modules.pop("flagtrace.torch", None)
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
@@ -184,6 +245,46 @@ class Glue(unittest.TestCase):
         self.assertFalse(ft.available)
         self.assertEqual(err, "flagtrace.torch: this build's device tracer cannot run (no libcupti): torch.profiler "
                               "runs without flagtrace\n")
+
+    def test_toggle_reaches_the_profile_and_torch_keeps_its_part(self):
+        t, c = fake_torch(), FakeC()
+        self.load(t, c)
+        record = c.set_collecting
+        c.set_collecting = lambda on: (t.calls.append(("collecting", on)), record(on))[1]
+        prof = t.autograd.profiler.profile()
+        prof.toggle_collection_dynamic(False, [PA.CUDA])
+        prof.toggle_collection_dynamic(True, [PA.CPU, PA.CUDA])
+        # PrivateUse1: torch would only warn that it cannot; flagtrace toggles it, torch not asked
+        prof.toggle_collection_dynamic(False, [PA.PrivateUse1])
+        prof.toggle_collection_dynamic(True, [PA.CPU])  # CPU alone: torch's, no device change
+        self.assertEqual(c.collecting, [False, True, False])
+        # the device kinds never reach torch (for CUDA it would run kineto's own CUPTI)
+        self.assertEqual(t.calls, [("collecting", False), ("collecting", True), ("toggle", True, {PA.CPU}),
+                                   ("collecting", False), ("toggle", True, {PA.CPU})])
+
+    def test_sync_events_are_asked_for_from_either_switch(self):
+        t, c = fake_torch(), FakeC()
+        self.load(t, c)
+        profile = t.autograd.profiler.profile
+        profile()._prepare_trace()
+        profile(Exp(sync=True))._prepare_trace()
+        profile(Exp(sync=False))._prepare_trace()
+        t._C._profiler._set_cuda_sync_enabled_val(True)
+        profile()._prepare_trace()
+        t._C._profiler._set_cuda_sync_enabled_val(False)
+        profile()._prepare_trace()
+        self.assertEqual(c.sync, [False, True, False, True, False])
+        self.assertEqual([x for x in t.calls if x[0] != "toggle"],
+                         [("prepare",)] * 3 + [("sync", True), ("prepare",), ("sync", False), ("prepare",)])
+
+    def test_a_torch_without_them_gets_one_line(self):
+        t = fake_torch()
+        del t.modules["torch.autograd.profiler"]
+        t.autograd = types.SimpleNamespace()
+        ft, err = self.load(t, FakeC())
+        self.assertTrue(ft.available)
+        self.assertEqual(err.count("\n"), 1)
+        self.assertIn("toggle_collection_dynamic and sync events are not wired", err)
 
 
 if __name__ == "__main__":
