@@ -539,6 +539,10 @@ static ft_status cu_flush(ft_tracer *base) {
 static void cu_relinquish(ft_tracer *base) {
   cupti_tracer *t = (cupti_tracer *)base;
   if (!t->base.armed || atomic_exchange(&t->relinquished, true)) return;
+  /* a record of work still in flight may make CUPTI ask us for one more buffer before
+   * the other client registers: never one of the mmap'd first buffers then, which
+   * its free() would abort on (a pool buffer is malloc'd: at worst it is not ours again) */
+  ft__pool_first(0, 0);
   disable_kinds(t);
   if (ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED))
     FT__WARN("flushing before another client takes CUPTI: %s", t->base.err);
