@@ -191,7 +191,7 @@ static ft_status project_user_ranges(const ft_session *s, plan *p) {
     if ((e->flags & FT__F_USER_RANGE) && ft__in_window(e, p->window_lo_ns, p->window_hi_ns))
       u[nu++] = (user_range){e->thread_id, (uint32_t)i, e->start_ns, e->end_ns};
   }
-  qsort(u, nu, sizeof *u, cmp_user_range);
+  if (nu) qsort(u, nu, sizeof *u, cmp_user_range);
   size_t cap = 0;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
@@ -213,7 +213,7 @@ static ft_status project_user_ranges(const ft_session *s, plan *p) {
     p->uprojs[p->n_uprojs++] = (uproj){r->idx, e->device, e->stream, e->start_ns, e->end_ns};
   }
   free(u);
-  qsort(p->uprojs, p->n_uprojs, sizeof *p->uprojs, cmp_uproj);
+  if (p->n_uprojs) qsort(p->uprojs, p->n_uprojs, sizeof *p->uprojs, cmp_uproj); /* NULL when none: UB for qsort */
   size_t out = 0;
   for (size_t i = 0; i < p->n_uprojs; i++) {
     uproj *x = &p->uprojs[i], *last = out ? &p->uprojs[out - 1] : NULL;

@@ -656,6 +656,23 @@ static void test_stale_user_ranges_do_not_pile_up(void **state) {
   ft_session_destroy(s);
 }
 
+/* A user range that launched nothing projects onto no GPU row: written, the trace has
+ * no gpu_user_annotation (under UBSan this once stopped at qsort(NULL, 0, ...), the
+ * empty projection list; CI runs this test sanitized). */
+static void test_user_range_without_device_work_writes(void **state) {
+  (void)state;
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  assert_int_equal(ft_user_range_push(s, 3, "ProfilerStep#3"), FT_OK);
+  assert_int_equal(ft_user_range_pop(s), FT_OK);
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  assert_null(ft_test_find_x(doc, "gpu_user_annotation", NULL, 0));
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 /* A rendered trace of a session created with opts (NULL: defaults), as text. */
 static char *render_text(const ft_session_options *opts, size_t *len) {
   ft_session *s;
@@ -1067,6 +1084,7 @@ int main(void) {
       cmocka_unit_test(test_last_error_per_thread),
       cmocka_unit_test(test_time_attribution_in_any_arrival_order),
       cmocka_unit_test(test_runs_span_gaps_but_not_other_calls),
+      cmocka_unit_test(test_user_range_without_device_work_writes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
