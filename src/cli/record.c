@@ -1,8 +1,10 @@
 /* flagtrace record: run any accelerator program under the injection library, no code change. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -17,6 +19,7 @@
 
 #include "cli.h"
 #include "inject.h"
+#include "rank.h"
 
 #ifndef FT_ACCELERATOR_NAME
 #define FT_ACCELERATOR_NAME "unknown"
@@ -64,7 +67,8 @@ static const char usage_fmt[] =
     "to COMMAND; if record itself is killed, COMMAND gets SIGTERM (PR_SET_PDEATHSIG).\n"
     "\n"
     "exit status: COMMAND's own; 128+N if it died of signal N; 127 if it could not be\n"
-    "run; 2 for a usage error.\n"
+    "run; 2 for a usage error; 74 if COMMAND succeeded but a trace could not be\n"
+    "written (its line above says why).\n"
     "\n"
     "example: flagtrace record -o run-%%p.json.gz -- python train.py\n";
 
@@ -152,6 +156,18 @@ static int resolve_output(const char *pattern, bool force, char *out, size_t len
   char *base = strrchr(path, '/') + 1;
   if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
     return ft_cli_usage_error("record", "output '%s' names a directory, not a file", pattern);
+  /* The longest name a process can make of it (%p up to 7 digits, %r up to 10), with
+   * the writer's temporary suffix (".tmp.PID.N"): a name the system refuses would
+   * otherwise fail only after the run. */
+  size_t grow = 0;
+  for (const char *q = strrchr(pattern, '/') ? strrchr(pattern, '/') + 1 : pattern; *q; q++)
+    if (q[0] == '%' && (q[1] == 'p' || q[1] == 'r')) grow += q[1] == 'p' ? 7 : 10, q++;
+  size_t longest = strlen(base) + grow + sizeof ".tmp.4194304.99" - 1;
+  if (longest > NAME_MAX)
+    return ft_cli_usage_error("record", "output name '%s' can be %zu bytes long with the writer's temporary "
+                                        "suffix; a file name holds at most %d", base, longest, NAME_MAX);
+  if (strlen(path) + grow + sizeof ".tmp.4194304.99" > PATH_MAX)
+    return ft_cli_usage_error("record", "output path '%s' is longer than the system's %d bytes", path, PATH_MAX);
   char dir[PATH_MAX + 256];
   snprintf(dir, sizeof dir, "%.*s", base - path > 1 ? (int)(base - path - 1) : 1, path);
   struct stat st;
@@ -264,6 +280,69 @@ static int wait_forwarding(pid_t pid, const sigset_t *fwd) {
   }
 }
 
+/* record's exit status when the program succeeded but a trace was not written
+ * (sysexits' EX_IOERR): distinct from any status a program's own success gives. */
+enum { FT_CLI_TRACE_LOST = 74 };
+
+/* The report file's lines (inject.c): "+ " a trace written, "- " one that was not. */
+static void read_report(const char *path, size_t *written, size_t *failed) {
+  FILE *f = fopen(path, "r");
+  char line[8192];
+  while (f && fgets(line, sizeof line, f)) {
+    if (line[0] == '+') ++*written;
+    else if (line[0] == '-') ++*failed;
+  }
+  if (f) fclose(f);
+}
+
+/* Why a process that died of sig wrote nothing. The injection library writes the
+ * trace on INT, TERM, HUP, USR1, USR2, ALRM and PIPE when the program left them at
+ * their default; a crash or SIGKILL leaves no time to. */
+static const char *death_why(int sig) {
+  switch (sig) {
+  case SIGKILL: return "SIGKILL leaves no time to write one";
+  case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE: case SIGABRT: case SIGTRAP: case SIGSYS: case SIGQUIT:
+  case SIGXCPU: case SIGXFSZ:
+    return "a crash leaves none, never a partial one";
+  default: return "the signal ended it before it could write; a program's own handler that exits at once does that";
+  }
+}
+
+/* The writer's temporary files (trace_file.c: NAME.tmp.PID.N beside NAME) whose
+ * process is gone: a process killed while writing leaves one. pattern is the absolute
+ * output pattern; its escapes match anything. Only our own files are removed. */
+static size_t remove_partial(const char *pattern) {
+  const char *slash = strrchr(pattern, '/');
+  char dir[PATH_MAX], glob[NAME_MAX + 64];
+  snprintf(dir, sizeof dir, "%.*s", slash > pattern ? (int)(slash - pattern) : 1, pattern);
+  size_t g = 0;
+  for (const char *p = slash + 1; *p && g + 2 < sizeof glob; p++) {
+    if (p[0] == '%' && p[1] == '%') glob[g++] = '%', p++;
+    else if (p[0] == '%' && p[1]) glob[g++] = '*', p++;
+    else glob[g++] = *p;
+  }
+  glob[g] = '\0';
+  DIR *d = opendir(dir);
+  size_t n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    const char *t = strstr(e->d_name, ".tmp.");
+    char *end;
+    long pid;
+    while (t && strstr(t + 1, ".tmp.")) t = strstr(t + 1, ".tmp."); /* the last one */
+    if (!t || (pid = strtol(t + 5, &end, 10)) <= 0 || *end != '.' || !end[1]) continue;
+    char name[NAME_MAX + 1];
+    snprintf(name, sizeof name, "%.*s", (int)(t - e->d_name), e->d_name);
+    if (fnmatch(glob, name, 0) != 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid() &&
+        unlinkat(dirfd(d), e->d_name, 0) == 0)
+      n++;
+  }
+  if (d) closedir(d);
+  return n;
+}
+
 int ft_cli_record(int argc, char **argv) {
   const char *output = "flagtrace-%p.json.gz", *trace = NULL, *capture = NULL, *inject_how = NULL;
   const char *force_arg = ft_cli_off;
@@ -314,10 +393,21 @@ int ft_cli_record(int argc, char **argv) {
   char out[PATH_MAX + 256];
   int rc = resolve_output(output, force, out, sizeof out);
   if (rc) return rc;
+  if (strstr(output, "%r")) { /* said once, here: every process would read it the same way */
+    int r, w;
+    char why[160];
+    ft__env_rank(&r, &w, why, sizeof why);
+    const char *text = ft__env_rank_text();
+    if (why[0]) fprintf(stderr, "flagtrace record: %s; %%r reads '%s'\n", why, text ? text : "norank");
+  }
   char inject[PATH_MAX];
   if (!find_inject(inject, sizeof inject)) {
-    fprintf(stderr, "flagtrace record: the injection library libflagtrace_inject.so was not found beside "
-                    "this executable (set FLAGTRACE_INJECT_LIBRARY)\n");
+    const char *env = getenv("FLAGTRACE_INJECT_LIBRARY");
+    if (env && *env) /* the variable is what failed, not the search beside us */
+      fprintf(stderr, "flagtrace record: FLAGTRACE_INJECT_LIBRARY=%s cannot be read: %s\n", env, strerror(errno));
+    else
+      fprintf(stderr, "flagtrace record: the injection library libflagtrace_inject.so was not found beside "
+                      "this executable (set FLAGTRACE_INJECT_LIBRARY)\n");
     return FT_CLI_USAGE;
   }
   char preload_lib[PATH_MAX + 32] = "";
@@ -349,6 +439,13 @@ int ft_cli_record(int argc, char **argv) {
   if (untraceable)
     fprintf(stderr, "flagtrace record: '%s' %s, so the loader ignores LD_PRELOAD: no trace can be injected "
                     "(it runs untraced)\n", argv[i], untraceable);
+  /* a setuid/setgid program runs as another user: with CUDA injection it is traced,
+   * but cannot tell record (the report file is ours, 0600) whether it wrote */
+  const char *ids = preload_ignored(argv[i]);
+  bool other_user = !untraceable && ids && !strncmp(ids, "is set", 6);
+  if (other_user)
+    fprintf(stderr, "flagtrace record: '%s' %s: it runs as another user, so record cannot learn whether it wrote "
+                    "a trace\n", argv[i], ids);
   char report[] = "/tmp/flagtrace-record-XXXXXX";
   int rfd = mkstemp(report);
   if (rfd >= 0) close(rfd);
@@ -435,18 +532,30 @@ int ft_cli_record(int argc, char **argv) {
   int status = wait_forwarding(pid, &fwd);
   rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 
+  size_t written = 0, failed = 0;
   if (rfd >= 0) {
-    struct stat st;
-    if (stat(report, &st) == 0 && st.st_size == 0 && rc != 127 && !untraceable) {
-      if (WIFSIGNALED(status))
-        fprintf(stderr, "flagtrace record: '%s' died of signal %d (%s) and wrote no trace (a crash leaves none, "
-                        "never a partial one)\n", argv[i], WTERMSIG(status), strsignal(WTERMSIG(status)));
+    read_report(report, &written, &failed);
+    if (!written && !failed && rc != 127 && !untraceable) {
+      if (other_user)
+        fprintf(stderr, "flagtrace record: '%s' wrote no trace record could see (it runs as another user)\n", argv[i]);
+      else if (WIFSIGNALED(status))
+        fprintf(stderr, "flagtrace record: '%s' died of signal %d (%s) and wrote no trace (%s)\n", argv[i],
+                WTERMSIG(status), strsignal(WTERMSIG(status)), death_why(WTERMSIG(status)));
       else if (preload)
         fprintf(stderr, "flagtrace record: '%s' wrote no trace (no process of it loaded %s)\n", argv[i], libs);
       else
         fprintf(stderr, "flagtrace record: '%s' wrote no trace (no process of it initialized CUDA)\n", argv[i]);
     }
     unlink(report);
+  }
+  size_t removed = remove_partial(out);
+  if (removed)
+    fprintf(stderr, "flagtrace record: removed %zu partial trace file%s a killed process left (NAME.tmp.PID.N)\n",
+            removed, removed == 1 ? "" : "s");
+  if (rc == 0 && failed) { /* the program did its part; the trace, its reason to run here, is lost */
+    fprintf(stderr, "flagtrace record: %zu trace%s could not be written (above): exit status %d\n", failed,
+            failed == 1 ? "" : "s", FT_CLI_TRACE_LOST);
+    rc = FT_CLI_TRACE_LOST;
   }
   return rc;
 }

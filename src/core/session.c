@@ -7,6 +7,7 @@
 
 #include "export.h"
 #include "internal.h"
+#include "rank.h"
 
 enum { MAX_DEPTH = 256 };
 
@@ -76,15 +77,6 @@ void ft_session_options_init(ft_session_options *opts) {
   opts->activities = FT_ACTIVITY_DEFAULT;
 }
 
-static int env_int(const char *name, int fallback) {
-  const char *v = getenv(name);
-  if (!v || !*v) return fallback;
-  char *end;
-  long x = strtol(v, &end, 10);
-  if (*end || x < 0 || x > 1 << 30) return fallback;
-  return (int)x;
-}
-
 static void read_comm(char *buf, size_t len) {
   snprintf(buf, len, "process");
   FILE *f = fopen("/proc/self/comm", "r");
@@ -120,9 +112,18 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
   s->serial = atomic_fetch_add(&serials, 1) + 1;
   s->pid = (uint32_t)getpid();
   /* -1: unknown, and then no distributedInfo at all (issue 13: a torchrun launcher
-   * writing rank 0 beside the real rank 0 misleads HTA) */
-  s->rank = opts->rank >= 0 ? opts->rank : env_int("RANK", -1);
-  s->world_size = opts->world_size >= 1 ? opts->world_size : env_int("WORLD_SIZE", -1);
+   * writing rank 0 beside the real rank 0 misleads HTA); the environment's are read
+   * as %r reads them (rank.h), a rank not below its world size refused as the options' */
+  int env_rank, env_world;
+  char env_why[160];
+  ft__env_rank(&env_rank, &env_world, env_why, sizeof env_why);
+  if (env_why[0] && (opts->rank < 0 || opts->world_size < 1)) {
+    static atomic_bool said;
+    if (!atomic_exchange(&said, true)) ft__warn("%s; the trace has no distributedInfo rank", env_why);
+  }
+  s->rank = opts->rank >= 0 ? opts->rank : env_rank;
+  s->world_size = opts->world_size >= 1 ? opts->world_size : env_world;
+  if (s->rank >= 0 && s->world_size >= 1 && s->rank >= s->world_size) s->rank = -1; /* mixed sources */
   s->activities = opts->activities & FT_ACTIVITY_ALL;
   if (opts->process_name)
     snprintf(s->process_name, sizeof s->process_name, "%s", opts->process_name);
@@ -805,7 +806,9 @@ ft_status ft__mark(ft_session *s, const char *name) {
 }
 
 ft_status ft_session_write(ft_session *s, const char *path) {
-  if (!s || !path || !*path) return FT_EINVAL;
+  if (!s) return FT_EINVAL;
+  if (!path || !*path) /* the message too: an older one must not answer for this call */
+    return ft__session_fail(s, FT_EINVAL, "no path to write the trace to (%s)", path ? "an empty name" : "NULL");
   if (s->state != FT__S_STOPPED)
     return ft__session_fail(s, FT_ESTATE, "stop the session before writing it");
   ft__out *o;

@@ -36,15 +36,17 @@ static char foreign_why[512];
 /* ---- finishing: at exit, or from the signal thread ---- */
 
 /* One line on stderr, and the same for `record` (FLAGTRACE_REPORT_FILE), which
- * otherwise could not tell "no process initialized CUDA" from "writing failed". */
-static void report(const char *line) {
+ * otherwise could not tell "no process initialized CUDA" from "writing failed": a
+ * line there starts "+ " for a trace written, "- " for one that was not (record then
+ * exits with its own status when the program succeeded). */
+static void report(bool written, const char *line) {
   fprintf(stderr, "flagtrace: %s\n", line);
   const char *rf = getenv("FLAGTRACE_REPORT_FILE");
   if (!rf || !*rf) return;
   int fd = open(rf, O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) return;
   size_t n = strlen(line);
-  if (write(fd, line, n) < 0 || write(fd, "\n", 1) < 0) { /* best effort */
+  if (write(fd, written ? "+ " : "- ", 2) < 0 || write(fd, line, n) < 0 || write(fd, "\n", 1) < 0) { /* best effort */
   }
   close(fd);
 }
@@ -78,12 +80,12 @@ static void finish(void) {
   if (!(force && !strcmp(force, "1")) && access(path, F_OK) == 0) {
     char line[4200];
     snprintf(line, sizeof line, "%s exists: trace not written (record --force-overwrite replaces it)", path);
-    report(line);
+    report(false, line);
     return;
   }
   ft_status st = ft_session_write(session, path);
   if (st) {
-    report(ft_session_last_error(session));
+    report(false, ft_session_last_error(session));
     return;
   }
   ft_session_counts c;
@@ -98,13 +100,15 @@ static void finish(void) {
     snprintf(line, sizeof line, "wrote %s (%llu events, %llu dropped%s)", path,
              (unsigned long long)(c.cpu_ranges + c.device_events - c.window_discarded),
              (unsigned long long)c.dropped_records, lost);
-    report(line);
+    report(true, line);
   }
 }
 
 static sem_t signal_sem;
 static atomic_int signal_done;
-static struct sigaction old_int, old_term;
+enum { N_WRITE_SIGNALS = 7 }; /* the signals after which the trace is still written */
+static const int write_signals[N_WRITE_SIGNALS] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE};
+static struct sigaction old_actions[N_WRITE_SIGNALS];
 
 /* Writing a trace takes locks and memory: not something a signal handler may do.
  * The handler wakes this thread and waits (bounded) for it, then lets the signal
@@ -122,7 +126,8 @@ static void on_signal(int sig) {
   sem_post(&signal_sem);
   struct timespec ten_ms = {0, 10000000};
   for (int i = 0; i < 3000 && !atomic_load(&signal_done); i++) nanosleep(&ten_ms, NULL); /* <= 30 s */
-  sigaction(sig, sig == SIGINT ? &old_int : &old_term, NULL);
+  for (int i = 0; i < N_WRITE_SIGNALS; i++)
+    if (write_signals[i] == sig) sigaction(sig, &old_actions[i], NULL);
   raise(sig); /* delivered with the original disposition once this handler returns */
 }
 
@@ -137,16 +142,16 @@ static void install_signal_handlers(void) {
   if (err) return;
   pthread_detach(th);
   /* Only where the signal would simply kill the process: a program with its own
-   * handler (Python's KeyboardInterrupt) exits its own way and atexit writes. */
-  int sigs[2] = {SIGINT, SIGTERM};
-  struct sigaction *olds[2] = {&old_int, &old_term};
-  for (int i = 0; i < 2; i++) {
-    if (sigaction(sigs[i], NULL, olds[i]) || olds[i]->sa_handler != SIG_DFL) continue;
+   * handler (Python's KeyboardInterrupt) exits its own way and atexit writes. HUP (a
+   * closed terminal or ssh session), the USR and ALRM signals and PIPE (a pipeline's
+   * reader gone) end a process just as quietly by default. */
+  for (int i = 0; i < N_WRITE_SIGNALS; i++) {
+    if (sigaction(write_signals[i], NULL, &old_actions[i]) || old_actions[i].sa_handler != SIG_DFL) continue;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    sigaction(sigs[i], &sa, NULL);
+    sigaction(write_signals[i], &sa, NULL);
   }
 }
 

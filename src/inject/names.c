@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "inject.h"
+#include "rank.h"
 
 /* ---- output names ---- */
 
@@ -26,10 +27,9 @@ size_t ft__inject_expand(const char *pattern, char *out, size_t len) {
         val[sizeof val - 1] = '\0';
         v = val;
         break;
-      case 'r': {
-        const char *r = getenv("RANK");
-        if (!r || !*r) r = getenv("LOCAL_RANK");
-        snprintf(val, sizeof val, "%s", r && *r ? r : "norank");
+      case 'r': { /* only a rank's digits: RANK=../x or a line break must not reach a file name */
+        const char *r = ft__env_rank_text();
+        snprintf(val, sizeof val, "%s", r ? r : "norank");
         v = val;
         break;
       }

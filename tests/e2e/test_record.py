@@ -146,7 +146,7 @@ def _(d):
     assert os.listdir(d) == [], os.listdir(d)
 
 
-@results.tmp_case("record: a full disk gives one line, the program's status, and no file")
+@results.tmp_case("record: a full disk: its line, record's exit status 74 (the program succeeded), and no file")
 def _(d):
     mnt = os.path.join(d, "tiny")
     os.mkdir(mnt)
@@ -154,9 +154,10 @@ def _(d):
         raise Skip("cannot mount a small tmpfs here")
     try:
         r = record("-o", os.path.join(mnt, "t.json"), "--", driver, "many")
-        assert r.returncode == 0, r
+        assert r.returncode == 74, r
         lines = [line for line in r.stderr.splitlines() if line.startswith("flagtrace")]
-        assert len(lines) == 1 and "No space left on device" in lines[0], r.stderr
+        assert len(lines) == 2 and "No space left on device" in lines[0], r.stderr
+        assert lines[1] == "flagtrace record: 1 trace could not be written (above): exit status 74", lines
         assert os.listdir(mnt) == [], os.listdir(mnt)
     finally:
         subprocess.run(["umount", mnt])
@@ -231,6 +232,89 @@ def _(d):
         assert r.returncode == 2 and "not writable" in r.stderr, r
     r = record("--help")
     assert r.returncode == 0 and "--capture-range=cudaProfilerApi" in r.stdout
+
+
+@results.tmp_case("record: an output name too long for the system is refused before the program starts")
+def _(d):
+    marker = os.path.join(d, "started")
+    for name in ("x" * 300 + ".json", "x" * 230 + "-%p-%r.json"):  # the second fits only before %p, %r, .tmp.PID.N
+        r = record("-o", os.path.join(d, name), "--", "sh", "-c", f"touch {marker}")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "a file name holds at most 255" in r.stderr, r
+        assert not os.path.exists(marker)
+
+
+@results.tmp_case("record: a trace that cannot be written after the program succeeded: exit status 74, the reason above")
+def _(d):
+    r = record("--force-overwrite", "-o", "/dev/full", "--", driver, "exit")
+    assert r.returncode == 74 and r.stdout == "inject_driver: exit done\n", r
+    lines = r.stderr.splitlines()
+    assert len(lines) == 2 and "/dev/full" in lines[0] and lines[1].endswith("exit status 74"), lines
+    r = record("--force-overwrite", "-o", "/dev/full", "--", "sh", "-c", f"{driver} exit; exit 3")
+    assert r.returncode == 3, r  # the program's own failure stays its status
+
+
+@results.tmp_case("record: %r is RANK's digits only (RANK=../x, a line break, text, a rank not below WORLD_SIZE: norank)")
+def _(d):
+    os.mkdir(os.path.join(d, "out"))
+    for env, name, why in (({"RANK": "../escaped"}, "norank", "RANK='../escaped' is not a rank"),
+                           ({"RANK": "a\nb"}, "norank", "is not a rank"),
+                           ({"RANK": "abc", "LOCAL_RANK": "1"}, "1", "RANK='abc' is not a rank"),
+                           ({"RANK": "3", "WORLD_SIZE": "2"}, "norank", "RANK=3 is not below WORLD_SIZE=2"),
+                           ({"RANK": "1", "WORLD_SIZE": "2"}, "1", None)):
+        r = record("--force-overwrite", "-o", os.path.join(d, "out", "t-%r.json"), "--", driver, "exit",
+                   env={"LOCAL_RANK": "", **env})
+        assert r.returncode == 0, (env, r)
+        assert os.listdir(os.path.join(d, "out")) == [f"t-{name}.json"], (env, os.listdir(os.path.join(d, "out")))
+        assert os.listdir(d) == ["out"], os.listdir(d)  # nothing outside the directory
+        doc = load(os.path.join(d, "out", f"t-{name}.json"))
+        if why:
+            assert [l for l in r.stderr.splitlines() if why in l][:1], (env, r.stderr)
+            assert "rank" not in doc.get("distributedInfo", {}), (env, doc.get("distributedInfo"))
+        else:
+            assert doc["distributedInfo"] == {"rank": 1, "world_size": 2}, doc.get("distributedInfo")
+        os.unlink(os.path.join(d, "out", f"t-{name}.json"))
+
+
+@results.tmp_case("record: FLAGTRACE_INJECT_LIBRARY naming nothing is said as such, in one line")
+def _(d):
+    r = record("--", "true", env={"FLAGTRACE_INJECT_LIBRARY": "/nonexistent/libx.so"})
+    assert r.returncode == 2 and r.stderr == "flagtrace record: FLAGTRACE_INJECT_LIBRARY=/nonexistent/libx.so " \
+        "cannot be read: No such file or directory\n", r
+
+
+@results.tmp_case("record: a partial trace a killed process left (NAME.tmp.PID.N) is removed; others' files are kept")
+def _(d):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    alive = subprocess.Popen(["sleep", "30"])
+    try:
+        left = os.path.join(d, f"run-7.json.tmp.{gone.pid}.0")
+        busy = os.path.join(d, f"run-8.json.tmp.{alive.pid}.0")
+        other = os.path.join(d, f"notes.txt.tmp.{gone.pid}.0")
+        for p in (left, busy, other):
+            open(p, "w").write("partial")
+        r = record("-o", os.path.join(d, "run-%p.json"), "--", driver, "exit")
+        assert r.returncode == 0, r
+        assert not os.path.exists(left) and os.path.exists(busy) and os.path.exists(other), os.listdir(d)
+        assert "removed 1 partial trace file a killed process left" in r.stderr, r.stderr
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+@results.tmp_case("record --inject=cuda: a setuid program is said to run as another user, before and after")
+def _(d):
+    prog = os.path.join(d, "suid")
+    subprocess.run(["cp", "/bin/true", prog], check=True)
+    if os.geteuid() == 0:
+        os.chown(prog, 65534, -1)
+    os.chmod(prog, 0o4755)
+    if os.stat(prog).st_uid == os.getuid():
+        raise Skip("cannot give the file another owner")
+    r = record("--inject=cuda", "-o", os.path.join(d, "t.json"), "--", prog)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 2 and "runs as another user, so record cannot learn whether it wrote" in lines[0], lines
+    assert lines[1] == f"flagtrace record: '{prog}' wrote no trace record could see (it runs as another user)", lines
 
 
 results.finish()

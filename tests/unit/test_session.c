@@ -840,8 +840,11 @@ static void test_invalid_arguments(void **state) {
   assert_int_equal(ft_json_is_literal(NULL, 3), 0);
   s = new_session();
   assert_int_equal(ft_range_push(s, NULL, NULL), FT_EINVAL);
+  assert_int_equal(ft_session_write(s, "/nonexistent-dir/x.json"), FT_EIO); /* an older, unrelated message */
   assert_int_equal(ft_session_write(s, NULL), FT_EINVAL);
+  assert_string_equal(ft_session_last_error(s), "no path to write the trace to (NULL)");
   assert_int_equal(ft_session_write(s, ""), FT_EINVAL);
+  assert_string_equal(ft_session_last_error(s), "no path to write the trace to (an empty name)");
   assert_int_equal(ft_session_device_time(s, 1, NULL, NULL), FT_EINVAL);
   assert_int_equal(ft_session_counts_get(s, NULL), FT_EINVAL);
   assert_int_equal(ft_session_foreach_event(s, 10, 9, NULL, NULL, NULL), FT_EINVAL);
