@@ -61,8 +61,9 @@ int ft_cli_report(int argc, char **argv) {
   if (!f) {
     rc = 1;
   } else {
+    /* links are relative to the report's directory; when it cannot be resolved the page has none */
     char *copy = strdup(output), *dir = copy ? realpath(dirname(copy), NULL) : NULL;
-    s = ft_report_html_write(f, &job, dir);
+    s = copy ? ft_report_html_write(f, &job, dir) : FT_ENOMEM;
     free(dir);
     free(copy);
     if (ft_outfile_close(&out, !s, err, sizeof err)) rc = 1;
