@@ -1,10 +1,14 @@
 """End-to-end: `flagtrace report` writes one self-contained HTML file that Debian's headless
-chromium renders with every section and no JavaScript error; names are escaped; its size
-grows with distinct kernels and ranks, not events. Skips (77) when chromium is missing."""
+chromium renders with every section and no JavaScript error; names are escaped; the CSP runs
+only the page's own script and style (by hash); its size grows with distinct kernels and
+ranks, not events. Skips (77) when chromium is missing."""
+import base64
 import gzip
+import hashlib
 import html.parser
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,7 +39,9 @@ def render(path):
                             f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
                             "--dump-dom", "file://" + os.path.abspath(path)],
                            capture_output=True, text=True, timeout=120)
-    errors = [line for line in r.stderr.splitlines() if "Uncaught" in line or ":CONSOLE(" in line and "rror" in line]
+    # chromium logs a script error or a CSP refusal as a CONSOLE line
+    errors = [line for line in r.stderr.splitlines()
+              if "Uncaught" in line or "CONSOLE" in line and ("rror" in line or "Content Security Policy" in line)]
     return r.stdout, errors
 
 
@@ -73,6 +79,23 @@ def check_page(path):
     return dom, dom_text
 
 
+def csp_hash(page, open_tag, close_tag):
+    """The CSP source of the one element's text (what chromium hashes)."""
+    body = page.split(open_tag, 1)[1].split(close_tag, 1)[0]
+    return "'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'"
+
+
+def policy(page):
+    content = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', page).group(1)
+    return {d.split()[0]: d.split()[1:] for d in content.split(";") if d.strip()}
+
+
+def resign(page):
+    """The page with its CSP naming its (changed) script's hash, as the build would."""
+    old = policy(page)["script-src"][0]
+    return page.replace(f"script-src {old}", f"script-src {csp_hash(page, '<script>', '</script>')}", 1)
+
+
 def stats_json(*files):
     r = subprocess.run([flagtrace, "stats", "-f", "json", *files], capture_output=True, text=True, check=True)
     return json.loads(r.stdout)
@@ -87,9 +110,12 @@ def _():
         assert r.returncode == 0 and r.stdout == f"flagtrace report: wrote {out}\n", r
         assert os.listdir(d) == ["report.html"]
         page = open(out).read()
-        # self-contained: nothing loaded from elsewhere
+        # self-contained: nothing loaded from elsewhere; only the page's own script and style run
         for bad in ("<script src", "<link", "@import", "url(http", "<iframe"):
             assert bad not in page, bad
+        assert policy(page) == {"default-src": ["'none'"], "script-src": [csp_hash(page, "<script>", "</script>")],
+                                "style-src": [csp_hash(page, "<style>", "</style>")], "base-uri": ["'none'"],
+                                "form-action": ["'none'"]}, policy(page)
         dom, _ = check_page(out)
         st = stats_json(*files)
         assert dom.tags.get("canvas") == len(st["gpu"]) + len({g["rank"] for g in st["gpu"]}), dom.tags
@@ -112,8 +138,10 @@ def _():
         out = os.path.join(d, "report.html")
         assert report(out, os.path.join(data, "sample_h200.json.gz")).returncode == 0
         page = open(out).read()
-        for broken, why in ((page.replace('bars("top-ops"', 'null.x; bars("top-ops"'), "Uncaught"),
-                            (page.replace('done("tables");', ""), "sections not rendered: ['tables']")):
+        # a changed script is re-signed (resign) to run; unsigned, the CSP refuses it all
+        for broken, why in ((resign(page.replace('bars("top-ops"', 'null.x; bars("top-ops"')), "Uncaught"),
+                            (resign(page.replace('done("tables");', "")), "sections not rendered: ['tables']"),
+                            (page.replace('done("tables");', ""), "Content Security Policy")):
             open(out, "w").write(broken)
             try:
                 check_page(out)
