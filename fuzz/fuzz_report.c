@@ -1,6 +1,7 @@
 /* libFuzzer harness for the HTML report and the stats writers: arbitrary trace bytes must
  * give a page whose data is valid JSON with no "<" (no name can close the script element)
- * and exactly the template's two script elements, or a clean error. */
+ * and exactly the template's two script elements, or a clean error; the same bytes as a
+ * file name must give a link of unreserved characters and %XX only, which decodes back. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -17,7 +18,39 @@ static size_t count(const char *s, size_t n, const char *needle) {
   return k;
 }
 
+static int hex(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; }
+
+/* The input up to its first NUL as a path relative to the report (issue 35's hostile names). */
+static void check_href(const uint8_t *data, size_t size) {
+  char *rel = strndup((const char *)data, size), *h = NULL;
+  if (!rel) return;
+  ft_status s = ft__report_href(rel, &h);
+  if (!rel[0] || rel[0] == '/') {
+    if (s != FT_EINVAL || h) abort(); /* no link to an absolute or empty path */
+  } else if (s != FT_ENOMEM) {
+    if (s || !h) abort();
+    bool dotted = !strncmp(rel, "./", 2) || !strncmp(rel, "../", 3);
+    if (!dotted && strncmp(h, "./", 2)) abort(); /* a first segment that could be a scheme is "." */
+    size_t n = 0;
+    for (const char *p = dotted ? h : h + 2; *p; p++, n++) {
+      int c = (unsigned char)*p;
+      if (c == '%') {
+        if (hex(p[1]) < 0 || hex(p[2]) < 0) abort();
+        c = hex(p[1]) * 16 + hex(p[2]);
+        p += 2;
+      } else if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/", c)) {
+        abort(); /* a delimiter (: ? # \ ...) or a byte a browser would read */
+      }
+      if ((unsigned char)rel[n] != c) abort(); /* decodes to another name */
+    }
+    if (rel[n]) abort();
+  }
+  free(h);
+  free(rel);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  check_href(data, size);
   ft_stat_job job;
   char err[640];
   if (ft_stat_job_read_mem(&job, "</script><b>x.json", (const char *)data, size, true, 8, true, err, sizeof err)) {
@@ -42,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t len = 0;
   FILE *m = open_memstream(&html, &len);
   if (!m) abort();
-  ft_status s = ft_report_html_write(m, &job, NULL);
+  ft_status s = ft_report_html_write(m, &job, NULL); /* no directory: no links, only names */
   fclose(m);
   if (!s) {
     const char *open = "<script id=\"ft-data\" type=\"application/json\">";

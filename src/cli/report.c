@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,35 +14,109 @@
 
 extern const char ft_report_html[]; /* src/cli/report_template.html, embedded at build time */
 
-/* The path of file relative to the directory dir (both absolute, as realpath gives them), into out. */
-static void relative(const char *dir, const char *file, char *out, size_t cap) {
+char *ft__report_relative(const char *dir, const char *file) {
   size_t i = 0, common = 0;
   for (; dir[i] && dir[i] == file[i]; i++)
     if (dir[i] == '/') common = i + 1;
   if (!dir[i] && file[i] == '/') common = i + 1; /* file lies under dir */
-  size_t w = 0;
-  out[0] = '\0';
-  size_t dlen = strlen(dir);
-  for (size_t k = common; k < dlen; k++) /* one "../" per component of dir left */
-    if ((k == common || dir[k - 1] == '/') && dir[k] != '/' && w < cap) w += (size_t)snprintf(out + w, cap - w, "../");
-  if (w < cap) snprintf(out + w, cap - w, "%s", file + common);
+  size_t ups = 0, dlen = strlen(dir);
+  for (size_t k = common; k < dlen; k++) ups += (k == common || dir[k - 1] == '/') && dir[k] != '/';
+  size_t rest = strlen(file + common);
+  char *out = malloc(3 * ups + rest + 1);
+  if (!out) return NULL;
+  for (size_t k = 0; k < ups; k++) memcpy(out + 3 * k, "../", 3);
+  memcpy(out + 3 * ups, file + common, rest + 1);
+  return out;
 }
 
-/* The data as JSON: the header, the timeline bins, every report, and each
- * trace's address from the report's directory (out_dir; NULL: as given). */
-static void write_data(FILE *f, const ft_stat_job *job, ft_report *reps, size_t n_reps, const char *out_dir) {
+static bool unreserved(unsigned char c) { /* RFC 3986: never a delimiter, never escaped */
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+         c == '_' || c == '~';
+}
+
+ft_status ft__report_href(const char *rel, char **href) {
+  *href = NULL;
+  if (!rel[0] || rel[0] == '/') return FT_EINVAL;
+  /* a first segment other than "." or ".." gets "./": with ':' escaped there is no
+   * scheme anyway, and the link reads as the file path it is */
+  bool dotted = !strncmp(rel, "./", 2) || !strncmp(rel, "../", 3);
+  size_t n = dotted ? 0 : 2;
+  for (const unsigned char *p = (const unsigned char *)rel; *p; p++) n += unreserved(*p) || *p == '/' ? 1 : 3;
+  char *h = malloc(n + 1), *w = h;
+  if (!h) return FT_ENOMEM;
+  if (!dotted) {
+    memcpy(w, "./", 2);
+    w += 2;
+  }
+  for (const unsigned char *p = (const unsigned char *)rel; *p; p++) {
+    if (unreserved(*p) || *p == '/') {
+      *w++ = (char)*p;
+    } else {
+      *w++ = '%';
+      *w++ = "0123456789ABCDEF"[*p >> 4];
+      *w++ = "0123456789ABCDEF"[*p & 15];
+    }
+  }
+  *w = '\0';
+  *href = h;
+  return FT_OK;
+}
+
+bool ft__report_linkable(const char *path) {
+  const char *name = strrchr(path, '/'), *dot;
+  name = name ? name + 1 : path;
+  if (!(dot = strrchr(name, '.'))) return true;
+  return !strcasecmp(dot, ".json") || !strcasecmp(dot, ".gz");
+}
+
+/* The link to one trace from the report's directory out_dir (*href), or none and why
+ * (*why): stdin, no out_dir, a trace whose real path is gone since it was read, or a
+ * name a browser might open as a page of its own, outside the report's policy. */
+static ft_status trace_href(const char *path, const char *out_dir, char **href, const char **why) {
+  *href = NULL;
+  *why = NULL;
+  if (!strcmp(path, "-")) return *why = "read from stdin, there is no file to link", FT_OK;
+  if (!out_dir) return *why = "the report's directory could not be resolved", FT_OK;
+  errno = 0;
+  char *abs = realpath(path, NULL);
+  if (!abs) return *why = "the trace's path was not found", errno == ENOMEM ? FT_ENOMEM : FT_OK;
+  ft_status s = FT_OK;
+  if (!ft__report_linkable(abs)) {
+    *why = "only .json, .gz and names without a dot are linked: a browser may open another file as a page";
+  } else {
+    char *rel = ft__report_relative(out_dir, abs);
+    s = rel ? ft__report_href(rel, href) : FT_ENOMEM;
+    free(rel);
+    if (s == FT_EINVAL) s = FT_OK, *why = "the trace's path was not found"; /* empty: cannot be a file */
+  }
+  free(abs);
+  return s;
+}
+
+/* The data as JSON: the header, the timeline bins, every report, and each trace's link
+ * from the report's directory (out_dir; NULL: no links), or null and the reason. */
+static ft_status write_data(FILE *f, const ft_stat_job *job, ft_report *reps, size_t n_reps, const char *out_dir) {
   fputs("{\"schema\": 2, ", f);
   ft_summary_json(f, job);
   fputs(",\n  \"hrefs\": [", f);
+  const char **whys = calloc(job->n_files ? job->n_files : 1, sizeof *whys);
+  if (!whys) return FT_ENOMEM;
   for (size_t i = 0; i < job->n_files; i++) {
-    char *abs = out_dir && strcmp(job->files[i].path, "-") ? realpath(job->files[i].path, NULL) : NULL;
-    char rel[4096];
-    if (abs) relative(out_dir, abs, rel, sizeof rel);
+    char *href;
+    ft_status s = trace_href(job->files[i].path, out_dir, &href, &whys[i]);
+    if (s) return free(whys), s;
     fputs(i ? ", " : "", f);
-    if (!strcmp(job->files[i].path, "-")) fputs("null", f);
-    else ft_json_string(f, abs ? rel : job->files[i].path);
-    free(abs);
+    if (href) ft_json_string(f, href);
+    else fputs("null", f);
+    free(href);
   }
+  fputs("],\n  \"no_link\": [", f);
+  for (size_t i = 0; i < job->n_files; i++) {
+    fputs(i ? ", " : "", f);
+    if (whys[i]) ft_json_string(f, whys[i]);
+    else fputs("null", f);
+  }
+  free(whys);
   fputc(']', f);
   fputs(",\n  \"timeline\": [", f);
   bool first = true;
@@ -67,6 +142,7 @@ static void write_data(FILE *f, const ft_stat_job *job, ft_report *reps, size_t 
     ft_report_json(f, &reps[r]);
   }
   fputs("\n}\n", f);
+  return FT_OK;
 }
 
 ft_status ft_report_html_write(FILE *out, const ft_stat_job *job, const char *out_dir) {
@@ -80,8 +156,8 @@ ft_status ft_report_html_write(FILE *out, const ft_stat_job *job, const char *ou
   size_t len = 0;
   FILE *m = s ? NULL : open_memstream(&data, &len);
   if (m) {
-    write_data(m, job, reps, n_reps, out_dir);
-    if (fclose(m)) s = FT_ENOMEM;
+    s = write_data(m, job, reps, n_reps, out_dir);
+    if (fclose(m) && !s) s = FT_ENOMEM;
   } else {
     s = FT_ENOMEM;
   }

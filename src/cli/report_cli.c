@@ -21,6 +21,10 @@ static const char usage[] =
     "and ops, copies by size and bandwidth, sortable tables of every stats report,\n"
     "and per file a link to the trace itself for Perfetto or chrome://tracing.\n"
     "\n"
+    "A link is the trace's path relative to the report's directory, percent-encoded\n"
+    "(never a URL with a scheme); stdin, and file names with a dot that do not end\n"
+    "in .json or .gz, get none. The page runs only its own script (CSP by hash).\n"
+    "\n"
     "options:\n"
     "  -o, --output PATH   the HTML file (default: report.html); written under a\n"
     "                      temporary name and renamed when complete\n"
@@ -61,8 +65,9 @@ int ft_cli_report(int argc, char **argv) {
   if (!f) {
     rc = 1;
   } else {
+    /* links are relative to the report's directory; when it cannot be resolved the page has none */
     char *copy = strdup(output), *dir = copy ? realpath(dirname(copy), NULL) : NULL;
-    s = ft_report_html_write(f, &job, dir);
+    s = copy ? ft_report_html_write(f, &job, dir) : FT_ENOMEM;
     free(dir);
     free(copy);
     if (ft_outfile_close(&out, !s, err, sizeof err)) rc = 1;

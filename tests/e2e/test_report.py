@@ -1,17 +1,24 @@
 """End-to-end: `flagtrace report` writes one self-contained HTML file that Debian's headless
-chromium renders with every section and no JavaScript error; names are escaped; its size
-grows with distinct kernels and ranks, not events. Skips (77) when chromium is missing."""
+chromium renders with every section and no JavaScript error; names are escaped; the CSP runs
+only the page's own script and style (by hash); a trace's link is a relative path whose click,
+whatever the file is named, runs nothing; its size grows with distinct kernels and ranks, not
+events. Skips (77) when chromium is missing."""
+import base64
 import gzip
+import hashlib
 import html.parser
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
 from trace_checks import Results  # noqa: E402
+from chromium_cdp import Browser  # noqa: E402
 
 flagtrace, data = sys.argv[1], sys.argv[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -23,8 +30,8 @@ case = results.case
 SECTIONS = ["summary", "timeline", "busy", "top-kernels", "top-ops", "copies", "tables"]
 
 
-def report(out, *files):
-    return subprocess.run([flagtrace, "report", "-o", out, *files], capture_output=True, text=True)
+def report(out, *files, cwd=None):
+    return subprocess.run([flagtrace, "report", "-o", out, *files], capture_output=True, text=True, cwd=cwd)
 
 
 def render(path):
@@ -35,7 +42,9 @@ def render(path):
                             f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
                             "--dump-dom", "file://" + os.path.abspath(path)],
                            capture_output=True, text=True, timeout=120)
-    errors = [line for line in r.stderr.splitlines() if "Uncaught" in line or ":CONSOLE(" in line and "rror" in line]
+    # chromium logs a script error or a CSP refusal as a CONSOLE line
+    errors = [line for line in r.stderr.splitlines()
+              if "Uncaught" in line or "CONSOLE" in line and ("rror" in line or "Content Security Policy" in line)]
     return r.stdout, errors
 
 
@@ -73,6 +82,34 @@ def check_page(path):
     return dom, dom_text
 
 
+def csp_hash(page, open_tag, close_tag):
+    """The CSP source of the one element's text (what chromium hashes)."""
+    body = page.split(open_tag, 1)[1].split(close_tag, 1)[0]
+    return "'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'"
+
+
+def policy(page):
+    content = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">', page).group(1)
+    return {d.split()[0]: d.split()[1:] for d in content.split(";") if d.strip()}
+
+
+def resign(page):
+    """The page with its CSP naming its (changed) script's hash, as the build would."""
+    old = policy(page)["script-src"][0]
+    return page.replace(f"script-src {old}", f"script-src {csp_hash(page, '<script>', '</script>')}", 1)
+
+
+def page_data(page):
+    return json.loads(page.split('type="application/json">', 1)[1].split("</script>", 1)[0])
+
+
+def expected_href(report_dir, trace):
+    """The link report.c must write: the real path from the report's real directory, %-encoded."""
+    rel = os.path.relpath(os.path.realpath(trace), os.path.realpath(report_dir))
+    href = urllib.parse.quote(rel, safe="/")  # all but A-Z a-z 0-9 - . _ ~ and /
+    return href if href.startswith("../") else "./" + href
+
+
 def stats_json(*files):
     r = subprocess.run([flagtrace, "stats", "-f", "json", *files], capture_output=True, text=True, check=True)
     return json.loads(r.stdout)
@@ -87,9 +124,12 @@ def _():
         assert r.returncode == 0 and r.stdout == f"flagtrace report: wrote {out}\n", r
         assert os.listdir(d) == ["report.html"]
         page = open(out).read()
-        # self-contained: nothing loaded from elsewhere
+        # self-contained: nothing loaded from elsewhere; only the page's own script and style run
         for bad in ("<script src", "<link", "@import", "url(http", "<iframe"):
             assert bad not in page, bad
+        assert policy(page) == {"default-src": ["'none'"], "script-src": [csp_hash(page, "<script>", "</script>")],
+                                "style-src": [csp_hash(page, "<style>", "</style>")], "base-uri": ["'none'"],
+                                "form-action": ["'none'"]}, policy(page)
         dom, _ = check_page(out)
         st = stats_json(*files)
         assert dom.tags.get("canvas") == len(st["gpu"]) + len({g["rank"] for g in st["gpu"]}), dom.tags
@@ -102,8 +142,8 @@ def _():
             assert f"table-{key}" in dom.ids, key
         assert dom.classes.get("open-trace") == 2 and dom.classes.get("perfetto") == 2, dom.classes
         # the links to the traces are relative to the page: they hold when both are copied together
-        data_json = json.loads(page.split('type="application/json">', 1)[1].split("</script>", 1)[0])
-        assert data_json["hrefs"] == [os.path.relpath(os.path.realpath(f), os.path.realpath(d)) for f in files]
+        assert page_data(page)["hrefs"] == [expected_href(d, f) for f in files]
+        assert all(h.startswith("../") for h in page_data(page)["hrefs"])
 
 
 @case("report: the test sees a JavaScript error and a missing section (it can fail)")
@@ -112,8 +152,10 @@ def _():
         out = os.path.join(d, "report.html")
         assert report(out, os.path.join(data, "sample_h200.json.gz")).returncode == 0
         page = open(out).read()
-        for broken, why in ((page.replace('bars("top-ops"', 'null.x; bars("top-ops"'), "Uncaught"),
-                            (page.replace('done("tables");', ""), "sections not rendered: ['tables']")):
+        # a changed script is re-signed (resign) to run; unsigned, the CSP refuses it all
+        for broken, why in ((resign(page.replace('bars("top-ops"', 'null.x; bars("top-ops"')), "Uncaught"),
+                            (resign(page.replace('done("tables");', "")), "sections not rendered: ['tables']"),
+                            (page.replace('done("tables");', ""), "Content Security Policy")):
             open(out, "w").write(broken)
             try:
                 check_page(out)
@@ -141,6 +183,214 @@ def _():
         for n in evil + ["<b>op</b>"]:
             assert any(n in t for t in dom.text), n
         assert "<title>flagtrace report</title>" in dom_text
+
+
+# File names a page could take for script, markup, a scheme, a host, a query or an escape
+# ("/" makes directories); run as script, each would open a dialog or change the title.
+# Each is linked (no dot, or .json): ft__report_linkable's other names get no link at all.
+HOSTILE = [
+    "javascript:alert(1)",
+    "javascript:void(document['title']='pwned')",
+    "JaVaScRiPt:void(document['title']='case')",
+    " javascript:alert('space')",
+    "\njavascript:alert('newline')",
+    "data:text/html,<script>alert('data')</script>",
+    "<img src=x onerror=\"document.title='img'\">.json",
+    "\"><script>document.title='quote'</script>.json",
+    "100% %2e%2e%2f %41.json",
+    "x?y#z.json",
+    "back\\slash:.json",
+    "line\nbreak\ttab.json",
+    "caf\u00e9 \u2713 \u2028.json",
+]
+
+
+def hostile_traces(d, names=HOSTILE):
+    """A trace under each name in d (one kernel named after its index: the bytes differ), gzipped
+    unless the name ends in .json: chromium downloads the one and shows the other as text."""
+    for i, name in enumerate(names):
+        path = os.path.join(d, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with (open if name.endswith(".json") else gzip.open)(path, "wt") as f:
+            json.dump({"traceEvents": [{"ph": "X", "cat": "kernel", "name": f"kernel_{i}", "ts": 0, "dur": 5, "pid": 0}]}, f)
+    return list(names)
+
+
+def click_links(browser, path, wait=10):
+    """Loads the page and clicks each trace link as a mouse does. Returns the page, the links'
+    resolved URLs and what each click led to: ("download", its event), ("page", URL, content
+    type, text, title) when chromium showed the file instead (it ignores "download" on file: pages;
+    the report is then loaded again), or None when nothing began within wait s."""
+    url = "file://" + urllib.parse.quote(os.path.abspath(path))
+    pg = browser.open(url)
+    urls = pg.eval("Array.prototype.map.call(document.querySelectorAll('a.open-trace'), function (a) { return a.href; })")
+    led = []
+    for i in range(len(urls)):
+        mark = len(browser.events)
+        pg.click("a.open-trace", i)
+        e = browser.wait_for(lambda e: e["method"] == "Browser.downloadWillBegin" or
+                             e["method"] == "Page.frameNavigated" and e.get("sessionId") == pg.s, wait, mark)
+        if e and e["method"] == "Page.frameNavigated":
+            browser.wait_for(lambda e: e["method"] == "Page.loadEventFired" and e.get("sessionId") == pg.s, wait, mark)
+            led.append(("page", e["params"]["frame"]["url"], pg.eval("document.contentType"),
+                        pg.eval("document.body ? document.body.innerText : ''"), pg.eval("document.title")))
+            pg.goto(url)
+        else:
+            led.append(e and ("download", e))
+    browser.pump(0.5)  # time for anything a click set off to run and be reported
+    return pg, urls, led
+
+
+@case("report: hostile file names: relative %-encoded links, hashed CSP, a click on each runs nothing")
+def _():
+    with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as downloads:
+        names = hostile_traces(d)
+        os.mkdir(os.path.join(d, "out"))
+        # the names as given from their directory (the issue's command), from below it, and absolute
+        # (clicked in the first two: the third's links are the second's)
+        outs = [(os.path.join(d, "report.html"), names, "./"), (os.path.join(d, "out", "report.html"), names, "../"),
+                (os.path.join(d, "out", "abs.html"), [os.path.join(d, n) for n in names], "../")]
+        browser = Browser(CHROMIUM, downloads)
+        try:
+            for out, given, prefix in outs:
+                r = report(out, *given, cwd=d)
+                assert r.returncode == 0, r
+                page = open(out).read()
+                csp = policy(page)
+                assert "'unsafe-inline'" not in csp["script-src"] and "'unsafe-inline'" not in csp["style-src"], csp
+                assert csp == {"default-src": ["'none'"], "script-src": [csp_hash(page, "<script>", "</script>")],
+                               "style-src": [csp_hash(page, "<style>", "</style>")], "base-uri": ["'none'"],
+                               "form-action": ["'none'"]}, csp
+                assert page.count("</script>") == 2 and page.lower().count("<script") == 2
+                hrefs = page_data(page)["hrefs"]
+                traces = [os.path.join(d, n) for n in names]
+                assert hrefs == [expected_href(os.path.dirname(out), t) for t in traces], hrefs
+                for h, t in zip(hrefs, traces):
+                    assert h.startswith(prefix) and re.fullmatch(r"\.\.?/(?:[A-Za-z0-9._~/-]|%[0-9A-F]{2})*", h), h
+                    u = urllib.parse.urlsplit(h)
+                    assert (u.scheme, u.netloc, u.query, u.fragment) == ("", "", "", ""), h
+                    back = os.path.join(os.path.realpath(os.path.dirname(out)).encode(), urllib.parse.unquote_to_bytes(h))
+                    assert os.path.normpath(back) == os.path.realpath(t).encode(), h
+                # rendered: every section, no error, every name as text, no element of theirs
+                dom, dom_text = check_page(out)
+                assert "<title>flagtrace report</title>" in dom_text and "img" not in dom.tags, dom.tags
+                assert dom.tags.get("script") == 2, dom.tags
+                for n in given:
+                    assert any(n in t for t in dom.text), n
+                if given is not names:
+                    continue
+                # clicked: each link downloads or shows its own trace; nothing runs, nothing is refused
+                pg, urls, led = click_links(browser, out)
+                assert len(urls) == len(traces), urls
+                shown = downloaded = 0
+                for url, t, how in zip(urls, traces, led):
+                    u = urllib.parse.urlsplit(url)
+                    assert (u.scheme, u.netloc, u.query, u.fragment) == ("file", "", "", ""), url
+                    assert urllib.parse.unquote_to_bytes(u.path) == os.path.realpath(t).encode(), url
+                    assert how, f"clicking {url} did nothing"
+                    if how[0] == "page":  # shown as text: the trace's own bytes, no document of its own
+                        assert how[1:3] == (url, "application/json") or how[1:3] == (url, "text/plain"), how
+                        assert json.loads(how[3]) == json.load(open(t)), how
+                        shown += 1
+                        continue
+                    b = how[1]
+                    assert b["params"]["url"] == url, (url, b)
+                    guid = b["params"]["guid"]
+                    done = browser.wait_for(lambda e: e["method"] == "Browser.downloadProgress" and
+                                            e["params"]["guid"] == guid and e["params"]["state"] != "inProgress")
+                    assert done and done["params"]["state"] == "completed", done
+                    assert open(os.path.join(downloads, guid), "rb").read() == open(t, "rb").read(), t
+                    downloaded += 1
+                assert shown and downloaded, (shown, downloaded)  # both ways a click can go were seen
+                assert pg.problems() == [], pg.problems()
+                assert pg.eval("document.title") == "flagtrace report"
+                assert pg.eval("location.href") == "file://" + urllib.parse.quote(os.path.abspath(out))
+                assert pg.eval("document.querySelectorAll('script').length + document.querySelectorAll('img').length") == 2
+                assert pg.eval("document.body.getAttribute('data-ready')") == "1"
+        finally:
+            browser.close()
+
+
+@case("report: the click test sees a javascript: link run; the hashed CSP alone refuses it (it can fail)")
+def _():
+    with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as downloads:
+        names = hostile_traces(d, ["javascript:alert(1)", "javascript:void(document['title']='pwned')"])
+        out = os.path.join(d, "report.html")
+        assert report(out, *names, cwd=d).returncode == 0
+        page = open(out).read()
+        # the page as it was before issue 35: the name itself as the link, taken as it is
+        raw = page.replace(json.dumps(page_data(page)["hrefs"]), json.dumps(names))
+        raw = raw.replace("if (linkable(href))", "if (href !== null)")
+        assert page_data(raw)["hrefs"] == names and "linkable(href))" not in raw
+        old = raw.replace(policy(page)["script-src"][0], "'unsafe-inline'", 1)
+        browser = Browser(CHROMIUM, downloads)
+        try:
+            for path, text in ((os.path.join(d, "old.html"), old), (os.path.join(d, "raw.html"), resign(raw))):
+                open(path, "w").write(text)
+                pg, urls, led = click_links(browser, path, wait=0.3)
+                assert urls == names and led == [None, None], (urls, led)
+                old_page = path.endswith("old.html")
+                for _ in range(100):  # what ran or was refused is reported within 10 s
+                    if (pg.problems() and pg.eval("document.title") == "pwned") if old_page else len(pg.problems()) >= 2:
+                        break
+                    browser.pump(0.1)
+                if old_page:  # unsafe-inline: both run, and the test sees it
+                    assert pg.problems() == ["dialog: '1'"], pg.problems()
+                    assert pg.eval("document.title") == "pwned", pg.eval("document.title")
+                else:  # only the page's script by its hash: the links are refused, in the log
+                    refused = [p for p in pg.problems() if "Content Security Policy" in p]
+                    assert len(refused) == 2 and len(pg.problems()) == 2, pg.problems()
+                    assert pg.eval("document.title") == "flagtrace report"
+        finally:
+            browser.close()
+
+
+@case("report: no link to stdin or to a trace a browser could open as a page; the page refuses edited links")
+def _():
+    script = "<script>document.title='trace ran'</script>"
+    with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as downloads:
+        names = ["evil.html", "evil.SVG", "javascript:alert(1)"]
+        for n in names:  # valid traces whose kernel, shown as a page of its own, would be a script
+            open(os.path.join(d, n), "w").write(json.dumps({"traceEvents": [
+                {"ph": "X", "cat": "kernel", "name": script, "ts": 0, "dur": 5, "pid": 0}]}))
+        out, edited_out, stdin_out = (os.path.join(d, n) for n in ("report.html", "edited.html", "stdin.html"))
+        assert report(out, *names, cwd=d).returncode == 0
+        page = open(out).read()
+        why = "only .json, .gz and names without a dot are linked: a browser may open another file as a page"
+        assert page_data(page)["hrefs"] == [None, None, "./javascript%3Aalert%281%29"], page_data(page)["hrefs"]
+        assert page_data(page)["no_link"] == [why, why, None], page_data(page)["no_link"]
+        # the data edited to links report.c never writes; the page's script as built (its hash holds)
+        bad = ["javascript:alert(1)", "./evil.html", "./evil%2Ehtml", "//example.com/x.json", "./x.json?a"]
+        edited = page.replace(json.dumps(page_data(page)["hrefs"]), json.dumps(bad[:3]))
+        assert page_data(edited)["hrefs"] == bad[:3] and policy(edited) == policy(page)
+        open(edited_out, "w").write(edited)
+        with open(os.path.join(data, "sample_h200.json.gz"), "rb") as f:
+            r = subprocess.run([flagtrace, "report", "-o", stdin_out, "-"], stdin=f, capture_output=True, text=True)
+        assert r.returncode == 0 and page_data(open(stdin_out).read())["hrefs"] == [None], r
+        # and the page as it would be with a link to evil.html: its click runs the trace's script
+        linked = resign(edited.replace("if (linkable(href))", "if (href !== null)").replace(
+            json.dumps(bad[:3]), json.dumps(["./evil.html", None, None])))
+        linked_out = os.path.join(d, "linked.html")
+        open(linked_out, "w").write(linked)
+        browser = Browser(CHROMIUM, downloads)
+        try:
+            for path, notes, links in ((out, [why, why], 1), (edited_out, [why, why, "not a relative path to a trace"], 0),
+                                       (stdin_out, ["read from stdin, there is no file to link"], 0)):
+                pg = browser.open("file://" + urllib.parse.quote(path))
+                assert pg.eval("document.body.getAttribute('data-ready')") == "1"
+                assert pg.eval("document.querySelectorAll('a.open-trace').length") == links, path
+                shown = pg.eval("Array.prototype.map.call(document.querySelectorAll('.no-link'), "
+                                "function (e) { return e.textContent; })")
+                assert shown == [f"(no link: {n})" for n in notes], shown
+                assert pg.problems() == [], pg.problems()
+            for b in bad:  # what else the page refuses, asked of its own check
+                assert pg.eval(f"linkable({json.dumps(b)})") is False, b
+            assert pg.eval("linkable('./a%20b.json.gz') && linkable('../x/javascript%3Aalert%281%29')") is True
+            pg, urls, led = click_links(browser, linked_out)
+            assert len(urls) == 1 and led[0][0] == "page" and led[0][1].endswith("/evil.html"), led
+            assert led[0][2] == "text/html" and led[0][4] == "trace ran", led
+        finally:
+            browser.close()
 
 
 @case("report: size grows with distinct kernels and ranks, not with events")
