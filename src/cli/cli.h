@@ -32,7 +32,11 @@ int ft_cli_parse(const char *cmd, int argc, char **argv, const ft_cli_option *op
  * Reorders argv (options first) and returns the index of the first operand. */
 int ft_cli_parse_anywhere(const char *cmd, int argc, char **argv, const ft_cli_option *opts, const char *usage);
 
-/* Prints "flagtrace CMD: <message> (see flagtrace CMD --help)"; returns FT_CLI_USAGE. */
+/* Prints "flagtrace CMD: <message> (see flagtrace CMD --help)"; returns FT_CLI_USAGE.
+ * Like every message of the command, one line: control characters are escaped. */
 int ft_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "flagtrace CMD: <message>" ("flagtrace: " when cmd is NULL), one line,
+ * control characters escaped (a file name may hold a newline or an ESC). */
+void ft_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif
