@@ -52,7 +52,9 @@ static const char usage[] =
     "      --force-overwrite  replace existing files (default: refuse)\n"
     "  -s, --sort KEY      order rows by total (default), count, avg, median, min,\n"
     "                      max, stddev (largest first) or name\n"
-    "  -n, --limit N       at most N rows per report (per rank with --by-rank)\n"
+    "  -n, --limit N       at most N rows per report (per rank with --by-rank); 0:\n"
+    "                      all rows, the trace report's too (every device event,\n"
+    "                      48 B of memory each)\n"
     "  -w, --name-width N  cut names in tables to N characters (default: to fit the\n"
     "                      terminal; not cut when stdout is not one); csv and json\n"
     "                      keep full names\n"
@@ -288,8 +290,10 @@ int ft_cli_stats(int argc, char **argv) {
   ro.reports = report;
   size_t n_reps = 0;
   for (int r = 0; r < REP_N; r++) n_reps += (report >> r) & 1;
-  size_t trace_limit = report & (1u << REP_TRACE) ? (limit_given ? ro.limit : 100) : 0;
-  if (report & (1u << REP_TRACE) && !trace_limit) trace_limit = 100;
+  /* the trace report: the earliest N device events of each file, kept while reading
+   * (100 unless --limit says; 0: all of them) */
+  size_t trace_rows = limit_given ? ro.limit : 100;
+  size_t trace_limit = !(report & (1u << REP_TRACE)) ? 0 : trace_rows ? trace_rows : SIZE_MAX;
   char err[640];
   /* -o is checked and opened before the input is read, as record checks before the
    * run: a refused name costs no reading. A csv PREFIX that is a device or FIFO
@@ -329,7 +333,7 @@ int ft_cli_stats(int argc, char **argv) {
   for (int r = 0; r < REP_N && !rc; r++) {
     if (!(report & (1u << r))) continue;
     ft_report_opts o = ro;
-    if (r == REP_TRACE) o.limit = trace_limit;
+    if (r == REP_TRACE) o.limit = trace_rows;
     if (ft_report_build(&reps[n_reps++], r, &job, &o)) rc = 1;
   }
   /* the header goes first into the output (written by write_all's file) */

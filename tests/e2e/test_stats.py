@@ -696,4 +696,30 @@ def _():
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "'x\\ny'" in r.stderr, r.stderr
 
 
+@case("stats --limit: no preallocation for the limit (-n 1000000000, 2^62); -n 0 is all rows")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        ev = [kernel(i * 3, 1, name=f"k{i % 150}") for i in range(300)]
+        p = write(d, "t.json", trace(ev))
+        want = [i * 3 for i in range(300)]
+        for n in ("1000000000", str(2 ** 62), str(2 ** 64 - 1), "0"):
+            def limited():  # the old heap of n events (48 GB for 10^9) cannot be had under 4 GiB
+                import resource
+                resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+            ldd = subprocess.run(["ldd", flagtrace], capture_output=True, text=True).stdout
+            sanitized = WRAP or "libasan" in ldd or "libtsan" in ldd  # they reserve more address space
+            r = subprocess.run([*WRAP, flagtrace, "stats", "-f", "json", "-r", "trace,kernels", "-n", n, p],
+                               capture_output=True, text=True, preexec_fn=None if sanitized else limited)
+            assert r.returncode == 0 and r.stderr == "", (n, r.stderr)
+            got = json.loads(r.stdout)
+            assert [e["start_us"] for e in got["trace"]] == want, (n, len(got["trace"]))
+            assert len(got["kernels"]) == 150, n
+        # without -n the trace report keeps its 100 earliest, the other reports all rows
+        got = json.loads(stats("-f", "json", "-r", "trace,kernels", p).stdout)
+        assert [e["start_us"] for e in got["trace"]] == want[:100] and len(got["kernels"]) == 150
+        got = json.loads(stats("-f", "json", "-r", "trace,kernels", "-n", "7", p).stdout)
+        assert [e["start_us"] for e in got["trace"]] == want[:7] and len(got["kernels"]) == 7
+        assert "0:\n                      all rows" in stats("--help").stdout
+
+
 results.finish()
