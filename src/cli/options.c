@@ -1,5 +1,6 @@
 /* Option parsing shared by the subcommands: -x VALUE, --long VALUE, --long=VALUE. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,12 @@ void ft_cli_error(const char *cmd, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   put_line(cmd, msg, "");
+}
+
+int ft_cli_output_refused(const char *cmd, bool exists, const char *err) {
+  if (exists) return ft_cli_usage_error(cmd, "%s", err); /* the remedy is an option */
+  ft_cli_error(cmd, "%s", err);
+  return FT_CLI_USAGE;
 }
 
 int ft_cli_usage_error(const char *cmd, const char *fmt, ...) {

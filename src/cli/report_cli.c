@@ -64,24 +64,23 @@ int ft_cli_report(int argc, char **argv) {
   }
   if (optind >= argc) return ft_cli_usage_error("report", "no trace file given");
   char err[640];
-  /* checked and opened before the input is read (as stats -o) */
-  ft_outfile out;
+  /* checked before the input is read, opened once it is (as stats -o) */
   bool exists = false;
-  if (ft_outputs_open(&out, &output, 1, force, &exists, err, sizeof err)) {
-    if (exists) return ft_cli_usage_error("report", "%s", err);
-    ft_cli_error("report", "%s", err);
-    return FT_CLI_USAGE;
-  }
+  if (ft_outputs_check(&output, 1, force, &exists, err, sizeof err)) return ft_cli_output_refused("report", exists, err);
   ft_stat_job job;
   ft_status s = ft_stat_job_read(&job, (const char *const *)argv + optind, (size_t)(argc - optind), true, 0, false, err,
                                  sizeof err);
   if (s) {
     ft_cli_error("report", "%s", err);
     ft_stat_job_free(&job);
-    ft_outfile_discard(&out);
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
   ft_summary_lines(stderr, &job, "flagtrace report: ");
+  ft_outfile out;
+  if (ft_outputs_open(&out, &output, 1, force, &exists, err, sizeof err)) {
+    ft_stat_job_free(&job);
+    return ft_cli_output_refused("report", exists, err);
+  }
   bool quiet = is_stdout(out.file.fd);
   char *copy = strdup(output), *dir = copy ? realpath(dirname(copy), NULL) : NULL;
   s = ft_report_html_write(out.f, &job, dir);

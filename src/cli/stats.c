@@ -84,12 +84,12 @@ static const char usage[] =
     "Tables and messages show control characters in names as escapes (\\n, \\x1b):\n"
     "a name cannot drive the terminal or break a line; csv and json keep names whole.\n"
     "\n"
-    "exit status: 0; 2 for a usage error, an output refused before any input is read\n"
-    "(an existing file without --force-overwrite, a dangling symlink, a directory),\n"
-    "or a file that cannot be read or parsed (reported in one line with the file,\n"
-    "the problem and the byte offset of the offending byte, counted from 0 in the\n"
-    "uncompressed text); 1 when the output cannot be written (a full disk, a closed\n"
-    "stdout) or memory runs out.\n";
+    "exit status: 0; 2 for a usage error, a refused output (an existing file without\n"
+    "--force-overwrite, a dangling symlink, a directory: checked before any input is\n"
+    "read; a FIFO nobody reads, when opened), or a file that cannot be read or parsed\n"
+    "(reported in one line with the file, the problem and the byte offset of the\n"
+    "offending byte, counted from 0 in the uncompressed text); 1 when the output\n"
+    "cannot be written (a full disk, a closed stdout) or memory runs out.\n";
 
 enum fmt { FMT_TABLE, FMT_CSV, FMT_JSON };
 #define REP_DEFAULT ((1u << REP_N) - 1 - (1u << REP_TRACE))
@@ -295,26 +295,21 @@ int ft_cli_stats(int argc, char **argv) {
   size_t trace_rows = limit_given ? ro.limit : 100;
   size_t trace_limit = !(report & (1u << REP_TRACE)) ? 0 : trace_rows ? trace_rows : SIZE_MAX;
   char err[640];
-  /* -o is checked and opened before the input is read, as record checks before the
-   * run: a refused name costs no reading. A csv PREFIX that is a device or FIFO
-   * takes every table as one stream, as stdout does. */
+  /* -o is checked before the input is read, as record checks before the run: a
+   * refused name costs no reading. A csv PREFIX that is a device or FIFO takes
+   * every table as one stream, as stdout does. */
   bool set = fmt == FMT_CSV && output && n_reps > 1 && !ft__ofile_is_stream(output);
   size_t n_out = !output ? 0 : set ? n_reps + 1 : 1;
   char *names[REP_N + 1] = {0};
-  ft_outfile outs[REP_N + 1];
-  FILE *fs[REP_N + 1] = {stdout};
-  if (output) {
-    bool exists = false;
-    int orc = output_names(names, output, report, set);
-    if (orc) snprintf(err, sizeof err, "out of memory");
-    else orc = ft_outputs_open(outs, (const char *const *)names, n_out, force, &exists, err, sizeof err);
+  bool exists = false;
+  if (output && output_names(names, output, report, set)) {
     for (size_t i = 0; i < n_out; i++) free(names[i]);
-    if (orc && exists) return ft_cli_usage_error("stats", "%s", err);
-    if (orc) {
-      ft_cli_error("stats", "%s", err);
-      return FT_CLI_USAGE;
-    }
-    for (size_t i = 0; i < n_out; i++) fs[i] = outs[i].f;
+    ft_cli_error("stats", "out of memory");
+    return 1;
+  }
+  if (ft_outputs_check((const char *const *)names, n_out, force, &exists, err, sizeof err)) {
+    for (size_t i = 0; i < n_out; i++) free(names[i]);
+    return ft_cli_output_refused("stats", exists, err);
   }
   ft_stat_job job;
   ft_status s = ft_stat_job_read(&job, (const char *const *)argv + optind, n_files, false, trace_limit, ro.by_rank,
@@ -322,7 +317,7 @@ int ft_cli_stats(int argc, char **argv) {
   if (s) {
     ft_cli_error("stats", "%s", err);
     ft_stat_job_free(&job);
-    for (size_t i = 0; i < n_out; i++) ft_outfile_discard(&outs[i]);
+    for (size_t i = 0; i < n_out; i++) free(names[i]);
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
   report_skipped(&job);
@@ -355,11 +350,15 @@ int ft_cli_stats(int argc, char **argv) {
     }
     fclose(head);
   }
+  ft_outfile outs[REP_N + 1];
+  FILE *fs[REP_N + 1] = {stdout};
   if (rc || !hbuf) {
     ft_cli_error("stats", "out of memory");
     rc = 1;
-    for (size_t i = 0; i < n_out; i++) ft_outfile_discard(&outs[i]);
+  } else if (n_out && ft_outputs_open(outs, (const char *const *)names, n_out, force, &exists, err, sizeof err)) {
+    rc = ft_cli_output_refused("stats", exists, err);
   } else {
+    for (size_t i = 0; i < n_out; i++) fs[i] = outs[i].f;
     write_all(&job, reps, n_reps, fmt, fs, set, !output, name_width, hbuf, hlen);
     /* all or nothing: a set's files are renamed into place only when every one was written */
     if (n_out && ft_outfile_commit(outs, n_out, err, sizeof err)) {
@@ -367,6 +366,7 @@ int ft_cli_stats(int argc, char **argv) {
       rc = 1;
     }
   }
+  for (size_t i = 0; i < n_out; i++) free(names[i]);
   free(hbuf);
   for (size_t r = 0; r < n_reps; r++) ft_report_free(&reps[r]);
   ft_stat_job_free(&job);

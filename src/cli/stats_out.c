@@ -560,10 +560,9 @@ void ft_outfile_discard(ft_outfile *o) {
   if (o->file.shown) ft__ofile_discard(&o->file); /* opened (a zeroed o never was) */
 }
 
-int ft_outputs_open(ft_outfile *files, const char *const *names, size_t n, bool force, bool *exists, char *err,
-                    size_t errlen) {
+int ft_outputs_check(const char *const *names, size_t n, bool force, bool *exists, char *err, size_t errlen) {
   *exists = false;
-  for (size_t i = 0; i < n; i++) { /* all checked before any is opened: a refusal leaves nothing */
+  for (size_t i = 0; i < n; i++) {
     bool replaces;
     if (ft__ofile_check(names[i], "", &replaces, err, errlen)) return -1;
     if (replaces && !force) {
@@ -572,6 +571,13 @@ int ft_outputs_open(ft_outfile *files, const char *const *names, size_t n, bool 
       return -1;
     }
   }
+  return 0;
+}
+
+int ft_outputs_open(ft_outfile *files, const char *const *names, size_t n, bool force, bool *exists, char *err,
+                    size_t errlen) {
+  /* checked again: a file may have appeared while the input was read */
+  if (ft_outputs_check(names, n, force, exists, err, errlen)) return -1;
   for (size_t i = 0; i < n; i++) {
     if (!ft_outfile_open(&files[i], names[i], err, errlen)) {
       while (i--) ft_outfile_discard(&files[i]);

@@ -84,10 +84,14 @@ int ft_outfile_commit(ft_outfile *os, size_t n, char *err, size_t errlen);
 /* Closes and removes o's temporary file; safe after commit or a failed open. */
 void ft_outfile_discard(ft_outfile *o);
 
-/* Checks, then opens, the n files of one output (a set is committed together)
- * before any input is read. An existing regular file is refused unless force
- * (nsys's convention; *exists then says so), as is anything out_file.h refuses:
- * -1 with err one line naming the file, nothing opened or created. 0: all open. */
+/* Checks the n files of one output (a set is committed together), before any
+ * input is read: an existing regular file is refused unless force (nsys's
+ * convention; *exists then says so), as is anything out_file.h refuses. 0, or -1
+ * with err one line naming the file. Nothing is opened: a temporary file exists
+ * only while the output is written, not through a long read a ^C may end. */
+int ft_outputs_check(const char *const *names, size_t n, bool force, bool *exists, char *err, size_t errlen);
+/* Checks again (a file may have appeared meanwhile), then opens all n; on failure
+ * -1 with err set and nothing opened or created. */
 int ft_outputs_open(ft_outfile *files, const char *const *names, size_t n, bool force, bool *exists, char *err,
                     size_t errlen);
 

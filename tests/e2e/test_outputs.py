@@ -272,6 +272,34 @@ for w in WRITERS:
     results.check(f"{w.label}: a write that fails leaves nothing (a set: none of its files)", too_large)
 
 
+for w in WRITERS:
+    def no_temporary_while_reading(w=w):
+        """The outputs are checked before the input is read but created after it: a long
+        read that a ^C ends leaves no temporary file behind."""
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "out")
+            with open(os.path.join(data, "torch_cuda_2.11_reference.json.gz"), "rb") as f:
+                text = f.read()
+            p = subprocess.Popen([*WRAP, flagtrace, w.cmd, *w.args, "-o", out, "-"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            half = len(text) // 2
+            p.stdin.write(text[:half])
+            p.stdin.flush()
+            deadline = time.monotonic() + SLOW
+            while time.monotonic() < deadline:  # until it has read the half it was given
+                with open(f"/proc/{p.pid}/io") as io:
+                    if int(next(line for line in io if line.startswith("rchar:")).split()[1]) >= half:
+                        break
+                time.sleep(0.01)
+            time.sleep(0.05)
+            assert os.listdir(d) == [], os.listdir(d)
+            p.stdin.write(text[half:])
+            p.stdin.close()
+            assert p.wait(SLOW) == 0, p.stderr.read()
+            assert sorted(os.listdir(d)) == sorted(os.path.basename(m) for m in w.members(out))
+    results.check(f"{w.label}: nothing is created while the input is read", no_temporary_while_reading)
+
+
 @results.tmp_case("stats -f csv -o PREFIX: a full disk leaves none of the set (a 16 KiB tmpfs)")
 def _(d):
     mnt = os.path.join(d, "tiny")
