@@ -24,5 +24,5 @@ fi
 echo
 echo "make demo: the trace is $trace; open it at https://ui.perfetto.dev (Open trace file) or in chrome://tracing (Load)"
 # the HTML report of the same trace(s): one self-contained file, opened in any browser
-"$BUILD/flagtrace" report -o "$BUILD/report.html" $trace >/dev/null
+"$BUILD/flagtrace" report --force-overwrite -o "$BUILD/report.html" $trace >/dev/null  # replaces the last demo's
 echo "make demo: the report is $(cd "$BUILD" && pwd)/report.html"

@@ -164,13 +164,17 @@ FT_EXPORT ft_status ft_user_range_pop(ft_session *session);
 
 /* Writes the stopped session as a Chrome trace (kineto layout). A path ending in
  * ".gz" is gzip-compressed. A new file or a regular file is written under a
- * temporary name in the same directory and renamed over it (keeping its
- * permissions), so no reader ever sees a partial trace. Special files are never
+ * temporary name in the same directory and renamed over it (a new file gets 0666
+ * less the umask, a replaced one keeps its permissions; one the caller may not
+ * write is FT_EIO), so no reader ever sees a partial trace. Special files are never
  * replaced: a FIFO or character device (/dev/null, a pipe) is written through in
  * place, without that atomicity (a FIFO nobody reads is FT_EIO at once, a reader
- * that goes away FT_EIO with EPIPE, never SIGPIPE); a symlink is followed and its
- * target written, the link kept (a dangling one is FT_EIO); a directory, block
- * device or socket is FT_EIO. Events that do not
+ * that goes away FT_EIO with EPIPE, never SIGPIPE); /dev/stdout, /dev/stderr and
+ * /dev/fd/N are that descriptor, written at its offset; a symlink is followed and
+ * its target written, the link kept (a dangling one is FT_EIO); a directory, block
+ * device or socket is FT_EIO. An existing file is replaced (the check for one is
+ * the caller's: record's --force-overwrite). The error text is one line, control
+ * characters in the path escaped. Events that do not
  * lie wholly inside the capture window are left out and counted in the trace's
  * "flagtrace" metadata. FT_ESTATE unless the session was stopped; FT_EIO with
  * ft_session_last_error() naming the path and the system error otherwise. */

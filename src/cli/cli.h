@@ -2,6 +2,8 @@
 #ifndef FLAGTRACE_CLI_H
 #define FLAGTRACE_CLI_H
 
+#include <stdbool.h>
+
 /* Each returns the process exit status; argv[0] is the subcommand's name. */
 int ft_cli_record(int argc, char **argv);
 int ft_cli_stats(int argc, char **argv);
@@ -32,7 +34,14 @@ int ft_cli_parse(const char *cmd, int argc, char **argv, const ft_cli_option *op
  * Reorders argv (options first) and returns the index of the first operand. */
 int ft_cli_parse_anywhere(const char *cmd, int argc, char **argv, const ft_cli_option *opts, const char *usage);
 
-/* Prints "flagtrace CMD: <message> (see flagtrace CMD --help)"; returns FT_CLI_USAGE. */
+/* Prints "flagtrace CMD: <message> (see flagtrace CMD --help)"; returns FT_CLI_USAGE.
+ * Like every message of the command, one line: control characters are escaped. */
 int ft_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An output -o names was refused (err from ft_outputs_check or _open): one line,
+ * with the --help pointer when the refusal was an existing file. FT_CLI_USAGE. */
+int ft_cli_output_refused(const char *cmd, bool exists, const char *err);
+/* Prints "flagtrace CMD: <message>" ("flagtrace: " when cmd is NULL), one line,
+ * control characters escaped (a file name may hold a newline or an ESC). */
+void ft_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -75,8 +75,8 @@ static int run(int argc, char **argv) {
   if (!strcmp(cmd, "stats")) return ft_cli_stats(argc - 1, argv + 1);
   if (!strcmp(cmd, "report")) return ft_cli_report(argc - 1, argv + 1);
   if (cmd[0] == '-')
-    fprintf(stderr, "flagtrace: unknown option '%s' (see flagtrace --help)\n", cmd);
+    ft_cli_error(NULL, "unknown option '%s' (see flagtrace --help)", cmd);
   else
-    fprintf(stderr, "flagtrace: unknown command '%s' (see flagtrace --help)\n", cmd);
+    ft_cli_error(NULL, "unknown command '%s' (see flagtrace --help)", cmd);
   return FT_CLI_USAGE;
 }

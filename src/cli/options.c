@@ -1,20 +1,46 @@
 /* Option parsing shared by the subcommands: -x VALUE, --long VALUE, --long=VALUE. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "out_file.h" /* ft__visible */
 
 const char ft_cli_off[] = "off", ft_cli_on[] = "on";
 
-int ft_cli_usage_error(const char *cmd, const char *fmt, ...) {
-  char msg[512];
+/* msg as one visible line on stderr: a file name or a value with a newline or an
+ * ESC in it neither breaks the line nor drives the terminal. */
+static void put_line(const char *cmd, const char *msg, const char *tail) {
+  char shown[2048];
+  ft__visible(shown, sizeof shown, msg);
+  fprintf(stderr, "flagtrace%s%s: %s%s\n", cmd ? " " : "", cmd ? cmd : "", shown, tail);
+}
+
+void ft_cli_error(const char *cmd, const char *fmt, ...) {
+  char msg[2048];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "flagtrace %s: %s (see flagtrace %s --help)\n", cmd, msg, cmd);
+  put_line(cmd, msg, "");
+}
+
+int ft_cli_output_refused(const char *cmd, bool exists, const char *err) {
+  if (exists) return ft_cli_usage_error(cmd, "%s", err); /* the remedy is an option */
+  ft_cli_error(cmd, "%s", err);
+  return FT_CLI_USAGE;
+}
+
+int ft_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  char msg[1024], tail[64];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  snprintf(tail, sizeof tail, " (see flagtrace %s --help)", cmd);
+  put_line(cmd, msg, tail);
   return FT_CLI_USAGE;
 }
 

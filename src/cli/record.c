@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "out_file.h"
 #include "inject.h"
 #include "rank.h"
 
@@ -39,7 +40,10 @@ static const char usage_fmt[] =
     "  -o, --output PATTERN   trace file (default flagtrace-%%p.json.gz); %%p = pid,\n"
     "                         %%h = host, %%r = RANK (else LOCAL_RANK, else norank),\n"
     "                         %%%% = %%; a name ending in .gz is gzip-compressed;\n"
-    "                         escapes belong in the file name, not the directory\n"
+    "                         escapes belong in the file name, not the directory;\n"
+    "                         written under a temporary name and renamed when\n"
+    "                         complete (a replaced file's mode kept), a symlink\n"
+    "                         followed, a device or FIFO (/dev/null) written through\n"
     "      --force-overwrite  replace an existing trace file (default: refuse)\n"
     "  -t, --trace LIST       what to record, a comma-separated subset of\n"
     "                         kernel,memcpy,memset,runtime,driver,nvtx,sync (default:\n"
@@ -172,11 +176,11 @@ static int resolve_output(const char *pattern, bool force, char *out, size_t len
   snprintf(dir, sizeof dir, "%.*s", base - path > 1 ? (int)(base - path - 1) : 1, path);
   struct stat st;
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "flagtrace record: output directory '%s' does not exist\n", dir);
+    ft_cli_error("record", "output directory '%s' does not exist", dir);
     return FT_CLI_USAGE;
   }
   if (access(dir, W_OK | X_OK) != 0) {
-    fprintf(stderr, "flagtrace record: output directory '%s' is not writable: %s\n", dir, strerror(errno));
+    ft_cli_error("record", "output directory '%s' is not writable: %s", dir, strerror(errno));
     return FT_CLI_USAGE;
   }
   if (strstr(pattern, "%p") || strstr(pattern, "%r")) return 0;
@@ -185,8 +189,15 @@ static int resolve_output(const char *pattern, bool force, char *out, size_t len
   /* the writer refuses a dangling link (it never replaces a link): say so before the run */
   if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && stat(path, &st) != 0)
     return ft_cli_usage_error("record", "output '%s' is a symbolic link to a missing file", path);
-  if (!force && lstat(path, &st) == 0)
-    return ft_cli_usage_error("record", "'%s' exists; --force-overwrite replaces it", path);
+  /* the rest of what the writer would refuse (a socket, a read-only file), and an
+   * existing regular file: a device or FIFO (/dev/null) is written through, not replaced */
+  bool replaces;
+  char why[PATH_MAX + 128];
+  if (ft__ofile_check(path, "trace file ", &replaces, why, sizeof why)) {
+    ft_cli_error("record", "%s", why);
+    return FT_CLI_USAGE;
+  }
+  if (!force && replaces) return ft_cli_usage_error("record", "'%s' exists; --force-overwrite replaces it", path);
   return 0;
 }
 
@@ -398,16 +409,16 @@ int ft_cli_record(int argc, char **argv) {
     char why[160];
     ft__env_rank(&r, &w, why, sizeof why);
     const char *text = ft__env_rank_text();
-    if (why[0]) fprintf(stderr, "flagtrace record: %s; %%r reads '%s'\n", why, text ? text : "norank");
+    if (why[0]) ft_cli_error("record", "%s; %%r reads '%s'", why, text ? text : "norank");
   }
   char inject[PATH_MAX];
   if (!find_inject(inject, sizeof inject)) {
     const char *env = getenv("FLAGTRACE_INJECT_LIBRARY");
     if (env && *env) /* the variable is what failed, not the search beside us */
-      fprintf(stderr, "flagtrace record: FLAGTRACE_INJECT_LIBRARY=%s cannot be read: %s\n", env, strerror(errno));
+      ft_cli_error("record", "FLAGTRACE_INJECT_LIBRARY=%s cannot be read: %s", env, strerror(errno));
     else
-      fprintf(stderr, "flagtrace record: the injection library libflagtrace_inject.so was not found beside "
-                      "this executable (set FLAGTRACE_INJECT_LIBRARY)\n");
+      ft_cli_error("record", "the injection library libflagtrace_inject.so was not found beside "
+                   "this executable (set FLAGTRACE_INJECT_LIBRARY)");
     return FT_CLI_USAGE;
   }
   char preload_lib[PATH_MAX + 32] = "";
@@ -428,8 +439,7 @@ int ft_cli_record(int argc, char **argv) {
       preload_lib[0] = '\0';
       untraceable = NULL;
     } else if (access(preload_lib, R_OK) != 0) {
-      fprintf(stderr, "flagtrace record: the preload library %s was not found beside the injection library\n",
-              preload_lib);
+      ft_cli_error("record", "the preload library %s was not found beside the injection library", preload_lib);
       return FT_CLI_USAGE;
     }
     /* LD_PRELOAD splits at spaces and colons and has no quoting */
@@ -437,15 +447,15 @@ int ft_cli_record(int argc, char **argv) {
       return ft_cli_usage_error("record", "LD_PRELOAD cannot name '%s' (a space or colon in the path)", preload_lib);
   }
   if (untraceable)
-    fprintf(stderr, "flagtrace record: '%s' %s, so the loader ignores LD_PRELOAD: no trace can be injected "
-                    "(it runs untraced)\n", argv[i], untraceable);
+    ft_cli_error("record", "'%s' %s, so the loader ignores LD_PRELOAD: no trace can be injected "
+                 "(it runs untraced)", argv[i], untraceable);
   /* a setuid/setgid program runs as another user: with CUDA injection it is traced,
    * but cannot tell record (the report file is ours, 0600) whether it wrote */
   const char *ids = preload_ignored(argv[i]);
   bool other_user = !untraceable && ids && !strncmp(ids, "is set", 6);
   if (other_user)
-    fprintf(stderr, "flagtrace record: '%s' %s: it runs as another user, so record cannot learn whether it wrote "
-                    "a trace\n", argv[i], ids);
+    ft_cli_error("record", "'%s' %s: it runs as another user, so record cannot learn whether it wrote a trace",
+                 argv[i], ids);
   char report[] = "/tmp/flagtrace-record-XXXXXX";
   int rfd = mkstemp(report);
   if (rfd >= 0) close(rfd);
@@ -465,7 +475,7 @@ int ft_cli_record(int argc, char **argv) {
     unsetenv("FLAGTRACE_PRELOAD");
     const char *prev = getenv("CUDA_INJECTION64_PATH");
     if (prev && *prev && strcmp(prev, inject))
-      fprintf(stderr, "flagtrace record: replacing CUDA_INJECTION64_PATH=%s\n", prev);
+      ft_cli_error("record", "replacing CUDA_INJECTION64_PATH=%s", prev);
     setenv("CUDA_INJECTION64_PATH", inject, 1);
     /* The preload library still comes, in guard mode (it arms nothing): it hands a
      * torch process's profiler to the injection library and guards CUPTI against
@@ -514,7 +524,7 @@ int ft_cli_record(int argc, char **argv) {
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
-    fprintf(stderr, "flagtrace record: fork: %s\n", strerror(errno));
+    ft_cli_error("record", "fork: %s", strerror(errno));
     return 1;
   }
   if (pid == 0) {
@@ -524,7 +534,7 @@ int ft_cli_record(int argc, char **argv) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) raise(SIGTERM);
     execvp(argv[i], argv + i);
-    fprintf(stderr, "flagtrace record: cannot run '%s': %s\n", argv[i], strerror(errno));
+    ft_cli_error("record", "cannot run '%s': %s", argv[i], strerror(errno));
     _exit(127);
   }
   /* the signals stay blocked until we exit: one arriving late would otherwise end
@@ -537,14 +547,14 @@ int ft_cli_record(int argc, char **argv) {
     read_report(report, &written, &failed);
     if (!written && !failed && rc != 127 && !untraceable) {
       if (other_user)
-        fprintf(stderr, "flagtrace record: '%s' wrote no trace record could see (it runs as another user)\n", argv[i]);
+        ft_cli_error("record", "'%s' wrote no trace record could see (it runs as another user)", argv[i]);
       else if (WIFSIGNALED(status))
-        fprintf(stderr, "flagtrace record: '%s' died of signal %d (%s) and wrote no trace (%s)\n", argv[i],
-                WTERMSIG(status), strsignal(WTERMSIG(status)), death_why(WTERMSIG(status)));
+        ft_cli_error("record", "'%s' died of signal %d (%s) and wrote no trace (%s)", argv[i], WTERMSIG(status),
+                     strsignal(WTERMSIG(status)), death_why(WTERMSIG(status)));
       else if (preload)
-        fprintf(stderr, "flagtrace record: '%s' wrote no trace (no process of it loaded %s)\n", argv[i], libs);
+        ft_cli_error("record", "'%s' wrote no trace (no process of it loaded %s)", argv[i], libs);
       else
-        fprintf(stderr, "flagtrace record: '%s' wrote no trace (no process of it initialized CUDA)\n", argv[i]);
+        ft_cli_error("record", "'%s' wrote no trace (no process of it initialized CUDA)", argv[i]);
     }
     unlink(report);
   }

@@ -1,10 +1,13 @@
 /* flagtrace report: the command that writes the HTML report of a job's traces. */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <limits.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "report.h"
@@ -27,16 +30,28 @@ static const char usage[] =
     "\n"
     "options:\n"
     "  -o, --output PATH   the HTML file (default: report.html); written under a\n"
-    "                      temporary name and renamed when complete\n"
+    "                      temporary name and renamed when complete; a symlink is\n"
+    "                      followed, a device or FIFO (/dev/stdout) written through\n"
+    "      --force-overwrite  replace an existing file (default: refuse)\n"
     "  -h, --help          show this help\n"
     "\n"
-    "Input (\"-\" is stdin) and exit status as for flagtrace stats; options may\n"
-    "come before or after the files, getopt_long's way.\n";
+    "Input (\"-\" is stdin) and exit status as for flagtrace stats, -o's rules too;\n"
+    "options may come before or after the files, getopt_long's way.\n";
+
+/* True when the report went to our own stdout (-o /dev/stdout): the "wrote" line
+ * would land inside the page. */
+static bool is_stdout(int fd) {
+  struct stat a, b;
+  return fstat(fd, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
 
 int ft_cli_report(int argc, char **argv) {
   const char *output = "report.html";
-  static const struct option longs[] = {
-      {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  bool force = false;
+  static const struct option longs[] = {{"output", required_argument, NULL, 'o'},
+                                        {"force-overwrite", no_argument, NULL, 'F'},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
   for (;;) {
@@ -45,36 +60,50 @@ int ft_cli_report(int argc, char **argv) {
     const char *bad = argv[prev] ? argv[prev] : "";
     if (c == 'h') return fputs(usage, stdout), 0;
     if (c == 'o') output = optarg;
+    else if (c == 'F') force = true;
     else if (c == ':') return ft_cli_usage_error("report", "option '%s' needs a value", bad);
+    else if (optopt && bad[0] == '-' && bad[1] == '-' && strchr(bad, '=')) /* a switch given a value */
+      return ft_cli_usage_error("report", "option '%.*s' takes no value", (int)(strchr(bad, '=') - bad), bad);
     else return ft_cli_usage_error("report", "unknown option '%s'", bad);
   }
   if (optind >= argc) return ft_cli_usage_error("report", "no trace file given");
-  ft_stat_job job;
   char err[640];
+  /* checked before the input is read, opened once it is (as stats -o) */
+  bool exists = false;
+  if (ft_outputs_check(&output, 1, force, &exists, err, sizeof err)) return ft_cli_output_refused("report", exists, err);
+  ft_stat_job job;
   ft_status s = ft_stat_job_read(&job, (const char *const *)argv + optind, (size_t)(argc - optind), true, 0, false, err,
                                  sizeof err);
   if (s) {
-    fprintf(stderr, "flagtrace report: %s\n", err);
+    ft_cli_error("report", "%s", err);
     ft_stat_job_free(&job);
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
   ft_summary_lines(stderr, &job, "flagtrace report: ");
-  ft_outfile out = {0};
-  FILE *f = ft_outfile_open(&out, output, err, sizeof err);
-  int rc = 0;
-  if (!f) {
-    rc = 1;
-  } else {
-    /* links are relative to the report's directory; when it cannot be resolved the page has none */
-    char *copy = strdup(output), *dir = copy ? realpath(dirname(copy), NULL) : NULL;
-    s = copy ? ft_report_html_write(f, &job, dir) : FT_ENOMEM;
-    free(dir);
-    free(copy);
-    if (ft_outfile_close(&out, !s, err, sizeof err)) rc = 1;
-    if (s) snprintf(err, sizeof err, "out of memory"), rc = 1;
+  ft_outfile out;
+  if (ft_outputs_open(&out, &output, 1, force, &exists, err, sizeof err)) {
+    ft_stat_job_free(&job);
+    return ft_cli_output_refused("report", exists, err);
   }
-  if (rc) fprintf(stderr, "flagtrace report: %s\n", err);
-  else printf("flagtrace report: wrote %s\n", output);
+  bool quiet = is_stdout(out.file.fd);
+  /* links are relative to the report's directory; when it cannot be resolved the page has none */
+  char *copy = strdup(output), *dir = copy ? realpath(dirname(copy), NULL) : NULL;
+  s = ft_report_html_write(out.f, &job, dir);
+  free(dir);
+  free(copy);
+  int rc = 0;
+  if (s) {
+    ft_outfile_discard(&out);
+    ft_cli_error("report", "out of memory");
+    rc = 1;
+  } else if (ft_outfile_commit(&out, 1, err, sizeof err)) {
+    ft_cli_error("report", "%s", err);
+    rc = 1;
+  } else if (!quiet) {
+    char shown[PATH_MAX];
+    ft__visible(shown, sizeof shown, output);
+    printf("flagtrace report: wrote %s\n", shown);
+  }
   ft_stat_job_free(&job);
   return rc;
 }

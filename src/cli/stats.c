@@ -40,12 +40,21 @@ static const char usage[] =
     "                      time reports: Time(%), total, calls, avg, median, min, max,\n"
     "                      stddev (sample); times in us, sizes in bytes\n"
     "  -f, --format FMT    table (default), csv or json\n"
-    "  -o, --output PATH   write there instead of stdout; with csv and several\n"
-    "                      reports PATH is a prefix: PATH_kernels.csv, PATH_api.csv...\n"
-    "                      (and PATH_files.csv); nothing is written when a file fails\n"
+    "  -o, --output PATH   write there instead of stdout, by record's rules: under a\n"
+    "                      temporary name renamed when complete, keeping the mode of\n"
+    "                      a file it replaces (new: 0666 less the umask; a read-only\n"
+    "                      one refused); a symlink followed (a dangling one refused);\n"
+    "                      a device or FIFO written through (one nobody reads\n"
+    "                      refused). With csv and several reports PATH is a prefix:\n"
+    "                      PATH_kernels.csv, PATH_api.csv... and PATH_files.csv,\n"
+    "                      renamed together or none (a device or FIFO PATH, such as\n"
+    "                      /dev/null or /dev/stdout, takes them all, as stdout does)\n"
+    "      --force-overwrite  replace existing files (default: refuse)\n"
     "  -s, --sort KEY      order rows by total (default), count, avg, median, min,\n"
     "                      max, stddev (largest first) or name\n"
-    "  -n, --limit N       at most N rows per report (per rank with --by-rank)\n"
+    "  -n, --limit N       at most N rows per report (per rank with --by-rank); 0:\n"
+    "                      all rows, the trace report's too (every device event,\n"
+    "                      48 B of memory each)\n"
     "  -w, --name-width N  cut names in tables to N characters (default: to fit the\n"
     "                      terminal; not cut when stdout is not one); csv and json\n"
     "                      keep full names\n"
@@ -72,7 +81,12 @@ static const char usage[] =
     "\"External id\" of an op, for ops. Medians are exact up to 256 values per row,\n"
     "then from a histogram within 0.4 %; the other columns are exact.\n"
     "\n"
-    "exit status: 0; 2 for a usage error, or a file that cannot be read or parsed\n"
+    "Tables and messages show control characters in names as escapes (\\n, \\x1b):\n"
+    "a name cannot drive the terminal or break a line; csv and json keep names whole.\n"
+    "\n"
+    "exit status: 0; 2 for a usage error, a refused output (an existing file without\n"
+    "--force-overwrite, a dangling symlink, a directory: checked before any input is\n"
+    "read; a FIFO nobody reads, when opened), or a file that cannot be read or parsed\n"
     "(reported in one line with the file, the problem and the byte offset of the\n"
     "offending byte, counted from 0 in the uncompressed text); 1 when the output\n"
     "cannot be written (a full disk, a closed stdout) or memory runs out.\n";
@@ -133,8 +147,9 @@ static void report_skipped(const ft_stat_job *job) {
     const char *sep = " ";
     for (size_t i = 0; i < u->cap; i++) {
       if (!u->used[i]) continue;
-      fprintf(stderr, "%s\"%s\" (%llu)", sep, ft__intern_str(&job->total.names, (uint32_t)u->keys[i]),
-              (unsigned long long)u->vals[i]);
+      fprintf(stderr, "%s\"", sep); /* a category is the trace's text: shown escaped */
+      ft_put_visible(stderr, ft__intern_str(&job->total.names, (uint32_t)u->keys[i]));
+      fprintf(stderr, "\" (%llu)", (unsigned long long)u->vals[i]);
       sep = ", ";
     }
     fputc('\n', stderr);
@@ -155,54 +170,49 @@ static void files_csv(FILE *f, const ft_stat_job *job) {
   }
 }
 
-/* Writes the chosen reports; -1 with err set when a file cannot be written. */
-static int write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enum fmt fmt, const char *output,
-                     long name_width, char *err, size_t errlen, const char *head, size_t head_len) {
-  bool prefix = fmt == FMT_CSV && output && n_reps > 1;
-  size_t n_out = prefix ? n_reps + 1 : 1;
-  ft_outfile *outs = calloc(n_out, sizeof *outs);
-  if (!outs) return snprintf(err, errlen, "out of memory"), -1;
-  int rc = 0;
-  FILE *f = stdout;
-  if (output && !prefix && !(f = ft_outfile_open(&outs[0], output, err, errlen))) rc = -1;
-  if (!rc && !prefix) fwrite(head, 1, head_len, f);
-  for (size_t r = 0; !rc && r < n_reps; r++) {
+/* Writes the chosen reports into fs: one stream (stdout, one -o file, or a device
+ * or FIFO a csv PREFIX names), or with set one file per report and the files
+ * table. Write errors stay in the streams, for the caller's flush to find. */
+static void write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enum fmt fmt, FILE *const *fs, bool set,
+                      bool to_stdout, long name_width, const char *head, size_t head_len) {
+  FILE *f = fs[0];
+  if (!set) fwrite(head, 1, head_len, f);
+  for (size_t r = 0; r < n_reps; r++) {
     const ft_report *rep = &reps[r];
-    if (prefix) {
-      char *p;
-      if (asprintf(&p, "%s_%s.csv", output, rep->key) < 0) {
-        rc = -1;
-        break;
-      }
-      f = ft_outfile_open(&outs[r], p, err, errlen);
-      free(p);
-      if (!f) {
-        rc = -1;
-        break;
-      }
-    }
+    if (set) f = fs[r];
     if (fmt == FMT_TABLE) {
       fputc('\n', f);
-      ft_report_table(f, rep, name_width >= 0 ? (size_t)name_width : output ? 0 : terminal_name_width(rep));
+      ft_report_table(f, rep, name_width >= 0 ? (size_t)name_width : to_stdout ? terminal_name_width(rep) : 0);
     } else if (fmt == FMT_JSON) {
       fprintf(f, ",\n  \"%s\": ", rep->key);
       ft_report_json(f, rep);
     } else {
-      if (n_reps > 1 && !prefix) fprintf(f, "%s# %s\n", r ? "\n" : "", rep->key);
+      if (n_reps > 1 && !set) fprintf(f, "%s# %s\n", r ? "\n" : "", rep->key);
       ft_report_csv(f, rep);
     }
   }
-  if (!rc && prefix) {
-    char *p;
-    if (asprintf(&p, "%s_files.csv", output) < 0 || !(f = ft_outfile_open(&outs[n_reps], p, err, errlen))) rc = -1;
-    else files_csv(f, job);
-    free(p);
+  if (set) files_csv(fs[n_reps], job);
+  if (fmt == FMT_JSON) fputs("\n}\n", f);
+}
+
+/* The files -o names, in the order write_all fills them (names zeroed: each one
+ * set or NULL); -1 without memory. */
+static int output_names(char **names, const char *output, unsigned report, bool set) {
+  if (!set) return (names[0] = strdup(output)) ? 0 : -1;
+  size_t n = 0;
+  for (int r = 0; r < REP_N; r++) {
+    if (!(report & (1u << r))) continue;
+    if (asprintf(&names[n], "%s_%s.csv", output, ft_report_names[r]) < 0) {
+      names[n] = NULL;
+      return -1;
+    }
+    n++;
   }
-  if (!rc && fmt == FMT_JSON) fputs("\n}\n", f);
-  for (size_t i = 0; i < n_out; i++)
-    if (ft_outfile_close(&outs[i], rc == 0, err, errlen)) rc = -1;
-  free(outs);
-  return rc;
+  if (asprintf(&names[n], "%s_files.csv", output) < 0) {
+    names[n] = NULL;
+    return -1;
+  }
+  return 0;
 }
 
 int ft_cli_stats(int argc, char **argv) {
@@ -211,13 +221,13 @@ int ft_cli_stats(int argc, char **argv) {
   const char *output = NULL;
   ft_report_opts ro = {0};
   long name_width = -1;
-  bool limit_given = false;
+  bool limit_given = false, force = false;
   static const struct option longs[] = {
       {"report", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'f'},
       {"output", required_argument, NULL, 'o'}, {"sort", required_argument, NULL, 's'},
       {"limit", required_argument, NULL, 'n'},  {"name-width", required_argument, NULL, 'w'},
       {"by-rank", no_argument, NULL, 'R'},      {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+      {"force-overwrite", no_argument, NULL, 'F'}, {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
   for (;;) {
@@ -262,10 +272,13 @@ int ft_cli_stats(int argc, char **argv) {
       name_width = (long)v;
       break;
     case 'R': ro.by_rank = true; break;
+    case 'F': force = true; break;
     case ':': return ft_cli_usage_error("stats", "option '%s' needs a value", bad);
     default:
       if (optopt && optopt != '?' && bad[0] == '-' && bad[1] != '-')
         return ft_cli_usage_error("stats", "unknown option '-%c'", optopt);
+      if (optopt && bad[0] == '-' && bad[1] == '-' && strchr(bad, '=')) /* a switch given a value */
+        return ft_cli_usage_error("stats", "option '%.*s' takes no value", (int)(strchr(bad, '=') - bad), bad);
       return ft_cli_usage_error("stats", "unknown option '%s'", bad);
     }
   }
@@ -275,61 +288,86 @@ int ft_cli_stats(int argc, char **argv) {
   for (int i = optind; i < argc; i++) n_stdin += !strcmp(argv[i], "-");
   if (n_stdin > 1) return ft_cli_usage_error("stats", "\"-\" (stdin) can be read once");
   ro.reports = report;
-  size_t trace_limit = report & (1u << REP_TRACE) ? (limit_given ? ro.limit : 100) : 0;
-  if (report & (1u << REP_TRACE) && !trace_limit) trace_limit = 100;
-  ft_stat_job job;
+  size_t n_reps = 0;
+  for (int r = 0; r < REP_N; r++) n_reps += (report >> r) & 1;
+  /* the trace report: the earliest N device events of each file, kept while reading
+   * (100 unless --limit says; 0: all of them) */
+  size_t trace_rows = limit_given ? ro.limit : 100;
+  size_t trace_limit = !(report & (1u << REP_TRACE)) ? 0 : trace_rows ? trace_rows : SIZE_MAX;
   char err[640];
+  /* -o is checked before the input is read, as record checks before the run: a
+   * refused name costs no reading. A csv PREFIX that is a device or FIFO takes
+   * every table as one stream, as stdout does. */
+  bool set = fmt == FMT_CSV && output && n_reps > 1 && !ft__ofile_is_stream(output);
+  size_t n_out = !output ? 0 : set ? n_reps + 1 : 1;
+  char *names[REP_N + 1] = {0};
+  bool exists = false;
+  if (output && output_names(names, output, report, set)) {
+    for (size_t i = 0; i < n_out; i++) free(names[i]);
+    ft_cli_error("stats", "out of memory");
+    return 1;
+  }
+  if (ft_outputs_check((const char *const *)names, n_out, force, &exists, err, sizeof err)) {
+    for (size_t i = 0; i < n_out; i++) free(names[i]);
+    return ft_cli_output_refused("stats", exists, err);
+  }
+  ft_stat_job job;
   ft_status s = ft_stat_job_read(&job, (const char *const *)argv + optind, n_files, false, trace_limit, ro.by_rank,
                                  err, sizeof err);
   if (s) {
-    fprintf(stderr, "flagtrace stats: %s\n", err);
+    ft_cli_error("stats", "%s", err);
     ft_stat_job_free(&job);
+    for (size_t i = 0; i < n_out; i++) free(names[i]);
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
   report_skipped(&job);
   ft_summary_lines(stderr, &job, "flagtrace stats: ");
-  if (!limit_given && (report & (1u << REP_TRACE))) ro.limit = 0;
   ft_report reps[REP_N];
-  size_t n_reps = 0;
   int rc = 0;
+  n_reps = 0;
   for (int r = 0; r < REP_N && !rc; r++) {
     if (!(report & (1u << r))) continue;
     ft_report_opts o = ro;
-    if (r == REP_TRACE) o.limit = trace_limit;
+    if (r == REP_TRACE) o.limit = trace_rows;
     if (ft_report_build(&reps[n_reps++], r, &job, &o)) rc = 1;
   }
-  if (rc) {
-    fprintf(stderr, "flagtrace stats: out of memory\n");
-  } else {
-    FILE *head = NULL;
-    /* the header goes first into the output (written by write_all's file) */
-    char *hbuf = NULL;
-    size_t hlen = 0;
-    head = open_memstream(&hbuf, &hlen);
-    if (head) {
-      if (fmt == FMT_JSON) {
-        fputs("{\n  \"schema\": 2,\n  ", head);
-        ft_summary_json(head, &job);
-      } else if (fmt == FMT_TABLE) {
-        fprintf(head, "flagtrace stats: %llu events from %zu file%s\n", (unsigned long long)job.events, n_files,
-                n_files == 1 ? "" : "s");
-        ft_summary_lines(head, &job, "");
-      } else if (!(output && n_reps > 1) && n_reps > 1) {
-        fputs("# files\n", head);
-        files_csv(head, &job);
-        fputc('\n', head);
-      }
-      fclose(head);
+  /* the header goes first into the output (written by write_all's file) */
+  char *hbuf = NULL;
+  size_t hlen = 0;
+  FILE *head = rc ? NULL : open_memstream(&hbuf, &hlen);
+  if (head) {
+    if (fmt == FMT_JSON) {
+      fputs("{\n  \"schema\": 2,\n  ", head);
+      ft_summary_json(head, &job);
+    } else if (fmt == FMT_TABLE) {
+      fprintf(head, "flagtrace stats: %llu events from %zu file%s\n", (unsigned long long)job.events, n_files,
+              n_files == 1 ? "" : "s");
+      ft_summary_lines(head, &job, "");
+    } else if (!set && n_reps > 1) {
+      fputs("# files\n", head);
+      files_csv(head, &job);
+      fputc('\n', head);
     }
-    if (!hbuf) {
-      fprintf(stderr, "flagtrace stats: out of memory\n");
-      rc = 1;
-    } else if (write_all(&job, reps, n_reps, fmt, output, name_width, err, sizeof err, hbuf, hlen)) {
-      fprintf(stderr, "flagtrace stats: %s\n", err);
-      rc = 1;
-    }
-    free(hbuf);
+    fclose(head);
   }
+  ft_outfile outs[REP_N + 1];
+  FILE *fs[REP_N + 1] = {stdout};
+  if (rc || !hbuf) {
+    ft_cli_error("stats", "out of memory");
+    rc = 1;
+  } else if (n_out && ft_outputs_open(outs, (const char *const *)names, n_out, force, &exists, err, sizeof err)) {
+    rc = ft_cli_output_refused("stats", exists, err);
+  } else {
+    for (size_t i = 0; i < n_out; i++) fs[i] = outs[i].f;
+    write_all(&job, reps, n_reps, fmt, fs, set, !output, name_width, hbuf, hlen);
+    /* all or nothing: a set's files are renamed into place only when every one was written */
+    if (n_out && ft_outfile_commit(outs, n_out, err, sizeof err)) {
+      ft_cli_error("stats", "%s", err);
+      rc = 1;
+    }
+  }
+  for (size_t i = 0; i < n_out; i++) free(names[i]);
+  free(hbuf);
   for (size_t r = 0; r < n_reps; r++) ft_report_free(&reps[r]);
   ft_stat_job_free(&job);
   return rc;

@@ -331,6 +331,24 @@ static size_t fit(const char *s, size_t w, bool *cut) {
   return i;
 }
 
+/* s as a table shows it: control characters escaped (a name from a trace must not
+ * drive the terminal). s itself when nothing changes, else buf or *heap (freed by
+ * the caller); a name too long for buf and memory is shown cut. */
+static const char *visible(const char *s, char *buf, size_t cap, char **heap) {
+  *heap = NULL;
+  if (!ft__visible_changes(s)) return s;
+  size_t n = ft__visible(buf, cap, s);
+  if (n < cap || !(*heap = malloc(n + 1))) return buf;
+  ft__visible(*heap, n + 1, s);
+  return *heap;
+}
+
+void ft_put_visible(FILE *f, const char *s) {
+  char buf[1024], *heap;
+  fputs(visible(s, buf, sizeof buf, &heap), f);
+  free(heap);
+}
+
 void ft_report_table(FILE *f, const ft_report *rep, size_t name_width) {
   fprintf(f, "== %s ==\n", rep->title);
   for (int j = 0; j < rep->n_cols; j++) {
@@ -343,11 +361,17 @@ void ft_report_table(FILE *f, const ft_report *rep, size_t name_width) {
     for (int j = 0; j < rep->n_cols; j++) {
       const ft_col *col = &rep->cols[j];
       ft_cell c = rep->cells[i * (size_t)rep->n_cols + j];
-      if (!col->width) {
-        bool cut;
-        size_t n = name_width ? fit(c.s, name_width, &cut) : strlen(c.s);
-        if (!name_width) cut = false;
-        fprintf(f, "  %.*s%s", (int)n, c.s, cut ? "..." : "");
+      if (col->kind == COL_STR) {
+        char buf[1024], *heap;
+        const char *s = visible(c.s, buf, sizeof buf, &heap);
+        if (col->width) {
+          fprintf(f, "%s%*s", j ? " " : "", col->width, s);
+        } else { /* cut by what is shown, escapes included */
+          bool cut = false;
+          size_t n = name_width ? fit(s, name_width, &cut) : strlen(s);
+          fprintf(f, "  %.*s%s", (int)n, s, cut ? "..." : "");
+        }
+        free(heap);
         continue;
       }
       char buf[64];
@@ -464,10 +488,14 @@ void ft_summary_lines(FILE *f, const ft_stat_job *job, const char *prefix) {
   for (size_t i = 0; i < job->n_files; i++) {
     const ft_stat_meta *m = &job->files[i].meta;
     if (!incomplete(m)) continue;
-    fprintf(f, "%snote: %s (rank %lld) is incomplete:", prefix, job->files[i].path, (long long)job->files[i].rank);
+    fprintf(f, "%snote: ", prefix);
+    ft_put_visible(f, job->files[i].path);
+    fprintf(f, " (rank %lld) is incomplete:", (long long)job->files[i].rank);
     const char *sep = " ";
-    if (m->device_activity == 0) {
-      fprintf(f, "%sno device activity (%s)", sep, m->device_status[0] ? m->device_status : "no reason given");
+    if (m->device_activity == 0) { /* the trace's own words: escaped as its names are */
+      fprintf(f, "%sno device activity (", sep);
+      ft_put_visible(f, m->device_status[0] ? m->device_status : "no reason given");
+      fputc(')', f);
       sep = "; ";
     }
     if (m->dropped_records) {
@@ -480,45 +508,81 @@ void ft_summary_lines(FILE *f, const ft_stat_job *job, const char *prefix) {
   }
 }
 
-/* ---- output files: written beside their name, renamed into place at the end ---- */
+/* ---- output files: out_file.h's policy behind a FILE ---- */
+
+static ssize_t cookie_write(void *cookie, const char *buf, size_t n) {
+  ft_outfile *o = cookie;
+  int e = ft__ofile_write(&o->file, buf, n);
+  if (!e) return (ssize_t)n;
+  if (!o->err) o->err = e;
+  errno = e;
+  return -1;
+}
 
 FILE *ft_outfile_open(ft_outfile *o, const char *path, char *err, size_t errlen) {
-  struct stat sb;
-  o->path = strdup(path);
-  if (!o->path) return NULL;
-  if (!stat(path, &sb) && !S_ISREG(sb.st_mode)) { /* /dev/stdout, a fifo: written in place */
-    o->f = fopen(path, "w");
-  } else if (asprintf(&o->tmp, "%s.tmp.XXXXXX", path) >= 0) {
-    int fd = mkstemp(o->tmp);
-    if (fd >= 0) {
-      fchmod(fd, 0644 & ~(mode_t)0);
-      o->f = fdopen(fd, "w");
-      if (!o->f) close(fd);
-    }
+  memset(o, 0, sizeof *o);
+  if (ft__ofile_open(&o->file, path, "", err, errlen)) return NULL;
+  cookie_io_functions_t io = {.write = cookie_write};
+  if (!(o->f = fopencookie(o, "w", io))) {
+    snprintf(err, errlen, "out of memory");
+    ft__ofile_discard(&o->file);
+    return NULL;
   }
-  if (!o->f) snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+  setvbuf(o->f, NULL, _IOFBF, 1 << 16);
   return o->f;
 }
 
-/* Closes o; renames it into place when commit, else removes it. 0 or -1 (err set). */
-int ft_outfile_close(ft_outfile *o, bool commit, char *err, size_t errlen) {
-  int rc = 0;
-  if (o->f) {
-    errno = 0;
-    if (fflush(o->f) || ferror(o->f)) rc = -1;
-    if (fclose(o->f)) rc = -1;
-    if (rc && commit) snprintf(err, errlen, "%s: cannot write: %s", o->path, errno ? strerror(errno) : "write error");
-  }
-  if (o->tmp) {
-    if (commit && !rc && rename(o->tmp, o->path)) {
-      snprintf(err, errlen, "%s: cannot write: %s", o->path, strerror(errno));
-      rc = -1;
-    }
-    if (!commit || rc) unlink(o->tmp);
-  }
-  free(o->path);
-  free(o->tmp);
-  memset(o, 0, sizeof *o);
+int ft_outfile_flush(ft_outfile *o, char *err, size_t errlen) {
+  if (!o->f) return 0;
+  int rc = fflush(o->f) || ferror(o->f) ? -1 : 0;
+  if (fclose(o->f)) rc = -1;
+  o->f = NULL;
+  if (rc) snprintf(err, errlen, "cannot write '%s': %s", o->file.shown, strerror(o->err ? o->err : EIO));
   return rc;
 }
 
+int ft_outfile_commit(ft_outfile *os, size_t n, char *err, size_t errlen) {
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) /* the first failure is the one named */
+    if (ft_outfile_flush(&os[i], rc ? NULL : err, rc ? 0 : errlen)) rc = -1;
+  ft__ofile **files = rc ? NULL : calloc(n ? n : 1, sizeof *files);
+  if (!rc && !files) rc = -1, snprintf(err, errlen, "out of memory");
+  for (size_t i = 0; files && i < n; i++) files[i] = &os[i].file;
+  if (files && ft__ofile_commit_set(files, n, err, errlen)) rc = -1;
+  free(files);
+  for (size_t i = 0; i < n; i++) ft_outfile_discard(&os[i]);
+  return rc;
+}
+
+void ft_outfile_discard(ft_outfile *o) {
+  if (o->f) fclose(o->f);
+  o->f = NULL;
+  if (o->file.shown) ft__ofile_discard(&o->file); /* opened (a zeroed o never was) */
+}
+
+int ft_outputs_check(const char *const *names, size_t n, bool force, bool *exists, char *err, size_t errlen) {
+  *exists = false;
+  for (size_t i = 0; i < n; i++) {
+    bool replaces;
+    if (ft__ofile_check(names[i], "", &replaces, err, errlen)) return -1;
+    if (replaces && !force) {
+      *exists = true;
+      snprintf(err, errlen, "'%s' exists; --force-overwrite replaces it", names[i]);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int ft_outputs_open(ft_outfile *files, const char *const *names, size_t n, bool force, bool *exists, char *err,
+                    size_t errlen) {
+  /* checked again: a file may have appeared while the input was read */
+  if (ft_outputs_check(names, n, force, exists, err, errlen)) return -1;
+  for (size_t i = 0; i < n; i++) {
+    if (!ft_outfile_open(&files[i], names[i], err, errlen)) {
+      while (i--) ft_outfile_discard(&files[i]);
+      return -1;
+    }
+  }
+  return 0;
+}

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "out_file.h"
 #include "stats.h"
 
 /* Column kinds: how a cell is formatted (the same digits in every format). */
@@ -65,15 +66,36 @@ void ft_summary_lines(FILE *f, const ft_stat_job *job, const char *prefix);
 /* Number of notes (files whose trace says it is incomplete). */
 size_t ft_summary_notes(const ft_stat_job *job);
 
-/* An output file written beside its name and renamed into place when complete,
- * so a failed run never leaves a partial report under the name (special files,
- * /dev/stdout say, are written in place). */
+/* An output file of the CLI: the core's ft__ofile behind a FILE, so every file the
+ * command writes keeps one policy (src/core/out_file.h: symlinks followed, modes
+ * kept, devices and FIFOs written through, renamed into place when complete). */
 typedef struct ft_outfile {
-  char *path, *tmp;
+  ft__ofile file;
   FILE *f;
+  int err; /* the errno of the first write that failed */
 } ft_outfile;
+/* Opens path; NULL with err set (nothing is left behind). */
 FILE *ft_outfile_open(ft_outfile *o, const char *path, char *err, size_t errlen);
-/* Closes o; renames it into place when commit, else removes it. 0 or -1 (err set). */
-int ft_outfile_close(ft_outfile *o, bool commit, char *err, size_t errlen);
+/* Flushes and closes o's FILE: 0, or -1 with err naming the write's failure. */
+int ft_outfile_flush(ft_outfile *o, char *err, size_t errlen);
+/* Flushes every file, then renames them into place together, only if all were
+ * written (ft__ofile_commit_set); otherwise none is left. 0 or -1 with err set. */
+int ft_outfile_commit(ft_outfile *os, size_t n, char *err, size_t errlen);
+/* Closes and removes o's temporary file; safe after commit or a failed open. */
+void ft_outfile_discard(ft_outfile *o);
+
+/* Checks the n files of one output (a set is committed together), before any
+ * input is read: an existing regular file is refused unless force (nsys's
+ * convention; *exists then says so), as is anything out_file.h refuses. 0, or -1
+ * with err one line naming the file. Nothing is opened: a temporary file exists
+ * only while the output is written, not through a long read a ^C may end. */
+int ft_outputs_check(const char *const *names, size_t n, bool force, bool *exists, char *err, size_t errlen);
+/* Checks again (a file may have appeared meanwhile), then opens all n; on failure
+ * -1 with err set and nothing opened or created. */
+int ft_outputs_open(ft_outfile *files, const char *const *names, size_t n, bool force, bool *exists, char *err,
+                    size_t errlen);
+
+/* The table form of a name: its control characters escaped (ft__visible). */
+void ft_put_visible(FILE *f, const char *s);
 
 #endif

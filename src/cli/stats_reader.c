@@ -248,9 +248,15 @@ static bool trace_keep(ft_stats *st, const ft_stat_event *e) {
     h[i] = *e;
     return true;
   }
-  if (!h) {
-    h = st->trace = malloc(st->trace_limit * sizeof *h);
-    if (!h) return false;
+  /* The heap grows as events come (64, then doubling, up to the limit): a limit far
+   * above the events a file has (-n 1000000000, or 0: all) costs what is kept. Its
+   * capacity is implied by n: a power of two from 64, or the limit. */
+  if (!n || (n >= 64 && !(n & (n - 1)))) {
+    if (n > SIZE_MAX / 2 / sizeof *h) return false;
+    size_t cap = n ? 2 * n : 64;
+    if (cap > st->trace_limit) cap = st->trace_limit;
+    if (!(h = realloc(h, cap * sizeof *h))) return false;
+    st->trace = h;
   }
   for (i = st->n_trace++; i && h[(i - 1) / 2].ts < e->ts; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
   h[i] = *e;

@@ -18,7 +18,7 @@ struct ft__out {
                         the pipeline's block being filled */
   char *buf;        /* OUT_BUF bytes, for writers without a pipeline */
   int fd;           /* -1 for memory writers */
-  ft__trace_file file;
+  ft__ofile file;
   bool discard;     /* count bytes only (benchmarks) */
   bool grow;        /* one growing buffer (buf): a range rendered apart */
   ft__gz *blocks;   /* gzip, or a plain file: the block pipeline (deflate.c), NULL
@@ -53,7 +53,7 @@ static int sink_bytes(void *ctx, const void *p, size_t n) {
     o->mem_len += n;
     return 0;
   }
-  return o->fd < 0 ? mem_append(o, p, n) : ft__trace_file_write(&o->file, p, n);
+  return o->fd < 0 ? mem_append(o, p, n) : ft__ofile_write(&o->file, p, n);
 }
 
 static void note_err(ft__out *o, int e) {
@@ -431,7 +431,7 @@ ft_status ft__out_open(ft__out **out, const char *path, char *errbuf, size_t err
     ft__out_abort(o);
     return FT_ENOMEM;
   }
-  ft_status st = ft__trace_file_open(&o->file, path, errbuf, errlen);
+  ft_status st = ft__ofile_open(&o->file, path, "trace file ", errbuf, errlen);
   if (st) {
     ft__out_abort(o);
     return st;
@@ -469,7 +469,7 @@ const char *ft__out_mem(ft__out *o, size_t *len) {
 void ft__out_abort(ft__out *o) {
   if (!o) return;
   ft__gz_free(o->blocks);
-  if (o->fd >= 0) ft__trace_file_discard(&o->file);
+  if (o->fd >= 0) ft__ofile_discard(&o->file);
   free(o->path);
   free(o->mem);
   free(o->buf);
@@ -479,10 +479,10 @@ void ft__out_abort(ft__out *o) {
 ft_status ft__out_close(ft__out *o, char *errbuf, size_t errlen) {
   finish(o);
   ft_status st = FT_OK;
-  if (o->fd >= 0 && !o->err) st = ft__trace_file_commit(&o->file, o->path, errbuf, errlen);
+  if (o->fd >= 0 && !o->err) st = ft__ofile_commit(&o->file, errbuf, errlen);
   if (o->err) {
     snprintf(errbuf, errlen, "cannot %s trace file '%s': %s", o->err_what,
-             o->path ? o->path : "(memory)", strerror(o->err));
+             o->fd >= 0 && o->file.shown ? o->file.shown : "(memory)", strerror(o->err));
     st = o->err == ENOMEM ? FT_ENOMEM : FT_EIO;
   }
   ft__out_abort(o);

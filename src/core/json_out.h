@@ -1,4 +1,4 @@
-/* The trace's output sink: where the bytes go (trace_file.c) and the JSON writer
+/* The trace's output sink: where the bytes go (out_file.c) and the JSON writer
  * with its inline fast path (json.c). */
 #ifndef FLAGTRACE_CORE_JSON_OUT_H
 #define FLAGTRACE_CORE_JSON_OUT_H
@@ -9,29 +9,7 @@
 #include <string.h>
 
 #include "flagtrace/flagtrace.h"
-
-/* ---- the output file (trace_file.c) ---- */
-
-/* A trace's destination. A regular file or a new name is written under a
- * temporary name beside it and renamed over it at commit (readers never see half
- * a trace); a FIFO or character device is written through in place; a symlink is
- * followed (its target written, the link kept; a dangling one is refused);
- * directories, block devices and sockets are refused. */
-typedef struct ft__trace_file {
-  int fd;
-  char *target; /* what the temporary file is renamed to (the symlink resolved) */
-  char *tmp;    /* NULL when writing through */
-  bool fifo;    /* SIGPIPE is held off while writing */
-} ft__trace_file;
-
-/* Opens path's destination; on failure nothing is left behind and err says why. */
-ft_status ft__trace_file_open(ft__trace_file *f, const char *path, char *err, size_t errlen);
-/* Writes all of p; 0 or the errno of the failure (EPIPE, never SIGPIPE). */
-int ft__trace_file_write(ft__trace_file *f, const void *p, size_t n);
-/* Closes, and renames the temporary file into place; path names it in errors. */
-ft_status ft__trace_file_commit(ft__trace_file *f, const char *path, char *err, size_t errlen);
-/* Closes and removes the temporary file, if any; frees. Safe after commit. */
-void ft__trace_file_discard(ft__trace_file *f);
+#include "out_file.h" /* the output file: every file flagtrace writes */
 
 /* ---- JSON output (json.c) ---- */
 

@@ -20,19 +20,34 @@ static inline long ft__env_decimal(const char *name) {
   return x < (1l << 30) ? x : -2;
 }
 
+/* The first 32 bytes of an environment value for a one-line message: control bytes
+ * as '?' (RANK=$'a\nb' must not split the line). */
+static inline const char *ft__env_shown(const char *name, char *buf, size_t len) {
+  const char *v = getenv(name);
+  size_t i = 0;
+  for (; v && v[i] && i < 32 && i + 1 < len; i++) buf[i] = (unsigned char)v[i] < 0x20 || v[i] == 0x7f ? '?' : v[i];
+  buf[i] = '\0';
+  return buf;
+}
+
 /* RANK and WORLD_SIZE, checked together: *rank and *world_size get -1 for unknown.
  * A value that is set but is no rank (text, a sign, a path, a line break) or a rank
  * not below a known WORLD_SIZE is unknown too, and why (len bytes) says so in one
  * line; why is "" when everything set was used. */
 static inline void ft__env_rank(int *rank, int *world_size, char *why, size_t len) {
   long r = ft__env_decimal("RANK"), w = ft__env_decimal("WORLD_SIZE");
+  char shown[40];
   if (why && len) why[0] = '\0';
   if (w == -2 || w == 0) {
-    if (why) snprintf(why, len, "WORLD_SIZE='%s' is not a world size (a positive decimal number)", getenv("WORLD_SIZE"));
+    if (why)
+      snprintf(why, len, "WORLD_SIZE='%s' is not a world size (a positive decimal number)",
+               ft__env_shown("WORLD_SIZE", shown, sizeof shown));
     w = -1;
   }
   if (r == -2) {
-    if (why) snprintf(why, len, "RANK='%s' is not a rank (a decimal number): the rank is unknown", getenv("RANK"));
+    if (why)
+      snprintf(why, len, "RANK='%s' is not a rank (a decimal number): the rank is unknown",
+               ft__env_shown("RANK", shown, sizeof shown));
     r = -1;
   } else if (r >= 0 && w > 0 && r >= w) {
     if (why) snprintf(why, len, "RANK=%ld is not below WORLD_SIZE=%ld: the rank is unknown", r, w);

@@ -40,13 +40,15 @@ static char foreign_why[512];
  * line there starts "+ " for a trace written, "- " for one that was not (record then
  * exits with its own status when the program succeeded). */
 static void report(bool written, const char *line) {
-  fprintf(stderr, "flagtrace: %s\n", line);
+  char shown[4800]; /* one line on the terminal, whatever the path holds */
+  ft__visible(shown, sizeof shown, line);
+  fprintf(stderr, "flagtrace: %s\n", shown);
   const char *rf = getenv("FLAGTRACE_REPORT_FILE");
   if (!rf || !*rf) return;
   int fd = open(rf, O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) return;
-  size_t n = strlen(line);
-  if (write(fd, written ? "+ " : "- ", 2) < 0 || write(fd, line, n) < 0 || write(fd, "\n", 1) < 0) { /* best effort */
+  size_t n = strlen(shown);
+  if (write(fd, written ? "+ " : "- ", 2) < 0 || write(fd, shown, n) < 0 || write(fd, "\n", 1) < 0) { /* best effort */
   }
   close(fd);
 }
@@ -77,7 +79,8 @@ static void finish(void) {
   /* record checked a name without %p before the run; this catches a second process
    * writing the same name, and files that appeared meanwhile (nsys's convention) */
   const char *force = getenv("FLAGTRACE_FORCE_OVERWRITE");
-  if (!(force && !strcmp(force, "1")) && access(path, F_OK) == 0) {
+  bool replaces = false; /* an existing regular file; a device or FIFO is written through */
+  if (!(force && !strcmp(force, "1")) && !ft__ofile_check(path, "", &replaces, NULL, 0) && replaces) {
     char line[4200];
     snprintf(line, sizeof line, "%s exists: trace not written (record --force-overwrite replaces it)", path);
     report(false, line);

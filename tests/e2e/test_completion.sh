@@ -34,8 +34,8 @@ expect "csv " stats --format c
 expect "csv json table " stats -f ""
 expect "kernels,api kernels,gpu kernels,gpu_ranges kernels,memory kernels,memsize kernels,ops kernels,ranges kernels,ranks kernels,trace " stats --report kernels,
 expect "max median min " stats --sort m
-expect "--by-rank --format --help --limit --name-width --output --report --sort -f -h -n -o -r -s -w " stats -
-expect "--help --output -h -o " report -
+expect "--by-rank --force-overwrite --format --help --limit --name-width --output --report --sort -f -h -n -o -r -s -w " stats -
+expect "--force-overwrite --help --output -h -o " report -
 # after --, record completes a command, then that command's arguments
 expect "echo " record -o x.json -- ech
 cd "$(mktemp -d)" && touch x.json && trap 'rm -rf "$PWD"' EXIT

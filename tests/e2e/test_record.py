@@ -257,7 +257,7 @@ def _(d):
 def _(d):
     os.mkdir(os.path.join(d, "out"))
     for env, name, why in (({"RANK": "../escaped"}, "norank", "RANK='../escaped' is not a rank"),
-                           ({"RANK": "a\nb"}, "norank", "is not a rank"),
+                           ({"RANK": "a\nb"}, "norank", "RANK='a?b' is not a rank"),  # one line
                            ({"RANK": "abc", "LOCAL_RANK": "1"}, "1", "RANK='abc' is not a rank"),
                            ({"RANK": "3", "WORLD_SIZE": "2"}, "norank", "RANK=3 is not below WORLD_SIZE=2"),
                            ({"RANK": "1", "WORLD_SIZE": "2"}, "1", None)):

@@ -391,6 +391,10 @@ def _(d):
     r = record(d, "--force-overwrite", "-o", ranked, "--", driver, "exit")
     assert r.returncode == 0 and len(written(r)) == 1, r
     check_trace(os.path.join(d, "r-norank.json"))
+    # a device is written through, not replaced: no --force-overwrite needed, nothing created
+    r = record(d, "-o", "/dev/null", "--", driver, "exit")
+    assert r.returncode == 0 and [w[0] for w in written(r)] == ["/dev/null"], r
+    assert not [n for n in os.listdir("/dev") if n.startswith("null.")], "a file appeared beside /dev/null"
 
 
 @results.tmp_case("record --inject=preload: a setuid program that changes our ids gets one line")

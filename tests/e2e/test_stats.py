@@ -656,4 +656,70 @@ def _():
         assert r.returncode == 0 and "FLAGTRACE_STATS_THREADS='many' is not a count of threads" in r.stderr, r.stderr
 
 
+@case("stats: tables and messages show control characters escaped; csv and json keep names exact")
+def _():
+    evil = "k\x1b[2J\x1b]0;pwn\x07"  # clears the screen and sets the window title when printed raw
+    names = [evil, "two\nlines", "tab\there", "csi\u009b2J", 'quote",comma', "caf\u00e9"]
+    shown = ["k\\x1b[2J\\x1b]0;pwn\\x07", "two\\nlines", "tab\\there", "csi\\u009b2J", 'quote",comma', "caf\u00e9"]
+    with tempfile.TemporaryDirectory() as d:
+        ev = [kernel(i * 10, 10 - i, name=n) for i, n in enumerate(names)]
+        ev.append(kernel(100, 1, cat="odd\x1bcat"))
+        p = write(d, "t.json", ranked(ev, 0, device_activity=False, device_status="off\x1b[31m\nred"))
+        r = stats("-r", "kernels", p)
+        assert r.returncode == 0, r
+        for text in (r.stdout, r.stderr):  # nothing a terminal acts on, in the table or on stderr
+            assert not [c for c in text if ord(c) < 0x20 and c != "\n" or 0x7f <= ord(c) <= 0x9f], repr(text)
+        rows = r.stdout.splitlines()
+        i = next(k for k, line in enumerate(rows) if line.startswith("== GPU kernels"))
+        assert [line.split("  ")[-1] for line in rows[i + 2:i + 2 + len(names)]] == shown, rows  # one line each
+        assert "no device activity (off\\x1b[31m\\nred)" in rows[1], rows[1]
+        assert r.stderr.count("\n") == 2 and 'unknown categories "odd\\x1bcat" (1)' in r.stderr, r.stderr
+        # cut by what the table shows: the escapes count as the characters they are shown with
+        r = stats("-r", "kernels", "-w", "8", p)
+        assert [line for line in r.stdout.splitlines() if line.endswith("  k\\x1b...")], r.stdout
+        assert [k["name"] for k in json.loads(stats("-f", "json", "-r", "kernels", p).stdout)["kernels"]] == names
+        got = list(csv.DictReader(io.StringIO(stats("-f", "csv", "-r", "kernels", p).stdout, newline="")))
+        assert [row["name"] for row in got] == names, got
+
+
+@case("stats: a file name with a newline or ESC: the error stays one line, shown escaped")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        bad = write(d, "a\nb\x1b[2J.json", '{"traceEvents": [}')
+        r = stats(bad)
+        shown = bad.replace("\n", "\\n").replace("\x1b", "\\x1b")
+        assert r.returncode == 2 and r.stderr == f"flagtrace stats: {shown}: " + r.stderr.split(": ", 2)[2], r
+        assert r.stderr.count("\n") == 1 and "\x1b" not in r.stderr, r.stderr
+        r = stats(os.path.join(d, "missing\n.json"))
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "missing\\n.json" in r.stderr, r.stderr
+        r = stats("--sort", "x\ny", bad)  # a usage error quoting the value
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "'x\\ny'" in r.stderr, r.stderr
+
+
+@case("stats --limit: no preallocation for the limit (-n 1000000000, 2^62); -n 0 is all rows")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        ev = [kernel(i * 3, 1, name=f"k{i % 150}") for i in range(300)]
+        p = write(d, "t.json", trace(ev))
+        want = [i * 3 for i in range(300)]
+        for n in ("1000000000", str(2 ** 62), str(2 ** 64 - 1), "0"):
+            def limited():  # the old heap of n events (48 GB for 10^9) cannot be had under 4 GiB
+                import resource
+                resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+            ldd = subprocess.run(["ldd", flagtrace], capture_output=True, text=True).stdout
+            sanitized = WRAP or "libasan" in ldd or "libtsan" in ldd  # they reserve more address space
+            r = subprocess.run([*WRAP, flagtrace, "stats", "-f", "json", "-r", "trace,kernels", "-n", n, p],
+                               capture_output=True, text=True, preexec_fn=None if sanitized else limited)
+            assert r.returncode == 0 and r.stderr == "", (n, r.stderr)
+            got = json.loads(r.stdout)
+            assert [e["start_us"] for e in got["trace"]] == want, (n, len(got["trace"]))
+            assert len(got["kernels"]) == 150, n
+        # without -n the trace report keeps its 100 earliest, the other reports all rows
+        got = json.loads(stats("-f", "json", "-r", "trace,kernels", p).stdout)
+        assert [e["start_us"] for e in got["trace"]] == want[:100] and len(got["kernels"]) == 150
+        got = json.loads(stats("-f", "json", "-r", "trace,kernels", "-n", "7", p).stdout)
+        assert [e["start_us"] for e in got["trace"]] == want[:7] and len(got["kernels"]) == 7
+        assert "0:\n                      all rows" in stats("--help").stdout
+
+
 results.finish()

@@ -69,7 +69,7 @@ if a.stats:
         assert abs(row["comm_us"] - comm) <= 0.002 * len(ks), (row, comm)
         assert (row["comm_us"] > 0) == a.nccl, row
     report = os.path.join(a.dir, f"{a.prefix}-report.html")
-    r = subprocess.run([a.stats, "report", "-o", report, *files], capture_output=True, text=True)
+    r = subprocess.run([a.stats, "report", "--force-overwrite", "-o", report, *files], capture_output=True, text=True)
     assert r.returncode == 0 and os.path.getsize(report) < 5 << 20, r.stderr
     print(f"PASS flagtrace stats over {len(files)} ranks: {calls} kernels, busy % for devices "
           f"{[g['device'] for g in st['gpu']]}, comm us per rank {[x['comm_us'] for x in per['ranks']]}; "
