@@ -54,6 +54,7 @@ int ft_cli_report(int argc, char **argv) {
     ft_stat_job_free(&job);
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
+  ft_stat_job_notes(stderr, &job, "flagtrace report: ");
   ft_summary_lines(stderr, &job, "flagtrace report: ");
   ft_outfile out = {0};
   FILE *f = ft_outfile_open(&out, output, err, sizeof err);

@@ -114,33 +114,6 @@ static size_t terminal_name_width(const ft_report *rep) {
   return ws.ws_col > used + 12 ? ws.ws_col - used : 12;
 }
 
-/* One line on stderr per kind of skipped event. */
-static void report_skipped(const ft_stat_job *job) {
-  const ft_stat_skips *k = &job->skipped;
-  uint64_t n = k->bad_time + k->time_range;
-  if (n) {
-    char a[96] = "", b[96] = "";
-    if (k->bad_time)
-      snprintf(a, sizeof a, "%llu with ts missing or ts/dur not a number", (unsigned long long)k->bad_time);
-    if (k->time_range)
-      snprintf(b, sizeof b, "%s%llu with ts or dur beyond +-%.0e us", k->bad_time ? ", " : "",
-               (unsigned long long)k->time_range, (double)FT_STATS_MAX_US);
-    fprintf(stderr, "flagtrace stats: %llu events skipped: %s%s\n", (unsigned long long)n, a, b);
-  }
-  if (k->unknown_cat) {
-    fprintf(stderr, "flagtrace stats: %llu events skipped: unknown categories", (unsigned long long)k->unknown_cat);
-    const ft__map *u = &job->total.unknown_cats;
-    const char *sep = " ";
-    for (size_t i = 0; i < u->cap; i++) {
-      if (!u->used[i]) continue;
-      fprintf(stderr, "%s\"%s\" (%llu)", sep, ft__intern_str(&job->total.names, (uint32_t)u->keys[i]),
-              (unsigned long long)u->vals[i]);
-      sep = ", ";
-    }
-    fputc('\n', stderr);
-  }
-}
-
 static void files_csv(FILE *f, const ft_stat_job *job) {
   fputs("file,rank,events,span_us,tracer,device_activity,device_status,dropped_records,window_discarded\n", f);
   for (size_t i = 0; i < job->n_files; i++) {
@@ -286,7 +259,7 @@ int ft_cli_stats(int argc, char **argv) {
     ft_stat_job_free(&job);
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
-  report_skipped(&job);
+  ft_stat_job_notes(stderr, &job, "flagtrace stats: ");
   ft_summary_lines(stderr, &job, "flagtrace stats: ");
   if (!limit_given && (report & (1u << REP_TRACE))) ro.limit = 0;
   ft_report reps[REP_N];

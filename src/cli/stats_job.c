@@ -83,6 +83,8 @@ static ft_status read_one(worker *w, size_t f) {
     file->span_ns = ft_stats_span(&st);
     file->first_ns = st.first_ns;
     file->skipped = st.skipped;
+    file->device_cap_events = st.device_cap_events;
+    file->cut_strings = st.cut_strings;
     for (size_t i = 0; i < st.rows[FT_STAT_KERNELS].len; i++) {
       const ft_stat_row *r = ft__vec_at(&st.rows[FT_STAT_KERNELS], i);
       file->kernel_ns += r->t.total;
@@ -222,12 +224,64 @@ static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, 
   for (size_t f = 0; f < n; f++) free(w.traces[f]);
   free(w.traces), free(w.n_traces), free(w.status), free(w.errs);
   for (size_t f = 0; f < n; f++) {
+    const ft_stat_skips *k = &job->files[f].skipped;
     job->events += job->files[f].events;
-    job->skipped.bad_time += job->files[f].skipped.bad_time;
-    job->skipped.time_range += job->files[f].skipped.time_range;
-    job->skipped.unknown_cat += job->files[f].skipped.unknown_cat;
+    job->skipped.bad_time += k->bad_time;
+    job->skipped.time_range += k->time_range;
+    job->skipped.unknown_cat += k->unknown_cat;
+    job->skipped.no_dur += k->no_dur;
+    job->skipped.neg_dur += k->neg_dur;
+    job->skipped.bad_bytes += k->bad_bytes;
   }
   return s;
+}
+
+uint64_t ft_stat_skips_total(const ft_stat_skips *k) {
+  return k->bad_time + k->time_range + k->unknown_cat + k->no_dur + k->neg_dur + k->bad_bytes;
+}
+
+void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix) {
+  const ft_stat_skips *k = &job->skipped;
+  uint64_t n = ft_stat_skips_total(k);
+  if (n) { /* one line: every reason, then the unknown categories by name */
+    fprintf(f, "%s%llu events skipped: ", prefix, (unsigned long long)n);
+    const struct {
+      uint64_t n;
+      const char *why;
+    } parts[] = {{k->bad_time, "with ts missing or ts/dur not a number"},
+                 {k->no_dur, "with no dur"},
+                 {k->neg_dur, "with a negative dur"},
+                 {k->time_range, "with ts or dur beyond +-4e+15 us"},
+                 {k->bad_bytes, "copies or sets whose bytes is not a whole number in [0, 2^63)"}};
+    const char *sep = "";
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+      if (!parts[i].n) continue;
+      fprintf(f, "%s%llu %s", sep, (unsigned long long)parts[i].n, parts[i].why);
+      sep = ", ";
+    }
+    if (k->unknown_cat) {
+      fprintf(f, "%sunknown categories", *sep ? "; " : "");
+      const ft__map *u = &job->total.unknown_cats;
+      sep = " ";
+      for (size_t i = 0; i < u->cap; i++) {
+        if (!u->used[i]) continue;
+        fprintf(f, "%s\"%s\" (%llu)", sep, ft__intern_str(&job->total.names, (uint32_t)u->keys[i]),
+                (unsigned long long)u->vals[i]);
+        sep = ", ";
+      }
+    }
+    fputc('\n', f);
+  }
+  for (size_t i = 0; i < job->n_files; i++) {
+    const ft_stat_file *x = &job->files[i];
+    if (x->cut_strings)
+      fprintf(f, "%snote: %s: %llu names longer than %d KiB cut to their first %d KiB\n", prefix, x->path,
+              (unsigned long long)x->cut_strings, FT_STATS_KEEP >> 10, FT_STATS_KEEP >> 10);
+    if (x->device_cap_events)
+      fprintf(f, "%snote: %s has more than %d devices: busy %% and the timeline leave out the %llu events of the "
+                 "others (every other report has them)\n",
+              prefix, x->path, FT_STATS_MAX_DEVICES, (unsigned long long)x->device_cap_events);
+  }
 }
 
 void ft_stat_job_free(ft_stat_job *job) {
