@@ -216,7 +216,9 @@ typedef struct ft_stat_job {
 
 /* Reads every file (one thread per file, up to the core count) and merges them.
  * On failure: the first failing file (in argument order) and its one-line reason
- * in err ("PATH: problem at byte N"); FT_ENOMEM when memory ran out. */
+ * in err ("PATH: problem at byte N"); FT_ENOMEM when memory ran out. A file given
+ * twice (the same device and inode, through any name, stdin included) is
+ * refused before anything is read (FT_EINVAL): its totals would count twice. */
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, bool timeline, size_t trace_limit,
                            bool by_rank, char *err, size_t errlen);
 /* The same for one file in memory, called name (tests, fuzzing). */
@@ -224,7 +226,7 @@ ft_status ft_stat_job_read_mem(ft_stat_job *job, const char *name, const char *d
                                size_t trace_limit, bool by_rank, char *err, size_t errlen);
 void ft_stat_job_free(ft_stat_job *job);
 /* The job's lines for stderr, each after prefix: the events skipped and why (one
- * line), names cut, and devices past the cap. */
+ * line), names cut, devices past the cap, and files that claim the same rank. */
 void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix);
 
 /* True when the name is a collective-communication kernel (NCCL, HCCL, RCCL). */

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "deflate.h" /* ft__cpus */
 #include "stats.h"
@@ -158,8 +160,37 @@ static int by_file_ts(const void *a, const void *b) {
 static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, const char *mem, size_t mem_len,
                           bool timeline, size_t trace_limit, bool by_rank, char *err, size_t errlen);
 
+/* A file named twice (./S and S, a symlink, a hard link, stdin redirected from
+ * it): the second name, in err. Files that cannot be stat'ed are left to the
+ * read, which says why. */
+static bool given_twice(const char *const *paths, size_t n, char *err, size_t errlen) {
+  struct stat *sb = calloc(n ? n : 1, sizeof *sb);
+  bool *ok = calloc(n ? n : 1, sizeof *ok), twice = false;
+  if (!sb || !ok) { /* then no check: reading twice is what it was */
+    free(sb), free(ok);
+    return false;
+  }
+  for (size_t f = 0; f < n && !twice; f++) {
+    ok[f] = !strcmp(paths[f], "-") ? !fstat(STDIN_FILENO, &sb[f]) : !stat(paths[f], &sb[f]);
+    ok[f] = ok[f] && !S_ISFIFO(sb[f].st_mode) && !S_ISCHR(sb[f].st_mode) && !S_ISSOCK(sb[f].st_mode);
+    for (size_t g = 0; ok[f] && g < f && !twice; g++) {
+      if (!ok[g] || sb[g].st_dev != sb[f].st_dev || sb[g].st_ino != sb[f].st_ino) continue;
+      snprintf(err, errlen, "%s: the same file as %s, given twice (its events would be counted twice)", paths[f],
+               paths[g]);
+      twice = true;
+    }
+  }
+  free(sb);
+  free(ok);
+  return twice;
+}
+
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, bool timeline, size_t trace_limit,
                            bool by_rank, char *err, size_t errlen) {
+  if (given_twice(paths, n, err, errlen)) {
+    memset(job, 0, sizeof *job);
+    return ft_stats_init(&job->total) ? FT_ENOMEM : FT_EINVAL;
+  }
   return job_read(job, paths, n, NULL, 0, timeline, trace_limit, by_rank, err, errlen);
 }
 
@@ -240,6 +271,11 @@ uint64_t ft_stat_skips_total(const ft_stat_skips *k) {
   return k->bad_time + k->time_range + k->unknown_cat + k->no_dur + k->neg_dur + k->bad_bytes;
 }
 
+static int by_rank_then_file(const void *a, const void *b) {
+  const ft_stat_file *x = *(const ft_stat_file *const *)a, *y = *(const ft_stat_file *const *)b;
+  return x->rank != y->rank ? (x->rank > y->rank) - (x->rank < y->rank) : (x > y) - (x < y);
+}
+
 void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix) {
   const ft_stat_skips *k = &job->skipped;
   uint64_t n = ft_stat_skips_total(k);
@@ -282,6 +318,26 @@ void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix) {
                  "others (every other report has them)\n",
               prefix, x->path, FT_STATS_MAX_DEVICES, (unsigned long long)x->device_cap_events);
   }
+  /* files that claim one rank (a file without distributedInfo takes its position
+   * as its rank): their rows stay apart, each under its own file */
+  const ft_stat_file **by = job->n_files > 1 ? malloc(job->n_files * sizeof *by) : NULL;
+  if (!by) return;
+  for (size_t i = 0; i < job->n_files; i++) by[i] = &job->files[i];
+  qsort(by, job->n_files, sizeof *by, by_rank_then_file);
+  bool any = false;
+  for (size_t i = 0; i < job->n_files;) {
+    size_t e = i + 1;
+    while (e < job->n_files && by[e]->rank == by[i]->rank) e++;
+    if (e - i > 1) {
+      if (!any) fprintf(f, "%swarning: files claim the same rank (their rows stay apart, by file): ", prefix);
+      fprintf(f, "%srank %lld:", any ? "; " : "", (long long)by[i]->rank);
+      for (size_t g = i; g < e; g++) fprintf(f, "%s %s", g > i ? "," : "", by[g]->path);
+      any = true;
+    }
+    i = e;
+  }
+  if (any) fputc('\n', f);
+  free(by);
 }
 
 void ft_stat_job_free(ft_stat_job *job) {

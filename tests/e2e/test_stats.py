@@ -797,4 +797,35 @@ def _():
         assert b"x\xef\xbf\xbd\n" in r.stdout and b"?" not in r.stdout, r.stdout
 
 
+@case("stats/report: the same file twice is refused; files that claim one rank are named in one warning")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        p = write(d, "t.json", trace([kernel(1, 2)]))
+        os.symlink(p, os.path.join(d, "link.json"))
+        os.link(p, os.path.join(d, "hard.json"))
+        for other in (p, os.path.join(d, ".", "t.json"), os.path.join(d, "link.json"), os.path.join(d, "hard.json")):
+            for cmd in ("stats", "report"):
+                r = subprocess.run([*WRAP, flagtrace, cmd, "-o", os.path.join(d, "out"), p, other], capture_output=True,
+                                   text=True)
+                assert r.returncode == 2 and r.stderr == (
+                    f"flagtrace {cmd}: {other}: the same file as {p}, given twice (its events would be counted "
+                    "twice)\n"), (cmd, other, r.stderr)
+                assert not os.path.exists(os.path.join(d, "out")), cmd
+        r = subprocess.run([*WRAP, flagtrace, "stats", p, "-"], stdin=open(p), capture_output=True, text=True)
+        assert r.returncode == 2 and "-: the same file as " + p in r.stderr, r.stderr
+        # rank 1 by distributedInfo, and rank 1 by position (no distributedInfo): both kept, named once
+        a = write(d, "a.json", ranked([kernel(1, 2, name="ka")], 1))
+        b = write(d, "b.json", trace([kernel(1, 4, name="kb")]))
+        c = write(d, "c.json", ranked([kernel(1, 8, name="kc")], 0))
+        r = stats("-f", "json", "--by-rank", "-r", "kernels,ranks", a, b, c)
+        assert r.returncode == 0, r
+        assert r.stderr == (f"flagtrace stats: warning: files claim the same rank (their rows stay apart, by file): "
+                            f"rank 1: {a}, {b}\n"), r.stderr
+        got = json.loads(r.stdout)
+        assert [(k["rank"], k["name"]) for k in got["kernels"]] == [(1, "ka"), (1, "kb"), (0, "kc")], got["kernels"]
+        assert [(x["rank"], x["file"], x["kernel_us"]) for x in got["ranks"]] == [(1, a, 2), (1, b, 4), (0, c, 8)]
+        r = stats(a, c)
+        assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
 results.finish()
