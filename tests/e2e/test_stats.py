@@ -828,4 +828,24 @@ def _():
         assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
 
 
+@case("stats: gzip with a reserved header flag bit is refused, as gzip(1) refuses it")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        good = gzip.compress(trace([kernel(1, 2)]).encode())
+        for bit in (0x20, 0x40, 0x80):
+            z = bytearray(good)
+            z[3] |= bit
+            r = stats(write(d, "t.json.gz", bytes(z)))
+            assert r.returncode == 2 and r.stderr.endswith(
+                ": corrupt gzip data (reserved header flags set) at compressed byte 0\n"), r.stderr
+            assert subprocess.run(["gzip", "-t", os.path.join(d, "t.json.gz")], capture_output=True).returncode != 0
+            text = trace([kernel(1, 2)] * 3).encode()
+            second = bytearray(gzip.compress(text[20:]))
+            second[3] |= bit
+            first = gzip.compress(text[:20])
+            r = stats(write(d, "t.json.gz", first + bytes(second)))
+            assert r.returncode == 2 and r.stderr.endswith(
+                f": corrupt gzip data (reserved header flags set) at compressed byte {len(first)}\n"), r.stderr
+
+
 results.finish()
