@@ -138,8 +138,10 @@ static enum num us_to_ns(const char *s, size_t n, int64_t *out) {
   int64_t whole = 0, frac = 0;
   int frac_digits = 0;
   size_t start = i;
-  for (; i < n && is_digit(s[i]); i++) whole = whole * 10 + (s[i] - '0');
-  if (i - start > 16) goto general; /* would overflow, or lies beyond the range: decimal() says which */
+  for (; i < n && is_digit(s[i]); i++) {
+    if (i - start == 16) goto general; /* a 17th digit: beyond the range, unless an exponent says otherwise */
+    whole = whole * 10 + (s[i] - '0');
+  }
   if (i < n && s[i] == '.') {
     for (i++; i < n && is_digit(s[i]); i++)
       if (frac_digits < 3) frac = frac * 10 + (s[i] - '0'), frac_digits++;

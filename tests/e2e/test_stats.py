@@ -756,6 +756,7 @@ def _():
             '{"ph":"X","cat":"kernel","name":"neg","ts":1,"dur":-5}',  # skipped: a negative dur
             '{"ph":"X","cat":"kernel","name":"nodur","ts":1}',  # skipped: no dur
             '{"ph":"X","cat":"kernel","name":"k","ts":100000000000000000000e-18,"dur":1e0}',  # ts 100 us, dur 1 us
+            '{"ph":"X","cat":"kernel","name":"far","ts":68736979597913697320123,"dur":1}',  # 23 digits: beyond
             '{"ph":"X","cat":"gpu_memcpy","name":"big","ts":1,"dur":1,"args":{"bytes":1e12}}',
             '{"ph":"X","cat":"gpu_memcpy","name":"max","ts":1,"dur":1,"args":{"bytes":9223372036854775807}}',
             '{"ph":"X","cat":"gpu_memcpy","name":"whole","ts":1,"dur":1,"args":{"bytes":2048.000}}',
@@ -770,10 +771,10 @@ def _():
         ]
         r = stats("-f", "json", "-r", "kernels,memsize", write(d, "t.json", '{"traceEvents":[' + ",".join(events) + "]}"))
         assert r.returncode == 0, r
-        assert r.stderr == ("flagtrace stats: 6 events skipped: 1 with no dur, 1 with a negative dur, 4 copies or sets "
-                            "whose bytes is not a whole number in [0, 2^63)\n"), r.stderr
+        assert r.stderr == ("flagtrace stats: 7 events skipped: 1 with no dur, 1 with a negative dur, 1 with ts or dur "
+                            "beyond +-4e+15 us, 4 copies or sets whose bytes is not a whole number in [0, 2^63)\n"), r.stderr
         got = json.loads(r.stdout)
-        assert got["skipped_events"] == 6 and got["events"] == len(events), got
+        assert got["skipped_events"] == 7 and got["events"] == len(events), got
         k = {x["name"]: x for x in got["kernels"]}
         assert set(k) == {"k", "kb", "a\ufffdb", "a\ufffdc"}, set(k)
         assert (k["k"]["total_us"], k["k"]["calls"]) == (1, 1)
