@@ -340,6 +340,8 @@ def cpu_part(build, quick, gpu=False):
     if gpu:
         return doc
     doc += ["## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""]
+    doc += ["## P5 join: crafted External ids against sequential ones (bench/bench_stats.c --join)", "",
+            run("bench_stats", "--join"), ""]
     doc += stats_memory(build, quick) + stats_split(build, quick)
     doc += fake_capture(build, quick)
     if os.path.exists(os.path.join(build, "bench", "bench_kineto")):  # built with -DFT_KINETO_SRC

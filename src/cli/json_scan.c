@@ -26,6 +26,7 @@ void ft__json_init(ft__json *j, const ft__json_callbacks *cb, void *ctx) {
   j->cb = cb;
   j->ctx = ctx;
   j->state = S_VALUE;
+  j->keep = j->key_keep = SIZE_MAX;
 }
 
 void ft__json_free(ft__json *j) {
@@ -99,31 +100,72 @@ static int hex4(const unsigned char *q, const unsigned char *end, unsigned *cp, 
   return T_OK;
 }
 
+/* Appends m unescaped bytes to the string being read: its first keep bytes go to
+ * ubuf (len of them so far), the rest are only counted (j->dropped). */
+static bool str_put(ft__json *j, size_t *len, size_t keep, const unsigned char *s, size_t m) {
+  size_t room = *len < keep ? keep - *len : 0, take = m < room ? m : room;
+  if (take) {
+    if (!grow(&j->ubuf, &j->ucap, *len + take)) return false;
+    memcpy(j->ubuf + *len, s, take);
+    *len += take;
+  }
+  j->dropped += m - take;
+  return true;
+}
+
+/* n less a UTF-8 sequence that a cut at n leaves incomplete: a cut name stays
+ * valid UTF-8 when it was. A function of the kept bytes alone, so that however
+ * the text was chunked the same bytes are handed over. */
+static size_t utf8_trim(const unsigned char *s, size_t n) {
+  for (size_t k = 1; k <= 3 && k <= n; k++) {
+    unsigned char c = s[n - k];
+    if ((c & 0xC0) == 0x80) continue;
+    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > k ? n - k : n;
+  }
+  return n;
+}
+
+/* A string's first keep bytes for its callback (s, *n), with j->cut. Off the
+ * hot path: inlined into the scanners it made them slower (P5). */
+__attribute__((noinline, cold)) static void str_cut_cold(ft__json *j, const unsigned char *s, size_t len,
+                                                         size_t dropped, size_t *n) {
+  *n = utf8_trim(s, len);
+  j->cut = dropped + (len - *n);
+}
+static inline void str_cut(ft__json *j, const unsigned char *s, size_t len, size_t dropped, size_t *n) {
+  if (__builtin_expect(!dropped, 1)) {
+    *n = len;
+    j->cut = 0;
+    return;
+  }
+  str_cut_cold(j, s, len, dropped, n);
+}
+
 /* The rest of a string from its first escape or control byte q (p: its opening
- * quote), unescaped into j->ubuf. \uXXXX as yajl 2.1 decodes it: a pair to one
- * 4-byte character, a lone low surrogate to its 3 bytes, a high surrogate not
- * followed by "\u" to "?". One difference: a high surrogate followed by another
- * \u escape that is not a low surrogate is "?" and that escape on its own (yajl
- * folds both into an unrelated 4-byte character).
+ * quote), unescaped into j->ubuf (its first keep bytes; j->dropped counts the
+ * rest). \uXXXX as yajl 2.1 decodes it, but for lone surrogates: a pair is one
+ * 4-byte character, a lone surrogate is U+FFFD (yajl: "?" for a high one, the 3
+ * bytes of a low one), and a high surrogate followed by another \u escape that
+ * is not a low surrogate is U+FFFD and that escape on its own (yajl folds both
+ * into an unrelated 4-byte character).
  * The bytes from p + 1 to seg are already in ubuf[0, len). Cut by end, it notes
  * where to go on (j->sfrom, j->sulen), so that a string longer than a chunk is
  * scanned once however many chunks it spans. */
 static int string_rest(ft__json *j, const unsigned char *p, const unsigned char *seg, const unsigned char *q,
-                       const unsigned char *end, size_t len, const unsigned char **s, size_t *n, size_t *used,
-                       const char **msg) {
+                       const unsigned char *end, size_t len, size_t keep, const unsigned char **s, size_t *n,
+                       size_t *used, const char **msg) {
   for (;;) {
-    if (!grow(&j->ubuf, &j->ucap, len + (size_t)(q - seg) + 8)) {
+    if (!str_put(j, &len, keep, seg, (size_t)(q - seg))) {
       *used = 0;
       *msg = NOMEM;
       return T_ERR;
     }
-    memcpy(j->ubuf + len, seg, (size_t)(q - seg));
-    len += (size_t)(q - seg);
     seg = q;
     if (q == end || (*q == '\\' && end - q < 2)) goto more;
     if (*q == '"') {
-      *s = j->ubuf;
-      *n = len;
+      *s = j->ubuf ? j->ubuf : (const unsigned char *)"";
+      str_cut(j, *s, len, j->dropped, n);
       *used = (size_t)(q + 1 - p);
       return T_OK;
     }
@@ -132,17 +174,17 @@ static int string_rest(ft__json *j, const unsigned char *p, const unsigned char 
       *msg = "control character in a string (it must be escaped)";
       return T_ERR;
     }
-    unsigned char c;
-    size_t esc = 2;
+    unsigned char c[4];
+    size_t esc = 2, k = 1;
     switch (q[1]) {
-    case '"': c = '"'; break;
-    case '\\': c = '\\'; break;
-    case '/': c = '/'; break;
-    case 'b': c = '\b'; break;
-    case 'f': c = '\f'; break;
-    case 'n': c = '\n'; break;
-    case 'r': c = '\r'; break;
-    case 't': c = '\t'; break;
+    case '"': c[0] = '"'; break;
+    case '\\': c[0] = '\\'; break;
+    case '/': c[0] = '/'; break;
+    case 'b': c[0] = '\b'; break;
+    case 'f': c[0] = '\f'; break;
+    case 'n': c[0] = '\n'; break;
+    case 'r': c[0] = '\r'; break;
+    case 't': c[0] = '\t'; break;
     case 'u': {
       unsigned cp, lo;
       size_t bad;
@@ -168,22 +210,27 @@ static int string_rest(ft__json *j, const unsigned char *p, const unsigned char 
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             esc = 12;
           } else {
-            cp = '?';
+            cp = 0xFFFD;
           }
         } else {
-          cp = '?';
+          cp = 0xFFFD;
         }
+      } else if ((cp & 0xFC00) == 0xDC00 || (cp == 0 && j->nul_fffd)) {
+        cp = 0xFFFD;
       }
-      len += ft__utf8_put(cp, j->ubuf + len);
-      goto next;
+      k = ft__utf8_put(cp, c);
+      break;
     }
     default:
       *used = (size_t)(q + 1 - p);
       *msg = "invalid escape in a string";
       return T_ERR;
     }
-    j->ubuf[len++] = c;
-  next:
+    if (!str_put(j, &len, keep, c, k)) {
+      *used = 0;
+      *msg = NOMEM;
+      return T_ERR;
+    }
     seg = q + esc;
     q = find_special(seg, end);
   }
@@ -269,13 +316,22 @@ static inline int literal(const unsigned char *p, const unsigned char *end, cons
  * no escape so far): 1 and NOESC, or where a cut scan stopped. */
 #define NOESC SIZE_MAX
 HOT int string_tok(ft__json *j, const unsigned char *p, const unsigned char *end, size_t from, size_t ulen,
-                   const unsigned char **s, size_t *n, size_t *used, const char **msg) {
+                   size_t keep, const unsigned char **s, size_t *n, size_t *used, const char **msg) {
   const unsigned char *q = find_special(p + from, end);
-  if (ulen != NOESC) return string_rest(j, p, p + from, q, end, ulen, s, n, used, msg);
+  if (ulen != NOESC) return string_rest(j, p, p + from, q, end, ulen, keep, s, n, used, msg);
   if (q < end && *q == '"') { /* no escape: the chunk's own bytes */
+    size_t len = (size_t)(q - p - 1);
     *s = p + 1;
-    *n = (size_t)(q - p - 1);
-    *used = *n + 2;
+    *used = len + 2;
+    if (__builtin_expect(len <= keep, 1)) {
+      *n = len;
+      j->cut = 0;
+    } else if (!keep) { /* a value the caller does not read: nothing of it */
+      *n = 0;
+      j->cut = len;
+    } else {
+      str_cut_cold(j, p + 1, keep, len - keep, n);
+    }
     return T_OK;
   }
   if (q == end) {
@@ -283,7 +339,15 @@ HOT int string_tok(ft__json *j, const unsigned char *p, const unsigned char *end
     j->sulen = NOESC;
     return T_MORE;
   }
-  return string_rest(j, p, p + 1, q, end, 0, s, n, used, msg);
+  j->dropped = 0;
+  return string_rest(j, p, p + 1, q, end, 0, keep, s, n, used, msg);
+}
+
+/* A number's text for its callback: its first keep bytes (dropped: those left out already). */
+static inline size_t number_cut(ft__json *j, size_t len, size_t dropped) {
+  size_t keep = j->keep, n = len < keep ? len : keep;
+  j->cut = len - n + dropped;
+  return n;
 }
 
 /* One scalar token at p (a string, number or literal that the state allows),
@@ -296,8 +360,12 @@ static int scalar(ft__json *j, unsigned *state, unsigned depth, const unsigned c
   case '"': {
     const unsigned char *s;
     size_t n;
-    if ((r = string_tok(j, p, end, resumed ? j->sfrom : 1, resumed ? j->sulen : NOESC, &s, &n, used, msg))) return r;
-    if (*state == S_KEY || *state == S_MAP_FIRST) {
+    bool key = *state == S_KEY || *state == S_MAP_FIRST;
+    if (!resumed) j->dropped = 0;
+    if ((r = string_tok(j, p, end, resumed ? j->sfrom : 1, resumed ? j->sulen : NOESC, key ? j->key_keep : j->keep, &s,
+                        &n, used, msg)))
+      return r;
+    if (key) {
       if (cb->map_key && !cb->map_key(j->ctx, s, n)) return T_STOP;
       *state = S_COLON;
       return T_OK;
@@ -316,7 +384,8 @@ static int scalar(ft__json *j, unsigned *state, unsigned depth, const unsigned c
     break;
   default:
     if ((r = number_tok(p, end, final, used, msg))) return r;
-    if (cb->number && !cb->number(j->ctx, (const char *)p, *used)) return T_STOP;
+    if (cb->number && !cb->number(j->ctx, (const char *)p, number_cut(j, *used, resumed ? j->dropped : 0)))
+      return T_STOP;
     break;
   }
   *state = depth ? S_AFTER : S_DONE;
@@ -392,7 +461,7 @@ value: /* S_VALUE or S_ARRAY_FIRST */
   case '"': { /* strings and numbers here, not through scalar(): one dispatch on *p, not two */
     const unsigned char *s;
     size_t n;
-    if ((r = string_tok(j, p, end, 1, NOESC, &s, &n, &used, &msg))) goto token_out;
+    if ((r = string_tok(j, p, end, 1, NOESC, j->keep, &s, &n, &used, &msg))) goto token_out;
     if (cb->string && !cb->string(ctx, s, n)) goto stop;
     p += used;
     goto next;
@@ -400,7 +469,7 @@ value: /* S_VALUE or S_ARRAY_FIRST */
   case '-': case '0': case '1': case '2': case '3': case '4':
   case '5': case '6': case '7': case '8': case '9':
     if ((r = number_tok(p, end, false, &used, &msg))) goto token_out;
-    if (cb->number && !cb->number(ctx, (const char *)p, used)) goto stop;
+    if (cb->number && !cb->number(ctx, (const char *)p, number_cut(j, used, 0))) goto stop;
     p += used;
     goto next;
   case 't': case 'f': case 'n':
@@ -414,7 +483,7 @@ key: /* S_MAP_FIRST or S_KEY */
   if (*p == '"') {
     const unsigned char *s;
     size_t n;
-    if ((r = string_tok(j, p, end, 1, NOESC, &s, &n, &used, &msg))) goto token_out;
+    if ((r = string_tok(j, p, end, 1, NOESC, j->key_keep, &s, &n, &used, &msg))) goto token_out;
     if (cb->map_key && !cb->map_key(ctx, s, n)) goto stop;
     p += used;
     state = S_COLON;
@@ -459,14 +528,34 @@ out:
   return FT__JSON_OK;
 token_out:
   if (r == T_MORE) { /* cut by the chunk's end: finished from the next one */
-    if (!grow(&j->carry, &j->carry_cap, (size_t)(end - p))) {
+    size_t from = 0;
+    j->tok_at = j->base + (uint64_t)(p - buf);
+    if (*p == '"') { /* its bytes so far go to ubuf; the carry keeps its quote and a cut escape */
+      from = j->sfrom - 1;
+      if (j->sulen == NOESC) {
+        size_t len = 0;
+        j->dropped = 0;
+        if (!str_put(j, &len, state == S_KEY || state == S_MAP_FIRST ? j->key_keep : j->keep, p + 1, from)) {
+          used = 0;
+          msg = NOMEM;
+          goto error_in;
+        }
+        j->sulen = len;
+      }
+      j->sfrom = 1;
+    } else {
+      j->dropped = 0;
+    }
+    size_t len = (size_t)(end - p) - from;
+    if (!grow(&j->carry, &j->carry_cap, len)) {
       used = 0;
       msg = NOMEM;
       goto error_in;
     }
-    memcpy(j->carry, p, (size_t)(end - p));
-    j->carry_len = (size_t)(end - p);
-    j->carry_at = j->base + (uint64_t)(p - buf);
+    j->carry[0] = *p;
+    memcpy(j->carry + 1, p + 1 + from, len - 1);
+    j->carry_len = len;
+    j->carry_at = j->tok_at + from;
     p = end;
     goto out;
   }
@@ -484,6 +573,33 @@ stop:
   return fail(j, FT__JSON_STOPPED, j->base + (uint64_t)(p - buf), NULL);
 }
 #undef SKIP_WS
+
+/* A carried token still cut at a chunk's end, made small: a string's scanned
+ * bytes are in ubuf, so the carry keeps its quote and what follows where its scan
+ * stopped (an escape cut short); a number longer than keep loses the digits of
+ * its last run past its first keep bytes and the run's first digit, all but the
+ * last (the grammar sees the same token; the callback gets the first keep bytes). */
+static void compact(ft__json *j) {
+  unsigned char *c = j->carry;
+  size_t n = j->carry_len;
+  if (c[0] == '"') {
+    size_t from = j->sfrom;
+    memmove(c + 1, c + from, n - from);
+    j->carry_len = 1 + n - from;
+    j->carry_at += from - 1;
+    j->sfrom = 1;
+    return;
+  }
+  if (n <= j->keep || !(c[0] == '-' || digit(c[0]))) return;
+  size_t run = n;
+  while (run > 0 && digit(c[run - 1])) run--;
+  size_t from = run + 1 > j->keep ? run + 1 : j->keep;
+  if (from + 1 >= n) return;
+  c[from] = c[n - 1];
+  j->carry_len = from + 1;
+  j->dropped += n - 1 - from;
+  j->carry_at += n - 1 - from; /* an error is at or after the last digit: offsets stay right */
+}
 
 /* Completes the carried token with buf's first bytes, appended in doubling
  * steps (most tokens end within a few bytes). A string's scan goes on where it
@@ -516,12 +632,14 @@ static ft__json_status resume(ft__json *j, const unsigned char *buf, size_t n, b
       *taken = used - old;
       return FT__JSON_OK;
     }
-    if (r == T_STOP) return fail(j, FT__JSON_STOPPED, j->carry_at, NULL);
+    if (r == T_STOP) return fail(j, FT__JSON_STOPPED, j->tok_at, NULL);
     if (r == T_ERR) return fail(j, FT__JSON_ERROR, j->carry_at + used, msg);
   more:
     if (off == n) {
       *taken = n;
-      return final ? fail(j, FT__JSON_ERROR, j->base + n, TRUNCATED) : FT__JSON_OK;
+      if (final) return fail(j, FT__JSON_ERROR, j->base + n, TRUNCATED);
+      compact(j);
+      return FT__JSON_OK;
     }
     step *= 2;
   }
@@ -553,7 +671,7 @@ void ft__json_set_between(ft__json *j, unsigned depth, uint64_t at) {
   j->err_msg = NULL;
   j->err_at = 0;
   j->carry_len = 0;
-  j->sfrom = j->sulen = 0;
+  j->sfrom = j->sulen = j->dropped = j->cut = 0;
   j->stack[0] = depth == 2;
   j->stack[1] = 0;
 }

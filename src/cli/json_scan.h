@@ -15,7 +15,12 @@
  * member is skipped. Strings are unescaped; they point into the fed chunk when
  * they hold no escape (no copy), else into the parser's buffer; either is valid
  * only during the call. Numbers are their raw text, checked against the JSON
- * grammar. Bytes are not checked to be UTF-8 (names are re-escaped on output). */
+ * grammar. Bytes are not checked to be UTF-8 (names are re-escaped on output);
+ * a lone surrogate escape decodes to U+FFFD.
+ * Strings and numbers longer than keep (key_keep for keys) are handed over cut
+ * to their first keep bytes (a string's unescaped ones, less a UTF-8 sequence
+ * the cut splits) with cut set to the bytes left out; what is left out is
+ * scanned, checked and dropped, never held. */
 /* JSON's four whitespace bytes (yajl also takes \v and \f; RFC 8259 does not) */
 extern const bool ft__json_ws[256];
 
@@ -45,11 +50,18 @@ typedef struct ft__json {
   ft__json_status status; /* sticky: a stopped or failed parse stays so */
   const char *err_msg;    /* static text */
   uint64_t err_at;        /* offset of the offending byte (the end of input when it ended early) */
-  /* a token cut by a chunk's end, completed from the next chunk(s) */
+  /* set by the caller, read before each token (ft__json_init: SIZE_MAX, false) */
+  size_t keep, key_keep; /* bytes of a string or number value (of a key) handed over; the rest is dropped */
+  bool nul_fffd;         /* \u0000 decodes to U+FFFD (for readers of C strings) */
+  size_t cut;            /* for the callback: bytes of its token left out (0: whole) */
+  /* a token cut by a chunk's end, completed from the next chunk(s). A string's
+   * carry is its quote and at most an escape's bytes (the rest is in ubuf); a
+   * number's keeps its first keep bytes, dropping the digits past them. */
   unsigned char *carry;
   size_t carry_len, carry_cap;
-  uint64_t carry_at;
+  uint64_t carry_at, tok_at; /* offsets of carry[0] and of the token's first byte */
   size_t sfrom, sulen; /* a carried string: where its scan goes on, its bytes so far in ubuf */
+  size_t dropped;      /* bytes of the carried token dropped so far (past keep) */
   /* unescaped strings */
   unsigned char *ubuf;
   size_t ucap;

@@ -79,6 +79,7 @@ int ft_cli_report(int argc, char **argv) {
     ft_stat_job_free(&job);
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
+  ft_stat_job_notes(stderr, &job, "flagtrace report: ");
   ft_summary_lines(stderr, &job, "flagtrace report: ");
   ft_outfile out;
   if (ft_outputs_open(&out, &output, 1, force, &exists, err, sizeof err)) {

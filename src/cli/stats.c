@@ -67,19 +67,24 @@ static const char usage[] =
     "The header names every file whose trace says it is incomplete (its flagtrace\n"
     "block: device activity off, with the trace's reason; dropped records; events\n"
     "outside the capture window), in every format, and on stderr. Complete events\n"
-    "whose ts is missing, whose ts or dur is not a number or lies beyond +-4e15 us,\n"
-    "or whose category is not one flagtrace reads are skipped and counted in one\n"
-    "line each on stderr (\"N events skipped: ...\"). Older kineto categories\n"
-    "(Runtime, Memcpy, Memset, Kernel, Operator, \"external id\"), MTIA's, XPU's and\n"
-    "privateuse1's are read as their current names. A second \"traceEvents\" key, and\n"
-    "data after the end of a gzip stream, are errors; the array form ([...]) may\n"
+    "whose ts or dur is missing, not a number, negative (dur) or beyond +-4e15 us,\n"
+    "copies and sets whose bytes is not a whole number in [0, 2^63), and events of\n"
+    "a category flagtrace does not read are skipped and counted in one line on\n"
+    "stderr (\"N events skipped: ...\"). Names longer than 64 KiB are cut to it, a\n"
+    "file's devices past the first 1024 are left out of busy % (each in one note),\n"
+    "and files that claim the same rank are named in one warning. Older kineto\n"
+    "categories (Runtime, Memcpy, Memset, Kernel, Operator, \"external id\"), MTIA's,\n"
+    "XPU's and privateuse1's are read as their current names. A file given twice\n"
+    "(by any name), a second \"traceEvents\" key, a gzip header with reserved flags\n"
+    "and data after the end of a gzip stream are errors; the array form ([...]) may\n"
     "lack its \"]\". The json output carries \"schema\": 2.\n"
     "\n"
-    "memory: grows with the names, devices and rows reported, plus what exact answers\n"
-    "need per event of the files being read: 16 B per device event at most for busy %\n"
-    "(less where device work overlaps or touches), and 16-32 B per distinct\n"
-    "\"External id\" of an op, for ops. Medians are exact up to 256 values per row,\n"
-    "then from a histogram within 0.4 %; the other columns are exact.\n"
+    "memory: grows with the names (each at most 64 KiB), rows and devices (1024 per\n"
+    "file) reported, plus what exact answers need per event of the files being\n"
+    "read: 16 B per device event at most for busy % (less where device work overlaps\n"
+    "or touches), and 21-43 B per distinct \"External id\" of an op, for ops; a value\n"
+    "flagtrace does not read costs nothing. Medians are exact up to 256 values per\n"
+    "row, then from a histogram within 0.4 %; the other columns are exact.\n"
     "\n"
     "Tables and messages show control characters in names as escapes (\\n, \\x1b):\n"
     "a name cannot drive the terminal or break a line; csv and json keep names whole.\n"
@@ -126,34 +131,6 @@ static size_t terminal_name_width(const ft_report *rep) {
   size_t used = 2;
   for (int j = 0; j < rep->n_cols; j++) used += rep->cols[j].width ? (size_t)abs(rep->cols[j].width) + 1 : 0;
   return ws.ws_col > used + 12 ? ws.ws_col - used : 12;
-}
-
-/* One line on stderr per kind of skipped event. */
-static void report_skipped(const ft_stat_job *job) {
-  const ft_stat_skips *k = &job->skipped;
-  uint64_t n = k->bad_time + k->time_range;
-  if (n) {
-    char a[96] = "", b[96] = "";
-    if (k->bad_time)
-      snprintf(a, sizeof a, "%llu with ts missing or ts/dur not a number", (unsigned long long)k->bad_time);
-    if (k->time_range)
-      snprintf(b, sizeof b, "%s%llu with ts or dur beyond +-%.0e us", k->bad_time ? ", " : "",
-               (unsigned long long)k->time_range, (double)FT_STATS_MAX_US);
-    fprintf(stderr, "flagtrace stats: %llu events skipped: %s%s\n", (unsigned long long)n, a, b);
-  }
-  if (k->unknown_cat) {
-    fprintf(stderr, "flagtrace stats: %llu events skipped: unknown categories", (unsigned long long)k->unknown_cat);
-    const ft__map *u = &job->total.unknown_cats;
-    const char *sep = " ";
-    for (size_t i = 0; i < u->cap; i++) {
-      if (!u->used[i]) continue;
-      fprintf(stderr, "%s\"", sep); /* a category is the trace's text: shown escaped */
-      ft_put_visible(stderr, ft__intern_str(&job->total.names, (uint32_t)u->keys[i]));
-      fprintf(stderr, "\" (%llu)", (unsigned long long)u->vals[i]);
-      sep = ", ";
-    }
-    fputc('\n', stderr);
-  }
 }
 
 static void files_csv(FILE *f, const ft_stat_job *job) {
@@ -320,7 +297,7 @@ int ft_cli_stats(int argc, char **argv) {
     for (size_t i = 0; i < n_out; i++) free(names[i]);
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
-  report_skipped(&job);
+  ft_stat_job_notes(stderr, &job, "flagtrace stats: ");
   ft_summary_lines(stderr, &job, "flagtrace stats: ");
   ft_report reps[REP_N];
   int rc = 0;

@@ -53,7 +53,9 @@ enum {
 enum { FT_STAT_CAT_RUNTIME, FT_STAT_CAT_DRIVER, FT_STAT_CAT_MEMCPY, FT_STAT_CAT_MEMSET, FT_STAT_CAT_OTHER };
 
 /* Memory grows with what is reported (names, rows, devices) except for two pieces
- * of per-event state an exact answer needs (README: "stats memory"):
+ * of per-event state an exact answer needs (README: "stats memory"). Kept strings
+ * are cut to FT_STATS_KEEP bytes (counted), ignored values are never held, and a
+ * file's devices past FT_STATS_MAX_DEVICES get no busy intervals (counted):
  *  - busy %: the union of each device's busy intervals, 12 B per device event at
  *    most (16 B for one longer than 4.3 s), merged as they come: overlapping or
  *    touching work costs less; kept only while its file is read;
@@ -70,12 +72,19 @@ typedef struct ft_stat_device {
   ft_stat_ivset copy; /* copies and sets only: the report's timeline */
 } ft_stat_device;
 
-/* External id -> op row index | 1 << 63, or the device ns seen before its op.
- * Open addressing with a bitmap of used slots. */
+#define FT_STATS_KEEP (64 * 1024)
+#define FT_STATS_MAX_DEVICES 1024
+
+/* A table of 64-bit keys (External id -> op row index | 1 << 63, or the device
+ * ns seen before its op; device id -> index + 1). Open addressing with a bitmap
+ * of used slots, placed by a keyed hash seeded per process (getrandom): the
+ * input cannot choose keys that share a slot, so a lookup costs O(1) expected
+ * whatever the keys (sequential or crafted). */
 typedef struct ft_stat_join {
   uint64_t *keys, *vals;
   uint8_t *used;
   size_t cap, len;
+  uint64_t probes; /* slots looked at, for tests and the bench (ops, not time) */
 } ft_stat_join;
 
 /* Events skipped (not summarized) and why; reported once, in one line. */
@@ -83,7 +92,10 @@ typedef struct ft_stat_skips {
   uint64_t bad_time;   /* complete events whose ts is missing or ts/dur is not a number */
   uint64_t time_range; /* ts or dur beyond +-FT_STATS_MAX_US */
   uint64_t unknown_cat; /* complete events of a category not read (named in unknown_cats) */
+  uint64_t no_dur, neg_dur; /* complete events without a dur, with a negative one */
+  uint64_t bad_bytes; /* copies and sets whose args.bytes is not a whole number in [0, 2^63) */
 } ft_stat_skips;
+uint64_t ft_stat_skips_total(const ft_stat_skips *k);
 
 /* Times beyond +-4e15 us (year 2096 since the epoch) are refused: every sum and
  * difference of two of them then fits in 64 bits. */
@@ -133,9 +145,12 @@ typedef struct ft_stats {
   ft_stat_join ext_op;   /* this file's External id -> op row (cpu_op / user_annotation) */
   uint64_t device_ns;    /* device time of all device events */
   uint64_t attributed_ns; /* of which joined to an op */
-  ft__map device_index;  /* device id -> index + 1 into devices */
+  ft_stat_join device_index; /* device id -> index + 1 into devices */
   ft_stat_device *devices;
   size_t n_devices, cap_devices;
+  size_t last_device;         /* the latest device's index: consecutive events mostly share one */
+  uint64_t device_cap_events; /* device events of devices past the first FT_STATS_MAX_DEVICES: not in busy % */
+  uint64_t cut_strings;       /* names (and other kept strings) cut to FT_STATS_KEEP bytes */
   int64_t first_ns, last_ns; /* span of all complete events */
   uint64_t events;           /* trace events read */
   ft_stat_skips skipped;
@@ -185,6 +200,7 @@ typedef struct ft_stat_file {
   int64_t rank; /* meta.rank, or the file's position when the trace names none */
   uint64_t events, span_ns, first_ns, kernel_ns, comm_ns;
   ft_stat_skips skipped;
+  uint64_t device_cap_events, cut_strings;
   ft_stat_busy *busy;
   size_t n_busy;
   struct ft_stats *own; /* this file's rows (by rank only); devices and joins freed */
@@ -200,13 +216,18 @@ typedef struct ft_stat_job {
 
 /* Reads every file (one thread per file, up to the core count) and merges them.
  * On failure: the first failing file (in argument order) and its one-line reason
- * in err ("PATH: problem at byte N"); FT_ENOMEM when memory ran out. */
+ * in err ("PATH: problem at byte N"); FT_ENOMEM when memory ran out. A file given
+ * twice (the same device and inode, through any name, stdin included) is
+ * refused before anything is read (FT_EINVAL): its totals would count twice. */
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, bool timeline, size_t trace_limit,
                            bool by_rank, char *err, size_t errlen);
 /* The same for one file in memory, called name (tests, fuzzing). */
 ft_status ft_stat_job_read_mem(ft_stat_job *job, const char *name, const char *data, size_t len, bool timeline,
                                size_t trace_limit, bool by_rank, char *err, size_t errlen);
 void ft_stat_job_free(ft_stat_job *job);
+/* The job's lines for stderr, each after prefix: the events skipped and why (one
+ * line), names cut, devices past the cap, and files that claim the same rank. */
+void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix);
 
 /* True when the name is a collective-communication kernel (NCCL, HCCL, RCCL). */
 bool ft_stats_is_comm(const char *name);

@@ -1,23 +1,47 @@
 /* `flagtrace stats` state that grows with the trace: the External id -> op join and each device's busy intervals. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "stats_internal.h"
 
-/* ---- the External id -> op join (16 B a slot) ---- */
+/* ---- the External id -> op join and the device table (16 B a slot) ---- */
 
+uint64_t ft__stats_key[2];
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
+/* The key, from getrandom; where that fails (no entropy yet, an old kernel), from
+ * the clocks, the process id and an address ASLR placed: weaker, still unknown
+ * to whoever wrote the trace. */
+static void draw_key(void) {
+  uint64_t k[2];
+  if (getrandom(k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_REALTIME, &a);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    k[0] = (uint64_t)a.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)a.tv_sec ^ (uint64_t)(uintptr_t)&a;
+    k[1] = (uint64_t)b.tv_nsec * 0xc2b2ae3d27d4eb4full ^ (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)&draw_key;
+  }
+  ft__stats_key[0] = k[0];
+  ft__stats_key[1] = k[1];
+}
+
+void ft__stats_hash_init(void) { pthread_once(&key_once, draw_key); }
 
 void ft__join_free(ft_stat_join *j) {
   free(j->keys);
   free(j->vals);
   free(j->used);
+  uint64_t probes = j->probes; /* a count over the table's life */
   memset(j, 0, sizeof *j);
+  j->probes = probes;
 }
 
 static bool join_used(const ft_stat_join *j, size_t i) { return j->used[i >> 3] >> (i & 7) & 1; }
-
 
 static bool join_grow(ft_stat_join *j) {
   ft_stat_join n = {0};
@@ -31,22 +55,37 @@ static bool join_grow(ft_stat_join *j) {
   }
   for (size_t i = 0; i < j->cap; i++)
     if (join_used(j, i)) *ft__join_upsert(&n, j->keys[i]) = j->vals[i];
+  n.probes += j->probes;
   ft__join_free(j);
   *j = n;
   return true;
 }
 
+/* The slot of key, or the empty slot where it would go. */
+static size_t join_slot(ft_stat_join *j, uint64_t key) {
+  size_t i = ft__stats_hash(key) & (j->cap - 1), probes = 1;
+  for (; join_used(j, i) && j->keys[i] != key; probes++) i = (i + 1) & (j->cap - 1);
+  j->probes += probes;
+  return i;
+}
+
 /* The value of key (0 when new); NULL on ENOMEM. Load stays under 3/4. */
 uint64_t *ft__join_upsert(ft_stat_join *j, uint64_t key) {
   if ((j->len + 1) * 4 > j->cap * 3 && !join_grow(j)) return NULL;
-  size_t i = mix(key) & (j->cap - 1);
-  for (; join_used(j, i); i = (i + 1) & (j->cap - 1))
-    if (j->keys[i] == key) return &j->vals[i];
-  j->used[i >> 3] |= (uint8_t)(1u << (i & 7));
-  j->keys[i] = key;
-  j->vals[i] = 0;
-  j->len++;
+  size_t i = join_slot(j, key);
+  if (!join_used(j, i)) {
+    j->used[i >> 3] |= (uint8_t)(1u << (i & 7));
+    j->keys[i] = key;
+    j->vals[i] = 0;
+    j->len++;
+  }
   return &j->vals[i];
+}
+
+uint64_t *ft__join_find(ft_stat_join *j, uint64_t key) {
+  if (!j->cap) return NULL;
+  size_t i = join_slot(j, key);
+  return join_used(j, i) ? &j->vals[i] : NULL;
 }
 
 /* ---- busy intervals per device ---- */
@@ -139,9 +178,12 @@ static bool iv_compact(ft__vec *v, ft__vec *longs) {
   return ok;
 }
 
+/* Chunks of 256 intervals (3 KiB), allocated on a device's first event: a trace
+ * of many devices with few events each costs little per device, and a long one
+ * adds 8 B of chunk pointer per 256 intervals. */
 static void ivset_init(ft_stat_ivset *s) {
-  ft__vec_init(&s->iv, sizeof(short_span), 12);
-  ft__vec_init(&s->longs, sizeof(span), 8);
+  ft__vec_init(&s->iv, sizeof(short_span), 8);
+  ft__vec_init(&s->longs, sizeof(span), 6);
 }
 
 void ft__ivset_free(ft_stat_ivset *s) {
@@ -149,25 +191,34 @@ void ft__ivset_free(ft_stat_ivset *s) {
   ft__vec_free(&s->longs);
 }
 
-ft_stat_device *ft__stats_device(ft_stats *st, int64_t id) {
-  uint64_t *slot = ft__map_upsert(&st->device_index, (uint64_t)id);
-  if (!slot) return NULL;
-  if (!*slot) {
-    if (st->n_devices == st->cap_devices) {
-      size_t cap = st->cap_devices ? 2 * st->cap_devices : 8;
-      ft_stat_device *n = realloc(st->devices, cap * sizeof *n);
-      if (!n) return NULL;
-      st->devices = n;
-      st->cap_devices = cap;
-    }
-    ft_stat_device *d = &st->devices[st->n_devices++];
-    memset(d, 0, sizeof *d);
-    d->id = id;
-    ivset_init(&d->all);
-    ivset_init(&d->copy);
-    *slot = st->n_devices;
+ft_stat_device *ft__stats_device(ft_stats *st, int64_t id, bool *over) {
+  *over = false;
+  if (st->n_devices && st->devices[st->last_device].id == id) return &st->devices[st->last_device];
+  uint64_t *slot = ft__join_find(&st->device_index, (uint64_t)id);
+  if (slot) {
+    st->last_device = *slot - 1;
+    return &st->devices[*slot - 1];
   }
-  return &st->devices[*slot - 1];
+  if (st->n_devices == FT_STATS_MAX_DEVICES) { /* past the cap: its events are in every report but busy % */
+    *over = true;
+    return NULL;
+  }
+  if (st->n_devices == st->cap_devices) {
+    size_t cap = st->cap_devices ? 2 * st->cap_devices : 8;
+    ft_stat_device *n = realloc(st->devices, cap * sizeof *n);
+    if (!n) return NULL;
+    st->devices = n;
+    st->cap_devices = cap;
+  }
+  if (!(slot = ft__join_upsert(&st->device_index, (uint64_t)id))) return NULL;
+  ft_stat_device *d = &st->devices[st->n_devices++];
+  memset(d, 0, sizeof *d);
+  d->id = id;
+  ivset_init(&d->all);
+  ivset_init(&d->copy);
+  *slot = st->n_devices;
+  st->last_device = st->n_devices - 1;
+  return d;
 }
 
 bool ft__add_interval(ft_stat_ivset *d, int64_t lo, int64_t hi) {

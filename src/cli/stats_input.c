@@ -129,6 +129,28 @@ static bool raw_fill(src *s, char *err, size_t errlen, bool *failed) {
   return n > 0;
 }
 
+/* At least want raw bytes at s->mem when the input has them: the few left are
+ * moved to the buffer's start and the rest read after them. */
+static void raw_ensure(src *s, size_t want) {
+  if (s->left >= want || !s->f || s->eof) return;
+  memmove(s->fbuf, s->mem, s->left);
+  size_t n = fread(s->fbuf + s->left, 1, RAW_CHUNK - s->left, s->f);
+  if (n < RAW_CHUNK - s->left) s->eof = true;
+  s->mem = s->fbuf;
+  s->left += n;
+}
+
+/* A gzip member's first bytes (s->mem[0, 2) are its magic): a method other than
+ * deflate, or any of FLG's reserved bits, is refused as gzip(1) refuses it (ISA-L's
+ * inflate ignores them). Too few bytes: left to the inflater, which says truncated. */
+static bool member_header_ok(src *s, char *err, size_t errlen) {
+  raw_ensure(s, 4);
+  if (s->left < 4 || (s->mem[2] == 8 && !(s->mem[3] & 0xE0))) return true;
+  snprintf(err, errlen, "corrupt gzip data (%s) at compressed byte %llu",
+           s->mem[2] != 8 ? "not deflate" : "reserved header flags set", (unsigned long long)s->raw_read);
+  return false;
+}
+
 /* Corrupt data after got bytes of text in this read: those bytes now, the error
  * (err) at the next read, so that the parser sees every byte before it however
  * the text is cut into reads. */
@@ -171,19 +193,13 @@ static long src_next(void *p, unsigned char *buf, size_t cap, char *err, size_t 
       return -1;
     }
     if (s->gz_member_done) { /* more bytes after a member: another member, or garbage */
-      if (s->left < 2 && s->f && !s->eof) { /* the magic straddles a read: keep one byte */
-        unsigned char c = s->mem[0];
-        s->fbuf[0] = c;
-        size_t n = fread(s->fbuf + 1, 1, RAW_CHUNK - 1, s->f);
-        if (n < RAW_CHUNK - 1) s->eof = true;
-        s->mem = s->fbuf;
-        s->left = n + 1;
-      }
+      raw_ensure(s, 2); /* the magic may straddle a read */
       if (s->left < 2 || s->mem[0] != 0x1f || s->mem[1] != 0x8b) {
         snprintf(err, errlen, "trailing garbage after the gzip data at compressed byte %llu",
                  (unsigned long long)s->raw_read);
         return -1;
       }
+      if (!member_header_ok(s, err, errlen)) return bad_data(s, cap - out_left, err);
       if (!gz_reset(s)) return -1;
       s->gz_member_done = false;
     }
@@ -500,6 +516,7 @@ static int parse_workers(const ft_stats *st, const src *s) {
 static ft_status read_src(ft_stats *st, src *s, char *err, size_t errlen) {
   bool failed = false;
   if (raw_fill(s, err, errlen, &failed) && s->left >= 2 && s->mem[0] == 0x1f && s->mem[1] == 0x8b) {
+    if (!member_header_ok(s, err, errlen)) return FT_EPARSE;
     if (!gz_init(s)) return FT_ENOMEM;
     s->gz = true;
   }

@@ -4,9 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "deflate.h" /* ft__cpus */
+#include "out_file.h" /* ft__visible */
 #include "stats.h"
+#include "stats_out.h" /* ft_put_visible */
 
 /* Adds src's rows into dst (names re-interned in dst's table). */
 static bool merge_rows(ft_stats *dst, const ft_stats *src) {
@@ -83,6 +87,8 @@ static ft_status read_one(worker *w, size_t f) {
     file->span_ns = ft_stats_span(&st);
     file->first_ns = st.first_ns;
     file->skipped = st.skipped;
+    file->device_cap_events = st.device_cap_events;
+    file->cut_strings = st.cut_strings;
     for (size_t i = 0; i < st.rows[FT_STAT_KERNELS].len; i++) {
       const ft_stat_row *r = ft__vec_at(&st.rows[FT_STAT_KERNELS], i);
       file->kernel_ns += r->t.total;
@@ -156,8 +162,37 @@ static int by_file_ts(const void *a, const void *b) {
 static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, const char *mem, size_t mem_len,
                           bool timeline, size_t trace_limit, bool by_rank, char *err, size_t errlen);
 
+/* A file named twice (./S and S, a symlink, a hard link, stdin redirected from
+ * it): the second name, in err. Files that cannot be stat'ed are left to the
+ * read, which says why. */
+static bool given_twice(const char *const *paths, size_t n, char *err, size_t errlen) {
+  struct stat *sb = calloc(n ? n : 1, sizeof *sb);
+  bool *ok = calloc(n ? n : 1, sizeof *ok), twice = false;
+  if (!sb || !ok) { /* then no check: reading twice is what it was */
+    free(sb), free(ok);
+    return false;
+  }
+  for (size_t f = 0; f < n && !twice; f++) {
+    ok[f] = !strcmp(paths[f], "-") ? !fstat(STDIN_FILENO, &sb[f]) : !stat(paths[f], &sb[f]);
+    ok[f] = ok[f] && !S_ISFIFO(sb[f].st_mode) && !S_ISCHR(sb[f].st_mode) && !S_ISSOCK(sb[f].st_mode);
+    for (size_t g = 0; ok[f] && g < f && !twice; g++) {
+      if (!ok[g] || sb[g].st_dev != sb[f].st_dev || sb[g].st_ino != sb[f].st_ino) continue;
+      snprintf(err, errlen, "%s: the same file as %s, given twice (its events would be counted twice)", paths[f],
+               paths[g]);
+      twice = true;
+    }
+  }
+  free(sb);
+  free(ok);
+  return twice;
+}
+
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, bool timeline, size_t trace_limit,
                            bool by_rank, char *err, size_t errlen) {
+  if (given_twice(paths, n, err, errlen)) {
+    memset(job, 0, sizeof *job);
+    return ft_stats_init(&job->total) ? FT_ENOMEM : FT_EINVAL;
+  }
   return job_read(job, paths, n, NULL, 0, timeline, trace_limit, by_rank, err, errlen);
 }
 
@@ -222,12 +257,96 @@ static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, 
   for (size_t f = 0; f < n; f++) free(w.traces[f]);
   free(w.traces), free(w.n_traces), free(w.status), free(w.errs);
   for (size_t f = 0; f < n; f++) {
+    const ft_stat_skips *k = &job->files[f].skipped;
     job->events += job->files[f].events;
-    job->skipped.bad_time += job->files[f].skipped.bad_time;
-    job->skipped.time_range += job->files[f].skipped.time_range;
-    job->skipped.unknown_cat += job->files[f].skipped.unknown_cat;
+    job->skipped.bad_time += k->bad_time;
+    job->skipped.time_range += k->time_range;
+    job->skipped.unknown_cat += k->unknown_cat;
+    job->skipped.no_dur += k->no_dur;
+    job->skipped.neg_dur += k->neg_dur;
+    job->skipped.bad_bytes += k->bad_bytes;
   }
   return s;
+}
+
+uint64_t ft_stat_skips_total(const ft_stat_skips *k) {
+  return k->bad_time + k->time_range + k->unknown_cat + k->no_dur + k->neg_dur + k->bad_bytes;
+}
+
+static int by_rank_then_file(const void *a, const void *b) {
+  const ft_stat_file *x = *(const ft_stat_file *const *)a, *y = *(const ft_stat_file *const *)b;
+  return x->rank != y->rank ? (x->rank > y->rank) - (x->rank < y->rank) : (x > y) - (x < y);
+}
+
+void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix) {
+  const ft_stat_skips *k = &job->skipped;
+  uint64_t n = ft_stat_skips_total(k);
+  if (n) { /* one line: every reason, then the unknown categories by name */
+    fprintf(f, "%s%llu events skipped: ", prefix, (unsigned long long)n);
+    const struct {
+      uint64_t n;
+      const char *why;
+    } parts[] = {{k->bad_time, "with ts missing or ts/dur not a number"},
+                 {k->no_dur, "with no dur"},
+                 {k->neg_dur, "with a negative dur"},
+                 {k->time_range, "with ts or dur beyond +-4e+15 us"},
+                 {k->bad_bytes, "copies or sets whose bytes is not a whole number in [0, 2^63)"}};
+    const char *sep = "";
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+      if (!parts[i].n) continue;
+      fprintf(f, "%s%llu %s", sep, (unsigned long long)parts[i].n, parts[i].why);
+      sep = ", ";
+    }
+    if (k->unknown_cat) {
+      fprintf(f, "%sunknown categories", *sep ? "; " : "");
+      const ft__map *u = &job->total.unknown_cats;
+      sep = " ";
+      for (size_t i = 0; i < u->cap; i++) {
+        if (!u->used[i]) continue;
+        fprintf(f, "%s\"", sep); /* a category is the trace's text: shown escaped */
+        ft_put_visible(f, ft__intern_str(&job->total.names, (uint32_t)u->keys[i]));
+        fprintf(f, "\" (%llu)", (unsigned long long)u->vals[i]);
+        sep = ", ";
+      }
+    }
+    fputc('\n', f);
+  }
+  for (size_t i = 0; i < job->n_files; i++) {
+    const ft_stat_file *x = &job->files[i];
+    char path[1024]; /* a file name is shown escaped: one line whatever it holds */
+    ft__visible(path, sizeof path, x->path);
+    if (x->cut_strings)
+      fprintf(f, "%snote: %s: %llu name%s longer than %d KiB cut to their first %d KiB\n", prefix, path,
+              (unsigned long long)x->cut_strings, x->cut_strings == 1 ? "" : "s", FT_STATS_KEEP >> 10,
+              FT_STATS_KEEP >> 10);
+    if (x->device_cap_events)
+      fprintf(f, "%snote: %s has more than %d devices: busy %% and the timeline leave out the %llu events of the "
+                 "others (every other report has them)\n",
+              prefix, path, FT_STATS_MAX_DEVICES, (unsigned long long)x->device_cap_events);
+  }
+  /* files that claim one rank (a file without distributedInfo takes its position
+   * as its rank): their rows stay apart, each under its own file */
+  const ft_stat_file **by = job->n_files > 1 ? malloc(job->n_files * sizeof *by) : NULL;
+  if (!by) return;
+  for (size_t i = 0; i < job->n_files; i++) by[i] = &job->files[i];
+  qsort(by, job->n_files, sizeof *by, by_rank_then_file);
+  bool any = false;
+  for (size_t i = 0; i < job->n_files;) {
+    size_t e = i + 1;
+    while (e < job->n_files && by[e]->rank == by[i]->rank) e++;
+    if (e - i > 1) {
+      if (!any) fprintf(f, "%swarning: files claim the same rank (their rows stay apart, by file): ", prefix);
+      fprintf(f, "%srank %lld:", any ? "; " : "", (long long)by[i]->rank);
+      for (size_t g = i; g < e; g++) {
+        fputs(g > i ? ", " : " ", f);
+        ft_put_visible(f, by[g]->path);
+      }
+      any = true;
+    }
+    i = e;
+  }
+  if (any) fputc('\n', f);
+  free(by);
 }
 
 void ft_stat_job_free(ft_stat_job *job) {

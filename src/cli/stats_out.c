@@ -471,7 +471,7 @@ void ft_summary_json(FILE *f, const ft_stat_job *job) {
   }
   fprintf(f, "\n  ],\n  \"events\": %llu,\n  \"skipped_events\": %llu,\n  \"unknown_categories\": {",
           (unsigned long long)job->events,
-          (unsigned long long)(job->skipped.bad_time + job->skipped.time_range + job->skipped.unknown_cat));
+          (unsigned long long)ft_stat_skips_total(&job->skipped));
   const ft__map *u = &job->total.unknown_cats;
   bool first = true;
   for (size_t i = 0; i < u->cap; i++) {

@@ -20,6 +20,7 @@ enum key {
 
 typedef struct reader {
   ft_stats *st;
+  ft__json *j; /* its parser: the keep limit of the next value is set from the key */
   int depth;
   int events_depth; /* depth of the traceEvents array; events are maps one deeper */
   int ev_depth, args_depth;
@@ -43,6 +44,8 @@ typedef struct reader {
   bool has_ts, has_dur, pid_num, has_ext;
   bool bad_time;   /* ts or dur given as something other than a number */
   bool time_range; /* ts or dur beyond +-FT_STATS_MAX_US */
+  bool bad_bytes;  /* args.bytes given, but not a whole number in [0, 2^63) */
+  bool name_cut;   /* the name was longer than FT_STATS_KEEP */
   int64_t ts, dur, pid, ext;
   uint64_t bytes;
   ft__evcounts cnt;        /* what every event adds: into st at the parse's end */
@@ -75,59 +78,104 @@ struct ft__evbatch {
 
 enum num { NUM_OK, NUM_BAD, NUM_RANGE };
 
-/* "12.345" (us) to ns without floating point, within +-FT_STATS_MAX_US. */
+static inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* The JSON number s[0, n) times 10^scale, truncated toward zero: its sign and
+ * magnitude when that is at most max (NUM_RANGE past it), with *exact (may be
+ * NULL) telling whether nothing was truncated. Exact for any spelling: "1e12",
+ * "100000000000000000000e-18", 20 000 digits; no floating point. */
+__attribute__((noinline, cold)) static enum num decimal(const char *s, size_t n, int scale, uint64_t max, bool *neg,
+                                                         uint64_t *mag, bool *exact) {
+  size_t i = n && s[0] == '-', int_end = i, frac = 0, frac_end = 0;
+  *neg = i;
+  while (int_end < n && is_digit(s[int_end])) int_end++;
+  if (int_end == i) return NUM_BAD;
+  frac = frac_end = int_end;
+  if (int_end < n && s[int_end] == '.') {
+    frac = frac_end = int_end + 1;
+    while (frac_end < n && is_digit(s[frac_end])) frac_end++;
+  }
+  int64_t e = 0; /* saturated far beyond any digit count that matters */
+  size_t k = frac_end;
+  if (k < n && (s[k] | 0x20) == 'e') {
+    bool eneg = ++k < n && s[k] == '-';
+    if (k < n && (s[k] == '-' || s[k] == '+')) k++;
+    if (k == n || !is_digit(s[k])) return NUM_BAD;
+    for (; k < n && is_digit(s[k]); k++)
+      if (e < 1000000000) e = e * 10 + (s[k] - '0');
+    if (eneg) e = -e;
+  }
+  if (k != n) return NUM_BAD;
+  /* the digits d[0, len) (integer then fraction); the point falls after `point` of them */
+  size_t n_int = int_end - i, len = n_int + (frac_end - frac);
+#define DIGIT(t) (s[(t) < n_int ? i + (t) : frac + (t) - n_int] - '0')
+  size_t z = 0;
+  while (z < len && DIGIT(z) == 0) z++;
+  int64_t point = (int64_t)n_int + e + scale;
+  uint64_t v = 0;
+  if (z < len && point - (int64_t)z > 20) return NUM_RANGE; /* 21 digits exceed 2^64 */
+  for (int64_t t = (int64_t)z; t < point; t++) {
+    unsigned d = (size_t)t < len ? (unsigned)DIGIT((size_t)t) : 0;
+    if (v > (UINT64_MAX - d) / 10) return NUM_RANGE;
+    v = v * 10 + d;
+  }
+  if (v > max) return NUM_RANGE;
+  if (exact) {
+    *exact = true;
+    for (size_t t = point > (int64_t)z ? (size_t)point : z; *exact && t < len; t++) *exact = DIGIT(t) == 0;
+  }
+#undef DIGIT
+  *mag = v;
+  return NUM_OK;
+}
+
+/* "12.345" (us) to ns, truncated toward zero, within +-FT_STATS_MAX_US. The usual
+ * spelling (no exponent, up to 16 digits before the point) without decimal(). */
 static enum num us_to_ns(const char *s, size_t n, int64_t *out) {
   size_t i = 0;
   bool neg = n && s[0] == '-';
   if (neg) i++;
   int64_t whole = 0, frac = 0;
   int frac_digits = 0;
-  bool digits = false;
-  for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits = true) {
-    if (whole > FT_STATS_MAX_US) return NUM_RANGE;
+  size_t start = i;
+  for (; i < n && is_digit(s[i]); i++) {
+    if (i - start == 16) goto general; /* a 17th digit: beyond the range, unless an exponent says otherwise */
     whole = whole * 10 + (s[i] - '0');
   }
   if (i < n && s[i] == '.') {
-    for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, digits = true)
+    for (i++; i < n && is_digit(s[i]); i++)
       if (frac_digits < 3) frac = frac * 10 + (s[i] - '0'), frac_digits++;
   }
-  if (!digits) return NUM_BAD;
-  if (i < n) { /* exponent or anything else: go through double */
-    char buf[64];
-    if (n >= sizeof buf) return NUM_BAD;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
-    char *end;
-    double d = strtod(buf, &end);
-    if (*end || d != d) return NUM_BAD;
-    if (d > (double)FT_STATS_MAX_US || d < -(double)FT_STATS_MAX_US) return NUM_RANGE;
-    *out = (int64_t)(d * 1000.0 + (d < 0 ? -0.5 : 0.5));
-    return NUM_OK;
-  }
+  if (i == start) return NUM_BAD;
+  if (i < n) goto general; /* an exponent */
   if (whole > FT_STATS_MAX_US) return NUM_RANGE;
   while (frac_digits < 3) frac *= 10, frac_digits++;
   *out = (neg ? -1 : 1) * (whole * 1000 + frac);
   return NUM_OK;
+general:;
+  uint64_t mag;
+  enum num v = decimal(s, n, 3, (uint64_t)FT_STATS_MAX_US * 1000 + 999, &neg, &mag, NULL);
+  if (v == NUM_OK) *out = neg ? -(int64_t)mag : (int64_t)mag;
+  return v;
 }
 
-/* A JSON integer (pid, External id, bytes), or "5.0"; false when it is not one. */
+/* A JSON number that is a whole number within +-INT64_MAX ("5", "5.0", "1e12"),
+ * for pid, External id and bytes; false when it is not one. */
 static bool parse_int(const char *s, size_t n, int64_t *out) {
   size_t i = n && s[0] == '-';
   bool neg = i;
   uint64_t v = 0;
-  if (i == n) return false;
-  for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
-    if (v > (UINT64_MAX - 9) / 10) return false;
-    v = v * 10 + (uint64_t)(s[i] - '0');
-  }
-  if (i < n && s[i] == '.') /* a whole number written with zeros after the point */
-    for (i++; i < n && s[i] == '0'; i++) {
-    }
-  if (i < n || v > (uint64_t)INT64_MAX) return false;
+  if (i == n || n - i > 18) goto general;
+  for (; i < n && is_digit(s[i]); i++) v = v * 10 + (uint64_t)(s[i] - '0');
+  if (i < n) goto general;
+  *out = neg ? -(int64_t)v : (int64_t)v;
+  return true;
+general:;
+  bool exact;
+  if (decimal(s, n, 0, (uint64_t)INT64_MAX, &neg, &v, &exact) != NUM_OK || !exact) return false;
   *out = neg ? -(int64_t)v : (int64_t)v;
   return true;
 }
-
 
 static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len, uint8_t cat) {
   /* a small cache first: names repeat, and comparing is cheaper than hashing a
@@ -135,7 +183,7 @@ static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len,
   uint64_t head = 0, tail = 0; /* a cheap key: the length, the first and last 8 bytes */
   memcpy(&head, name, len < 8 ? len : 8);
   if (len > 8) memcpy(&tail, name + len - 8, 8);
-  ft_stat_last *last = &st->last[section][mix(head ^ (tail * 31) ^ len) % FT_STAT_ROW_CACHE];
+  ft_stat_last *last = &st->last[section][ft__cache_mix(head ^ (tail * 31) ^ len) % FT_STAT_ROW_CACHE];
   if (last->valid && last->cat == cat && ft__intern_len(&st->names, last->name_id) == len &&
       !memcmp(ft__intern_str(&st->names, last->name_id), name, len))
     return ft__vec_at(&st->rows[section], last->index);
@@ -320,10 +368,15 @@ static bool apply_event(ft_stats *st, const ev *e, const char *name, const char 
   }
   if (!row_p || !ft_dist_add(&row_p->t, (uint64_t)dur)) return false;
   if (sec == SEC_RUNTIME || sec == SEC_DRIVER) return true;
-  ft_stat_device *d = ft__stats_device(st, e->dev);
-  if (!d || !attribute(st, e->has_ext, e->ext, (uint64_t)dur) || !ft__add_interval(&d->all, e->ts, e->ts + dur))
-    return false;
-  if (st->timeline && sec != SEC_KERNEL && !ft__add_interval(&d->copy, e->ts, e->ts + dur)) return false;
+  bool over;
+  ft_stat_device *d = ft__stats_device(st, e->dev, &over);
+  if ((!d && !over) || !attribute(st, e->has_ext, e->ext, (uint64_t)dur)) return false;
+  if (over) {
+    st->device_cap_events++;
+  } else {
+    if (!ft__add_interval(&d->all, e->ts, e->ts + dur)) return false;
+    if (st->timeline && sec != SEC_KERNEL && !ft__add_interval(&d->copy, e->ts, e->ts + dur)) return false;
+  }
   if (st->trace_limit) {
     ft_stat_event t = {e->ts, dur, e->dev, e->bytes, row_p->name_id, 0, (uint8_t)(sec == SEC_MEMCPY ? 1 : sec == SEC_MEMSET)};
     if (sec == SEC_MEMSET) t.kind = 2;
@@ -377,11 +430,21 @@ static bool process_event(reader *r) {
     c->bad_time++;
     return true;
   }
-  int64_t dur = r->has_dur && r->dur > 0 ? r->dur : 0; /* both within +-4e18: the sum fits */
+  if (!r->has_dur || r->dur < 0) { /* not a 0 us call: the event says nothing true about its length */
+    ++*(r->has_dur ? &c->neg_dur : &c->no_dur);
+    return true;
+  }
+  unsigned cat = r->has_cat ? r->cat : cat_entry(r, (const unsigned char *)"", 0);
+  int sec = r->cats[cat].sec;
+  if (r->bad_bytes && (sec == SEC_MEMCPY || sec == SEC_MEMSET)) { /* its size is unknown, not 0 */
+    c->bad_bytes++;
+    return true;
+  }
+  int64_t dur = r->dur; /* both within +-4e18: the sum fits */
   if (c->first_ns > r->ts) c->first_ns = r->ts;
   if (c->last_ns < r->ts + dur) c->last_ns = r->ts + dur;
-  unsigned cat = r->has_cat ? r->cat : cat_entry(r, (const unsigned char *)"", 0);
-  if (r->cats[cat].sec == SEC_IGNORED) return true;
+  if (sec == SEC_IGNORED) return true;
+  c->cut_strings += r->name_cut && sec != SEC_UNKNOWN; /* names of the events summarized */
   ev e = {r->ts, dur, r->pid_num ? r->pid : -1, r->ext, r->bytes, 0, (uint32_t)r->name_len, 0,
           (uint8_t)r->cats[cat].sec, r->has_ext};
   const char *name = r->name ? r->name : "";
@@ -392,15 +455,21 @@ static void counts_add(ft__evcounts *to, const ft__evcounts *c) {
   to->events += c->events;
   to->bad_time += c->bad_time;
   to->time_range += c->time_range;
+  to->no_dur += c->no_dur;
+  to->neg_dur += c->neg_dur;
+  to->bad_bytes += c->bad_bytes;
+  to->cut_strings += c->cut_strings;
   if (to->first_ns > c->first_ns) to->first_ns = c->first_ns;
   if (to->last_ns < c->last_ns) to->last_ns = c->last_ns;
 }
 
-static const ft__evcounts COUNTS0 = {0, 0, 0, INT64_MAX, INT64_MIN};
+static const ft__evcounts COUNTS0 = {0, 0, 0, 0, 0, 0, 0, INT64_MAX, INT64_MIN};
 
-/* ts or dur given as a string, null, list...: the event is skipped and counted. */
+/* ts or dur (or a copy's bytes) given as a string, null, list...: the event is
+ * skipped and counted. */
 static void non_number(reader *r) {
   if (r->ev_depth && r->depth == r->ev_depth && (r->key == K_TS || r->key == K_DUR)) r->bad_time = true;
+  else if (r->args_depth && r->depth == r->args_depth && r->key == K_BYTES) r->bad_bytes = true;
 }
 
 static int cb_start_map(void *ctx) {
@@ -416,7 +485,7 @@ static int cb_start_map(void *ctx) {
     r->is_x = r->has_cat = false;
     r->name_len = 0;
     if (r->name) r->name[0] = '\0';
-    r->has_ts = r->has_dur = r->pid_num = r->has_ext = r->bad_time = r->time_range = false;
+    r->has_ts = r->has_dur = r->pid_num = r->has_ext = r->bad_time = r->time_range = r->bad_bytes = r->name_cut = false;
     r->bytes = 0;
   } else if (r->ev_depth && r->depth == r->ev_depth + 1 && r->key == K_ARGS) {
     r->args_depth = r->depth;
@@ -427,6 +496,7 @@ static int cb_start_map(void *ctx) {
 
 static int cb_end_map(void *ctx) {
   reader *r = ctx;
+  r->j->keep = 0; /* what follows in an array has no key: see cb_key */
   if (r->ev_depth && r->depth == r->ev_depth) {
     r->ev_depth = 0;
     if (!process_event(r)) {
@@ -445,6 +515,7 @@ static int cb_end_map(void *ctx) {
 
 static int cb_start_array(void *ctx) {
   reader *r = ctx;
+  r->j->keep = 0; /* its elements have no key: none is kept */
   non_number(r);
   r->depth++;
   if (r->depth == 1) { /* the JSON Array Format: a bare list of events */
@@ -506,6 +577,16 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
     else if (IS("bytes")) r->key = K_BYTES;
   }
 #undef IS
+  /* a value read as a string or number is kept (cut to FT_STATS_KEEP); any other
+   * is scanned, never held. Only a key makes keep nonzero; the next token after
+   * its value is another key or the map's end, which resets it, and an array
+   * (whose elements have no key) resets it at its start. */
+  static const size_t keep_of[] = {[K_PH] = FT_STATS_KEEP,    [K_CAT] = FT_STATS_KEEP,     [K_NAME] = FT_STATS_KEEP,
+                                   [K_TS] = FT_STATS_KEEP,    [K_DUR] = FT_STATS_KEEP,     [K_PID] = FT_STATS_KEEP,
+                                   [K_EXT] = FT_STATS_KEEP,   [K_BYTES] = FT_STATS_KEEP,   [K_RANK] = FT_STATS_KEEP,
+                                   [K_TRACER] = FT_STATS_KEEP, [K_STATUS] = FT_STATS_KEEP, [K_DROPPED] = FT_STATS_KEEP,
+                                   [K_WINDOW] = FT_STATS_KEEP};
+  r->j->keep = keep_of[r->key];
   return 1;
 }
 
@@ -530,7 +611,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
     else copy_cut(r->st->meta.device_status, sizeof r->st->meta.device_status, s, n);
   } else if (r->ev_depth && r->depth == r->ev_depth) {
     if (r->key == K_PH) {
-      r->is_x = n && s[0] == 'X' && (n == 1 || !s[1]); /* "X" as a C string */
+      r->is_x = n == 1 && s[0] == 'X';
     } else if (r->key == K_CAT) {
       r->cat = cat_entry(r, s, n);
       r->has_cat = true;
@@ -548,6 +629,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
       memcpy(r->name, s, n);
       r->name[n] = '\0';
       r->name_len = n;
+      r->name_cut = r->j->cut != 0;
     }
   }
   r->key = K_OTHER;
@@ -557,6 +639,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
 static int cb_number(void *ctx, const char *s, size_t n) {
   reader *r = ctx;
   if (r->key == K_EVENTS) return bad_events(r);
+  if (__builtin_expect(n >= FT_STATS_KEEP, 0)) n = 0; /* FT_STATS_KEEP or longer (maybe cut): no number read */
   if (r->ev_depth && r->depth == r->ev_depth) {
     if (r->key == K_TS || r->key == K_DUR) {
       enum num v = us_to_ns(s, n, r->key == K_TS ? &r->ts : &r->dur);
@@ -574,8 +657,12 @@ static int cb_number(void *ctx, const char *s, size_t n) {
     }
   } else if (r->args_depth && r->depth == r->args_depth) {
     int64_t v;
-    if (r->key == K_EXT) r->has_ext = parse_int(s, n, &r->ext);
-    else if (r->key == K_BYTES && parse_int(s, n, &v) && v >= 0) r->bytes = (uint64_t)v;
+    if (r->key == K_EXT) {
+      r->has_ext = parse_int(s, n, &r->ext);
+    } else if (r->key == K_BYTES) {
+      if (parse_int(s, n, &v) && v >= 0) r->bytes = (uint64_t)v;
+      else r->bad_bytes = true;
+    }
   }
   r->key = K_OTHER;
   return 1;
@@ -617,6 +704,15 @@ static void reader_between(reader *r, unsigned d) {
   r->closed = false;
 }
 
+/* What the reader's parser keeps: keys up to 64 bytes (every key read is
+ * shorter), \u0000 as U+FFFD (names are C strings on output), nothing of a
+ * value until a key asks for it. */
+static void json_limits(ft__json *j) {
+  j->keep = 0;
+  j->key_keep = 64;
+  j->nul_fffd = true;
+}
+
 static void reader_init(reader *r, ft_stats *st) {
   memset(r, 0, sizeof *r);
   r->st = st;
@@ -634,6 +730,8 @@ ft__evbatch *ft__evbatch_new(void) {
   reader_init(&b->r, NULL);
   b->r.sink = b;
   ft__json_init(b->j, &callbacks, &b->r);
+  json_limits(b->j);
+  b->r.j = b->j;
   return b;
 }
 
@@ -658,6 +756,7 @@ void ft__stats_parse_segment(ft__evbatch *b, const unsigned char *buf, size_t n,
   reader_between(r, depth);
   r->cnt = COUNTS0;
   ft__json_set_between(b->j, depth, base);
+  b->j->keep = 0;
   ft__json_status js = ft__json_feed(b->j, buf, n);
   if (js == FT__JSON_OK && ft__json_is_between(b->j, depth) && r->depth == (int)depth && !r->ev_depth) {
     b->end = BATCH_BETWEEN;
@@ -685,6 +784,8 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   ft__json *j = malloc(sizeof *j); /* its nesting stack is 10 kB: not on a file thread's stack */
   if (!j) return FT_ENOMEM;
   ft__json_init(j, &callbacks, &r);
+  json_limits(j);
+  r.j = j;
   ft_status status = FT_OK;
   bool any = false;
   while (!status) {
@@ -744,6 +845,10 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   st->events += r.cnt.events;
   st->skipped.bad_time += r.cnt.bad_time;
   st->skipped.time_range += r.cnt.time_range;
+  st->skipped.no_dur += r.cnt.no_dur;
+  st->skipped.neg_dur += r.cnt.neg_dur;
+  st->skipped.bad_bytes += r.cnt.bad_bytes;
+  st->cut_strings += r.cnt.cut_strings;
   if (st->first_ns > r.cnt.first_ns) st->first_ns = r.cnt.first_ns;
   if (st->last_ns < r.cnt.last_ns) st->last_ns = r.cnt.last_ns;
   free(r.name);
@@ -756,12 +861,13 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
 
 ft_status ft_stats_init(ft_stats *st) {
   memset(st, 0, sizeof *st);
+  ft__stats_hash_init();
   ft__intern_init(&st->names);
   for (int i = 0; i < FT_STAT_N_SECTIONS; i++) {
     ft__vec_init(&st->rows[i], sizeof(ft_stat_row), 10);
     if (ft__map_init(&st->index[i], 256)) return FT_ENOMEM;
   }
-  if (ft__map_init(&st->device_index, 8) || ft__map_init(&st->unknown_cats, 8)) return FT_ENOMEM;
+  if (ft__map_init(&st->unknown_cats, 8)) return FT_ENOMEM;
   st->meta.rank = -1;
   st->meta.device_activity = -1;
   st->first_ns = INT64_MAX;
@@ -782,7 +888,7 @@ void ft_stats_free(ft_stats *st) {
     ft__map_free(&st->index[i]);
   }
   ft__join_free(&st->ext_op);
-  ft__map_free(&st->device_index);
+  ft__join_free(&st->device_index);
   ft__map_free(&st->unknown_cats);
   for (size_t i = 0; i < st->n_devices; i++) {
     ft__ivset_free(&st->devices[i].all);

@@ -156,8 +156,12 @@ def _():
 @case("stats: several files are summarized together")
 def _():
     p = os.path.join(data, TRACES[0])
-    one = json.loads(stats("--format", "json", p).stdout)
-    two = json.loads(stats("--format", "json", p, p).stdout)
+    with tempfile.TemporaryDirectory() as d:
+        q = os.path.join(d, "copy.json.gz")  # the same bytes in another file: two ranks
+        with open(p, "rb") as a, open(q, "wb") as b:
+            b.write(a.read())
+        one = json.loads(stats("--format", "json", p).stdout)
+        two = json.loads(stats("--format", "json", p, q).stdout)
     assert two["events"] == 2 * one["events"]
     assert [k["calls"] for k in two["kernels"]] == [2 * k["calls"] for k in one["kernels"]]
 
@@ -303,11 +307,11 @@ def _():
 @case("stats: options may follow the files; after -- everything is a file")
 def _():
     with tempfile.TemporaryDirectory() as d:
-        p = write(d, "t.json", trace([kernel(1, 2)]))
-        r = stats(p, "--format", "json", p, "-r", "kernels")
+        p, q = write(d, "t.json", trace([kernel(1, 2)])), write(d, "u.json", trace([kernel(1, 2)]))
+        r = stats(p, "--format", "json", q, "-r", "kernels")
         assert r.returncode == 0, r
         got = json.loads(r.stdout)
-        assert [f["file"] for f in got["files"]] == [p, p], got
+        assert [f["file"] for f in got["files"]] == [p, q], got
         assert list(got) == ["schema", "files", "events", "skipped_events", "unknown_categories", "kernels"], got
         r = stats(p, "--", "--format")
         assert r.returncode == 2 and r.stderr == "flagtrace stats: --format: cannot open: No such file or directory\n", r
@@ -347,12 +351,17 @@ def _():
     assert r.returncode == 1 and r.stderr.startswith("flagtrace: cannot write the output"), r
 
 
-def peak_kb(path):
+def peak_kb(path, *args, command="stats", env=None):
     """Peak RSS of one `stats` run, in its own child (RUSAGE_CHILDREN is a max over children)."""
-    code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    return int(subprocess.run([sys.executable, "-c", code, flagtrace, "stats", path], capture_output=True,
-                              text=True, check=True).stdout)
+    code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
+            "stderr=subprocess.DEVNULL, check=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    return int(subprocess.run([sys.executable, "-c", code, flagtrace, command, *args, path], capture_output=True,
+                              text=True, check=True, env=env).stdout)
+
+
+def rss_means_nothing():
+    ldd = subprocess.run(["ldd", flagtrace], capture_output=True, text=True).stdout
+    return bool(WRAP) or "libasan" in ldd or "libtsan" in ldd
 
 
 @case("stats: memory per device event is at most 16 B (busy intervals that never merge)")
@@ -720,6 +729,190 @@ def _():
         got = json.loads(stats("-f", "json", "-r", "trace,kernels", "-n", "7", p).stdout)
         assert [e["start_us"] for e in got["trace"]] == want[:7] and len(got["kernels"]) == 7
         assert "0:\n                      all rows" in stats("--help").stdout
+
+
+# ---- hardening, round 2 (issue 35) ----
+
+def gzip_file(path, pieces):
+    """A gzip file of the concatenated pieces (str or (str, count)), written as it is compressed."""
+    z = __import__("zlib").compressobj(6, 8, 31)
+    with open(path, "wb") as f:
+        for p in pieces:
+            text, count = p if isinstance(p, tuple) else (p, 1)
+            block = text.encode()
+            for _ in range(count):
+                f.write(z.compress(block))
+        f.write(z.flush())
+    return path
+
+
+@case("stats/report: a huge string costs neither memory nor output: kept ones cut to 64 KiB and counted, ignored ones never held")
+def _():
+    # 128 MiB of "a" in a ~130 KiB gzip: the old reader held it 1 to 3 times (138-400 MB RSS) and report
+    # wrote it into a 134 MB page
+    mib = 1 if rss_means_nothing() else 128  # under valgrind or a sanitizer: what is read, not its cost
+    big = ("a" * (1 << 20), mib)
+    with tempfile.TemporaryDirectory() as d:
+        cases = {  # where the string is, and the kernel names stats must report
+            "name": (['{"traceEvents":[{"ph":"X","cat":"kernel","name":"', big, '","ts":1,"dur":2,"pid":0},',
+                      json.dumps(kernel(5, 1, name="b")), "]}"], {"a" * 65536: 1, "b": 1}),
+            "unknown key": (['{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","junk":"', big, '","ts":1,"dur":2}',
+                             "]}"], {"k": 1}),
+            "args": (['{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":2,"args":{"x":["', big,
+                      '"]}}]}'], {"k": 1}),
+            "skipped event": (['{"traceEvents":[{"ph":"X","cat":"python_function","name":"', big,
+                               '","ts":1,"dur":2},', json.dumps(kernel(5, 1)), "]}"], {"k": 1}),
+            "top-level key": (['{"other":"', big, '","traceEvents":[', json.dumps(kernel(5, 1)), "]}"], {"k": 1}),
+            "number": (['{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":2,"args":{"n":1',
+                        ("0" * (1 << 20), mib), "}}]}"], {"k": 1}),
+        }
+        for what, (pieces, names) in cases.items():
+            p = gzip_file(os.path.join(d, "t.json.gz"), pieces)
+            assert os.path.getsize(p) < 400 << 10, os.path.getsize(p)
+            for threads in ("0",) if WRAP else ("0", "3"):  # valgrind: one (the parse workers' path is unit-tested)
+                env = dict(os.environ, FLAGTRACE_STATS_THREADS=threads)
+                r = subprocess.run([*WRAP, flagtrace, "stats", "-f", "json", "-r", "kernels", p], capture_output=True,
+                                   text=True, env=env)
+                assert r.returncode == 0, (what, r.stderr)
+                got = {k["name"]: k["calls"] for k in json.loads(r.stdout)["kernels"]}
+                assert got == names, (what, {k[:20]: v for k, v in got.items()})
+                note = f"flagtrace stats: note: {p}: 1 name longer than 64 KiB cut to their first 64 KiB\n"
+                assert r.stderr == (note if what == "name" else ""), (what, r.stderr)
+                if not rss_means_nothing():
+                    kb = peak_kb(p, "-f", "json", env=env)
+                    assert kb < 40 * 1024, f"{what}, {threads} threads: {kb} KiB peak RSS"
+        out = os.path.join(d, "r.html")  # the report of the long name: one cut name, not 128 MiB of it
+        p = gzip_file(os.path.join(d, "t.json.gz"), cases["name"][0])
+        r = subprocess.run([*WRAP, flagtrace, "report", "-o", out, p], capture_output=True, text=True)
+        assert r.returncode == 0 and "1 name longer than 64 KiB cut" in r.stderr, r
+        assert os.path.getsize(out) < 2 << 20, os.path.getsize(out)
+        if not rss_means_nothing():
+            kb = peak_kb(p, "--force-overwrite", "-o", out, command="report")
+            assert kb < 48 * 1024, f"report: {kb} KiB peak RSS"
+
+
+@case("stats/report: devices past 1024 per file are left out of busy % with one note; memory stays small")
+def _():
+    n = 3000 if rss_means_nothing() else 20000  # the old reader took 46 KB a device: 0.9 GB for 20 000
+    with tempfile.TemporaryDirectory() as d:
+        p = gzip_file(os.path.join(d, "t.json.gz"), [
+            '{"traceEvents":[' + ",".join('{"ph":"X","cat":"kernel","name":"k","ts":%d,"dur":1,"pid":%d}' % (i, i)
+                                          for i in range(n)) + "]}"])
+        r = stats("-f", "json", "-r", "gpu,kernels", p)
+        assert r.returncode == 0, r
+        got = json.loads(r.stdout)
+        assert [g["device"] for g in got["gpu"]] == list(range(1024)), len(got["gpu"])
+        assert got["kernels"][0]["calls"] == n  # every event is in the other reports
+        assert r.stderr == (f"flagtrace stats: note: {p} has more than 1024 devices: busy % and the timeline leave "
+                            f"out the {n - 1024} events of the others (every other report has them)\n"), r.stderr
+        out = os.path.join(d, "r.html")
+        r = subprocess.run([*WRAP, flagtrace, "report", "-o", out, p], capture_output=True, text=True)
+        assert r.returncode == 0 and "has more than 1024 devices" in r.stderr, r
+        if not rss_means_nothing():
+            assert peak_kb(p) < 40 * 1024, peak_kb(p)
+            assert peak_kb(p, "--force-overwrite", "-o", out, command="report") < 64 * 1024
+
+
+@case("stats: dur, bytes and odd numbers are read right or skipped and counted in the one line")
+def _():
+    def ev(text):  # a raw event, so that the number's spelling is exactly what is written
+        return text
+    with tempfile.TemporaryDirectory() as d:
+        events = [
+            '{"ph":"X","cat":"kernel","name":"neg","ts":1,"dur":-5}',  # skipped: a negative dur
+            '{"ph":"X","cat":"kernel","name":"nodur","ts":1}',  # skipped: no dur
+            '{"ph":"X","cat":"kernel","name":"k","ts":100000000000000000000e-18,"dur":1e0}',  # ts 100 us, dur 1 us
+            '{"ph":"X","cat":"kernel","name":"far","ts":68736979597913697320123,"dur":1}',  # 23 digits: beyond
+            '{"ph":"X","cat":"gpu_memcpy","name":"big","ts":1,"dur":1,"args":{"bytes":1e12}}',
+            '{"ph":"X","cat":"gpu_memcpy","name":"max","ts":1,"dur":1,"args":{"bytes":9223372036854775807}}',
+            '{"ph":"X","cat":"gpu_memcpy","name":"whole","ts":1,"dur":1,"args":{"bytes":2048.000}}',
+            '{"ph":"X","cat":"gpu_memcpy","name":"over","ts":1,"dur":1,"args":{"bytes":9223372036854775808}}',
+            '{"ph":"X","cat":"gpu_memcpy","name":"negb","ts":1,"dur":1,"args":{"bytes":-1}}',
+            '{"ph":"X","cat":"gpu_memset","name":"strb","ts":1,"dur":1,"args":{"bytes":"100"}}',
+            '{"ph":"X","cat":"gpu_memset","name":"frac","ts":1,"dur":1,"args":{"bytes":1.5}}',
+            '{"ph":"X","cat":"kernel","name":"kb","ts":1,"dur":1,"args":{"bytes":"n/a"}}',  # a kernel: bytes unread
+            '{"ph":"X","cat":"kernel","name":"a\\u0000b","ts":1,"dur":1}',
+            '{"ph":"X","cat":"kernel","name":"a\\u0000c","ts":1,"dur":1}',
+            '{"ph":"X\\u0000","cat":"kernel","name":"notx","ts":1,"dur":1}',  # not "X": not a complete event
+        ]
+        r = stats("-f", "json", "-r", "kernels,memsize", write(d, "t.json", '{"traceEvents":[' + ",".join(events) + "]}"))
+        assert r.returncode == 0, r
+        assert r.stderr == ("flagtrace stats: 7 events skipped: 1 with no dur, 1 with a negative dur, 1 with ts or dur "
+                            "beyond +-4e+15 us, 4 copies or sets whose bytes is not a whole number in [0, 2^63)\n"), r.stderr
+        got = json.loads(r.stdout)
+        assert got["skipped_events"] == 7 and got["events"] == len(events), got
+        k = {x["name"]: x for x in got["kernels"]}
+        assert set(k) == {"k", "kb", "a\ufffdb", "a\ufffdc"}, set(k)
+        assert (k["k"]["total_us"], k["k"]["calls"]) == (1, 1)
+        assert {m["name"]: m["total_bytes"] for m in got["memsize"]} == {
+            "big": 10 ** 12, "max": 2 ** 63 - 1, "whole": 2048}, got["memsize"]
+        r = stats("-f", "json", "-r", "trace", write(d, "t.json", '{"traceEvents":[%s,%s]}' % (
+            json.dumps(kernel(0, 2)), events[2])))
+        assert [(e["start_us"], e["duration_us"]) for e in json.loads(r.stdout)["trace"]] == [(0, 2), (100, 1)], r.stdout
+
+
+@case("stats: a lone surrogate is U+FFFD, as invalid UTF-8 is")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        body = '{"traceEvents":[{"ph":"X","cat":"kernel","name":"x\\ud800","ts":1,"dur":1},' \
+               '{"ph":"X","cat":"kernel","name":"y\\udc00","ts":1,"dur":1}]}'
+        p = write(d, "t.json", body.encode()[:-2] + b',{"ph":"X","cat":"kernel","name":"z\xff","ts":1,"dur":1}]}')
+        r = stats("-f", "json", "-r", "kernels", p)
+        assert r.returncode == 0, r
+        assert sorted(k["name"] for k in json.loads(r.stdout)["kernels"]) == ["x\ufffd", "y\ufffd", "z\ufffd"], r.stdout
+        r = subprocess.run([*WRAP, flagtrace, "stats", "-r", "kernels", p], capture_output=True)  # the table: bytes
+        assert b"x\xef\xbf\xbd\n" in r.stdout and b"?" not in r.stdout, r.stdout
+
+
+@case("stats/report: the same file twice is refused; files that claim one rank are named in one warning")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        p = write(d, "t.json", trace([kernel(1, 2)]))
+        os.symlink(p, os.path.join(d, "link.json"))
+        os.link(p, os.path.join(d, "hard.json"))
+        for other in (p, os.path.join(d, ".", "t.json"), os.path.join(d, "link.json"), os.path.join(d, "hard.json")):
+            for cmd in ("stats", "report"):
+                r = subprocess.run([*WRAP, flagtrace, cmd, "-o", os.path.join(d, "out"), p, other], capture_output=True,
+                                   text=True)
+                assert r.returncode == 2 and r.stderr == (
+                    f"flagtrace {cmd}: {other}: the same file as {p}, given twice (its events would be counted "
+                    "twice)\n"), (cmd, other, r.stderr)
+                assert not os.path.exists(os.path.join(d, "out")), cmd
+        r = subprocess.run([*WRAP, flagtrace, "stats", p, "-"], stdin=open(p), capture_output=True, text=True)
+        assert r.returncode == 2 and "-: the same file as " + p in r.stderr, r.stderr
+        # rank 1 by distributedInfo, and rank 1 by position (no distributedInfo): both kept, named once
+        a = write(d, "a.json", ranked([kernel(1, 2, name="ka")], 1))
+        b = write(d, "b.json", trace([kernel(1, 4, name="kb")]))
+        c = write(d, "c.json", ranked([kernel(1, 8, name="kc")], 0))
+        r = stats("-f", "json", "--by-rank", "-r", "kernels,ranks", a, b, c)
+        assert r.returncode == 0, r
+        assert r.stderr == (f"flagtrace stats: warning: files claim the same rank (their rows stay apart, by file): "
+                            f"rank 1: {a}, {b}\n"), r.stderr
+        got = json.loads(r.stdout)
+        assert [(k["rank"], k["name"]) for k in got["kernels"]] == [(1, "ka"), (1, "kb"), (0, "kc")], got["kernels"]
+        assert [(x["rank"], x["file"], x["kernel_us"]) for x in got["ranks"]] == [(1, a, 2), (1, b, 4), (0, c, 8)]
+        r = stats(a, c)
+        assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+@case("stats: gzip with a reserved header flag bit is refused, as gzip(1) refuses it")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        good = gzip.compress(trace([kernel(1, 2)]).encode())
+        for bit in (0x20, 0x40, 0x80):
+            z = bytearray(good)
+            z[3] |= bit
+            r = stats(write(d, "t.json.gz", bytes(z)))
+            assert r.returncode == 2 and r.stderr.endswith(
+                ": corrupt gzip data (reserved header flags set) at compressed byte 0\n"), r.stderr
+            assert subprocess.run(["gzip", "-t", os.path.join(d, "t.json.gz")], capture_output=True).returncode != 0
+            text = trace([kernel(1, 2)] * 3).encode()
+            second = bytearray(gzip.compress(text[20:]))
+            second[3] |= bit
+            first = gzip.compress(text[:20])
+            r = stats(write(d, "t.json.gz", first + bytes(second)))
+            assert r.returncode == 2 and r.stderr.endswith(
+                f": corrupt gzip data (reserved header flags set) at compressed byte {len(first)}\n"), r.stderr
 
 
 results.finish()

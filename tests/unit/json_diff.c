@@ -6,8 +6,32 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
+/* n less a UTF-8 sequence a cut at n leaves incomplete (json_scan.h's rule,
+ * written again here from the rule, not shared). */
+static size_t trim_utf8(const unsigned char *s, size_t n) {
+  size_t k = 0;
+  while (k < 3 && k < n && (s[n - 1 - k] & 0xC0) == 0x80) k++;
+  if (k == n) return n;
+  unsigned char c = s[n - 1 - k];
+  size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+  return (c & 0xC0) == 0x80 || need <= k + 1 ? n : n - 1 - k;
+}
+
 static void put(ft_json_log *l, char kind, const void *s, size_t n, bool text) {
-  size_t need = l->len + 1 + (text ? 8 + n : 0);
+  size_t cut = 0;
+  if (text && l->keep) {
+    if (l->ours) {
+      cut = l->ours->cut;
+    } else {
+      size_t keep = kind == 'k' ? l->key_keep : l->keep;
+      if (n > keep) {
+        size_t m = kind == 'n' ? keep : trim_utf8(s, keep);
+        cut = n - m;
+        n = m;
+      }
+    }
+  }
+  size_t need = l->len + 1 + (text ? 16 + n : 0);
   if (need > l->cap) {
     size_t cap = l->cap ? l->cap : 1024;
     while (cap < need) cap *= 2;
@@ -18,10 +42,25 @@ static void put(ft_json_log *l, char kind, const void *s, size_t n, bool text) {
   }
   l->b[l->len++] = (unsigned char)kind;
   if (!text || l->kinds_only) return;
-  uint64_t len = n;
+  size_t at = l->len + 8, w = 0;
+  const unsigned char *u = s;
+  for (size_t i = 0; i < n; i++) {
+    if (l->fold && i + 2 < n && ((u[i] == 0xEF && u[i + 1] == 0xBF && u[i + 2] == 0xBD) ||
+                                 (u[i] == 0xED && u[i + 1] >= 0xA0 && u[i + 1] <= 0xBF && (u[i + 2] & 0xC0) == 0x80))) {
+      l->b[at + w++] = '?';
+      i += 2;
+    } else {
+      l->b[at + w++] = u[i];
+    }
+  }
+  uint64_t len = w;
   memcpy(l->b + l->len, &len, 8);
-  if (n) memcpy(l->b + l->len + 8, s, n);
-  l->len += 8 + n;
+  l->len = at + w;
+  if (l->keep) {
+    uint64_t c = cut;
+    memcpy(l->b + l->len, &c, 8);
+    l->len += 8;
+  }
 }
 
 static int on_null(void *c) { return put(c, 'z', NULL, 0, false), 1; }
@@ -58,6 +97,11 @@ void ft_json_log_free(ft_json_log *log) {
 ft__json_status ft_json_log_ours(ft__json *j, ft_json_log *log, const unsigned char *doc, size_t n, size_t chunk) {
   log->len = 0;
   ft__json_init(j, &ft_json_log_callbacks, log);
+  if (log->keep) {
+    log->ours = j;
+    j->keep = log->keep;
+    j->key_keep = log->key_keep;
+  }
   ft__json_status st = FT__JSON_OK;
   if (!chunk) chunk = n ? n : 1;
   for (size_t off = 0; !st && off < n; off += chunk)
@@ -88,10 +132,43 @@ static bool odd_surrogate(const unsigned char *d, size_t n) {
   return false;
 }
 
+/* A \u escape of a surrogate at all (loosely, as above): where ours and yajl
+ * may decode one differently. */
+static bool any_surrogate(const unsigned char *d, size_t n) {
+  for (size_t i = 0; i + 6 <= n; i++)
+    if (d[i] == '\\' && d[i + 1] == 'u' && (d[i + 2] | 0x20) == 'd' && hex(d[i + 3]) >= 8) return true;
+  return false;
+}
+
+/* Ours with keep limits, whole and in chunks, against each other and against
+ * yajl's events cut the same way (theirs: yajl's log of doc when comparable). */
+static int diff_cut(ft__json *j, const unsigned char *doc, size_t n, size_t chunk, const ft_json_log *theirs,
+                    ft__json_status st, char *why, size_t whylen) {
+  ft_json_log a = {.keep = 7, .key_keep = 3}, b = {.keep = 7, .key_keep = 3};
+  ft__json_status sa = ft_json_log_ours(j, &a, doc, n, 0);
+  const char *msg = j->err_msg;
+  unsigned long long at = j->err_at;
+  ft__json_status sb = ft_json_log_ours(j, &b, doc, n, chunk);
+  int bad = 1;
+  if (sa != sb || (sa && (msg != j->err_msg || at != j->err_at)) || a.len != b.len || !same(&a, &b, a.len))
+    snprintf(why, whylen, "with keep limits, ours whole (%d, %s at %llu, %zu B) != ours in %zu-byte chunks (%d, %zu B)",
+             sa, sa ? msg : "ok", at, a.len, chunk, sb, b.len);
+  else if (sa != st)
+    snprintf(why, whylen, "keep limits change the status (%d, without: %d)", sa, st);
+  else if (theirs && !sa && (a.len != theirs->len || !same(&a, theirs, a.len)))
+    snprintf(why, whylen, "with keep limits, ours (%zu B) != yajl's cut alike (%zu B)", a.len, theirs->len);
+  else
+    bad = 0;
+  ft_json_log_free(&a);
+  ft_json_log_free(&b);
+  return bad;
+}
+
 int ft_json_diff(const unsigned char *doc, size_t n, size_t chunk, char *why, size_t whylen) {
   static ft__json j; /* 10 kB: not on a fuzzer's stack */
-  bool loose = odd_surrogate(doc, n);
-  ft_json_log whole = {.kinds_only = loose}, cut = {.kinds_only = loose}, theirs = {.kinds_only = loose};
+  bool loose = odd_surrogate(doc, n), fold = any_surrogate(doc, n);
+  ft_json_log whole = {.kinds_only = loose, .fold = fold}, cut = {.kinds_only = loose, .fold = fold},
+              theirs = {.kinds_only = loose, .fold = fold}, theirs_cut = {.keep = 7, .key_keep = 3};
   int bad = 1;
   ft__json_status st = ft_json_log_ours(&j, &whole, doc, n, 0);
   const char *msg = j.err_msg;
@@ -113,12 +190,17 @@ int ft_json_diff(const unsigned char *doc, size_t n, size_t chunk, char *why, si
   unsigned char *copy = malloc(n ? n : 1);
   if (!copy) abort();
   for (size_t i = 0; i < n; i++) copy[i] = doc[i] == '\v' || doc[i] == '\f' ? 0x01 : doc[i];
-  yajl_handle h = yajl_alloc(&yajl_log, NULL, &theirs);
-  yajl_config(h, yajl_dont_validate_strings, 1);
-  yajl_status ys = yajl_parse(h, copy, n);
-  if (ys == yajl_status_ok) ys = yajl_complete_parse(h);
-  yajl_free(h);
+  yajl_status ys = yajl_status_error;
+  for (int pass = 0; pass < 2; pass++) { /* its events, then cut as our keep limits cut */
+    yajl_handle h = yajl_alloc(&yajl_log, NULL, pass ? &theirs_cut : &theirs);
+    yajl_config(h, yajl_dont_validate_strings, 1);
+    yajl_status y = yajl_parse(h, copy, n);
+    if (y == yajl_status_ok) y = yajl_complete_parse(h);
+    yajl_free(h);
+    if (!pass) ys = y;
+  }
   free(copy);
+  if (diff_cut(&j, doc, n, chunk, fold || ys != yajl_status_ok ? NULL : &theirs_cut, st, why, whylen)) goto end;
   bool ours_ok = st == FT__JSON_OK, yajl_ok = ys == yajl_status_ok;
   size_t common = whole.len < theirs.len ? whole.len : theirs.len;
   if (!ours_ok && yajl_ok && !strncmp(msg, "trailing garbage", 16) && at < n && doc[at] == '"') {
@@ -141,6 +223,7 @@ int ft_json_diff(const unsigned char *doc, size_t n, size_t chunk, char *why, si
     bad = 0;
   }
 end:
+  ft_json_log_free(&theirs_cut);
   ft_json_log_free(&whole);
   ft_json_log_free(&cut);
   ft_json_log_free(&theirs);

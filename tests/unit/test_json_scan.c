@@ -84,21 +84,40 @@ static void test_every_escape(void **state) {
   expect_events("{\"a\\nb\":1}", "{ k:a\\x0ab n:1 }");
 }
 
-/* yajl 2.1's handling, checked against it by test_json_diff too: a lone low
- * surrogate is its 3 bytes, a high one without "\u" after it is "?". Ours makes a
- * high surrogate before a non-low \u escape "?" and that escape on its own; yajl
- * folds the two into one unrelated character (the documented difference). */
+/* A lone surrogate escape is U+FFFD (invalid UTF-8 is U+FFFD on output too); a
+ * high surrogate before a non-low \u escape is U+FFFD and that escape on its own.
+ * yajl 2.1 has "?" for a lone high one and the 3 bytes of a lone low one
+ * (test_json_diff folds those, the documented difference). */
 static void test_lone_surrogates(void **state) {
   (void)state;
-  expect_events("\"\\ud800x\"", "s:?x");
-  expect_events("\"\\udc00\"", "s:\\xed\\xb0\\x80");
-  expect_events("\"a\\uDBFF\"", "s:a?");
-  expect_events("\"\\ud800\\n\"", "s:?\\x0a");
-  expect_events("\"\\ud800\\u0041\"", "s:?A");
-  expect_events("\"\\ud800\\ud800\\udc00\"", "s:?\\xf0\\x90\\x80\\x80");
+  expect_events("\"\\ud800x\"", "s:\\xef\\xbf\\xbdx");
+  expect_events("\"\\udc00\"", "s:\\xef\\xbf\\xbd");
+  expect_events("\"a\\uDBFF\"", "s:a\\xef\\xbf\\xbd");
+  expect_events("\"\\ud800\\n\"", "s:\\xef\\xbf\\xbd\\x0a");
+  expect_events("\"\\ud800\\u0041\"", "s:\\xef\\xbf\\xbdA");
+  expect_events("\"\\ud800\\ud800\\udc00\"", "s:\\xef\\xbf\\xbd\\xf0\\x90\\x80\\x80");
+  expect_events("\"\\udfff\\ud800\"", "s:\\xef\\xbf\\xbd\\xef\\xbf\\xbd");
   char why[256];
   const char *both = "[\"\\ud800x\", \"\\udc00\", \"\\uDBFF\"]";
   if (ft_json_diff((const unsigned char *)both, strlen(both), 1, why, sizeof why)) fail_msg("%s", why);
+}
+
+/* nul_fffd: \u0000 is U+FFFD, so that a C string of the name is the whole name. */
+static void test_nul_as_fffd(void **state) {
+  (void)state;
+  static text t;
+  t.stop_at = 0;
+  const char *doc = "[\"a\\u0000b\", \"\\u0000\"]";
+  ft__json_init(&j, &text_cb, &t);
+  t.len = 0;
+  t.events = 0;
+  j.nul_fffd = true;
+  assert_int_equal(ft__json_feed(&j, (const unsigned char *)doc, strlen(doc)), FT__JSON_OK);
+  assert_int_equal(ft__json_finish(&j), FT__JSON_OK);
+  ft__json_free(&j);
+  t.b[t.len] = '\0';
+  assert_string_equal(t.b, "[ s:a\\xef\\xbf\\xbdb s:\\xef\\xbf\\xbd ]");
+  expect_events(doc, "[ s:a\\x00b s:\\x00 ]"); /* off by default: yajl's reading */
 }
 
 /* The fast path: a string without escapes is the chunk's own bytes. */
@@ -376,6 +395,81 @@ static void test_tokens_longer_than_chunks(void **state) {
   free(want);
 }
 
+/* keep limits: a 3 MiB string and a 1 M-digit number, fed in 4 kB chunks, are
+ * handed over as their first keep bytes with cut counting the rest, and the
+ * parser's buffers stay within a chunk and the keep limit (nothing is held). */
+static size_t seen_cut;
+static int keep_cut(void *c, const unsigned char *s, size_t n) {
+  seen_cut = j.cut;
+  return copy_string(c, s, n);
+}
+static int keep_cut_number(void *c, const char *s, size_t n) { return keep_cut(c, (const unsigned char *)s, n); }
+static void test_keep_limits_hold_nothing(void **state) {
+  (void)state;
+  static const ft__json_callbacks cb = {.string = keep_cut, .number = keep_cut_number};
+  size_t n = 3 << 20, i = 0;
+  unsigned char *doc = malloc(n + 16);
+  doc[i++] = '"';
+  while (i < n) { /* an escape every 1000 bytes, some across chunk ends; 2-byte characters between */
+    if (i % 1000 == 0) {
+      memcpy(doc + i, "\\u00e9", 6);
+      i += 6;
+    } else {
+      doc[i++] = 0xc3, doc[i++] = 0xa9; /* é as UTF-8 */
+    }
+  }
+  doc[i++] = '"';
+  size_t keep = 65; /* odd: a cut inside a 2-byte character, trimmed to 64 */
+  for (int pass = 0; pass < 2; pass++) { /* 4 kB chunks, then the whole text in one */
+    ft__json_init(&j, &cb, NULL);
+    j.keep = keep;
+    size_t step = pass ? i : 4096;
+    for (size_t off = 0; off < i; off += step) {
+      assert_int_equal(ft__json_feed(&j, doc + off, i - off < step ? i - off : step), FT__JSON_OK);
+      assert_true(j.carry_cap <= 3 * 4096 && j.ucap <= 256); /* within a chunk; keep's */
+    }
+    assert_int_equal(ft__json_finish(&j), FT__JSON_OK);
+    assert_int_equal(got_len, 64);
+    for (size_t k = 0; k < 64; k += 2) assert_memory_equal(got + k, "\xc3\xa9", 2);
+    size_t total = 0; /* the unescaped length: every 2 bytes of text, or 6 for one escape, are 2 bytes */
+    for (size_t k = 1; k + 1 < i;) {
+      if (doc[k] == '\\') k += 6; else k += 2;
+      total += 2;
+    }
+    assert_int_equal(seen_cut, total - 64);
+    free(got);
+    ft__json_free(&j);
+  }
+  /* 1 M digits then ".5e3": the first 10 bytes, the rest cut; the grammar still checked */
+  size_t d = 1 << 20;
+  memset(doc, '7', d);
+  memcpy(doc + d, ".5e3 ", 5);
+  ft__json_init(&j, &cb, NULL);
+  j.keep = 10;
+  for (size_t off = 0; off < d + 5; off += 4096) {
+    assert_int_equal(ft__json_feed(&j, doc + off, d + 5 - off < 4096 ? d + 5 - off : 4096), FT__JSON_OK);
+    assert_true(j.carry_cap <= 3 * 4096);
+  }
+  assert_int_equal(ft__json_finish(&j), FT__JSON_OK);
+  assert_int_equal(got_len, 10);
+  assert_memory_equal(got, "7777777777", 10);
+  assert_int_equal(seen_cut, d + 4 - 10);
+  free(got);
+  ft__json_free(&j);
+  /* a bad number's error is at its byte however much was dropped before it */
+  memcpy(doc + d, ".e", 2);
+  ft__json_init(&j, &cb, NULL);
+  j.keep = 10;
+  ft__json_status st = FT__JSON_OK;
+  for (size_t off = 0; !st && off < d + 2; off += 4096)
+    st = ft__json_feed(&j, doc + off, d + 2 - off < 4096 ? d + 2 - off : 4096);
+  if (!st) st = ft__json_finish(&j);
+  assert_int_equal(st, FT__JSON_ERROR);
+  assert_int_equal(j.err_at, d + 1);
+  ft__json_free(&j);
+  free(doc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_token_kind),
@@ -388,6 +482,8 @@ int main(void) {
       cmocka_unit_test(test_depth_cap),
       cmocka_unit_test(test_callback_stop),
       cmocka_unit_test(test_tokens_longer_than_chunks),
+      cmocka_unit_test(test_nul_as_fffd),
+      cmocka_unit_test(test_keep_limits_hold_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

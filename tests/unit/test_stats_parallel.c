@@ -68,7 +68,13 @@ static void event(text *t) {
   put(t, "{\"ph\":\"%s\"", rnd(8) ? "X" : "f");
   const char *cat = CATS[rnd(sizeof CATS / sizeof *CATS)];
   if (rnd(10)) put(t, ",\"cat\":\"%s\"", nasty || !strchr(cat, '}') ? cat : "mystery");
-  put(t, ",\"name\":\"%s\"", rnd(6) || !nasty ? NAMES[rnd(sizeof NAMES / sizeof *NAMES)] : NASTY[rnd(4)]);
+  if (nasty && rnd(1500) == 0) { /* longer than the reader keeps (64 KiB): cut, across segments */
+    put(t, ",\"name\":\"");
+    for (unsigned i = 0, n = 16500 + rnd(2000); i < n; i++) put(t, "%s", rnd(9) ? "ab\xc3\xa9" : "\\u00e9}, {");
+    put(t, "\"");
+  } else {
+    put(t, ",\"name\":\"%s\"", rnd(6) || !nasty ? NAMES[rnd(sizeof NAMES / sizeof *NAMES)] : NASTY[rnd(4)]);
+  }
   put(t, ",\"pid\":%s", rnd(6) ? (rnd(2) ? "0" : "1") : "\"Spans\"");
   switch (rnd(12)) {
   case 0: break; /* no ts */
@@ -79,7 +85,11 @@ static void event(text *t) {
   if (rnd(8)) put(t, ",\"dur\":%s%u.%u", rnd(20) ? "" : "-", rnd(5000), rnd(10));
   put(t, ",\"args\":{");
   if (rnd(4)) put(t, "\"External id\":%u, ", rnd(40));
-  if (rnd(3) == 0) put(t, "\"bytes\":%u, ", rnd(1 << 20));
+  if (rnd(3) == 0) {
+    static const char *const odd[] = {"1e12", "-1", "\"7\"", "9223372036854775808", "2.5", "null", "4096.0"};
+    if (rnd(4)) put(t, "\"bytes\":%u, ", rnd(1 << 20));
+    else put(t, "\"bytes\":%s, ", odd[rnd(sizeof odd / sizeof *odd)]);
+  }
   if (nasty && rnd(10) == 0) put(t, "\"Input Dims\":[[1, 2], [{\"x\": 1}, {\"y\": \"}, {\"}]], ");
   put(t, "\"correlation\":%u}}", rnd(1000));
 }
@@ -141,6 +151,8 @@ typedef struct result {
   size_t segments, taken;
 } result;
 
+static size_t cut_reads; /* reads that cut a long name: the generator's long names were met */
+
 static void read_with(const char *data, size_t len, int threads, size_t segment, bool timeline, result *out) {
   ft_stats st;
   assert_int_equal(ft_stats_init(&st), FT_OK);
@@ -156,6 +168,7 @@ static void read_with(const char *data, size_t len, int threads, size_t segment,
     out->digest = stats_digest(&st);
     assert_non_null(out->digest);
   }
+  cut_reads += st.cut_strings > 0;
   out->segments = st.segments;
   out->taken = st.segments_taken;
   ft_stats_free(&st);
@@ -187,6 +200,7 @@ static void test_random_documents(void **state) {
       free(one.digest), free(par.digest);
     }
   }
+  assert_true(cut_reads > 0);
   free(t.p);
 }
 
