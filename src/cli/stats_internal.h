@@ -2,6 +2,7 @@
 #ifndef FT_STATS_INTERNAL_H
 #define FT_STATS_INTERNAL_H
 
+#include "keyed_hash.h"
 #include "stats.h"
 
 /* stats_reader.c: one parse over chunks pulled from next() (the chunk stays valid
@@ -32,38 +33,10 @@ static inline uint64_t ft__cache_mix(uint64_t x) {
   return x;
 }
 
-/* SipHash-1-3 of one 64-bit word under a key drawn once per process
- * (getrandom): the join's and the device table's slots. Without the key an
- * input cannot tell which ids share a slot (the finalizer above is invertible,
- * and 160 000 ids made to share one took 19 s where sequential ones take 0.02 s). */
-extern uint64_t ft__stats_key[2];
-void ft__stats_hash_init(void); /* draws the key once; every ft_stats_init calls it */
-static inline uint64_t ft__rotl(uint64_t x, int b) { return x << b | x >> (64 - b); }
-#define FT__SIPROUND                                                                                                   \
-  do {                                                                                                                 \
-    v0 += v1, v1 = ft__rotl(v1, 13), v1 ^= v0, v0 = ft__rotl(v0, 32);                                                  \
-    v2 += v3, v3 = ft__rotl(v3, 16), v3 ^= v2;                                                                         \
-    v0 += v3, v3 = ft__rotl(v3, 21), v3 ^= v0;                                                                         \
-    v2 += v1, v1 = ft__rotl(v1, 17), v1 ^= v2, v2 = ft__rotl(v2, 32);                                                  \
-  } while (0)
-static inline uint64_t ft__stats_hash(uint64_t m) {
-  uint64_t k0 = ft__stats_key[0], k1 = ft__stats_key[1];
-  uint64_t v0 = k0 ^ 0x736f6d6570736575ull, v1 = k1 ^ 0x646f72616e646f6dull;
-  uint64_t v2 = k0 ^ 0x6c7967656e657261ull, v3 = k1 ^ 0x7465646279746573ull;
-  const uint64_t last = 8ull << 56; /* the final block: the message's length, 8 bytes */
-  v3 ^= m;
-  FT__SIPROUND;
-  v0 ^= m;
-  v3 ^= last;
-  FT__SIPROUND;
-  v0 ^= last;
-  v2 ^= 0xff;
-  FT__SIPROUND;
-  FT__SIPROUND;
-  FT__SIPROUND;
-  return v0 ^ v1 ^ v2 ^ v3;
-}
-#undef FT__SIPROUND
+/* The join's and the device table's slots: keyed (keyed_hash.h), so an input cannot
+ * choose ids that share one. */
+#define ft__stats_hash ft__hash_u64_keyed
+static inline void ft__stats_hash_init(void) { ft__hash_key_init(); }
 
 /* stats_busy.c: the External id -> op join (16 B a slot). A value is an op row
  * index with JOIN_OP set, or the device ns of an External id whose op has not been

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "keyed_hash.h"
 
 enum { ARENA_CHUNK = 64 * 1024 };
 
@@ -50,16 +51,13 @@ void ft__arena_free(ft__arena *a) {
   memset(a, 0, sizeof *a);
 }
 
-static uint64_t hash_bytes(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)s[i];
-    h *= 1099511628211ull;
-  }
-  return h ^ (h >> 29);
-}
+/* Keyed: `stats` interns the names of traces anyone may have written, and an
+ * unseeded FNV-1a let crafted names share one slot (quadratic interning). The ids
+ * are handed out in order, so the table's layout never reaches an output. */
+static uint64_t hash_bytes(const char *s, size_t n) { return ft__hash_bytes_keyed(s, n); }
 
 void ft__intern_init(ft__strtab *in) {
+  ft__hash_key_init();
   memset(in, 0, sizeof *in);
   ft__arena_init(&in->arena);
 }
