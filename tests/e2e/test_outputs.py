@@ -15,7 +15,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-from trace_checks import Results, Skip  # noqa: E402
+from trace_checks import Results, small_tmpfs  # noqa: E402
 
 flagtrace, data = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])  # cases run elsewhere (cwd=)
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()  # e.g. valgrind (scripts/valgrind.sh)
@@ -302,17 +302,11 @@ for w in WRITERS:
 
 @results.tmp_case("stats -f csv -o PREFIX: a full disk leaves none of the set (a 16 KiB tmpfs)")
 def _(d):
-    mnt = os.path.join(d, "tiny")
-    os.mkdir(mnt)
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", mnt], capture_output=True).returncode:
-        raise Skip("cannot mount a small tmpfs here")
-    try:
+    with small_tmpfs(d) as mnt:
         src = big_trace(d)
         r = WRITERS[1].run(os.path.join(mnt, "out"), inputs=[src])
         one_line(r, 1, "No space left on device")
         assert os.listdir(mnt) == [], os.listdir(mnt)
-    finally:
-        subprocess.run(["umount", mnt])
 
 
 @results.tmp_case("stats -f csv -o /dev/null: the set written through to the device, nothing created")

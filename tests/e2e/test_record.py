@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-from trace_checks import Results, killed_by, Skip, check_flows_paired, check_window, load, xs  # noqa: E402
+from trace_checks import (Results, killed_by, check_flows_paired, check_window, load, setuid_copy,  # noqa: E402
+                          small_tmpfs, xs)
 
 flagtrace, driver = sys.argv[1], sys.argv[2]
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()  # e.g. valgrind (scripts/valgrind.sh)
@@ -148,19 +149,13 @@ def _(d):
 
 @results.tmp_case("record: a full disk: its line, record's exit status 74 (the program succeeded), and no file")
 def _(d):
-    mnt = os.path.join(d, "tiny")
-    os.mkdir(mnt)
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", mnt], capture_output=True).returncode:
-        raise Skip("cannot mount a small tmpfs here")
-    try:
+    with small_tmpfs(d) as mnt:
         r = record("-o", os.path.join(mnt, "t.json"), "--", driver, "many")
         assert r.returncode == 74, r
         lines = [line for line in r.stderr.splitlines() if line.startswith("flagtrace")]
         assert len(lines) == 2 and "No space left on device" in lines[0], r.stderr
         assert lines[1] == "flagtrace record: 1 trace could not be written (above): exit status 74", lines
         assert os.listdir(mnt) == [], os.listdir(mnt)
-    finally:
-        subprocess.run(["umount", mnt])
 
 
 @results.tmp_case("record: a CUPTI of another major version: warning, CPU trace still written")
@@ -304,13 +299,7 @@ def _(d):
 
 @results.tmp_case("record --inject=cuda: a setuid program is said to run as another user, before and after")
 def _(d):
-    prog = os.path.join(d, "suid")
-    subprocess.run(["cp", "/bin/true", prog], check=True)
-    if os.geteuid() == 0:
-        os.chown(prog, 65534, -1)
-    os.chmod(prog, 0o4755)
-    if os.stat(prog).st_uid == os.getuid():
-        raise Skip("cannot give the file another owner")
+    prog = setuid_copy(d)
     r = record("--inject=cuda", "-o", os.path.join(d, "t.json"), "--", prog)
     lines = r.stderr.splitlines()
     assert len(lines) == 2 and "runs as another user, so record cannot learn whether it wrote" in lines[0], lines

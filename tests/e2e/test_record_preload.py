@@ -11,7 +11,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-from trace_checks import Results, killed_by, check_flows_paired, check_window, load, xs  # noqa: E402
+from trace_checks import Results, killed_by, check_flows_paired, check_window, load, setuid_copy, xs  # noqa: E402
 
 flagtrace, driver, fake_runtime = (os.path.abspath(a) for a in sys.argv[1:4])
 tracer = sys.argv[4]
@@ -399,14 +399,7 @@ def _(d):
 
 @results.tmp_case("record --inject=preload: a setuid program that changes our ids gets one line")
 def _(d):
-    prog = os.path.join(d, "suid")
-    subprocess.run(["cp", "/bin/true", prog], check=True)
-    if os.geteuid() == 0:
-        os.chown(prog, 65534, -1)
-    os.chmod(prog, 0o4755)
-    if os.stat(prog).st_uid == os.getuid():
-        print("     (skipped: cannot give the file another owner)")
-        return
+    prog = setuid_copy(d)
     r = record(d, "--", prog)
     assert r.stderr.startswith(f"flagtrace record: '{prog}' is setuid, so the loader ignores LD_PRELOAD"), r
     assert r.stderr.count("\n") == 1, r.stderr

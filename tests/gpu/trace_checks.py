@@ -91,6 +91,40 @@ def killed_by(status, sig):
     return status == 128 + int(sig) or os.environ.get("FT_TEST_TSAN") == "1"
 
 
+def setuid_copy(d, prog="/bin/true"):
+    """A copy of prog in d, setuid to another user (nobody), or Skip where this
+    process cannot give a file away (not root)."""
+    import shutil
+    out = os.path.join(d, "suid")
+    shutil.copy(prog, out)
+    if os.geteuid() == 0:
+        os.chown(out, 65534, -1)
+    os.chmod(out, 0o4755)
+    if os.stat(out).st_uid == os.getuid():
+        raise Skip("cannot give the file another owner")
+    return out
+
+
+class small_tmpfs:
+    """A 16 KiB tmpfs mounted at d/tiny for a `with` block (a full disk), or Skip
+    where this process may not mount."""
+
+    def __init__(self, d):
+        self.mnt = os.path.join(d, "tiny")
+
+    def __enter__(self):
+        import subprocess
+        os.mkdir(self.mnt)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", self.mnt], capture_output=True).returncode:
+            raise Skip("cannot mount a small tmpfs here")
+        return self.mnt
+
+    def __exit__(self, *exc):
+        import subprocess
+        subprocess.run(["umount", self.mnt])
+        return False
+
+
 class Skip(Exception):
     """Raised by a check that cannot run here, with the reason; counted apart from passes."""
 
