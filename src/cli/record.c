@@ -319,7 +319,7 @@ static const char *death_why(int sig) {
   }
 }
 
-/* The writer's temporary files (trace_file.c: NAME.tmp.PID.N beside NAME) whose
+/* The writer's temporary files (out_file.c: NAME.tmp.PID.N beside NAME) whose
  * process is gone: a process killed while writing leaves one. pattern is the absolute
  * output pattern; its escapes match anything. Only our own files are removed. */
 static size_t remove_partial(const char *pattern) {
