@@ -261,9 +261,14 @@ class Server:
         return self._line()
 
     def send(self, cmd):
-        """One command, its answer read later (answer()): several sides can work at once."""
-        self.p.stdin.write(cmd + "\n")
-        self.p.stdin.flush()
+        """One command, its answer read later (answer()): several sides can work at once.
+        A side that has ended already is said by the read of its answer ("exit N before
+        answering"), not by a broken pipe here: which one comes first is a race."""
+        try:
+            self.p.stdin.write(cmd + "\n")
+            self.p.stdin.flush()
+        except BrokenPipeError:
+            pass
 
     def answer(self):
         return self._line()
