@@ -94,6 +94,9 @@ void ft__store_free(ft__store *st);
 ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev);
 ft_status ft__store_add_range(ft__store *st, uint32_t name_id, uint64_t start, uint64_t end,
                               uint64_t external_id, uint32_t tid);
+/* Stored event e as a tracer would have handed it over, its metadata resolved into
+ * *kv (grown as needed; the caller frees it); FT_ENOMEM. Pointers are st's. */
+ft_status ft__store_view(const ft__store *st, const ft__event *e, ft_kv **kv, size_t *kv_cap, ft_device_event *out);
 static inline bool ft__is_device_kind(unsigned k) {
   return k == FT__EV_KERNEL || k == FT__EV_MEMCPY || k == FT__EV_MEMSET;
 }
@@ -242,9 +245,16 @@ void ft__session_accept_attach(ft_session *s);
  * naming it): s's tracer relinquishes it; what s recorded so far stays, and its
  * trace and counts say from when device activity is missing. Thread-safe. */
 void ft__session_relinquish(ft_session *s, const char *who);
-/* Without a guard in the process (no preload), the tracer found at stop that
- * another client kept buffers it lent: the same account, with what it knows. */
-void ft__session_note_lost(ft_session *s, uint64_t at_ns, const char *why);
+/* session_share.c, for session.c: what record's whole-run session lends an attached
+ * one (attach at start, read at stop), the stopped intervals applied at stop (under
+ * s->mu), and the first account of lost device activity (from the sink too). */
+bool ft__session_attach(ft_session *s, ft_session *parent);
+ft_status ft__session_read_parent(ft_session *s);
+ft_status ft__session_apply_pauses(ft_session *s);
+void ft__session_set_lost(ft_session *s, uint64_t at_ns, const char *why);
+/* Serializes what reaches an armed tracer from outside its session's thread: start
+ * and stop, an attached session's flush, another client's takeover (relinquish). */
+extern pthread_mutex_t ft__tracer_mu;
 
 /* Forces the capture window (tests, benches). */
 void ft__session_set_window(ft_session *s, uint64_t lo, uint64_t hi);

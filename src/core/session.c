@@ -56,9 +56,8 @@ static _Thread_local int tls_user_depth;
 
 /* The vendor activity APIs are process-global: one running session at a time. */
 static _Atomic(ft_session *) active_session;
-/* Serializes what reaches the armed tracer from outside its session's thread: a
- * stop, an attached session's flush, another client's takeover (relinquish). */
-static pthread_mutex_t tracer_mu = PTHREAD_MUTEX_INITIALIZER;
+/* (internal.h) */
+pthread_mutex_t ft__tracer_mu = PTHREAD_MUTEX_INITIALIZER;
 
 ft_status ft__session_fail(ft_session *s, ft_status status, const char *fmt, ...) {
   va_list ap;
@@ -233,8 +232,7 @@ static ft_status sink_call_span(void *ctx, uint32_t corr, uint32_t tid, uint64_t
   return ft__timed_call_span(ctx, corr, tid, start, end);
 }
 
-static void set_lost(ft_session *s, uint64_t at, const char *why);
-static void sink_lost(void *ctx, uint64_t at_ns, const char *why) { set_lost(ctx, at_ns, why); }
+static void sink_lost(void *ctx, uint64_t at_ns, const char *why) { ft__session_set_lost(ctx, at_ns, why); }
 
 static int cmp_corr_ext(const void *a, const void *b) {
   const struct ft__corr_ext *x = a, *y = b;
@@ -282,38 +280,6 @@ static void resolve_external_ids(ft_session *s) {
   }
 }
 
-/* Attaches s to the running session p (record's), which records the whole process:
- * s reads its window from p at stop. False (s runs CPU-only, device_why says why)
- * when p's tracer cannot hand a window over, or another session is attached. */
-static bool attach(ft_session *s, ft_session *p) {
-  const ft_tracer_ops *ops = p->tracer->ops;
-  const char *why = NULL;
-  bool expected = false;
-  if (!p->tracer_armed) why = "its tracer is not armed";
-  else if (!ops->flush || !p->timed) why = "its tracer cannot hand a window over (no flush, or calls not on our clock)";
-  else if (!atomic_compare_exchange_strong(&p->has_child, &expected, true)) why = "another session is attached to it";
-  if (why) {
-    s->device_status = FT_EBUSY;
-    snprintf(s->device_why, sizeof s->device_why,
-             "the process's device activity is recorded by flagtrace record, and this session cannot share it: %s", why);
-    ft__warn("%s", s->device_why);
-    return false;
-  }
-  pthread_mutex_lock(&p->mu);
-  s->parent_events_from = p->store.events.len;
-  s->parent_spans_from = p->call_spans.len;
-  pthread_mutex_unlock(&p->mu);
-  s->parent_dropped_from = ops->dropped_records(p->tracer);
-  s->parent = p;
-  unsigned missing = s->activities & ~p->activities;
-  if (missing & FT_ACTIVITY_SYNC) /* the parent's kinds were armed at its start */
-    ft__warn("this profile asked for synchronization events, which flagtrace record was not asked to record "
-             "(record -t ...,sync): it has none");
-  s->timed = true; /* ids by this session's own pushes, against the parent's calls */
-  ft__log("session attached to record's whole-run session: its window is read from there at stop");
-  return true;
-}
-
 ft_status ft_session_start(ft_session *s) {
   if (!s) return FT_EINVAL;
   if (s->state != FT__S_CREATED)
@@ -323,7 +289,7 @@ ft_status ft_session_start(ft_session *s) {
   if (!atomic_compare_exchange_strong(&active_session, &running, s)) {
     if (!running->accepts_attach)
       return ft__session_fail(s, FT_EBUSY, "another flagtrace session is running in this process");
-    attached = s->device_status == FT_OK && attach(s, running);
+    attached = s->device_status == FT_OK && ft__session_attach(s, running);
     if (!attached && s->device_status == FT_OK) s->device_status = FT_EBUSY;
   }
   s->next_external_id = 1;
@@ -332,9 +298,9 @@ ft_status ft_session_start(ft_session *s) {
     s->sink = (ft_event_sink){
         .event = sink_event, .external_id = sink_external_id, .call_span = sink_call_span, .lost = sink_lost,
         .ctx = s};
-    pthread_mutex_lock(&tracer_mu);
+    pthread_mutex_lock(&ft__tracer_mu);
     ft_status st = s->tracer->ops->start(s->tracer, &s->sink, s->activities);
-    pthread_mutex_unlock(&tracer_mu);
+    pthread_mutex_unlock(&ft__tracer_mu);
     if (st) {
       s->device_status = st;
       snprintf(s->device_why, sizeof s->device_why, "%s: %s", ft_strerror(st),
@@ -397,129 +363,6 @@ ft_status ft__session_attribute(ft_session *s, bool timed) {
   return at;
 }
 
-/* A stored event as a tracer would have handed it over, its metadata resolved into
- * *kv (grown as needed, the caller frees it); FT_ENOMEM. Pointers are the store's. */
-static ft_status event_view(const ft__store *st, const ft__event *e, ft_kv **kv, size_t *kv_cap,
-                            ft_device_event *out) {
-  if (e->meta_count > *kv_cap) {
-    ft_kv *n = realloc(*kv, e->meta_count * sizeof *n);
-    if (!n) return FT_ENOMEM;
-    *kv = n, *kv_cap = e->meta_count;
-  }
-  for (uint32_t k = 0; k < e->meta_count; k++) {
-    const ft__kvid *id = ft__vec_at(&st->kvs, e->meta_first + k);
-    (*kv)[k] = (ft_kv){ft__intern_str(&st->names, id->key), ft__intern_str(&st->values, id->value)};
-  }
-  bool row = ft__on_device_row(e->kind);
-  *out = (ft_device_event){.kind = (ft_event_kind)e->kind, .start_ns = e->start_ns, .end_ns = e->end_ns,
-                           .correlation_id = e->correlation_id,
-                           .has_external_id = (e->flags & FT__F_HAS_EXTERNAL) != 0, .external_id = e->external_id,
-                           .device = row ? e->device : 0, .stream = row ? e->stream : 0,
-                           .thread_id = row ? 0 : e->thread_id, .name = ft__intern_str(&st->names, e->name_id),
-                           .metadata = *kv, .n_metadata = e->meta_count};
-  return FT_OK;
-}
-
-/* An attached session's window (attach): the parent's tracer delivers what has
- * completed, then the parent's events and left-out calls that arrived since our
- * start and lie inside our window are copied (a record arrives after its work
- * ended, so nothing of our window sits before parent_events_from). The parent's
- * own ids are not ours: copies carry none. */
-static ft_status read_from_parent(ft_session *s) {
-  ft_session *p = s->parent;
-  const ft_tracer_ops *ops = p->tracer->ops;
-  pthread_mutex_lock(&tracer_mu);
-  ft_status st = p->tracer_armed && ops->flush ? ops->flush(p->tracer) : FT_OK;
-  pthread_mutex_unlock(&tracer_mu);
-  if (st) ft__warn("flushing record's session for this profile: %s (its last records may be missing)", ft_strerror(st));
-  uint64_t dropped = ops->dropped_records(p->tracer);
-  s->dropped = dropped >= s->parent_dropped_from ? dropped - s->parent_dropped_from : dropped;
-  ft_kv *kv = NULL;
-  size_t kv_cap = 0;
-  st = FT_OK;
-  pthread_mutex_lock(&p->mu);
-  const ft__store *ps = &p->store;
-  for (size_t i = s->parent_events_from; i < ps->events.len && !st; i++) {
-    const ft__event *e = ft__vec_at(&ps->events, i);
-    if (e->kind == FT__EV_CPU_RANGE || !(s->activities & FT_KIND_BIT(e->kind)) ||
-        !ft__in_window(e, s->window_lo_ns, s->window_hi_ns))
-      continue;
-    ft_device_event ev;
-    if ((st = event_view(ps, e, &kv, &kv_cap, &ev))) break;
-    ev.has_external_id = false; /* the parent's ids are not ours */
-    pthread_mutex_lock(&s->mu);
-    st = ft__store_add_device(&s->store, &ev);
-    pthread_mutex_unlock(&s->mu);
-  }
-  for (size_t i = s->parent_spans_from; i < p->call_spans.len && !st; i++) {
-    const struct ft__call_span *c = ft__vec_at(&p->call_spans, i);
-    if (c->start < s->window_lo_ns || c->start > s->window_hi_ns) continue;
-    struct ft__call_span *d = ft__vec_push(&s->call_spans);
-    if (d) *d = *c;
-    else st = FT_ENOMEM;
-  }
-  uint64_t lost = p->lost_ns;
-  if (lost && lost <= s->window_hi_ns && !s->lost_ns) {
-    s->lost_ns = lost < s->window_lo_ns ? s->window_lo_ns : lost;
-    snprintf(s->lost_why, sizeof s->lost_why, "%s", p->lost_why);
-  }
-  pthread_mutex_unlock(&p->mu);
-  free(kv);
-  atomic_store(&p->has_child, false);
-  return st;
-}
-
-static bool paused_at(const ft_session *s, uint64_t t) {
-  for (size_t i = 0; i < s->n_pauses; i++)
-    if (t >= s->pauses[i].lo && t < s->pauses[i].hi) return true;
-  return false;
-}
-
-/* ft_session_set_collecting's stopped intervals, applied at stop (under s->mu): the
- * calls made in one go, with the device work they launched; device work without a
- * recorded launch goes by its own start. */
-static ft_status apply_pauses(ft_session *s) {
-  if (!s->n_pauses) return FT_OK;
-  ft__map paused, called;
-  if (ft__map_init(&paused, 64)) return FT_ENOMEM;
-  if (ft__map_init(&called, 1024)) {
-    ft__map_free(&paused);
-    return FT_ENOMEM;
-  }
-  ft_status st = FT_OK;
-  ft__vec *ev = &s->store.events;
-  for (size_t i = 0; i < ev->len && !st; i++) {
-    const ft__event *e = ft__vec_at(ev, i);
-    if (!ft__is_api_kind(e->kind) || !e->correlation_id) continue;
-    if (!ft__map_upsert(paused_at(s, e->start_ns) ? &paused : &called, e->correlation_id)) st = FT_ENOMEM;
-  }
-  size_t w = 0;
-  for (size_t i = 0; i < ev->len && !st; i++) {
-    ft__event *e = ft__vec_at(ev, i);
-    bool drop = false;
-    if (ft__is_api_kind(e->kind)) {
-      drop = paused_at(s, e->start_ns);
-    } else if (ft__on_device_row(e->kind)) {
-      bool launched_paused = e->correlation_id && ft__map_find(&paused, e->correlation_id);
-      bool launched = e->correlation_id && ft__map_find(&called, e->correlation_id);
-      drop = launched_paused || (!launched && paused_at(s, e->start_ns));
-    }
-    if (drop) {
-      s->paused_left_out++;
-      continue;
-    }
-    if (w != i) *(ft__event *)ft__vec_at(ev, w) = *e;
-    w++;
-  }
-  if (!st) ev->len = w;
-  ft__map_free(&paused);
-  ft__map_free(&called);
-  if (s->paused_left_out)
-    ft__log("%llu events left out: collection was stopped then (ft_session_set_collecting)",
-            (unsigned long long)s->paused_left_out);
-  return st;
-}
-
 ft_status ft_session_stop(ft_session *s) {
   if (!s) return FT_EINVAL;
   pthread_mutex_lock(&s->mu);
@@ -536,15 +379,15 @@ ft_status ft_session_stop(ft_session *s) {
   ft_status result = FT_OK;
   bool attributed = false;
   if (s->parent) {
-    ft_status st = read_from_parent(s);
+    ft_status st = ft__session_read_parent(s);
     if (st) result = ft__session_fail(s, st, "reading this profile's window from record's session: %s", ft_strerror(st));
     attributed = true;
   } else if (s->tracer_armed) {
     const ft_tracer_ops *ops = s->tracer->ops;
-    pthread_mutex_lock(&tracer_mu);
+    pthread_mutex_lock(&ft__tracer_mu);
     ft_status st = ops->stop(s->tracer);
     s->tracer_armed = false;
-    pthread_mutex_unlock(&tracer_mu);
+    pthread_mutex_unlock(&ft__tracer_mu);
     if (st) result = ft__session_fail(s, st, "stopping tracer '%s': %s", ops->name, ops->last_error(s->tracer));
     s->dropped = ops->dropped_records(s->tracer);
     snapshot_devices(s);
@@ -559,7 +402,7 @@ ft_status ft_session_stop(ft_session *s) {
                (unsigned long long)s->dropped);
   }
   pthread_mutex_lock(&s->mu);
-  if (apply_pauses(s)) ft__warn("out of memory leaving out what was recorded while collection was stopped");
+  if (ft__session_apply_pauses(s)) ft__warn("out of memory leaving out what was recorded while collection was stopped");
   pthread_mutex_unlock(&s->mu);
   if (s->lost_ns && !s->accepts_attach) /* record's own line says it for its session */
     ft__warn("device activity after %.3f s of this session is missing: %s",
@@ -567,65 +410,6 @@ ft_status ft_session_stop(ft_session *s) {
   ft_session *self = s;
   atomic_compare_exchange_strong(&active_session, &self, NULL); /* an attached one never held it */
   return result;
-}
-
-ft_status ft_session_set_collecting(ft_session *s, int collecting) {
-  if (!s) return FT_EINVAL;
-  uint64_t now = ft__now_ns();
-  ft_status st = FT_OK;
-  pthread_mutex_lock(&s->mu);
-  bool open = s->n_pauses && s->pauses[s->n_pauses - 1].hi == UINT64_MAX;
-  if (s->state != FT__S_RUNNING) {
-    st = FT_ESTATE;
-  } else if (!collecting && !open) {
-    if (s->n_pauses == s->cap_pauses) {
-      size_t ncap = s->cap_pauses ? 2 * s->cap_pauses : 8;
-      struct ft__pause *n = realloc(s->pauses, ncap * sizeof *n);
-      if (n) s->pauses = n, s->cap_pauses = ncap;
-    }
-    if (s->n_pauses < s->cap_pauses) s->pauses[s->n_pauses++] = (struct ft__pause){now, UINT64_MAX};
-    else st = FT_ENOMEM;
-  } else if (collecting && open) {
-    s->pauses[s->n_pauses - 1].hi = now;
-  }
-  pthread_mutex_unlock(&s->mu);
-  if (st == FT_ESTATE) return ft__session_fail(s, st, "collection can be stopped or resumed only while the session runs");
-  if (st) return ft__session_fail(s, st, "stopping collection");
-  return FT_OK;
-}
-
-void ft__session_accept_attach(ft_session *s) { s->accepts_attach = true; }
-
-static void set_lost(ft_session *s, uint64_t at, const char *why) {
-  pthread_mutex_lock(&s->mu);
-  if (!s->lost_ns) {
-    s->lost_ns = at ? at : 1;
-    snprintf(s->lost_why, sizeof s->lost_why, "%s", why);
-  }
-  pthread_mutex_unlock(&s->mu);
-}
-
-void ft__session_relinquish(ft_session *s, const char *who) {
-  uint64_t now = ft__now_ns();
-  pthread_mutex_lock(&tracer_mu);
-  bool armed = s->tracer_armed && s->state == FT__S_RUNNING;
-  const ft_tracer_ops *ops = s->tracer->ops;
-  if (armed && ops->relinquish) ops->relinquish(s->tracer);
-  pthread_mutex_unlock(&tracer_mu);
-  if (!armed) return;
-  char why[512];
-  snprintf(why, sizeof why, "%s took over the %s activity API; flagtrace stepped aside then, so the program keeps "
-           "running and its own profiler works", who, ops->name);
-  set_lost(s, now, why);
-}
-
-void ft__session_note_lost(ft_session *s, uint64_t at_ns, const char *why) { set_lost(s, at_ns, why); }
-
-int ft_session_device_lost(const ft_session *s, uint64_t *at_ns, const char **why) {
-  if (!s || !s->lost_ns) return 0;
-  if (at_ns) *at_ns = s->lost_ns;
-  if (why) *why = s->lost_why;
-  return 1;
 }
 
 /* Frames of other sessions can never be recorded (one session runs at a time and
@@ -913,7 +697,7 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
       continue;
     }
     ft_export_event x = {.name_key = e->name_id, .meta_key = e->meta_first};
-    if ((st = event_view(store, e, &kv, &kv_cap, &x.event))) break;
+    if ((st = ft__store_view(store, e, &kv, &kv_cap, &x.event))) break;
     x.flow = ft__flow_role(&p, i, e);
     if (x.flow != FT_FLOW_NONE) x.flow_id = e->correlation_id;
     stopped = visit(ctx, &x) != 0;
