@@ -97,13 +97,8 @@ static void *open_checked(const char *file) {
 }
 
 static void *open_beside_us(void) {
-  Dl_info info;
-  if (!dladdr((void *)&ft__deflate_isal, &info) || !info.dli_fname) return NULL;
-  const char *slash = strrchr(info.dli_fname, '/');
-  if (!slash) return NULL;
   char path[4096];
-  snprintf(path, sizeof path, "%.*s/libisal.so.2", (int)(slash - info.dli_fname), info.dli_fname);
-  return open_checked(path);
+  return ft__path_beside_us("libisal.so.2", path, sizeof path) ? open_checked(path) : NULL;
 }
 
 static void load(void) {

@@ -188,6 +188,9 @@ bool ft__emit_transfer(ft__tracer_base *b, const ft__clock_map *clock, const ft_
 typedef int (*ft__load_symbols_fn)(void *api, void *handle, char *why, size_t why_len);
 bool ft__open_vendor_library(const char *const *candidates, size_t n, const char *not_found, ft__load_symbols_fn load,
                              void *api, char *path, size_t path_len, char *why, size_t why_len);
+/* The path of the library file `name` in the directory of the library holding this
+ * code (libflagtrace.so or the injection library): false when that is not known. */
+bool ft__path_beside_us(const char *name, char *out, size_t cap);
 /* The same into b (loaded, path, why), logging the outcome under the tracer's name. */
 bool ft__tracer_open(ft__tracer_base *b, const char *const *candidates, size_t n, const char *not_found,
                      ft__load_symbols_fn load, void *api);

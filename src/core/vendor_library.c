@@ -1,4 +1,5 @@
-/* Finding and binding a tracer's vendor library: one search rule for every vendor. */
+/* Finding and binding libraries: a tracer's vendor library (one search rule for every
+ * vendor), and our own beside this one. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
@@ -59,4 +60,12 @@ bool ft__open_vendor_library(const char *const *candidates, size_t n, const char
       return true;
   snprintf(why, why_len, "%s: %s", not_found, errs);
   return false;
+}
+
+bool ft__path_beside_us(const char *name, char *out, size_t cap) {
+  Dl_info info;
+  if (!dladdr((void *)&ft__path_beside_us, &info) || !info.dli_fname) return false;
+  const char *slash = strrchr(info.dli_fname, '/');
+  if (!slash) return false;
+  return snprintf(out, cap, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname, name) < (int)cap;
 }

@@ -308,15 +308,9 @@ INJECT_EXPORT void FlagtraceTorchLoaded(void) {
   if (atomic_exchange(&done, true) || !ft__inject_begin()) return;
   char path[4096];
   const char *env = getenv("FLAGTRACE_KINETO_LIBRARY");
-  Dl_info self;
-  if (env && *env) {
-    snprintf(path, sizeof path, "%s", env);
-  } else if (dladdr((void *)FlagtraceTorchLoaded, &self) && self.dli_fname && strrchr(self.dli_fname, '/')) {
-    snprintf(path, sizeof path, "%.*s/libflagtrace_kineto.so", (int)(strrchr(self.dli_fname, '/') - self.dli_fname),
-             self.dli_fname);
-  } else {
+  if (env && *env) snprintf(path, sizeof path, "%s", env);
+  else if (!ft__path_beside_us("libflagtrace_kineto.so", path, sizeof path))
     snprintf(path, sizeof path, "libflagtrace_kineto.so");
-  }
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   int (*install)(const ft_api *, char *, size_t) =
       h ? (int (*)(const ft_api *, char *, size_t))dlsym(h, "flagtrace_kineto_install") : NULL;
