@@ -168,11 +168,17 @@ static const char *kernel_name(const char *raw) {
   return dm;
 }
 
+/* The slot of a context already noted, or t->n_ctx. */
+static size_t context_slot(const cupti_tracer *t, uint32_t ctx) {
+  size_t i = 0;
+  while (i < t->n_ctx && t->ctx_ids[i] != ctx) i++;
+  return i;
+}
+
 /* Notes a context's device (under decode_mu, or at stop). */
 static void note_context(cupti_tracer *t, uint32_t ctx, uint32_t device) {
-  for (size_t i = 0; i < t->n_ctx; i++)
-    if (t->ctx_ids[i] == ctx) return;
-  if (t->n_ctx < MAX_DEVICES) t->ctx_ids[t->n_ctx] = ctx, t->ctx_devices[t->n_ctx++] = device;
+  if (context_slot(t, ctx) == t->n_ctx && t->n_ctx < MAX_DEVICES)
+    t->ctx_ids[t->n_ctx] = ctx, t->ctx_devices[t->n_ctx++] = device;
 }
 
 static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
@@ -318,9 +324,8 @@ static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver)
 #ifndef FT_MCPTI /* MCPTI's sync record is not in our facts */
 /* kineto's contextIdtoDeviceId: 0 for a context no kernel or copy named yet. */
 static uint32_t context_device(const cupti_tracer *t, uint32_t ctx) {
-  for (size_t i = 0; i < t->n_ctx; i++)
-    if (t->ctx_ids[i] == ctx) return t->ctx_devices[i];
-  return 0;
+  size_t i = context_slot(t, ctx);
+  return i < t->n_ctx ? t->ctx_devices[i] : 0;
 }
 
 /* kineto's syncTypeString */
