@@ -166,11 +166,11 @@ static int resolve_output(const char *pattern, bool force, char *out, size_t len
   size_t grow = 0;
   for (const char *q = strrchr(pattern, '/') ? strrchr(pattern, '/') + 1 : pattern; *q; q++)
     if (q[0] == '%' && (q[1] == 'p' || q[1] == 'r')) grow += q[1] == 'p' ? 7 : 10, q++;
-  size_t longest = strlen(base) + grow + sizeof ".tmp.4194304.99" - 1;
+  size_t longest = strlen(base) + grow + FT__OFILE_TMP_SUFFIX_MAX;
   if (longest > NAME_MAX)
     return ft_cli_usage_error("record", "output name '%s' can be %zu bytes long with the writer's temporary "
                                         "suffix; a file name holds at most %d", base, longest, NAME_MAX);
-  if (strlen(path) + grow + sizeof ".tmp.4194304.99" > PATH_MAX)
+  if (strlen(path) + grow + FT__OFILE_TMP_SUFFIX_MAX + 1 > PATH_MAX)
     return ft_cli_usage_error("record", "output path '%s' is longer than the system's %d bytes", path, PATH_MAX);
   char dir[PATH_MAX + 256];
   snprintf(dir, sizeof dir, "%.*s", base - path > 1 ? (int)(base - path - 1) : 1, path);
@@ -421,17 +421,16 @@ int ft_cli_record(int argc, char **argv) {
                    "this executable (set FLAGTRACE_INJECT_LIBRARY)");
     return FT_CLI_USAGE;
   }
+  /* the libraries beside the injection library are named absolutely (LD_PRELOAD, the guards) */
+  char abs_inject[PATH_MAX];
+  bool have_abs = realpath(inject, abs_inject) != NULL;
+  const char *ignored = preload_ignored(argv[i]); /* the program's modes and ELF header, read once */
   char preload_lib[PATH_MAX + 32] = "";
   const char *untraceable = NULL;
   if (preload) {
-    /* the preload library lives beside the injection library, both named absolutely */
-    char *abs_inject = realpath(inject, NULL);
-    if (abs_inject) {
-      snprintf(inject, sizeof inject, "%s", abs_inject);
-      free(abs_inject);
-    }
+    if (have_abs) snprintf(inject, sizeof inject, "%s", abs_inject);
     beside(inject, "libflagtrace_preload.so", preload_lib, sizeof preload_lib);
-    untraceable = preload_ignored(argv[i]);
+    untraceable = ignored;
     /* the capture range's default falls back to CUDA injection (CUPTI then watches) */
     bool fallback = cuda_build && !inject_how;
     if (fallback && (access(preload_lib, R_OK) != 0 || strpbrk(preload_lib, " :") || untraceable)) {
@@ -451,11 +450,10 @@ int ft_cli_record(int argc, char **argv) {
                  "(it runs untraced)", argv[i], untraceable);
   /* a setuid/setgid program runs as another user: with CUDA injection it is traced,
    * but cannot tell record (the report file is ours, 0600) whether it wrote */
-  const char *ids = preload_ignored(argv[i]);
-  bool other_user = !untraceable && ids && !strncmp(ids, "is set", 6);
+  bool other_user = !untraceable && ignored && !strncmp(ignored, "is set", 6);
   if (other_user)
     ft_cli_error("record", "'%s' %s: it runs as another user, so record cannot learn whether it wrote a trace",
-                 argv[i], ids);
+                 argv[i], ignored);
   char report[] = "/tmp/flagtrace-record-XXXXXX";
   int rfd = mkstemp(report);
   if (rfd >= 0) close(rfd);
@@ -480,12 +478,10 @@ int ft_cli_record(int argc, char **argv) {
     /* The preload library still comes, in guard mode (it arms nothing): it hands a
      * torch process's profiler to the injection library and guards CUPTI against
      * other clients. A program the loader will not preload into goes without. */
-    char *abs_inject = realpath(inject, NULL);
     char guard_lib[PATH_MAX + 32];
-    beside(abs_inject ? abs_inject : inject, "libflagtrace_preload.so", guard_lib, sizeof guard_lib);
-    if (abs_inject) setenv("FLAGTRACE_PRELOAD_GUARD", abs_inject, 1);
-    free(abs_inject);
-    if (access(guard_lib, R_OK) == 0 && !strpbrk(guard_lib, " :") && !preload_ignored(argv[i])) {
+    beside(have_abs ? abs_inject : inject, "libflagtrace_preload.so", guard_lib, sizeof guard_lib);
+    if (have_abs) setenv("FLAGTRACE_PRELOAD_GUARD", abs_inject, 1);
+    if (access(guard_lib, R_OK) == 0 && !strpbrk(guard_lib, " :") && !ignored) {
       if (!add_preload(guard_lib)) return 1;
     } else {
       unsetenv("FLAGTRACE_PRELOAD_GUARD");
@@ -493,9 +489,7 @@ int ft_cli_record(int argc, char **argv) {
   }
   if (cuda_build) { /* a libcupti another library dlopens is handed through this shim */
     char guard_shim[PATH_MAX + 32];
-    char *abs_inject = realpath(inject, NULL);
-    beside(abs_inject ? abs_inject : inject, "libflagtrace_cupti_guard.so", guard_shim, sizeof guard_shim);
-    free(abs_inject);
+    beside(have_abs ? abs_inject : inject, "libflagtrace_cupti_guard.so", guard_shim, sizeof guard_shim);
     if (guard_shim[0] == '/' && access(guard_shim, R_OK) == 0) setenv("FLAGTRACE_CUPTI_GUARD", guard_shim, 1);
     else unsetenv("FLAGTRACE_CUPTI_GUARD");
   }

@@ -35,6 +35,11 @@ typedef struct ft__ofile {
   bool fifo;    /* SIGPIPE is held off while writing */
 } ft__ofile;
 
+/* A temporary name is the target's with ".tmp.PID.N" appended (N below 100): at most
+ * this many bytes more, Linux's largest pid being 4194304. record checks a name
+ * against it before the run. */
+#define FT__OFILE_TMP_SUFFIX_MAX (sizeof ".tmp.4194304.99" - 1)
+
 /* What writing path would do, found without opening it (a FIFO is not tested for a
  * reader: opening it would hand that reader an end of file). FT_OK, with *replaces
  * true when an existing regular file would be replaced; FT_EIO with err naming the
