@@ -41,9 +41,10 @@ static bool join_grow(ft_stat_join *j) {
   return true;
 }
 
-/* The slot of key, or the empty slot where it would go. */
+/* The slot of key, or the empty slot where it would go (the join's and the device
+ * table's). Keyed (keyed_hash.h), so an input cannot choose ids that share one. */
 static size_t join_slot(ft_stat_join *j, uint64_t key) {
-  size_t i = ft__stats_hash(key) & (j->cap - 1), probes = 1;
+  size_t i = ft__hash_u64_keyed(key) & (j->cap - 1), probes = 1;
   for (; join_used(j, i) && j->keys[i] != key; probes++) i = (i + 1) & (j->cap - 1);
   j->probes += probes;
   return i;

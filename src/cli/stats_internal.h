@@ -33,11 +33,6 @@ static inline uint64_t ft__cache_mix(uint64_t x) {
   return x;
 }
 
-/* The join's and the device table's slots: keyed (keyed_hash.h), so an input cannot
- * choose ids that share one. */
-#define ft__stats_hash ft__hash_u64_keyed
-static inline void ft__stats_hash_init(void) { ft__hash_key_init(); }
-
 /* stats_busy.c: the External id -> op join (16 B a slot). A value is an op row
  * index with JOIN_OP set, or the device ns of an External id whose op has not been
  * read yet (fewer than 2^63 ns: times are bounded). */

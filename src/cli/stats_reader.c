@@ -861,7 +861,7 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
 
 ft_status ft_stats_init(ft_stats *st) {
   memset(st, 0, sizeof *st);
-  ft__stats_hash_init();
+  ft__hash_key_init(); /* the join's and device table's slots (keyed_hash.h) */
   ft__intern_init(&st->names);
   for (int i = 0; i < FT_STAT_N_SECTIONS; i++) {
     ft__vec_init(&st->rows[i], sizeof(ft_stat_row), 10);

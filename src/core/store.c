@@ -51,10 +51,10 @@ void ft__arena_free(ft__arena *a) {
   memset(a, 0, sizeof *a);
 }
 
-/* Keyed: `stats` interns the names of traces anyone may have written, and an
- * unseeded FNV-1a let crafted names share one slot (quadratic interning). The ids
- * are handed out in order, so the table's layout never reaches an output. */
-static uint64_t hash_bytes(const char *s, size_t n) { return ft__hash_bytes_keyed(s, n); }
+/* Interning hashes are keyed (ft__hash_bytes_keyed): `stats` interns the names of
+ * traces anyone may have written, and an unseeded FNV-1a let crafted names share one
+ * slot (quadratic interning). The ids are handed out in order, so the table's layout
+ * never reaches an output. */
 
 void ft__intern_init(ft__strtab *in) {
   ft__hash_key_init();
@@ -75,7 +75,7 @@ static ft_status intern_rehash(ft__strtab *in) {
   uint32_t *t = calloc(ncap, sizeof *t);
   if (!t) return FT_ENOMEM;
   for (uint32_t id = 0; id < in->n; id++) {
-    uint32_t i = (uint32_t)hash_bytes(in->strs[id], in->lens[id]) & (ncap - 1);
+    uint32_t i = (uint32_t)ft__hash_bytes_keyed(in->strs[id], in->lens[id]) & (ncap - 1);
     while (t[i]) i = (i + 1) & (ncap - 1);
     t[i] = id + 1;
   }
@@ -91,7 +91,7 @@ ft_status ft__intern(ft__strtab *in, const char *s, size_t len, uint32_t *id) {
     ft_status st = intern_rehash(in);
     if (st) return st;
   }
-  uint32_t i = (uint32_t)hash_bytes(s, len) & (in->tcap - 1);
+  uint32_t i = (uint32_t)ft__hash_bytes_keyed(s, len) & (in->tcap - 1);
   for (; in->table[i]; i = (i + 1) & (in->tcap - 1)) {
     uint32_t cand = in->table[i] - 1;
     if (in->lens[cand] == len && memcmp(in->strs[cand], s, len) == 0) {

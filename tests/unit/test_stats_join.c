@@ -58,7 +58,7 @@ static double probes_per_insert(const uint64_t *ids, size_t n) {
 
 static void test_crafted_ids_cost_what_sequential_ones_cost(void **state) {
   (void)state;
-  ft__stats_hash_init();
+  ft__hash_key_init();
   uint64_t *ids = malloc(N * sizeof *ids), *seq = malloc(N * sizeof *seq);
   crafted(ids, N);
   for (size_t i = 0; i < N; i++) seq[i] = i + 1;
