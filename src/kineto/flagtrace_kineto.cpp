@@ -508,8 +508,8 @@ static DeviceChoice choice[2] = {{"cuda", "default"}, {"privateuse1", "default"}
 static std::string configured; // what the last configure() chose, for tests
 static bool (*privateuse1_named)() = nullptr;
 
-FTK_EXPORT void set_device_choice(const std::string& unnamed, const std::string& unnamed_why, const std::string& named,
-                       const std::string& named_why) {
+FTK_EXPORT void set_device_choice(const std::string& unnamed, const std::string& unnamed_why,
+                                  const std::string& named, const std::string& named_why) {
   std::lock_guard<std::mutex> g(choice_mu);
   choice[0] = {unnamed, unnamed_why};
   choice[1] = {named, named_why};
@@ -692,8 +692,7 @@ FTK_EXPORT int install(const ft_api* api, const char* by, std::string& msg) {
 // record's injection library, once a torch process has loaded libtorch: the same child
 // profiler as `import flagtrace.torch`, driving the injection library's core (its
 // profiles attach to record's whole-run session). 0, or -1 with a reason in msg.
-extern "C" FTK_EXPORT int flagtrace_kineto_install(const ft_api* api, char* msg,
-                                                                               size_t len) {
+extern "C" FTK_EXPORT int flagtrace_kineto_install(const ft_api* api, char* msg, size_t len) {
   std::string why;
   int rc = flagtrace_kineto::install(api, "flagtrace record", why);
   if (msg && len) std::snprintf(msg, len, "%s", why.c_str());
