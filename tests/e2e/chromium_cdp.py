@@ -114,7 +114,7 @@ class Page:
         self.b = browser
         target = browser.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         self.s = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        for domain in ("Page", "Runtime", "Log"):
+        for domain in ("Page", "Runtime", "Log", "Network"):  # Network: every request the page makes is seen
             self.call(f"{domain}.enable")
         self.first = len(browser.events)
         self.goto(url)
@@ -138,13 +138,29 @@ class Page:
             raise RuntimeError(f"{expr}: {r['exceptionDetails']}")
         return r["result"].get("value")
 
-    def click(self, selector, index):
-        """A left click at the middle of the element, as the mouse gives it (not element.click())."""
-        x, y = self.eval(f"(function () {{ var e = document.querySelectorAll({json.dumps(selector)})[{index}];"
+    def box(self, selector, index):
+        """The element scrolled into view: its left, top, width and height in the viewport."""
+        return self.eval(f"(function () {{ var e = document.querySelectorAll({json.dumps(selector)})[{index}];"
                          "e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect();"
-                         "return [r.left + r.width / 2, r.top + r.height / 2]; })()")
-        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
-            self.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+                         "return [r.left, r.top, r.width, r.height]; })()")
+
+    def mouse(self, kind, x, y, **extra):
+        """One mouse event as the input device gives it (mouseMoved, mousePressed, mouseReleased, mouseWheel)."""
+        self.call("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, **extra})
+
+    def click(self, selector, index, count=1):
+        """A left click (count 2: a double-click) at the middle of the element, as the mouse gives it
+        (not element.click())."""
+        left, top, w, h = self.box(selector, index)
+        x, y = left + w / 2, top + h / 2
+        self.mouse("mouseMoved", x, y)
+        for n in range(1, count + 1):
+            for kind in ("mousePressed", "mouseReleased"):
+                self.mouse(kind, x, y, button="left", clickCount=n)
+
+    def requests(self):
+        """The URLs the page asked for, its own document included."""
+        return [e["params"]["request"]["url"] for e in self.events("Network.requestWillBeSent")]
 
     def problems(self):
         """Whatever says script ran or was refused: dialogs, uncaught exceptions, console and log errors."""

@@ -1,8 +1,9 @@
 """End-to-end: `flagtrace report` writes one self-contained HTML file that Debian's headless
 chromium renders with every section and no JavaScript error; names are escaped; the CSP runs
 only the page's own script and style (by hash); a trace's link is a relative path whose click,
-whatever the file is named, runs nothing; its size grows with distinct kernels and ranks, not
-events. Skips (77) when chromium is missing."""
+whatever the file is named, runs nothing; used with the mouse (wheel, drag, double-click, a
+header click, hover) it does what its legend says and asks for nothing but itself; its size
+grows with distinct kernels and ranks, not events. Skips (77) when chromium is missing."""
 import base64
 import gzip
 import hashlib
@@ -389,6 +390,72 @@ def _():
             pg, urls, led = click_links(browser, linked_out)
             assert len(urls) == 1 and led[0][0] == "page" and led[0][1].endswith("/evil.html"), led
             assert led[0][2] == "text/html" and led[0][4] == "trace ran", led
+        finally:
+            browser.close()
+
+
+def seconds(label):
+    """An axis label ("132.648 ms") in seconds."""
+    v, unit = label.split()
+    return float(v) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
+
+
+@case("report: used as a person does: wheel zooms, a drag selects, a double-click resets, a header "
+      "sorts, a name hovered shows in full; no request but the page's own, no console error")
+def _():
+    with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as downloads:
+        out = os.path.join(d, "report.html")
+        assert report(out, os.path.join(data, "sample_h200.json.gz")).returncode == 0
+        browser = Browser(CHROMIUM, downloads)
+        try:
+            pg = browser.open("file://" + out)
+            axis = "[document.getElementById('axis-lo').textContent, document.getElementById('axis-hi').textContent]"
+            picture = "document.querySelector('#timeline-body canvas').toDataURL()"
+            lo0, hi0 = pg.eval(axis)
+            span = seconds(hi0)
+            assert seconds(lo0) == 0 and span > 0, (lo0, hi0)
+            pic0 = pg.eval(picture)
+            left, top, w, h = pg.box("#timeline-body canvas", 0)
+            y = top + h / 2
+            # wheel up at the middle: a fifth narrower, about the pointer (it stays at 50 %)
+            pg.mouse("mouseMoved", left + w / 2, y)
+            pg.mouse("mouseWheel", left + w / 2, y, deltaX=0, deltaY=-100)
+            browser.pump(0.2)
+            lo, hi = map(seconds, pg.eval(axis))
+            assert abs((hi - lo) - 0.8 * span) < 0.002 * span and abs((lo + hi) / 2 - span / 2) < 0.002 * span, (lo, hi)
+            assert pg.eval(picture) != pic0, "the timeline was not redrawn after the wheel"
+            pg.click("#timeline-body canvas", 0, count=2)  # double-click: the whole span again
+            browser.pump(0.2)
+            assert pg.eval(axis) == [lo0, hi0], pg.eval(axis)
+            assert pg.eval(picture) == pic0
+            # a drag from a quarter to three quarters of the row selects that stretch
+            pg.mouse("mouseMoved", left + w / 4, y)
+            pg.mouse("mousePressed", left + w / 4, y, button="left", clickCount=1)
+            pg.mouse("mouseMoved", left + 3 * w / 4, y, button="left", buttons=1)
+            pg.mouse("mouseReleased", left + 3 * w / 4, y, button="left", clickCount=1)
+            browser.pump(0.2)
+            lo, hi = map(seconds, pg.eval(axis))
+            assert abs(lo - span / 4) < 0.01 * span and abs(hi - 3 * span / 4) < 0.01 * span, (lo, hi, span)
+            # a header click sorts the kernels table by that column, a second one reverses it
+            col = pg.eval("Array.prototype.map.call(document.querySelectorAll('#table-kernels th'), "
+                          "function (t) { return t.textContent; }).indexOf('total_us')")
+            assert col >= 0
+            cells = (f"Array.prototype.map.call(document.querySelectorAll('#table-kernels tr'), function (r) "
+                     f"{{ return r.cells[{col}].textContent; }}).slice(1)")
+            pg.click("#table-kernels th", col)
+            desc = [seconds(c) for c in pg.eval(cells)]
+            pg.click("#table-kernels th", col)
+            asc = [seconds(c) for c in pg.eval(cells)]
+            assert len(desc) == 2 and desc == sorted(desc, reverse=True) and asc == desc[::-1] and desc[0] > desc[1], desc
+            # hovering a top kernel's name: the pointer is on it, and its tooltip is the whole name
+            nl, nt, nw, nh = pg.box("#top-kernels-body .name", 1)
+            pg.mouse("mouseMoved", nl + nw / 2, nt + nh / 2)
+            hovered = pg.eval(f"(function () {{ var e = document.elementFromPoint({nl + nw / 2}, {nt + nh / 2});"
+                              "return [e.matches(':hover'), e.title, e.textContent]; })()")
+            assert hovered == [True, "saxpy(float, float const*, float*, int)",
+                               "saxpy(float, float const*, float*, int)"], hovered
+            assert pg.requests() == ["file://" + urllib.parse.quote(out)], pg.requests()
+            assert pg.problems() == [], pg.problems()
         finally:
             browser.close()
 
