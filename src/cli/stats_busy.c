@@ -1,4 +1,4 @@
-/* `flagtrace stats` state that grows with the trace: the External id -> op join and each device's busy intervals. */
+/* `flagtrace stats` state that grows with the trace: the External id -> op join, each device's busy intervals and their timeline bins. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
@@ -10,7 +10,6 @@
 #include "stats_internal.h"
 
 /* ---- the External id -> op join and the device table (16 B a slot) ---- */
-
 
 void ft__join_free(ft_stat_join *j) {
   free(j->keys);
@@ -282,4 +281,55 @@ bool ft__device_busy(ft_stat_ivset *d, uint64_t *busy, uint64_t *bins, int64_t t
     bin_add(bins, t0, span_ns, cur.lo, cur.hi);
   }
   return true;
+}
+
+/* ---- the devices' busy time and timeline bins (ft_stats_busy) ---- */
+
+static int by_device(const void *a, const void *b) {
+  const ft_stat_busy *x = a, *y = b;
+  return (x->device > y->device) - (x->device < y->device);
+}
+
+ft_stat_busy *ft_stats_busy(ft_stats *st, size_t *n) {
+  *n = 0;
+  if (!st->n_devices) return NULL;
+  ft_stat_busy *out = malloc(st->n_devices * sizeof *out);
+  if (!out) {
+    *n = SIZE_MAX;
+    return NULL;
+  }
+  memset(out, 0, st->n_devices * sizeof *out);
+  uint64_t span_ns = ft_stats_span(st);
+  uint64_t *bins = st->timeline ? malloc(2 * FT_TIMELINE_BINS * sizeof *bins) : NULL;
+  bool ok = !st->timeline || bins;
+  for (size_t i = 0; ok && i < st->n_devices; i++) {
+    uint64_t busy, copy;
+    if (bins) memset(bins, 0, 2 * FT_TIMELINE_BINS * sizeof *bins);
+    ok = ft__device_busy(&st->devices[i].all, &busy, bins, st->first_ns, span_ns) &&
+         ft__device_busy(&st->devices[i].copy, &copy, bins ? bins + FT_TIMELINE_BINS : NULL, st->first_ns, span_ns);
+    out[i] = (ft_stat_busy){st->devices[i].id, busy, NULL, NULL};
+    if (ok && bins) { /* per mille of each bin's width */
+      out[i].busy_bins = malloc(2 * FT_TIMELINE_BINS * sizeof *out[i].busy_bins);
+      ok = out[i].busy_bins != NULL;
+      for (size_t k = 0; ok && k < 2 * FT_TIMELINE_BINS; k++) {
+        uint64_t w = span_ns / FT_TIMELINE_BINS + 1, v = bins[k] * 1000 / w;
+        out[i].busy_bins[k] = (uint32_t)(v > 1000 ? 1000 : v);
+      }
+      if (ok) out[i].copy_bins = out[i].busy_bins + FT_TIMELINE_BINS;
+    }
+  }
+  free(bins);
+  if (!ok) {
+    ft_stats_busy_free(out, st->n_devices);
+    *n = SIZE_MAX;
+    return NULL;
+  }
+  qsort(out, st->n_devices, sizeof *out, by_device);
+  *n = st->n_devices;
+  return out;
+}
+
+void ft_stats_busy_free(ft_stat_busy *b, size_t n) {
+  for (size_t i = 0; b && i < n; i++) free(b[i].busy_bins);
+  free(b);
 }

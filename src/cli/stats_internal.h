@@ -1,4 +1,4 @@
-/* What the `flagtrace stats` reader's files share: the parse entry, the op join and the busy intervals. */
+/* What the `flagtrace stats` reader's files share: the parse entry, what an event adds, the op join and the busy intervals. */
 #ifndef FT_STATS_INTERNAL_H
 #define FT_STATS_INTERNAL_H
 
@@ -11,6 +11,28 @@ typedef struct ft__evbatch ft__evbatch;
 typedef long (*ft__chunk_fn)(void *src, const unsigned char **data, const ft__evbatch **batch, char *err,
                              size_t errlen);
 ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err, size_t errlen);
+
+/* stats_summary.c: what an event read (by the reader, or a worker's batch) adds to
+ * the summary. The section of a complete event's category, including older kineto
+ * spellings (Runtime, Memcpy, Memset, Operator) and MTIA's. */
+enum ft__sec {
+  FT__SEC_UNKNOWN, FT__SEC_IGNORED, FT__SEC_KERNEL, FT__SEC_MEMCPY, FT__SEC_MEMSET, FT__SEC_RUNTIME, FT__SEC_DRIVER,
+  FT__SEC_OP, FT__SEC_RANGE, FT__SEC_GPU_RANGE
+};
+enum ft__sec ft__stats_section_of(const char *cat);
+
+/* An event past the counting: what it adds to the summary, from the reader's
+ * current event or from a worker's batch. Names are in the batch's text. */
+typedef struct ft__ev {
+  int64_t ts, dur, dev, ext;
+  uint64_t bytes;
+  uint32_t name_off, name_len, cat_off;
+  uint8_t sec;
+  bool has_ext;
+} ft__ev;
+
+/* What event e adds to st (name and cat: C strings); false without memory. */
+bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char *cat);
 
 /* Parse workers (stats_input.c): a segment of the text that starts where one
  * trace event of the events array (at depth 1 or 2) ends is parsed on its own

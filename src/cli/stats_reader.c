@@ -53,19 +53,9 @@ typedef struct reader {
   bool closed;             /* a worker's parse reached the end of the events array */
 } reader;
 
-/* An event past the counting: what it adds to the summary, from the reader's
- * current event or from a worker's batch. Names are in the batch's text. */
-typedef struct ev {
-  int64_t ts, dur, dev, ext;
-  uint64_t bytes;
-  uint32_t name_off, name_len, cat_off;
-  uint8_t sec;
-  bool has_ext;
-} ev;
-
 /* A segment's events as a parse worker read them (stats_internal.h). */
 struct ft__evbatch {
-  ev *ev;
+  ft__ev *ev;
   size_t n, cap;
   char *text; /* the events' names (and unknown categories), each NUL-terminated */
   size_t len, tcap;
@@ -177,82 +167,6 @@ general:;
   return true;
 }
 
-static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len, uint8_t cat) {
-  /* a small cache first: names repeat, and comparing is cheaper than hashing a
-   * long kernel name (perf: ft__intern was 12 % of a read) */
-  uint64_t head = 0, tail = 0; /* a cheap key: the length, the first and last 8 bytes */
-  memcpy(&head, name, len < 8 ? len : 8);
-  if (len > 8) memcpy(&tail, name + len - 8, 8);
-  ft_stat_last *last = &st->last[section][ft__cache_mix(head ^ (tail * 31) ^ len) % FT_STAT_ROW_CACHE];
-  if (last->valid && last->cat == cat && ft__intern_len(&st->names, last->name_id) == len &&
-      !memcmp(ft__intern_str(&st->names, last->name_id), name, len))
-    return ft__vec_at(&st->rows[section], last->index);
-  uint32_t id;
-  if (ft__intern(&st->names, name, len, &id)) return NULL;
-  uint64_t *slot = ft__map_upsert(&st->index[section], (uint64_t)cat << 32 | id);
-  if (!slot) return NULL;
-  if (!*slot) {
-    ft_stat_row *r = ft__vec_push(&st->rows[section]);
-    if (!r) return NULL;
-    r->name_id = id;
-    r->cat = cat;
-    r->comm = section == FT_STAT_KERNELS && ft_stats_is_comm(ft__intern_str(&st->names, id));
-    *slot = st->rows[section].len;
-  }
-  *last = (ft_stat_last){true, cat, id, *slot - 1};
-  return ft__vec_at(&st->rows[section], *slot - 1);
-}
-
-bool ft_stats_is_comm(const char *name) {
-  return strcasestr(name, "nccl") || strcasestr(name, "hccl") || strcasestr(name, "rccl");
-}
-
-/* torch.autograd.profiler.emit_nvtx names ranges "aten::mm, seq = 3, op_id = 7,
- * sizes = [...]": group them by the op name. */
-static size_t op_name_len(const char *name, size_t len) {
-  static const char *const tails[] = {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
-  if (!memchr(name, ',', len)) return len; /* most names: no memmem (perf: 2 % of a read) */
-  size_t cut = len;
-  for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
-    const char *p = memmem(name, len, tails[i], strlen(tails[i]));
-    if (p && (size_t)(p - name) < cut) cut = (size_t)(p - name);
-  }
-  return cut;
-}
-
-/* The section of a complete event's category, including older kineto spellings
- * (Runtime, Memcpy, Memset, Operator) and MTIA's. */
-enum sec {
-  SEC_UNKNOWN, SEC_IGNORED, SEC_KERNEL, SEC_MEMCPY, SEC_MEMSET, SEC_RUNTIME, SEC_DRIVER, SEC_OP, SEC_RANGE,
-  SEC_GPU_RANGE
-};
-
-/* kineto's activity types (libkineto ActivityType.cpp) and their older
- * spellings; those that are not device work or calls are read and ignored, any
- * other category is counted and named in one line. */
-static enum sec section_of(const char *c) {
-  static const struct {
-    const char *cat;
-    enum sec sec;
-  } cats[] = {
-      {"kernel", SEC_KERNEL},         {"mtia_ccp_events", SEC_KERNEL},      {"gpu_memcpy", SEC_MEMCPY},
-      {"memcpy", SEC_MEMCPY},         {"gpu_memset", SEC_MEMSET},           {"memset", SEC_MEMSET},
-      {"cuda_runtime", SEC_RUNTIME},  {"privateuse1_runtime", SEC_RUNTIME}, {"runtime", SEC_RUNTIME},
-      {"mtia_runtime", SEC_RUNTIME},  {"xpu_runtime", SEC_RUNTIME},         {"glow_runtime", SEC_RUNTIME},
-      {"cuda_driver", SEC_DRIVER},    {"privateuse1_driver", SEC_DRIVER},   {"xpu_driver", SEC_DRIVER},
-      {"cpu_op", SEC_OP},             {"operator", SEC_OP},                 {"hpu_op", SEC_OP},
-      {"user_annotation", SEC_RANGE}, {"gpu_user_annotation", SEC_GPU_RANGE},
-      {"python_function", SEC_IGNORED}, {"python", SEC_IGNORED},            {"overhead", SEC_IGNORED},
-      {"cuda_sync", SEC_IGNORED},     {"cpu_instant_event", SEC_IGNORED},   {"cuda_profiler_range", SEC_IGNORED},
-      {"trace", SEC_IGNORED},         {"fwdbwd", SEC_IGNORED},              {"ac2g", SEC_IGNORED},
-      {"mtia_insight", SEC_IGNORED},  {"external_correlation", SEC_IGNORED}, {"collective_comm", SEC_IGNORED},
-      {"mtia_counters", SEC_IGNORED},
-  };
-  for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++)
-    if (!strcasecmp(c, cats[i].cat)) return cats[i].sec;
-  return SEC_UNKNOWN;
-}
-
 /* The cache entry of a category (cut to 39 bytes, up to a NUL as a C string):
  * categories repeat, so the latest are compared first, without a copy. */
 static unsigned cat_entry(reader *r, const unsigned char *s, size_t n) {
@@ -264,125 +178,8 @@ static unsigned cat_entry(reader *r, const unsigned char *s, size_t n) {
   memcpy(r->cats[i].s, s, m);
   r->cats[i].s[m] = '\0';
   r->cats[i].len = m;
-  r->cats[i].sec = (int)section_of(r->cats[i].s);
+  r->cats[i].sec = (int)ft__stats_section_of(r->cats[i].s);
   return i;
-}
-
-static bool count_unknown(ft_stats *st, const char *cat) {
-  uint32_t id;
-  if (ft__intern(&st->names, *cat ? cat : "(none)", *cat ? strlen(cat) : 6, &id)) return false;
-  uint64_t *n = ft__map_upsert(&st->unknown_cats, id);
-  if (!n) return false;
-  ++*n;
-  st->skipped.unknown_cat++;
-  return true;
-}
-
-/* Keeps the trace_limit earliest device events: a max-heap by ts. */
-static bool trace_keep(ft_stats *st, const ft_stat_event *e) {
-  ft_stat_event *h = st->trace;
-  size_t n = st->n_trace, i;
-  if (n == st->trace_limit) {
-    if (e->ts >= h[0].ts) return true;
-    i = 0; /* replace the latest, sift down */
-    for (;;) {
-      size_t c = 2 * i + 1;
-      if (c >= n) break;
-      if (c + 1 < n && h[c + 1].ts > h[c].ts) c++;
-      if (h[c].ts <= e->ts) break;
-      h[i] = h[c];
-      i = c;
-    }
-    h[i] = *e;
-    return true;
-  }
-  /* The heap grows as events come (64, then doubling, up to the limit): a limit far
-   * above the events a file has (-n 1000000000, or 0: all) costs what is kept. Its
-   * capacity is implied by n: a power of two from 64, or the limit. */
-  if (!n || (n >= 64 && !(n & (n - 1)))) {
-    if (n > SIZE_MAX / 2 / sizeof *h) return false;
-    size_t cap = n ? 2 * n : 64;
-    if (cap > st->trace_limit) cap = st->trace_limit;
-    if (!(h = realloc(h, cap * sizeof *h))) return false;
-    st->trace = h;
-  }
-  for (i = st->n_trace++; i && h[(i - 1) / 2].ts < e->ts; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
-  h[i] = *e;
-  return true;
-}
-
-/* Device time of External id ext: to its op when read, else held until it is. */
-static bool attribute(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns) {
-  st->device_ns += ns;
-  if (!has_ext) return true;
-  uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)ext);
-  if (!v) return false;
-  if (*v & JOIN_OP) {
-    ((ft_stat_row *)ft__vec_at(&st->rows[FT_STAT_OPS], *v & ~JOIN_OP))->self_ns += ns;
-    st->attributed_ns += ns;
-  } else {
-    *v += ns; /* the sum of a file's device times stays below 2^63: times are bounded */
-  }
-  return true;
-}
-
-/* What event e adds to st (name and cat: C strings). */
-static bool apply_event(ft_stats *st, const ev *e, const char *name, const char *cat_s) {
-  enum sec sec = (enum sec)e->sec;
-  int64_t dur = e->dur;
-  ft_stat_row *row_p = NULL;
-  switch (sec) {
-  case SEC_IGNORED: return true;
-  case SEC_UNKNOWN: return count_unknown(st, cat_s);
-  case SEC_KERNEL: row_p = row(st, FT_STAT_KERNELS, name, e->name_len, 0); break;
-  case SEC_MEMCPY:
-  case SEC_MEMSET:
-    row_p = row(st, FT_STAT_MEMORY, name, e->name_len, sec == SEC_MEMSET ? FT_STAT_CAT_MEMSET : FT_STAT_CAT_MEMCPY);
-    if (row_p && !ft_dist_add(&row_p->b, e->bytes)) return false;
-    break;
-  case SEC_RUNTIME:
-  case SEC_DRIVER:
-    row_p = row(st, FT_STAT_API, name, e->name_len, sec == SEC_DRIVER ? FT_STAT_CAT_DRIVER : FT_STAT_CAT_RUNTIME);
-    break;
-  case SEC_GPU_RANGE: /* a projection: not device work of its own (busy % counts its kernels) */
-    row_p = row(st, FT_STAT_GPU_RANGES, name, e->name_len, 0);
-    return row_p && ft_dist_add(&row_p->t, (uint64_t)dur);
-  case SEC_RANGE:
-    row_p = row(st, FT_STAT_RANGES, name, e->name_len, 0);
-    if (!row_p || !ft_dist_add(&row_p->t, (uint64_t)dur)) return false;
-    __attribute__((fallthrough)); /* a range is also an op (self device time) */
-  case SEC_OP: {
-    ft_stat_row *op = row(st, FT_STAT_OPS, name, op_name_len(name, e->name_len), 0);
-    if (!op) return false;
-    op->calls++;
-    if (!e->has_ext) return true;
-    uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)e->ext);
-    if (!v) return false;
-    if (!(*v & JOIN_OP)) { /* device work that came first */
-      op->self_ns += *v;
-      st->attributed_ns += *v;
-    }
-    *v = JOIN_OP | (ft__map_find(&st->index[FT_STAT_OPS], op->name_id)[0] - 1);
-    return true;
-  }
-  }
-  if (!row_p || !ft_dist_add(&row_p->t, (uint64_t)dur)) return false;
-  if (sec == SEC_RUNTIME || sec == SEC_DRIVER) return true;
-  bool over;
-  ft_stat_device *d = ft__stats_device(st, e->dev, &over);
-  if ((!d && !over) || !attribute(st, e->has_ext, e->ext, (uint64_t)dur)) return false;
-  if (over) {
-    st->device_cap_events++;
-  } else {
-    if (!ft__add_interval(&d->all, e->ts, e->ts + dur)) return false;
-    if (st->timeline && sec != SEC_KERNEL && !ft__add_interval(&d->copy, e->ts, e->ts + dur)) return false;
-  }
-  if (st->trace_limit) {
-    ft_stat_event t = {e->ts, dur, e->dev, e->bytes, row_p->name_id, 0, (uint8_t)(sec == SEC_MEMCPY ? 1 : sec == SEC_MEMSET)};
-    if (sec == SEC_MEMSET) t.kind = 2;
-    return trace_keep(st, &t);
-  }
-  return true;
 }
 
 /* Appends n bytes and a NUL to b's text; their offset, or UINT32_MAX without memory. */
@@ -403,16 +200,16 @@ static uint32_t batch_text(ft__evbatch *b, const char *s, size_t n) {
   return at;
 }
 
-static bool batch_add(ft__evbatch *b, ev e, const char *name, const char *cat_s) {
+static bool batch_add(ft__evbatch *b, ft__ev e, const char *name, const char *cat_s) {
   if (b->n == b->cap) {
     size_t cap = b->cap ? 2 * b->cap : 4096;
-    ev *p = realloc(b->ev, cap * sizeof *p);
+    ft__ev *p = realloc(b->ev, cap * sizeof *p);
     if (!p) return false;
     b->ev = p;
     b->cap = cap;
   }
   if ((e.name_off = batch_text(b, name, e.name_len)) == UINT32_MAX) return false;
-  if (e.sec == SEC_UNKNOWN && (e.cat_off = batch_text(b, cat_s, strlen(cat_s))) == UINT32_MAX) return false;
+  if (e.sec == FT__SEC_UNKNOWN && (e.cat_off = batch_text(b, cat_s, strlen(cat_s))) == UINT32_MAX) return false;
   b->ev[b->n++] = e;
   return true;
 }
@@ -436,19 +233,19 @@ static bool process_event(reader *r) {
   }
   unsigned cat = r->has_cat ? r->cat : cat_entry(r, (const unsigned char *)"", 0);
   int sec = r->cats[cat].sec;
-  if (r->bad_bytes && (sec == SEC_MEMCPY || sec == SEC_MEMSET)) { /* its size is unknown, not 0 */
+  if (r->bad_bytes && (sec == FT__SEC_MEMCPY || sec == FT__SEC_MEMSET)) { /* its size is unknown, not 0 */
     c->bad_bytes++;
     return true;
   }
   int64_t dur = r->dur; /* both within +-4e18: the sum fits */
   if (c->first_ns > r->ts) c->first_ns = r->ts;
   if (c->last_ns < r->ts + dur) c->last_ns = r->ts + dur;
-  if (sec == SEC_IGNORED) return true;
-  c->cut_strings += r->name_cut && sec != SEC_UNKNOWN; /* names of the events summarized */
-  ev e = {r->ts, dur, r->pid_num ? r->pid : -1, r->ext, r->bytes, 0, (uint32_t)r->name_len, 0,
+  if (sec == FT__SEC_IGNORED) return true;
+  c->cut_strings += r->name_cut && sec != FT__SEC_UNKNOWN; /* names of the events summarized */
+  ft__ev e = {r->ts, dur, r->pid_num ? r->pid : -1, r->ext, r->bytes, 0, (uint32_t)r->name_len, 0,
           (uint8_t)r->cats[cat].sec, r->has_ext};
   const char *name = r->name ? r->name : "";
-  return r->sink ? batch_add(r->sink, e, name, r->cats[cat].s) : apply_event(r->st, &e, name, r->cats[cat].s);
+  return r->sink ? batch_add(r->sink, e, name, r->cats[cat].s) : ft__stats_apply(r->st, &e, name, r->cats[cat].s);
 }
 
 static void counts_add(ft__evcounts *to, const ft__evcounts *c) {
@@ -808,7 +605,7 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
       st->segments_taken++;
       bool ok = true;
       for (size_t i = 0; ok && i < b->n; i++)
-        ok = apply_event(st, &b->ev[i], b->text + b->ev[i].name_off, b->text + b->ev[i].cat_off);
+        ok = ft__stats_apply(st, &b->ev[i], b->text + b->ev[i].name_off, b->text + b->ev[i].cat_off);
       if (!ok) {
         snprintf(err, errlen, "out of memory");
         status = FT_ENOMEM;
@@ -857,107 +654,4 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   /* The External id join is per file: ids restart in every rank's trace. */
   ft__join_free(&st->ext_op);
   return status;
-}
-
-ft_status ft_stats_init(ft_stats *st) {
-  memset(st, 0, sizeof *st);
-  ft__hash_key_init(); /* the join's and device table's slots (keyed_hash.h) */
-  ft__intern_init(&st->names);
-  for (int i = 0; i < FT_STAT_N_SECTIONS; i++) {
-    ft__vec_init(&st->rows[i], sizeof(ft_stat_row), 10);
-    if (ft__map_init(&st->index[i], 256)) return FT_ENOMEM;
-  }
-  if (ft__map_init(&st->unknown_cats, 8)) return FT_ENOMEM;
-  st->meta.rank = -1;
-  st->meta.device_activity = -1;
-  st->first_ns = INT64_MAX;
-  st->last_ns = INT64_MIN;
-  st->parse_threads = -1;
-  return FT_OK;
-}
-
-void ft_stats_free(ft_stats *st) {
-  ft__intern_free(&st->names);
-  for (int i = 0; i < FT_STAT_N_SECTIONS; i++) {
-    for (size_t k = 0; k < st->rows[i].len; k++) {
-      ft_stat_row *r = ft__vec_at(&st->rows[i], k);
-      ft_dist_free(&r->t);
-      ft_dist_free(&r->b);
-    }
-    ft__vec_free(&st->rows[i]);
-    ft__map_free(&st->index[i]);
-  }
-  ft__join_free(&st->ext_op);
-  ft__join_free(&st->device_index);
-  ft__map_free(&st->unknown_cats);
-  for (size_t i = 0; i < st->n_devices; i++) {
-    ft__ivset_free(&st->devices[i].all);
-    ft__ivset_free(&st->devices[i].copy);
-  }
-  free(st->devices);
-  free(st->trace);
-}
-
-void ft_stats_finish(ft_stats *st) {
-  /* self device time of an op: device events whose External id is one of its
-   * calls (the innermost op that launched them); the rest is left unattributed */
-  uint64_t unattributed = st->device_ns - st->attributed_ns;
-  if (unattributed && st->rows[FT_STAT_OPS].len) {
-    ft_stat_row *r = row(st, FT_STAT_OPS, "(no op)", 7, 0);
-    if (r) r->self_ns += unattributed;
-  }
-}
-
-uint64_t ft_stats_span(const ft_stats *st) {
-  /* both ends lie within +-8e18 ns: the difference fits unsigned */
-  return st->last_ns > st->first_ns ? (uint64_t)st->last_ns - (uint64_t)st->first_ns : 0;
-}
-
-static int by_device(const void *a, const void *b) {
-  const ft_stat_busy *x = a, *y = b;
-  return (x->device > y->device) - (x->device < y->device);
-}
-
-ft_stat_busy *ft_stats_busy(ft_stats *st, size_t *n) {
-  *n = 0;
-  if (!st->n_devices) return NULL;
-  ft_stat_busy *out = malloc(st->n_devices * sizeof *out);
-  if (!out) {
-    *n = SIZE_MAX;
-    return NULL;
-  }
-  memset(out, 0, st->n_devices * sizeof *out);
-  uint64_t span_ns = ft_stats_span(st);
-  uint64_t *bins = st->timeline ? malloc(2 * FT_TIMELINE_BINS * sizeof *bins) : NULL;
-  bool ok = !st->timeline || bins;
-  for (size_t i = 0; ok && i < st->n_devices; i++) {
-    uint64_t busy, copy;
-    if (bins) memset(bins, 0, 2 * FT_TIMELINE_BINS * sizeof *bins);
-    ok = ft__device_busy(&st->devices[i].all, &busy, bins, st->first_ns, span_ns) &&
-         ft__device_busy(&st->devices[i].copy, &copy, bins ? bins + FT_TIMELINE_BINS : NULL, st->first_ns, span_ns);
-    out[i] = (ft_stat_busy){st->devices[i].id, busy, NULL, NULL};
-    if (ok && bins) { /* per mille of each bin's width */
-      out[i].busy_bins = malloc(2 * FT_TIMELINE_BINS * sizeof *out[i].busy_bins);
-      ok = out[i].busy_bins != NULL;
-      for (size_t k = 0; ok && k < 2 * FT_TIMELINE_BINS; k++) {
-        uint64_t w = span_ns / FT_TIMELINE_BINS + 1, v = bins[k] * 1000 / w;
-        out[i].busy_bins[k] = (uint32_t)(v > 1000 ? 1000 : v);
-      }
-      if (ok) out[i].copy_bins = out[i].busy_bins + FT_TIMELINE_BINS;
-    }
-  }
-  free(bins);
-  if (!ok) {
-    ft_stats_busy_free(out, st->n_devices);
-    *n = SIZE_MAX;
-    return NULL;
-  }
-  qsort(out, st->n_devices, sizeof *out, by_device);
-  *n = st->n_devices;
-  return out;
-}
-
-void ft_stats_busy_free(ft_stat_busy *b, size_t n) {
-  for (size_t i = 0; b && i < n; i++) free(b[i].busy_bins);
-  free(b);
 }

@@ -1,0 +1,247 @@
+/* What each trace event adds to a `flagtrace stats` summary: its row, op attribution, device intervals, the kept events. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "stats_internal.h"
+
+static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len, uint8_t cat) {
+  /* a small cache first: names repeat, and comparing is cheaper than hashing a
+   * long kernel name (perf: ft__intern was 12 % of a read) */
+  uint64_t head = 0, tail = 0; /* a cheap key: the length, the first and last 8 bytes */
+  memcpy(&head, name, len < 8 ? len : 8);
+  if (len > 8) memcpy(&tail, name + len - 8, 8);
+  ft_stat_last *last = &st->last[section][ft__cache_mix(head ^ (tail * 31) ^ len) % FT_STAT_ROW_CACHE];
+  if (last->valid && last->cat == cat && ft__intern_len(&st->names, last->name_id) == len &&
+      !memcmp(ft__intern_str(&st->names, last->name_id), name, len))
+    return ft__vec_at(&st->rows[section], last->index);
+  uint32_t id;
+  if (ft__intern(&st->names, name, len, &id)) return NULL;
+  uint64_t *slot = ft__map_upsert(&st->index[section], (uint64_t)cat << 32 | id);
+  if (!slot) return NULL;
+  if (!*slot) {
+    ft_stat_row *r = ft__vec_push(&st->rows[section]);
+    if (!r) return NULL;
+    r->name_id = id;
+    r->cat = cat;
+    r->comm = section == FT_STAT_KERNELS && ft_stats_is_comm(ft__intern_str(&st->names, id));
+    *slot = st->rows[section].len;
+  }
+  *last = (ft_stat_last){true, cat, id, *slot - 1};
+  return ft__vec_at(&st->rows[section], *slot - 1);
+}
+
+bool ft_stats_is_comm(const char *name) {
+  return strcasestr(name, "nccl") || strcasestr(name, "hccl") || strcasestr(name, "rccl");
+}
+
+/* torch.autograd.profiler.emit_nvtx names ranges "aten::mm, seq = 3, op_id = 7,
+ * sizes = [...]": group them by the op name. */
+static size_t op_name_len(const char *name, size_t len) {
+  static const char *const tails[] = {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
+  if (!memchr(name, ',', len)) return len; /* most names: no memmem (perf: 2 % of a read) */
+  size_t cut = len;
+  for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+    const char *p = memmem(name, len, tails[i], strlen(tails[i]));
+    if (p && (size_t)(p - name) < cut) cut = (size_t)(p - name);
+  }
+  return cut;
+}
+
+/* kineto's activity types (libkineto ActivityType.cpp) and their older
+ * spellings; those that are not device work or calls are read and ignored, any
+ * other category is counted and named in one line. */
+enum ft__sec ft__stats_section_of(const char *c) {
+  static const struct {
+    const char *cat;
+    enum ft__sec sec;
+  } cats[] = {
+      {"kernel", FT__SEC_KERNEL},         {"mtia_ccp_events", FT__SEC_KERNEL},      {"gpu_memcpy", FT__SEC_MEMCPY},
+      {"memcpy", FT__SEC_MEMCPY},         {"gpu_memset", FT__SEC_MEMSET},           {"memset", FT__SEC_MEMSET},
+      {"cuda_runtime", FT__SEC_RUNTIME},  {"privateuse1_runtime", FT__SEC_RUNTIME}, {"runtime", FT__SEC_RUNTIME},
+      {"mtia_runtime", FT__SEC_RUNTIME},  {"xpu_runtime", FT__SEC_RUNTIME},         {"glow_runtime", FT__SEC_RUNTIME},
+      {"cuda_driver", FT__SEC_DRIVER},    {"privateuse1_driver", FT__SEC_DRIVER},   {"xpu_driver", FT__SEC_DRIVER},
+      {"cpu_op", FT__SEC_OP},             {"operator", FT__SEC_OP},                 {"hpu_op", FT__SEC_OP},
+      {"user_annotation", FT__SEC_RANGE}, {"gpu_user_annotation", FT__SEC_GPU_RANGE},
+      {"python_function", FT__SEC_IGNORED}, {"python", FT__SEC_IGNORED},            {"overhead", FT__SEC_IGNORED},
+      {"cuda_sync", FT__SEC_IGNORED},     {"cpu_instant_event", FT__SEC_IGNORED},   {"cuda_profiler_range", FT__SEC_IGNORED},
+      {"trace", FT__SEC_IGNORED},         {"fwdbwd", FT__SEC_IGNORED},              {"ac2g", FT__SEC_IGNORED},
+      {"mtia_insight", FT__SEC_IGNORED},  {"external_correlation", FT__SEC_IGNORED}, {"collective_comm", FT__SEC_IGNORED},
+      {"mtia_counters", FT__SEC_IGNORED},
+  };
+  for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++)
+    if (!strcasecmp(c, cats[i].cat)) return cats[i].sec;
+  return FT__SEC_UNKNOWN;
+}
+
+static bool count_unknown(ft_stats *st, const char *cat) {
+  uint32_t id;
+  if (ft__intern(&st->names, *cat ? cat : "(none)", *cat ? strlen(cat) : 6, &id)) return false;
+  uint64_t *n = ft__map_upsert(&st->unknown_cats, id);
+  if (!n) return false;
+  ++*n;
+  st->skipped.unknown_cat++;
+  return true;
+}
+
+/* Keeps the trace_limit earliest device events: a max-heap by ts. */
+static bool trace_keep(ft_stats *st, const ft_stat_event *e) {
+  ft_stat_event *h = st->trace;
+  size_t n = st->n_trace, i;
+  if (n == st->trace_limit) {
+    if (e->ts >= h[0].ts) return true;
+    i = 0; /* replace the latest, sift down */
+    for (;;) {
+      size_t c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && h[c + 1].ts > h[c].ts) c++;
+      if (h[c].ts <= e->ts) break;
+      h[i] = h[c];
+      i = c;
+    }
+    h[i] = *e;
+    return true;
+  }
+  /* The heap grows as events come (64, then doubling, up to the limit): a limit far
+   * above the events a file has (-n 1000000000, or 0: all) costs what is kept. Its
+   * capacity is implied by n: a power of two from 64, or the limit. */
+  if (!n || (n >= 64 && !(n & (n - 1)))) {
+    if (n > SIZE_MAX / 2 / sizeof *h) return false;
+    size_t cap = n ? 2 * n : 64;
+    if (cap > st->trace_limit) cap = st->trace_limit;
+    if (!(h = realloc(h, cap * sizeof *h))) return false;
+    st->trace = h;
+  }
+  for (i = st->n_trace++; i && h[(i - 1) / 2].ts < e->ts; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+  h[i] = *e;
+  return true;
+}
+
+/* Device time of External id ext: to its op when read, else held until it is. */
+static bool attribute(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns) {
+  st->device_ns += ns;
+  if (!has_ext) return true;
+  uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)ext);
+  if (!v) return false;
+  if (*v & JOIN_OP) {
+    ((ft_stat_row *)ft__vec_at(&st->rows[FT_STAT_OPS], *v & ~JOIN_OP))->self_ns += ns;
+    st->attributed_ns += ns;
+  } else {
+    *v += ns; /* the sum of a file's device times stays below 2^63: times are bounded */
+  }
+  return true;
+}
+
+/* (stats_internal.h) */
+bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char *cat_s) {
+  enum ft__sec sec = (enum ft__sec)e->sec;
+  int64_t dur = e->dur;
+  ft_stat_row *row_p = NULL;
+  switch (sec) {
+  case FT__SEC_IGNORED: return true;
+  case FT__SEC_UNKNOWN: return count_unknown(st, cat_s);
+  case FT__SEC_KERNEL: row_p = row(st, FT_STAT_KERNELS, name, e->name_len, 0); break;
+  case FT__SEC_MEMCPY:
+  case FT__SEC_MEMSET:
+    row_p = row(st, FT_STAT_MEMORY, name, e->name_len, sec == FT__SEC_MEMSET ? FT_STAT_CAT_MEMSET : FT_STAT_CAT_MEMCPY);
+    if (row_p && !ft_dist_add(&row_p->b, e->bytes)) return false;
+    break;
+  case FT__SEC_RUNTIME:
+  case FT__SEC_DRIVER:
+    row_p = row(st, FT_STAT_API, name, e->name_len, sec == FT__SEC_DRIVER ? FT_STAT_CAT_DRIVER : FT_STAT_CAT_RUNTIME);
+    break;
+  case FT__SEC_GPU_RANGE: /* a projection: not device work of its own (busy % counts its kernels) */
+    row_p = row(st, FT_STAT_GPU_RANGES, name, e->name_len, 0);
+    return row_p && ft_dist_add(&row_p->t, (uint64_t)dur);
+  case FT__SEC_RANGE:
+    row_p = row(st, FT_STAT_RANGES, name, e->name_len, 0);
+    if (!row_p || !ft_dist_add(&row_p->t, (uint64_t)dur)) return false;
+    __attribute__((fallthrough)); /* a range is also an op (self device time) */
+  case FT__SEC_OP: {
+    ft_stat_row *op = row(st, FT_STAT_OPS, name, op_name_len(name, e->name_len), 0);
+    if (!op) return false;
+    op->calls++;
+    if (!e->has_ext) return true;
+    uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)e->ext);
+    if (!v) return false;
+    if (!(*v & JOIN_OP)) { /* device work that came first */
+      op->self_ns += *v;
+      st->attributed_ns += *v;
+    }
+    *v = JOIN_OP | (ft__map_find(&st->index[FT_STAT_OPS], op->name_id)[0] - 1);
+    return true;
+  }
+  }
+  if (!row_p || !ft_dist_add(&row_p->t, (uint64_t)dur)) return false;
+  if (sec == FT__SEC_RUNTIME || sec == FT__SEC_DRIVER) return true;
+  bool over;
+  ft_stat_device *d = ft__stats_device(st, e->dev, &over);
+  if ((!d && !over) || !attribute(st, e->has_ext, e->ext, (uint64_t)dur)) return false;
+  if (over) {
+    st->device_cap_events++;
+  } else {
+    if (!ft__add_interval(&d->all, e->ts, e->ts + dur)) return false;
+    if (st->timeline && sec != FT__SEC_KERNEL && !ft__add_interval(&d->copy, e->ts, e->ts + dur)) return false;
+  }
+  if (st->trace_limit) {
+    ft_stat_event t = {e->ts, dur, e->dev, e->bytes, row_p->name_id, 0, (uint8_t)(sec == FT__SEC_MEMCPY ? 1 : sec == FT__SEC_MEMSET)};
+    if (sec == FT__SEC_MEMSET) t.kind = 2;
+    return trace_keep(st, &t);
+  }
+  return true;
+}
+
+ft_status ft_stats_init(ft_stats *st) {
+  memset(st, 0, sizeof *st);
+  ft__hash_key_init(); /* the join's and device table's slots (keyed_hash.h) */
+  ft__intern_init(&st->names);
+  for (int i = 0; i < FT_STAT_N_SECTIONS; i++) {
+    ft__vec_init(&st->rows[i], sizeof(ft_stat_row), 10);
+    if (ft__map_init(&st->index[i], 256)) return FT_ENOMEM;
+  }
+  if (ft__map_init(&st->unknown_cats, 8)) return FT_ENOMEM;
+  st->meta.rank = -1;
+  st->meta.device_activity = -1;
+  st->first_ns = INT64_MAX;
+  st->last_ns = INT64_MIN;
+  st->parse_threads = -1;
+  return FT_OK;
+}
+
+void ft_stats_free(ft_stats *st) {
+  ft__intern_free(&st->names);
+  for (int i = 0; i < FT_STAT_N_SECTIONS; i++) {
+    for (size_t k = 0; k < st->rows[i].len; k++) {
+      ft_stat_row *r = ft__vec_at(&st->rows[i], k);
+      ft_dist_free(&r->t);
+      ft_dist_free(&r->b);
+    }
+    ft__vec_free(&st->rows[i]);
+    ft__map_free(&st->index[i]);
+  }
+  ft__join_free(&st->ext_op);
+  ft__join_free(&st->device_index);
+  ft__map_free(&st->unknown_cats);
+  for (size_t i = 0; i < st->n_devices; i++) {
+    ft__ivset_free(&st->devices[i].all);
+    ft__ivset_free(&st->devices[i].copy);
+  }
+  free(st->devices);
+  free(st->trace);
+}
+
+void ft_stats_finish(ft_stats *st) {
+  /* self device time of an op: device events whose External id is one of its
+   * calls (the innermost op that launched them); the rest is left unattributed */
+  uint64_t unattributed = st->device_ns - st->attributed_ns;
+  if (unattributed && st->rows[FT_STAT_OPS].len) {
+    ft_stat_row *r = row(st, FT_STAT_OPS, "(no op)", 7, 0);
+    if (r) r->self_ns += unattributed;
+  }
+}
+
+uint64_t ft_stats_span(const ft_stats *st) {
+  /* both ends lie within +-8e18 ns: the difference fits unsigned */
+  return st->last_ns > st->first_ns ? (uint64_t)st->last_ns - (uint64_t)st->first_ns : 0;
+}
