@@ -5,52 +5,8 @@
 #include <stdio.h>
 
 #include "out_file.h"
+#include "reports.h"
 #include "stats.h"
-
-/* Column kinds: how a cell is formatted (the same digits in every format). */
-enum { COL_STR, COL_U64, COL_I64, COL_US, COL_PCT, COL_F3 };
-
-typedef struct ft_col {
-  const char *key;   /* csv/json name, unit included (total_us) */
-  const char *title; /* the table's header */
-  int kind, width;
-} ft_col;
-
-typedef union ft_cell {
-  const char *s;
-  uint64_t u;
-  int64_t i;
-  double d;
-} ft_cell;
-
-typedef struct ft_report {
-  const char *key, *title;
-  const ft_col *cols;
-  int n_cols;
-  ft_cell *cells; /* n_rows * n_cols */
-  size_t n_rows;
-  char *strs; /* owned strings (file names are borrowed) */
-} ft_report;
-
-enum {
-  REP_KERNELS, REP_API, REP_MEMORY, REP_MEMSIZE, REP_RANGES, REP_GPU_RANGES, REP_OPS, REP_GPU, REP_RANKS, REP_TRACE,
-  REP_N
-};
-extern const char *const ft_report_names[REP_N];
-
-typedef struct ft_report_opts {
-  unsigned reports; /* 1 << REP_* */
-  int sort;         /* SORT_* */
-  size_t limit;     /* rows per report, 0: all */
-  bool by_rank;
-} ft_report_opts;
-
-enum { SORT_TOTAL, SORT_COUNT, SORT_AVG, SORT_MEDIAN, SORT_MIN, SORT_MAX, SORT_STDDEV, SORT_NAME, SORT_N };
-extern const char *const ft_sort_names[SORT_N];
-
-/* Builds report r of the job (by_rank: one set of rows per file, a rank column). */
-ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const ft_report_opts *o);
-void ft_report_free(ft_report *rep);
 
 /* Writers. name_width: table names are cut to it (0: never cut). */
 void ft_report_table(FILE *f, const ft_report *rep, size_t name_width);
@@ -94,6 +50,10 @@ int ft_outputs_check(const char *const *names, size_t n, bool force, bool *exist
  * -1 with err set and nothing opened or created. */
 int ft_outputs_open(ft_outfile *files, const char *const *names, size_t n, bool force, bool *exists, char *err,
                     size_t errlen);
+
+/* The job's lines for stderr, each after prefix: the events skipped and why (one
+ * line), names cut, devices past the cap, and files that claim the same rank. */
+void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix);
 
 /* The table form of a name: its control characters escaped (ft__visible). */
 void ft_put_visible(FILE *f, const char *s);

@@ -1,4 +1,4 @@
-/* Unit tests of the stats reader's JSON parser (src/cli/json_scan.c): tokens, escapes, chunk splits, errors, depth. */
+/* Unit tests of the stats reader's JSON parser (src/analysis/json_scan.c): tokens, escapes, chunk splits, errors, depth. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

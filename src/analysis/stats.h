@@ -225,9 +225,7 @@ ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n,
 ft_status ft_stat_job_read_mem(ft_stat_job *job, const char *name, const char *data, size_t len, bool timeline,
                                size_t trace_limit, bool by_rank, char *err, size_t errlen);
 void ft_stat_job_free(ft_stat_job *job);
-/* The job's lines for stderr, each after prefix: the events skipped and why (one
- * line), names cut, devices past the cap, and files that claim the same rank. */
-void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix);
+
 
 /* True when the name is a collective-communication kernel (NCCL, HCCL, RCCL). */
 bool ft_stats_is_comm(const char *name);

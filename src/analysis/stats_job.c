@@ -8,9 +8,7 @@
 #include <unistd.h>
 
 #include "deflate.h" /* ft__cpus */
-#include "out_file.h" /* ft__visible */
 #include "stats.h"
-#include "stats_out.h" /* ft_put_visible */
 
 /* Adds src's rows into dst (names re-interned in dst's table). */
 static bool merge_rows(ft_stats *dst, const ft_stats *src) {
@@ -271,82 +269,6 @@ static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, 
 
 uint64_t ft_stat_skips_total(const ft_stat_skips *k) {
   return k->bad_time + k->time_range + k->unknown_cat + k->no_dur + k->neg_dur + k->bad_bytes;
-}
-
-static int by_rank_then_file(const void *a, const void *b) {
-  const ft_stat_file *x = *(const ft_stat_file *const *)a, *y = *(const ft_stat_file *const *)b;
-  return x->rank != y->rank ? (x->rank > y->rank) - (x->rank < y->rank) : (x > y) - (x < y);
-}
-
-void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix) {
-  const ft_stat_skips *k = &job->skipped;
-  uint64_t n = ft_stat_skips_total(k);
-  if (n) { /* one line: every reason, then the unknown categories by name */
-    fprintf(f, "%s%llu events skipped: ", prefix, (unsigned long long)n);
-    const struct {
-      uint64_t n;
-      const char *why;
-    } parts[] = {{k->bad_time, "with ts missing or ts/dur not a number"},
-                 {k->no_dur, "with no dur"},
-                 {k->neg_dur, "with a negative dur"},
-                 {k->time_range, "with ts or dur beyond +-4e+15 us"},
-                 {k->bad_bytes, "copies or sets whose bytes is not a whole number in [0, 2^63)"}};
-    const char *sep = "";
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-      if (!parts[i].n) continue;
-      fprintf(f, "%s%llu %s", sep, (unsigned long long)parts[i].n, parts[i].why);
-      sep = ", ";
-    }
-    if (k->unknown_cat) {
-      fprintf(f, "%sunknown categories", *sep ? "; " : "");
-      const ft__map *u = &job->total.unknown_cats;
-      sep = " ";
-      for (size_t i = 0; i < u->cap; i++) {
-        if (!u->used[i]) continue;
-        fprintf(f, "%s\"", sep); /* a category is the trace's text: shown escaped */
-        ft_put_visible(f, ft__intern_str(&job->total.names, (uint32_t)u->keys[i]));
-        fprintf(f, "\" (%llu)", (unsigned long long)u->vals[i]);
-        sep = ", ";
-      }
-    }
-    fputc('\n', f);
-  }
-  for (size_t i = 0; i < job->n_files; i++) {
-    const ft_stat_file *x = &job->files[i];
-    char path[1024]; /* a file name is shown escaped: one line whatever it holds */
-    ft__visible(path, sizeof path, x->path);
-    if (x->cut_strings)
-      fprintf(f, "%snote: %s: %llu name%s longer than %d KiB cut to their first %d KiB\n", prefix, path,
-              (unsigned long long)x->cut_strings, x->cut_strings == 1 ? "" : "s", FT_STATS_KEEP >> 10,
-              FT_STATS_KEEP >> 10);
-    if (x->device_cap_events)
-      fprintf(f, "%snote: %s has more than %d devices: busy %% and the timeline leave out the %llu events of the "
-                 "others (every other report has them)\n",
-              prefix, path, FT_STATS_MAX_DEVICES, (unsigned long long)x->device_cap_events);
-  }
-  /* files that claim one rank (a file without distributedInfo takes its position
-   * as its rank): their rows stay apart, each under its own file */
-  const ft_stat_file **by = job->n_files > 1 ? malloc(job->n_files * sizeof *by) : NULL;
-  if (!by) return;
-  for (size_t i = 0; i < job->n_files; i++) by[i] = &job->files[i];
-  qsort(by, job->n_files, sizeof *by, by_rank_then_file);
-  bool any = false;
-  for (size_t i = 0; i < job->n_files;) {
-    size_t e = i + 1;
-    while (e < job->n_files && by[e]->rank == by[i]->rank) e++;
-    if (e - i > 1) {
-      if (!any) fprintf(f, "%swarning: files claim the same rank (their rows stay apart, by file): ", prefix);
-      fprintf(f, "%srank %lld:", any ? "; " : "", (long long)by[i]->rank);
-      for (size_t g = i; g < e; g++) {
-        fputs(g > i ? ", " : " ", f);
-        ft_put_visible(f, by[g]->path);
-      }
-      any = true;
-    }
-    i = e;
-  }
-  if (any) fputc('\n', f);
-  free(by);
 }
 
 void ft_stat_job_free(ft_stat_job *job) {

@@ -1,0 +1,296 @@
+/* The reports of a job as rows of typed cells: what stats, report and the Python API show. */
+#define _GNU_SOURCE
+#include "reports.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *const ft_report_names[REP_N] = {"kernels", "api",   "memory", "memsize", "ranges",
+                                            "gpu_ranges", "ops", "gpu",   "ranks",   "trace"};
+const char *const ft_sort_names[SORT_N] = {"total", "count", "avg", "median", "min", "max", "stddev", "name"};
+
+#define RANK_COL {"rank", "Rank", COL_I64, 5}
+#define DIST_COLS(u, U)                                                                                        \
+  {"total_" u, "Total(" U ")", COL_US, 13}, {"calls", "Calls", COL_U64, 9}, {"avg_" u, "Avg(" U ")", COL_F3, 12},  \
+      {"median_" u, "Med(" U ")", COL_US, 12}, {"min_" u, "Min(" U ")", COL_US, 12}, {"max_" u, "Max(" U ")", COL_US, 12}, \
+      {"stddev_" u, "StdDev(" U ")", COL_F3, 12}
+
+static const ft_col kernel_cols[] = {RANK_COL, {"time_pct", "Time(%)", COL_PCT, 8}, DIST_COLS("us", "us"),
+                                     {"name", "Name", COL_STR, 0}};
+static const ft_col kind_cols[] = {RANK_COL, {"time_pct", "Time(%)", COL_PCT, 8}, DIST_COLS("us", "us"),
+                                   {"kind", "Kind", COL_STR, -8}, {"name", "Name", COL_STR, 0}};
+static const ft_col size_cols[] = {RANK_COL,
+                                   {"total_bytes", "Total(B)", COL_U64, 16},
+                                   {"calls", "Calls", COL_U64, 9},
+                                   {"avg_bytes", "Avg(B)", COL_F3, 16},
+                                   {"median_bytes", "Med(B)", COL_U64, 14},
+                                   {"min_bytes", "Min(B)", COL_U64, 14},
+                                   {"max_bytes", "Max(B)", COL_U64, 14},
+                                   {"stddev_bytes", "StdDev(B)", COL_F3, 16},
+                                   {"bandwidth_gb_s", "GB/s", COL_F3, 10},
+                                   {"kind", "Kind", COL_STR, -8},
+                                   {"name", "Name", COL_STR, 0}};
+static const ft_col ops_cols[] = {RANK_COL,
+                                  {"self_device_us", "Self device(us)", COL_US, 15},
+                                  {"calls", "Calls", COL_U64, 9},
+                                  {"avg_us_per_call", "Avg/call(us)", COL_F3, 13},
+                                  {"name", "Name", COL_STR, 0}};
+static const ft_col gpu_cols[] = {{"rank", "Rank", COL_I64, 5},          {"device", "Device", COL_I64, 7},
+                                  {"busy_us", "Busy(us)", COL_US, 16},   {"span_us", "Span(us)", COL_US, 16},
+                                  {"busy_pct", "Busy(%)", COL_PCT, 8},   {"file", "File", COL_STR, 0}};
+static const ft_col rank_cols[] = {{"rank", "Rank", COL_I64, 5},
+                                   {"devices", "Devices", COL_U64, 8},
+                                   {"events", "Events", COL_U64, 10},
+                                   {"kernel_us", "Kernel(us)", COL_US, 14},
+                                   {"comm_us", "Comm(us)", COL_US, 14},
+                                   {"compute_us", "Compute(us)", COL_US, 14},
+                                   {"comm_pct", "Comm(%)", COL_PCT, 8},
+                                   {"busy_pct", "Busy(%)", COL_PCT, 8},
+                                   {"span_us", "Span(us)", COL_US, 14},
+                                   {"file", "File", COL_STR, 0}};
+static const ft_col trace_cols[] = {{"start_us", "Start(us)", COL_US, 14}, {"duration_us", "Dur(us)", COL_US, 12},
+                                    {"rank", "Rank", COL_I64, 5},          {"device", "Device", COL_I64, 7},
+                                    {"kind", "Kind", COL_STR, -7},         {"bytes", "Bytes", COL_U64, 12},
+                                    {"name", "Name", COL_STR, 0}};
+
+static const char *cat_name(uint8_t cat) {
+  switch (cat) {
+  case FT_STAT_CAT_RUNTIME: return "runtime";
+  case FT_STAT_CAT_DRIVER: return "driver";
+  case FT_STAT_CAT_MEMCPY: return "memcpy";
+  case FT_STAT_CAT_MEMSET: return "memset";
+  default: return "other";
+  }
+}
+
+/* ---- building ---- */
+
+typedef struct item {
+  const ft_stat_row *row;
+  const ft_stats *st;
+  int64_t rank;
+  size_t group; /* rows sort within their group (a rank) */
+  uint64_t group_total;
+} item;
+
+static int g_sort;
+static int g_section;
+
+static uint64_t sort_key(const item *x, double *d) {
+  const ft_stat_dist *t = g_section == FT_STAT_OPS ? NULL : &x->row->t;
+  if (g_section == FT_STAT_MEMORY && g_sort < 0) t = &x->row->b; /* memsize */
+  int s = g_sort < 0 ? -g_sort - 1 : g_sort;
+  *d = 0;
+  if (!t) return s == SORT_COUNT ? x->row->calls : x->row->self_ns;
+  switch (s) {
+  case SORT_COUNT: return t->n;
+  case SORT_AVG: *d = t->n ? (double)t->total / (double)t->n : 0; return 0;
+  case SORT_MEDIAN: return ft_dist_median(t);
+  case SORT_MIN: return t->min;
+  case SORT_MAX: return t->max;
+  case SORT_STDDEV: *d = ft_dist_stddev(t); return 0;
+  default: return t->total;
+  }
+}
+
+static const char *item_name(const item *x) { return ft__intern_str(&x->st->names, x->row->name_id); }
+
+static int by_key(const void *a, const void *b) {
+  const item *x = a, *y = b;
+  if (x->group != y->group) return (x->group > y->group) - (x->group < y->group);
+  int s = g_sort < 0 ? -g_sort - 1 : g_sort;
+  if (s != SORT_NAME) {
+    double dx, dy;
+    uint64_t kx = sort_key(x, &dx), ky = sort_key(y, &dy);
+    if (kx != ky) return (kx < ky) - (kx > ky); /* largest first */
+    if (dx != dy) return (dx < dy) - (dx > dy);
+  }
+  return strcmp(item_name(x), item_name(y));
+}
+
+static ft_status alloc_cells(ft_report *rep, size_t rows) {
+  rep->cells = calloc(rows ? rows * (size_t)rep->n_cols : 1, sizeof *rep->cells);
+  return rep->cells ? FT_OK : FT_ENOMEM;
+}
+
+static double us(uint64_t ns) { return (double)ns / 1000.0; }
+
+/* Rows of one section, from the total or from every file (by rank). */
+static ft_status build_rows(ft_report *rep, int section, bool size, const ft_stat_job *job, const ft_report_opts *o) {
+  size_t n = 0;
+  const ft_stats *sts[1] = {&job->total};
+  size_t n_st = o->by_rank ? job->n_files : 1;
+  for (size_t k = 0; k < n_st; k++) n += (o->by_rank ? job->files[k].own : sts[0])->rows[section].len;
+  item *items = malloc((n + 1) * sizeof *items);
+  if (!items) return FT_ENOMEM;
+  size_t m = 0;
+  for (size_t k = 0; k < n_st; k++) {
+    const ft_stats *st = o->by_rank ? job->files[k].own : sts[0];
+    uint64_t total = 0;
+    for (size_t i = 0; i < st->rows[section].len; i++) {
+      const ft_stat_row *r = ft__vec_at(&st->rows[section], i);
+      if (section == FT_STAT_OPS && !r->self_ns && !r->calls) continue;
+      total += r->t.total;
+    }
+    for (size_t i = 0; i < st->rows[section].len; i++)
+      items[m++] = (item){ft__vec_at(&st->rows[section], i), st, o->by_rank ? job->files[k].rank : -1, k, total};
+  }
+  g_sort = size ? -o->sort - 1 : o->sort;
+  g_section = section;
+  qsort(items, m, sizeof *items, by_key);
+  /* --limit: per group */
+  size_t w = 0, in_group = 0;
+  for (size_t i = 0; i < m; i++) {
+    in_group = i && items[i].group == items[i - 1].group ? in_group + 1 : 0;
+    if (!o->limit || in_group < o->limit) items[w++] = items[i];
+  }
+  m = w;
+  ft_status s = alloc_cells(rep, m);
+  for (size_t i = 0; !s && i < m; i++) {
+    const item *x = &items[i];
+    const ft_stat_row *r = x->row;
+    ft_cell *c = rep->cells + i * (size_t)rep->n_cols;
+    int j = 0;
+    c[j++].i = x->rank;
+    if (section == FT_STAT_OPS) {
+      c[j++].u = r->self_ns;
+      c[j++].u = r->calls;
+      c[j++].d = r->calls ? us(r->self_ns) / (double)r->calls : 0;
+    } else if (size) {
+      const ft_stat_dist *b = &r->b;
+      c[j++].u = b->total;
+      c[j++].u = b->n;
+      c[j++].d = b->n ? (double)b->total / (double)b->n : 0;
+      c[j++].u = ft_dist_median(b);
+      c[j++].u = b->min;
+      c[j++].u = b->max;
+      c[j++].d = ft_dist_stddev(b);
+      c[j++].d = r->t.total ? (double)b->total / (double)r->t.total : 0; /* bytes/ns = GB/s */
+    } else {
+      const ft_stat_dist *t = &r->t;
+      c[j++].d = x->group_total ? 100.0 * (double)t->total / (double)x->group_total : 0;
+      c[j++].u = t->total;
+      c[j++].u = t->n;
+      c[j++].d = t->n ? us(t->total) / (double)t->n : 0;
+      c[j++].u = ft_dist_median(t);
+      c[j++].u = t->min;
+      c[j++].u = t->max;
+      c[j++].d = ft_dist_stddev(t) / 1000.0;
+    }
+    if (rep->cols[j].kind == COL_STR && !strcmp(rep->cols[j].key, "kind")) c[j++].s = cat_name(r->cat);
+    c[j++].s = item_name(x);
+  }
+  free(items);
+  if (!s) rep->n_rows = m;
+  return s;
+}
+
+static ft_status build_gpu(ft_report *rep, const ft_stat_job *job) {
+  size_t n = 0;
+  for (size_t f = 0; f < job->n_files; f++) n += job->files[f].n_busy;
+  ft_status s = alloc_cells(rep, n);
+  size_t i = 0;
+  for (size_t f = 0; !s && f < job->n_files; f++) {
+    const ft_stat_file *file = &job->files[f];
+    for (size_t d = 0; d < file->n_busy; d++, i++) {
+      ft_cell *c = rep->cells + i * (size_t)rep->n_cols;
+      c[0].i = file->rank;
+      c[1].i = file->busy[d].device;
+      c[2].u = file->busy[d].busy_ns;
+      c[3].u = file->span_ns;
+      c[4].d = file->span_ns ? 100.0 * (double)file->busy[d].busy_ns / (double)file->span_ns : 0;
+      c[5].s = file->path;
+    }
+  }
+  rep->n_rows = i;
+  return s;
+}
+
+static ft_status build_ranks(ft_report *rep, const ft_stat_job *job) {
+  ft_status s = alloc_cells(rep, job->n_files);
+  for (size_t f = 0; !s && f < job->n_files; f++) {
+    const ft_stat_file *file = &job->files[f];
+    ft_cell *c = rep->cells + f * (size_t)rep->n_cols;
+    uint64_t busy = 0;
+    for (size_t d = 0; d < file->n_busy; d++) busy += file->busy[d].busy_ns;
+    c[0].i = file->rank;
+    c[1].u = file->n_busy;
+    c[2].u = file->events;
+    c[3].u = file->kernel_ns;
+    c[4].u = file->comm_ns;
+    c[5].u = file->kernel_ns - file->comm_ns;
+    c[6].d = file->kernel_ns ? 100.0 * (double)file->comm_ns / (double)file->kernel_ns : 0;
+    /* the mean over the rank's devices */
+    c[7].d = file->span_ns && file->n_busy ? 100.0 * (double)busy / ((double)file->span_ns * (double)file->n_busy) : 0;
+    c[8].u = file->span_ns;
+    c[9].s = file->path;
+  }
+  rep->n_rows = job->n_files;
+  return s;
+}
+
+static ft_status build_trace(ft_report *rep, const ft_stat_job *job, size_t limit) {
+  static const char *const kinds[] = {"kernel", "memcpy", "memset"};
+  size_t n = job->total.n_trace;
+  if (limit && n > limit) n = limit;
+  ft_status s = alloc_cells(rep, n);
+  for (size_t i = 0; !s && i < n; i++) {
+    const ft_stat_event *e = &job->total.trace[i];
+    const ft_stat_file *file = &job->files[e->file];
+    ft_cell *c = rep->cells + i * (size_t)rep->n_cols;
+    c[0].u = (uint64_t)e->ts - (uint64_t)file->first_ns;
+    c[1].u = (uint64_t)e->dur;
+    c[2].i = file->rank;
+    c[3].i = e->device;
+    c[4].s = kinds[e->kind];
+    c[5].u = e->bytes;
+    c[6].s = ft__intern_str(&job->total.names, e->name_id);
+  }
+  rep->n_rows = n;
+  return s;
+}
+
+ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const ft_report_opts *o) {
+  static const struct {
+    const char *title;
+    const ft_col *cols;
+    int n_cols, section;
+  } defs[REP_N] = {
+      {"GPU kernels", kernel_cols, sizeof kernel_cols / sizeof *kernel_cols, FT_STAT_KERNELS},
+      {"runtime and driver API", kind_cols, sizeof kind_cols / sizeof *kind_cols, FT_STAT_API},
+      {"memory operations by time (copies and sets)", kind_cols, sizeof kind_cols / sizeof *kind_cols, FT_STAT_MEMORY},
+      {"memory operations by size", size_cols, sizeof size_cols / sizeof *size_cols, FT_STAT_MEMORY},
+      {"user ranges (CPU time)", kernel_cols, sizeof kernel_cols / sizeof *kernel_cols, FT_STAT_RANGES},
+      {"user ranges projected on the GPU", kernel_cols, sizeof kernel_cols / sizeof *kernel_cols, FT_STAT_GPU_RANGES},
+      {"self device time per op / range", ops_cols, sizeof ops_cols / sizeof *ops_cols, FT_STAT_OPS},
+      {"GPU busy per rank and device", gpu_cols, sizeof gpu_cols / sizeof *gpu_cols, -1},
+      {"ranks: kernel, communication and compute time", rank_cols, sizeof rank_cols / sizeof *rank_cols, -1},
+      {"device events (the earliest, per file)", trace_cols, sizeof trace_cols / sizeof *trace_cols, -1},
+  };
+  memset(rep, 0, sizeof *rep);
+  rep->key = ft_report_names[r];
+  rep->title = defs[r].title;
+  rep->cols = defs[r].cols;
+  rep->n_cols = defs[r].n_cols;
+  if (r == REP_GPU) return build_gpu(rep, job);
+  if (r == REP_RANKS) return build_ranks(rep, job);
+  if (r == REP_TRACE) return build_trace(rep, job, o->limit);
+  ft_status s = build_rows(rep, defs[r].section, r == REP_MEMSIZE, job, o);
+  if (!s && !o->by_rank) { /* no rank column */
+    for (size_t i = 0; i < rep->n_rows; i++)
+      memmove(rep->cells + i * (size_t)(rep->n_cols - 1), rep->cells + i * (size_t)rep->n_cols + 1,
+              (size_t)(rep->n_cols - 1) * sizeof *rep->cells);
+    rep->cols++;
+    rep->n_cols--;
+  }
+  return s;
+}
+
+void ft_report_free(ft_report *rep) {
+  free(rep->cells);
+  free(rep->strs);
+  memset(rep, 0, sizeof *rep);
+}

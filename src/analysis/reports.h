@@ -1,0 +1,52 @@
+/* The reports of a job (analysis layer): rows of typed cells that stats, report and the Python API show. */
+#ifndef FLAGTRACE_ANALYSIS_REPORTS_H
+#define FLAGTRACE_ANALYSIS_REPORTS_H
+
+#include "stats.h"
+
+/* Column kinds: how a cell is formatted (the same digits in every format). */
+enum { COL_STR, COL_U64, COL_I64, COL_US, COL_PCT, COL_F3 };
+
+typedef struct ft_col {
+  const char *key;   /* csv/json name, unit included (total_us) */
+  const char *title; /* the table's header */
+  int kind, width;
+} ft_col;
+
+typedef union ft_cell {
+  const char *s;
+  uint64_t u;
+  int64_t i;
+  double d;
+} ft_cell;
+
+typedef struct ft_report {
+  const char *key, *title;
+  const ft_col *cols;
+  int n_cols;
+  ft_cell *cells; /* n_rows * n_cols */
+  size_t n_rows;
+  char *strs; /* owned strings (file names are borrowed) */
+} ft_report;
+
+enum {
+  REP_KERNELS, REP_API, REP_MEMORY, REP_MEMSIZE, REP_RANGES, REP_GPU_RANGES, REP_OPS, REP_GPU, REP_RANKS, REP_TRACE,
+  REP_N
+};
+extern const char *const ft_report_names[REP_N];
+
+typedef struct ft_report_opts {
+  unsigned reports; /* 1 << REP_* */
+  int sort;         /* SORT_* */
+  size_t limit;     /* rows per report, 0: all */
+  bool by_rank;
+} ft_report_opts;
+
+enum { SORT_TOTAL, SORT_COUNT, SORT_AVG, SORT_MEDIAN, SORT_MIN, SORT_MAX, SORT_STDDEV, SORT_NAME, SORT_N };
+extern const char *const ft_sort_names[SORT_N];
+
+/* Builds report r of the job (by_rank: one set of rows per file, a rank column). */
+ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const ft_report_opts *o);
+void ft_report_free(ft_report *rep);
+
+#endif
