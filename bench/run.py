@@ -347,7 +347,8 @@ def cpu_part(build, quick, gpu=False):
     doc += ["## P5 synthetic: stats reader (bench/bench_stats.c)", "", run("bench_stats"), ""]
     doc += ["## P5 join: crafted External ids against sequential ones (bench/bench_stats.c --join)", "",
             run("bench_stats", "--join"), ""]
-    doc += stats_memory(build, quick) + stats_split(build, quick)
+    doc += stats_memory(build, quick) + stats_split(build, quick) + stats_merge(build, quick) + stats_hta(build, quick)
+    doc += stats_ops(build, quick)
     doc += fake_capture(build, quick)
     if os.path.exists(os.path.join(build, "bench", "bench_kineto")):  # built with -DFT_KINETO_SRC
         doc += ["## P3: the kineto adaptor's per-event export cost, no torch (bench/bench_kineto.cpp)", "",
@@ -368,6 +369,176 @@ def stats_split(build, quick, path=None):
             sh([exe, "--write", path, "500000"], env={"FLAGOS_TRACER_LIBRARY": "/nonexistent"})
         text = re.sub(r"^# ", "", sh([exe, "--split", path]).strip(), flags=re.M)
         return ["## P5 split: reading a gzip trace", "", re.sub(r"^([^|\n].*)\n\|", r"\1\n\n|", text, flags=re.M), ""]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def stats_merge(build, quick):
+    """P5 merge (issue 36): `flagtrace stats --merge` over 10 000 partial summaries, one rank file each
+    (tests/e2e/rank_traces.py: 12 launches, copies, sets, ops), whole process, median of 5 runs; beside it
+    one `flagtrace stats` over the 10 000 traces themselves. The partials are 50 written by `stats
+    --partial`, each copied under 200 names and ranks (the merge's work depends on their contents only).
+    Target: < 1 s."""
+    ft = os.path.join(build, "flagtrace")
+    if not os.path.exists(ft):
+        return []
+    sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+    from rank_traces import rank_trace  # noqa: E402
+    n, reps = (2000, 1) if quick else (10000, 5)
+    tmp = tempfile.mkdtemp(prefix="ftbench.")
+    try:
+        templates = []
+        for r in range(50):
+            src = os.path.join(tmp, f"t{r}.json")
+            with open(src, "w") as f:
+                json.dump(rank_trace(r), f)
+            templates.append(json.loads(sh([ft, "stats", "--partial", src])))
+        traces, parts = [], []
+        for i in range(n):
+            doc = json.loads(json.dumps(templates[i % 50]))
+            trace = os.path.join(tmp, f"rank{i:05d}.json")
+            doc["strings"][doc["files"][0]["path"]] = trace
+            doc["files"][0]["meta"]["rank"] = i
+            parts.append(os.path.join(tmp, f"part{i:05d}.json"))
+            with open(parts[-1], "w") as f:
+                json.dump(doc, f)
+            with open(trace, "w") as f:
+                json.dump(dict(rank_trace(i % 50), distributedInfo={"rank": i}), f)
+            traces.append(trace)
+
+        def timed(args):
+            t0 = time.perf_counter()
+            out = sh([ft, "stats", "-f", "json", *args])
+            return time.perf_counter() - t0, out
+
+        merge = [timed(["--merge", *parts]) for _ in range(reps)]
+        direct = [timed(traces) for _ in range(reps)]
+        same = merge[0][1] == direct[0][1]
+        tm, td = sorted(t for t, _ in merge), sorted(t for t, _ in direct)
+        med_m, med_d = statistics.median(tm), statistics.median(td)
+        verdict = "(quick mode, not judged)" if quick else "pass" if med_m < 1 else "MISS"
+        size = sum(os.path.getsize(p) for p in parts)
+        return ["## P5 merge: `flagtrace stats --merge` over partial summaries (whole process)", "",
+                f"{n:,} partials of one rank file each ({size / 1e6:.1f} MB of JSON), {reps} runs; the merged JSON "
+                f"{'equals' if same else 'DIFFERS from'} one `stats` over the {n:,} traces.", "",
+                "| command | min s | median s | median vs stats over the traces | target |", "|---|---|---|---|---|",
+                f"| `stats --merge` {n:,} partials | {tm[0]:.3f} | {med_m:.3f} | {med_m / med_d:.2f}x | "
+                f"< 1 s: {verdict} |",
+                f"| `stats` over the {n:,} traces (baseline) | {td[0]:.3f} | {med_d:.3f} | - | - |", ""]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+HTA_SCRIPT = r"""
+import io, os, sys, tempfile, time
+from contextlib import redirect_stderr, redirect_stdout
+os.environ["HTA_DISABLE_NS_ROUNDING"] = "1"
+sys.path.insert(0, sys.argv[1])
+t0 = time.perf_counter()
+from hta.trace_analysis import TraceAnalysis
+with tempfile.TemporaryDirectory() as d:
+    os.symlink(os.path.abspath(sys.argv[2]), os.path.join(d, os.path.basename(sys.argv[2])))
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        t1 = time.perf_counter()
+        a = TraceAnalysis(trace_dir=d)
+        t2 = time.perf_counter()
+        a.get_temporal_breakdown(visualize=False)
+        t3 = time.perf_counter()
+        a.get_comm_comp_overlap(visualize=False)
+        t4 = time.perf_counter()
+        a.get_cuda_kernel_launch_stats(visualize=False)
+        t5 = time.perf_counter()
+        a.get_queue_length_summary(ranks=[0])
+        t6 = time.perf_counter()
+print(t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t6 - t0)
+"""
+
+
+def stats_timed(ft, args, trace, reps, rss_reps):
+    """`flagtrace stats -f json ARGS TRACE`: the median wall time of reps runs (whole process) and
+    the least peak RSS (KiB) of rss_reps more."""
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        sh([ft, "stats", "-q", "-f", "json", *args, trace])
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out), min(peak_rss_kb([ft, "stats", "-q", "-f", "json", *args, trace])
+                                       for _ in range(rss_reps))
+
+
+def stats_hta(build, quick):
+    """P5 HTA (issue 36): `flagtrace stats -r temporal,overlap,launch,queue` on the 1 M-event synthetic
+    trace (bench_stats --write: a runtime call and a kernel per launch, correlation ids and streams, two
+    devices), whole process, median of 5, and its peak RSS, beside the default reports on the same trace;
+    HTA's equivalents (get_temporal_breakdown, get_comm_comp_overlap, get_cuda_kernel_launch_stats,
+    get_queue_length_summary, its trace load apart) once on the same trace, when FT_HTA_PATH names HTA's
+    source and /usr/bin/python3 has pandas."""
+    ft, exe = os.path.join(build, "flagtrace"), os.path.join(build, "bench", "bench_stats")
+    if not os.path.exists(ft) or not os.path.exists(exe):
+        return []
+    reps = 1 if quick else 5
+    tmp = tempfile.mkdtemp(prefix="ftbench.")
+    try:
+        env = {"FLAGOS_TRACER_LIBRARY": "/nonexistent"}
+        big = os.path.join(tmp, "t1m.json.gz")
+        sh([exe, "--write", big, "476190"], env=env)  # 2.1 events a slice: 1 M events
+
+        def timed(args):
+            return stats_timed(ft, args, big, reps, 1 if quick else 3)
+
+        base, hta = timed([]), timed(["-r", "temporal,overlap,launch,queue"])
+        both = timed(["-r", "all,temporal,overlap,launch,queue"])
+        each = {r: timed(["-r", r]) for r in ("temporal", "overlap", "launch", "queue")}
+        events = json.loads(sh([ft, "stats", "-r", "temporal", "-f", "json", big]))["events"]
+        rows = ["## P5 HTA: HTA's analyses in `flagtrace stats` (whole process) and in HTA", "",
+                f"Synthetic gzip trace of {events:,} events (bench_stats --write 476190); median of {reps}.", "",
+                "| what | time (s) | peak RSS (MiB) |", "|---|---|---|",
+                f"| `stats` (default reports) | {base[0]:.3f} | {base[1] / 1024:.1f} |",
+                f"| `stats -r temporal,overlap,launch,queue` | {hta[0]:.3f} | {hta[1] / 1024:.1f} |",
+                f"| `stats -r all,temporal,overlap,launch,queue` | {both[0]:.3f} | {both[1] / 1024:.1f} |"]
+        rows += [f"| `stats -r {r}` | {v[0]:.3f} | {v[1] / 1024:.1f} |" for r, v in each.items()]
+        rows += ["", "(One switch keeps the state of all four: any one of them costs what the four cost.)", ""]
+        path = os.environ.get("FT_HTA_PATH", "")
+        if os.path.isfile(os.path.join(path, "hta", "trace_analysis.py")) and subprocess.run(
+                ["/usr/bin/python3", "-c", "import pandas"], capture_output=True).returncode == 0:
+            t = [float(x) for x in sh(["/usr/bin/python3", "-c", HTA_SCRIPT, path, big]).split()]
+            rows += ["HTA (its source at FT_HTA_PATH, Debian's pandas) on the same trace, once, beside the"
+                     " flagtrace process that answers the same (whole process: its read included):", "",
+                     "| HTA | time (s) | flagtrace's equivalent | its time (s) |", "|---|---|---|---|"]
+            rows.append(f"| trace load (TraceAnalysis) | {t[0]:.3f} | the read | - |")
+            for name, v, r in zip(("get_temporal_breakdown", "get_comm_comp_overlap", "get_cuda_kernel_launch_stats",
+                                   "get_queue_length_summary"), t[1:5], ("temporal", "overlap", "launch", "queue")):
+                rows.append(f"| {name} (load excluded) | {v:.3f} | `-r {r}` | {each[r][0]:.3f} |")
+            rows += [f"| the four analyses, load excluded | {sum(t[1:5]):.3f} | - | - |",
+                     f"| whole process (python start, import, load, the four) | {t[5]:.3f} | "
+                     f"`-r temporal,overlap,launch,queue` | {hta[0]:.3f} |", ""]
+        else:
+            rows += ["HTA not measured: set FT_HTA_PATH to its source (and install python3-pandas).", ""]
+        return rows
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def stats_ops(build, quick):
+    """P5 ops (issue 36): `flagtrace stats -r ops,ops_shapes` (key_averages' columns: every op, range and runtime
+    call nested per thread at the file's end) against `-r kernels,api` on the same 1 M-event synthetic trace
+    (bench_stats --write: 476 190 launches, a range around every tenth), whole process, median of 5, with peak
+    RSS: what the nesting costs. torch's key_averages() works on a live profile, not a trace: no peer row."""
+    ft, exe = os.path.join(build, "flagtrace"), os.path.join(build, "bench", "bench_stats")
+    if not os.path.exists(ft) or not os.path.exists(exe):
+        return []
+    reps = 1 if quick else 5
+    tmp = tempfile.mkdtemp(prefix="ftbench.")
+    try:
+        big = os.path.join(tmp, "t1m.json.gz")
+        sh([exe, "--write", big, "476190"], env={"FLAGOS_TRACER_LIBRARY": "/nonexistent"})
+
+        base, ops = (stats_timed(ft, ["-r", r], big, reps, 1) for r in ("kernels,api", "ops,ops_shapes"))
+        return ["## P5 ops: key_averages' columns in `flagtrace stats` (whole process)", "",
+                f"Synthetic gzip trace, bench_stats --write 476190 (1 M events); median of {reps}.", "",
+                "| what | time (s) | peak RSS (MiB) | vs kernels,api |", "|---|---|---|---|",
+                f"| `stats -r kernels,api` (baseline) | {base[0]:.3f} | {base[1] / 1024:.1f} | - |",
+                f"| `stats -r ops,ops_shapes` | {ops[0]:.3f} | {ops[1] / 1024:.1f} | {ops[0] / base[0]:.2f}x |", ""]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

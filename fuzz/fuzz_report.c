@@ -53,7 +53,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_href(data, size);
   ft_stat_job job;
   char err[640];
-  if (ft_stat_job_read_mem(&job, "</script><b>x.json", (const char *)data, size, true, 8, true, err, sizeof err)) {
+  /* every option on: the fuzzer reaches the ops' nesting and HTA's analyses too */
+  ft_stat_read_opts o = {.timeline = true, .trace_limit = 8, .by_rank = true, .hta = true, .ops = true};
+  if (ft_stat_job_read_mem(&job, "</script><b>x.json", (const char *)data, size, &o, err, sizeof err)) {
     if (!err[0]) abort();
     ft_stat_job_free(&job);
     return 0;

@@ -9,8 +9,10 @@ profile=${1:-ci}
 build=(cmake gcc g++ make zlib1g-dev libisal-dev) # libisal-dev: ISA-L's fast gzip (optional in CMake)
 # libyajl-dev: the tests' and benchmarks' independent JSON parser (stats has its own)
 # python3-setuptools/-wheel/-venv/-pip: the wheel test builds and installs offline
+# python3-pandas: flagtrace.analysis's DataFrames (tests/python/test_analysis.py)
+# python3-distributed: Dask.distributed, for examples/dask_stats.py (tests/e2e/test_dask_stats.py)
 test=("${build[@]}" libyajl-dev pkg-config libcmocka-dev python3 python3-pytest python3-setuptools python3-wheel python3-venv
-      python3-pip groff-base chromium)
+      python3-pip python3-pandas python3-distributed groff-base chromium)
 # libfmt-dev: kineto's headers, for the adaptor's CPU test (cmake -DFT_KINETO_SRC=...)
 ci=("${test[@]}" clang libclang-rt-dev valgrind libfmt-dev)
 case $profile in

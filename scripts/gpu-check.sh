@@ -123,6 +123,11 @@ step "stats on torch.profiler's and flagtrace's traces vs independent totals" \
   python3 tests/e2e/test_stats.py "$FT" "$OUT" torch_native_trace.json.gz sample_h200.json.gz torch_flagtrace_trace.json.gz
 step "python package: pip install --no-build-isolation ./python" \
   python3 -m pip install --no-build-isolation --no-deps ./python
+# issue 36: the ops report against key_averages() of the same profile, column by column
+step "stats ops vs key_averages(): torch-cuda's profile (plain and by input shapes)" \
+  python3 tests/gpu/torch_key_averages.py --flagtrace "$FT" --out "$BUILD/ka"
+step "stats ops vs key_averages(): flagtrace.torch's profile (PrivateUse1 adaptor)" \
+  python3 tests/gpu/torch_key_averages.py --flagtrace "$FT" --out "$BUILD/ka" --import-flagtrace
 step "profiler baseline from native torch-cuda (tests/data/gen_profiler_baseline.py)" bash -c "
   python3 tests/data/gen_profiler_baseline.py && cp tests/data/profiler_cuda_baseline.json $OUT/"
 # one pytest process per mode: torch's privateuse1 backend is renamed before the first

@@ -8,8 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const ft_report_names[REP_N] = {"kernels", "api",   "memory", "memsize", "ranges",
-                                            "gpu_ranges", "ops", "gpu",   "ranks",   "trace"};
+const char *const ft_report_names[REP_N] = {"kernels", "api",        "memory", "memsize", "ranges", "gpu_ranges",
+                                            "ops",     "ops_shapes", "gpu",    "ranks",   "trace",
+                                            "temporal", "overlap", "launch", "queue"};
 const char *const ft_sort_names[SORT_N] = {"total", "count", "avg", "median", "min", "max", "stddev", "name"};
 
 #define RANK_COL {"rank", "Rank", COL_I64, 5}
@@ -33,11 +34,16 @@ static const ft_col size_cols[] = {RANK_COL,
                                    {"bandwidth_gb_s", "GB/s", COL_F3, 10},
                                    {"kind", "Kind", COL_STR, -8},
                                    {"name", "Name", COL_STR, 0}};
-static const ft_col ops_cols[] = {RANK_COL,
-                                  {"self_device_us", "Self device(us)", COL_US, 15},
-                                  {"calls", "Calls", COL_U64, 9},
-                                  {"avg_us_per_call", "Avg/call(us)", COL_F3, 13},
-                                  {"name", "Name", COL_STR, 0}};
+/* key_averages()'s columns: Self CPU, CPU total and its average per call, Self
+ * device, device total (the work of nested calls included) and its average */
+#define OPS_COLS                                                                                                 \
+  {"self_cpu_us", "Self CPU(us)", COL_US, 13}, {"cpu_total_us", "CPU total(us)", COL_US, 14},                    \
+      {"cpu_avg_us", "CPU avg(us)", COL_F3, 12}, {"self_device_us", "Self device(us)", COL_US, 15},              \
+      {"device_total_us", "Device total(us)", COL_US, 16}, {"device_avg_us", "Device avg(us)", COL_F3, 14},      \
+      {"calls", "Calls", COL_U64, 9}, {"avg_us_per_call", "Self dev/call(us)", COL_F3, 17}
+static const ft_col ops_cols[] = {RANK_COL, OPS_COLS, {"name", "Name", COL_STR, 0}};
+static const ft_col ops_shape_cols[] = {RANK_COL, OPS_COLS, {"input_dims", "Input Dims", COL_STR, 0},
+                                        {"name", "Name", COL_STR, 0}};
 static const ft_col gpu_cols[] = {{"rank", "Rank", COL_I64, 5},          {"device", "Device", COL_I64, 7},
                                   {"busy_us", "Busy(us)", COL_US, 16},   {"span_us", "Span(us)", COL_US, 16},
                                   {"busy_pct", "Busy(%)", COL_PCT, 8},   {"file", "File", COL_STR, 0}};
@@ -54,6 +60,11 @@ static const ft_col rank_cols[] = {{"rank", "Rank", COL_I64, 5},
 static const ft_col trace_cols[] = {{"start_us", "Start(us)", COL_US, 14}, {"duration_us", "Dur(us)", COL_US, 12},
                                     {"rank", "Rank", COL_I64, 5},          {"device", "Device", COL_I64, 7},
                                     {"kind", "Kind", COL_STR, -7},         {"bytes", "Bytes", COL_U64, 12},
+                                    /* nsys's cuda_gpu_trace: the launch (-1 and 0 where the trace gives none) */
+                                    {"stream", "Strm", COL_I64, 5},        {"grid_x", "GrdX", COL_I64, 6},
+                                    {"grid_y", "GrdY", COL_I64, 5},        {"grid_z", "GrdZ", COL_I64, 5},
+                                    {"block_x", "BlkX", COL_I64, 5},       {"block_y", "BlkY", COL_I64, 5},
+                                    {"block_z", "BlkZ", COL_I64, 5},       {"registers", "Reg/Trd", COL_I64, 7},
                                     {"name", "Name", COL_STR, 0}};
 
 static const char *cat_name(uint8_t cat) {
@@ -80,7 +91,7 @@ static int g_sort;
 static int g_section;
 
 static uint64_t sort_key(const item *x, double *d) {
-  const ft_stat_dist *t = g_section == FT_STAT_OPS ? NULL : &x->row->t;
+  const ft_stat_dist *t = g_section == FT_STAT_OPS || g_section == FT_STAT_OP_SHAPES ? NULL : &x->row->t;
   if (g_section == FT_STAT_MEMORY && g_sort < 0) t = &x->row->b; /* memsize */
   int s = g_sort < 0 ? -g_sort - 1 : g_sort;
   *d = 0;
@@ -130,13 +141,14 @@ static ft_status build_rows(ft_report *rep, int section, bool size, const ft_sta
   for (size_t k = 0; k < n_st; k++) {
     const ft_stats *st = o->by_rank ? job->files[k].own : sts[0];
     uint64_t total = 0;
+    for (size_t i = 0; i < st->rows[section].len; i++)
+      total += ((const ft_stat_row *)ft__vec_at(&st->rows[section], i))->t.total;
     for (size_t i = 0; i < st->rows[section].len; i++) {
       const ft_stat_row *r = ft__vec_at(&st->rows[section], i);
-      if (section == FT_STAT_OPS && !r->self_ns && !r->calls) continue;
-      total += r->t.total;
+      /* an op whose every call torch folds into its parent of the same name: no row */
+      if ((section == FT_STAT_OPS || section == FT_STAT_OP_SHAPES) && !r->self_ns && !r->calls) continue;
+      items[m++] = (item){r, st, o->by_rank ? job->files[k].rank : -1, k, total};
     }
-    for (size_t i = 0; i < st->rows[section].len; i++)
-      items[m++] = (item){ft__vec_at(&st->rows[section], i), st, o->by_rank ? job->files[k].rank : -1, k, total};
   }
   g_sort = size ? -o->sort - 1 : o->sort;
   g_section = section;
@@ -155,10 +167,17 @@ static ft_status build_rows(ft_report *rep, int section, bool size, const ft_sta
     ft_cell *c = rep->cells + i * (size_t)rep->n_cols;
     int j = 0;
     c[j++].i = x->rank;
-    if (section == FT_STAT_OPS) {
+    if (section == FT_STAT_OPS || section == FT_STAT_OP_SHAPES) {
+      double calls = (double)r->calls;
+      c[j++].u = r->self_cpu_ns;
+      c[j++].u = r->t.total;
+      c[j++].d = r->calls ? us(r->t.total) / calls : 0;
       c[j++].u = r->self_ns;
+      c[j++].u = r->total_dev_ns;
+      c[j++].d = r->calls ? us(r->total_dev_ns) / calls : 0;
       c[j++].u = r->calls;
-      c[j++].d = r->calls ? us(r->self_ns) / (double)r->calls : 0;
+      c[j++].d = r->calls ? us(r->self_ns) / calls : 0;
+      if (section == FT_STAT_OP_SHAPES) c[j++].s = ft__intern_str(&x->st->names, r->aux_id);
     } else if (size) {
       const ft_stat_dist *b = &r->b;
       c[j++].u = b->total;
@@ -247,7 +266,10 @@ static ft_status build_trace(ft_report *rep, const ft_stat_job *job, size_t limi
     c[3].i = e->device;
     c[4].s = kinds[e->kind];
     c[5].u = e->bytes;
-    c[6].s = ft__intern_str(&job->total.names, e->name_id);
+    c[6].i = e->stream;
+    for (int k = 0; k < 3; k++) c[7 + k].i = e->grid[k], c[10 + k].i = e->block[k];
+    c[13].i = e->regs;
+    c[14].s = ft__intern_str(&job->total.names, e->name_id);
   }
   rep->n_rows = n;
   return s;
@@ -265,7 +287,9 @@ ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const f
       {"memory operations by size", size_cols, sizeof size_cols / sizeof *size_cols, FT_STAT_MEMORY},
       {"user ranges (CPU time)", kernel_cols, sizeof kernel_cols / sizeof *kernel_cols, FT_STAT_RANGES},
       {"user ranges projected on the GPU", kernel_cols, sizeof kernel_cols / sizeof *kernel_cols, FT_STAT_GPU_RANGES},
-      {"self device time per op / range", ops_cols, sizeof ops_cols / sizeof *ops_cols, FT_STAT_OPS},
+      {"ops and ranges as key_averages() shows them", ops_cols, sizeof ops_cols / sizeof *ops_cols, FT_STAT_OPS},
+      {"ops by input shapes (key_averages(group_by_input_shape=True))", ops_shape_cols,
+       sizeof ops_shape_cols / sizeof *ops_shape_cols, FT_STAT_OP_SHAPES},
       {"GPU busy per rank and device", gpu_cols, sizeof gpu_cols / sizeof *gpu_cols, -1},
       {"ranks: kernel, communication and compute time", rank_cols, sizeof rank_cols / sizeof *rank_cols, -1},
       {"device events (the earliest, per file)", trace_cols, sizeof trace_cols / sizeof *trace_cols, -1},
@@ -278,6 +302,7 @@ ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const f
   if (r == REP_GPU) return build_gpu(rep, job);
   if (r == REP_RANKS) return build_ranks(rep, job);
   if (r == REP_TRACE) return build_trace(rep, job, o->limit);
+  if (r >= REP_TEMPORAL) return ft__report_hta_build(rep, r, job, o);
   ft_status s = build_rows(rep, defs[r].section, r == REP_MEMSIZE, job, o);
   if (!s && !o->by_rank) { /* no rank column */
     for (size_t i = 0; i < rep->n_rows; i++)

@@ -30,7 +30,8 @@ typedef struct ft_report {
 } ft_report;
 
 enum {
-  REP_KERNELS, REP_API, REP_MEMORY, REP_MEMSIZE, REP_RANGES, REP_GPU_RANGES, REP_OPS, REP_GPU, REP_RANKS, REP_TRACE,
+  REP_KERNELS, REP_API, REP_MEMORY, REP_MEMSIZE, REP_RANGES, REP_GPU_RANGES, REP_OPS, REP_OPS_SHAPES, REP_GPU, REP_RANKS,
+  REP_TRACE, REP_TEMPORAL, REP_OVERLAP, REP_LAUNCH, REP_QUEUE, /* HTA's analyses (reports_hta.c): asked for only */
   REP_N
 };
 extern const char *const ft_report_names[REP_N];
@@ -48,5 +49,8 @@ extern const char *const ft_sort_names[SORT_N];
 /* Builds report r of the job (by_rank: one set of rows per file, a rank column). */
 ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const ft_report_opts *o);
 void ft_report_free(ft_report *rep);
+/* reports_hta.c: the REP_TEMPORAL..REP_QUEUE reports (a job read with hta kept). */
+ft_status ft__report_hta_build(ft_report *rep, int r, const ft_stat_job *job, const ft_report_opts *o);
+#define FT_REP_HTA ((1u << REP_TEMPORAL) | (1u << REP_OVERLAP) | (1u << REP_LAUNCH) | (1u << REP_QUEUE))
 
 #endif

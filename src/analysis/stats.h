@@ -38,7 +38,13 @@ typedef struct ft_stat_row {
   ft_stat_dist t;    /* durations, ns */
   ft_stat_dist b;    /* bytes (memory) */
   uint64_t calls;    /* ops: calls */
-  uint64_t self_ns;  /* ops: device time of the work they launched */
+  uint64_t self_ns;  /* ops: device time of the work they launched (key_averages' Self device) */
+  /* ops, as torch's key_averages() counts them over the calls' nesting on their
+   * thread (t: the calls' CPU durations, CPU total = t.total): */
+  uint64_t self_cpu_ns;  /* CPU time less that of the calls and runtime calls nested in them */
+  uint64_t total_dev_ns; /* device time of their work and of the calls nested in them */
+  uint32_t aux_id;       /* FT_STAT_OP_SHAPES: the name id of its Input Dims text */
+  uint8_t hta;           /* HTA's class of the name, cached by stats_hta.c (0: not yet) */
 } ft_stat_row;
 
 enum {
@@ -48,6 +54,9 @@ enum {
   FT_STAT_OPS,
   FT_STAT_RANGES,     /* user ranges (user_annotation): CPU time */
   FT_STAT_GPU_RANGES, /* their GPU projection (gpu_user_annotation) */
+  FT_STAT_OP_SHAPES,  /* ops by name and Input Dims (record_shapes=True), keyed by both */
+  FT_STAT_STREAMS,    /* HTA's queue length per stream ("7"): t twice the samples, calls the kernels,
+                       * self_ns the time at FT_HTA_QUEUE_FULL or more (stats_hta.c) */
   FT_STAT_N_SECTIONS
 };
 enum { FT_STAT_CAT_RUNTIME, FT_STAT_CAT_DRIVER, FT_STAT_CAT_MEMCPY, FT_STAT_CAT_MEMSET, FT_STAT_CAT_OTHER };
@@ -116,6 +125,10 @@ typedef struct ft_stat_event {
   int64_t ts, dur, device;
   uint64_t bytes;
   uint32_t name_id, file;
+  /* the launch as the trace's args give it (nsys's cuda_gpu_trace columns):
+   * stream -1 and the others 0 where the trace gives none */
+  int64_t stream;
+  int32_t grid[3], block[3], regs;
   uint8_t kind; /* 0 kernel, 1 memcpy, 2 memset */
 } ft_stat_event;
 
@@ -142,7 +155,11 @@ typedef struct ft_stats {
   /* per section: name id (| cat << 32) -> index + 1 into rows */
   ft__map index[FT_STAT_N_SECTIONS];
   ft__vec rows[FT_STAT_N_SECTIONS]; /* ft_stat_row */
-  ft_stat_join ext_op;   /* this file's External id -> op row (cpu_op / user_annotation) */
+  ft_stat_join ext_op;   /* this file's External id -> the device ns of its work */
+  struct ft__host_ev *host; /* this file's ops, ranges and runtime calls: their nesting (stats_ops.c) */
+  size_t n_host, cap_host;
+  int64_t host_main_tid, host_main_ts; /* the file's earliest op's thread: where kineto's overhead ran */
+  bool host_has_main;
   uint64_t device_ns;    /* device time of all device events */
   uint64_t attributed_ns; /* of which joined to an op */
   ft_stat_join device_index; /* device id -> index + 1 into devices */
@@ -158,6 +175,8 @@ typedef struct ft_stats {
   ft_stat_meta meta;
   /* options of the read */
   bool timeline;      /* keep copy intervals and bin the busy time (report) */
+  bool want_args;     /* read device work's correlation, stream, grid, block, registers (trace, HTA's reports) */
+  bool want_ops;      /* nest the calls for the ops' columns (stats_ops.c); without it ops rows stay empty */
   size_t trace_limit; /* keep the earliest this many device events (0: none) */
   ft_stat_event *trace; /* a max-heap by ts of at most trace_limit events */
   size_t n_trace;
@@ -167,6 +186,7 @@ typedef struct ft_stats {
   int parse_threads, file_threads;
   size_t segment_bytes; /* text asked of each read, a worker's segment; 0: 1 MiB (tests make it small) */
   size_t segments, segments_taken; /* diagnostics: segments read, those whose worker's parse was used */
+  struct ft__hta *hta; /* HTA's analyses' state while the file is read (stats_hta.c); NULL unless asked */
 } ft_stats;
 
 ft_status ft_stats_init(ft_stats *st);
@@ -194,6 +214,22 @@ uint64_t ft_stats_span(const ft_stats *st);
 
 /* ---- a job: several files, read in parallel, summarized per file and in total ---- */
 
+/* HTA's analyses of one file on HTA's definitions (docs/analyses.md), when the
+ * read asked for them (ft_stat_read_opts.hta). Times in ns. */
+typedef struct ft_stat_hta {
+  bool kept;                         /* the read kept them */
+  uint64_t gpu_events;               /* events with an args.stream (not -1): HTA's GPU events */
+  int64_t gpu_first_ns, gpu_last_ns; /* the first start and the last end among them */
+  uint64_t gpu_busy_ns;              /* the union of their intervals */
+  uint64_t compute_ns, comm_ns;      /* the union of the compute kernels', of the communication kernels' */
+  uint64_t overlap_ns;               /* the time both ran */
+  uint64_t launches;                 /* launch call / device event pairs, by correlation id */
+  ft_stat_dist cpu_ns, gpu_ns, delay_ns; /* over the pairs: the call's and the event's duration, the launch delay */
+  uint64_t short_kernels;            /* pairs whose event is shorter than its call, a call of 50 us at most */
+  uint64_t runtime_outliers;         /* pairs whose call took over 50 us */
+  uint64_t delay_outliers;           /* pairs whose launch delay is over 100 us */
+} ft_stat_hta;
+
 typedef struct ft_stat_file {
   const char *path;
   ft_stat_meta meta;
@@ -204,6 +240,7 @@ typedef struct ft_stat_file {
   ft_stat_busy *busy;
   size_t n_busy;
   struct ft_stats *own; /* this file's rows (by rank only); devices and joins freed */
+  ft_stat_hta hta;      /* HTA's analyses (kept: asked for) */
 } ft_stat_file;
 
 typedef struct ft_stat_job {
@@ -219,15 +256,50 @@ typedef struct ft_stat_job {
  * in err ("PATH: problem at byte N"); FT_ENOMEM when memory ran out. A file given
  * twice (the same device and inode, through any name, stdin included) is
  * refused before anything is read (FT_EINVAL): its totals would count twice. */
-ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, bool timeline, size_t trace_limit,
-                           bool by_rank, char *err, size_t errlen);
+/* What a read keeps beyond the rows every report needs. */
+typedef struct ft_stat_read_opts {
+  bool timeline;      /* copy intervals and busy bins (the HTML report) */
+  size_t trace_limit; /* the earliest this many device events per file (the trace report; SIZE_MAX: all) */
+  bool by_rank;       /* each file's own rows (ft_stat_file.own) */
+  bool hta;           /* HTA's analyses (ft_stat_file.hta, FT_STAT_STREAMS; the per-event cost in `stats --help`) */
+  bool ops;           /* the ops' nesting (key_averages' columns: FT_STAT_OPS, FT_STAT_OP_SHAPES) */
+} ft_stat_read_opts;
+ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, const ft_stat_read_opts *o, char *err,
+                           size_t errlen);
 /* The same for one file in memory, called name (tests, fuzzing). */
-ft_status ft_stat_job_read_mem(ft_stat_job *job, const char *name, const char *data, size_t len, bool timeline,
-                               size_t trace_limit, bool by_rank, char *err, size_t errlen);
+ft_status ft_stat_job_read_mem(ft_stat_job *job, const char *name, const char *data, size_t len,
+                               const ft_stat_read_opts *o, char *err, size_t errlen);
 void ft_stat_job_free(ft_stat_job *job);
 
 
 /* True when the name is a collective-communication kernel (NCCL, HCCL, RCCL). */
 bool ft_stats_is_comm(const char *name);
+
+/* ---- partial summaries (stats_partial*.c): `stats --partial` and `--merge` ---- */
+
+/* A job's whole state as one JSON document ("flagtrace_partial": 1): every file's
+ * record (meta, events, skips, busy per device, HTA's analyses; with by-rank, its
+ * own rows), the rows of the total (when some file has no own rows), unknown
+ * categories and the kept device events. Names are kept byte for byte. */
+#define FT_PARTIAL_VERSION 1
+/* trace_limit: the device events kept per file (0: none, UINT64_MAX: all). */
+ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_limit);
+/* Reads partial summaries into one job, as if one read had read their files:
+ * the partials in argument order, each one's files in its order (a file whose
+ * trace names no rank takes its position in that order). by_rank: every file
+ * must have its own rows; keep_rows: keep the own rows that are given. The
+ * smallest trace_limit of the partials in *trace_limit. A partial that is not
+ * one, of another version, or whose values do not add up is refused (FT_EPARSE,
+ * "PATH: problem at byte N" in err), as is one named twice (FT_EINVAL). */
+ft_status ft_stat_job_merge(ft_stat_job *job, const char *const *paths, size_t n, bool by_rank, bool keep_rows,
+                            uint64_t *trace_limit, char *err, size_t errlen);
+ft_status ft_stat_job_merge_mem(ft_stat_job *job, const char *name, const char *data, size_t len, bool by_rank,
+                                bool keep_rows, uint64_t *trace_limit, char *err, size_t errlen);
+
+/* The slots of st->unknown_cats by category name (bytes): the order the writers
+ * print them in, whichever order the job's files were read or merged in (the
+ * map's own order follows name ids, which do not). Malloc'ed, *n entries; NULL
+ * with *n 0 when there are none or memory ran out. */
+size_t *ft_stat_unknown_order(const ft_stats *st, size_t *n);
 
 #endif

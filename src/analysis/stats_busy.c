@@ -333,3 +333,60 @@ void ft_stats_busy_free(ft_stat_busy *b, size_t n) {
   for (size_t i = 0; b && i < n; i++) free(b[i].busy_bins);
   free(b);
 }
+
+/* ---- for HTA's analyses (stats_hta.c): a set of its own, and two sets' overlap ---- */
+
+void ft__ivset_init(ft_stat_ivset *s) { ivset_init(s); }
+
+/* A set's union as one sorted walk over its two compacted lists. */
+typedef struct iv_walk {
+  const ft_stat_ivset *s;
+  size_t a, b;
+  bool have;
+  span cur;
+} iv_walk;
+
+static bool walk_next(iv_walk *w, span *out) {
+  const ft_stat_ivset *d = w->s;
+  while (w->a < d->iv.len || w->b < d->longs.len) {
+    span x;
+    if (w->b >= d->longs.len || (w->a < d->iv.len && iv_less(iv_get(&d->iv, w->a), iv_get(&d->longs, w->b))))
+      x = iv_get(&d->iv, w->a++);
+    else
+      x = iv_get(&d->longs, w->b++);
+    if (w->have && x.lo <= w->cur.hi) {
+      if (x.hi > w->cur.hi) w->cur.hi = x.hi;
+      continue;
+    }
+    bool had = w->have;
+    *out = w->cur;
+    w->cur = x;
+    w->have = true;
+    if (had) return true;
+  }
+  if (!w->have) return false;
+  *out = w->cur;
+  w->have = false;
+  return true;
+}
+
+bool ft__ivset_overlap(ft_stat_ivset *a, ft_stat_ivset *b, uint64_t *ns) {
+  *ns = 0;
+  ft_stat_ivset *sets[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    ft_stat_ivset *d = sets[i];
+    if (!iv_compact(&d->iv, &d->longs) || !iv_compact(&d->longs, NULL)) return false;
+    d->merged = d->iv.len;
+    d->longs_merged = d->longs.len;
+  }
+  iv_walk wa = {a, 0, 0, false, {0, 0}}, wb = {b, 0, 0, false, {0, 0}};
+  span x, y;
+  bool hx = walk_next(&wa, &x), hy = walk_next(&wb, &y);
+  while (hx && hy) { /* two sorted disjoint lists: the one that ends first moves on */
+    int64_t lo = x.lo > y.lo ? x.lo : y.lo, hi = x.hi < y.hi ? x.hi : y.hi;
+    if (hi > lo) *ns += (uint64_t)hi - (uint64_t)lo;
+    if (x.hi < y.hi) hx = walk_next(&wa, &x);
+    else hy = walk_next(&wb, &y);
+  }
+  return true;
+}

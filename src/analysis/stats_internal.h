@@ -17,7 +17,9 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
  * spellings (Runtime, Memcpy, Memset, Operator) and MTIA's. */
 enum ft__sec {
   FT__SEC_UNKNOWN, FT__SEC_IGNORED, FT__SEC_KERNEL, FT__SEC_MEMCPY, FT__SEC_MEMSET, FT__SEC_RUNTIME, FT__SEC_DRIVER,
-  FT__SEC_OP, FT__SEC_RANGE, FT__SEC_GPU_RANGE
+  FT__SEC_OP, FT__SEC_RANGE, FT__SEC_GPU_RANGE,
+  FT__SEC_SYNC, /* cuda_sync: no row of its own; HTA's analyses count it (stats_hta.c) */
+  FT__SEC_OVERHEAD /* kineto's own CPU work (Activity Buffer Request): an ops row, a child in the nesting */
 };
 enum ft__sec ft__stats_section_of(const char *cat);
 
@@ -29,6 +31,15 @@ typedef struct ft__ev {
   uint32_t name_off, name_len, cat_off;
   uint8_t sec;
   bool has_ext;
+  /* the event's tid and args: correlation, stream, grid, block, registers per
+   * thread, Input Dims (as Python's str() of the list: dims, dims_len bytes; in a
+   * batch at dims_off of its text). Each has_* says it was given (a dim3 only
+   * when it was three whole numbers). */
+  bool has_tid, has_corr, has_stream, has_regs, has_grid, has_block, has_dims;
+  int64_t tid, corr, stream, regs;
+  int32_t grid[3], block[3];
+  const char *dims;
+  uint32_t dims_off, dims_len;
 } ft__ev;
 
 /* What event e adds to st (name and cat: C strings); false without memory. */
@@ -42,7 +53,7 @@ typedef struct ft__evcounts {
   uint64_t events, bad_time, time_range, no_dur, neg_dur, bad_bytes, cut_strings;
   int64_t first_ns, last_ns;
 } ft__evcounts;
-ft__evbatch *ft__evbatch_new(void);
+ft__evbatch *ft__evbatch_new(bool want_args); /* st->want_args of the parse it works for */
 void ft__evbatch_free(ft__evbatch *b);
 void ft__stats_parse_segment(ft__evbatch *b, const unsigned char *buf, size_t n, uint64_t base, unsigned depth);
 
@@ -55,9 +66,18 @@ static inline uint64_t ft__cache_mix(uint64_t x) {
   return x;
 }
 
-/* stats_busy.c: the External id -> op join (16 B a slot). A value is an op row
- * index with JOIN_OP set, or the device ns of an External id whose op has not been
- * read yet (fewer than 2^63 ns: times are bounded). */
+/* stats_ops.c: a call on the CPU (an op, range or kineto overhead with its rows in
+ * FT_STAT_OPS and FT_STAT_OP_SHAPES, UINT32_MAX for none; a runtime call with none
+ * and its FT_STAT_API row, UINT32_MAX for an op), device time
+ * by External id, and at a file's end the calls' nesting into their rows (self
+ * CPU, self device, device total). False without memory. */
+bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_row, uint32_t api_row);
+bool ft__ops_device(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns);
+bool ft__ops_file_end(ft_stats *st);
+
+/* stats_busy.c: the External id -> op join (16 B a slot). A value is the index of
+ * its call in st->host with JOIN_OP set, or the device ns of an External id whose
+ * call has not been read yet (fewer than 2^63 ns: times are bounded). */
 #define JOIN_OP (1ull << 63)
 void ft__join_free(ft_stat_join *j);
 uint64_t *ft__join_upsert(ft_stat_join *j, uint64_t key); /* 0 when new; NULL on ENOMEM */

@@ -9,6 +9,7 @@
 
 #include "deflate.h" /* ft__cpus */
 #include "stats.h"
+#include "stats_hta.h"
 
 /* Adds src's rows into dst (names re-interned in dst's table). */
 static bool merge_rows(ft_stats *dst, const ft_stats *src) {
@@ -19,12 +20,18 @@ static bool merge_rows(ft_stats *dst, const ft_stats *src) {
       if (ft__intern(&dst->names, ft__intern_str(&src->names, s->name_id), ft__intern_len(&src->names, s->name_id),
                      &id))
         return false;
-      uint64_t *slot = ft__map_upsert(&dst->index[sec], (uint64_t)s->cat << 32 | id);
+      uint32_t aux = 0; /* FT_STAT_OP_SHAPES: keyed by the name and the Input Dims text */
+      if (sec == FT_STAT_OP_SHAPES && ft__intern(&dst->names, ft__intern_str(&src->names, s->aux_id),
+                                                 ft__intern_len(&src->names, s->aux_id), &aux))
+        return false;
+      uint64_t *slot = ft__map_upsert(&dst->index[sec], sec == FT_STAT_OP_SHAPES ? (uint64_t)aux << 32 | id
+                                                                                : (uint64_t)s->cat << 32 | id);
       if (!slot) return false;
       if (!*slot) {
         ft_stat_row *r = ft__vec_push(&dst->rows[sec]);
         if (!r) return false;
         r->name_id = id;
+        r->aux_id = aux;
         r->cat = s->cat;
         r->comm = s->comm;
         *slot = dst->rows[sec].len;
@@ -33,6 +40,8 @@ static bool merge_rows(ft_stats *dst, const ft_stats *src) {
       if (!ft_dist_merge(&r->t, &s->t) || !ft_dist_merge(&r->b, &s->b)) return false;
       r->calls += s->calls;
       r->self_ns += s->self_ns;
+      r->self_cpu_ns += s->self_cpu_ns;
+      r->total_dev_ns += s->total_dev_ns;
     }
   }
   return true;
@@ -45,8 +54,7 @@ typedef struct worker {
   size_t mem_len;
   size_t n, next; /* the next file to read, under lock */
   size_t n_threads; /* files read at once */
-  bool timeline, by_rank;
-  size_t trace_limit;
+  ft_stat_read_opts o;
   pthread_mutex_t lock;
   bool failed; /* a file failed: start no other */
   ft_status *status; /* per file */
@@ -65,13 +73,21 @@ static ft_status read_one(worker *w, size_t f) {
     snprintf(err, sizeof w->errs[f], "out of memory");
     return FT_ENOMEM;
   }
-  st.timeline = w->timeline;
-  st.trace_limit = w->trace_limit;
+  st.timeline = w->o.timeline;
+  st.trace_limit = w->o.trace_limit;
+  st.want_args = w->o.trace_limit || w->o.hta; /* the trace report's columns, HTA's launches and queues */
+  st.want_ops = w->o.ops;
+  if (w->o.hta && !(st.hta = ft__hta_new())) {
+    ft_stats_free(&st);
+    snprintf(err, sizeof w->errs[f], "out of memory");
+    return FT_ENOMEM;
+  }
   st.file_threads = (int)w->n_threads;
   ft_status s = w->mem ? ft_stats_read_mem(&st, w->mem, w->mem_len, err, sizeof w->errs[f])
                        : ft_stats_read(&st, w->paths[f], err, sizeof w->errs[f]);
   if (!s) {
     ft_stats_finish(&st);
+    if (!ft__hta_finish(&st, &file->hta)) s = FT_ENOMEM;
     file->busy = ft_stats_busy(&st, &file->n_busy);
     if (file->n_busy == SIZE_MAX) {
       file->n_busy = 0;
@@ -118,7 +134,7 @@ static ft_status read_one(worker *w, size_t f) {
     if (!ok) s = FT_ENOMEM;
   }
   if (s == FT_ENOMEM) snprintf(err, sizeof w->errs[f], "out of memory");
-  if (!s && w->by_rank && (file->own = malloc(sizeof *file->own)) != NULL) {
+  if (!s && w->o.by_rank && (file->own = malloc(sizeof *file->own)) != NULL) {
     for (size_t i = 0; i < st.n_devices; i++) { /* what the rows do not need */
       ft__vec_free(&st.devices[i].all.iv), ft__vec_free(&st.devices[i].all.longs);
       ft__vec_free(&st.devices[i].copy.iv), ft__vec_free(&st.devices[i].copy.longs);
@@ -126,7 +142,7 @@ static ft_status read_one(worker *w, size_t f) {
     *file->own = st;
     return s;
   }
-  if (!s && w->by_rank) {
+  if (!s && w->o.by_rank) {
     snprintf(err, sizeof w->errs[f], "out of memory");
     s = FT_ENOMEM;
   }
@@ -158,7 +174,7 @@ static int by_file_ts(const void *a, const void *b) {
 }
 
 static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, const char *mem, size_t mem_len,
-                          bool timeline, size_t trace_limit, bool by_rank, char *err, size_t errlen);
+                          const ft_stat_read_opts *o, char *err, size_t errlen);
 
 /* A file named twice (./S and S, a symlink, a hard link, stdin redirected from
  * it): the second name, in err. Files that cannot be stat'ed are left to the
@@ -185,29 +201,28 @@ static bool given_twice(const char *const *paths, size_t n, char *err, size_t er
   return twice;
 }
 
-ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, bool timeline, size_t trace_limit,
-                           bool by_rank, char *err, size_t errlen) {
+ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, const ft_stat_read_opts *o, char *err,
+                           size_t errlen) {
   if (given_twice(paths, n, err, errlen)) {
     memset(job, 0, sizeof *job);
     return ft_stats_init(&job->total) ? FT_ENOMEM : FT_EINVAL;
   }
-  return job_read(job, paths, n, NULL, 0, timeline, trace_limit, by_rank, err, errlen);
+  return job_read(job, paths, n, NULL, 0, o, err, errlen);
 }
 
-ft_status ft_stat_job_read_mem(ft_stat_job *job, const char *name, const char *data, size_t len, bool timeline,
-                               size_t trace_limit, bool by_rank, char *err, size_t errlen) {
+ft_status ft_stat_job_read_mem(ft_stat_job *job, const char *name, const char *data, size_t len,
+                               const ft_stat_read_opts *o, char *err, size_t errlen) {
   const char *paths[1] = {name};
-  return job_read(job, paths, 1, data ? data : "", len, timeline, trace_limit, by_rank, err, errlen);
+  return job_read(job, paths, 1, data ? data : "", len, o, err, errlen);
 }
 
 static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, const char *mem, size_t mem_len,
-                          bool timeline, size_t trace_limit, bool by_rank, char *err, size_t errlen) {
+                          const ft_stat_read_opts *o, char *err, size_t errlen) {
   memset(job, 0, sizeof *job);
   snprintf(err, errlen, "out of memory"); /* replaced by a file's own reason */
   if (ft_stats_init(&job->total)) return FT_ENOMEM;
   job->files = calloc(n, sizeof *job->files);
-  worker w = {.job = job, .paths = paths, .mem = mem, .mem_len = mem_len, .n = n, .timeline = timeline,
-              .trace_limit = trace_limit, .by_rank = by_rank};
+  worker w = {.job = job, .paths = paths, .mem = mem, .mem_len = mem_len, .n = n, .o = *o};
   w.status = calloc(n, sizeof *w.status);
   w.errs = calloc(n, sizeof *w.errs);
   w.traces = calloc(n, sizeof *w.traces);
@@ -274,6 +289,7 @@ uint64_t ft_stat_skips_total(const ft_stat_skips *k) {
 void ft_stat_job_free(ft_stat_job *job) {
   for (size_t f = 0; f < job->n_files; f++) {
     ft_stats_busy_free(job->files[f].busy, job->files[f].n_busy);
+    ft__hta_result_free(&job->files[f].hta);
     if (job->files[f].own) ft_stats_free(job->files[f].own);
     free(job->files[f].own);
   }

@@ -7,13 +7,15 @@
 
 #include "json_scan.h"
 #include "stats_internal.h"
+#include "trace_numbers.h"
 
 /* A streaming parser of our own (json_scan.c): yajl's lexer and parser were 68 %
  * of a read (docs/measurements.md, P5); json-c and jansson build whole documents
  * in memory, which multi-GB traces cannot afford. */
 
 enum key {
-  K_OTHER, K_PH, K_CAT, K_NAME, K_TS, K_DUR, K_PID, K_ARGS, K_EXT, K_BYTES, K_EVENTS,
+  K_OTHER, K_PH, K_CAT, K_NAME, K_TS, K_DUR, K_PID, K_TID, K_ARGS, K_EXT, K_BYTES, K_CORR, K_STREAM, K_REGS,
+  K_GRID, K_BLOCK, K_DIMS, K_EVENTS,
   K_FLAGTRACE, K_DIST, /* top-level blocks */
   K_RANK, K_TRACER, K_ACTIVITY, K_STATUS, K_DROPPED, K_WINDOW /* keys inside them */
 };
@@ -41,13 +43,23 @@ typedef struct reader {
   unsigned cats_next;
   char *name;
   size_t name_len, name_cap;
-  bool has_ts, has_dur, pid_num, has_ext;
+  bool has_ts, has_dur, pid_num, has_ext, has_tid, has_corr, has_stream, has_regs;
   bool bad_time;   /* ts or dur given as something other than a number */
   bool time_range; /* ts or dur beyond +-FT_STATS_MAX_US */
   bool bad_bytes;  /* args.bytes given, but not a whole number in [0, 2^63) */
   bool name_cut;   /* the name was longer than FT_STATS_KEEP */
-  int64_t ts, dur, pid, ext;
+  int64_t ts, dur, pid, ext, tid, corr, stream, regs;
   uint64_t bytes;
+  int32_t grid[3], block[3];
+  uint8_t grid_n, block_n; /* elements read (3 for a whole dim3) */
+  /* an array value being read (grid, block, Input Dims): its depth and key */
+  int arr_depth;
+  enum key arr_key;
+  bool arr_after; /* Input Dims: a value was written at this level (", " before the next) */
+  char *dims;     /* Input Dims as Python prints the list (torch's key for group_by_input_shape) */
+  size_t dims_len, dims_cap;
+  bool has_dims;
+  bool want_args; /* correlation, stream, grid, block, registers: read only when a report uses them (P5) */
   ft__evcounts cnt;        /* what every event adds: into st at the parse's end */
   struct ft__evbatch *sink; /* a parse worker's: events are kept here, not added to st */
   bool closed;             /* a worker's parse reached the end of the events array */
@@ -66,107 +78,6 @@ struct ft__evbatch {
   ft__json *j;
 };
 
-enum num { NUM_OK, NUM_BAD, NUM_RANGE };
-
-static inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-/* The JSON number s[0, n) times 10^scale, truncated toward zero: its sign and
- * magnitude when that is at most max (NUM_RANGE past it), with *exact (may be
- * NULL) telling whether nothing was truncated. Exact for any spelling: "1e12",
- * "100000000000000000000e-18", 20 000 digits; no floating point. */
-__attribute__((noinline, cold)) static enum num decimal(const char *s, size_t n, int scale, uint64_t max, bool *neg,
-                                                         uint64_t *mag, bool *exact) {
-  size_t i = n && s[0] == '-', int_end = i, frac = 0, frac_end = 0;
-  *neg = i;
-  while (int_end < n && is_digit(s[int_end])) int_end++;
-  if (int_end == i) return NUM_BAD;
-  frac = frac_end = int_end;
-  if (int_end < n && s[int_end] == '.') {
-    frac = frac_end = int_end + 1;
-    while (frac_end < n && is_digit(s[frac_end])) frac_end++;
-  }
-  int64_t e = 0; /* saturated far beyond any digit count that matters */
-  size_t k = frac_end;
-  if (k < n && (s[k] | 0x20) == 'e') {
-    bool eneg = ++k < n && s[k] == '-';
-    if (k < n && (s[k] == '-' || s[k] == '+')) k++;
-    if (k == n || !is_digit(s[k])) return NUM_BAD;
-    for (; k < n && is_digit(s[k]); k++)
-      if (e < 1000000000) e = e * 10 + (s[k] - '0');
-    if (eneg) e = -e;
-  }
-  if (k != n) return NUM_BAD;
-  /* the digits d[0, len) (integer then fraction); the point falls after `point` of them */
-  size_t n_int = int_end - i, len = n_int + (frac_end - frac);
-#define DIGIT(t) (s[(t) < n_int ? i + (t) : frac + (t) - n_int] - '0')
-  size_t z = 0;
-  while (z < len && DIGIT(z) == 0) z++;
-  int64_t point = (int64_t)n_int + e + scale;
-  uint64_t v = 0;
-  if (z < len && point - (int64_t)z > 20) return NUM_RANGE; /* 21 digits exceed 2^64 */
-  for (int64_t t = (int64_t)z; t < point; t++) {
-    unsigned d = (size_t)t < len ? (unsigned)DIGIT((size_t)t) : 0;
-    if (v > (UINT64_MAX - d) / 10) return NUM_RANGE;
-    v = v * 10 + d;
-  }
-  if (v > max) return NUM_RANGE;
-  if (exact) {
-    *exact = true;
-    for (size_t t = point > (int64_t)z ? (size_t)point : z; *exact && t < len; t++) *exact = DIGIT(t) == 0;
-  }
-#undef DIGIT
-  *mag = v;
-  return NUM_OK;
-}
-
-/* "12.345" (us) to ns, truncated toward zero, within +-FT_STATS_MAX_US. The usual
- * spelling (no exponent, up to 16 digits before the point) without decimal(). */
-static enum num us_to_ns(const char *s, size_t n, int64_t *out) {
-  size_t i = 0;
-  bool neg = n && s[0] == '-';
-  if (neg) i++;
-  int64_t whole = 0, frac = 0;
-  int frac_digits = 0;
-  size_t start = i;
-  for (; i < n && is_digit(s[i]); i++) {
-    if (i - start == 16) goto general; /* a 17th digit: beyond the range, unless an exponent says otherwise */
-    whole = whole * 10 + (s[i] - '0');
-  }
-  if (i < n && s[i] == '.') {
-    for (i++; i < n && is_digit(s[i]); i++)
-      if (frac_digits < 3) frac = frac * 10 + (s[i] - '0'), frac_digits++;
-  }
-  if (i == start) return NUM_BAD;
-  if (i < n) goto general; /* an exponent */
-  if (whole > FT_STATS_MAX_US) return NUM_RANGE;
-  while (frac_digits < 3) frac *= 10, frac_digits++;
-  *out = (neg ? -1 : 1) * (whole * 1000 + frac);
-  return NUM_OK;
-general:;
-  uint64_t mag;
-  enum num v = decimal(s, n, 3, (uint64_t)FT_STATS_MAX_US * 1000 + 999, &neg, &mag, NULL);
-  if (v == NUM_OK) *out = neg ? -(int64_t)mag : (int64_t)mag;
-  return v;
-}
-
-/* A JSON number that is a whole number within +-INT64_MAX ("5", "5.0", "1e12"),
- * for pid, External id and bytes; false when it is not one. */
-static bool parse_int(const char *s, size_t n, int64_t *out) {
-  size_t i = n && s[0] == '-';
-  bool neg = i;
-  uint64_t v = 0;
-  if (i == n || n - i > 18) goto general;
-  for (; i < n && is_digit(s[i]); i++) v = v * 10 + (uint64_t)(s[i] - '0');
-  if (i < n) goto general;
-  *out = neg ? -(int64_t)v : (int64_t)v;
-  return true;
-general:;
-  bool exact;
-  if (decimal(s, n, 0, (uint64_t)INT64_MAX, &neg, &v, &exact) != NUM_OK || !exact) return false;
-  *out = neg ? -(int64_t)v : (int64_t)v;
-  return true;
-}
-
 /* The cache entry of a category (cut to 39 bytes, up to a NUL as a C string):
  * categories repeat, so the latest are compared first, without a copy. */
 static unsigned cat_entry(reader *r, const unsigned char *s, size_t n) {
@@ -183,16 +94,21 @@ static unsigned cat_entry(reader *r, const unsigned char *s, size_t n) {
 }
 
 /* Appends n bytes and a NUL to b's text; their offset, or UINT32_MAX without memory. */
+/* *buf with room for need bytes (doubling from first); false without memory. */
+static bool room(char **buf, size_t *cap, size_t need, size_t first) {
+  if (need <= *cap) return true;
+  size_t c = *cap ? 2 * *cap : first;
+  while (c < need) c *= 2;
+  char *p = realloc(*buf, c);
+  if (!p) return false;
+  *buf = p;
+  *cap = c;
+  return true;
+}
+
 static uint32_t batch_text(ft__evbatch *b, const char *s, size_t n) {
-  if (b->len + n + 1 > UINT32_MAX) return UINT32_MAX; /* a segment is far smaller: not reached */
-  if (b->len + n + 1 > b->tcap) {
-    size_t cap = b->tcap ? 2 * b->tcap : 1 << 16;
-    while (cap < b->len + n + 1) cap *= 2;
-    char *p = realloc(b->text, cap);
-    if (!p) return UINT32_MAX;
-    b->text = p;
-    b->tcap = cap;
-  }
+  /* a segment is far smaller than 4 GiB: the first test is not reached */
+  if (b->len + n + 1 > UINT32_MAX || !room(&b->text, &b->tcap, b->len + n + 1, 1 << 16)) return UINT32_MAX;
   uint32_t at = (uint32_t)b->len;
   memcpy(b->text + at, s, n);
   b->text[at + n] = '\0';
@@ -209,6 +125,8 @@ static bool batch_add(ft__evbatch *b, ft__ev e, const char *name, const char *ca
     b->cap = cap;
   }
   if ((e.name_off = batch_text(b, name, e.name_len)) == UINT32_MAX) return false;
+  if (e.has_dims && (e.dims_off = batch_text(b, e.dims, e.dims_len)) == UINT32_MAX) return false;
+  e.dims = NULL; /* its text is the batch's: resolved when the batch is taken */
   if (e.sec == FT__SEC_UNKNOWN && (e.cat_off = batch_text(b, cat_s, strlen(cat_s))) == UINT32_MAX) return false;
   b->ev[b->n++] = e;
   return true;
@@ -242,8 +160,23 @@ static bool process_event(reader *r) {
   if (c->last_ns < r->ts + dur) c->last_ns = r->ts + dur;
   if (sec == FT__SEC_IGNORED) return true;
   c->cut_strings += r->name_cut && sec != FT__SEC_UNKNOWN; /* names of the events summarized */
-  ft__ev e = {r->ts, dur, r->pid_num ? r->pid : -1, r->ext, r->bytes, 0, (uint32_t)r->name_len, 0,
-          (uint8_t)r->cats[cat].sec, r->has_ext};
+  ft__ev e = {.ts = r->ts, .dur = dur, .dev = r->pid_num ? r->pid : -1, .ext = r->ext, .bytes = r->bytes,
+              .name_len = (uint32_t)r->name_len, .sec = (uint8_t)r->cats[cat].sec, .has_ext = r->has_ext};
+  e.tid = r->tid;
+  e.corr = r->corr;
+  e.stream = r->stream;
+  e.regs = r->regs;
+  memcpy(e.grid, r->grid, sizeof e.grid);
+  memcpy(e.block, r->block, sizeof e.block);
+  e.has_tid = r->has_tid;
+  e.has_corr = r->has_corr;
+  e.has_stream = r->has_stream;
+  e.has_regs = r->has_regs;
+  e.has_grid = r->grid_n == 3;
+  e.has_block = r->block_n == 3;
+  e.has_dims = r->has_dims;
+  e.dims = r->has_dims ? r->dims : NULL;
+  e.dims_len = r->has_dims ? (uint32_t)r->dims_len : 0;
   const char *name = r->name ? r->name : "";
   return r->sink ? batch_add(r->sink, e, name, r->cats[cat].s) : ft__stats_apply(r->st, &e, name, r->cats[cat].s);
 }
@@ -269,9 +202,49 @@ static void non_number(reader *r) {
   else if (r->args_depth && r->depth == r->args_depth && r->key == K_BYTES) r->bad_bytes = true;
 }
 
+/* Appends s[0, n) to the Input Dims text, up to FT_STATS_KEEP bytes (a longer list
+ * is cut: its key stays distinct from any shorter one's). */
+static bool dims_put(reader *r, const char *s, size_t n) {
+  if (r->dims_len + n + 1 > FT_STATS_KEEP) n = r->dims_len + 1 < FT_STATS_KEEP ? FT_STATS_KEEP - r->dims_len - 1 : 0;
+  if (!room(&r->dims, &r->dims_cap, r->dims_len + n + 1, 256)) {
+    snprintf(r->err, sizeof r->err, "out of memory");
+    return false;
+  }
+  memcpy(r->dims + r->dims_len, s, n);
+  r->dims_len += n;
+  r->dims[r->dims_len] = '\0';
+  return true;
+}
+
+/* A value inside Input Dims, written as Python's str() of the list writes it
+ * ("[[16, 1024], []]"): key_averages(group_by_input_shape=True) keys on that. */
+static bool dims_value(reader *r, const char *s, size_t n) {
+  if (r->arr_after && !dims_put(r, ", ", 2)) return false;
+  r->arr_after = true;
+  return dims_put(r, s, n);
+}
+
+/* grid or block held something other than three whole numbers: not shown */
+static void arr_spoil(reader *r) { *(r->arr_key == K_GRID ? &r->grid_n : &r->block_n) = 4; }
+
+/* A value of an array being read (grid, block, Input Dims); false on ENOMEM. */
+static bool arr_number(reader *r, const char *s, size_t n) {
+  if (r->arr_key == K_DIMS) return dims_value(r, s, n);
+  uint8_t *cnt = r->arr_key == K_GRID ? &r->grid_n : &r->block_n;
+  int32_t *d = r->arr_key == K_GRID ? r->grid : r->block;
+  int64_t v;
+  if (r->depth == r->arr_depth && *cnt < 3 && parse_int(s, n, &v) && v >= 0 && v <= INT32_MAX) d[(*cnt)++] = (int32_t)v;
+  else arr_spoil(r);
+  return true;
+}
+
 static int cb_start_map(void *ctx) {
   reader *r = ctx;
   non_number(r);
+  if (r->arr_depth) { /* a map in grid, block or Input Dims: not one we read */
+    if (r->arr_key == K_DIMS) r->has_dims = false, r->arr_key = K_OTHER;
+    else arr_spoil(r);
+  }
   r->depth++;
   if (r->depth == 2 && (r->key == K_FLAGTRACE || r->key == K_DIST)) {
     r->meta_depth = 2;
@@ -283,6 +256,8 @@ static int cb_start_map(void *ctx) {
     r->name_len = 0;
     if (r->name) r->name[0] = '\0';
     r->has_ts = r->has_dur = r->pid_num = r->has_ext = r->bad_time = r->time_range = r->bad_bytes = r->name_cut = false;
+    r->has_tid = r->has_corr = r->has_stream = r->has_regs = r->has_dims = false;
+    r->grid_n = r->block_n = 0;
     r->bytes = 0;
   } else if (r->ev_depth && r->depth == r->ev_depth + 1 && r->key == K_ARGS) {
     r->args_depth = r->depth;
@@ -315,6 +290,21 @@ static int cb_start_array(void *ctx) {
   r->j->keep = 0; /* its elements have no key: none is kept */
   non_number(r);
   r->depth++;
+  if (r->args_depth && r->depth == r->args_depth + 1 && (r->key == K_GRID || r->key == K_BLOCK || r->key == K_DIMS)) {
+    r->arr_depth = r->depth; /* its elements are read: numbers are short */
+    r->arr_key = r->key;
+    r->arr_after = false;
+    r->dims_len = 0;
+    r->j->keep = 64;
+    if (r->key == K_DIMS && !dims_put(r, "[", 1)) return 0;
+    if (r->key != K_DIMS) *(r->key == K_GRID ? &r->grid_n : &r->block_n) = 0;
+  } else if (r->arr_depth) {
+    r->j->keep = 64;
+    if (r->arr_key == K_DIMS) {
+      if ((r->arr_after && !dims_put(r, ", ", 2)) || !dims_put(r, "[", 1)) return 0;
+      r->arr_after = false;
+    } else if (r->arr_key != K_OTHER) arr_spoil(r);
+  }
   if (r->depth == 1) { /* the JSON Array Format: a bare list of events */
     r->top_array = true;
     r->saw_events = true;
@@ -334,6 +324,16 @@ static int cb_end_array(void *ctx) {
     return 0;
   }
   if (r->depth == r->events_depth) r->events_depth = 0;
+  if (r->arr_depth && r->depth >= r->arr_depth) {
+    if (r->arr_key == K_DIMS) {
+      if (!dims_put(r, "]", 1)) return 0;
+      r->arr_after = true;
+    }
+    if (r->depth == r->arr_depth) {
+      r->has_dims = r->arr_key == K_DIMS;
+      r->arr_depth = 0;
+    }
+  }
   r->depth--;
   r->key = K_OTHER;
   return 1;
@@ -365,13 +365,23 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
   } else if (r->ev_depth && r->depth == r->ev_depth) { /* every event's keys: by length first */
     switch (n) {
     case 2: r->key = IS("ph") ? K_PH : IS("ts") ? K_TS : K_OTHER; break;
-    case 3: r->key = IS("cat") ? K_CAT : IS("dur") ? K_DUR : IS("pid") ? K_PID : K_OTHER; break;
+    case 3: r->key = IS("cat") ? K_CAT : IS("dur") ? K_DUR : IS("pid") ? K_PID : IS("tid") ? K_TID : K_OTHER; break;
     case 4: r->key = IS("name") ? K_NAME : IS("args") ? K_ARGS : K_OTHER; break;
     default: break;
     }
   } else if (r->args_depth && r->depth == r->args_depth) {
-    if (IS("External id") || IS("external id")) r->key = K_EXT; /* the second: older kineto */
-    else if (IS("bytes")) r->key = K_BYTES;
+    switch (n) { /* by length first: a kernel has a dozen args (perf: P5) */
+    case 11:
+      if (IS("External id") || IS("external id")) r->key = K_EXT; /* the second: older kineto */
+      else if (r->want_args && IS("correlation")) r->key = K_CORR;
+      break;
+    case 5: r->key = IS("bytes") ? K_BYTES : r->want_args && IS("block") ? K_BLOCK : K_OTHER; break;
+    case 10: r->key = IS("Input Dims") ? K_DIMS : K_OTHER; break;
+    case 6: r->key = r->want_args && IS("stream") ? K_STREAM : K_OTHER; break;
+    case 4: r->key = r->want_args && IS("grid") ? K_GRID : K_OTHER; break;
+    case 20: r->key = r->want_args && IS("registers per thread") ? K_REGS : K_OTHER; break;
+    default: break;
+    }
   }
 #undef IS
   /* a value read as a string or number is kept (cut to FT_STATS_KEEP); any other
@@ -382,7 +392,8 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
                                    [K_TS] = FT_STATS_KEEP,    [K_DUR] = FT_STATS_KEEP,     [K_PID] = FT_STATS_KEEP,
                                    [K_EXT] = FT_STATS_KEEP,   [K_BYTES] = FT_STATS_KEEP,   [K_RANK] = FT_STATS_KEEP,
                                    [K_TRACER] = FT_STATS_KEEP, [K_STATUS] = FT_STATS_KEEP, [K_DROPPED] = FT_STATS_KEEP,
-                                   [K_WINDOW] = FT_STATS_KEEP};
+                                   [K_WINDOW] = FT_STATS_KEEP, [K_TID] = FT_STATS_KEEP,   [K_CORR] = FT_STATS_KEEP,
+                                   [K_STREAM] = FT_STATS_KEEP, [K_REGS] = FT_STATS_KEEP, [K_EVENTS] = 0};
   r->j->keep = keep_of[r->key];
   return 1;
 }
@@ -403,25 +414,28 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   reader *r = ctx;
   if (r->key == K_EVENTS) return bad_events(r);
   non_number(r);
-  if (r->meta_depth && r->depth == r->meta_depth && (r->key == K_TRACER || r->key == K_STATUS)) {
+  if (r->arr_depth) {
+    if (r->arr_key == K_DIMS) { /* not a shape: kept as Python shows a str */
+      if (!dims_value(r, "'", 1) || !dims_put(r, (const char *)s, n) || !dims_put(r, "'", 1)) return 0;
+    } else if (r->arr_key != K_OTHER) arr_spoil(r);
+  } else if (r->meta_depth && r->depth == r->meta_depth && (r->key == K_TRACER || r->key == K_STATUS)) {
     if (r->key == K_TRACER) copy_cut(r->st->meta.tracer, sizeof r->st->meta.tracer, s, n);
     else copy_cut(r->st->meta.device_status, sizeof r->st->meta.device_status, s, n);
   } else if (r->ev_depth && r->depth == r->ev_depth) {
-    if (r->key == K_PH) {
+    if (r->key == K_TID) { /* a thread named by a string: its hash, apart from numbered ones */
+      uint64_t h = 1469598103934665603ull;
+      for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ull;
+      r->tid = (int64_t)(h | 1ull << 63);
+      r->has_tid = true;
+    } else if (r->key == K_PH) {
       r->is_x = n == 1 && s[0] == 'X';
     } else if (r->key == K_CAT) {
       r->cat = cat_entry(r, s, n);
       r->has_cat = true;
     } else if (r->key == K_NAME) {
-      if (n + 1 > r->name_cap) {
-        size_t cap = n + 1 > 2 * r->name_cap ? n + 1 : 2 * r->name_cap;
-        char *p = realloc(r->name, cap);
-        if (!p) {
-          snprintf(r->err, sizeof r->err, "out of memory");
-          return 0;
-        }
-        r->name = p;
-        r->name_cap = cap;
+      if (!room(&r->name, &r->name_cap, n + 1, 64)) {
+        snprintf(r->err, sizeof r->err, "out of memory");
+        return 0;
       }
       memcpy(r->name, s, n);
       r->name[n] = '\0';
@@ -439,11 +453,15 @@ static int cb_number(void *ctx, const char *s, size_t n) {
   if (__builtin_expect(n >= FT_STATS_KEEP, 0)) n = 0; /* FT_STATS_KEEP or longer (maybe cut): no number read */
   if (r->ev_depth && r->depth == r->ev_depth) {
     if (r->key == K_TS || r->key == K_DUR) {
-      enum num v = us_to_ns(s, n, r->key == K_TS ? &r->ts : &r->dur);
-      if (v == NUM_OK) *(r->key == K_TS ? &r->has_ts : &r->has_dur) = true;
-      else if (v == NUM_RANGE) r->time_range = true;
+      enum ft__num v = us_to_ns(s, n, r->key == K_TS ? &r->ts : &r->dur);
+      if (v == FT__NUM_OK) *(r->key == K_TS ? &r->has_ts : &r->has_dur) = true;
+      else if (v == FT__NUM_RANGE) r->time_range = true;
       else r->bad_time = true;
     } else if (r->key == K_PID) r->pid_num = parse_int(s, n, &r->pid);
+    else if (r->key == K_TID && (!r->has_cat || r->cats[r->cat].sec >= FT__SEC_RUNTIME)) /* host calls only */
+      r->has_tid = parse_int(s, n, &r->tid);
+  } else if (r->arr_depth) {
+    if (r->arr_key != K_OTHER && !arr_number(r, s, n)) return 0;
   } else if (r->meta_depth && r->depth == r->meta_depth) {
     int64_t v;
     ft_stat_meta *m = &r->st->meta;
@@ -459,6 +477,12 @@ static int cb_number(void *ctx, const char *s, size_t n) {
     } else if (r->key == K_BYTES) {
       if (parse_int(s, n, &v) && v >= 0) r->bytes = (uint64_t)v;
       else r->bad_bytes = true;
+    } else if (r->key == K_CORR) {
+      r->has_corr = parse_int(s, n, &r->corr);
+    } else if (r->key == K_STREAM) {
+      r->has_stream = parse_int(s, n, &r->stream);
+    } else if (r->key == K_REGS) {
+      r->has_regs = parse_int(s, n, &r->regs);
     }
   }
   r->key = K_OTHER;
@@ -469,6 +493,10 @@ static int cb_scalar(void *ctx) {
   reader *r = ctx;
   if (r->key == K_EVENTS) return bad_events(r);
   non_number(r);
+  if (r->arr_depth && r->arr_key != K_OTHER) { /* null or a boolean */
+    if (r->arr_key != K_DIMS) arr_spoil(r);
+    else if (!dims_value(r, "None", 4)) return 0;
+  }
   r->key = K_OTHER;
   return 1;
 }
@@ -494,7 +522,7 @@ static const ft__json_callbacks callbacks = {
  * worker started from); its category cache and name buffer are kept. */
 static void reader_between(reader *r, unsigned d) {
   r->depth = r->events_depth = (int)d;
-  r->ev_depth = r->args_depth = r->meta_depth = 0;
+  r->ev_depth = r->args_depth = r->meta_depth = r->arr_depth = 0;
   r->saw_events = true;
   r->top_array = d == 1;
   r->key = K_OTHER;
@@ -517,7 +545,7 @@ static void reader_init(reader *r, ft_stats *st) {
   for (int i = 0; i < 4; i++) r->cats[i].sec = -1; /* empty */
 }
 
-ft__evbatch *ft__evbatch_new(void) {
+ft__evbatch *ft__evbatch_new(bool want_args) {
   ft__evbatch *b = calloc(1, sizeof *b);
   if (!b) return NULL;
   if (!(b->j = malloc(sizeof *b->j))) { /* its nesting stack is 10 kB */
@@ -525,6 +553,7 @@ ft__evbatch *ft__evbatch_new(void) {
     return NULL;
   }
   reader_init(&b->r, NULL);
+  b->r.want_args = want_args;
   b->r.sink = b;
   ft__json_init(b->j, &callbacks, &b->r);
   json_limits(b->j);
@@ -537,6 +566,7 @@ void ft__evbatch_free(ft__evbatch *b) {
   free(b->ev);
   free(b->text);
   free(b->r.name);
+  free(b->r.dims);
   ft__json_free(b->j);
   free(b->j);
   free(b);
@@ -578,6 +608,7 @@ static bool between(const reader *r, const ft__json *j, unsigned *d) {
 ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err, size_t errlen) {
   reader r;
   reader_init(&r, st);
+  r.want_args = st->want_args;
   ft__json *j = malloc(sizeof *j); /* its nesting stack is 10 kB: not on a file thread's stack */
   if (!j) return FT_ENOMEM;
   ft__json_init(j, &callbacks, &r);
@@ -604,8 +635,11 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
     if (n && b && b->end != BATCH_NONE && b->base == j->base && between(&r, j, &d) && b->depth == d) {
       st->segments_taken++;
       bool ok = true;
-      for (size_t i = 0; ok && i < b->n; i++)
-        ok = ft__stats_apply(st, &b->ev[i], b->text + b->ev[i].name_off, b->text + b->ev[i].cat_off);
+      for (size_t i = 0; ok && i < b->n; i++) {
+        ft__ev e = b->ev[i];
+        if (e.has_dims) e.dims = b->text + e.dims_off;
+        ok = ft__stats_apply(st, &e, b->text + e.name_off, b->text + e.cat_off);
+      }
       if (!ok) {
         snprintf(err, errlen, "out of memory");
         status = FT_ENOMEM;
@@ -649,9 +683,15 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   if (st->first_ns > r.cnt.first_ns) st->first_ns = r.cnt.first_ns;
   if (st->last_ns < r.cnt.last_ns) st->last_ns = r.cnt.last_ns;
   free(r.name);
+  free(r.dims);
   ft__json_free(j);
   free(j);
-  /* The External id join is per file: ids restart in every rank's trace. */
+  /* The External id join and the calls' nesting are per file: ids restart in
+   * every rank's trace. */
+  if (!ft__ops_file_end(st) && !status) {
+    snprintf(err, errlen, "out of memory");
+    status = FT_ENOMEM;
+  }
   ft__join_free(&st->ext_op);
   return status;
 }

@@ -4,9 +4,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "stats_hta.h"
 #include "stats_internal.h"
 
-static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len, uint8_t cat) {
+static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len, uint8_t cat, uint32_t *index) {
   /* a small cache first: names repeat, and comparing is cheaper than hashing a
    * long kernel name (perf: ft__intern was 12 % of a read) */
   uint64_t head = 0, tail = 0; /* a cheap key: the length, the first and last 8 bytes */
@@ -14,8 +15,10 @@ static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len,
   if (len > 8) memcpy(&tail, name + len - 8, 8);
   ft_stat_last *last = &st->last[section][ft__cache_mix(head ^ (tail * 31) ^ len) % FT_STAT_ROW_CACHE];
   if (last->valid && last->cat == cat && ft__intern_len(&st->names, last->name_id) == len &&
-      !memcmp(ft__intern_str(&st->names, last->name_id), name, len))
+      !memcmp(ft__intern_str(&st->names, last->name_id), name, len)) {
+    if (index) *index = (uint32_t)last->index;
     return ft__vec_at(&st->rows[section], last->index);
+  }
   uint32_t id;
   if (ft__intern(&st->names, name, len, &id)) return NULL;
   uint64_t *slot = ft__map_upsert(&st->index[section], (uint64_t)cat << 32 | id);
@@ -29,7 +32,26 @@ static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len,
     *slot = st->rows[section].len;
   }
   *last = (ft_stat_last){true, cat, id, *slot - 1};
+  if (index) *index = (uint32_t)(*slot - 1);
   return ft__vec_at(&st->rows[section], *slot - 1);
+}
+
+/* The row of op name_id called with Input Dims dims (FT_STAT_OP_SHAPES), keyed by
+ * both names' ids; NULL without memory. */
+static ft_stat_row *shape_row(ft_stats *st, uint32_t name_id, const char *dims, size_t len, uint32_t *index) {
+  uint32_t aux;
+  if (ft__intern(&st->names, dims, len, &aux)) return NULL;
+  uint64_t *slot = ft__map_upsert(&st->index[FT_STAT_OP_SHAPES], (uint64_t)aux << 32 | name_id);
+  if (!slot) return NULL;
+  if (!*slot) {
+    ft_stat_row *r = ft__vec_push(&st->rows[FT_STAT_OP_SHAPES]);
+    if (!r) return NULL;
+    r->name_id = name_id;
+    r->aux_id = aux;
+    *slot = st->rows[FT_STAT_OP_SHAPES].len;
+  }
+  *index = (uint32_t)(*slot - 1);
+  return ft__vec_at(&st->rows[FT_STAT_OP_SHAPES], *slot - 1);
 }
 
 bool ft_stats_is_comm(const char *name) {
@@ -64,8 +86,8 @@ enum ft__sec ft__stats_section_of(const char *c) {
       {"cuda_driver", FT__SEC_DRIVER},    {"privateuse1_driver", FT__SEC_DRIVER},   {"xpu_driver", FT__SEC_DRIVER},
       {"cpu_op", FT__SEC_OP},             {"operator", FT__SEC_OP},                 {"hpu_op", FT__SEC_OP},
       {"user_annotation", FT__SEC_RANGE}, {"gpu_user_annotation", FT__SEC_GPU_RANGE},
-      {"python_function", FT__SEC_IGNORED}, {"python", FT__SEC_IGNORED},            {"overhead", FT__SEC_IGNORED},
-      {"cuda_sync", FT__SEC_IGNORED},     {"cpu_instant_event", FT__SEC_IGNORED},   {"cuda_profiler_range", FT__SEC_IGNORED},
+      {"python_function", FT__SEC_IGNORED}, {"python", FT__SEC_IGNORED},            {"overhead", FT__SEC_OVERHEAD},
+      {"cuda_sync", FT__SEC_SYNC},        {"cpu_instant_event", FT__SEC_IGNORED},   {"cuda_profiler_range", FT__SEC_IGNORED},
       {"trace", FT__SEC_IGNORED},         {"fwdbwd", FT__SEC_IGNORED},              {"ac2g", FT__SEC_IGNORED},
       {"mtia_insight", FT__SEC_IGNORED},  {"external_correlation", FT__SEC_IGNORED}, {"collective_comm", FT__SEC_IGNORED},
       {"mtia_counters", FT__SEC_IGNORED},
@@ -118,21 +140,6 @@ static bool trace_keep(ft_stats *st, const ft_stat_event *e) {
   return true;
 }
 
-/* Device time of External id ext: to its op when read, else held until it is. */
-static bool attribute(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns) {
-  st->device_ns += ns;
-  if (!has_ext) return true;
-  uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)ext);
-  if (!v) return false;
-  if (*v & JOIN_OP) {
-    ((ft_stat_row *)ft__vec_at(&st->rows[FT_STAT_OPS], *v & ~JOIN_OP))->self_ns += ns;
-    st->attributed_ns += ns;
-  } else {
-    *v += ns; /* the sum of a file's device times stays below 2^63: times are bounded */
-  }
-  return true;
-}
-
 /* (stats_internal.h) */
 bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char *cat_s) {
   enum ft__sec sec = (enum ft__sec)e->sec;
@@ -140,44 +147,55 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
   ft_stat_row *row_p = NULL;
   switch (sec) {
   case FT__SEC_IGNORED: return true;
+  case FT__SEC_SYNC: return !st->hta || ft__hta_event(st, e, name, NULL); /* HTA's GPU event, no row of ours */
   case FT__SEC_UNKNOWN: return count_unknown(st, cat_s);
-  case FT__SEC_KERNEL: row_p = row(st, FT_STAT_KERNELS, name, e->name_len, 0); break;
+  case FT__SEC_KERNEL: row_p = row(st, FT_STAT_KERNELS, name, e->name_len, 0, NULL); break;
   case FT__SEC_MEMCPY:
   case FT__SEC_MEMSET:
-    row_p = row(st, FT_STAT_MEMORY, name, e->name_len, sec == FT__SEC_MEMSET ? FT_STAT_CAT_MEMSET : FT_STAT_CAT_MEMCPY);
+    row_p = row(st, FT_STAT_MEMORY, name, e->name_len, sec == FT__SEC_MEMSET ? FT_STAT_CAT_MEMSET : FT_STAT_CAT_MEMCPY,
+                NULL);
     if (row_p && !ft_dist_add(&row_p->b, e->bytes)) return false;
     break;
   case FT__SEC_RUNTIME:
   case FT__SEC_DRIVER:
-    row_p = row(st, FT_STAT_API, name, e->name_len, sec == FT__SEC_DRIVER ? FT_STAT_CAT_DRIVER : FT_STAT_CAT_RUNTIME);
+  {
+    uint32_t at;
+    row_p = row(st, FT_STAT_API, name, e->name_len, sec == FT__SEC_DRIVER ? FT_STAT_CAT_DRIVER : FT_STAT_CAT_RUNTIME,
+                &at);
+    if (!row_p || !ft__ops_note(st, e, UINT32_MAX, UINT32_MAX, at)) return false; /* a child of its op */
+  }
     break;
   case FT__SEC_GPU_RANGE: /* a projection: not device work of its own (busy % counts its kernels) */
-    row_p = row(st, FT_STAT_GPU_RANGES, name, e->name_len, 0);
+    row_p = row(st, FT_STAT_GPU_RANGES, name, e->name_len, 0, NULL);
     return row_p && ft_dist_add(&row_p->t, (uint64_t)dur);
   case FT__SEC_RANGE:
-    row_p = row(st, FT_STAT_RANGES, name, e->name_len, 0);
+    row_p = row(st, FT_STAT_RANGES, name, e->name_len, 0, NULL);
     if (!row_p || !ft_dist_add(&row_p->t, (uint64_t)dur)) return false;
     __attribute__((fallthrough)); /* a range is also an op (self device time) */
   case FT__SEC_OP: {
-    ft_stat_row *op = row(st, FT_STAT_OPS, name, op_name_len(name, e->name_len), 0);
+    uint32_t at, shape_at = UINT32_MAX;
+    if (st->hta && !ft__hta_event(st, e, name, NULL)) return false; /* an op with a stream is HTA's GPU event */
+    ft_stat_row *op = row(st, FT_STAT_OPS, name, op_name_len(name, e->name_len), 0, &at);
     if (!op) return false;
-    op->calls++;
-    if (!e->has_ext) return true;
-    uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)e->ext);
-    if (!v) return false;
-    if (!(*v & JOIN_OP)) { /* device work that came first */
-      op->self_ns += *v;
-      st->attributed_ns += *v;
-    }
-    *v = JOIN_OP | (ft__map_find(&st->index[FT_STAT_OPS], op->name_id)[0] - 1);
-    return true;
+    /* record_shapes=True: the same op by its inputs' shapes */
+    if (e->has_dims && !shape_row(st, op->name_id, e->dims, e->dims_len, &shape_at)) return false;
+    return ft__ops_note(st, e, at, shape_at, UINT32_MAX); /* counted at the file's end: torch drops some */
+  }
+  case FT__SEC_OVERHEAD: { /* key_averages has a row for it, and counts it as a child of the op it ran in */
+    uint32_t at;
+    if (!row(st, FT_STAT_OPS, name, e->name_len, 0, &at)) return false;
+    ft__ev o = *e;
+    o.has_ext = false;         /* its own device time: none (see stats_ops.c) */
+    o.has_tid = false;         /* kineto writes tid 0: the profiling thread's, at the file's end */
+    return ft__ops_note(st, &o, at, UINT32_MAX, UINT32_MAX);
   }
   }
   if (!row_p || !ft_dist_add(&row_p->t, (uint64_t)dur)) return false;
+  if (st->hta && !ft__hta_event(st, e, name, row_p)) return false;
   if (sec == FT__SEC_RUNTIME || sec == FT__SEC_DRIVER) return true;
   bool over;
   ft_stat_device *d = ft__stats_device(st, e->dev, &over);
-  if ((!d && !over) || !attribute(st, e->has_ext, e->ext, (uint64_t)dur)) return false;
+  if ((!d && !over) || !ft__ops_device(st, e->has_ext, e->ext, (uint64_t)dur)) return false;
   if (over) {
     st->device_cap_events++;
   } else {
@@ -185,8 +203,12 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
     if (st->timeline && sec != FT__SEC_KERNEL && !ft__add_interval(&d->copy, e->ts, e->ts + dur)) return false;
   }
   if (st->trace_limit) {
-    ft_stat_event t = {e->ts, dur, e->dev, e->bytes, row_p->name_id, 0, (uint8_t)(sec == FT__SEC_MEMCPY ? 1 : sec == FT__SEC_MEMSET)};
-    if (sec == FT__SEC_MEMSET) t.kind = 2;
+    ft_stat_event t = {.ts = e->ts, .dur = dur, .device = e->dev, .bytes = e->bytes, .name_id = row_p->name_id,
+                       .kind = (uint8_t)(sec == FT__SEC_MEMCPY ? 1 : sec == FT__SEC_MEMSET ? 2 : 0),
+                       .stream = e->has_stream ? e->stream : -1,
+                       .regs = e->has_regs && e->regs >= 0 && e->regs <= INT32_MAX ? (int32_t)e->regs : 0};
+    if (e->has_grid) memcpy(t.grid, e->grid, sizeof t.grid);
+    if (e->has_block) memcpy(t.block, e->block, sizeof t.block);
     return trace_keep(st, &t);
   }
   return true;
@@ -206,6 +228,7 @@ ft_status ft_stats_init(ft_stats *st) {
   st->first_ns = INT64_MAX;
   st->last_ns = INT64_MIN;
   st->parse_threads = -1;
+  st->want_ops = true; /* a job's read says otherwise when no report uses them */
   return FT_OK;
 }
 
@@ -221,6 +244,7 @@ void ft_stats_free(ft_stats *st) {
     ft__map_free(&st->index[i]);
   }
   ft__join_free(&st->ext_op);
+  ft__hta_free(st->hta);
   ft__join_free(&st->device_index);
   ft__map_free(&st->unknown_cats);
   for (size_t i = 0; i < st->n_devices; i++) {
@@ -229,6 +253,7 @@ void ft_stats_free(ft_stats *st) {
   }
   free(st->devices);
   free(st->trace);
+  free(st->host);
 }
 
 void ft_stats_finish(ft_stats *st) {
@@ -236,8 +261,8 @@ void ft_stats_finish(ft_stats *st) {
    * calls (the innermost op that launched them); the rest is left unattributed */
   uint64_t unattributed = st->device_ns - st->attributed_ns;
   if (unattributed && st->rows[FT_STAT_OPS].len) {
-    ft_stat_row *r = row(st, FT_STAT_OPS, "(no op)", 7, 0);
-    if (r) r->self_ns += unattributed;
+    ft_stat_row *r = row(st, FT_STAT_OPS, "(no op)", 7, 0, NULL);
+    if (r) r->self_ns += unattributed, r->total_dev_ns += unattributed;
   }
 }
 

@@ -151,7 +151,7 @@ ft_status ft_report_html_write(FILE *out, const ft_stat_job *job, const char *ou
   ft_report_opts o = {0};
   ft_status s = FT_OK;
   for (int r = 0; r < REP_N && !s; r++)
-    if (r != REP_TRACE) s = ft_report_build(&reps[n_reps++], r, job, &o);
+    if (r != REP_TRACE && !(FT_REP_HTA & 1u << r)) s = ft_report_build(&reps[n_reps++], r, job, &o);
   char *data = NULL;
   size_t len = 0;
   FILE *m = s ? NULL : open_memstream(&data, &len);

@@ -72,8 +72,8 @@ int ft_cli_report(int argc, char **argv) {
   bool exists = false;
   if (ft_outputs_check(&output, 1, force, &exists, err, sizeof err)) return ft_cli_output_refused("report", exists, err);
   ft_stat_job job;
-  ft_status s = ft_stat_job_read(&job, (const char *const *)argv + optind, (size_t)(argc - optind), true, 0, false, err,
-                                 sizeof err);
+  ft_stat_read_opts o = {.timeline = true, .ops = true};
+  ft_status s = ft_stat_job_read(&job, (const char *const *)argv + optind, (size_t)(argc - optind), &o, err, sizeof err);
   if (s) {
     ft_cli_error("report", "%s", err);
     ft_stat_job_free(&job);

@@ -11,42 +11,78 @@
 
 #include "cli.h"
 #include "stats_out.h"
+#include "trace_dir.h"
 
 static const char usage[] =
-    "usage: flagtrace stats [options] FILE...\n"
+    "usage: flagtrace stats [options] FILE|DIR...\n"
     "\n"
     "Summarizes Chrome traces written by flagtrace or by torch.profiler (.json, or\n"
-    "gzip-compressed .json.gz; \"-\" reads stdin). The files of a job (every rank) are\n"
+    "gzip-compressed .json.gz; \"-\" reads stdin; a directory: the .json and .json.gz\n"
+    "files directly in it, by name, such as kineto's *.pt.trace.json.gz; one without\n"
+    "any is an error). The files of a job (every rank) are\n"
     "read in parallel, one thread per file up to the core count, each file on its\n"
     "own: External ids, correlation ids and devices are keyed per file, busy % is\n"
     "per (rank, device) over that file's span; the summaries merge rows by name.\n"
     "\n"
     "options:\n"
-    "  -r, --report LIST   reports, a comma-separated subset of (default: all but trace)\n"
+    "  -r, --report LIST   reports, a comma-separated subset of (default: all but trace\n"
+    "                      and HTA's four)\n"
     "                        kernels     GPU time per kernel name\n"
     "                        api         runtime and driver API calls per name\n"
     "                        memory      copies and sets by time (kind, name)\n"
     "                        memsize     copies and sets by size, and bandwidth\n"
     "                        ranges      user ranges (user_annotation): CPU time\n"
     "                        gpu_ranges  their GPU projection (gpu_user_annotation)\n"
-    "                        ops         self device time per op/range name: the device\n"
-    "                                    work whose \"External id\" is one of its calls\n"
+    "                        ops         ops and ranges as torch's key_averages() counts\n"
+    "                                    them: self CPU, CPU total, self device (the work\n"
+    "                                    whose \"External id\" is one of its calls), device\n"
+    "                                    total (nested calls' work too), calls; nesting\n"
+    "                                    per thread, runtime calls count as children\n"
+    "                        ops_shapes  the same by op and Input Dims (record_shapes)\n"
     "                        gpu         busy % per rank and device: union of its\n"
     "                                    kernels, copies and sets over the file's span\n"
     "                        ranks       per rank: kernel time, time in communication\n"
     "                                    kernels (NCCL/HCCL/RCCL names), compute, busy %\n"
     "                        trace       device events, the earliest per file by start\n"
     "                                    (--limit of them, 100 by default)\n"
+    "                      Holistic Trace Analysis's, on its definitions, per rank\n"
+    "                      (docs/analyses.md); GPU events: those with args.stream:\n"
+    "                        temporal    idle, compute and non-compute time over the\n"
+    "                                    GPU's window (first start to last end), beside\n"
+    "                                    busy % over the whole span\n"
+    "                        overlap     time communication kernels ran beside compute\n"
+    "                                    kernels, % of communication time\n"
+    "                        launch      launch call / kernel pairs by correlation id:\n"
+    "                                    call and kernel time, launch delay (kernel\n"
+    "                                    start less call end, 0 at least), short\n"
+    "                                    kernels (shorter than a call of 50 us at\n"
+    "                                    most), calls over 50 us, delays over 100 us\n"
+    "                        queue       launches outstanding per stream, sampled at\n"
+    "                                    each launch and kernel start: mean, stddev,\n"
+    "                                    min, median, max; time at 1024 or more\n"
     "                      time reports: Time(%), total, calls, avg, median, min, max,\n"
     "                      stddev (sample); times in us, sizes in bytes\n"
-    "  -f, --format FMT    table (default), csv or json\n"
-    "  -o, --output PATH   write there instead of stdout, by record's rules: under a\n"
+    "                      nsys's names work too: cuda_gpu_kern_sum (kernels),\n"
+    "                      cuda_api_sum (api), cuda_gpu_mem_time_sum (memory),\n"
+    "                      cuda_gpu_mem_size_sum (memsize), nvtx_sum (ranges),\n"
+    "                      nvtx_gpu_proj_sum (gpu_ranges), cuda_gpu_trace (trace:\n"
+    "                      with stream, grid, block and registers per thread)\n"
+    "  -f, --format FMT    table (default), csv, tsv or json; tsv does not quote:\n"
+    "                      tabs, newlines and other control characters in names\n"
+    "                      are shown as escapes (\\t, \\n), as tables show them\n"
+    "      --timeunit U    ns, us (default), ms or s: the reports' time columns in\n"
+    "                      that unit, named by it (Total(ms), csv/json total_ms),\n"
+    "                      exact to the ns (0, 3, 6 or 9 decimals); the files\n"
+    "                      header keeps span_us\n"
+    "  -o, --output PATH   write there instead of stdout (\"-\": stdout; ./- is a\n"
+    "                      file named -), by record's rules: under a\n"
     "                      temporary name renamed when complete, keeping the mode of\n"
     "                      a file it replaces (new: 0666 less the umask; a read-only\n"
     "                      one refused); a symlink followed (a dangling one refused);\n"
     "                      a device or FIFO written through (one nobody reads\n"
-    "                      refused). With csv and several reports PATH is a prefix:\n"
-    "                      PATH_kernels.csv, PATH_api.csv... and PATH_files.csv,\n"
+    "                      refused). With csv or tsv and several reports PATH is a\n"
+    "                      prefix: PATH_kernels.csv, PATH_api.csv... and\n"
+    "                      PATH_files.csv (.tsv),\n"
     "                      renamed together or none (a device or FIFO PATH, such as\n"
     "                      /dev/null or /dev/stdout, takes them all, as stdout does)\n"
     "      --force-overwrite  replace existing files (default: refuse)\n"
@@ -54,11 +90,31 @@ static const char usage[] =
     "                      max, stddev (largest first) or name\n"
     "  -n, --limit N       at most N rows per report (per rank with --by-rank); 0:\n"
     "                      all rows, the trace report's too (every device event,\n"
-    "                      48 B of memory each)\n"
-    "  -w, --name-width N  cut names in tables to N characters (default: to fit the\n"
-    "                      terminal; not cut when stdout is not one); csv and json\n"
-    "                      keep full names\n"
+    "                      80 B of memory each)\n"
+    "      --width N       fit table lines to N characters (default: the terminal's\n"
+    "                      width when stdout is one, else $COLUMNS on a terminal\n"
+    "                      that gives none; piped or written to a file: no limit,\n"
+    "                      whole names and every column). Columns are as wide as\n"
+    "                      their title and widest cell; while the name column would\n"
+    "                      get less than 40 characters, columns are left out, in\n"
+    "                      this order: StdDev, Min, Max, Med, Avg, Calls; the\n"
+    "                      trace's Reg/Trd, Blk, Grd, Strm, Bytes; Devices, Events,\n"
+    "                      Span, Compute; ops' CPU total, Device total (a line\n"
+    "                      under the table names them). Names wider than what is\n"
+    "                      left (never less than 16; Input Dims: 24, down to 16)\n"
+    "                      are cut in the middle, \"...\" keeping the start and the\n"
+    "                      end; where two would read the same, elsewhere (another\n"
+    "                      split, or a window where they differ)\n"
+    "  -w, --name-width N  cut names in tables to N characters (escapes counted as\n"
+    "                      shown), whatever the width; csv, tsv and json keep whole\n"
+    "                      names\n"
+    "  -q, --quiet         no notes or warnings on stderr (errors are still shown)\n"
     "      --by-rank       per-rank rows (a rank column) instead of the job's total\n"
+    "      --partial       write the job's partial summary (JSON, see below) instead\n"
+    "                      of reports, for --merge to combine later\n"
+    "      --merge         the FILEs are partial summaries: print what one run over\n"
+    "                      all of their traces prints; with --partial, write them\n"
+    "                      merged into one partial (a tree of merges)\n"
     "  -h, --help          show this help\n"
     "\n"
     "Options follow getopt_long: anywhere among the files, -oFILE, --opt=value,\n"
@@ -82,22 +138,43 @@ static const char usage[] =
     "memory: grows with the names (each at most 64 KiB), rows and devices (1024 per\n"
     "file) reported, plus what exact answers need per event of the files being\n"
     "read: 16 B per device event at most for busy % (less where device work overlaps\n"
-    "or touches), and 21-43 B per distinct \"External id\" of an op, for ops; a value\n"
-    "flagtrace does not read costs nothing. Medians are exact up to 256 values per\n"
-    "row, then from a histogram within 0.4 %; the other columns are exact.\n"
+    "or touches), and for ops 21-43 B per distinct \"External id\" and 56 B per op,\n"
+    "range and runtime call (their nesting); a value flagtrace does not read costs\n"
+    "nothing. HTA's reports add, only when asked for: 12 B per GPU event and 12 B\n"
+    "more per compute or communication kernel (16 B past 4.3 s; less where they\n"
+    "touch or overlap), 32 B per GPU event with a correlation id and 24 B per\n"
+    "launch call (by name) with one; at a file's end 8 B per queue step. Medians\n"
+    "are exact up to 256 values per row, then from a histogram within 0.4 %; the\n"
+    "other columns are exact.\n"
+    "\n"
+    "partial summaries: --partial writes {\"flagtrace_partial\": 1, ...}: each file's\n"
+    "record (its header line, busy per device, HTA's analyses: read as for HTA's\n"
+    "reports, at their memory cost) and every row's exact count, sum, min, max and\n"
+    "sum of squares with its median sketch (the values up to 256, then the\n"
+    "histogram); with --by-rank each file's own rows, with -r trace its earliest\n"
+    "device events (as many as --limit says). Merging reads them (a trace, a partial\n"
+    "of another version, or one whose numbers do not add up is refused in one line)\n"
+    "in argument order, each one's files in its order, and prints byte for byte what\n"
+    "one run over the traces in that order prints (a file without a rank takes its\n"
+    "position in it): medians too, as a row's is exact up to 256 values and from its\n"
+    "histogram (within 0.4 %) past that, merged or not. Merging by rank needs\n"
+    "partials written with --by-rank; the trace report, partials that kept as many\n"
+    "events. Notes go to stderr at the merge, not with --partial.\n"
     "\n"
     "Tables and messages show control characters in names as escapes (\\n, \\x1b):\n"
     "a name cannot drive the terminal or break a line; csv and json keep names whole.\n"
     "\n"
     "exit status: 0; 2 for a usage error, a refused output (an existing file without\n"
     "--force-overwrite, a dangling symlink, a directory: checked before any input is\n"
-    "read; a FIFO nobody reads, when opened), or a file that cannot be read or parsed\n"
-    "(reported in one line with the file, the problem and the byte offset of the\n"
-    "offending byte, counted from 0 in the uncompressed text); 1 when the output\n"
-    "cannot be written (a full disk, a closed stdout) or memory runs out.\n";
+    "read; a FIFO nobody reads, when opened), a directory with no trace in it, or a\n"
+    "file that cannot be read or parsed (reported in one line with the file, the\n"
+    "problem and the byte offset of the offending byte, counted from 0 in the\n"
+    "uncompressed text); 1 when the output cannot be written (a full disk, a closed\n"
+    "stdout) or memory runs out.\n";
 
-enum fmt { FMT_TABLE, FMT_CSV, FMT_JSON };
-#define REP_DEFAULT ((1u << REP_N) - 1 - (1u << REP_TRACE))
+enum fmt { FMT_TABLE, FMT_CSV, FMT_TSV, FMT_JSON };
+enum { OPT_PARTIAL = 0x100, OPT_MERGE }; /* long options without a letter */
+#define REP_DEFAULT ((1u << REP_N) - 1 - (1u << REP_TRACE) - FT_REP_HTA)
 
 static int parse_report(const char *list, unsigned *out) {
   char buf[256];
@@ -109,6 +186,16 @@ static int parse_report(const char *list, unsigned *out) {
     unsigned bit = 0;
     for (unsigned i = 0; i < REP_N; i++)
       if (!strcmp(tok, ft_report_names[i])) bit = 1u << i;
+    /* nsys's report names, for its users' habits */
+    static const struct {
+      const char *alias;
+      int r;
+    } nsys[] = {{"cuda_gpu_kern_sum", REP_KERNELS},       {"cuda_api_sum", REP_API},
+                {"cuda_gpu_mem_time_sum", REP_MEMORY},    {"cuda_gpu_mem_size_sum", REP_MEMSIZE},
+                {"nvtx_sum", REP_RANGES},                 {"nvtx_gpu_proj_sum", REP_GPU_RANGES},
+                {"cuda_gpu_trace", REP_TRACE}};
+    for (size_t i = 0; i < sizeof nsys / sizeof *nsys; i++)
+      if (!strcmp(tok, nsys[i].alias)) bit = 1u << nsys[i].r;
     if (!strcmp(tok, "all")) bit = REP_DEFAULT;
     if (!bit) return -1;
     *out |= bit;
@@ -125,24 +212,31 @@ static int parse_size(const char *s, size_t *out) {
   return 0;
 }
 
-static size_t terminal_name_width(const ft_report *rep) {
+/* The width tables fit on stdout: the terminal's, else $COLUMNS on a terminal that
+ * gives none (80 without either); 0 (no limit) when stdout is not a terminal. */
+static size_t terminal_width(void) {
   struct winsize ws;
-  if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) || !ws.ws_col) return 0;
-  size_t used = 2;
-  for (int j = 0; j < rep->n_cols; j++) used += rep->cols[j].width ? (size_t)abs(rep->cols[j].width) + 1 : 0;
-  return ws.ws_col > used + 12 ? ws.ws_col - used : 12;
+  if (!isatty(STDOUT_FILENO)) return 0;
+  if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col) return ws.ws_col;
+  const char *c = getenv("COLUMNS");
+  char *end;
+  long v = c ? strtol(c, &end, 10) : 0;
+  return c && *c && !*end && v > 0 && v < 100000 ? (size_t)v : 80;
 }
 
-static void files_csv(FILE *f, const ft_stat_job *job) {
-  fputs("file,rank,events,span_us,tracer,device_activity,device_status,dropped_records,window_discarded\n", f);
+static void files_csv(FILE *f, const ft_stat_job *job, char sep) {
+  void (*field)(FILE *, const char *) = sep == ',' ? ft_csv_field : ft_put_visible; /* tsv: escaped */
+  fprintf(f, "file%1$crank%1$cevents%1$cspan_us%1$ctracer%1$cdevice_activity%1$cdevice_status%1$cdropped_records%1$c"
+             "window_discarded\n", sep);
   for (size_t i = 0; i < job->n_files; i++) {
     const ft_stat_file *x = &job->files[i];
-    ft_csv_field(f, x->path);
-    fprintf(f, ",%lld,%llu,%.3f,", (long long)x->rank, (unsigned long long)x->events, (double)x->span_ns / 1000.0);
-    ft_csv_field(f, x->meta.tracer);
-    fprintf(f, ",%s,", x->meta.device_activity < 0 ? "" : x->meta.device_activity ? "true" : "false");
-    ft_csv_field(f, x->meta.device_status);
-    fprintf(f, ",%llu,%llu\n", (unsigned long long)x->meta.dropped_records,
+    field(f, x->path);
+    fprintf(f, "%1$c%2$lld%1$c%3$llu%1$c%4$.3f%1$c", sep, (long long)x->rank, (unsigned long long)x->events,
+            (double)x->span_ns / 1000.0);
+    field(f, x->meta.tracer);
+    fprintf(f, "%c%s%c", sep, x->meta.device_activity < 0 ? "" : x->meta.device_activity ? "true" : "false", sep);
+    field(f, x->meta.device_status);
+    fprintf(f, "%1$c%2$llu%1$c%3$llu\n", sep, (unsigned long long)x->meta.dropped_records,
             (unsigned long long)x->meta.window_discarded);
   }
 }
@@ -150,8 +244,8 @@ static void files_csv(FILE *f, const ft_stat_job *job) {
 /* Writes the chosen reports into fs: one stream (stdout, one -o file, or a device
  * or FIFO a csv PREFIX names), or with set one file per report and the files
  * table. Write errors stay in the streams, for the caller's flush to find. */
-static void write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enum fmt fmt, FILE *const *fs, bool set,
-                      bool to_stdout, long name_width, const char *head, size_t head_len) {
+static int write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enum fmt fmt, FILE *const *fs, bool set,
+                     const ft_table_opts *to, const char *head, size_t head_len) {
   FILE *f = fs[0];
   if (!set) fwrite(head, 1, head_len, f);
   for (size_t r = 0; r < n_reps; r++) {
@@ -159,35 +253,76 @@ static void write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, en
     if (set) f = fs[r];
     if (fmt == FMT_TABLE) {
       fputc('\n', f);
-      ft_report_table(f, rep, name_width >= 0 ? (size_t)name_width : to_stdout ? terminal_name_width(rep) : 0);
+      if (ft_report_table(f, rep, to)) return -1;
     } else if (fmt == FMT_JSON) {
       fprintf(f, ",\n  \"%s\": ", rep->key);
-      ft_report_json(f, rep);
+      ft_report_json_unit(f, rep, to->unit);
     } else {
       if (n_reps > 1 && !set) fprintf(f, "%s# %s\n", r ? "\n" : "", rep->key);
-      ft_report_csv(f, rep);
+      ft_report_delim(f, rep, fmt == FMT_TSV ? '\t' : ',', to->unit);
     }
   }
-  if (set) files_csv(fs[n_reps], job);
+  if (set) files_csv(fs[n_reps], job, fmt == FMT_TSV ? '\t' : ',');
   if (fmt == FMT_JSON) fputs("\n}\n", f);
+  return 0;
 }
 
 /* The files -o names, in the order write_all fills them (names zeroed: each one
  * set or NULL); -1 without memory. */
-static int output_names(char **names, const char *output, unsigned report, bool set) {
+static int output_names(char **names, const char *output, unsigned report, bool set, const char *ext) {
   if (!set) return (names[0] = strdup(output)) ? 0 : -1;
   size_t n = 0;
   for (int r = 0; r < REP_N; r++) {
     if (!(report & (1u << r))) continue;
-    if (asprintf(&names[n], "%s_%s.csv", output, ft_report_names[r]) < 0) {
+    if (asprintf(&names[n], "%s_%s.%s", output, ft_report_names[r], ext) < 0) {
       names[n] = NULL;
       return -1;
     }
     n++;
   }
-  if (asprintf(&names[n], "%s_files.csv", output) < 0) {
+  if (asprintf(&names[n], "%s_files.%s", output, ext) < 0) {
     names[n] = NULL;
     return -1;
+  }
+  return 0;
+}
+
+/* A merged job answers the reports asked: HTA's need the files' analyses, the
+ * trace report as many device events per file as it shows. */
+static ft_status merged_ok(const ft_stat_job *job, unsigned report, uint64_t trace_rows, uint64_t kept, char *err,
+                           size_t errlen) {
+  for (size_t i = 0; (report & FT_REP_HTA) && i < job->n_files; i++)
+    if (!job->files[i].hta.kept) {
+      snprintf(err, errlen, "%s: its partial has no HTA analyses (written by another flagtrace?)", job->files[i].path);
+      return FT_EINVAL;
+    }
+  if ((report & (1u << REP_TRACE)) && trace_rows > kept) {
+    if (!kept) snprintf(err, errlen, "the partials keep no device events: write them with --partial -r trace");
+    else snprintf(err, errlen, "the partials keep the earliest %llu device events per file, fewer than the trace "
+                               "report shows: write them with -r trace --limit of as many", (unsigned long long)kept);
+    return FT_EINVAL;
+  }
+  return FT_OK;
+}
+
+/* --partial: the job's summary to -o PATH (by the output rules) or stdout. */
+static int write_partial(const ft_stat_job *job, const char *output, bool force, uint64_t trace_limit, char *err,
+                         size_t errlen) {
+  ft_outfile out;
+  bool exists = false;
+  FILE *f = stdout;
+  if (output && ft_outputs_open(&out, &output, 1, force, &exists, err, errlen))
+    return ft_cli_output_refused("stats", exists, err);
+  if (output) f = out.f;
+  if (ft_stat_partial_write(f, job, trace_limit)) {
+    if (output) ft_outfile_discard(&out);
+    ft_cli_error("stats", "out of memory");
+    return 1;
+  }
+  if (output ? ft_outfile_commit(&out, 1, err, errlen) : fflush(stdout) || ferror(stdout)) {
+    if (!output) snprintf(err, errlen, "cannot write to stdout: %s", strerror(errno));
+    ft_cli_error("stats", "%s", err);
+    return 1;
   }
   return 0;
 }
@@ -197,18 +332,23 @@ int ft_cli_stats(int argc, char **argv) {
   enum fmt fmt = FMT_TABLE;
   const char *output = NULL;
   ft_report_opts ro = {0};
-  long name_width = -1;
-  bool limit_given = false, force = false;
+  long name_width = -1, width = -1;
+  int unit = FT_UNIT_US;
+  bool limit_given = false, force = false, quiet = false;
+  bool partial = false, merge = false; /* --partial, --merge (stats_partial.c) */
   static const struct option longs[] = {
       {"report", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'f'},
       {"output", required_argument, NULL, 'o'}, {"sort", required_argument, NULL, 's'},
       {"limit", required_argument, NULL, 'n'},  {"name-width", required_argument, NULL, 'w'},
       {"by-rank", no_argument, NULL, 'R'},      {"help", no_argument, NULL, 'h'},
-      {"force-overwrite", no_argument, NULL, 'F'}, {NULL, 0, NULL, 0}};
+      {"force-overwrite", no_argument, NULL, 'F'}, {"width", required_argument, NULL, 'W'},
+      {"timeunit", required_argument, NULL, 'T'},  {"quiet", no_argument, NULL, 'q'},
+      {"partial", no_argument, NULL, OPT_PARTIAL}, {"merge", no_argument, NULL, OPT_MERGE},
+      {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
   for (;;) {
-    int prev = optind, c = getopt_long(argc, argv, ":r:f:o:s:n:w:h", longs, NULL);
+    int prev = optind, c = getopt_long(argc, argv, ":r:f:o:s:n:w:hq", longs, NULL);
     if (c == -1) break;
     const char *bad = argv[prev] ? argv[prev] : "";
     size_t v;
@@ -218,16 +358,30 @@ int ft_cli_stats(int argc, char **argv) {
       if (parse_report(optarg, &report))
         return ft_cli_usage_error("stats",
                                   "--report takes a comma-separated subset of kernels,api,memory,memsize,ranges,"
-                                  "gpu_ranges,ops,gpu,ranks,trace, not '%s'",
+                                  "gpu_ranges,ops,ops_shapes,gpu,ranks,trace,temporal,overlap,launch,queue "
+                                  "or nsys's names (--help), not '%s'",
                                   optarg);
       break;
     case 'f':
       if (!strcmp(optarg, "table")) fmt = FMT_TABLE;
       else if (!strcmp(optarg, "csv")) fmt = FMT_CSV;
+      else if (!strcmp(optarg, "tsv")) fmt = FMT_TSV;
       else if (!strcmp(optarg, "json")) fmt = FMT_JSON;
-      else return ft_cli_usage_error("stats", "--format takes table, csv or json, not '%s'", optarg);
+      else return ft_cli_usage_error("stats", "--format takes table, csv, tsv or json, not '%s'", optarg);
       break;
-    case 'o': output = optarg; break;
+    case 'o': output = strcmp(optarg, "-") ? optarg : NULL; break; /* "-": stdout, as for the input */
+    case 'T':
+      if ((unit = ft_unit_parse(optarg)) < 0)
+        return ft_cli_usage_error("stats", "--timeunit takes ns, us, ms or s, not '%s'", optarg);
+      break;
+    case 'W':
+      if (parse_size(optarg, &v) || v < 20 || v > 100000)
+        return ft_cli_usage_error("stats", "--width takes a width from 20, not '%s'", optarg);
+      width = (long)v;
+      break;
+    case 'q': quiet = true; break;
+    case OPT_PARTIAL: partial = true; break;
+    case OPT_MERGE: merge = true; break;
     case 's': {
       int k = -1;
       for (int i = 0; i < SORT_N; i++)
@@ -259,11 +413,23 @@ int ft_cli_stats(int argc, char **argv) {
       return ft_cli_usage_error("stats", "unknown option '%s'", bad);
     }
   }
-  if (optind >= argc) return ft_cli_usage_error("stats", "no trace file given");
-  size_t n_files = (size_t)(argc - optind);
+  if (optind >= argc) return ft_cli_usage_error("stats", merge ? "no partial summary given" : "no trace file given");
+  if (partial && fmt != FMT_TABLE) return ft_cli_usage_error("stats", "--partial writes its own JSON: no --format");
+  char err[640];
+  ft_trace_args files; /* a directory: the traces in it */
+  ft_status s = ft_trace_args_expand(&files, (const char *const *)argv + optind, (size_t)(argc - optind), err, sizeof err);
+  if (s) {
+    ft_cli_error("stats", "%s", err);
+    ft_trace_args_free(&files);
+    return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
+  }
+  size_t n_files = files.n;
   size_t n_stdin = 0;
-  for (int i = optind; i < argc; i++) n_stdin += !strcmp(argv[i], "-");
-  if (n_stdin > 1) return ft_cli_usage_error("stats", "\"-\" (stdin) can be read once");
+  for (size_t i = 0; i < n_files; i++) n_stdin += !strcmp(files.paths[i], "-");
+  if (n_stdin > 1) {
+    ft_trace_args_free(&files);
+    return ft_cli_usage_error("stats", "\"-\" (stdin) can be read once");
+  }
   ro.reports = report;
   size_t n_reps = 0;
   for (int r = 0; r < REP_N; r++) n_reps += (report >> r) & 1;
@@ -271,34 +437,55 @@ int ft_cli_stats(int argc, char **argv) {
    * (100 unless --limit says; 0: all of them) */
   size_t trace_rows = limit_given ? ro.limit : 100;
   size_t trace_limit = !(report & (1u << REP_TRACE)) ? 0 : trace_rows ? trace_rows : SIZE_MAX;
-  char err[640];
   /* -o is checked before the input is read, as record checks before the run: a
    * refused name costs no reading. A csv PREFIX that is a device or FIFO takes
    * every table as one stream, as stdout does. */
-  bool set = fmt == FMT_CSV && output && n_reps > 1 && !ft__ofile_is_stream(output);
+  bool set = (fmt == FMT_CSV || fmt == FMT_TSV) && output && n_reps > 1 && !ft__ofile_is_stream(output);
   size_t n_out = !output ? 0 : set ? n_reps + 1 : 1;
   char *names[REP_N + 1] = {0};
   bool exists = false;
-  if (output && output_names(names, output, report, set)) {
+  if (output && output_names(names, output, report, set, fmt == FMT_TSV ? "tsv" : "csv")) {
     for (size_t i = 0; i < n_out; i++) free(names[i]);
+    ft_trace_args_free(&files);
     ft_cli_error("stats", "out of memory");
     return 1;
   }
   if (ft_outputs_check((const char *const *)names, n_out, force, &exists, err, sizeof err)) {
     for (size_t i = 0; i < n_out; i++) free(names[i]);
+    ft_trace_args_free(&files);
     return ft_cli_output_refused("stats", exists, err);
   }
   ft_stat_job job;
-  ft_status s = ft_stat_job_read(&job, (const char *const *)argv + optind, n_files, false, trace_limit, ro.by_rank,
-                                 err, sizeof err);
+  uint64_t part_limit = trace_limit == SIZE_MAX ? UINT64_MAX : trace_limit; /* device events kept per file */
+  /* a partial keeps what every report needs (HTA's analyses too); a merge keeps
+   * the files' own rows where a by-rank output (or partial) can use them */
+  if (merge) s = ft_stat_job_merge(&job, files.paths, n_files, ro.by_rank, partial, &part_limit, err, sizeof err);
+  else {
+    ft_stat_read_opts o = {.trace_limit = trace_limit, .by_rank = ro.by_rank,
+                           .hta = partial || (report & FT_REP_HTA) != 0,
+                           .ops = partial || (report & (1u << REP_OPS | 1u << REP_OPS_SHAPES)) != 0};
+    s = ft_stat_job_read(&job, files.paths, n_files, &o, err, sizeof err);
+  }
+  if (!s && merge && !partial)
+    s = merged_ok(&job, report, trace_rows ? trace_rows : UINT64_MAX, part_limit, err, sizeof err);
   if (s) {
     ft_cli_error("stats", "%s", err);
     ft_stat_job_free(&job);
+    ft_trace_args_free(&files);
     for (size_t i = 0; i < n_out; i++) free(names[i]);
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
-  ft_stat_job_notes(stderr, &job, "flagtrace stats: ");
-  ft_summary_lines(stderr, &job, "flagtrace stats: ");
+  if (partial) { /* no reports: the summary, whole */
+    int prc = write_partial(&job, output, force, part_limit, err, sizeof err);
+    for (size_t i = 0; i < n_out; i++) free(names[i]);
+    ft_stat_job_free(&job);
+    ft_trace_args_free(&files);
+    return prc;
+  }
+  if (!quiet) { /* -q: errors only */
+    ft_stat_job_notes(stderr, &job, "flagtrace stats: ");
+    ft_summary_lines(stderr, &job, "flagtrace stats: ");
+  }
   ft_report reps[REP_N];
   int rc = 0;
   n_reps = 0;
@@ -317,12 +504,12 @@ int ft_cli_stats(int argc, char **argv) {
       fputs("{\n  \"schema\": 2,\n  ", head);
       ft_summary_json(head, &job);
     } else if (fmt == FMT_TABLE) {
-      fprintf(head, "flagtrace stats: %llu events from %zu file%s\n", (unsigned long long)job.events, n_files,
-              n_files == 1 ? "" : "s");
+      fprintf(head, "flagtrace stats: %llu events from %zu file%s\n", (unsigned long long)job.events, job.n_files,
+              job.n_files == 1 ? "" : "s");
       ft_summary_lines(head, &job, "");
     } else if (!set && n_reps > 1) {
       fputs("# files\n", head);
-      files_csv(head, &job);
+      files_csv(head, &job, fmt == FMT_TSV ? '\t' : ',');
       fputc('\n', head);
     }
     fclose(head);
@@ -336,9 +523,15 @@ int ft_cli_stats(int argc, char **argv) {
     rc = ft_cli_output_refused("stats", exists, err);
   } else {
     for (size_t i = 0; i < n_out; i++) fs[i] = outs[i].f;
-    write_all(&job, reps, n_reps, fmt, fs, set, !output, name_width, hbuf, hlen);
-    /* all or nothing: a set's files are renamed into place only when every one was written */
-    if (n_out && ft_outfile_commit(outs, n_out, err, sizeof err)) {
+    /* tables fit --width, else the terminal stdout is; a file or pipe gets whole lines */
+    ft_table_opts to = {width >= 0 ? (size_t)width : output ? 0 : terminal_width(),
+                        name_width >= 0 ? (size_t)name_width : 0, unit};
+    if (write_all(&job, reps, n_reps, fmt, fs, set, &to, hbuf, hlen)) {
+      ft_cli_error("stats", "out of memory");
+      rc = 1;
+      for (size_t i = 0; i < n_out; i++) ft_outfile_discard(&outs[i]);
+    } else if (n_out && ft_outfile_commit(outs, n_out, err, sizeof err)) {
+      /* all or nothing: a set's files are renamed into place only when every one was written */
       ft_cli_error("stats", "%s", err);
       rc = 1;
     }
@@ -347,5 +540,6 @@ int ft_cli_stats(int argc, char **argv) {
   free(hbuf);
   for (size_t r = 0; r < n_reps; r++) ft_report_free(&reps[r]);
   ft_stat_job_free(&job);
+  ft_trace_args_free(&files);
   return rc;
 }

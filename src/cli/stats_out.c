@@ -11,38 +11,66 @@ static double us(uint64_t ns) { return (double)ns / 1000.0; }
 
 /* ---- writers ---- */
 
-static void cell_text(char *buf, size_t cap, const ft_col *col, ft_cell c) {
-  switch (col->kind) {
-  case COL_U64: snprintf(buf, cap, "%llu", (unsigned long long)c.u); break;
-  case COL_I64: snprintf(buf, cap, "%lld", (long long)c.i); break;
-  case COL_US: snprintf(buf, cap, "%.3f", us(c.u)); break;
-  case COL_PCT: snprintf(buf, cap, "%.2f", c.d); break;
-  case COL_F3: snprintf(buf, cap, "%.3f", c.d); break;
-  default: snprintf(buf, cap, "%s", c.s); break;
-  }
+static const char *const unit_names[] = {"ns", "us", "ms", "s"};
+static const uint64_t unit_ns[] = {1, 1000, 1000000, 1000000000};
+static const int unit_digits[] = {0, 3, 6, 9}; /* exact to the nanosecond in every unit */
+
+int ft_unit_parse(const char *s) {
+  for (int u = 0; u < FT_UNIT_N; u++)
+    if (!strcmp(s, unit_names[u])) return u;
+  return -1;
 }
 
-/* Bytes of s that fit in w columns (UTF-8 characters counted as one). */
-static size_t fit(const char *s, size_t w, bool *cut) {
-  size_t chars = 0, i = 0;
-  *cut = false;
-  for (; s[i]; i++) {
-    if (((unsigned char)s[i] & 0xC0) == 0x80) continue;
-    if (chars == w) {
-      *cut = true;
-      break;
-    }
-    chars++;
+/* A time column: its key names microseconds (total_us, avg_us_per_call). */
+static const char *time_part(const ft_col *col) {
+  for (const char *p = strstr(col->key, "_us"); p; p = strstr(p + 1, "_us"))
+    if (p[3] == '\0' || p[3] == '_') return p;
+  return NULL;
+}
+
+void ft_col_label(char *buf, size_t cap, const ft_col *col, int unit, bool key) {
+  const char *text = key ? col->key : col->title, *p = time_part(col);
+  if (unit != FT_UNIT_US && p && !key) p = strstr(text, "(us)");
+  if (unit == FT_UNIT_US || !p) {
+    snprintf(buf, cap, "%s", text);
+    return;
   }
-  if (*cut && w >= 3) { /* room for "..." */
-    size_t keep = w - 3;
-    chars = 0;
-    for (i = 0; s[i]; i++) {
-      if (((unsigned char)s[i] & 0xC0) == 0x80) continue;
-      if (chars++ == keep) break;
-    }
+  int at = (int)(p - text) + 1; /* the "us" after '_' or '(' */
+  snprintf(buf, cap, "%.*s%s%s", at, text, unit_names[unit], p + 3);
+}
+
+/* Digits of v (and a sign), without snprintf: a trace report of every event has
+ * millions of integer cells. */
+static void put_int(char *buf, size_t cap, uint64_t v, bool neg) {
+  char tmp[24];
+  size_t n = 0;
+  do tmp[n++] = (char)('0' + v % 10);
+  while (v /= 10);
+  if (neg) tmp[n++] = '-';
+  if (n + 1 > cap) n = cap - 1;
+  for (size_t i = 0; i < n; i++) buf[i] = tmp[n - 1 - i];
+  buf[n] = '\0';
+}
+
+void ft_cell_text(char *buf, size_t cap, const ft_col *col, ft_cell c, int unit) {
+  bool t = unit != FT_UNIT_US && time_part(col);
+  switch (col->kind) {
+  case COL_U64: put_int(buf, cap, c.u, false); break;
+  case COL_I64: put_int(buf, cap, c.i < 0 ? 0 - (uint64_t)c.i : (uint64_t)c.i, c.i < 0); break;
+  case COL_US:
+    if (!t) snprintf(buf, cap, "%.3f", us(c.u));
+    else if (unit == FT_UNIT_NS) snprintf(buf, cap, "%llu", (unsigned long long)c.u);
+    else /* from the integer: no rounding */
+      snprintf(buf, cap, "%llu.%0*llu", (unsigned long long)(c.u / unit_ns[unit]), unit_digits[unit],
+               (unsigned long long)(c.u % unit_ns[unit]));
+    break;
+  case COL_PCT: snprintf(buf, cap, "%.2f", c.d); break;
+  case COL_F3: /* a time here is in microseconds */
+    if (!t) snprintf(buf, cap, "%.3f", c.d);
+    else snprintf(buf, cap, "%.*f", unit_digits[unit], c.d * 1000.0 / (double)unit_ns[unit]);
+    break;
+  default: snprintf(buf, cap, "%s", c.s); break;
   }
-  return i;
 }
 
 /* s as a table shows it: control characters escaped (a name from a trace must not
@@ -63,40 +91,6 @@ void ft_put_visible(FILE *f, const char *s) {
   free(heap);
 }
 
-void ft_report_table(FILE *f, const ft_report *rep, size_t name_width) {
-  fprintf(f, "== %s ==\n", rep->title);
-  for (int j = 0; j < rep->n_cols; j++) {
-    const ft_col *col = &rep->cols[j];
-    if (!col->width) fprintf(f, "  %s", col->title);
-    else fprintf(f, "%s%*s", j ? " " : "", col->width, col->title);
-  }
-  fputc('\n', f);
-  for (size_t i = 0; i < rep->n_rows; i++) {
-    for (int j = 0; j < rep->n_cols; j++) {
-      const ft_col *col = &rep->cols[j];
-      ft_cell c = rep->cells[i * (size_t)rep->n_cols + j];
-      if (col->kind == COL_STR) {
-        char buf[1024], *heap;
-        const char *s = visible(c.s, buf, sizeof buf, &heap);
-        if (col->width) {
-          fprintf(f, "%s%*s", j ? " " : "", col->width, s);
-        } else { /* cut by what is shown, escapes included */
-          bool cut = false;
-          size_t n = name_width ? fit(s, name_width, &cut) : strlen(s);
-          fprintf(f, "  %.*s%s", (int)n, s, cut ? "..." : "");
-        }
-        free(heap);
-        continue;
-      }
-      char buf[64];
-      cell_text(buf, sizeof buf, col, c);
-      fprintf(f, "%s%*s", j ? " " : "", col->width, buf);
-    }
-    fputc('\n', f);
-  }
-  if (!rep->n_rows) fprintf(f, "  (none)\n");
-}
-
 void ft_csv_field(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
@@ -106,28 +100,40 @@ void ft_csv_field(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-/* A cell: strings through quote (csv's or json's), numbers as cell_text gives them. */
-static void put_cell(FILE *f, const ft_col *col, ft_cell c, void (*quote)(FILE *, const char *)) {
+/* A cell: strings through quote (csv's or json's), numbers as cell_text gives them.
+ * The writers below hold f's lock (flockfile) and write unlocked: a trace report
+ * of every event is millions of cells. */
+static void put_cell(FILE *f, const ft_col *col, ft_cell c, void (*quote)(FILE *, const char *), int unit) {
   if (col->kind == COL_STR) {
     quote(f, c.s);
     return;
   }
   char buf[64];
-  cell_text(buf, sizeof buf, col, c);
-  fputs(buf, f);
+  ft_cell_text(buf, sizeof buf, col, c, unit);
+  fputs_unlocked(buf, f);
 }
 
-void ft_report_csv(FILE *f, const ft_report *rep) {
-  for (int j = 0; j < rep->n_cols; j++) fprintf(f, "%s%s", j ? "," : "", rep->cols[j].key);
-  fputc('\n', f);
+void ft_report_delim(FILE *f, const ft_report *rep, char sep, int unit) {
+  char key[128];
+  flockfile(f);
+  for (int j = 0; j < rep->n_cols; j++) {
+    ft_col_label(key, sizeof key, &rep->cols[j], unit, true);
+    fprintf(f, "%s%s", j ? (char[]){sep, 0} : "", key);
+  }
+  fputc_unlocked('\n', f);
   for (size_t i = 0; i < rep->n_rows; i++) {
     for (int j = 0; j < rep->n_cols; j++) {
-      if (j) fputc(',', f);
-      put_cell(f, &rep->cols[j], rep->cells[i * (size_t)rep->n_cols + j], ft_csv_field);
+      if (j) fputc_unlocked(sep, f);
+      /* tsv has no quoting: a tab or newline in a name is shown as its escape */
+      put_cell(f, &rep->cols[j], rep->cells[i * (size_t)rep->n_cols + j], sep == ',' ? ft_csv_field : ft_put_visible,
+               unit);
     }
-    fputc('\n', f);
+    fputc_unlocked('\n', f);
   }
+  funlockfile(f);
 }
+
+void ft_report_csv(FILE *f, const ft_report *rep) { ft_report_delim(f, rep, ',', FT_UNIT_US); }
 
 void ft_json_string(FILE *f, const char *s) {
   ft__out *o;
@@ -139,17 +145,30 @@ void ft_json_string(FILE *f, const char *s) {
   ft__out_abort(o);
 }
 
-void ft_report_json(FILE *f, const ft_report *rep) {
-  fputc('[', f);
+void ft_report_json(FILE *f, const ft_report *rep) { ft_report_json_unit(f, rep, FT_UNIT_US); }
+
+void ft_report_json_unit(FILE *f, const ft_report *rep, int unit) {
+  char(*keys)[128] = malloc(((size_t)rep->n_cols + 1) * sizeof *keys); /* once, not per row */
+  if (!keys) { /* the report's own keys: right in us, the default */
+    unit = FT_UNIT_US;
+  } else {
+    for (int j = 0; j < rep->n_cols; j++) ft_col_label(keys[j], sizeof keys[j], &rep->cols[j], unit, true);
+  }
+  flockfile(f);
+  fputc_unlocked('[', f);
   for (size_t i = 0; i < rep->n_rows; i++) {
     fprintf(f, "%s\n    {", i ? "," : "");
     for (int j = 0; j < rep->n_cols; j++) {
-      fprintf(f, "%s\"%s\": ", j ? ", " : "", rep->cols[j].key);
-      put_cell(f, &rep->cols[j], rep->cells[i * (size_t)rep->n_cols + j], ft_json_string);
+      fputs_unlocked(j ? ", \"" : "\"", f);
+      fputs_unlocked(keys ? keys[j] : rep->cols[j].key, f);
+      fputs_unlocked("\": ", f);
+      put_cell(f, &rep->cols[j], rep->cells[i * (size_t)rep->n_cols + j], ft_json_string, unit);
     }
-    fputc('}', f);
+    fputc_unlocked('}', f);
   }
   fprintf(f, "%s]", rep->n_rows ? "\n  " : "");
+  funlockfile(f);
+  free(keys);
 }
 
 /* ---- the header ---- */
@@ -188,13 +207,15 @@ void ft_summary_json(FILE *f, const ft_stat_job *job) {
           (unsigned long long)ft_stat_skips_total(&job->skipped));
   const ft__map *u = &job->total.unknown_cats;
   bool first = true;
-  for (size_t i = 0; i < u->cap; i++) {
-    if (!u->used[i]) continue;
+  size_t n_u, *by_name = ft_stat_unknown_order(&job->total, &n_u); /* the same however the job was read */
+  for (size_t o = 0; o < n_u; o++) {
+    size_t i = by_name[o];
     fputs(first ? "" : ", ", f);
     ft_json_string(f, ft__intern_str(&job->total.names, (uint32_t)u->keys[i]));
     fprintf(f, ": %llu", (unsigned long long)u->vals[i]);
     first = false;
   }
+  free(by_name);
   fputc('}', f);
 }
 
@@ -331,13 +352,15 @@ void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix) {
       fprintf(f, "%sunknown categories", *sep ? "; " : "");
       const ft__map *u = &job->total.unknown_cats;
       sep = " ";
-      for (size_t i = 0; i < u->cap; i++) {
-        if (!u->used[i]) continue;
+      size_t n_u, *by_name = ft_stat_unknown_order(&job->total, &n_u); /* by name: as the json header */
+      for (size_t o = 0; o < n_u; o++) {
+        size_t i = by_name[o];
         fprintf(f, "%s\"", sep); /* a category is the trace's text: shown escaped */
         ft_put_visible(f, ft__intern_str(&job->total.names, (uint32_t)u->keys[i]));
         fprintf(f, "\" (%llu)", (unsigned long long)u->vals[i]);
         sep = ", ";
       }
+      free(by_name);
     }
     fputc('\n', f);
   }

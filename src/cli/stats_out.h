@@ -8,10 +8,30 @@
 #include "reports.h"
 #include "stats.h"
 
-/* Writers. name_width: table names are cut to it (0: never cut). */
-void ft_report_table(FILE *f, const ft_report *rep, size_t name_width);
-void ft_report_csv(FILE *f, const ft_report *rep);
-void ft_report_json(FILE *f, const ft_report *rep); /* the array */
+/* The unit of time columns (keys and titles name it: total_ms, Total(ms)); us is
+ * the reports' own. Every unit keeps nanosecond digits (ns 0, us 3, ms 6, s 9). */
+enum { FT_UNIT_NS, FT_UNIT_US, FT_UNIT_MS, FT_UNIT_S, FT_UNIT_N };
+int ft_unit_parse(const char *s); /* FT_UNIT_*, or -1 */
+/* A column's csv/json key (key) or table title in unit. */
+void ft_col_label(char *buf, size_t cap, const ft_col *col, int unit, bool key);
+/* A number cell's text (the same digits in every format). */
+void ft_cell_text(char *buf, size_t cap, const ft_col *col, ft_cell c, int unit);
+
+/* The table (stats_table.c): columns as wide as their title and widest cell; with
+ * a width, columns left out (named in a line under the table) and names elided
+ * in the middle ("...") so that distinct names read differently. -1 without
+ * memory (nothing written). */
+typedef struct ft_table_opts {
+  size_t width;      /* the widest line wanted; 0: no limit (every column, whole names) */
+  size_t name_width; /* names cut to it; 0: what the width leaves */
+  int unit;          /* FT_UNIT_* */
+} ft_table_opts;
+int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o);
+/* csv (sep ',': quoted strings) or tsv (sep '\t': strings escaped as tables show them). */
+void ft_report_delim(FILE *f, const ft_report *rep, char sep, int unit);
+void ft_report_csv(FILE *f, const ft_report *rep); /* csv in us */
+void ft_report_json(FILE *f, const ft_report *rep); /* the array, in us */
+void ft_report_json_unit(FILE *f, const ft_report *rep, int unit);
 void ft_json_string(FILE *f, const char *s);
 void ft_csv_field(FILE *f, const char *s); /* quoted, quotes doubled */
 

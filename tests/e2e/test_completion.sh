@@ -31,10 +31,14 @@ expect "cudaProfilerApi " record --capture-range = ""
 expect "kernel,memcpy kernel,memset " record -t kernel,mem
 expect "memcpy memset " record --trace mem
 expect "csv " stats --format c
-expect "csv json table " stats -f ""
-expect "kernels,api kernels,gpu kernels,gpu_ranges kernels,memory kernels,memsize kernels,ops kernels,ranges kernels,ranks kernels,trace " stats --report kernels,
+expect "csv json table tsv " stats -f ""
+expect "kernels,memory kernels,memsize " stats --report kernels,m
+# nsys's report names, as stats --help gives them
+expect "kernels,cuda_api_sum kernels,cuda_gpu_kern_sum kernels,cuda_gpu_mem_size_sum kernels,cuda_gpu_mem_time_sum kernels,cuda_gpu_trace " stats --report kernels,cuda_
+expect "nvtx_sum " stats -r nvtx_s
+expect "ms " stats --timeunit m
 expect "max median min " stats --sort m
-expect "--by-rank --force-overwrite --format --help --limit --name-width --output --report --sort -f -h -n -o -r -s -w " stats -
+expect "--by-rank --force-overwrite --format --help --limit --merge --name-width --output --partial --quiet --report --sort --timeunit --width -f -h -n -o -q -r -s -w " stats -
 expect "--force-overwrite --help --output -h -o " report -
 # after --, record completes a command, then that command's arguments
 expect "echo " record -o x.json -- ech
@@ -56,6 +60,12 @@ done
 stats_help=$("$exe" stats --help)
 for r in kernels api memory memsize ranges gpu_ranges ops gpu ranks trace; do
   grep -qE "^ +$r  " <<<"$stats_help" || { echo "FAIL: stats --help no longer lists report '$r'" >&2; fails=$((fails + 1)); }
+done
+# every report the help lists is offered after a comma
+got=$(complete_line stats --report kernels,)
+for r in $(sed -n 's/^ \{24\}\([a-z][a-z0-9_]*\)  .*/\1/p' <<<"$stats_help"); do
+  [ "$r" = kernels ] && continue
+  case " $got " in *" kernels,$r "*) ;; *) echo "FAIL: stats --report kernels, does not offer $r" >&2; fails=$((fails + 1)) ;; esac
 done
 [ $fails -eq 0 ] || exit 1
 echo "1 passed, 0 failed"

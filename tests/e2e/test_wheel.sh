@@ -41,6 +41,11 @@ out=$("$tmp/venv/bin/flagtrace" --version)
 "$tmp/venv/bin/flagtrace" stats --report kernels "$src/tests/data/sample_h200.json.gz" |
   grep -q "saxpy(float, float const\*, float\*, int)" || fail "flagtrace stats from the wheel"
 [ "$("$tmp/venv/bin/python" -c 'import flagtrace; print(flagtrace.__version__)')" = "$version" ] || fail "__version__"
+# flagtrace.analysis finds the command the wheel ships (no FLAGTRACE_EXE, nothing on PATH)
+env -u FLAGTRACE_EXE PATH=/usr/bin:/bin "$tmp/venv/bin/python" -c 'import sys; from flagtrace import analysis as a
+s = a.load(sys.argv[1]); assert a.find_exe().startswith(sys.argv[2]), a.find_exe()
+assert any(r["name"].startswith("saxpy") for r in s.rows("kernels"))' "$src/tests/data/sample_h200.json.gz" "$tmp/venv" ||
+  fail "flagtrace.analysis from the wheel"
 "$tmp/venv/bin/python" -c 'import flagtrace.torch as t; assert t.available is False' 2>err.txt || fail "import flagtrace.torch"
 [ "$(cat err.txt)" = "flagtrace.torch: PyTorch is not installed: nothing to profile" ] || fail "import flagtrace.torch said: $(cat err.txt)"
 if [ "$inject" = ON ]; then

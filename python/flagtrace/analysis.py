@@ -1,0 +1,196 @@
+"""flagtrace.analysis: every `flagtrace stats` report from Python, as rows (dicts) or pandas DataFrames.
+
+The numbers are the CLI's by construction: load() runs `flagtrace stats -f json` and
+reads its JSON (schema 2) from a pipe, so the same C code computes them and a report
+or column added to the CLI appears here without a change to this module. Neither torch
+nor pandas is imported unless asked for (pandas by Summary.df() only).
+
+    from flagtrace import analysis
+    s = analysis.load("tests/data/sample_h200.json.gz")
+    s.rows("kernels")[0]["total_us"]        # 59.105
+    s.df("kernels")                         # the same rows, a pandas.DataFrame
+"""
+import glob
+import json
+import os
+import shutil
+import subprocess
+
+__all__ = ["Error", "Summary", "find_exe", "load", "SCHEMAS", "ENV"]
+
+#: The versions of stats' JSON this module reads (its "schema" key).
+SCHEMAS = (2,)
+#: The environment variable naming the flagtrace command to run.
+ENV = "FLAGTRACE_EXE"
+#: What a directory argument reads: its plain files with these endings (a name longer than
+#: the ending), sorted by name, not recursively: the rule of the CLI's own directory argument.
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+def _is_trace_name(name):
+    return any(name.endswith(t) and len(name) > len(t) for t in TRACE_SUFFIXES)
+
+
+class Error(Exception):
+    """flagtrace stats failed or could not be run: str() is the one-line reason (the CLI's
+    own line when it printed one). returncode and stderr are the CLI's, when it ran."""
+
+    def __init__(self, message, *, returncode=None, stderr="", argv=None):
+        super().__init__(message)
+        self.message, self.returncode, self.stderr, self.argv = message, returncode, stderr, argv
+
+    def __str__(self):
+        return self.message
+
+
+def _bundled_exe():
+    # where the wheel puts the command (setup.py; flagtrace/_cli.py runs the same file)
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "flagtrace")
+
+
+def find_exe(exe=None):
+    """The flagtrace command load() runs: exe when given, else $FLAGTRACE_EXE, else the one
+    the wheel ships beside this module, else `flagtrace` on PATH. The variable comes before
+    the bundled command so that a fresh build can be tried under an installed package."""
+    if exe is None:
+        exe = os.environ.get(ENV) or None
+        how = f"${ENV}"
+    else:
+        how = "exe="
+    if exe is not None:
+        exe = os.fspath(exe)
+        found = shutil.which(exe) if os.sep not in exe else (exe if os.access(exe, os.X_OK) and os.path.isfile(exe) else None)
+        if not found:
+            raise Error(f"flagtrace.analysis: {how} names '{exe}', which is not an executable file")
+        return found
+    bundled = _bundled_exe()
+    if os.path.isfile(bundled) and os.access(bundled, os.X_OK):
+        return bundled
+    found = shutil.which("flagtrace")
+    if not found:
+        raise Error(f"flagtrace.analysis: no flagtrace command: none bundled at {bundled}, ${ENV} unset, "
+                    f"none on PATH; pass exe= or set {ENV} to the built flagtrace (build/flagtrace)")
+    return found
+
+
+def _expand(paths):
+    """paths (one or a list; files, directories, globs) as the list of files to read.
+    A name that exists is taken as it is, even with glob characters in it; a file that
+    does not exist is passed on, so that the CLI reports it in its own words."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    files = []
+    for p in paths:
+        p = os.fsdecode(os.fspath(p))
+        if os.path.isdir(p):
+            found = sorted(os.path.join(p, n) for n in os.listdir(p)
+                           if _is_trace_name(n) and os.path.isfile(os.path.join(p, n)))
+            if not found:
+                raise Error(f"flagtrace.analysis: directory '{p}' has no trace (*{', *'.join(TRACE_SUFFIXES)})")
+            files += found
+        elif not os.path.lexists(p) and glob.has_magic(p):
+            found = sorted(glob.glob(p, recursive=True))
+            if not found:
+                raise Error(f"flagtrace.analysis: '{p}' matches no file")
+            files += _expand(found)
+        else:
+            files.append(p)
+    return files
+
+
+def load(paths, *, reports=None, by_rank=False, exe=None, args=()):
+    """Runs `flagtrace stats -f json` over paths and returns its Summary.
+
+    paths: a file, a directory (its *.json and *.json.gz files, by name), a glob, or a
+    list of them. reports: a list of report names or a comma-separated string (None: the
+    CLI's default, every report but trace). by_rank: per-rank rows (--by-rank). args:
+    further stats options, passed as they are (for example ["-n", "0"], ["--sort", "name"]).
+    exe: the flagtrace command (see find_exe). Raises Error with the CLI's message."""
+    if isinstance(args, (str, bytes)):
+        raise TypeError("flagtrace.analysis.load: args is a list of arguments, not one string")
+    cmd = find_exe(exe)
+    files = _expand(paths)
+    if not files:
+        raise Error("flagtrace.analysis: no trace given")
+    argv = [cmd, "stats", *map(os.fsdecode, args)]
+    if reports is not None:
+        argv += ["--report", reports if isinstance(reports, str) else ",".join(reports)]
+    if by_rank:
+        argv.append("--by-rank")
+    # last, so that no option in args changes the format this module reads; "--" so that
+    # a file named like an option stays a file
+    argv += ["--format", "json", "--", *files]
+    try:
+        # stdin closed: "-" would otherwise read the caller's terminal
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True)
+    except OSError as e:
+        raise Error(f"flagtrace.analysis: cannot run {cmd}: {e.strerror or e}", argv=argv) from None
+    stderr = proc.stderr.decode("utf-8", "replace")
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if proc.returncode != 0:
+        if lines:
+            msg = lines[-1]  # the CLI's one-line reason comes last, after any notes
+        elif proc.returncode < 0:
+            msg = f"flagtrace stats: killed by signal {-proc.returncode}"
+        else:
+            msg = f"flagtrace stats: exited with status {proc.returncode} and said nothing"
+        raise Error(msg, returncode=proc.returncode, stderr=stderr, argv=argv)
+    try:
+        # surrogateescape: a name that is not UTF-8 keeps its bytes (os.fsencode gives them back)
+        data = json.loads(proc.stdout.decode("utf-8", "surrogateescape"))
+    except ValueError as e:
+        raise Error(f"flagtrace.analysis: {cmd} stats printed no JSON on stdout ({e}); "
+                    "an -o/--output in args sends it elsewhere", returncode=0, stderr=stderr, argv=argv) from None
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema not in SCHEMAS:
+        raise Error(f"flagtrace.analysis: {cmd} printed JSON schema {schema!r}, this module reads schema "
+                    f"{' or '.join(map(str, SCHEMAS))}: use a flagtrace command and Python package of the same version",
+                    returncode=0, stderr=stderr, argv=argv)
+    return Summary(data, notes=lines, argv=argv)
+
+
+def _is_report(value):
+    return isinstance(value, list) and all(isinstance(r, dict) for r in value)
+
+
+class Summary:
+    """What one `flagtrace stats -f json` run printed.
+
+    files: the header's entry per file (file, rank, events, span_us, tracer, ...).
+    reports: the names of the reports in it, in the CLI's order.
+    header: the other top-level values (schema, events, skipped_events, unknown_categories...).
+    notes: the lines the CLI wrote on stderr (skipped events, incomplete files, warnings).
+    argv: the command that was run. data: the whole parsed JSON."""
+
+    def __init__(self, data, *, notes=(), argv=None):
+        self.data = data
+        self.notes = list(notes)
+        self.argv = argv
+        self.files = [dict(f) for f in data.get("files", [])]
+        self.reports = [k for k, v in data.items() if k != "files" and _is_report(v)]
+        self.header = {k: v for k, v in data.items() if k != "files" and k not in self.reports}
+
+    def __repr__(self):
+        return f"<flagtrace.analysis.Summary: {len(self.files)} file(s), reports {', '.join(self.reports)}>"
+
+    def rows(self, name):
+        """The report's rows, each a dict with exactly the CLI's json keys in its order
+        ("files" gives the header's file entries). Fresh dicts: changing them changes nothing here."""
+        if name != "files" and name not in self.reports:
+            raise Error(f"flagtrace.analysis: no report '{name}' in this summary (it has: "
+                        f"{', '.join(self.reports) or 'none'}); load(..., reports=[...]) picks them")
+        return [dict(r) for r in self.data.get(name, [])]
+
+    def df(self, name):
+        """The report as a pandas.DataFrame: one row per rows() entry, one column per key,
+        in the CLI's order; pandas infers the dtypes (int64 for whole numbers, float64 for
+        the rest, object for names). An empty report gives an empty frame without columns:
+        the JSON names no columns for it."""
+        try:
+            import pandas
+        except ImportError as e:
+            raise ImportError("flagtrace.analysis: DataFrames need pandas (Debian: apt-get install python3-pandas; "
+                              "or pip install pandas); rows() gives the same values without it") from e
+        rows = self.rows(name)
+        columns = list(dict.fromkeys(k for r in rows for k in r))  # every key, first-seen order
+        return pandas.DataFrame.from_records(rows, columns=columns)

@@ -1,0 +1,199 @@
+/* Ops as torch's key_averages() counts them: each call's self CPU time and device total from its nesting on its thread. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats_internal.h"
+
+/* A call on the CPU, kept while its file is read (56 B): ops and ranges, and the
+ * runtime calls and kineto's overhead that count as their children (a launch's
+ * time is not its op's self CPU time). */
+struct ft__host_ev {
+  int64_t ts, end, tid;
+  uint64_t dev;      /* device ns of its own work (External id) */
+  uint64_t sub_dev;  /* device totals of its direct children */
+  uint64_t child_ns; /* CPU time of its direct children */
+  uint32_t row, shape_row; /* FT_STAT_OPS / FT_STAT_OP_SHAPES indexes; UINT32_MAX: none (runtime) */
+  uint32_t key; /* its name: the op row, or the api row | RUNTIME_KEY (torch merges a lone child of its name) */
+};
+#define RUNTIME_KEY (1u << 31)
+/* tid of kineto's overhead events: they are the profiling thread's (kineto writes
+ * tid 0 for them), taken as the thread of the file's earliest op or range */
+#define MAIN_THREAD INT64_MIN
+
+/* (stats_internal.h) */
+bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_row, uint32_t api_row) {
+  if (!st->want_ops) return true;
+  if (st->n_host == st->cap_host) {
+    size_t cap = st->cap_host ? 2 * st->cap_host : 1024;
+    struct ft__host_ev *h = realloc(st->host, cap * sizeof *h);
+    if (!h) return false;
+    st->host = h;
+    st->cap_host = cap;
+  }
+  uint64_t dev = 0;
+  if (row != UINT32_MAX && e->has_ext) { /* the device time its External id gathered so far, and what comes later */
+    uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)e->ext);
+    if (!v) return false;
+    if (!(*v & JOIN_OP)) dev = *v; /* a second call of one id gets nothing twice */
+    *v = JOIN_OP | st->n_host;
+  }
+  int64_t tid = e->has_tid ? e->tid : MAIN_THREAD;
+  if (row != UINT32_MAX && e->has_tid && (!st->host_has_main || e->ts < st->host_main_ts)) {
+    st->host_main_tid = e->tid; /* the earliest op's: whatever order the file has */
+    st->host_main_ts = e->ts;
+    st->host_has_main = true;
+  }
+  st->host[st->n_host++] = (struct ft__host_ev){e->ts, e->ts + e->dur, tid, dev, 0, 0, row, shape_row,
+                                                row != UINT32_MAX ? row : api_row | RUNTIME_KEY};
+  return true;
+}
+
+/* (stats_internal.h) device time of External id ext: to its call when read, else
+ * held until it is */
+bool ft__ops_device(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns) {
+  st->device_ns += ns;
+  if (!has_ext || !st->want_ops) return true;
+  uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)ext);
+  if (!v) return false;
+  if (*v & JOIN_OP) st->host[*v & ~JOIN_OP].dev += ns;
+  else *v += ns; /* a file's device times sum below 2^63: times are bounded */
+  return true;
+}
+
+static int by_thread_start(const void *a, const void *b) {
+  const struct ft__host_ev *x = a, *y = b;
+  if (x->tid != y->tid) return (x->tid > y->tid) - (x->tid < y->tid);
+  if (x->ts != y->ts) return (x->ts > y->ts) - (x->ts < y->ts);
+  return (x->end < y->end) - (x->end > y->end); /* the longer first: it is the parent */
+}
+
+static bool add_to_row(ft_stats *st, int sec, uint32_t i, const struct ft__host_ev *h) {
+  ft_stat_row *r = ft__vec_at(&st->rows[sec], i);
+  r->calls++;
+  r->self_cpu_ns += (uint64_t)(h->end - h->ts) - h->child_ns;
+  r->total_dev_ns += h->dev + h->sub_dev;
+  r->self_ns += h->dev;
+  return ft_dist_add(&r->t, (uint64_t)(h->end - h->ts)); /* CPU total: the calls' durations */
+}
+
+/* Sorts h by thread and start: a merge of its ascending runs (a trace writes each
+ * kind of call in order, so there are few: perf, P5), false without memory. */
+static bool sort_calls(struct ft__host_ev *h, size_t n) {
+  size_t *starts = malloc((n + 1) * sizeof *starts), runs = 0;
+  struct ft__host_ev *tmp = malloc(n * sizeof *tmp);
+  if (!starts || !tmp) {
+    free(starts), free(tmp);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (!i || by_thread_start(&h[i - 1], &h[i]) > 0) starts[runs++] = i;
+  starts[runs] = n;
+  struct ft__host_ev *from = h, *to = tmp;
+  while (runs > 1) { /* merge runs pairwise, from one buffer into the other */
+    size_t w = 0;
+    for (size_t r = 0; r < runs; r += 2) {
+      size_t a = starts[r], m = starts[r + 1 < runs ? r + 1 : runs], e = starts[r + 2 < runs ? r + 2 : runs], o = a;
+      size_t i = a, j = m;
+      while (i < m && j < e) to[o++] = by_thread_start(&from[j], &from[i]) < 0 ? from[j++] : from[i++];
+      while (i < m) to[o++] = from[i++];
+      while (j < e) to[o++] = from[j++];
+      starts[w++] = a;
+    }
+    starts[w] = n;
+    runs = w;
+    struct ft__host_ev *t = from;
+    from = to;
+    to = t;
+  }
+  if (from != h) memcpy(h, from, n * sizeof *h);
+  free(starts);
+  free(tmp);
+  return true;
+}
+
+/* (stats_internal.h) The file's calls nested as torch nests them
+ * (_populate_cpu_children): per thread, by start (the longer first); a call is the
+ * child of the innermost open one it starts before the end of and does not
+ * outlast. Self CPU = duration - the children's; device total = own work + the
+ * children's totals. */
+bool ft__ops_file_end(ft_stats *st) {
+  struct ft__host_ev *h = st->host;
+  size_t n = st->n_host;
+  bool ok = true;
+  bool any_op = false;
+  for (size_t i = 0; i < n; i++) {
+    if (h[i].tid == MAIN_THREAD) h[i].tid = st->host_has_main ? st->host_main_tid : MAIN_THREAD;
+    any_op |= h[i].row != UINT32_MAX;
+  }
+  st->host_has_main = false;
+  if (!any_op) n = 0; /* runtime calls alone: no op to nest them in (a trace of `record`) */
+  if (n && !sort_calls(h, n)) {
+    ok = false;
+    n = 0;
+  }
+  /* per call: its parent, then (a stack while nesting) how many children it has */
+  uint32_t *parent = n ? malloc(n * sizeof *parent) : NULL, *aux = n ? malloc(n * sizeof *aux) : NULL;
+  if (n && (!parent || !aux)) {
+    ok = false;
+    goto out;
+  }
+  size_t depth = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i && h[i].tid != h[i - 1].tid) depth = 0;
+    parent[i] = UINT32_MAX;
+    while (depth) {
+      struct ft__host_ev *p = &h[aux[depth - 1]];
+      if (h[i].ts >= p->end || h[i].end > p->end) {
+        depth--;
+        continue;
+      }
+      parent[i] = aux[depth - 1];
+      p->child_ns += (uint64_t)(h[i].end - h[i].ts);
+      break;
+    }
+    aux[depth++] = (uint32_t)i;
+  }
+  if (n) memset(aux, 0, n * sizeof *aux);
+  for (size_t i = 0; i < n; i++)
+    if (parent[i] != UINT32_MAX) aux[parent[i]]++;
+  /* torch's _remove_dup_nodes: a call whose parent has its name and no other child
+   * is dropped; the parent takes its children, their CPU time and its device work
+   * (in place of its own, as torch does). Parents come first, so a chain folds
+   * into its top. */
+  uint8_t *gone = n ? calloc(n, 1) : NULL;
+  if (n && !gone) {
+    ok = false;
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint32_t p = parent[i];
+    while (p != UINT32_MAX && gone[p]) p = parent[p];
+    parent[i] = p;
+    if (p != UINT32_MAX && h[p].key == h[i].key && aux[p] == 1) {
+      gone[i] = 1;
+      h[p].dev = h[i].dev;
+      h[p].child_ns = h[i].child_ns;
+      aux[p] = aux[i];
+    }
+  }
+  /* children follow their parents: from the last, each total is complete when its
+   * parent takes it */
+  for (size_t k = n; k-- > 0;) {
+    if (gone[k]) continue;
+    if (parent[k] != UINT32_MAX) h[parent[k]].sub_dev += h[k].dev + h[k].sub_dev;
+    if (h[k].row == UINT32_MAX) continue; /* a runtime call: its own rows are the api report's */
+    st->attributed_ns += h[k].dev;
+    if (!add_to_row(st, FT_STAT_OPS, h[k].row, &h[k]) ||
+        (h[k].shape_row != UINT32_MAX && !add_to_row(st, FT_STAT_OP_SHAPES, h[k].shape_row, &h[k])))
+      ok = false;
+  }
+  free(gone);
+out:
+  free(parent);
+  free(aux);
+  free(st->host);
+  st->host = NULL;
+  st->n_host = st->cap_host = 0;
+  return ok;
+}
