@@ -54,8 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ft_stat_job job;
   char err[640];
   /* every option on: the fuzzer reaches the ops' nesting and HTA's analyses too */
-  ft_stat_read_opts o = {.timeline = true, .trace_limit = 8, .by_rank = true, .hta = true, .ops = true};
-  if (ft_stat_job_read_mem(&job, "</script><b>x.json", (const char *)data, size, &o, err, sizeof err)) {
+  ft_stat_read_opts ro = {.timeline = true, .trace_limit = 8, .by_rank = true, .hta = true, .ops = true};
+  if (ft_stat_job_read_mem(&job, "</script><b>x.json", (const char *)data, size, &ro, err, sizeof err)) {
     if (!err[0]) abort();
     ft_stat_job_free(&job);
     return 0;
@@ -66,8 +66,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int r = 0; r < REP_N && null; r++) {
     ft_report rep;
     if (!ft_report_build(&rep, r, &job, &o)) {
-      ft_report_table(null, &rep, 12);
+      ft_table_opts narrow = {.width = 40}, cut = {.name_width = 12, .unit = FT_UNIT_NS};
+      ft_report_table(null, &rep, &narrow); /* columns left out, names elided */
+      ft_report_table(null, &rep, &cut);
       ft_report_csv(null, &rep);
+      ft_report_delim(null, &rep, '\t', FT_UNIT_NS);
       ft_report_json(null, &rep);
     }
     ft_report_free(&rep);
