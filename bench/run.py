@@ -454,6 +454,18 @@ print(t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t6 - t0)
 """
 
 
+def synthetic_1m(build):
+    """(flagtrace, a temporary directory, the 1 M-event synthetic gzip trace in it: bench_stats --write 476190,
+    2.1 events a launch), or (None, None, None) when they are not built; the caller removes the directory."""
+    ft, exe = os.path.join(build, "flagtrace"), os.path.join(build, "bench", "bench_stats")
+    if not os.path.exists(ft) or not os.path.exists(exe):
+        return None, None, None
+    tmp = tempfile.mkdtemp(prefix="ftbench.")
+    big = os.path.join(tmp, "t1m.json.gz")
+    sh([exe, "--write", big, "476190"], env={"FLAGOS_TRACER_LIBRARY": "/nonexistent"})
+    return ft, tmp, big
+
+
 def stats_timed(ft, args, trace, reps, rss_reps):
     """`flagtrace stats -f json ARGS TRACE`: the median wall time of reps runs (whole process) and
     the least peak RSS (KiB) of rss_reps more."""
@@ -473,15 +485,11 @@ def stats_hta(build, quick):
     HTA's equivalents (get_temporal_breakdown, get_comm_comp_overlap, get_cuda_kernel_launch_stats,
     get_queue_length_summary, its trace load apart) once on the same trace, when FT_HTA_PATH names HTA's
     source and /usr/bin/python3 has pandas."""
-    ft, exe = os.path.join(build, "flagtrace"), os.path.join(build, "bench", "bench_stats")
-    if not os.path.exists(ft) or not os.path.exists(exe):
+    ft, tmp, big = synthetic_1m(build)
+    if not ft:
         return []
     reps = 1 if quick else 5
-    tmp = tempfile.mkdtemp(prefix="ftbench.")
     try:
-        env = {"FLAGOS_TRACER_LIBRARY": "/nonexistent"}
-        big = os.path.join(tmp, "t1m.json.gz")
-        sh([exe, "--write", big, "476190"], env=env)  # 2.1 events a slice: 1 M events
 
         def timed(args):
             return stats_timed(ft, args, big, reps, 1 if quick else 3)
@@ -524,14 +532,11 @@ def stats_ops(build, quick):
     call nested per thread at the file's end) against `-r kernels,api` on the same 1 M-event synthetic trace
     (bench_stats --write: 476 190 launches, a range around every tenth), whole process, median of 5, with peak
     RSS: what the nesting costs. torch's key_averages() works on a live profile, not a trace: no peer row."""
-    ft, exe = os.path.join(build, "flagtrace"), os.path.join(build, "bench", "bench_stats")
-    if not os.path.exists(ft) or not os.path.exists(exe):
+    ft, tmp, big = synthetic_1m(build)
+    if not ft:
         return []
     reps = 1 if quick else 5
-    tmp = tempfile.mkdtemp(prefix="ftbench.")
     try:
-        big = os.path.join(tmp, "t1m.json.gz")
-        sh([exe, "--write", big, "476190"], env={"FLAGOS_TRACER_LIBRARY": "/nonexistent"})
 
         base, ops = (stats_timed(ft, ["-r", r], big, reps, 1) for r in ("kernels,api", "ops,ops_shapes"))
         return ["## P5 ops: key_averages' columns in `flagtrace stats` (whole process)", "",

@@ -9,16 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define FT__PARTIAL_SHORT_NAMES
 #include "stats_partial.h"
 
-/* the short names these files use */
-typedef ft__preader reader;
-typedef ft__pframe frame;
-typedef ft__pdist dist_in;
-#define fail ft__pfail
-#define failf ft__pfailf
-#define top ft__ptop
-#define cur_file ft__pfile
 
 /* The key a row is merged under in its section, as stats_job.c's merge_rows keys it. */
 static uint64_t row_key(int sec, uint32_t name_id, uint32_t aux_id, uint8_t cat) {

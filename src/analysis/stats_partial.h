@@ -111,4 +111,15 @@ int ft__partial_end_event(ft__preader *r);
 /* stats_partial_read.c: one partial (from fd, or mem when fd < 0) into r->job */
 ft_status ft__partial_read(ft__preader *r, int fd, const char *mem, size_t len, char *err, size_t errlen);
 
+/* The short names the reading and merging files use (they define FT__PARTIAL_SHORT_NAMES). */
+#ifdef FT__PARTIAL_SHORT_NAMES
+typedef ft__preader reader;
+typedef ft__pframe frame;
+typedef ft__pdist dist_in;
+#define fail ft__pfail
+#define failf ft__pfailf
+#define top ft__ptop
+#define cur_file ft__pfile
+#endif
+
 #endif

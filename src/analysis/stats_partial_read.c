@@ -7,16 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#define FT__PARTIAL_SHORT_NAMES
 #include "stats_partial.h"
 
-/* the short names these files use */
-typedef ft__preader reader;
-typedef ft__pframe frame;
-typedef ft__pdist dist_in;
-#define fail ft__pfail
-#define failf ft__pfailf
-#define top ft__ptop
-#define cur_file ft__pfile
 
 static const char *const top_keys[] = {"flagtrace_partial", "trace_limit", "strings", "files", "total",
                                        "unknown_categories", "trace", NULL};
