@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const ft_report_names[REP_N] = {"kernels", "api",        "memory", "memsize", "ranges", "gpu_ranges",
-                                            "ops",     "ops_shapes", "gpu",    "ranks",   "trace",
+const char *const ft_report_names[REP_N] = {"kernels", "api",        "memory",      "memsize", "ranges", "gpu_ranges",
+                                            "ops",     "ops_shapes", "ops_modules", "gpu",    "ranks",   "trace",
                                             "temporal", "overlap", "launch", "queue"};
 const char *const ft_sort_names[SORT_N] = {"total", "count", "avg", "median", "min", "max", "stddev", "name"};
 
@@ -44,6 +44,10 @@ static const ft_col size_cols[] = {RANK_COL,
 static const ft_col ops_cols[] = {RANK_COL, OPS_COLS, {"name", "Name", COL_STR, 0}};
 static const ft_col ops_shape_cols[] = {RANK_COL, OPS_COLS, {"input_dims", "Input Dims", COL_STR, 0},
                                         {"name", "Name", COL_STR, 0}};
+static const ft_col ops_module_cols[] = {RANK_COL, OPS_COLS, {"module", "Module", COL_STR, 0},
+                                         {"name", "Name", COL_STR, 0}};
+/* the sections of ops' rows (key_averages' columns) */
+static bool ops_section(int sec) { return sec == FT_STAT_OPS || ft_stat_keyed_by_aux(sec); }
 static const ft_col gpu_cols[] = {{"rank", "Rank", COL_I64, 5},          {"device", "Device", COL_I64, 7},
                                   {"busy_us", "Busy(us)", COL_US, 16},   {"span_us", "Span(us)", COL_US, 16},
                                   {"busy_pct", "Busy(%)", COL_PCT, 8},   {"file", "File", COL_STR, 0}};
@@ -91,7 +95,7 @@ static int g_sort;
 static int g_section;
 
 static uint64_t sort_key(const item *x, double *d) {
-  const ft_stat_dist *t = g_section == FT_STAT_OPS || g_section == FT_STAT_OP_SHAPES ? NULL : &x->row->t;
+  const ft_stat_dist *t = ops_section(g_section) ? NULL : &x->row->t;
   if (g_section == FT_STAT_MEMORY && g_sort < 0) t = &x->row->b; /* memsize */
   int s = g_sort < 0 ? -g_sort - 1 : g_sort;
   *d = 0;
@@ -146,7 +150,7 @@ static ft_status build_rows(ft_report *rep, int section, bool size, const ft_sta
     for (size_t i = 0; i < st->rows[section].len; i++) {
       const ft_stat_row *r = ft__vec_at(&st->rows[section], i);
       /* an op whose every call torch folds into its parent of the same name: no row */
-      if ((section == FT_STAT_OPS || section == FT_STAT_OP_SHAPES) && !r->self_ns && !r->calls) continue;
+      if (ops_section(section) && !r->self_ns && !r->calls) continue;
       items[m++] = (item){r, st, o->by_rank ? job->files[k].rank : -1, k, total};
     }
   }
@@ -167,7 +171,7 @@ static ft_status build_rows(ft_report *rep, int section, bool size, const ft_sta
     ft_cell *c = rep->cells + i * (size_t)rep->n_cols;
     int j = 0;
     c[j++].i = x->rank;
-    if (section == FT_STAT_OPS || section == FT_STAT_OP_SHAPES) {
+    if (ops_section(section)) {
       double calls = (double)r->calls;
       c[j++].u = r->self_cpu_ns;
       c[j++].u = r->t.total;
@@ -177,7 +181,7 @@ static ft_status build_rows(ft_report *rep, int section, bool size, const ft_sta
       c[j++].d = r->calls ? us(r->total_dev_ns) / calls : 0;
       c[j++].u = r->calls;
       c[j++].d = r->calls ? us(r->self_ns) / calls : 0;
-      if (section == FT_STAT_OP_SHAPES) c[j++].s = ft__intern_str(&x->st->names, r->aux_id);
+      if (ft_stat_keyed_by_aux(section)) c[j++].s = ft__intern_str(&x->st->names, r->aux_id);
     } else if (size) {
       const ft_stat_dist *b = &r->b;
       c[j++].u = b->total;
@@ -290,6 +294,8 @@ ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const f
       {"ops and ranges as key_averages() shows them", ops_cols, sizeof ops_cols / sizeof *ops_cols, FT_STAT_OPS},
       {"ops by input shapes (key_averages(group_by_input_shape=True))", ops_shape_cols,
        sizeof ops_shape_cols / sizeof *ops_shape_cols, FT_STAT_OP_SHAPES},
+      {"ops by the innermost nn.Module around them (with_modules)", ops_module_cols,
+       sizeof ops_module_cols / sizeof *ops_module_cols, FT_STAT_OP_MODULES},
       {"GPU busy per rank and device", gpu_cols, sizeof gpu_cols / sizeof *gpu_cols, -1},
       {"ranks: kernel, communication and compute time", rank_cols, sizeof rank_cols / sizeof *rank_cols, -1},
       {"device events (the earliest, per file)", trace_cols, sizeof trace_cols / sizeof *trace_cols, -1},

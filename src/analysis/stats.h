@@ -43,7 +43,7 @@ typedef struct ft_stat_row {
    * thread (t: the calls' CPU durations, CPU total = t.total): */
   uint64_t self_cpu_ns;  /* CPU time less that of the calls and runtime calls nested in them */
   uint64_t total_dev_ns; /* device time of their work and of the calls nested in them */
-  uint32_t aux_id;       /* FT_STAT_OP_SHAPES: the name id of its Input Dims text */
+  uint32_t aux_id;       /* ft_stat_keyed_by_aux: the name id of its Input Dims text, or its module's */
   uint8_t hta;           /* HTA's class of the name, cached by stats_hta.c (0: not yet) */
 } ft_stat_row;
 
@@ -57,8 +57,11 @@ enum {
   FT_STAT_OP_SHAPES,  /* ops by name and Input Dims (record_shapes=True), keyed by both */
   FT_STAT_STREAMS,    /* HTA's queue length per stream ("7"): t twice the samples, calls the kernels,
                        * self_ns the time at FT_HTA_QUEUE_FULL or more (stats_hta.c) */
+  FT_STAT_OP_MODULES, /* ops by name and the innermost nn.Module around them (with_modules / with_stack) */
   FT_STAT_N_SECTIONS
 };
+/* Sections whose rows are keyed by their name and a second text (aux_id). */
+static inline bool ft_stat_keyed_by_aux(int sec) { return sec == FT_STAT_OP_SHAPES || sec == FT_STAT_OP_MODULES; }
 enum { FT_STAT_CAT_RUNTIME, FT_STAT_CAT_DRIVER, FT_STAT_CAT_MEMCPY, FT_STAT_CAT_MEMSET, FT_STAT_CAT_OTHER };
 
 /* Memory grows with what is reported (names, rows, devices) except for two pieces
@@ -177,6 +180,7 @@ typedef struct ft_stats {
   bool timeline;      /* keep copy intervals and bin the busy time (report) */
   bool want_args;     /* read device work's correlation, stream, grid, block, registers (trace, HTA's reports) */
   bool want_ops;      /* nest the calls for the ops' columns (stats_ops.c); without it ops rows stay empty */
+  bool want_modules;  /* with want_ops: keep nn.Module python_function events for FT_STAT_OP_MODULES */
   size_t trace_limit; /* keep the earliest this many device events (0: none) */
   ft_stat_event *trace; /* a max-heap by ts of at most trace_limit events */
   size_t n_trace;
@@ -263,6 +267,7 @@ typedef struct ft_stat_read_opts {
   bool by_rank;       /* each file's own rows (ft_stat_file.own) */
   bool hta;           /* HTA's analyses (ft_stat_file.hta, FT_STAT_STREAMS; the per-event cost in `stats --help`) */
   bool ops;           /* the ops' nesting (key_averages' columns: FT_STAT_OPS, FT_STAT_OP_SHAPES) */
+  bool modules;       /* with ops: each op's innermost nn.Module (FT_STAT_OP_MODULES; python_function events) */
 } ft_stat_read_opts;
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, const ft_stat_read_opts *o, char *err,
                            size_t errlen);

@@ -19,7 +19,8 @@ enum ft__sec {
   FT__SEC_UNKNOWN, FT__SEC_IGNORED, FT__SEC_KERNEL, FT__SEC_MEMCPY, FT__SEC_MEMSET, FT__SEC_RUNTIME, FT__SEC_DRIVER,
   FT__SEC_OP, FT__SEC_RANGE, FT__SEC_GPU_RANGE,
   FT__SEC_SYNC, /* cuda_sync: no row of its own; HTA's analyses count it (stats_hta.c) */
-  FT__SEC_OVERHEAD /* kineto's own CPU work (Activity Buffer Request): an ops row, a child in the nesting */
+  FT__SEC_OVERHEAD, /* kineto's own CPU work (Activity Buffer Request): an ops row, a child in the nesting */
+  FT__SEC_PYFUNC    /* python_function: its nn.Module events place ops in their module (FT_STAT_OP_MODULES) */
 };
 enum ft__sec ft__stats_section_of(const char *cat);
 
@@ -53,7 +54,7 @@ typedef struct ft__evcounts {
   uint64_t events, bad_time, time_range, no_dur, neg_dur, bad_bytes, cut_strings;
   int64_t first_ns, last_ns;
 } ft__evcounts;
-ft__evbatch *ft__evbatch_new(bool want_args); /* st->want_args of the parse it works for */
+ft__evbatch *ft__evbatch_new(bool want_args, bool want_modules); /* st's, of the parse it works for */
 void ft__evbatch_free(ft__evbatch *b);
 void ft__stats_parse_segment(ft__evbatch *b, const unsigned char *buf, size_t n, uint64_t base, unsigned depth);
 
@@ -74,6 +75,11 @@ static inline uint64_t ft__cache_mix(uint64_t x) {
 bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_row, uint32_t api_row);
 bool ft__ops_device(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns);
 bool ft__ops_file_end(ft_stats *st);
+/* stats_summary.c: the row of name_id and aux (name ids) in a section that
+ * ft_stat_keyed_by_aux, made when new; NULL without memory. */
+ft_stat_row *ft__aux_row(ft_stats *st, int sec, uint32_t name_id, uint32_t aux, uint32_t *index);
+/* An nn.Module's python_function event (name: the module, "Linear_0"), with want_modules. */
+bool ft__ops_module(ft_stats *st, const ft__ev *e, const char *module, size_t len);
 
 /* stats_busy.c: the External id -> op join (16 B a slot). A value is the index of
  * its call in st->host with JOIN_OP set, or the device ns of an External id whose

@@ -20,11 +20,11 @@ static bool merge_rows(ft_stats *dst, const ft_stats *src) {
       if (ft__intern(&dst->names, ft__intern_str(&src->names, s->name_id), ft__intern_len(&src->names, s->name_id),
                      &id))
         return false;
-      uint32_t aux = 0; /* FT_STAT_OP_SHAPES: keyed by the name and the Input Dims text */
-      if (sec == FT_STAT_OP_SHAPES && ft__intern(&dst->names, ft__intern_str(&src->names, s->aux_id),
+      uint32_t aux = 0; /* keyed by the name and the Input Dims text or module */
+      if (ft_stat_keyed_by_aux(sec) && ft__intern(&dst->names, ft__intern_str(&src->names, s->aux_id),
                                                  ft__intern_len(&src->names, s->aux_id), &aux))
         return false;
-      uint64_t *slot = ft__map_upsert(&dst->index[sec], sec == FT_STAT_OP_SHAPES ? (uint64_t)aux << 32 | id
+      uint64_t *slot = ft__map_upsert(&dst->index[sec], ft_stat_keyed_by_aux(sec) ? (uint64_t)aux << 32 | id
                                                                                 : (uint64_t)s->cat << 32 | id);
       if (!slot) return false;
       if (!*slot) {
@@ -77,6 +77,7 @@ static ft_status read_one(worker *w, size_t f) {
   st.trace_limit = w->o.trace_limit;
   st.want_args = w->o.trace_limit || w->o.hta; /* the trace report's columns, HTA's launches and queues */
   st.want_ops = w->o.ops;
+  st.want_modules = w->o.ops && w->o.modules;
   if (w->o.hta && !(st.hta = ft__hta_new())) {
     ft_stats_free(&st);
     snprintf(err, sizeof w->errs[f], "out of memory");

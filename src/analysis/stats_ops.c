@@ -5,7 +5,7 @@
 
 #include "stats_internal.h"
 
-/* A call on the CPU, kept while its file is read (56 B): ops and ranges, and the
+/* A call on the CPU, kept while its file is read (64 B): ops and ranges, and the
  * runtime calls and kineto's overhead that count as their children (a launch's
  * time is not its op's self CPU time). */
 struct ft__host_ev {
@@ -15,7 +15,9 @@ struct ft__host_ev {
   uint64_t child_ns; /* CPU time of its direct children */
   uint32_t row, shape_row; /* FT_STAT_OPS / FT_STAT_OP_SHAPES indexes; UINT32_MAX: none (runtime) */
   uint32_t key; /* its name: the op row, or the api row | RUNTIME_KEY (torch merges a lone child of its name) */
+  bool module;  /* an nn.Module (key: its name id), not a call: placed apart at the file's end */
 };
+_Static_assert(sizeof(struct ft__host_ev) == 64, "the per-call cost stats --help and docs/ops.md state");
 #define RUNTIME_KEY (1u << 31)
 /* tid of kineto's overhead events: they are the profiling thread's (kineto writes
  * tid 0 for them), taken as the thread of the file's earliest op or range */
@@ -45,7 +47,18 @@ bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_ro
     st->host_has_main = true;
   }
   st->host[st->n_host++] = (struct ft__host_ev){e->ts, e->ts + e->dur, tid, dev, 0, 0, row, shape_row,
-                                                row != UINT32_MAX ? row : api_row | RUNTIME_KEY};
+                                                row != UINT32_MAX ? row : api_row | RUNTIME_KEY, false};
+  return true;
+}
+
+/* (stats_internal.h) */
+bool ft__ops_module(ft_stats *st, const ft__ev *e, const char *module, size_t len) {
+  uint32_t id;
+  if (ft__intern(&st->names, module, len, &id)) return false;
+  ft__ev m = *e;
+  m.has_ext = false;
+  if (!ft__ops_note(st, &m, UINT32_MAX, UINT32_MAX, 0)) return false;
+  if (st->want_ops) st->host[st->n_host - 1].key = id, st->host[st->n_host - 1].module = true;
   return true;
 }
 
@@ -112,6 +125,36 @@ static bool sort_calls(struct ft__host_ev *h, size_t n) {
   return true;
 }
 
+/* Each op call (not folded away) into FT_STAT_OP_MODULES under the innermost module
+ * around it on its thread (by start and end, as calls nest), or "(no module)". Both
+ * arrays are sorted by thread and start. */
+static bool by_module(ft_stats *st, const struct ft__host_ev *h, size_t n, const uint8_t *gone,
+                      const struct ft__host_ev *m, size_t n_mod) {
+  size_t *open = malloc(n_mod * sizeof *open), depth = 0, j = 0;
+  uint32_t none;
+  if (!open || ft__intern(&st->names, "(no module)", 11, &none)) {
+    free(open);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const struct ft__host_ev *c = &h[i];
+    for (; j < n_mod && (m[j].tid < c->tid || (m[j].tid == c->tid && m[j].ts <= c->ts)); j++) {
+      while (depth && (m[open[depth - 1]].tid != m[j].tid || m[open[depth - 1]].end < m[j].end)) depth--;
+      open[depth++] = j;
+    }
+    while (depth && (m[open[depth - 1]].tid != c->tid || m[open[depth - 1]].end < c->end)) depth--;
+    if (gone[i] || c->row == UINT32_MAX) continue;
+    uint32_t name = ((ft_stat_row *)ft__vec_at(&st->rows[FT_STAT_OPS], c->row))->name_id, at;
+    if (!ft__aux_row(st, FT_STAT_OP_MODULES, name, depth ? m[open[depth - 1]].key : none, &at) ||
+        !add_to_row(st, FT_STAT_OP_MODULES, at, c)) {
+      free(open);
+      return false;
+    }
+  }
+  free(open);
+  return true;
+}
+
 /* (stats_internal.h) The file's calls nested as torch nests them
  * (_populate_cpu_children): per thread, by start (the longer first); a call is the
  * child of the innermost open one it starts before the end of and does not
@@ -122,9 +165,23 @@ bool ft__ops_file_end(ft_stats *st) {
   size_t n = st->n_host;
   bool ok = true;
   bool any_op = false;
+  size_t n_mod = 0; /* the modules go to the end, in their order; the calls keep theirs */
   for (size_t i = 0; i < n; i++) {
     if (h[i].tid == MAIN_THREAD) h[i].tid = st->host_has_main ? st->host_main_tid : MAIN_THREAD;
     any_op |= h[i].row != UINT32_MAX;
+    n_mod += h[i].module;
+  }
+  struct ft__host_ev *mods = n_mod ? malloc(n_mod * sizeof *mods) : NULL;
+  if (n_mod && !mods) {
+    ok = false;
+    n = 0;
+  } else if (n_mod) {
+    size_t w = 0, k = 0;
+    for (size_t i = 0; i < n; i++)
+      if (h[i].module) mods[k++] = h[i];
+      else h[w++] = h[i];
+    n = w;
+    if (!sort_calls(mods, n_mod)) ok = false, n = 0;
   }
   st->host_has_main = false;
   if (!any_op) n = 0; /* runtime calls alone: no op to nest them in (a trace of `record`) */
@@ -188,8 +245,10 @@ bool ft__ops_file_end(ft_stats *st) {
         (h[k].shape_row != UINT32_MAX && !add_to_row(st, FT_STAT_OP_SHAPES, h[k].shape_row, &h[k])))
       ok = false;
   }
+  if (ok && n_mod && !by_module(st, h, n, gone, mods, n_mod)) ok = false;
   free(gone);
 out:
+  free(mods);
   free(parent);
   free(aux);
   free(st->host);

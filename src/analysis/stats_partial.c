@@ -15,7 +15,7 @@
 
 /* The key a row is merged under in its section, as stats_job.c's merge_rows keys it. */
 static uint64_t row_key(int sec, uint32_t name_id, uint32_t aux_id, uint8_t cat) {
-  return sec == FT_STAT_OP_SHAPES ? (uint64_t)aux_id << 32 | name_id : (uint64_t)cat << 32 | name_id;
+  return ft_stat_keyed_by_aux(sec) ? (uint64_t)aux_id << 32 | name_id : (uint64_t)cat << 32 | name_id;
 }
 
 /* A distribution's members agree with each other: the values (or histogram
@@ -140,8 +140,9 @@ int ft__partial_end_row(reader *r) {
   frame *f = top(r);
   int ok = 1;
   if (!r->row_has_name) ok = fail(r, "a row without a name");
-  else if (r->sec == FT_STAT_OP_SHAPES && !(f->seen & (1u << R_AUX))) ok = fail(r, "an op_shapes row without aux");
-  else if (r->sec != FT_STAT_OP_SHAPES && (f->seen & (1u << R_AUX))) ok = fail(r, "aux in a row of another section");
+  else if (ft_stat_keyed_by_aux(r->sec) && !(f->seen & (1u << R_AUX)))
+    ok = fail(r, "an op_shapes or op_modules row without aux");
+  else if (!ft_stat_keyed_by_aux(r->sec) && (f->seen & (1u << R_AUX))) ok = fail(r, "aux in a row of another section");
   if (ok && r->row_target < 0 && r->job->n_files == r->file0) ok = fail(r, "rows of a total of no file");
   if (ok) ok = merge_row(r, &r->job->total, r->sec, s, true);
   ft_stat_file *x = r->row_target >= 0 ? &r->job->files[r->row_target] : NULL;
@@ -149,7 +150,7 @@ int ft__partial_end_row(reader *r) {
     ft_stat_row o = *s; /* its names in the file's own table */
     const ft__strtab *tn = &r->job->total.names;
     if (ft__intern(&x->own->names, ft__intern_str(tn, s->name_id), ft__intern_len(tn, s->name_id), &o.name_id) ||
-        (r->sec == FT_STAT_OP_SHAPES &&
+        (ft_stat_keyed_by_aux(r->sec) &&
          ft__intern(&x->own->names, ft__intern_str(tn, s->aux_id), ft__intern_len(tn, s->aux_id), &o.aux_id)))
       ok = fail(r, "out of memory");
     if (ok) ok = merge_row(r, x->own, r->sec, &o, false);

@@ -10,7 +10,7 @@
 static const char *const section_keys[FT_STAT_N_SECTIONS] = {
     [FT_STAT_KERNELS] = "kernels", [FT_STAT_API] = "api",         [FT_STAT_MEMORY] = "memory",
     [FT_STAT_OPS] = "ops",         [FT_STAT_RANGES] = "ranges",   [FT_STAT_GPU_RANGES] = "gpu_ranges",
-    [FT_STAT_OP_SHAPES] = "op_shapes", [FT_STAT_STREAMS] = "streams"};
+    [FT_STAT_OP_SHAPES] = "op_shapes", [FT_STAT_STREAMS] = "streams", [FT_STAT_OP_MODULES] = "op_modules"};
 
 /* Written and read alike, so that a section added before it is named here round-trips. */
 const char *ft__partial_section_key(int sec, char *buf, size_t cap) {
@@ -120,7 +120,7 @@ static void put_rows(writer *w, const ft_stats *st, const char *indent) {
     for (size_t i = 0; i < st->rows[sec].len; i++) {
       const ft_stat_row *r = ft__vec_at(&st->rows[sec], i);
       fprintf(f, "%s\n%s    {\"name\": %" PRIu32, i ? "," : "", indent, sref_id(w, st, r->name_id));
-      if (sec == FT_STAT_OP_SHAPES) fprintf(f, ", \"aux\": %" PRIu32, sref_id(w, st, r->aux_id));
+      if (ft_stat_keyed_by_aux(sec)) fprintf(f, ", \"aux\": %" PRIu32, sref_id(w, st, r->aux_id));
       if (r->cat) fprintf(f, ", \"cat\": %u", (unsigned)r->cat);
       if (r->comm) fputs(", \"comm\": true", f);
       if (r->calls) fprintf(f, ", \"calls\": %" PRIu64, r->calls);
@@ -149,7 +149,7 @@ static void collect(writer *w, const ft_stat_job *job, bool rows) {
         for (size_t k = 0; k < x->own->rows[sec].len; k++) {
           const ft_stat_row *r = ft__vec_at(&x->own->rows[sec], k);
           sref_id(w, x->own, r->name_id);
-          if (sec == FT_STAT_OP_SHAPES) sref_id(w, x->own, r->aux_id);
+          if (ft_stat_keyed_by_aux(sec)) sref_id(w, x->own, r->aux_id);
         }
     }
   }
@@ -159,7 +159,7 @@ static void collect(writer *w, const ft_stat_job *job, bool rows) {
       for (size_t k = 0; k < t->rows[sec].len; k++) {
         const ft_stat_row *r = ft__vec_at(&t->rows[sec], k);
         sref_id(w, t, r->name_id);
-        if (sec == FT_STAT_OP_SHAPES) sref_id(w, t, r->aux_id);
+        if (ft_stat_keyed_by_aux(sec)) sref_id(w, t, r->aux_id);
       }
   for (size_t i = 0; i < w->n_unknown; i++) sref_id(w, t, (uint32_t)t->unknown_cats.keys[w->unknown[i]]);
   for (size_t i = 0; i < t->n_trace; i++)

@@ -60,6 +60,7 @@ typedef struct reader {
   size_t dims_len, dims_cap;
   bool has_dims;
   bool want_args; /* correlation, stream, grid, block, registers: read only when a report uses them (P5) */
+  bool want_modules; /* python_function events: summarized only for ops_modules, else ignored */
   ft__evcounts cnt;        /* what every event adds: into st at the parse's end */
   struct ft__evbatch *sink; /* a parse worker's: events are kept here, not added to st */
   bool closed;             /* a worker's parse reached the end of the events array */
@@ -151,6 +152,7 @@ static bool process_event(reader *r) {
   }
   unsigned cat = r->has_cat ? r->cat : cat_entry(r, (const unsigned char *)"", 0);
   int sec = r->cats[cat].sec;
+  if (sec == FT__SEC_PYFUNC && !r->want_modules) sec = FT__SEC_IGNORED;
   if (r->bad_bytes && (sec == FT__SEC_MEMCPY || sec == FT__SEC_MEMSET)) { /* its size is unknown, not 0 */
     c->bad_bytes++;
     return true;
@@ -545,7 +547,7 @@ static void reader_init(reader *r, ft_stats *st) {
   for (int i = 0; i < 4; i++) r->cats[i].sec = -1; /* empty */
 }
 
-ft__evbatch *ft__evbatch_new(bool want_args) {
+ft__evbatch *ft__evbatch_new(bool want_args, bool want_modules) {
   ft__evbatch *b = calloc(1, sizeof *b);
   if (!b) return NULL;
   if (!(b->j = malloc(sizeof *b->j))) { /* its nesting stack is 10 kB */
@@ -554,6 +556,7 @@ ft__evbatch *ft__evbatch_new(bool want_args) {
   }
   reader_init(&b->r, NULL);
   b->r.want_args = want_args;
+  b->r.want_modules = want_modules;
   b->r.sink = b;
   ft__json_init(b->j, &callbacks, &b->r);
   json_limits(b->j);
@@ -609,6 +612,7 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   reader r;
   reader_init(&r, st);
   r.want_args = st->want_args;
+  r.want_modules = st->want_modules;
   ft__json *j = malloc(sizeof *j); /* its nesting stack is 10 kB: not on a file thread's stack */
   if (!j) return FT_ENOMEM;
   ft__json_init(j, &callbacks, &r);

@@ -36,22 +36,19 @@ static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len,
   return ft__vec_at(&st->rows[section], *slot - 1);
 }
 
-/* The row of op name_id called with Input Dims dims (FT_STAT_OP_SHAPES), keyed by
- * both names' ids; NULL without memory. */
-static ft_stat_row *shape_row(ft_stats *st, uint32_t name_id, const char *dims, size_t len, uint32_t *index) {
-  uint32_t aux;
-  if (ft__intern(&st->names, dims, len, &aux)) return NULL;
-  uint64_t *slot = ft__map_upsert(&st->index[FT_STAT_OP_SHAPES], (uint64_t)aux << 32 | name_id);
+/* (stats_internal.h) */
+ft_stat_row *ft__aux_row(ft_stats *st, int sec, uint32_t name_id, uint32_t aux, uint32_t *index) {
+  uint64_t *slot = ft__map_upsert(&st->index[sec], (uint64_t)aux << 32 | name_id);
   if (!slot) return NULL;
   if (!*slot) {
-    ft_stat_row *r = ft__vec_push(&st->rows[FT_STAT_OP_SHAPES]);
+    ft_stat_row *r = ft__vec_push(&st->rows[sec]);
     if (!r) return NULL;
     r->name_id = name_id;
     r->aux_id = aux;
-    *slot = st->rows[FT_STAT_OP_SHAPES].len;
+    *slot = st->rows[sec].len;
   }
   *index = (uint32_t)(*slot - 1);
-  return ft__vec_at(&st->rows[FT_STAT_OP_SHAPES], *slot - 1);
+  return ft__vec_at(&st->rows[sec], *slot - 1);
 }
 
 bool ft_stats_is_comm(const char *name) {
@@ -86,7 +83,7 @@ enum ft__sec ft__stats_section_of(const char *c) {
       {"cuda_driver", FT__SEC_DRIVER},    {"privateuse1_driver", FT__SEC_DRIVER},   {"xpu_driver", FT__SEC_DRIVER},
       {"cpu_op", FT__SEC_OP},             {"operator", FT__SEC_OP},                 {"hpu_op", FT__SEC_OP},
       {"user_annotation", FT__SEC_RANGE}, {"gpu_user_annotation", FT__SEC_GPU_RANGE},
-      {"python_function", FT__SEC_IGNORED}, {"python", FT__SEC_IGNORED},            {"overhead", FT__SEC_OVERHEAD},
+      {"python_function", FT__SEC_PYFUNC}, {"python", FT__SEC_IGNORED},            {"overhead", FT__SEC_OVERHEAD},
       {"cuda_sync", FT__SEC_SYNC},        {"cpu_instant_event", FT__SEC_IGNORED},   {"cuda_profiler_range", FT__SEC_IGNORED},
       {"trace", FT__SEC_IGNORED},         {"fwdbwd", FT__SEC_IGNORED},              {"ac2g", FT__SEC_IGNORED},
       {"mtia_insight", FT__SEC_IGNORED},  {"external_correlation", FT__SEC_IGNORED}, {"collective_comm", FT__SEC_IGNORED},
@@ -178,8 +175,17 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
     ft_stat_row *op = row(st, FT_STAT_OPS, name, op_name_len(name, e->name_len), 0, &at);
     if (!op) return false;
     /* record_shapes=True: the same op by its inputs' shapes */
-    if (e->has_dims && !shape_row(st, op->name_id, e->dims, e->dims_len, &shape_at)) return false;
+    uint32_t dims;
+    if (e->has_dims && (ft__intern(&st->names, e->dims, e->dims_len, &dims) ||
+                        !ft__aux_row(st, FT_STAT_OP_SHAPES, op->name_id, dims, &shape_at)))
+      return false;
     return ft__ops_note(st, e, at, shape_at, UINT32_MAX); /* counted at the file's end: torch drops some */
+  }
+  case FT__SEC_PYFUNC: { /* torch's with_modules: "nn.Module: Linear_0" around the module's ops */
+    static const char mod[] = "nn.Module: ";
+    size_t m = sizeof mod - 1;
+    if (!st->want_modules || e->name_len <= m || memcmp(name, mod, m)) return true;
+    return ft__ops_module(st, e, name + m, e->name_len - m);
   }
   case FT__SEC_OVERHEAD: { /* key_averages has a row for it, and counts it as a child of the op it ran in */
     uint32_t at;

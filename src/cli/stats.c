@@ -39,6 +39,8 @@ static const char usage[] =
     "                                    total (nested calls' work too), calls; nesting\n"
     "                                    per thread, runtime calls count as children\n"
     "                        ops_shapes  the same by op and Input Dims (record_shapes)\n"
+    "                        ops_modules the same by op and the innermost nn.Module\n"
+    "                                    around it (with_modules or with_stack)\n"
     "                        gpu         busy % per rank and device: union of its\n"
     "                                    kernels, copies and sets over the file's span\n"
     "                        ranks       per rank: kernel time, time in communication\n"
@@ -138,9 +140,9 @@ static const char usage[] =
     "memory: grows with the names (each at most 64 KiB), rows and devices (1024 per\n"
     "file) reported, plus what exact answers need per event of the files being\n"
     "read: 16 B per device event at most for busy % (less where device work overlaps\n"
-    "or touches), and for ops 21-43 B per distinct \"External id\" and 56 B per op,\n"
-    "range and runtime call (their nesting); a value flagtrace does not read costs\n"
-    "nothing. HTA's reports add, only when asked for: 12 B per GPU event and 12 B\n"
+    "or touches), and for ops 21-43 B per distinct \"External id\" and 64 B per op,\n"
+    "range and runtime call (their nesting; ops_modules: and nn.Module event), when\n"
+    "an ops report is asked for; a value flagtrace does not read costs nothing. HTA's reports add, only when asked for: 12 B per GPU event and 12 B\n"
     "more per compute or communication kernel (16 B past 4.3 s; less where they\n"
     "touch or overlap), 32 B per GPU event with a correlation id and 24 B per\n"
     "launch call (by name) with one; at a file's end 8 B per queue step. Medians\n"
@@ -174,7 +176,7 @@ static const char usage[] =
 
 enum fmt { FMT_TABLE, FMT_CSV, FMT_TSV, FMT_JSON };
 enum { OPT_PARTIAL = 0x100, OPT_MERGE }; /* long options without a letter */
-#define REP_DEFAULT ((1u << REP_N) - 1 - (1u << REP_TRACE) - FT_REP_HTA)
+#define REP_DEFAULT ((1u << REP_N) - 1 - (1u << REP_TRACE) - (1u << REP_OPS_MODULES) - FT_REP_HTA)
 
 static int parse_report(const char *list, unsigned *out) {
   char buf[256];
@@ -358,7 +360,7 @@ int ft_cli_stats(int argc, char **argv) {
       if (parse_report(optarg, &report))
         return ft_cli_usage_error("stats",
                                   "--report takes a comma-separated subset of kernels,api,memory,memsize,ranges,"
-                                  "gpu_ranges,ops,ops_shapes,gpu,ranks,trace,temporal,overlap,launch,queue "
+                                  "gpu_ranges,ops,ops_shapes,ops_modules,gpu,ranks,trace,temporal,overlap,launch,queue "
                                   "or nsys's names (--help), not '%s'",
                                   optarg);
       break;
@@ -463,7 +465,8 @@ int ft_cli_stats(int argc, char **argv) {
   else {
     ft_stat_read_opts o = {.trace_limit = trace_limit, .by_rank = ro.by_rank,
                            .hta = partial || (report & FT_REP_HTA) != 0,
-                           .ops = partial || (report & (1u << REP_OPS | 1u << REP_OPS_SHAPES)) != 0};
+                           .ops = partial || (report & (1u << REP_OPS | 1u << REP_OPS_SHAPES | 1u << REP_OPS_MODULES)) != 0,
+                           .modules = partial || (report & 1u << REP_OPS_MODULES) != 0};
     s = ft_stat_job_read(&job, files.paths, n_files, &o, err, sizeof err);
   }
   if (!s && merge && !partial)

@@ -136,6 +136,48 @@ def _():
             assert ops(write(d, ev), "ops_shapes") == want, how
 
 
+def module(name, ts, dur, tid=1):
+    return {"ph": "X", "cat": "python_function", "name": "nn.Module: " + name, "pid": 1, "tid": tid, "ts": ts,
+            "dur": dur, "args": {}}
+
+
+@case("ops_modules: each op under the innermost nn.Module around it on its thread; (no module) else")
+def _():
+    ev = [module("Sequential_0", 0, 100), module("Linear_0", 5, 40), op("aten::linear", 10, 30, ext=1),
+          op("aten::addmm", 12, 20, ext=2), kern(60, 3, 2), module("ReLU_0", 50, 20), op("aten::relu", 55, 10, ext=3),
+          op("aten::softmax", 120, 5, ext=4), op("aten::relu", 60, 4, ext=5, tid=2),  # another thread: no module
+          {"ph": "X", "cat": "python_function", "name": "model.py(7): forward", "pid": 1, "tid": 1, "ts": 1, "dur": 99}]
+    with tempfile.TemporaryDirectory() as d:
+        p = write(d, ev)
+        got = {(r["module"], r["name"]): (r["cpu_total_us"], r["self_cpu_us"], r["device_total_us"], r["calls"])
+               for r in ops(p, "ops_modules")}
+        plain = by_name(ops(p), "cpu_total_us", "calls")
+    assert got == {("Linear_0", "aten::linear"): (30, 10, 3, 1), ("Linear_0", "aten::addmm"): (20, 20, 3, 1),
+                   ("ReLU_0", "aten::relu"): (10, 10, 0, 1), ("(no module)", "aten::relu"): (4, 4, 0, 1),
+                   ("(no module)", "aten::softmax"): (5, 5, 0, 1)}, got
+    assert plain == {"aten::linear": (30, 1), "aten::addmm": (20, 1), "aten::relu": (14, 2),
+                     "aten::softmax": (5, 1)}, plain  # modules change nothing else
+
+
+@case("ops_modules: torch_with_modules.json.gz (with_stack, with_modules): modules by hand, totals equal ops'")
+def _():
+    path = os.path.join(data, "torch_with_modules.json.gz")
+    rows = ops(path, "ops_modules")
+    mods = {(r["module"], r["name"]) for r in rows}
+    # the model is Sequential(Linear, ReLU, Linear): each addmm in its Linear, clamp_min in ReLU_0,
+    # softmax and sum (called in step()) in none; Sequential_0 is never the innermost
+    assert {("Linear_0", "aten::addmm"), ("Linear_1", "aten::addmm"), ("ReLU_0", "aten::clamp_min"),
+            ("(no module)", "aten::softmax"), ("(no module)", "aten::sum")} <= mods, mods
+    assert not any(m == "Sequential_0" for m, _ in mods), mods
+    total = defaultdict(lambda: [0, 0, 0, 0, 0])
+    for r in rows:
+        for i, c in enumerate(COLS):
+            total[r["name"]][i] += r[c]
+    want = {r["name"]: [r[c] for c in COLS] for r in ops(path) if r["name"] != "(no op)"}
+    for name, w in want.items():
+        assert [round(x, 3) for x in total[name]] == [round(x, 3) for x in w], (name, total[name], w)
+
+
 def key_averages(path):
     """key_averages()'s columns from the trace's JSON, computed here with no shared code:
     per thread, calls by (start, -end), each the child of the innermost open call it fits in."""

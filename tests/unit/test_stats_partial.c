@@ -29,7 +29,7 @@ static void test_serialized_structs_unchanged(void **state) {
   assert_int_equal(sizeof(ft_stat_event), 80);
   assert_int_equal(sizeof(ft_stat_hta), 352);
   assert_int_equal(sizeof(ft_stat_file), 768);
-  assert_int_equal(FT_STAT_N_SECTIONS, 8);
+  assert_int_equal(FT_STAT_N_SECTIONS, 9);
 }
 
 static char *data_path(const char *name) {
@@ -84,12 +84,12 @@ static char *write_tmp(const char *text) {
 }
 
 static const char *const TRACES[] = {"torch_cuda_2.11_reference.json.gz", "workload_h200.json.gz",
-                                     "sample_h200.json.gz"};
+                                     "sample_h200.json.gz", "torch_with_modules.json.gz"};
 #define N_TRACES (sizeof TRACES / sizeof *TRACES)
 
 static void read_direct(ft_stat_job *job, const char *const *paths, size_t n, bool by_rank) {
   char err[512];
-  ft_stat_read_opts o = {.trace_limit = SIZE_MAX, .by_rank = by_rank, .hta = true, .ops = true};
+  ft_stat_read_opts o = {.trace_limit = SIZE_MAX, .by_rank = by_rank, .hta = true, .ops = true, .modules = true};
   ft_status s = ft_stat_job_read(job, paths, n, &o, err, sizeof err);
   if (s) fail_msg("%s", err);
 }
