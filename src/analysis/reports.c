@@ -123,7 +123,13 @@ static int by_key(const void *a, const void *b) {
     if (kx != ky) return (kx < ky) - (kx > ky); /* largest first */
     if (dx != dy) return (dx < dy) - (dx > dy);
   }
-  return strcmp(item_name(x), item_name(y));
+  int c = strcmp(item_name(x), item_name(y));
+  if (c) return c;
+  /* one name twice (a runtime and a driver call; an op in two modules or shapes):
+   * an order of their own, not the order the file threads merged them in */
+  if (x->row->cat != y->row->cat) return (x->row->cat > y->row->cat) - (x->row->cat < y->row->cat);
+  return x->row->aux_id == y->row->aux_id ? 0 : strcmp(ft__intern_str(&x->st->names, x->row->aux_id),
+                                                         ft__intern_str(&y->st->names, y->row->aux_id));
 }
 
 static ft_status alloc_cells(ft_report *rep, size_t rows) {

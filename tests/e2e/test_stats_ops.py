@@ -178,6 +178,16 @@ def _():
         assert [round(x, 3) for x in total[name]] == [round(x, 3) for x in w], (name, total[name], w)
 
 
+@case("rows of one name and equal totals keep one order: by kind (api), by Input Dims text (ops_shapes)")
+def _():
+    ev = [op("mm", 0, 5, ext=1, dims=[[9]]), op("mm", 10, 5, ext=2, dims=[[10]]), op("mm", 20, 5, ext=3, dims=[[1]]),
+          op("cuLaunch", 30, 2, cat="cuda_driver"), op("cuLaunch", 40, 2, cat="cuda_runtime")]
+    with tempfile.TemporaryDirectory() as d:
+        p = write(d, ev)
+        assert [r["input_dims"] for r in ops(p, "ops_shapes")] == ["[[10]]", "[[1]]", "[[9]]"]
+        assert [r["kind"] for r in ops(p, "api")] == ["runtime", "driver"]
+
+
 def key_averages(path):
     """key_averages()'s columns from the trace's JSON, computed here with no shared code:
     per thread, calls by (start, -end), each the child of the innermost open call it fits in."""
