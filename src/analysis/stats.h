@@ -161,6 +161,9 @@ typedef struct ft_stats {
   ft_stat_join ext_op;   /* this file's External id -> the device ns of its work */
   struct ft__host_ev *host; /* this file's ops, ranges and runtime calls: their nesting (stats_ops.c) */
   size_t n_host, cap_host;
+  ft_stat_join ext_rt;       /* External id -> index + 1 into rt: runtime calls whose op is not read yet */
+  struct ft__rt_wait *rt;
+  size_t n_rt, cap_rt;
   int64_t host_main_tid, host_main_ts; /* the file's earliest op's thread: where kineto's overhead ran */
   bool host_has_main;
   uint64_t device_ns;    /* device time of all device events */

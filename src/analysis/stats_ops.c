@@ -5,9 +5,11 @@
 
 #include "stats_internal.h"
 
-/* A call on the CPU, kept while its file is read (64 B): ops and ranges, and the
- * runtime calls and kineto's overhead that count as their children (a launch's
- * time is not its op's self CPU time). */
+/* A call on the CPU, kept while its file is read (64 B): ops and ranges, kineto's
+ * overhead, and the runtime calls without an External id, all children in the
+ * nesting (a launch's time is not its op's self CPU time). A runtime call with one
+ * is its op's child without being kept: its time and count go to the op (torch
+ * puts it on its op's thread, under it), or wait in rt until the op is read. */
 struct ft__host_ev {
   int64_t ts, end, tid;
   uint64_t dev;      /* device ns of its own work (External id) */
@@ -16,6 +18,11 @@ struct ft__host_ev {
   uint32_t row, shape_row; /* FT_STAT_OPS / FT_STAT_OP_SHAPES indexes; UINT32_MAX: none (runtime) */
   uint32_t key; /* its name: the op row, or the api row | RUNTIME_KEY (torch merges a lone child of its name) */
   bool module;  /* an nn.Module (key: its name id), not a call: placed apart at the file's end */
+  uint8_t n_rt; /* runtime calls it has as children by External id: 0, 1, 2 for more */
+};
+struct ft__rt_wait {
+  uint64_t ns;
+  uint32_t n;
 };
 _Static_assert(sizeof(struct ft__host_ev) == 64, "the per-call cost stats --help and docs/ops.md state");
 #define RUNTIME_KEY (1u << 31)
@@ -24,8 +31,39 @@ _Static_assert(sizeof(struct ft__host_ev) == 64, "the per-call cost stats --help
 #define MAIN_THREAD INT64_MIN
 
 /* (stats_internal.h) */
+static void take_rt(struct ft__host_ev *h, uint64_t ns, uint32_t n) {
+  h->child_ns += ns;
+  h->n_rt = (uint8_t)(h->n_rt + n > 2 ? 2 : h->n_rt + n);
+}
+
+/* A runtime call of External id ext: a child of that op's call (false without memory). */
+static bool runtime_child(ft_stats *st, int64_t ext, uint64_t ns) {
+  uint64_t *v = ft__join_find(&st->ext_op, (uint64_t)ext);
+  if (v && (*v & JOIN_OP)) {
+    take_rt(&st->host[*v & ~JOIN_OP], ns, 1);
+    return true;
+  }
+  uint64_t *w = ft__join_upsert(&st->ext_rt, (uint64_t)ext);
+  if (!w) return false;
+  if (!*w) {
+    if (st->n_rt == st->cap_rt) {
+      size_t cap = st->cap_rt ? 2 * st->cap_rt : 256;
+      struct ft__rt_wait *g = realloc(st->rt, cap * sizeof *g);
+      if (!g) return false;
+      st->rt = g;
+      st->cap_rt = cap;
+    }
+    st->rt[st->n_rt++] = (struct ft__rt_wait){0, 0};
+    *w = st->n_rt;
+  }
+  st->rt[*w - 1].ns += ns;
+  st->rt[*w - 1].n++;
+  return true;
+}
+
 bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_row, uint32_t api_row) {
   if (!st->want_ops) return true;
+  if (row == UINT32_MAX && e->has_ext && api_row != UINT32_MAX) return runtime_child(st, e->ext, (uint64_t)e->dur);
   if (st->n_host == st->cap_host) {
     size_t cap = st->cap_host ? 2 * st->cap_host : 1024;
     struct ft__host_ev *h = realloc(st->host, cap * sizeof *h);
@@ -46,8 +84,16 @@ bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_ro
     st->host_main_ts = e->ts;
     st->host_has_main = true;
   }
-  st->host[st->n_host++] = (struct ft__host_ev){e->ts, e->ts + e->dur, tid, dev, 0, 0, row, shape_row,
-                                                row != UINT32_MAX ? row : api_row | RUNTIME_KEY, false};
+  st->host[st->n_host] = (struct ft__host_ev){e->ts, e->ts + e->dur, tid, dev, 0, 0, row, shape_row,
+                                              row != UINT32_MAX ? row : api_row | RUNTIME_KEY, false, 0};
+  if (row != UINT32_MAX && e->has_ext) { /* runtime calls of its id read before it */
+    uint64_t *w = ft__join_find(&st->ext_rt, (uint64_t)e->ext);
+    if (w && *w != UINT64_MAX) {
+      take_rt(&st->host[st->n_host], st->rt[*w - 1].ns, st->rt[*w - 1].n);
+      *w = UINT64_MAX; /* taken: a second call of the id gets nothing twice */
+    }
+  }
+  st->n_host++;
   return true;
 }
 
@@ -211,7 +257,7 @@ bool ft__ops_file_end(ft_stats *st) {
     }
     aux[depth++] = (uint32_t)i;
   }
-  if (n) memset(aux, 0, n * sizeof *aux);
+  for (size_t i = 0; i < n; i++) aux[i] = h[i].n_rt; /* its runtime calls are children too */
   for (size_t i = 0; i < n; i++)
     if (parent[i] != UINT32_MAX) aux[parent[i]]++;
   /* torch's _remove_dup_nodes: a call whose parent has its name and no other child
@@ -254,5 +300,9 @@ out:
   free(st->host);
   st->host = NULL;
   st->n_host = st->cap_host = 0;
+  ft__join_free(&st->ext_rt); /* per file, as External ids are */
+  free(st->rt);
+  st->rt = NULL;
+  st->n_rt = st->cap_rt = 0;
   return ok;
 }

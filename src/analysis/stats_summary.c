@@ -260,6 +260,8 @@ void ft_stats_free(ft_stats *st) {
   free(st->devices);
   free(st->trace);
   free(st->host);
+  free(st->rt);
+  ft__join_free(&st->ext_rt);
 }
 
 void ft_stats_finish(ft_stats *st) {
