@@ -12,7 +12,6 @@
 /* A streaming parser of our own (json_scan.c): yajl's lexer and parser were 68 %
  * of a read (docs/measurements.md, P5); json-c and jansson build whole documents
  * in memory, which multi-GB traces cannot afford. */
-
 enum key {
   K_OTHER, K_PH, K_CAT, K_NAME, K_TS, K_DUR, K_PID, K_TID, K_ARGS, K_EXT, K_BYTES, K_CORR, K_STREAM, K_REGS,
   K_GRID, K_BLOCK, K_DIMS, K_EVENTS,
