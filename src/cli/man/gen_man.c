@@ -150,6 +150,7 @@ static void page(const char *name, const char *cmd, const char *summary, const c
   char th[512];
   snprintf(th, sizeof th, ".TH %s 1 \"%s\" \"flagtrace %s\" \"User Commands\"\n", upper, date, version);
   puts_(&out, th);
+  puts_(&out, ".nh\n.ad l\n"); /* no hyphenation, ragged right: names and options stay whole */
   puts_(&out, ".SH NAME\n");
   puts_(&out, name);
   puts_(&out, " \\- ");
