@@ -100,4 +100,26 @@ for _ in range(2):
     outs.append({f: open(os.path.join(d, "man", f)).read() for f in os.listdir(os.path.join(d, "man"))})
     shutil.rmtree(d)
 assert outs[0] == outs[1] and '.TH FLAGTRACE 1 "1970-01-02" "flagtrace 9.9.9"' in outs[0]["flagtrace.1"], outs[0].keys()
+# a command added to the main --help's list gets its page, every section there, with no .roff yet
+with tempfile.TemporaryDirectory() as d:
+    fake = os.path.join(d, "flagtrace")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\ncase \"$1\" in\n"
+                "--help) printf 'usage: flagtrace <command>\\n\\ncommands:\\n  zap [options] FILE   zap a trace\\n"
+                "\\noptions:\\n  -h, --help  show this help\\n' ;;\n"
+                "zap) printf 'usage: flagtrace zap FILE\\n\\nZaps a trace.\\n\\noptions:\\n"
+                "  -n, --dry-run  change nothing\\n' ;;\nesac\n")
+    os.chmod(fake, 0o755)
+    os.mkdir(os.path.join(d, "extras"))
+    os.mkdir(os.path.join(d, "man"))
+    subprocess.run([gen, fake, "1.0", "2000-01-01", os.path.join(d, "extras"), os.path.join(d, "man")], check=True)
+    assert sorted(os.listdir(os.path.join(d, "man"))) == ["flagtrace-zap.1", "flagtrace.1"], os.listdir(d)
+    zap = open(os.path.join(d, "man", "flagtrace-zap.1")).read()
+    titles = [t for t, _ in sections_of(zap)]
+    assert titles == SECTIONS, titles
+    assert unroff(dict(sections_of(zap))["NAME"]) == "flagtrace-zap - zap a trace\n", zap
+    assert "\\-\\-dry\\-run" in dict(sections_of(zap))["OPTIONS"], zap
+    r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", os.path.join(d, "man", "flagtrace-zap.1")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and not r.stderr, r
 print("1 passed, 0 failed")
