@@ -8,7 +8,8 @@ A fenced block's info string says what it is (CONTRIBUTING.md states the rule):
   ```sh no-ci   not run here for another reason, which the paragraph right after the
                 block gives: it starts "(Not run by the documentation check:"
 Any other shell fence (bash, shell, console) or word after sh is an error, so that no
-example escapes the check by its spelling.
+example escapes the check by its spelling. The README itself stays at most 300 lines, with
+the two set-up commands, and no page points into ../shared/ (a clone lacks it).
 usage: test_doc_examples.py FLAGTRACE_EXE SOURCE_DIR [PAGE...]   (default: every page)"""
 import glob
 import os
@@ -84,6 +85,17 @@ for page in pages:
             errors.append(f"{where}: exit {r.returncode}\n{text}--- stderr:\n{r.stderr[-2000:]}")
     if work:
         shutil.rmtree(work)
+
+if not sys.argv[3:]:  # the README stays a front door: short, the two set-up commands, no path a clone lacks
+    readme = open(os.path.join(src, "README.md")).read()
+    if readme.count("\n") > 300:
+        errors.append(f"README.md: {readme.count(chr(10))} lines, more than 300: move the manual's text to docs/")
+    setup = [b for _, info, b, _ in blocks(os.path.join(src, "README.md")) if info[:1] == ["sh"]]
+    if not any(re.search(r"^make demo\b", b, re.M) and re.search(r"^make test\b", b, re.M) for b in setup):
+        errors.append("README.md: no sh block with the two set-up commands, make demo and make test")
+    for page in pages:
+        if "../shared/" in open(page).read():
+            errors.append(f"{os.path.relpath(page, src)}: points into ../shared/, which a clone does not have")
 
 for e in errors:
     print("FAIL", e, file=sys.stderr)
