@@ -121,7 +121,7 @@ static int run(int argc, char **argv) {
     ft_cli_error(NULL, "unknown option '%s' (see flagtrace --help)", cmd);
   else {
     char near[32];
-    if (nearest_command(cmd, near, sizeof near))
+    if (cmd[0] && nearest_command(cmd, near, sizeof near))
       ft_cli_error(NULL, "unknown command '%s'; did you mean '%s'? (see flagtrace --help)", cmd, near);
     else
       ft_cli_error(NULL, "unknown command '%s' (see flagtrace --help)", cmd);
