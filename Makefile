@@ -17,7 +17,7 @@ deps-test:
 	@scripts/deps.sh test
 
 demo: deps-build
-	BUILD=$(BUILD) JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" scripts/demo.sh
+	@BUILD=$(BUILD) JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" scripts/demo.sh
 
 test: deps-test
 	cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=ON $(CMAKE_FLAGS) >/dev/null

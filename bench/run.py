@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Runs flagtrace's benchmarks (P1-P6, README: Performance) and writes one dated markdown table.
+"""Runs flagtrace's benchmarks (P1-P6, docs/performance.md) and writes one dated markdown table.
 
   bench/run.py --build BUILD --out DIR          CPU only: P4 synthetic, P5 synthetic, P6 synthetic
   bench/run.py --gpu --build BUILD --out DIR    + P1..P6 on the GPU (scripts/gpu-check.sh does this)
   bench/run.py --gpu --only P3 ...              only the rows named (P1..P6, comma-separated)
-  bench/run.py --readme-from FILE.json          README's performance table from a run's rows
+  bench/run.py --readme-from FILE.json          docs/performance.md's latest table from a run's rows
 
 Every figure is a ratio against a baseline measured in this same run on this machine;
 targets are judged here and written next to the figure, never asserted.
@@ -983,7 +983,7 @@ def table(rows):
 
 
 def readme_table(result):
-    """README's block: the run's source, then peer and flagtrace side by side per row."""
+    """docs/performance.md's block: the run's source, then peer and flagtrace side by side per row."""
     out = [README_BEGIN, "",
            f"Latest on the GPU (`bench/results/{result['name']}.md`: {result['date']}, commit {result['commit']}, "
            f"{result['gpu']}; P1-P3 lockstep: median of per-round ratios, bootstrap 95 % interval over process "
@@ -997,7 +997,11 @@ def readme_table(result):
     return out + ["", README_END]
 
 
-def update_readme(json_path, readme=os.path.join(ROOT, "README.md")):
+# the page whose latest table --readme-from rewrites (the README links to it)
+PERFORMANCE_PAGE = os.path.join(ROOT, "docs", "performance.md")
+
+
+def update_readme(json_path, readme=PERFORMANCE_PAGE):
     with open(json_path) as f:
         result = json.load(f)
     with open(readme) as f:
@@ -1008,7 +1012,7 @@ def update_readme(json_path, readme=os.path.join(ROOT, "README.md")):
     _, tail = rest.split(README_END, 1)
     with open(readme, "w") as f:
         f.write(head + "\n".join(readme_table(result)) + tail)
-    print(f"bench: README.md's table now shows {json_path}", file=sys.stderr)
+    print(f"bench: {os.path.relpath(readme, ROOT)}'s table now shows {json_path}", file=sys.stderr)
 
 
 def git_commit():
@@ -1066,7 +1070,7 @@ def main():
                     help="with P3: also profile one kineto and one flagtrace profile exit (cProfile, the adaptor's "
                          "stage times) to stderr")
     ap.add_argument("--readme-from", metavar="JSON",
-                    help="rewrite README.md's performance table from a run's .json and exit")
+                    help="rewrite docs/performance.md's latest table from a run's .json and exit")
     a = ap.parse_args()
     if a.readme_from:
         update_readme(a.readme_from)

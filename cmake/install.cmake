@@ -46,14 +46,18 @@ install(FILES ${CMAKE_BINARY_DIR}/flagtraceConfig.cmake ${CMAKE_BINARY_DIR}/flag
         DESTINATION ${FT_CMAKE_DIR})
 
 if(FT_BUILD_CLI)
-  # flagtrace(1) rendered from the built CLI's own --help texts, so the two cannot drift
-  add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/flagtrace.1
-    COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:flagtrace_cli> -DVERSION=${PROJECT_VERSION}
-            -DOUT=${CMAKE_BINARY_DIR}/flagtrace.1 -P ${CMAKE_SOURCE_DIR}/cmake/gen_man.cmake
-    DEPENDS flagtrace_cli ${CMAKE_SOURCE_DIR}/cmake/gen_man.cmake VERBATIM)
-  add_custom_target(ft_man ALL DEPENDS ${CMAKE_BINARY_DIR}/flagtrace.1)
+  # flagtrace(1) and flagtrace-CMD(1), one per command the main --help lists, rendered from
+  # the built CLI's own --help texts and src/cli/man/PAGE.roff, so the two cannot drift
+  add_executable(ft_gen_man src/cli/man/gen_man.c)
+  file(GLOB FT_MAN_EXTRAS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cli/man/*.roff)
+  add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/man/.stamp
+    COMMAND ${CMAKE_COMMAND} -DGEN=$<TARGET_FILE:ft_gen_man> -DEXE=$<TARGET_FILE:flagtrace_cli>
+            -DVERSION=${PROJECT_VERSION} -DSRC=${CMAKE_SOURCE_DIR} -DOUTDIR=${CMAKE_BINARY_DIR}/man
+            -P ${CMAKE_SOURCE_DIR}/cmake/gen_man.cmake
+    DEPENDS flagtrace_cli ft_gen_man ${FT_MAN_EXTRAS} ${CMAKE_SOURCE_DIR}/cmake/gen_man.cmake VERBATIM)
+  add_custom_target(ft_man ALL DEPENDS ${CMAKE_BINARY_DIR}/man/.stamp)
   install(TARGETS flagtrace_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  install(FILES ${CMAKE_BINARY_DIR}/flagtrace.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  install(DIRECTORY ${CMAKE_BINARY_DIR}/man/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 FILES_MATCHING PATTERN "*.1")
   install(FILES completions/flagtrace DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
 endif()
 if(FT_HAVE_INJECT)

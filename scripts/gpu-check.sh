@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds from scratch on the GPU machine and runs every GPU test and benchmark in
 # one go; logs and traces go to $OUT (at most 8 files come back from the device).
-# Carry .gpu (Debian's libyajl .debs, see the README) when the machine lacks yajl.
+# Carry .gpu (Debian's libyajl .debs, see docs/development.md) when the machine lacks yajl.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}
@@ -194,7 +194,7 @@ step "gzip: ISA-L's igzip loaded" bash -c "$BUILD/bench/bench_writer --quick | g
 # run it in a call of its own, with FT_BENCH_COMMIT set: the device copy's .git may
 # lag); the table DATE-COMMIT-gpu.md
 # and its rows (.json) land in $OUT; copied to bench/results/, `bench/run.py
-# --readme-from bench/results/DATE-COMMIT-gpu.json` puts the rows in README.md.
+# --readme-from bench/results/DATE-COMMIT-gpu.json` puts the rows in docs/performance.md.
 # FT_BENCH_ARGS: more arguments for bench/run.py, e.g. '--only P1,P3' (rows a change may move)
 # shellcheck disable=SC2086
 step "bench: P1-P6 (bench/run.py --gpu)" env PYTHONUNBUFFERED=1 python3 bench/run.py --gpu --build "$BUILD" --out "$OUT" ${FT_BENCH_ARGS:-}

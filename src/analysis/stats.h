@@ -13,7 +13,7 @@
 /* A distribution of values (ns or bytes): count, sum, min, max, sum of squares
  * (stddev, exact), and the values themselves while there are at most
  * FT_DIST_EXACT of them (an exact median); past that a log-linear histogram of
- * 128 buckets per power of two, so the median is within 0.4 % (README). */
+ * 128 buckets per power of two, so the median is within 0.4 % (docs/stats.md). */
 #define FT_DIST_EXACT 256
 __extension__ typedef unsigned __int128 ft_u128;
 typedef struct ft_stat_dist {
@@ -65,7 +65,7 @@ static inline bool ft_stat_keyed_by_aux(int sec) { return sec == FT_STAT_OP_SHAP
 enum { FT_STAT_CAT_RUNTIME, FT_STAT_CAT_DRIVER, FT_STAT_CAT_MEMCPY, FT_STAT_CAT_MEMSET, FT_STAT_CAT_OTHER };
 
 /* Memory grows with what is reported (names, rows, devices) except for two pieces
- * of per-event state an exact answer needs (README: "stats memory"). Kept strings
+ * of per-event state an exact answer needs (docs/stats.md: "Memory"). Kept strings
  * are cut to FT_STATS_KEEP bytes (counted), ignored values are never held, and a
  * file's devices past FT_STATS_MAX_DEVICES get no busy intervals (counted):
  *  - busy %: the union of each device's busy intervals, 12 B per device event at

@@ -27,7 +27,7 @@ typedef struct src {
   uint64_t total_out; /* text bytes inflated */
   z_stream z;
 #ifdef FT_HAVE_ISAL
-  /* ISA-L's inflate, ~4x zlib's (README, bench_stats --split), when libisal loads */
+  /* ISA-L's inflate, ~4x zlib's (docs/measurements.md, bench_stats --split), when libisal loads */
   const ft__isal_inflate_api *isal_api;
   struct inflate_state *isal;
 #endif

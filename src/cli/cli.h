@@ -34,6 +34,10 @@ int ft_cli_parse(const char *cmd, int argc, char **argv, const ft_cli_option *op
  * Reorders argv (options first) and returns the index of the first operand. */
 int ft_cli_parse_anywhere(const char *cmd, int argc, char **argv, const ft_cli_option *opts, const char *usage);
 
+/* getopt_long took "--" as a value given as its own word ("-o -- x"): one line, true.
+ * "--" ends the options; --output=-- still names a file "--". */
+bool ft_cli_value_forgotten(const char *cmd, char **argv, int optind_now, const char *optarg);
+
 /* Prints "flagtrace CMD: <message> (see flagtrace CMD --help)"; returns FT_CLI_USAGE.
  * Like every message of the command, one line: control characters are escaped. */
 int ft_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

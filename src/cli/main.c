@@ -1,5 +1,6 @@
 /* The flagtrace command: dispatches to one file per subcommand. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,6 +54,48 @@ static int finish(int status) {
 
 static int run(int argc, char **argv);
 
+/* Edit distance of a and b (both short: command names), for "did you mean". */
+static size_t distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b), row[32];
+  if (la >= 32 || lb >= 32) return 99;
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      if (up + 1 < best) best = up + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb];
+}
+
+/* The command the usage's "commands:" list holds nearest to cmd (a prefix of it, or
+ * at most 2 edits away), into out; false when none is near. Read from the usage text,
+ * so a command added there is suggested too. */
+static bool nearest_command(const char *cmd, char *out, size_t len) {
+  const char *p = strstr(usage, "\ncommands:\n");
+  size_t best = 3;
+  bool found = false;
+  for (p = p ? strchr(p + 1, '\n') : NULL; p && !strncmp(p, "\n  ", 3) && p[3] != ' '; p = strchr(p + 1, '\n')) {
+    char name[32];
+    size_t n = strcspn(p + 3, " \n");
+    if (n >= sizeof name) continue;
+    memcpy(name, p + 3, n);
+    name[n] = 0;
+    size_t d = strncmp(name, cmd, strlen(cmd)) ? distance(cmd, name) : 1;
+    if (d < best) {
+      best = d;
+      snprintf(out, len, "%s", name);
+      found = true;
+    }
+  }
+  return found;
+}
+
 int main(int argc, char **argv) { return finish(run(argc, argv)); }
 
 static int run(int argc, char **argv) {
@@ -76,7 +119,12 @@ static int run(int argc, char **argv) {
   if (!strcmp(cmd, "report")) return ft_cli_report(argc - 1, argv + 1);
   if (cmd[0] == '-')
     ft_cli_error(NULL, "unknown option '%s' (see flagtrace --help)", cmd);
-  else
-    ft_cli_error(NULL, "unknown command '%s' (see flagtrace --help)", cmd);
+  else {
+    char near[32];
+    if (cmd[0] && nearest_command(cmd, near, sizeof near))
+      ft_cli_error(NULL, "unknown command '%s'; did you mean '%s'? (see flagtrace --help)", cmd, near);
+    else
+      ft_cli_error(NULL, "unknown command '%s' (see flagtrace --help)", cmd);
+  }
   return FT_CLI_USAGE;
 }

@@ -44,6 +44,12 @@ int ft_cli_usage_error(const char *cmd, const char *fmt, ...) {
   return FT_CLI_USAGE;
 }
 
+bool ft_cli_value_forgotten(const char *cmd, char **argv, int optind_now, const char *optarg) {
+  if (strcmp(optarg, "--") || optind_now < 2 || optarg != argv[optind_now - 1]) return false;
+  ft_cli_usage_error(cmd, "option '%s' needs a value before '--'", argv[optind_now - 2]);
+  return true;
+}
+
 /* The option a names, and its value if given as --long=VALUE. */
 static const ft_cli_option *match(const char *a, const ft_cli_option *opts, const char **inline_value) {
   *inline_value = NULL;
@@ -78,6 +84,9 @@ static int take_option(const char *cmd, int argc, char **argv, int *i, const ft_
   }
   if (!val) {
     if (*i + 1 >= argc) return ft_cli_usage_error(cmd, "option '%s' needs a value", a), FT_CLI_ERROR;
+    /* "-o -- prog": the value was forgotten; "--" ends the options, never a value (--output=-- is one) */
+    if (!strcmp(argv[*i + 1], "--"))
+      return ft_cli_usage_error(cmd, "option '%s' needs a value before '--'", a), FT_CLI_ERROR;
     val = argv[++*i];
   }
   *o->value = val;

@@ -59,6 +59,7 @@ int ft_cli_report(int argc, char **argv) {
     if (c == -1) break;
     const char *bad = argv[prev] ? argv[prev] : "";
     if (c == 'h') return fputs(usage, stdout), 0;
+    if (c == 'o' && ft_cli_value_forgotten("report", argv, optind, optarg)) return FT_CLI_USAGE;
     if (c == 'o') output = optarg;
     else if (c == 'F') force = true;
     else if (c == ':') return ft_cli_usage_error("report", "option '%s' needs a value", bad);

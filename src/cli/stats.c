@@ -88,8 +88,8 @@ static const char usage[] =
     "                      renamed together or none (a device or FIFO PATH, such as\n"
     "                      /dev/null or /dev/stdout, takes them all, as stdout does)\n"
     "      --force-overwrite  replace existing files (default: refuse)\n"
-    "  -s, --sort KEY      order rows by total (default), count, avg, median, min,\n"
-    "                      max, stddev (largest first) or name\n"
+    "  -s, --sort KEY      order rows by total (default), count (or calls), avg,\n"
+    "                      median, min, max, stddev (largest first) or name\n"
     "  -n, --limit N       at most N rows per report (per rank with --by-rank); 0:\n"
     "                      all rows, the trace report's too (every device event,\n"
     "                      80 B of memory each)\n"
@@ -122,20 +122,23 @@ static const char usage[] =
     "Options follow getopt_long: anywhere among the files, -oFILE, --opt=value,\n"
     "unambiguous abbreviations (--rep); after \"--\" everything is a file.\n"
     "\n"
-    "The header names every file whose trace says it is incomplete (its flagtrace\n"
-    "block: device activity off, with the trace's reason; dropped records; events\n"
-    "outside the capture window), in every format, and on stderr. Complete events\n"
-    "whose ts or dur is missing, not a number, negative (dur) or beyond +-4e15 us,\n"
-    "copies and sets whose bytes is not a whole number in [0, 2^63), and events of\n"
-    "a category flagtrace does not read are skipped and counted in one line on\n"
-    "stderr (\"N events skipped: ...\"). Names longer than 64 KiB are cut to it, a\n"
-    "file's devices past the first 1024 are left out of busy % (each in one note),\n"
-    "and files that claim the same rank are named in one warning. Older kineto\n"
-    "categories (Runtime, Memcpy, Memset, Kernel, Operator, \"external id\"), MTIA's,\n"
-    "XPU's and privateuse1's are read as their current names. A file given twice\n"
-    "(by any name), a second \"traceEvents\" key, a gzip header with reserved flags\n"
-    "and data after the end of a gzip stream are errors; the array form ([...]) may\n"
-    "lack its \"]\". The json output carries \"schema\": 2.\n"
+    "The header counts trace entries: every entry of the files' traceEvents (slices,\n"
+    "flow halves, metadata), more than record's \"wrote PATH (N events ...)\" line,\n"
+    "which counts calls, ranges and device work. It names every file whose trace says\n"
+    "it is incomplete (its flagtrace block: device activity off, with the trace's\n"
+    "reason; dropped records; events outside the capture window), in every format,\n"
+    "and on stderr. Complete events whose ts or dur is missing, not a number,\n"
+    "negative (dur) or beyond +-4e15 us, copies and sets whose bytes is not a whole\n"
+    "number in [0, 2^63), and events of a category flagtrace does not read are\n"
+    "skipped and counted in one line on stderr (\"N events skipped: ...\"). Names\n"
+    "longer than 64 KiB are cut to it, a file's devices past the first 1024 are left\n"
+    "out of busy % (each in one note), and files that claim the same rank are named\n"
+    "in one warning. Older kineto categories (Runtime, Memcpy, Memset, Kernel,\n"
+    "Operator, \"external id\"), MTIA's, XPU's and privateuse1's are read as their\n"
+    "current names. A file given twice (by any name), a second \"traceEvents\" key, a\n"
+    "gzip header with reserved flags and data after the end of a gzip stream are\n"
+    "errors; the array form ([...]) may lack its \"]\". The json output carries\n"
+    "\"schema\": 2.\n"
     "\n"
     "memory: grows with the names (each at most 64 KiB), rows and devices (1024 per\n"
     "file) reported, plus what exact answers need per event of the files being\n"
@@ -179,8 +182,10 @@ enum fmt { FMT_TABLE, FMT_CSV, FMT_TSV, FMT_JSON };
 enum { OPT_PARTIAL = 0x100, OPT_MERGE }; /* long options without a letter */
 #define REP_DEFAULT ((1u << REP_N) - 1 - (1u << REP_TRACE) - (1u << REP_OPS_MODULES) - FT_REP_HTA)
 
-static int parse_report(const char *list, unsigned *out) {
+/* A bad name is copied to bad (empty when the list itself is empty or too long). */
+static int parse_report(const char *list, unsigned *out, char *bad, size_t bad_len) {
   char buf[256];
+  bad[0] = 0;
   if (!*list || strlen(list) >= sizeof buf) return -1;
   snprintf(buf, sizeof buf, "%s", list);
   *out = 0;
@@ -200,7 +205,10 @@ static int parse_report(const char *list, unsigned *out) {
     for (size_t i = 0; i < sizeof nsys / sizeof *nsys; i++)
       if (!strcmp(tok, nsys[i].alias)) bit = 1u << nsys[i].r;
     if (!strcmp(tok, "all")) bit = REP_DEFAULT;
-    if (!bit) return -1;
+    if (!bit) {
+      snprintf(bad, bad_len, "%s", tok);
+      return -1;
+    }
     *out |= bit;
   }
   return *out ? 0 : -1;
@@ -357,14 +365,17 @@ int ft_cli_stats(int argc, char **argv) {
     size_t v;
     switch (c) {
     case 'h': fputs(usage, stdout); return 0;
-    case 'r':
-      if (parse_report(optarg, &report))
+    case 'r': {
+      char bad_name[256];
+      if (parse_report(optarg, &report, bad_name, sizeof bad_name))
         return ft_cli_usage_error("stats",
-                                  "--report takes a comma-separated subset of kernels,api,memory,memsize,ranges,"
-                                  "gpu_ranges,ops,ops_shapes,ops_modules,gpu,ranks,trace,temporal,overlap,launch,queue "
-                                  "or nsys's names (--help), not '%s'",
-                                  optarg);
+                                  "--report: %s%s%s; it takes a comma-separated subset of kernels,api,memory,memsize,"
+                                  "ranges,gpu_ranges,ops,ops_shapes,ops_modules,gpu,ranks,trace,temporal,overlap,"
+                                  "launch,queue or nsys's names (--help)",
+                                  bad_name[0] ? "no report named '" : "not a list of reports: '",
+                                  bad_name[0] ? bad_name : optarg, "'");
       break;
+    }
     case 'f':
       if (!strcmp(optarg, "table")) fmt = FMT_TABLE;
       else if (!strcmp(optarg, "csv")) fmt = FMT_CSV;
@@ -372,7 +383,10 @@ int ft_cli_stats(int argc, char **argv) {
       else if (!strcmp(optarg, "json")) fmt = FMT_JSON;
       else return ft_cli_usage_error("stats", "--format takes table, csv, tsv or json, not '%s'", optarg);
       break;
-    case 'o': output = strcmp(optarg, "-") ? optarg : NULL; break; /* "-": stdout, as for the input */
+    case 'o':
+      if (ft_cli_value_forgotten("stats", argv, optind, optarg)) return FT_CLI_USAGE;
+      output = strcmp(optarg, "-") ? optarg : NULL; /* "-": stdout, as for the input */
+      break;
     case 'T':
       if ((unit = ft_unit_parse(optarg)) < 0)
         return ft_cli_usage_error("stats", "--timeunit takes ns, us, ms or s, not '%s'", optarg);
@@ -389,9 +403,10 @@ int ft_cli_stats(int argc, char **argv) {
       int k = -1;
       for (int i = 0; i < SORT_N; i++)
         if (!strcmp(optarg, ft_sort_names[i])) k = i;
+      if (!strcmp(optarg, "calls")) k = SORT_COUNT; /* the tables' column is "Calls" */
       if (k < 0)
-        return ft_cli_usage_error("stats", "--sort takes total, count, avg, median, min, max, stddev or name, not '%s'",
-                                  optarg);
+        return ft_cli_usage_error("stats", "--sort takes total, count (or calls), avg, median, min, max, stddev or "
+                                  "name, not '%s'", optarg);
       ro.sort = k;
       break;
     }
@@ -508,8 +523,9 @@ int ft_cli_stats(int argc, char **argv) {
       fputs("{\n  \"schema\": 2,\n  ", head);
       ft_summary_json(head, &job);
     } else if (fmt == FMT_TABLE) {
-      fprintf(head, "flagtrace stats: %llu events from %zu file%s\n", (unsigned long long)job.events, job.n_files,
-              job.n_files == 1 ? "" : "s");
+      /* every traceEvents entry (slices, flow halves, metadata): more than record's line counts */
+      fprintf(head, "flagtrace stats: %llu trace entries from %zu file%s\n",
+              (unsigned long long)job.events, job.n_files, job.n_files == 1 ? "" : "s");
       ft_summary_lines(head, &job, "");
     } else if (!set && n_reps > 1) {
       fputs("# files\n", head);

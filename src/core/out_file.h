@@ -7,7 +7,7 @@
 
 #include "flagtrace/flagtrace.h"
 
-/* The policy (README "What is guaranteed when things go wrong"):
+/* The policy (docs/guarantees.md, "What is guaranteed when things go wrong"):
  * - A new name, or an existing regular file, is written under a temporary name
  *   beside it and renamed over it at commit: readers see the old file or the whole
  *   new one, never half. A new file gets 0666 less the umask; a replaced one keeps

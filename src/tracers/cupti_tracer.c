@@ -237,7 +237,7 @@ static int find_torch_dir(struct dl_phdr_info *info, size_t size, void *data) {
 #ifdef FT_MCPTI
 static bool open_cupti(cupti_tracer *t) {
   /* MACA's usual install (MACA_PATH, default /opt/maca); the path is assumed, not
-   * verified on MetaX hardware (README) */
+   * verified on MetaX hardware (docs/vendors.md) */
   const char *maca = getenv("MACA_PATH");
   char in_maca[PATH_MAX] = "";
   if (maca && *maca) snprintf(in_maca, sizeof in_maca, "%s/lib/libmcpti.so", maca);

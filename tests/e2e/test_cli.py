@@ -39,6 +39,27 @@ for bad, word in (("--bogus", "unknown option '--bogus'"), ("frobnicate", "unkno
 r = run()
 assert r.returncode == 2 and "usage:" in r.stderr
 
+# a mistyped command is answered with the nearest one the help lists (a prefix, or 1-2 edits)
+for typo, near in (("stat", "stats"), ("recrod", "record"), ("reprot", "report"), ("rec", "record")):
+    r = run(typo)
+    assert r.returncode == 2 and r.stderr == (f"flagtrace: unknown command '{typo}'; did you mean '{near}'? "
+                                              "(see flagtrace --help)\n"), r.stderr
+for far in ("frobnicate", ""):  # nothing near: no guess
+    r = run(far)
+    assert r.returncode == 2 and f"unknown command '{far}' (see" in r.stderr and "did you mean" not in r.stderr, r.stderr
+
+# "--" ends the options: never taken as -o's value (--output=-- still names a file "--")
+for cmd in (["record", "-o", "--", "true"], ["record", "--output", "--", "true"], ["report", "-o", "--", "x.json"],
+            ["stats", "-o", "--", "x.json"], ["stats", "x.json", "--output", "--", "y.json"]):
+    r = run(*cmd)
+    opt = cmd[cmd.index("--") - 1]
+    assert r.returncode == 2 and r.stderr == (f"flagtrace {cmd[0]}: option '{opt}' needs a value before '--' "
+                                              f"(see flagtrace {cmd[0]} --help)\n"), (cmd, r.stderr)
+
+# every value record accepts for --capture-range is in its --help
+r = run("record", "--help")
+assert "--capture-range=cudaProfilerApi\n" in r.stdout and "--capture-range=none\n" in r.stdout, r.stdout
+
 r = run("record", "--", "true")
 if accel == "cpu":  # every accelerator build can inject; the CPU-only one says why in one line
     assert r.returncode == 2 and "has no device to record" in r.stderr and r.stderr.count("\n") == 1, r

@@ -27,7 +27,12 @@ expect "report " rep
 expect "record " rec
 expect "--help --version -V -h record report stats " ""
 expect "--capture-range= " record --ca
-expect "cudaProfilerApi " record --capture-range = ""
+expect "cudaProfilerApi none " record --capture-range = ""
+# --inject's values: cuda only on a CUDA build
+if [[ $("$exe" --version) == *"(accelerator cuda,"* ]]; then inject="cuda preload "; else inject="preload "; fi
+expect "$inject" record --inject = ""
+expect "preload " record --inject pre
+expect "calls count " stats --sort c
 expect "kernel,memcpy kernel,memset " record -t kernel,mem
 expect "memcpy memset " record --trace mem
 expect "csv " stats --format c

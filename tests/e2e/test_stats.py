@@ -204,7 +204,8 @@ def _():
             assert text in r.stderr, (fname, r.stderr)
         r = stats(os.path.join(d, "missing.json"))
         assert r.returncode == 2 and "cannot open" in r.stderr, r
-    for args, text in ((["--format", "xml", "x"], "--format takes"), (["--report", "kernels,bogus", "x"], "--report takes"),
+    for args, text in ((["--format", "xml", "x"], "--format takes"), (["--report", "kernels,bogus", "x"],
+                                                                     "--report: no report named 'bogus'; it takes"),
                        ([], "no trace file"), (["--bogus"], "unknown option")):
         r = stats(*args)
         assert r.returncode == 2 and text in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
@@ -245,7 +246,7 @@ def _():
         r = stats(write(d, "t.json", '{"traceEvents": ' + "[" * 100000))
         assert r.returncode == 2 and r.stderr.endswith(": nesting deeper than 10000 levels at byte 10015\n"), r.stderr
         r = stats(write(d, "t.json", '{"traceEvents": [' + "[" * 9998 + "]" * 9999 + "}"))
-        assert r.returncode == 0 and "0 events from 1 file" in r.stderr + r.stdout, (r.returncode, r.stderr[-300:])
+        assert r.returncode == 0 and "0 trace entries from 1 file" in r.stderr + r.stdout, (r.returncode, r.stderr[-300:])
 
 
 @case("stats: a duplicated traceEvents key is refused, not summed")
@@ -585,6 +586,7 @@ def _():
         name_order = lambda *a: [k["name"] for k in json.loads(stats("-f", "json", "-r", "kernels", *a, p).stdout)["kernels"]]  # noqa: E731
         assert name_order() == [long_name, "a", "b"]
         assert name_order("--sort", "count") == ["b", "a", long_name]  # ties by name
+        assert name_order("--sort", "calls") == ["b", "a", long_name]  # the tables' column name
         assert name_order("--sort=name") == ["a", "b", long_name]
         assert name_order("--sort", "name", "--limit", "2") == ["a", "b"]
         got = json.loads(stats("-f", "json", "-r", "trace", "-n", "3", p).stdout)["trace"]

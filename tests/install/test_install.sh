@@ -20,9 +20,14 @@ real=$(readlink -f "$libdir/libflagtrace.so")
 soname=$(readelf -d "$real" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libflagtrace.so.0 ] && [ -L "$libdir/$soname" ] || fail "SONAME '$soname' or its link missing"
 for f in include/flagtrace/flagtrace.h include/flagtrace/version.h include/flagtrace/device_tracer.h bin/flagtrace \
-         share/man/man1/flagtrace.1 share/bash-completion/completions/flagtrace share/doc/flagtrace/LICENSE; do
+         share/man/man1/flagtrace.1 share/man/man1/flagtrace-record.1 share/man/man1/flagtrace-stats.1 \
+         share/man/man1/flagtrace-report.1 share/bash-completion/completions/flagtrace share/doc/flagtrace/LICENSE; do
   [ -f "$p/$f" ] || fail "$f not installed"
 done
+# one page per command the installed --help lists, nothing else (no build stamp)
+want_man=$(cd "$p/bin" && ./flagtrace --help | sed -n '/^commands:/,/^$/s/^  \([a-z]*\) .*/flagtrace-\1.1/p' | sort | tr '\n' ' ')
+got_man=$(cd "$p/share/man/man1" && ls -A | grep -v '^flagtrace\.1$' | sort | tr '\n' ' ')
+[ "$got_man" = "$want_man" ] || fail "man1 holds '$got_man', want '$want_man'"
 [ -f "$libdir/pkgconfig/flagtrace.pc" ] || fail "flagtrace.pc not in $libdir/pkgconfig"
 [ -f "$libdir/cmake/flagtrace/flagtraceConfigVersion.cmake" ] || fail "CMake package not in $libdir/cmake/flagtrace"
 grep -q "FT_VERSION_STRING \"$version\"" "$p/include/flagtrace/version.h" || fail "version.h does not say $version"

@@ -2,6 +2,7 @@
 paired ratios, the lockstep turn order and its process protocol, and the README
 table rewrite.
 Usage: test_bench_method.py BENCH_DIR"""
+import inspect
 import json
 import os
 import sys
@@ -107,6 +108,18 @@ class Method(unittest.TestCase):
         self.assertNotIn("old table", text)
         self.assertIn("| P3 | end to end | 0.5 s kineto | 0.45 s | 0.900 [0.850, 0.950] | ≤ 1.00 | pass |", text)
         self.assertEqual(text.count(run.README_BEGIN), 1)
+
+    def test_the_latest_table_lives_in_docs_performance(self):
+        # --readme-from's page: docs/performance.md holds the one block; the README only links to it
+        self.assertEqual(os.path.relpath(run.PERFORMANCE_PAGE, run.ROOT), os.path.join("docs", "performance.md"))
+        self.assertEqual(inspect.signature(run.update_readme).parameters["readme"].default, run.PERFORMANCE_PAGE)
+        with open(run.PERFORMANCE_PAGE) as f:
+            text = f.read()
+        self.assertEqual((text.count(run.README_BEGIN), text.count(run.README_END)), (1, 1))
+        with open(os.path.join(run.ROOT, "README.md")) as f:
+            readme = f.read()
+        self.assertNotIn(run.README_BEGIN, readme)
+        self.assertIn("docs/performance.md", readme)
 
 
 class ServerProtocol(unittest.TestCase):
