@@ -25,9 +25,10 @@ void ft__diff_num(ft_report *rep, int j, double v);
 void ft__diff_str(ft_report *rep, int j, const char *s);
 double ft__diff_ratio(double a, double b); /* b / a; 0 when a is 0 */
 
-/* diff_kernels.c: the kernels of each op side by side, copies, the summary. */
+/* diff_kernels.c: the kernels of each op side by side, runtime calls, copies, the summary. */
 bool ft__diff_kernels(ft__diff_ctx *c);
 bool ft__diff_copies(ft__diff_ctx *c);
+bool ft__diff_api(ft__diff_ctx *c);
 bool ft__diff_summary(ft__diff_ctx *c);
 
 #endif

@@ -170,7 +170,7 @@ bool ft__diff_kernels(ft__diff_ctx *c) {
     for (int s = 0; s < 2; s++) rows += bo[s].n + 1;
     ok = ft__diff_report(c, FT_DIFF_KERNELS, "kernels",
                          c->d->kernels_by_name ? "kernels of each op, by name" : "kernels of each op, as a group",
-                         kernel_cols, 10, rows + matched);
+                         kernel_cols, 10, rows + pg.n);
   }
   ft_report *rep = &c->d->reps[FT_DIFF_KERNELS];
   for (size_t i = 0; ok && i < pg.n; i++) {
@@ -181,6 +181,14 @@ bool ft__diff_kernels(ft__diff_ctx *c) {
     uint32_t op[2] = {p->r[0]->name_id, p->r[1]->name_id};
     ok = op_kernels(c, rep, bo, op, ft__intern_str(&c->job[0]->total.names, op[0]));
   }
+  for (int s = 0; s < 2; s++) /* then the ops of one side only: their work has nothing to match */
+    for (size_t i = 0; ok && i < pg.n; i++) {
+      const ft__pair *p = &pg.p[i];
+      if (!p->r[s] || p->r[1 - s]) continue;
+      uint32_t op[2] = {UINT32_MAX, UINT32_MAX};
+      op[s] = p->r[s]->name_id;
+      ok = op_kernels(c, rep, bo, op, ft__intern_str(&c->job[s]->total.names, op[s]));
+    }
   if (ok && (bo[0].none != UINT32_MAX || bo[1].none != UINT32_MAX)) {
     uint32_t op[2] = {bo[0].none, bo[1].none};
     ok = op_kernels(c, rep, bo, op, "(no op)");
@@ -188,6 +196,47 @@ bool ft__diff_kernels(ft__diff_ctx *c) {
   ft__pairing_free(&pg);
   free(bo[0].rows);
   free(bo[1].rows);
+  return ok;
+}
+
+static const ft_col api_cols[] = {
+    {"calls_a", "Calls A", COL_U64, 9}, {"calls_b", "Calls B", COL_U64, 9}, {"a_us", "A(us)", COL_F3, 14},
+    {"b_us", "B(us)", COL_F3, 14},      {"ratio", "B/A", COL_F3, 8},        {"delta_us", "Delta(us)", COL_F3, 14},
+    {"kind", "Kind", COL_STR, -7},      {"name", "Name", COL_STR, 0}};
+
+/* (diff_internal.h) runtime and driver calls by name: calls and CPU time, A vs B */
+bool ft__diff_api(ft__diff_ctx *c) {
+  ft__pairing pg;
+  bool ok = ft__pairing_init(&pg);
+  for (int s = 0; ok && s < 2; s++) {
+    const ft_stats *st = &c->job[s]->total;
+    for (size_t i = 0; ok && i < st->rows[FT_STAT_API].len; i++) {
+      const ft_stat_row *r = ft__vec_at(&st->rows[FT_STAT_API], i);
+      const char *kind = r->cat == FT_STAT_CAT_DRIVER ? "driver" : "runtime";
+      ft__pair *p = ft__pairing_get(&pg, kind, strlen(kind), ft__intern_str(&st->names, r->name_id),
+                                    ft__intern_len(&st->names, r->name_id));
+      if (!(ok = p != NULL)) break;
+      p->r[s] = r;
+      p->v[s] = (double)r->t.total * c->scale[s];
+    }
+  }
+  if (ok) ft__diff_sort(&pg);
+  ok = ok && ft__diff_report(c, FT_DIFF_API, "api", "runtime and driver calls, A vs B", api_cols, 8, pg.n);
+  for (size_t i = 0; ok && i < pg.n; i++) {
+    const ft__pair *p = &pg.p[i];
+    ft_report *rep = &c->d->reps[FT_DIFF_API];
+    for (int s = 0; s < 2; s++) {
+      ft__diff_num(rep, s, p->r[s] ? (double)p->r[s]->t.n * c->scale[s] : 0);
+      ft__diff_num(rep, 2 + s, p->v[s] / 1000.0);
+    }
+    ft__diff_num(rep, 4, ft__diff_ratio(p->v[0], p->v[1]));
+    ft__diff_num(rep, 5, (p->v[1] - p->v[0]) / 1000.0);
+    const ft_stat_row *r = p->r[0] ? p->r[0] : p->r[1];
+    ft__diff_str(rep, 6, r->cat == FT_STAT_CAT_DRIVER ? "driver" : "runtime");
+    ft__diff_str(rep, 7, ft__intern_str(&c->job[p->r[0] ? 0 : 1]->total.names, r->name_id));
+    rep->n_rows++;
+  }
+  ft__pairing_free(&pg);
   return ok;
 }
 
