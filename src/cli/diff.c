@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <glob.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,23 @@ static ft_status side_files(ft_trace_args *t, glob_t *g, const char *arg, char *
     n = g->gl_pathc;
   }
   return ft_trace_args_expand(t, paths, n, err, errlen);
+}
+
+/* One side's read (a thread of its own). */
+typedef struct side_read {
+  ft_trace_args *t;
+  ft_stat_job *job;
+  ft_status st;
+  bool read;
+  char err[640];
+} side_read;
+
+static void *read_side(void *arg) {
+  side_read *r = arg;
+  ft_stat_read_opts ro = {.ops = true, .op_kernels = true};
+  r->st = ft_stat_job_read(r->job, r->t->paths, r->t->n, &ro, r->err, sizeof r->err);
+  r->read = true;
+  return NULL;
 }
 
 static size_t terminal_width(void) {
@@ -226,20 +244,29 @@ int ft_cli_diff(int argc, char **argv) {
   ft_stat_job job[2];
   bool read[2] = {false, false};
   int rc = 0;
-  ft_stat_read_opts ro = {.ops = true, .op_kernels = true};
+  side_read sr[2];
+  pthread_t tid;
+  bool threaded = false;
+  for (int s = 0; s < 2; s++) { /* the files first: a bad name costs no reading */
+    sr[s] = (side_read){.t = &t[s], .job = &job[s]};
+    if ((sr[s].st = side_files(&t[s], &g[s], side[s], sr[s].err, sizeof sr[s].err))) break;
+  }
+  if (!sr[0].st && !sr[1].st) { /* both sides at once, as stats reads its files */
+    threaded = !pthread_create(&tid, NULL, read_side, &sr[1]);
+    read_side(&sr[0]);
+    if (threaded) pthread_join(tid, NULL);
+    else read_side(&sr[1]);
+  }
   for (int s = 0; s < 2 && !rc; s++) {
-    ft_status st = side_files(&t[s], &g[s], side[s], err, sizeof err);
-    if (!st) {
-      st = ft_stat_job_read(&job[s], t[s].paths, t[s].n, &ro, err, sizeof err);
-      read[s] = true;
+    if (sr[s].st) {
+      ft_cli_error("diff", "%s: %s", s ? "B" : "A", sr[s].err);
+      rc = sr[s].st == FT_ENOMEM ? 1 : FT_CLI_USAGE;
     }
-    if (st) {
-      ft_cli_error("diff", "%s: %s", s ? "B" : "A", err);
-      rc = st == FT_ENOMEM ? 1 : FT_CLI_USAGE;
-    } else if (!quiet) {
-      ft_stat_job_notes(stderr, &job[s], s ? "flagtrace diff: B: " : "flagtrace diff: A: ");
-      ft_summary_lines(stderr, &job[s], s ? "flagtrace diff: B: " : "flagtrace diff: A: ");
-    }
+  }
+  for (int s = 0; s < 2; s++) read[s] = sr[s].read;
+  for (int s = 0; s < 2 && !rc && !quiet; s++) {
+    ft_stat_job_notes(stderr, &job[s], s ? "flagtrace diff: B: " : "flagtrace diff: A: ");
+    ft_summary_lines(stderr, &job[s], s ? "flagtrace diff: B: " : "flagtrace diff: A: ");
   }
   ft_diff d;
   bool built = false;
