@@ -127,8 +127,10 @@ def synthetic(vendor, steps=2, scale=1.0):
                            "dur": 20 * scale / len(names),
                            "args": {"correlation": corr, "External id": ext, "stream": 7, "device": 0}})
                 t += 5
-            ev.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": op_start,
-                       "dur": t - op_start, "args": {"External id": ext}})
+            # the op after its work in even steps, before it in odd ones: diff joins both ways
+            at = len(ev) if s % 2 == 0 else len(ev) - 2 * len(names)
+            ev.insert(at, {"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": op_start,
+                           "dur": t - op_start, "args": {"External id": ext}})
             t += 40
         ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s + 4}", "pid": 1, "tid": 1,
                    "ts": step_start, "dur": t - step_start, "args": {"External id": 10000 + s}})
