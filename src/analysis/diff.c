@@ -40,7 +40,8 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
 
 /* (diff_internal.h) */
 bool ft__diff_is_step_or_none(const ft__diff_ctx *c, const char *name) {
-  return !strcmp(name, "(no op)") || is_step(name, "ProfilerStep") || (c->d->step_name[0] && is_step(name, c->d->step_name));
+  return !strcmp(name, "(no op)") || is_step(name, "ProfilerStep") ||
+         (c->d->step_name[0] && is_step(name, c->d->step_name));
 }
 
 /* Ops of both sides paired by name (and Input Dims with shapes). */
@@ -96,7 +97,9 @@ void ft__diff_num(ft_report *rep, int j, double v) {
   if (rep->cols[j].kind == COL_U64) cell->u = v > 0 ? (uint64_t)(v + 0.5) : 0;
   else cell->d = v;
 }
-void ft__diff_str(ft_report *rep, int j, const char *s) { rep->cells[rep->n_rows * (size_t)rep->n_cols + (size_t)j].s = s; }
+void ft__diff_str(ft_report *rep, int j, const char *s) {
+  rep->cells[rep->n_rows * (size_t)rep->n_cols + (size_t)j].s = s;
+}
 double ft__diff_ratio(double a, double b) { return a > 0 ? b / a : 0; }
 
 static const ft_col op_cols[] = {
@@ -212,7 +215,8 @@ ft_status ft_diff_build(ft_diff *d, const ft_stat_job *a, const ft_stat_job *b, 
   if (o->shapes)
     for (int s = 0; s < 2; s++)
       if (!c.job[s]->total.rows[FT_STAT_OP_SHAPES].len)
-        return fail(err, errlen, "%s has no Input Dims (torch.profiler's record_shapes=True): no --shapes", s ? "B" : "A");
+        return fail(err, errlen, "%s has no Input Dims (torch.profiler's record_shapes=True): no --shapes",
+                    s ? "B" : "A");
   ft_status st = steps(&c, err, errlen);
   if (st) return st;
   ft__pairing pg;

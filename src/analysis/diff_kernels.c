@@ -97,7 +97,8 @@ static bool op_kernels(ft__diff_ctx *c, ft_report *rep, const by_op bo[2], const
     if (ok && pg.n) qsort(pg.p, pg.n, sizeof *pg.p, pair_by_max);
     for (size_t i = 0; ok && i < pg.n; i++) {
       const ft__pair *p = &pg.p[i];
-      double n[2] = {p->r[0] ? (double)p->r[0]->t.n * c->scale[0] : 0, p->r[1] ? (double)p->r[1]->t.n * c->scale[1] : 0};
+      double n[2] = {0, 0};
+      for (int s = 0; s < 2; s++) n[s] = p->r[s] ? (double)p->r[s]->t.n * c->scale[s] : 0;
       const ft_stat_row *r = p->r[0] ? p->r[0] : p->r[1];
       kernel_row(c, rep, n, p->v, name, ft__intern_str(&c->job[p->r[0] ? 0 : 1]->total.names, r->aux_id));
     }
@@ -199,6 +200,33 @@ bool ft__diff_kernels(ft__diff_ctx *c) {
   return ok;
 }
 
+static const char *kind_of(uint8_t cat) {
+  return cat == FT_STAT_CAT_DRIVER ? "driver" : cat == FT_STAT_CAT_RUNTIME ? "runtime"
+                                             : cat == FT_STAT_CAT_MEMSET   ? "memset"
+                                                                           : "memcpy";
+}
+
+/* The rows of section sec (api, memory) of both sides paired by kind and name, sorted
+ * by the delta of their time; false without memory (pg freed). */
+static bool pair_by_kind(ft__diff_ctx *c, ft__pairing *pg, int sec) {
+  bool ok = ft__pairing_init(pg);
+  for (int s = 0; ok && s < 2; s++) {
+    const ft_stats *st = &c->job[s]->total;
+    for (size_t i = 0; ok && i < st->rows[sec].len; i++) {
+      const ft_stat_row *r = ft__vec_at(&st->rows[sec], i);
+      const char *kind = kind_of(r->cat);
+      ft__pair *p = ft__pairing_get(pg, kind, strlen(kind), ft__intern_str(&st->names, r->name_id),
+                                    ft__intern_len(&st->names, r->name_id));
+      if (!(ok = p != NULL)) break;
+      p->r[s] = r;
+      p->v[s] = (double)r->t.total * c->scale[s];
+    }
+  }
+  if (ok) ft__diff_sort(pg);
+  else ft__pairing_free(pg);
+  return ok;
+}
+
 static const ft_col api_cols[] = {
     {"calls_a", "Calls A", COL_U64, 9}, {"calls_b", "Calls B", COL_U64, 9}, {"a_us", "A(us)", COL_F3, 14},
     {"b_us", "B(us)", COL_F3, 14},      {"ratio", "B/A", COL_F3, 8},        {"delta_us", "Delta(us)", COL_F3, 14},
@@ -207,21 +235,8 @@ static const ft_col api_cols[] = {
 /* (diff_internal.h) runtime and driver calls by name: calls and CPU time, A vs B */
 bool ft__diff_api(ft__diff_ctx *c) {
   ft__pairing pg;
-  bool ok = ft__pairing_init(&pg);
-  for (int s = 0; ok && s < 2; s++) {
-    const ft_stats *st = &c->job[s]->total;
-    for (size_t i = 0; ok && i < st->rows[FT_STAT_API].len; i++) {
-      const ft_stat_row *r = ft__vec_at(&st->rows[FT_STAT_API], i);
-      const char *kind = r->cat == FT_STAT_CAT_DRIVER ? "driver" : "runtime";
-      ft__pair *p = ft__pairing_get(&pg, kind, strlen(kind), ft__intern_str(&st->names, r->name_id),
-                                    ft__intern_len(&st->names, r->name_id));
-      if (!(ok = p != NULL)) break;
-      p->r[s] = r;
-      p->v[s] = (double)r->t.total * c->scale[s];
-    }
-  }
-  if (ok) ft__diff_sort(&pg);
-  ok = ok && ft__diff_report(c, FT_DIFF_API, "api", "runtime and driver calls, A vs B", api_cols, 8, pg.n);
+  bool ok = pair_by_kind(c, &pg, FT_STAT_API) &&
+            ft__diff_report(c, FT_DIFF_API, "api", "runtime and driver calls, A vs B", api_cols, 8, pg.n);
   for (size_t i = 0; ok && i < pg.n; i++) {
     const ft__pair *p = &pg.p[i];
     ft_report *rep = &c->d->reps[FT_DIFF_API];
@@ -232,7 +247,7 @@ bool ft__diff_api(ft__diff_ctx *c) {
     ft__diff_num(rep, 4, ft__diff_ratio(p->v[0], p->v[1]));
     ft__diff_num(rep, 5, (p->v[1] - p->v[0]) / 1000.0);
     const ft_stat_row *r = p->r[0] ? p->r[0] : p->r[1];
-    ft__diff_str(rep, 6, r->cat == FT_STAT_CAT_DRIVER ? "driver" : "runtime");
+    ft__diff_str(rep, 6, kind_of(r->cat));
     ft__diff_str(rep, 7, ft__intern_str(&c->job[p->r[0] ? 0 : 1]->total.names, r->name_id));
     rep->n_rows++;
   }
@@ -249,21 +264,8 @@ static const ft_col copy_cols[] = {
 /* (diff_internal.h) copies and sets by kind and name: bandwidth A vs B */
 bool ft__diff_copies(ft__diff_ctx *c) {
   ft__pairing pg;
-  bool ok = ft__pairing_init(&pg);
-  for (int s = 0; ok && s < 2; s++) {
-    const ft_stats *st = &c->job[s]->total;
-    for (size_t i = 0; ok && i < st->rows[FT_STAT_MEMORY].len; i++) {
-      const ft_stat_row *r = ft__vec_at(&st->rows[FT_STAT_MEMORY], i);
-      const char *kind = r->cat == FT_STAT_CAT_MEMSET ? "memset" : "memcpy";
-      ft__pair *p = ft__pairing_get(&pg, kind, strlen(kind), ft__intern_str(&st->names, r->name_id),
-                                    ft__intern_len(&st->names, r->name_id));
-      if (!(ok = p != NULL)) break;
-      p->r[s] = r;
-      p->v[s] = (double)r->t.total * c->scale[s];
-    }
-  }
-  if (ok) ft__diff_sort(&pg);
-  ok = ok && ft__diff_report(c, FT_DIFF_COPIES, "copies", "copies and sets, A vs B", copy_cols, 11, pg.n);
+  bool ok = pair_by_kind(c, &pg, FT_STAT_MEMORY) &&
+            ft__diff_report(c, FT_DIFF_COPIES, "copies", "copies and sets, A vs B", copy_cols, 11, pg.n);
   for (size_t i = 0; ok && i < pg.n; i++) {
     const ft__pair *p = &pg.p[i];
     ft_report *rep = &c->d->reps[FT_DIFF_COPIES];
@@ -278,7 +280,7 @@ bool ft__diff_copies(ft__diff_ctx *c) {
     }
     ft__diff_num(rep, 8, ft__diff_ratio(gbps[0], gbps[1]));
     const ft_stat_row *r = p->r[0] ? p->r[0] : p->r[1];
-    ft__diff_str(rep, 9, r->cat == FT_STAT_CAT_MEMSET ? "memset" : "memcpy");
+    ft__diff_str(rep, 9, kind_of(r->cat));
     ft__diff_str(rep, 10, ft__intern_str(&c->job[p->r[0] ? 0 : 1]->total.names, r->name_id));
     rep->n_rows++;
   }

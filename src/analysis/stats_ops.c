@@ -1,4 +1,4 @@
-/* Ops as torch's key_averages() counts them: each call's self CPU time and device total from its nesting on its thread. */
+/* Ops as torch's key_averages() counts them (their nesting on a thread), and the device work each op launched. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>

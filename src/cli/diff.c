@@ -229,7 +229,8 @@ int ft_cli_diff(int argc, char **argv) {
   }
   int operands = argc - optind;
   if (!side[0] != !side[1]) return ft_cli_usage_error("diff", "--a and --b go together");
-  if (side[0] && operands) return ft_cli_usage_error("diff", "give the sides as --a and --b or as two operands, not both");
+  if (side[0] && operands)
+    return ft_cli_usage_error("diff", "give the sides as --a and --b or as two operands, not both");
   if (!side[0] && operands != 2)
     return ft_cli_usage_error("diff", "two traces to compare are needed (A B), %d given", operands);
   if (!side[0]) side[0] = argv[optind], side[1] = argv[optind + 1];
