@@ -227,6 +227,14 @@ static bool pair_by_kind(ft__diff_ctx *c, ft__pairing *pg, int sec) {
   return ok;
 }
 
+/* A row's last two cells, its kind and name (from a side that has it), and the row done. */
+static void end_row(ft__diff_ctx *c, ft_report *rep, const ft__pair *p) {
+  int s = p->r[0] ? 0 : 1;
+  ft__diff_str(rep, rep->n_cols - 2, kind_of(p->r[s]->cat));
+  ft__diff_str(rep, rep->n_cols - 1, ft__intern_str(&c->job[s]->total.names, p->r[s]->name_id));
+  rep->n_rows++;
+}
+
 static const ft_col api_cols[] = {
     {"calls_a", "Calls A", COL_U64, 9}, {"calls_b", "Calls B", COL_U64, 9}, {"a_us", "A(us)", COL_F3, 14},
     {"b_us", "B(us)", COL_F3, 14},      {"ratio", "B/A", COL_F3, 8},        {"delta_us", "Delta(us)", COL_F3, 14},
@@ -246,10 +254,7 @@ bool ft__diff_api(ft__diff_ctx *c) {
     }
     ft__diff_num(rep, 4, ft__diff_ratio(p->v[0], p->v[1]));
     ft__diff_num(rep, 5, (p->v[1] - p->v[0]) / 1000.0);
-    const ft_stat_row *r = p->r[0] ? p->r[0] : p->r[1];
-    ft__diff_str(rep, 6, kind_of(r->cat));
-    ft__diff_str(rep, 7, ft__intern_str(&c->job[p->r[0] ? 0 : 1]->total.names, r->name_id));
-    rep->n_rows++;
+    end_row(c, rep, p);
   }
   ft__pairing_free(&pg);
   return ok;
@@ -279,10 +284,7 @@ bool ft__diff_copies(ft__diff_ctx *c) {
       ft__diff_num(rep, 6 + s, gbps[s]);
     }
     ft__diff_num(rep, 8, ft__diff_ratio(gbps[0], gbps[1]));
-    const ft_stat_row *r = p->r[0] ? p->r[0] : p->r[1];
-    ft__diff_str(rep, 9, kind_of(r->cat));
-    ft__diff_str(rep, 10, ft__intern_str(&c->job[p->r[0] ? 0 : 1]->total.names, r->name_id));
-    rep->n_rows++;
+    end_row(c, rep, p);
   }
   ft__pairing_free(&pg);
   return ok;
