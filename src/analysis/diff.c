@@ -29,6 +29,65 @@ static void count_steps(const ft_stats *st, const char *step, uint64_t *n, uint6
   }
 }
 
+/* A step range's number (NAME#N), or -1 for NAME itself. */
+static long long step_number(const char *name) {
+  const char *h = strrchr(name, '#');
+  return h ? strtoll(h + 1, NULL, 10) : -1;
+}
+
+typedef struct step_row {
+  const ft_stat_row *r;
+  long long n;
+} step_row;
+
+static int by_step_number(const void *x, const void *y) {
+  const step_row *a = x, *b = y;
+  return (a->n > b->n) - (a->n < b->n);
+}
+
+static const ft_col step_cols[] = {{"step", "Step", COL_I64, 5},          {"a_us", "A(us)", COL_F3, 14},
+                                   {"b_us", "B(us)", COL_F3, 14},         {"ratio", "B/A", COL_F3, 8},
+                                   {"delta_us", "Delta(us)", COL_F3, 14}, {"a_name", "A step", COL_STR, -16},
+                                   {"b_name", "B step", COL_STR, 0}};
+
+/* The steps side by side in their order (the k-th of A with the k-th of B, by their
+ * numbers): each one's CPU time, its mean over the files (ranks) that have it. */
+static bool steps_report(ft__diff_ctx *c) {
+  step_row *sr[2] = {NULL, NULL};
+  size_t n[2] = {0, 0};
+  bool ok = true;
+  for (int s = 0; ok && s < 2 && c->d->step_name[0]; s++) {
+    const ft_stats *st = &c->job[s]->total;
+    const ft__vec *v = &st->rows[FT_STAT_RANGES];
+    if (!(sr[s] = malloc((v->len ? v->len : 1) * sizeof *sr[s]))) ok = false;
+    for (size_t i = 0; ok && i < v->len; i++) {
+      const ft_stat_row *r = ft__vec_at(v, i);
+      const char *name = ft__intern_str(&st->names, r->name_id);
+      if (is_step(name, c->d->step_name) && r->t.n) sr[s][n[s]++] = (step_row){r, step_number(name)};
+    }
+    if (ok) qsort(sr[s], n[s], sizeof *sr[s], by_step_number);
+  }
+  size_t rows = n[0] > n[1] ? n[0] : n[1];
+  ok = ok && ft__diff_report(c, FT_DIFF_STEPS, "steps", "steps, A vs B in their order", step_cols, 7, rows);
+  for (size_t k = 0; ok && k < rows; k++) {
+    ft_report *rep = &c->d->reps[FT_DIFF_STEPS];
+    double us[2] = {0, 0};
+    rep->cells[rep->n_rows * (size_t)rep->n_cols].i = (int64_t)k + 1; /* its place, whatever the counts */
+    for (int s = 0; s < 2; s++) {
+      const ft_stat_row *r = k < n[s] ? sr[s][k].r : NULL;
+      us[s] = r ? (double)r->t.total / (double)r->t.n / 1000.0 : 0;
+      ft__diff_num(rep, 1 + s, us[s]);
+      ft__diff_str(rep, 5 + s, r ? ft__intern_str(&c->job[s]->total.names, r->name_id) : "");
+    }
+    ft__diff_num(rep, 3, ft__diff_ratio(us[0], us[1]));
+    ft__diff_num(rep, 4, us[1] - us[0]);
+    rep->n_rows++;
+  }
+  free(sr[0]);
+  free(sr[1]);
+  return ok;
+}
+
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
   va_list ap;
@@ -240,7 +299,7 @@ ft_status ft_diff_build(ft_diff *d, const ft_stat_job *a, const ft_stat_job *b, 
   }
   bool ok = ops_reports(&c, &pg, o->shapes);
   ft__pairing_free(&pg);
-  if (ok) ok = ft__diff_kernels(&c) && ft__diff_api(&c) && ft__diff_copies(&c) && ft__diff_summary(&c);
+  if (ok) ok = steps_report(&c) && ft__diff_kernels(&c) && ft__diff_api(&c) && ft__diff_copies(&c) && ft__diff_summary(&c);
   if (!ok) {
     ft_diff_free(d);
     return FT_ENOMEM;

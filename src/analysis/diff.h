@@ -17,7 +17,7 @@ typedef struct ft_diff_opts {
 } ft_diff_opts;
 
 /* The diff's reports, in the order they are written. */
-enum { FT_DIFF_SUMMARY, FT_DIFF_OPS, FT_DIFF_UNMATCHED, FT_DIFF_KERNELS, FT_DIFF_API, FT_DIFF_COPIES, FT_DIFF_N };
+enum { FT_DIFF_SUMMARY, FT_DIFF_STEPS, FT_DIFF_OPS, FT_DIFF_UNMATCHED, FT_DIFF_KERNELS, FT_DIFF_API, FT_DIFF_COPIES, FT_DIFF_N };
 
 typedef struct ft_diff {
   ft_report reps[FT_DIFF_N];

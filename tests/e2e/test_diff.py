@@ -88,6 +88,13 @@ def test_batch_8_vs_16():
         assert doc["ops"][0]["name"] == "aten::mm"  # the largest regression first
         s = summary(doc)
         assert 1.7 < s["kernel_time"]["ratio"] < 2.1 and s["copy_bytes"]["ratio"] == 2.0, s
+        # the steps side by side in their order; their mean is the summary's step time
+        assert [(x["step"], x["a_name"], x["b_name"]) for x in doc["steps"]] == \
+            [(k + 1, f"ProfilerStep#{k + 2}", f"ProfilerStep#{k + 2}") for k in range(3)], doc["steps"]
+        for side in "ab":
+            mean = sum(x[f"{side}_us"] for x in doc["steps"]) / 3
+            assert abs(mean - s["step_time"][side]) < 0.01, (mean, s["step_time"])
+        assert all(1.6 < x["ratio"] < 2.0 for x in doc["steps"]), doc["steps"]
 
 
 # ---- synthetic cross-vendor traces: one op sequence, each vendor's kernel names ----
@@ -176,6 +183,10 @@ def test_per_step():
     """Different numbers of steps: values per step, said in the output."""
     doc = diff_json(synthetic("cuda", steps=2), synthetic("cuda", steps=4))
     assert doc["alignment"]["per_step"] is True and doc["a"]["steps"] == 2 and doc["b"]["steps"] == 4
+    # steps 3 and 4 of B have no A step beside them
+    assert [(x["step"], x["a_name"], x["b_name"]) for x in doc["steps"]] == \
+        [(1, "ProfilerStep#4", "ProfilerStep#4"), (2, "ProfilerStep#5", "ProfilerStep#5"),
+         (3, "", "ProfilerStep#6"), (4, "", "ProfilerStep#7")], doc["steps"]
     for o in doc["ops"]:
         assert o["calls_a"] == o["calls_b"] and o["ratio"] == 1.0, o
     r = run(synthetic("cuda", steps=2), synthetic("cuda", steps=4))
@@ -187,8 +198,8 @@ def test_formats_and_limit():
     r = run("-f", "csv", a, b)
     assert r.returncode == 0, r.stderr
     parts = r.stdout.split("\n\n")
-    assert [p.splitlines()[0] for p in parts] == ["# summary", "# ops", "# unmatched", "# kernels", "# api", "# copies"]
-    ops = list(csv.DictReader(io.StringIO(parts[1].split("\n", 1)[1])))
+    assert [p.splitlines()[0] for p in parts] == ["# summary", "# steps", "# ops", "# unmatched", "# kernels", "# api", "# copies"]
+    ops = list(csv.DictReader(io.StringIO(parts[2].split("\n", 1)[1])))
     assert ops[0]["name"] == "aten::mm" and ops[0]["calls_a"] == "12", ops[0]
     r = run("-n", "2", a, b)
     assert r.returncode == 0 and "ops aligned by name: 60 of 60 (100.0 %)" in r.stdout, r.stdout
