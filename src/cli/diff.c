@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "diff.h"
+#include "diff_html.h"
 #include "stats_out.h"
 #include "trace_dir.h"
 
@@ -43,7 +44,8 @@ static const char usage[] =
     "options:\n"
     "      --a PATTERN     side A: a file, a directory or a glob pattern (quoted)\n"
     "      --b PATTERN     side B (both, or two operands A B)\n"
-    "  -f, --format FMT    table (default), csv or json (schema in docs/diff.md)\n"
+    "  -f, --format FMT    table (default), csv, json (schema in docs/diff.md) or\n"
+    "                      html (the tables as one self-contained page)\n"
     "  -o, --output PATH   write to PATH instead of stdout\n"
     "      --force-overwrite  replace an existing -o file (default: refuse)\n"
     "  -n, --limit N       regressions and improvements shown, each (default 20;\n"
@@ -66,7 +68,7 @@ static const char usage[] =
     "  flagtrace diff -f json -n 0 --a 'base/*.json.gz' --b 'opt/*.json.gz' > diff.json\n";
 
 enum { OPT_A = 256, OPT_B, OPT_STEP, OPT_SHAPES, OPT_KERNELS, OPT_FORCE, OPT_OVERWRITE };
-enum fmt { FMT_TABLE, FMT_CSV, FMT_JSON };
+enum fmt { FMT_TABLE, FMT_CSV, FMT_JSON, FMT_HTML };
 
 /* A side's files: operands as stats takes them (directories expanded), a glob pattern expanded first. */
 static ft_status side_files(ft_trace_args *t, glob_t *g, const char *arg, char *err, size_t errlen) {
@@ -201,7 +203,8 @@ int ft_cli_diff(int argc, char **argv) {
       if (!strcmp(optarg, "table")) fmt = FMT_TABLE;
       else if (!strcmp(optarg, "csv")) fmt = FMT_CSV;
       else if (!strcmp(optarg, "json")) fmt = FMT_JSON;
-      else return ft_cli_usage_error("diff", "--format takes table, csv or json, not '%s'", optarg);
+      else if (!strcmp(optarg, "html")) fmt = FMT_HTML;
+      else return ft_cli_usage_error("diff", "--format takes table, csv, json or html, not '%s'", optarg);
       break;
     case 'o': output = strcmp(optarg, "-") ? optarg : NULL; break;
     case 'n':
@@ -288,6 +291,7 @@ int ft_cli_diff(int argc, char **argv) {
       const ft_stat_job *jobs[2] = {&job[0], &job[1]};
       if (fmt == FMT_TABLE) write_table(f, &d, jobs, output ? 0 : terminal_width());
       else if (fmt == FMT_JSON) write_json(f, &d, jobs);
+      else if (fmt == FMT_HTML) ft_diff_html(f, &d, jobs);
       else
         for (int r = 0; r < FT_DIFF_N; r++) {
           fprintf(f, "%s# %s\n", r ? "\n" : "", d.reps[r].key);

@@ -215,6 +215,52 @@ def test_formats_and_limit():
     assert h.returncode == 0 and h.stdout.startswith("usage: flagtrace diff") and "--kernels MODE" in h.stdout
 
 
+def test_html():
+    """-f html: one table per report with the json's rows, no script, every trace text escaped."""
+    import html.parser
+
+    class Tables(html.parser.HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.tables, self.tags, self.text = [], set(), []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.add(tag)
+            if tag == "table":
+                self.tables.append([dict(attrs)["id"], -1])  # less the header row
+            elif tag == "tr":
+                self.tables[-1][1] += 1
+
+        def handle_data(self, data):
+            self.text.append(data)
+
+    a, b = d("batch8_torch_cuda.json.gz"), d("batch16_torch_cuda.json.gz")
+    r = run("-f", "html", "-n", "0", a, b)
+    assert r.returncode == 0 and r.stdout.startswith("<!DOCTYPE html>"), r.stderr
+    p = Tables()
+    p.feed(r.stdout)
+    doc = diff_json(a, b)
+    assert [(k, n) for k, n in p.tables] == [(k, len(doc[k]) or 1) for k in
+                                             ("summary", "steps", "ops", "unmatched", "kernels", "api", "copies")]
+    assert "script" not in p.tags
+    # a hostile op and kernel name: text in the page, never markup
+    evil = synthetic("cuda")
+    doc = json.load(open(evil))
+    for e in doc["traceEvents"]:
+        if e["name"] == "aten::add":
+            e["name"] = "<script>alert(1)</script>"
+        elif e["name"].startswith("void at::native"):
+            e["name"] = "k\x1b[31m\"'&"
+    with open(evil, "w") as f:
+        json.dump(doc, f)
+    r = run("-f", "html", evil, evil)
+    assert r.returncode == 0, r.stderr
+    p = Tables()
+    p.feed(r.stdout)
+    assert "script" not in p.tags and "<script>alert(1)</script>" in "".join(p.text)
+    assert "k\u241b[31m\"'&" in "".join(p.text) and "\x1b" not in r.stdout
+
+
 def one_line_error(args, words):
     r = run(*args)
     assert r.returncode == 2, (args, r.returncode, r.stdout)
