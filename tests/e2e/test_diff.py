@@ -289,6 +289,7 @@ def test_hostile():
     one_line_error(["--step", "train", ref, ref], "no range named 'train'")
     one_line_error(["--shapes", synthetic("cuda"), synthetic("cuda")], "no Input Dims")
     one_line_error([ref], "two traces")
+    one_line_error(["-", "-"], "can be read once")
     one_line_error(["--a", ref, "--b", ref, ref], "not both")
     one_line_error(["--a", ref, ref], "go together")
     one_line_error(["--a", os.path.join(TMP, "nothing*.json"), "--b", ref], "no file matches")
