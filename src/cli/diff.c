@@ -238,7 +238,8 @@ int ft_cli_diff(int argc, char **argv) {
   if (!side[0] && operands != 2)
     return ft_cli_usage_error("diff", "two traces to compare are needed (A B), %d given", operands);
   if (!side[0]) side[0] = argv[optind], side[1] = argv[optind + 1];
-  if (!strcmp(side[0], "-") && !strcmp(side[1], "-")) return ft_cli_usage_error("diff", "\"-\" (stdin) can be read once");
+  if (!strcmp(side[0], "-") && !strcmp(side[1], "-"))
+    return ft_cli_usage_error("diff", "\"-\" (stdin) can be read once");
   char err[640];
   bool exists = false;
   const char *names[1] = {output};
