@@ -123,17 +123,17 @@ static bool pair_ops(ft__diff_ctx *c, ft__pairing *pg, bool shapes) {
   return true;
 }
 
-/* (diff_internal.h) regressions first: by delta, largest first, then by key text */
-static const ft__pairing *g_pg;
-int ft__diff_by_delta(const void *x, const void *y) {
+/* Regressions first: by delta, largest first, then by key text (qsort_r: no global state). */
+static int by_delta(const void *x, const void *y, void *arg) {
   const ft__pair *a = x, *b = y;
+  const ft__pairing *pg = arg;
   double da = a->v[1] - a->v[0], db = b->v[1] - b->v[0];
   if (da != db) return da < db ? 1 : -1;
-  return strcmp(ft__intern_str(&g_pg->keys, a->key), ft__intern_str(&g_pg->keys, b->key));
+  return strcmp(ft__intern_str(&pg->keys, a->key), ft__intern_str(&pg->keys, b->key));
 }
+/* (diff_internal.h) */
 void ft__diff_sort(ft__pairing *pg) {
-  g_pg = pg;
-  if (pg->n) qsort(pg->p, pg->n, sizeof *pg->p, ft__diff_by_delta);
+  if (pg->n) qsort_r(pg->p, pg->n, sizeof *pg->p, by_delta, pg);
 }
 
 /* (diff_internal.h) */
