@@ -348,7 +348,7 @@ def cpu_part(build, quick, gpu=False):
     doc += ["## P5 join: crafted External ids against sequential ones (bench/bench_stats.c --join)", "",
             run("bench_stats", "--join"), ""]
     doc += stats_memory(build, quick) + stats_split(build, quick) + stats_merge(build, quick) + stats_hta(build, quick)
-    doc += stats_ops(build, quick)
+    doc += stats_ops(build, quick) + stats_diff(build, quick)
     doc += fake_capture(build, quick)
     if os.path.exists(os.path.join(build, "bench", "bench_kineto")):  # built with -DFT_KINETO_SRC
         doc += ["## P3: the kineto adaptor's per-event export cost, no torch (bench/bench_kineto.cpp)", "",
@@ -544,6 +544,41 @@ def stats_ops(build, quick):
                 "| what | time (s) | peak RSS (MiB) | vs kernels,api |", "|---|---|---|---|",
                 f"| `stats -r kernels,api` (baseline) | {base[0]:.3f} | {base[1] / 1024:.1f} | - |",
                 f"| `stats -r ops,ops_shapes` | {ops[0]:.3f} | {ops[1] / 1024:.1f} | {ops[0] / base[0]:.2f}x |", ""]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def stats_diff(build, quick):
+    """P5 diff (issue 37): `flagtrace diff A B` of two 1 M-event synthetic traces (bench_stats --write 476190, written
+    twice) against `flagtrace stats -r ops A B`, which reads the same two files with the same ops' nesting in one
+    process: what the alignment and the per-op kernels cost on top of the read. Whole process, median of 5, peak RSS.
+    Issue 37's bound: under 2 s, memory bounded by distinct ops and kernels (the RSS is that of stats' read)."""
+    ft, tmp, big = synthetic_1m(build)
+    if not ft:
+        return []
+    reps = 1 if quick else 5
+    try:
+        other = os.path.join(tmp, "t1m_b.json.gz")
+        sh([os.path.join(build, "bench", "bench_stats"), "--write", other, "476190"],
+           env={"FLAGOS_TRACER_LIBRARY": "/nonexistent"})
+
+        def timed(cmd):
+            out = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                sh(cmd)
+                out.append(time.perf_counter() - t0)
+            return statistics.median(out), min(peak_rss_kb(cmd) for _ in range(1 if quick else 3))
+
+        base = timed([ft, "stats", "-q", "-f", "json", "-r", "ops", big, other])
+        diff = timed([ft, "diff", "-q", "-f", "json", big, other])
+        verdict = "PASS" if diff[0] < 2.0 else "FAIL"
+        return ["## P5 diff: `flagtrace diff` of two 1 M-event traces (whole process)", "",
+                f"Two synthetic gzip traces, bench_stats --write 476190 each (1 M events); median of {reps}.", "",
+                "| what | time (s) | peak RSS (MiB) | vs stats -r ops |", "|---|---|---|---|",
+                f"| `stats -r ops A B` (baseline: the same read) | {base[0]:.3f} | {base[1] / 1024:.1f} | - |",
+                f"| `diff A B` | {diff[0]:.3f} | {diff[1] / 1024:.1f} | {diff[0] / base[0]:.2f}x |", "",
+                f"Issue 37's bound, under 2 s: {verdict} ({diff[0]:.3f} s).", ""]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

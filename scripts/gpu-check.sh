@@ -168,6 +168,10 @@ step "torch.profiler CUDA-graph replays: 25 of 25 nodes linked" bash -c "
 # torch_cuda.json.gz and flagtrace.json.gz come back in $OUT/hta for tests/gpu/hta_compare.py
 step "training step: torch-cuda vs flagtrace (device events, gpu_user_annotation, API rows)" \
   python3 tests/gpu/torch_train_step.py --out "$OUT/hta"
+# issue 37: the batch 8/16 pair recorded now (both captures), then diff's checks of the committed pair on it
+step "diff: batch 8 vs 16 recorded now: ~2x device time on aten::mm/addmm, equal calls; torch-cuda = flagtrace.torch op for op" \
+  bash -c "python3 tests/gpu/torch_batch_pair.py --out '$OUT/diff' &&
+  FT_DIFF_PAIR_DIR='$OUT/diff' FT_TEST_ONLY='batch_8_vs_16|same_step' python3 tests/e2e/test_diff.py $FT tests/data"
 
 # ---- issue 13: two GPUs (nvidia-h200-x2); the rest of this script needs one ----
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')

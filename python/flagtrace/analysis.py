@@ -16,10 +16,11 @@ import os
 import shutil
 import subprocess
 
-__all__ = ["Error", "Summary", "find_exe", "load", "SCHEMAS", "ENV"]
+__all__ = ["Error", "Summary", "find_exe", "load", "diff", "SCHEMAS", "DIFF_SCHEMAS", "ENV"]
 
 #: The versions of stats' JSON this module reads (its "schema" key).
 SCHEMAS = (2,)
+DIFF_SCHEMAS = (1,)  # `flagtrace diff -f json` (docs/diff.md)
 #: The environment variable naming the flagtrace command to run.
 ENV = "FLAGTRACE_EXE"
 #: What a directory argument reads: its plain files with these endings (a name longer than
@@ -120,6 +121,27 @@ def load(paths, *, reports=None, by_rank=False, exe=None, args=()):
     # last, so that no option in args changes the format this module reads; "--" so that
     # a file named like an option stays a file
     argv += ["--format", "json", "--", *files]
+    return _run(cmd, argv, "stats", SCHEMAS)
+
+
+def diff(a, b, *, args=(), exe=None):
+    """Runs `flagtrace diff -f json` of side a (the baseline) against side b and returns
+    its Summary (docs/diff.md): reports summary, steps, ops, unmatched, kernels, api,
+    copies; header["a"], header["b"] (files, steps) and header["alignment"].
+
+    a, b: each a file, a directory or a glob pattern (the CLI's --a and --b). args:
+    further diff options (["-n", "0"]: every op; ["--step", "train"], ["--shapes"]).
+    Raises Error with the CLI's one line when the sides cannot be compared."""
+    if isinstance(args, (str, bytes)):
+        raise TypeError("flagtrace.analysis.diff: args is a list of arguments, not one string")
+    cmd = find_exe(exe)
+    argv = [cmd, "diff", *map(os.fsdecode, args), "--format", "json",
+            "--a", os.fsdecode(os.fspath(a)), "--b", os.fsdecode(os.fspath(b))]
+    return _run(cmd, argv, "diff", DIFF_SCHEMAS)
+
+
+def _run(cmd, argv, what, schemas):
+    """Runs argv (`flagtrace WHAT ... --format json`) and returns its Summary, or raises Error."""
     try:
         # stdin closed: "-" would otherwise read the caller's terminal
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True)
@@ -131,20 +153,20 @@ def load(paths, *, reports=None, by_rank=False, exe=None, args=()):
         if lines:
             msg = lines[-1]  # the CLI's one-line reason comes last, after any notes
         elif proc.returncode < 0:
-            msg = f"flagtrace stats: killed by signal {-proc.returncode}"
+            msg = f"flagtrace {what}: killed by signal {-proc.returncode}"
         else:
-            msg = f"flagtrace stats: exited with status {proc.returncode} and said nothing"
+            msg = f"flagtrace {what}: exited with status {proc.returncode} and said nothing"
         raise Error(msg, returncode=proc.returncode, stderr=stderr, argv=argv)
     try:
         # surrogateescape: a name that is not UTF-8 keeps its bytes (os.fsencode gives them back)
         data = json.loads(proc.stdout.decode("utf-8", "surrogateescape"))
     except ValueError as e:
-        raise Error(f"flagtrace.analysis: {cmd} stats printed no JSON on stdout ({e}); "
+        raise Error(f"flagtrace.analysis: {cmd} {what} printed no JSON on stdout ({e}); "
                     "an -o/--output in args sends it elsewhere", returncode=0, stderr=stderr, argv=argv) from None
     schema = data.get("schema") if isinstance(data, dict) else None
-    if schema not in SCHEMAS:
-        raise Error(f"flagtrace.analysis: {cmd} printed JSON schema {schema!r}, this module reads schema "
-                    f"{' or '.join(map(str, SCHEMAS))}: use a flagtrace command and Python package of the same version",
+    if schema not in schemas:
+        raise Error(f"flagtrace.analysis: {cmd} {what} printed JSON schema {schema!r}, this module reads schema "
+                    f"{' or '.join(map(str, schemas))}: use a flagtrace command and Python package of the same version",
                     returncode=0, stderr=stderr, argv=argv)
     return Summary(data, notes=lines, argv=argv)
 

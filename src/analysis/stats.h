@@ -58,10 +58,14 @@ enum {
   FT_STAT_STREAMS,    /* HTA's queue length per stream ("7"): t twice the samples, calls the kernels,
                        * self_ns the time at FT_HTA_QUEUE_FULL or more (stats_hta.c) */
   FT_STAT_OP_MODULES, /* ops by name and the innermost nn.Module around them (with_modules / with_stack) */
+  FT_STAT_OP_KERNELS, /* device work by the op that launched it (External id) and its name: t its durations
+                       * (`diff`; "(no op)" for work of no op; read only when asked: op_kernels) */
   FT_STAT_N_SECTIONS
 };
 /* Sections whose rows are keyed by their name and a second text (aux_id). */
-static inline bool ft_stat_keyed_by_aux(int sec) { return sec == FT_STAT_OP_SHAPES || sec == FT_STAT_OP_MODULES; }
+static inline bool ft_stat_keyed_by_aux(int sec) {
+  return sec == FT_STAT_OP_SHAPES || sec == FT_STAT_OP_MODULES || sec == FT_STAT_OP_KERNELS;
+}
 enum { FT_STAT_CAT_RUNTIME, FT_STAT_CAT_DRIVER, FT_STAT_CAT_MEMCPY, FT_STAT_CAT_MEMSET, FT_STAT_CAT_OTHER };
 
 /* Memory grows with what is reported (names, rows, devices) except for two pieces
@@ -184,6 +188,8 @@ typedef struct ft_stats {
   bool want_args;     /* read device work's correlation, stream, grid, block, registers (trace, HTA's reports) */
   bool want_ops;      /* nest the calls for the ops' columns (stats_ops.c); without it ops rows stay empty */
   bool want_modules;  /* with want_ops: keep nn.Module python_function events for FT_STAT_OP_MODULES */
+  bool want_op_kernels; /* with want_ops: FT_STAT_OP_KERNELS rows */
+  ft__vec op_kernel_wait; /* this file's device work whose op is not read yet (24 B each; stats_ops.c) */
   size_t trace_limit; /* keep the earliest this many device events (0: none) */
   ft_stat_event *trace; /* a max-heap by ts of at most trace_limit events */
   size_t n_trace;
@@ -271,6 +277,7 @@ typedef struct ft_stat_read_opts {
   bool hta;           /* HTA's analyses (ft_stat_file.hta, FT_STAT_STREAMS; the per-event cost in `stats --help`) */
   bool ops;           /* the ops' nesting (key_averages' columns: FT_STAT_OPS, FT_STAT_OP_SHAPES) */
   bool modules;       /* with ops: each op's innermost nn.Module (FT_STAT_OP_MODULES; python_function events) */
+  bool op_kernels;    /* with ops: device work by its op and name (FT_STAT_OP_KERNELS: `diff`) */
 } ft_stat_read_opts;
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, const ft_stat_read_opts *o, char *err,
                            size_t errlen);

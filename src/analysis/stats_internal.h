@@ -75,6 +75,10 @@ static inline uint64_t ft__cache_mix(uint64_t x) {
 bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_row, uint32_t api_row);
 bool ft__ops_device(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns);
 bool ft__ops_file_end(ft_stats *st);
+/* With want_op_kernels: device work named kernel (a name id) of External id ext
+ * into FT_STAT_OP_KERNELS under its op, now or (when its op comes later) at the
+ * file's end; under "(no op)" without one. False without memory. */
+bool ft__ops_kernel(ft_stats *st, bool has_ext, int64_t ext, uint32_t kernel, uint64_t ns);
 /* stats_summary.c: the row of name_id and aux (name ids) in a section that
  * ft_stat_keyed_by_aux, made when new; NULL without memory. */
 ft_stat_row *ft__aux_row(ft_stats *st, int sec, uint32_t name_id, uint32_t aux, uint32_t *index);

@@ -78,6 +78,7 @@ static ft_status read_one(worker *w, size_t f) {
   st.want_args = w->o.trace_limit || w->o.hta; /* the trace report's columns, HTA's launches and queues */
   st.want_ops = w->o.ops;
   st.want_modules = w->o.ops && w->o.modules;
+  st.want_op_kernels = w->o.ops && w->o.op_kernels;
   if (w->o.hta && !(st.hta = ft__hta_new())) {
     ft_stats_free(&st);
     snprintf(err, sizeof w->errs[f], "out of memory");

@@ -1,4 +1,4 @@
-/* Ops as torch's key_averages() counts them: each call's self CPU time and device total from its nesting on its thread. */
+/* Ops as torch's key_averages() counts them (their nesting on a thread), and the device work each op launched. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +120,58 @@ bool ft__ops_device(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns) {
   return true;
 }
 
+/* Device work waiting for its op (with want_op_kernels). */
+struct op_kernel_wait {
+  uint64_t ext, ns;
+  uint32_t kernel, pad;
+};
+_Static_assert(sizeof(struct op_kernel_wait) == 24, "the per-event cost docs/diff.md states");
+
+static bool op_kernel_add(ft_stats *st, uint32_t op_name, uint32_t kernel, uint64_t ns) {
+  uint32_t at;
+  ft_stat_row *r = ft__aux_row(st, FT_STAT_OP_KERNELS, op_name, kernel, &at);
+  if (!r) return false;
+  r->calls++;
+  r->self_ns += ns;
+  return ft_dist_add(&r->t, ns);
+}
+
+/* The op name id of External id ext's call when it has been read; UINT32_MAX if not. */
+static uint32_t op_of_ext(ft_stats *st, int64_t ext) {
+  uint64_t *v = ft__join_find(&st->ext_op, (uint64_t)ext);
+  if (!v || !(*v & JOIN_OP)) return UINT32_MAX;
+  const struct ft__host_ev *h = &st->host[*v & ~JOIN_OP];
+  return ((ft_stat_row *)ft__vec_at(&st->rows[FT_STAT_OPS], h->row))->name_id;
+}
+
+/* (stats_internal.h) */
+bool ft__ops_kernel(ft_stats *st, bool has_ext, int64_t ext, uint32_t kernel, uint64_t ns) {
+  uint32_t op = has_ext ? op_of_ext(st, ext) : UINT32_MAX;
+  if (op != UINT32_MAX) return op_kernel_add(st, op, kernel, ns);
+  if (has_ext) { /* its op may come later in the file */
+    struct op_kernel_wait *w = ft__vec_push(&st->op_kernel_wait);
+    if (!w) return false;
+    *w = (struct op_kernel_wait){(uint64_t)ext, ns, kernel, 0};
+    return true;
+  }
+  uint32_t none;
+  return !ft__intern(&st->names, "(no op)", 7, &none) && op_kernel_add(st, none, kernel, ns);
+}
+
+/* At a file's end, before its calls are sorted: the waiting work to its op, or "(no op)". */
+static bool op_kernels_resolve(ft_stats *st) {
+  bool ok = true;
+  for (size_t i = 0; ok && i < st->op_kernel_wait.len; i++) {
+    const struct op_kernel_wait *w = ft__vec_at(&st->op_kernel_wait, i);
+    uint32_t op = op_of_ext(st, (int64_t)w->ext);
+    if (op == UINT32_MAX && ft__intern(&st->names, "(no op)", 7, &op)) ok = false;
+    else ok = op_kernel_add(st, op, w->kernel, w->ns);
+  }
+  ft__vec_free(&st->op_kernel_wait);
+  ft__vec_init(&st->op_kernel_wait, sizeof(struct op_kernel_wait), 10);
+  return ok;
+}
+
 static int by_thread_start(const void *a, const void *b) {
   const struct ft__host_ev *x = a, *y = b;
   if (x->tid != y->tid) return (x->tid > y->tid) - (x->tid < y->tid);
@@ -207,9 +259,9 @@ static bool by_module(ft_stats *st, const struct ft__host_ev *h, size_t n, const
  * outlast. Self CPU = duration - the children's; device total = own work + the
  * children's totals. */
 bool ft__ops_file_end(ft_stats *st) {
+  bool ok = !st->want_op_kernels || op_kernels_resolve(st);
   struct ft__host_ev *h = st->host;
   size_t n = st->n_host;
-  bool ok = true;
   bool any_op = false;
   size_t n_mod = 0; /* the modules go to the end, in their order; the calls keep theirs */
   for (size_t i = 0; i < n; i++) {

@@ -10,7 +10,8 @@
 static const char *const section_keys[FT_STAT_N_SECTIONS] = {
     [FT_STAT_KERNELS] = "kernels", [FT_STAT_API] = "api",         [FT_STAT_MEMORY] = "memory",
     [FT_STAT_OPS] = "ops",         [FT_STAT_RANGES] = "ranges",   [FT_STAT_GPU_RANGES] = "gpu_ranges",
-    [FT_STAT_OP_SHAPES] = "op_shapes", [FT_STAT_STREAMS] = "streams", [FT_STAT_OP_MODULES] = "op_modules"};
+    [FT_STAT_OP_SHAPES] = "op_shapes", [FT_STAT_STREAMS] = "streams", [FT_STAT_OP_MODULES] = "op_modules",
+    [FT_STAT_OP_KERNELS] = "op_kernels"};
 
 /* Written and read alike, so that a section added before it is named here round-trips. */
 const char *ft__partial_section_key(int sec, char *buf, size_t cap) {

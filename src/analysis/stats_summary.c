@@ -202,6 +202,8 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
   bool over;
   ft_stat_device *d = ft__stats_device(st, e->dev, &over);
   if ((!d && !over) || !ft__ops_device(st, e->has_ext, e->ext, (uint64_t)dur)) return false;
+  if (st->want_op_kernels && st->want_ops && !ft__ops_kernel(st, e->has_ext, e->ext, row_p->name_id, (uint64_t)dur))
+    return false;
   if (over) {
     st->device_cap_events++;
   } else {
@@ -229,6 +231,7 @@ ft_status ft_stats_init(ft_stats *st) {
     if (ft__map_init(&st->index[i], 256)) return FT_ENOMEM;
   }
   if (ft__map_init(&st->unknown_cats, 8)) return FT_ENOMEM;
+  ft__vec_init(&st->op_kernel_wait, 24, 10);
   st->meta.rank = -1;
   st->meta.device_activity = -1;
   st->first_ns = INT64_MAX;
@@ -262,6 +265,7 @@ void ft_stats_free(ft_stats *st) {
   free(st->host);
   free(st->rt);
   ft__join_free(&st->ext_rt);
+  ft__vec_free(&st->op_kernel_wait);
 }
 
 void ft_stats_finish(ft_stats *st) {

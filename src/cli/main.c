@@ -27,6 +27,7 @@ static const char usage[] =
     "  record [options] -- CMD [ARGS...]   run CMD and write its trace (no code change)\n"
     "  stats [options] FILE...             summarize traces (flagtrace's or torch.profiler's)\n"
     "  report [options] FILE...            write one HTML report of traces (-o report.html)\n"
+    "  diff [options] A B                  compare two runs op by op and kernel by kernel\n"
     "\n"
     "  flagtrace <command> --help shows the command's options.\n"
     "\n"
@@ -117,6 +118,7 @@ static int run(int argc, char **argv) {
   if (!strcmp(cmd, "record")) return ft_cli_record(argc - 1, argv + 1);
   if (!strcmp(cmd, "stats")) return ft_cli_stats(argc - 1, argv + 1);
   if (!strcmp(cmd, "report")) return ft_cli_report(argc - 1, argv + 1);
+  if (!strcmp(cmd, "diff")) return ft_cli_diff(argc - 1, argv + 1);
   if (cmd[0] == '-')
     ft_cli_error(NULL, "unknown option '%s' (see flagtrace --help)", cmd);
   else {

@@ -25,7 +25,9 @@ expect() { # expected-reply words...
 expect "stats " st
 expect "report " rep
 expect "record " rec
-expect "--help --version -V -h record report stats " ""
+expect "--help --version -V -h diff record report stats " ""
+expect "diff " di
+expect "auto group name " diff --kernels ""
 expect "--capture-range= " record --ca
 expect "cudaProfilerApi none " record --capture-range = ""
 # --inject's values: cuda only on a CUDA build
@@ -51,8 +53,10 @@ cd "$(mktemp -d)" && touch x.json && trap 'rm -rf "$PWD"' EXIT
 expect "x.json " record -- ech x.js
 expect "x.json " stats x
 expect "x.json " report x
+expect "x.json " diff x
+expect "x.json " diff --a x
 # every option a command's --help lists is offered, and nothing else
-for cmd in record stats report; do
+for cmd in record stats report diff; do
   want=$("$exe" "$cmd" --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z-]+=?' | grep -oE -- '--?[a-z-]+=?' | sort -u | tr '\n' ' ')
   got=$(complete_line "$cmd" -)
   for o in $want; do

@@ -459,6 +459,26 @@ def run_doc(with_pandas):
     return ran
 
 
+@case("diff(): exactly `flagtrace diff -f json` of the same sides; the CLI's one line on input it refuses")
+def _():
+    a, b = os.path.join(data, "batch8_torch_cuda.json.gz"), os.path.join(data, "batch16_torch_cuda.json.gz")
+    s = analysis.diff(a, b, args=["-n", "0"], exe=cli)
+    r = subprocess.run([cli, "diff", "-f", "json", "-n", "0", a, b], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    want = json.loads(r.stdout)
+    assert s.reports == ["summary", "steps", "ops", "unmatched", "kernels", "api", "copies"], s.reports
+    for name in s.reports:
+        same(s.rows(name), want[name], name)
+    same(s.header, {k: v for k, v in want.items() if k not in s.reports}, "header")
+    assert s.rows("ops")[0]["name"] == "aten::mm" and s.header["alignment"]["ops_matched"] == 60
+    try:
+        analysis.diff(a, SAMPLE, exe=cli)
+        raise AssertionError("no Error")
+    except analysis.Error as e:
+        assert str(e).startswith("flagtrace diff: A has 3 ProfilerStep ranges and B none"), str(e)
+        assert e.returncode == 2
+
+
 @case("docs/python-analysis.md: its python blocks without DataFrames run and print what the page shows")
 def _():
     blocks = doc_blocks()

@@ -29,7 +29,7 @@ static void test_serialized_structs_unchanged(void **state) {
   assert_int_equal(sizeof(ft_stat_event), 80);
   assert_int_equal(sizeof(ft_stat_hta), 352);
   assert_int_equal(sizeof(ft_stat_file), 768);
-  assert_int_equal(FT_STAT_N_SECTIONS, 9);
+  assert_int_equal(FT_STAT_N_SECTIONS, 10); /* op_kernels (diff): written and read as op_shapes is */
 }
 
 static char *data_path(const char *name) {
@@ -89,7 +89,8 @@ static const char *const TRACES[] = {"torch_cuda_2.11_reference.json.gz", "workl
 
 static void read_direct(ft_stat_job *job, const char *const *paths, size_t n, bool by_rank) {
   char err[512];
-  ft_stat_read_opts o = {.trace_limit = SIZE_MAX, .by_rank = by_rank, .hta = true, .ops = true, .modules = true};
+  ft_stat_read_opts o = {.trace_limit = SIZE_MAX, .by_rank = by_rank, .hta = true, .ops = true, .modules = true,
+                         .op_kernels = true}; /* diff's rows too: they round-trip like the others */
   ft_status s = ft_stat_job_read(job, paths, n, &o, err, sizeof err);
   if (s) fail_msg("%s", err);
 }
