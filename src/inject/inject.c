@@ -279,6 +279,9 @@ bool ft__od_arm(unsigned *no, char *why, size_t len) {
   else if (ft_session_start(session) != FT_OK)
     snprintf(why, len, "cannot start a session: %s", ft_session_last_error(session));
   else {
+    /* the window opens once the tracer is armed: a launch before that is in no
+     * capture, never half-recorded in this one */
+    if (session->tracer_armed) ft__session_set_window(session, ft__now_ns(), 0);
     const char *dwhy;
     if (ft_session_device_status(session, &dwhy) != FT_OK) /* still captured: CPU ranges, and the reason */
       ft__warn("capture %u: no device activity: %s", od_captures + 1, dwhy);

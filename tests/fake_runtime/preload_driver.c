@@ -70,6 +70,7 @@ static int loop(int argc, char **argv) {
   if (!launch) return 3;
   double secs = argc > 2 ? atof(argv[2]) : 10;
   FILE *log = argc > 3 ? fopen(argv[3], "w") : NULL;
+  if (log) setvbuf(log, NULL, _IOLBF, 0); /* read while the loop runs */
   const char *step = argc > 4 ? argv[4] : NULL;
   printf("preload_driver: ready\n");
   fflush(stdout);
