@@ -150,6 +150,8 @@ def _(d):
     assert {r[1] for r in rows} == {str(p.pid)} and sorted(r[2] for r in rows) == ["0", "1", "2"], rows
     assert {r[3] for r in rows} == {"waiting"} and {r[4] for r in rows} == {"preload_driver"}, rows
     r = capture(d, "--job", str(p.pid), "--duration", "300ms")
+    for row in rows:  # sh passes record's SIGTERM on to none of them
+        os.kill(int(row[0]), signal.SIGTERM)
     stop(p)
     assert r.returncode == 0, r
     ws = wrote(r)

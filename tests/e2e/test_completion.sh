@@ -25,7 +25,7 @@ expect() { # expected-reply words...
 expect "stats " st
 expect "report " rep
 expect "record " rec
-expect "--help --version -V -h record report stats " ""
+expect "--help --version -V -h capture record report stats " ""
 expect "--capture-range= " record --ca
 expect "cudaProfilerApi " record --capture-range = ""
 expect "kernel,memcpy kernel,memset " record -t kernel,mem
@@ -47,7 +47,7 @@ expect "x.json " record -- ech x.js
 expect "x.json " stats x
 expect "x.json " report x
 # every option a command's --help lists is offered, and nothing else
-for cmd in record stats report; do
+for cmd in record capture stats report; do
   want=$("$exe" "$cmd" --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z-]+=?' | grep -oE -- '--?[a-z-]+=?' | sort -u | tr '\n' ' ')
   got=$(complete_line "$cmd" -)
   for o in $want; do
