@@ -1,7 +1,9 @@
 /* On-demand capture's control channel: the private socket directory and the request
  * line (FTCTL/1 CMD key=value...; text values hex-encoded, so a name with spaces or
  * line breaks travels as plain ASCII). Shared by the injection library and the CLI. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,8 +130,11 @@ bool ft__ctl_parse(const char *line, size_t n, ft__ctl_req *out, char *why, size
     else if (kn == 5 && !memcmp(tok, "range", 5)) ok = !have_range && (have_range = unhex(val, an, out->range, sizeof out->range));
     else if (kn == 3 && !memcmp(tok, "out", 3)) ok = !out->out[0] && unhex(val, an, out->out, sizeof out->out);
     else ok = false;
-    if (!ok) {
-      snprintf(why, wlen, "bad or repeated argument '%.*s'", (int)(kn < 16 ? kn : 16), tok);
+    if (!ok) { /* the key named only when it is a plain word: the reason is one line of text */
+      bool word = kn && kn <= 16;
+      for (size_t k = 0; k < kn && word; k++) word = tok[k] >= 'a' && tok[k] <= 'z';
+      if (word) snprintf(why, wlen, "bad or repeated argument '%.*s'", (int)kn, tok);
+      else snprintf(why, wlen, "bad argument");
       return false;
     }
   }
@@ -139,6 +144,10 @@ bool ft__ctl_parse(const char *line, size_t n, ft__ctl_req *out, char *why, size
   }
   if (out->cmd == FT__CTL_CAPTURE && !out->duration_ms == !out->steps) {
     snprintf(why, wlen, "a capture takes either ms= or steps=");
+    return false;
+  }
+  if (out->cmd == FT__CTL_CAPTURE && !out->steps && have_range) {
+    snprintf(why, wlen, "range= goes with steps=");
     return false;
   }
   if (out->cmd == FT__CTL_CAPTURE && out->steps && !out->range[0]) {
