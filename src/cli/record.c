@@ -524,6 +524,7 @@ int ft_cli_record(int argc, char **argv) {
     char job[32];
     snprintf(job, sizeof job, "%ld", (long)getpid()); /* `capture --job` takes every process of this run */
     setenv("FLAGTRACE_ON_DEMAND", "1", 1);
+    setenv("FLAGTRACE_CUPTI_FINALIZE", "1", 0); /* CUPTI detached between captures (0 keeps it) */
     setenv("FLAGTRACE_JOB", job, 1);
   } else {
     unsetenv("FLAGTRACE_ON_DEMAND"); /* an outer record's */

@@ -27,7 +27,10 @@ def env_for(d, **extra):
     if not os.path.lexists(rt):
         os.symlink(fake_runtime, rt)
     ctl = os.path.join(d, "ctl")
-    env = dict(os.environ, FAKE_RUNTIME=rt, FLAGTRACE_CONTROL_DIR=ctl, **extra)
+    # the fake CUPTI's own clock 20 s behind: a capture after the first (CUPTI finalized
+    # between them) must register our clock again, or its events fall outside its window
+    env = dict(os.environ, FAKE_RUNTIME=rt, FLAGTRACE_CONTROL_DIR=ctl, FAKE_CUPTI_OWN_CLOCK_BEHIND_NS="20000000000",
+               **extra)
     env["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "verify_asan_link_order=0"]))
     return env
 
