@@ -29,7 +29,6 @@ static pid_t server_pid;
  * capture's end, or the exiting process) answers it. */
 static atomic_int client_fd = -1;
 static atomic_bool writing; /* the control thread writes a capture: exit waits for it */
-static unsigned long busy_refused;
 
 /* A capture by steps: the NVTX thread that begins a step range arms and stops the
  * session itself, so the window holds whole steps. */
@@ -219,7 +218,6 @@ static void serve(int fd, bool busy) {
   } else if (req->cmd == FT__CTL_INFO) {
     info(fd, busy);
   } else if (busy) {
-    busy_refused++;
     reply(fd, "error busy: a capture of this process is running");
   } else {
     capture(fd, req);

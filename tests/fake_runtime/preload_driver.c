@@ -62,6 +62,18 @@ static unsigned long long realtime_ns(void) {
   return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
+/* Kernel names the activity records point to, reachable to the end (no leak reported). */
+static char **names;
+static size_t n_names, cap_names;
+static char *keep(const char *name) {
+  if (n_names == cap_names) {
+    char **n = realloc(names, (cap_names ? cap_names * 2 : 1024) * sizeof *n);
+    if (!n) return NULL;
+    names = n, cap_names = cap_names ? cap_names * 2 : 1024;
+  }
+  return names[n_names++] = strdup(name);
+}
+
 /* "loop SECONDS LOG [STEP]": a long-running program for record --on-demand, a kernel
  * k<N> every 2 ms, each launch's CLOCK_REALTIME before and after in LOG ("N lo hi");
  * with STEP (CUDA builds), every 5 kernels begin an NVTX range named STEP<i>. */
@@ -87,7 +99,7 @@ static int loop(int argc, char **argv) {
     (void)step;
 #endif
     snprintf(name, sizeof name, "k%ld", n);
-    char *kept = strdup(name); /* the activity record keeps the pointer, as CUPTI's own names */
+    char *kept = keep(name); /* the activity record keeps the pointer, as CUPTI's own names */
     unsigned long long lo = realtime_ns();
     launch(0, kept ? kept : "k");
     unsigned long long hi = realtime_ns();
