@@ -252,9 +252,9 @@ void ft__od_serve(void) {
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   memcpy(a.sun_path, sock_path, strlen(sock_path) + 1);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  mode_t old = umask(077);
-  bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-  umask(old);
+  /* 0600 once bound (never umask: it is the whole process's, other threads create
+   * files meanwhile); until then the 0700 directory keeps others out */
+  bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && chmod(sock_path, 0600) == 0;
   if (!ok || listen(fd, 16) != 0) {
     ft__warn("on-demand capture is not possible in this process: %s: %s", sock_path, strerror(errno));
     if (fd >= 0) close(fd);
