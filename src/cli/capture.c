@@ -188,7 +188,10 @@ static ssize_t take_line(target *t) {
  * awaited). Prints one line per process. Returns how many wrote. */
 static size_t exchange(target *ts, size_t n, const char *req, uint64_t stop_ms, uint64_t deadline_ms, bool info) {
   for (size_t i = 0; i < n; i++)
-    if (!send_all(ts[i].fd, req, strlen(req))) ts[i].done = true;
+    if (!send_all(ts[i].fd, req, strlen(req))) {
+      ts[i].done = true;
+      if (!info) ft_cli_error("capture", "pid %ld: the request could not be sent: %s", ts[i].pid, strerror(errno));
+    }
   bool stopped = false;
   size_t ok = 0;
   for (;;) {

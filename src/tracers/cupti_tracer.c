@@ -521,7 +521,7 @@ static ft_status cu_stop(ft_tracer *base) {
 #ifndef FT_MCPTI
   /* record --on-demand: CUPTI detached between captures, so that the wait after one
    * costs the launches what the wait before it did (its callbacks alone cost ~3 %) */
-  if (ft__env_flag("FLAGTRACE_CUPTI_FINALIZE") && t->api.cuptiFinalize && !t->all_apis) {
+  if (ft__env_flag("FLAGTRACE_CUPTI_FINALIZE") && t->api.cuptiFinalize) {
     CUptiResult r = t->api.cuptiFinalize();
     FT__LOG("cuptiFinalize: %s", r == CUPTI_SUCCESS ? "ok (CUPTI detached until the next start)" : "failed");
     if (r == CUPTI_SUCCESS) registered_in = NULL; /* the next start registers our clock again */
