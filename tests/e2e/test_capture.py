@@ -82,7 +82,7 @@ def kernels(doc):
     return sorted(int(e["name"][1:]) for e in xs(doc, ("kernel",)))
 
 
-def check_capture(path, log, least=50):
+def check_capture(path, log, least=10):
     """Exactly the window's kernels: every launch wholly inside it, none outside; a launch
     within a kernel's length of an edge may fall either way. Returns the kernel numbers."""
     doc = load(path)
@@ -117,7 +117,7 @@ def _(d):
     k1, doc1 = check_capture(t1, log)
     k2, doc2 = check_capture(t2, log)
     assert k1[-1] < k2[0], "the second window starts after the first"
-    assert k2[0] - k1[-1] > 20, "launches between the captures are in neither"
+    assert k2[0] - k1[-1] > 5, "launches between the captures are in neither"
     # record's stderr: the waiting line, then each trace once, and nothing at exit
     lines = [ln for ln in err.splitlines() if ln.startswith("flagtrace")]
     assert lines[0].startswith(f"flagtrace: pid {p1} waits for `flagtrace capture`"), lines
@@ -125,10 +125,18 @@ def _(d):
     assert "distributedInfo" not in doc1, "no rank in the environment: none written, as in record"
 
 
-@results.tmp_case("capture --steps: the window holds exactly N NVTX step ranges and their kernels")
+@results.tmp_case("capture --steps: the window holds exactly N NVTX step ranges and their kernels (elsewhere: refused)")
 def _(d):
-    if not NVTX:
-        raise Skip("step ranges are NVTX ranges (CUDA builds)")
+    if not NVTX:  # refused in one line, the process still captured by duration
+        p = start(d)
+        r = capture(d, "--all", "--steps", "3", "--step-range", "Step")
+        ok = capture(d, "--all", "--duration", "100ms")
+        stop(p)
+        assert r.returncode == 1 and re.fullmatch(r"flagtrace capture: pid \d+: counting steps needs NVTX ranges, which "
+                                                  r"this accelerator's build does not take; use a duration\n",
+                                                  r.stderr), r
+        assert ok.returncode == 0 and wrote(ok)[0][1] == 1, ok
+        return
     p = start(d, step="Step")
     r = capture(d, "--all", "--steps", "3", "--step-range", "Step")
     stop(p)
@@ -152,7 +160,7 @@ def _(d):
     assert lst.returncode == 0 and len(rows) == 3, lst
     assert {r[1] for r in rows} == {str(p.pid)} and sorted(r[2] for r in rows) == ["0", "1", "2"], rows
     assert {r[3] for r in rows} == {"waiting"} and {r[4] for r in rows} == {"preload_driver"}, rows
-    r = capture(d, "--job", str(p.pid), "--duration", "300ms")
+    r = capture(d, "--job", str(p.pid), "--duration", "600ms")
     for row in rows:  # sh passes record's SIGTERM on to none of them
         os.kill(int(row[0]), signal.SIGTERM)
     stop(p)
@@ -167,7 +175,7 @@ def _(d):
             "distributedInfo")
         windows.append(doc["flagtrace"]["capture_window_ns"])
     # armed together: the windows overlap by most of their length
-    assert min(w[1] for w in windows) - max(w[0] for w in windows) > 200e6, windows
+    assert min(w[1] for w in windows) - max(w[0] for w in windows) > 300e6, windows
 
 
 def raw(d, data, shut=True):
@@ -294,9 +302,9 @@ def _(d):
 @results.tmp_case("capture: a second capture while one runs is 'busy'; the first completes")
 def _(d):
     p = start(d)
-    first = subprocess.Popen([flagtrace, "capture", "--all", "--duration", "1500ms"], stdout=subprocess.PIPE,
+    first = subprocess.Popen([flagtrace, "capture", "--all", "--duration", "3s"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env_for(d))
-    time.sleep(0.5)
+    time.sleep(1)  # armed by then, even on a loaded machine
     lst = capture(d, "--list")
     second = capture(d, "--all", "--duration", "1s")
     out, err = first.communicate(timeout=60)
