@@ -130,6 +130,15 @@ static bool wait_window(int fd, uint64_t deadline, bool (*done)(void)) {
 
 static bool steps_done(void) { return atomic_load(&step_state) == STEPS_DONE; }
 
+/* Stops the running capture for this thread to write: `writing` is set first, so an
+ * exit that finds nothing to stop waits for the trace (never a half-written one). */
+static ft_session *stop_to_write(unsigned *no) {
+  atomic_store(&writing, true);
+  ft_session *s = ft__od_stop(no);
+  if (!s) atomic_store(&writing, false);
+  return s;
+}
+
 /* The stopped capture s written, its line to the client (if it is still ours). */
 static void finish_capture(int fd, ft_session *s, unsigned no, const char *pattern) {
   char line[4800];
@@ -169,14 +178,13 @@ static void capture(int fd, const ft__ctl_req *req) {
     int st = atomic_exchange(&step_state, STEPS_OFF);
     ft_session *s = step_stopped;
     no = step_no;
-    if (st == STEPS_COUNT) s = ft__od_stop(&no); /* the client gave up mid-window: what was caught */
-    if (s) atomic_store(&writing, true);
+    if (st == STEPS_COUNT) s = stop_to_write(&no); /* the client gave up mid-window: what was caught */
     snprintf(why, sizeof why, "%s", step_why);
     pthread_mutex_unlock(&step_mu);
     if (s) finish_capture(fd, s, no, pattern);
-    else if (st == STEPS_COUNT) exited();
-    else if (atomic_compare_exchange_strong(&client_fd, &fd, -1) && stayed)
-      reply(fd, "error %s", why[0] ? why : "no step range began");
+    else if (st == STEPS_COUNT || (st == STEPS_DONE && !why[0])) exited(); /* the exit took it */
+    else if (atomic_compare_exchange_strong(&client_fd, &fd, -1)) /* also to a client that stopped waiting */
+      reply(fd, "error %s", why[0] ? why : stayed ? "no step range began" : "no step range began before the timeout");
     return;
   }
   if (!ft__od_arm(&no, why, sizeof why)) {
@@ -186,9 +194,8 @@ static void capture(int fd, const ft__ctl_req *req) {
   }
   reply(fd, "armed capture %u", no);
   wait_window(fd, mono_ms() + req->duration_ms, NULL);
-  ft_session *s = ft__od_stop(&no);
+  ft_session *s = stop_to_write(&no);
   if (!s) exited();
-  atomic_store(&writing, true);
   finish_capture(fd, s, no, pattern);
 }
 
@@ -307,8 +314,7 @@ void ft__od_range_begins(const char *name) {
         atomic_store(&step_state, STEPS_DONE);
       }
     } else if (++step_seen >= step_target) {
-      step_stopped = ft__od_stop(&step_no);
-      atomic_store(&writing, step_stopped != NULL);
+      step_stopped = stop_to_write(&step_no);
       atomic_store(&step_state, STEPS_DONE);
     }
   }

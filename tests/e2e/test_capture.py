@@ -139,7 +139,12 @@ def _(d):
         return
     p = start(d, step="Step")
     r = capture(d, "--all", "--steps", "3", "--step-range", "Step")
+    t0 = time.monotonic()
+    none = capture(d, "--all", "--steps", "3", "--step-range", "NoSuchStep", "--timeout", "1s")
+    waited = time.monotonic() - t0
     stop(p)
+    assert none.returncode == 1 and re.fullmatch(r"flagtrace capture: pid \d+: no step range began before the "
+                                                 r"timeout\n", none.stderr) and waited < 10, (none, waited)
     assert r.returncode == 0, r
     (_, n, path), = wrote(r)
     got, doc = check_capture(path, launches(os.path.join(d, "log")), least=14)
