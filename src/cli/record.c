@@ -372,7 +372,7 @@ int ft_cli_record(int argc, char **argv) {
   char libs[256] = "(no runtime library: this build has no accelerator)";
   if (runtimes) ft__runtime_list(runtimes, libs, sizeof libs);
   char usage[sizeof usage_fmt + 1024];
-  snprintf(usage, sizeof usage, usage_fmt, libs, cuda_build ? "cuda, preload with --capture-range" : "preload",
+  snprintf(usage, sizeof usage, usage_fmt, libs, cuda_build ? "cuda, preload with --capture-range or --on-demand" : "preload",
            cuda_build ? "with preload, until then the program runs\n"
                         "                         as it would untraced (the libcuda it dlopens is\n"
                         "                         handed a shim that reports the range); with\n"
