@@ -1,11 +1,12 @@
 """`flagtrace record --on-demand` on the GPU (issue 39): a 2-rank torchrun training loop
-(both ranks on one GPU, no NCCL) runs 90 s under record --on-demand; `flagtrace capture
---job` takes two 3-second windows of both ranks together, then one of 5 steps
-(--steps, NVTX step ranges). Checks each trace: its kernels inside its window, every
-kernel linked to its launch and attributed to the NVTX op range open at the launch,
-distributedInfo per rank, the ranks' windows together; and the loop's step time while
-waiting (before the first capture, and between captures: CUPTI finalized after each)
-against the same job run bare, within 3 %.
+(both ranks on one GPU, no NCCL) runs 90 s under record --on-demand; `flagtrace capture`
+takes two 3-second windows of both ranks together, then one of 5 steps (--steps, NVTX
+step ranges). torchrun's launcher loads CUDA too: `capture --list` shows it in the job
+without a rank, and the ranks are captured by pid. Checks each trace: its kernels inside
+its window, every kernel linked to its launch and attributed to the NVTX op range open
+at the launch, distributedInfo per rank, the ranks' windows together; and the loop's
+step time while waiting (before the first capture, and between captures: CUPTI
+finalized after each) against the same job run bare, within 3 %.
 
   torch_on_demand.py run --flagtrace BUILD/flagtrace --out-dir DIR   (the whole check, ~3 min)
   torch_on_demand.py train --seconds S --log PATH                    (one rank's loop)"""
@@ -87,8 +88,8 @@ def capturable(ft, env, job):
     return [ln.split() for ln in r.stdout.splitlines()[1:] if ln.split()[1:2] == [str(job)]]
 
 
-def capture(ft, env, job, *args):
-    r = subprocess.run([ft, "capture", "--job", str(job), *args], capture_output=True, text=True, env=env,
+def capture(ft, env, pids, *args):
+    r = subprocess.run([ft, "capture", "--pid", ",".join(pids), *args], capture_output=True, text=True, env=env,
                        timeout=300)
     print(r.stdout + r.stderr, end="")
     assert r.returncode == 0, r
@@ -157,20 +158,26 @@ def run(ft, out):
     rec = subprocess.Popen([ft, "record", "--on-demand", "-o", os.path.join(out, "od-%r-%p-%n.json.gz"), "--",
                             *torchrun(["train", "--seconds", str(LOOP_S), "--log",
                                        os.path.join(out, "od-log-%r.json")])], env=env)
+    # torchrun's launcher loads CUDA too (it counts devices): a process of the job, without
+    # a rank and without work; the ranks are captured by pid, together
     for _ in range(1200):
-        rows = capturable(ft, env, rec.pid)
+        job = capturable(ft, env, rec.pid)
+        rows = [r for r in job if r[2] in ("0", "1")]
         if len(rows) == 2:
             break
         assert rec.poll() is None, f"record ended ({rec.returncode}) before its ranks could be captured"
         time.sleep(0.1)
-    assert len(rows) == 2 and sorted(r[2] for r in rows) == ["0", "1"], rows
+    assert len(rows) == 2 and sorted(r[2] for r in rows) == ["0", "1"], job
+    assert all(r[2] == "-" for r in job if r not in rows) and len(job) <= 3, job
+    print(f"capturable: {len(job)} processes of job {rec.pid} ({', '.join(r[0] + ' rank ' + r[2] for r in job)})")
+    pids = [r[0] for r in rows]
     t0 = time.time()
     caps = []
     for at in CAPTURES_AT:
         time.sleep(max(0, t0 + at - time.time()))
-        caps.append(capture(ft, env, rec.pid, "--duration", f"{WINDOW_S}s"))
+        caps.append(capture(ft, env, pids, "--duration", f"{WINDOW_S}s"))
     time.sleep(max(0, t0 + STEPS_AT - time.time()))
-    steps = capture(ft, env, rec.pid, "--steps", "5", "--step-range", "train_step#", "--timeout", "30s")
+    steps = capture(ft, env, pids, "--steps", "5", "--step-range", "train_step#", "--timeout", "30s")
     assert rec.wait(timeout=300) == 0, f"record exited {rec.returncode}"
 
     rank_of = {int(r[0]): int(r[2]) for r in rows}
