@@ -55,8 +55,8 @@ static const char usage[] =
     "one line; the others are still captured. Ctrl-C ends the window early: each\n"
     "process writes what it caught.\n"
     "\n"
-    "exit status: 0 when every process wrote its trace, 1 otherwise, 2 for a usage\n"
-    "error.\n"
+    "exit status: 0 when every process wrote its trace (with --all or --job, one found\n"
+    "gone is said but not a failure), 1 otherwise, 2 for a usage error.\n"
     "\n"
     "example: flagtrace record --on-demand -- torchrun --nproc-per-node 2 train.py &\n"
     "         flagtrace capture --all --duration 3s\n";
@@ -251,15 +251,16 @@ static void field(const char *line, const char *key, char *out, size_t len) {
     }
 }
 
-/* Connects to each pid (gone or refused ones said, skipped). */
-static size_t connect_all(const char *dir, const long *pids, size_t n, target *ts, bool quiet_gone) {
+/* Connects to each pid (gone or refused ones said, skipped; *gone_n counts the gone). */
+static size_t connect_all(const char *dir, const long *pids, size_t n, target *ts, size_t *gone_n) {
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     char why[PATH_MAX + 200];
     bool gone;
     int fd = connect_pid(dir, pids[i], &gone, why, sizeof why);
     if (fd < 0) {
-      if (!(gone && quiet_gone)) ft_cli_error("capture", "pid %ld: %s", pids[i], why);
+      ft_cli_error("capture", "pid %ld: %s", pids[i], why);
+      if (gone && gone_n) ++*gone_n;
       continue;
     }
     ts[m] = (target){.pid = pids[i], .fd = fd};
@@ -360,7 +361,7 @@ int ft_cli_capture(int argc, char **argv) {
   /* --list and --job read each process's description first */
   if (listing || job) {
     ft__ctl_req q = {.cmd = FT__CTL_INFO};
-    size_t m = connect_all(dir, pids, n, ts, false);
+    size_t m = connect_all(dir, pids, n, ts, NULL);
     ft__ctl_format(&q, line, sizeof line);
     exchange(ts, m, line, 0, mono_ms() + 3000, true);
     close_all(ts, m);
@@ -388,7 +389,8 @@ int ft_cli_capture(int argc, char **argv) {
     ft_cli_error("capture", "no process to capture%s%s", job ? " in job " : "", job ? job : "");
     return 1;
   }
-  size_t m = connect_all(dir, pids, n, ts, false);
+  size_t gone = 0;
+  size_t m = connect_all(dir, pids, n, ts, &gone);
   if (!ft__ctl_format(&req, line, sizeof line)) return ft_cli_usage_error("capture", "the request is too long");
   struct sigaction sa = {.sa_handler = on_int}, old_int, old_term;
   sigemptyset(&sa.sa_mask);
@@ -402,5 +404,6 @@ int ft_cli_capture(int argc, char **argv) {
   close_all(ts, m);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
-  return ok == n ? 0 : 1;
+  /* a process gone since --all or --job found it is said, not a failure: a pid asked for is */
+  return ok && ok == n - (pid_arg ? 0 : gone) ? 0 : 1;
 }
