@@ -125,6 +125,31 @@ def _(d):
     assert "distributedInfo" not in doc1, "no rank in the environment: none written, as in record"
 
 
+@results.tmp_case("record --on-demand: while it waits, no activity-API call but binding the library (CUPTI)")
+def _(d):
+    if not NVTX:
+        raise Skip("the CUPTI tracer's log lines are checked")
+    rec = subprocess.run([flagtrace, "record", "--on-demand", "-o", os.path.join(d, "t-%p-%n.json"), "--", driver, "loop",
+                          "0.5", os.path.join(d, "log")], capture_output=True, text=True, env=env_for(d, FLAGOS_TRACE="1"))
+    cupti = [ln for ln in rec.stderr.splitlines() if ln.startswith("flagtrace: cupti: ")]
+    assert rec.returncode == 0 and len(cupti) == 1 and cupti[0].startswith("flagtrace: cupti: bound "), rec.stderr
+    assert not os.listdir(os.path.join(d, "ctl")) and not [n for n in os.listdir(d) if n.startswith("t-")]
+    p = subprocess.Popen([flagtrace, "record", "--on-demand", "-o", os.path.join(d, "t-%p-%n.json"), "--", driver,
+                          "loop", "30", os.path.join(d, "log")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env_for(d, FLAGOS_TRACE="1"))
+    assert p.stdout.readline() == "preload_driver: ready\n"
+    for _ in range(500):
+        if sockets(d):
+            break
+        time.sleep(0.01)
+    r = capture(d, "--all", "--duration", "100ms")
+    _, err = stop(p)
+    assert r.returncode == 0, r
+    # the capture armed and finalized CUPTI (so the test above could see a call had one been made)
+    for what in ("register callbacks: ok", "enable kind", "cuptiFinalize: ok"):
+        assert f"flagtrace: cupti: {what}" in err, (what, err)
+
+
 @results.tmp_case("capture --steps: the window holds exactly N NVTX step ranges and their kernels (elsewhere: refused)")
 def _(d):
     if not NVTX:  # refused in one line, the process still captured by duration
