@@ -298,11 +298,13 @@ ft_session *ft__od_stop(unsigned *no) {
   if (s) {
     od_armed = false;
     *no = od_captures;
-    ft_session_stop(s); /* the window ends here: later calls find the fresh session */
     ft_session *fresh = atomic_load(&finished) ? NULL : new_session();
     if (fresh) session = fresh;
   }
   pthread_mutex_unlock(&init_mu);
+  /* stopped outside the lock (the flush, the attribution): the program's NVTX calls
+   * meanwhile reach the fresh session instead of waiting for it */
+  if (s) ft_session_stop(s);
   return s;
 }
 
