@@ -59,6 +59,7 @@ fuzz-regress: $(FUZZ_BUILD)/fuzz/fuzz_writer
 	$(FUZZ_BUILD)/fuzz/fuzz_report -runs=0 fuzz/corpus/report
 	$(FUZZ_BUILD)/fuzz/fuzz_partial -runs=0 fuzz/corpus/partial
 	$(FUZZ_BUILD)/fuzz/fuzz_diff -runs=0 fuzz/corpus/diff
+	$(FUZZ_BUILD)/fuzz/fuzz_control -runs=0 fuzz/corpus/control
 	for w in $(FUZZ_WALKERS); do if [ -x $(FUZZ_BUILD)/fuzz/$$w ]; then \
 	  $(FUZZ_BUILD)/fuzz/$$w -runs=0 fuzz/corpus/$${w#fuzz_} || exit 1; else echo "$$w: not built (no CUPTI headers)"; fi; done
 
@@ -69,6 +70,7 @@ fuzz: $(FUZZ_BUILD)/fuzz/fuzz_writer
 	$(FUZZ_BUILD)/fuzz/fuzz_report -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/report
 	$(FUZZ_BUILD)/fuzz/fuzz_partial -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/partial
 	$(FUZZ_BUILD)/fuzz/fuzz_diff -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/diff
+	$(FUZZ_BUILD)/fuzz/fuzz_control -max_total_time=$(FUZZ_SECONDS) -max_len=9000 fuzz/corpus/control
 	for w in $(FUZZ_WALKERS); do if [ -x $(FUZZ_BUILD)/fuzz/$$w ]; then \
 	  $(FUZZ_BUILD)/fuzz/$$w -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/$${w#fuzz_} || exit 1; fi; done
 

@@ -244,6 +244,7 @@ class Server:
         e.update(env or {})
         self.cmd, self.timeout = cmd, timeout
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=e, bufsize=1)
+        self.pid = self.p.pid  # taskset and setarch exec: record's own (capture --job takes it)
 
     def _line(self):
         ready, _, _ = select.select([self.p.stdout], [], [], self.timeout)
@@ -769,6 +770,10 @@ class Gpu:
             variants["idle_preload"] = (record("idle_preload", "--inject=preload", "--capture-range=cudaProfilerApi"),
                                         None)
             variants["idle_cupti"] = (record("idle_cupti", "--inject=cuda", "--capture-range=cudaProfilerApi"), None)
+            # record --on-demand (issue 39): waiting before any capture, and after one
+            for name in ("on_demand", "on_demand_after"):
+                variants[name] = ([self.ft, "record", "--on-demand", "--force-overwrite", "-o",
+                                   os.path.join(self.tmp, name + "-%p-%n.json.gz"), "--"], None)
         if "P2" in want:
             variants["floor"] = ([], {"CUDA_INJECTION64_PATH": self.floor})
             variants["record"] = (record("record"), None)
@@ -782,6 +787,8 @@ class Gpu:
         def ready(n, sv):
             if sv.ready() != "ready":
                 raise RuntimeError(f"bench: launch_loop ({n}) did not say ready")
+            if n == "on_demand_after":  # one capture of the idle loop: what waits after it is measured
+                sh(self.pin_io + [self.ft, "capture", "--job", str(sv.pid), "--duration", "200ms"])
 
         groups = [self.group(lambda g=g: start(g), ready,
                              lambda srv: self.flanked(srv, self.shape["loop_rounds"], "bare",
@@ -801,7 +808,11 @@ class Gpu:
                              "cudaProfilerStart (preload: the libcuda shim waits, no CUPTI call)", 1.01),
                     ("idle_preload", "the same with `--inject=preload` said explicitly", 1.01),
                     ("idle_cupti", "the same with `--inject=cuda`: CUPTI's callbacks wait (any CUPTI call costs "
-                                   "this), for comparison", None)):
+                                   "this), for comparison", None),
+                    ("on_demand", "the same under `record --on-demand`, before any capture (a control thread "
+                                  "blocked in accept, no CUPTI call)", 1.01),
+                    ("on_demand_after", "the same under `record --on-demand` after one 200 ms `flagtrace capture` "
+                                        "(CUPTI finalized after it)", 1.01)):
                 i = mm(every[side])
                 rows.append(row("P1", what, f"{b[0]:.3f} / {b[1]:.3f} µs bare", f"{i[0]:.3f} / {i[1]:.3f} µs",
                                 group_bootstrap(pairs(side), pair_ratio), "≤ 1.01" if target else "—", target, True,

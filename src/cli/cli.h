@@ -6,6 +6,7 @@
 
 /* Each returns the process exit status; argv[0] is the subcommand's name. */
 int ft_cli_record(int argc, char **argv);
+int ft_cli_capture(int argc, char **argv);
 int ft_cli_stats(int argc, char **argv);
 int ft_cli_report(int argc, char **argv);
 int ft_cli_diff(int argc, char **argv);

@@ -25,6 +25,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  record [options] -- CMD [ARGS...]   run CMD and write its trace (no code change)\n"
+    "  capture [options]                   capture running `record --on-demand` processes now\n"
     "  stats [options] FILE...             summarize traces (flagtrace's or torch.profiler's)\n"
     "  report [options] FILE...            write one HTML report of traces (-o report.html)\n"
     "  diff [options] A B                  compare two runs op by op and kernel by kernel\n"
@@ -116,6 +117,7 @@ static int run(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(cmd, "record")) return ft_cli_record(argc - 1, argv + 1);
+  if (!strcmp(cmd, "capture")) return ft_cli_capture(argc - 1, argv + 1);
   if (!strcmp(cmd, "stats")) return ft_cli_stats(argc - 1, argv + 1);
   if (!strcmp(cmd, "report")) return ft_cli_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "diff")) return ft_cli_diff(argc - 1, argv + 1);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "control.h"
 #include "out_file.h"
 #include "inject.h"
 #include "rank.h"
@@ -61,6 +62,12 @@ static const char usage_fmt[] =
     "                         starts there; %s\n"
     "      --capture-range=none\n"
     "                         the whole run (the default)\n"
+    "      --on-demand        record nothing until `flagtrace capture` asks: each\n"
+    "                         process waits as under --capture-range (no activity\n"
+    "                         API call), its control thread blocked on a private\n"
+    "                         Unix socket, and writes one trace per capture; -o\n"
+    "                         must then hold %%n, the capture number (default\n"
+    "                         flagtrace-%%p-%%n.json.gz); see flagtrace capture --help\n"
     "  -h, --help             show this help\n"
     "\n"
     "A PyTorch process's own torch.profiler keeps working: its profiles get their\n"
@@ -124,16 +131,16 @@ static bool find_inject(char *out, size_t len) {
 /* The pattern's escapes are checked now, not when a process writes after a long
  * run: only %p %h %r %% anywhere, and only %% in the directory (a per-process
  * directory would not exist: nothing creates it). */
-static int check_pattern(const char *pattern) {
+static int check_pattern(const char *pattern, bool numbered) {
   if (!*pattern) return ft_cli_usage_error("record", "empty output name");
   const char *slash = strrchr(pattern, '/');
   for (const char *p = pattern; *p; p++) {
     if (*p == '\n' || *p == '\r')
       return ft_cli_usage_error("record", "the output name may not contain a line break");
     if (*p != '%') continue;
-    if (!p[1] || !strchr("phr%", p[1]))
-      return ft_cli_usage_error("record", "unknown escape '%%%.1s' in output name '%s' (valid: %%p %%h %%r %%%%)",
-                                p[1] ? p + 1 : "", pattern);
+    if (!p[1] || !strchr(numbered ? "phrn%" : "phr%", p[1]))
+      return ft_cli_usage_error("record", "unknown escape '%%%.1s' in output name '%s' (valid: %%p %%h %%r%s %%%%)",
+                                p[1] ? p + 1 : "", pattern, numbered ? " %n" : "");
     if (slash && p < slash && p[1] != '%')
       return ft_cli_usage_error("record", "'%%%c' in the output directory of '%s': escapes belong in the file name",
                                 p[1], pattern);
@@ -145,8 +152,8 @@ static int check_pattern(const char *pattern) {
 /* The output pattern made absolute (the program may change directory), its
  * directory checked now rather than after a long run, and an existing file
  * refused unless force (nsys's convention). */
-static int resolve_output(const char *pattern, bool force, char *out, size_t len) {
-  int rc = check_pattern(pattern);
+static int resolve_output(const char *pattern, bool force, bool numbered, char *out, size_t len) {
+  int rc = check_pattern(pattern, numbered);
   if (rc) return rc;
   char abs[PATH_MAX + 256];
   if (pattern[0] == '/') {
@@ -168,7 +175,7 @@ static int resolve_output(const char *pattern, bool force, char *out, size_t len
    * otherwise fail only after the run. */
   size_t grow = 0;
   for (const char *q = strrchr(pattern, '/') ? strrchr(pattern, '/') + 1 : pattern; *q; q++)
-    if (q[0] == '%' && (q[1] == 'p' || q[1] == 'r')) grow += q[1] == 'p' ? 7 : 10, q++;
+    if (q[0] == '%' && (q[1] == 'p' || q[1] == 'r' || q[1] == 'n')) grow += q[1] == 'p' ? 7 : 10, q++;
   size_t longest = strlen(base) + grow + FT__OFILE_TMP_SUFFIX_MAX;
   if (longest > NAME_MAX)
     return ft_cli_usage_error("record", "output name '%s' can be %zu bytes long with the writer's temporary "
@@ -186,7 +193,7 @@ static int resolve_output(const char *pattern, bool force, char *out, size_t len
     ft_cli_error("record", "output directory '%s' is not writable: %s", dir, strerror(errno));
     return FT_CLI_USAGE;
   }
-  if (strstr(pattern, "%p") || strstr(pattern, "%r")) return 0;
+  if (strstr(pattern, "%p") || strstr(pattern, "%r") || strstr(pattern, "%n")) return 0;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
     return ft_cli_usage_error("record", "output '%s' is a directory, not a file", path);
   /* the writer refuses a dangling link (it never replaces a link): say so before the run */
@@ -358,17 +365,17 @@ static size_t remove_partial(const char *pattern) {
 }
 
 int ft_cli_record(int argc, char **argv) {
-  const char *output = "flagtrace-%p.json.gz", *trace = NULL, *capture = NULL, *inject_how = NULL;
-  const char *force_arg = ft_cli_off;
+  const char *output = NULL, *trace = NULL, *capture = NULL, *inject_how = NULL;
+  const char *force_arg = ft_cli_off, *on_demand_arg = ft_cli_off;
   const ft_cli_option opts[] = {{'o', "output", &output},       {'t', "trace", &trace},
                                 {0, "capture-range", &capture}, {0, "inject", &inject_how},
-                                {0, "force-overwrite", &force_arg}, {0}};
+                                {0, "force-overwrite", &force_arg}, {0, "on-demand", &on_demand_arg}, {0}};
   bool cuda_build = !strcmp(FT_ACCELERATOR_NAME, "cuda");
   const ft__runtime_set *runtimes = ft__runtime_set_for(FT_ACCELERATOR_NAME);
   char libs[256] = "(no runtime library: this build has no accelerator)";
   if (runtimes) ft__runtime_list(runtimes, libs, sizeof libs);
   char usage[sizeof usage_fmt + 1024];
-  snprintf(usage, sizeof usage, usage_fmt, libs, cuda_build ? "cuda, preload with --capture-range" : "preload",
+  snprintf(usage, sizeof usage, usage_fmt, libs, cuda_build ? "cuda, preload with --capture-range or --on-demand" : "preload",
            cuda_build ? "with preload, until then the program runs\n"
                         "                         as it would untraced (the libcuda it dlopens is\n"
                         "                         handed a shim that reports the range); with\n"
@@ -378,7 +385,7 @@ int ft_cli_record(int argc, char **argv) {
   int i = ft_cli_parse("record", argc, argv, opts, usage);
   if (i == FT_CLI_HELP) return 0;
   if (i == FT_CLI_ERROR) return FT_CLI_USAGE;
-  bool force = force_arg == ft_cli_on;
+  bool force = force_arg == ft_cli_on, on_demand = on_demand_arg == ft_cli_on;
   if (!runtimes) {
     fprintf(stderr, "flagtrace record: this flagtrace was built for FLAGOS_ACCELERATOR=%s, which has no device "
                     "to record; build for an accelerator (see README)\n", FT_ACCELERATOR_NAME);
@@ -392,7 +399,16 @@ int ft_cli_record(int argc, char **argv) {
     return ft_cli_usage_error("record", "--capture-range takes cudaProfilerApi or none, not '%s'", capture);
   /* a capture range waits for free only with the preload library's libcuda shim */
   bool range = capture && !strcmp(capture, "cudaProfilerApi");
-  bool preload = !cuda_build || range;
+  if (on_demand && range)
+    return ft_cli_usage_error("record", "--on-demand and --capture-range each decide when to record: give one");
+  if (!output) output = on_demand ? "flagtrace-%p-%n.json.gz" : "flagtrace-%p.json.gz";
+  if (on_demand) {
+    if (!strstr(output, "%n"))
+      return ft_cli_usage_error("record", "with --on-demand the output name needs %%n (the capture number), not '%s'",
+                                output);
+  }
+  /* on demand, the preload library loads the session without any activity API call */
+  bool preload = !cuda_build || range || on_demand;
   if (inject_how) {
     if (cuda_build && (!strcmp(inject_how, "cuda") || !strcmp(inject_how, "preload")))
       preload = !strcmp(inject_how, "preload");
@@ -405,8 +421,13 @@ int ft_cli_record(int argc, char **argv) {
                                           "not '%s'", FT_ACCELERATOR_NAME, inject_how);
   }
   char out[PATH_MAX + 256];
-  int rc = resolve_output(output, force, out, sizeof out);
+  int rc = resolve_output(output, force, on_demand, out, sizeof out);
   if (rc) return rc;
+  char ctl_dir[PATH_MAX], ctl_why[PATH_MAX + 200];
+  if (on_demand && !ft__ctl_dir(ctl_dir, sizeof ctl_dir, true, ctl_why, sizeof ctl_why)) {
+    ft_cli_error("record", "%s", ctl_why);
+    return FT_CLI_USAGE;
+  }
   if (strstr(output, "%r")) { /* said once, here: every process would read it the same way */
     int r, w;
     char why[160];
@@ -501,6 +522,17 @@ int ft_cli_record(int argc, char **argv) {
   if (force) setenv("FLAGTRACE_FORCE_OVERWRITE", "1", 1);
   if (trace) setenv("FLAGTRACE_TRACE", trace, 1);
   if (capture) setenv("FLAGTRACE_CAPTURE_RANGE", capture, 1);
+  else unsetenv("FLAGTRACE_CAPTURE_RANGE");
+  if (on_demand) {
+    char job[32];
+    snprintf(job, sizeof job, "%ld", (long)getpid()); /* `capture --job` takes every process of this run */
+    setenv("FLAGTRACE_ON_DEMAND", "1", 1);
+    setenv("FLAGTRACE_CUPTI_FINALIZE", "1", 0); /* CUPTI detached between captures (0 keeps it) */
+    setenv("FLAGTRACE_JOB", job, 1);
+  } else {
+    unsetenv("FLAGTRACE_ON_DEMAND"); /* an outer record's */
+    unsetenv("FLAGTRACE_JOB");
+  }
   if (rfd >= 0) setenv("FLAGTRACE_REPORT_FILE", report, 1);
 
   /* Ignored dispositions we inherited stay ignored (and pass to the program on
@@ -542,7 +574,7 @@ int ft_cli_record(int argc, char **argv) {
   size_t written = 0, failed = 0;
   if (rfd >= 0) {
     read_report(report, &written, &failed);
-    if (!written && !failed && rc != 127 && !untraceable) {
+    if (!written && !failed && rc != 127 && !untraceable && !on_demand) {
       if (other_user)
         ft_cli_error("record", "'%s' wrote no trace record could see (it runs as another user)", argv[i]);
       else if (WIFSIGNALED(status))

@@ -29,6 +29,12 @@ static bool capture_range;     /* --capture-range=cudaProfilerApi */
 static bool deferred;          /* the session starts at cudaProfilerStart (FlagtraceProfilerRange) */
 static atomic_int range_state; /* 0 before cudaProfilerStart, 1 inside, 2 after stop */
 static uint64_t range_lo, range_hi;
+/* record --on-demand: the session starts at each `flagtrace capture` (on_demand.c)
+ * and is replaced by a fresh one at each capture's end */
+static bool on_demand;
+static bool od_armed;         /* a capture runs (under init_mu) */
+static unsigned od_captures;  /* captures begun */
+static ft_session *od_retired; /* the last capture's session, freed one capture later */
 /* another client took the vendor's activity API before our tracer was armed (under
  * init_mu): it is then never armed in this process */
 static char foreign_why[512];
@@ -53,12 +59,22 @@ static void report(bool written, const char *line) {
   close(fd);
 }
 
+static bool write_trace(ft_session *s, const char *path, const char *prefix, char *line, size_t len);
+
 static void finish(void) {
   int expected = 0;
   if (!atomic_compare_exchange_strong(&finished, &expected, 1)) return;
   /* fork() without exec: the child has a copy of the session but no CUDA and no
    * tracer threads; it must never write the parent's file. */
   if (!session || getpid() != owner_pid) return;
+  if (on_demand) { /* a capture running at exit ends there; nothing else is written */
+    unsigned no = 0;
+    ft_session *s = ft__od_stop(&no);
+    char line[4800] = "";
+    if (s) ft__od_write(s, no, NULL, "the process exited during the capture; ", line, sizeof line);
+    ft__od_exiting(no, line);
+    return;
+  }
   pthread_mutex_lock(&init_mu);
   if (deferred) { /* no range came: a trace that says so, without arming the tracer now */
     session->device_status = FT_EUNAVAILABLE;
@@ -74,37 +90,43 @@ static void finish(void) {
     ft__session_set_window(session, st ? range_lo : session->window_hi_ns, st ? hi : session->window_hi_ns);
   }
   const char *pattern = getenv("FLAGTRACE_OUTPUT");
-  char path[4096];
+  char path[4096], line[4800];
   ft__inject_expand(pattern && *pattern ? pattern : "flagtrace-%p.json.gz", path, sizeof path);
+  write_trace(session, path, "", line, sizeof line);
+}
+
+/* Writes s (stopped) to path and says so in one line (report(), and into line):
+ * "wrote PATH (N events, M dropped)", or why not. True when written. */
+static bool write_trace(ft_session *s, const char *path, const char *prefix, char *line, size_t len) {
   /* record checked a name without %p before the run; this catches a second process
    * writing the same name, and files that appeared meanwhile (nsys's convention) */
   const char *force = getenv("FLAGTRACE_FORCE_OVERWRITE");
   bool replaces = false; /* an existing regular file; a device or FIFO is written through */
   if (!(force && !strcmp(force, "1")) && !ft__ofile_check(path, "", &replaces, NULL, 0) && replaces) {
-    char line[4200];
-    snprintf(line, sizeof line, "%s exists: trace not written (record --force-overwrite replaces it)", path);
+    snprintf(line, len, "%s%s exists: trace not written (record --force-overwrite replaces it)", prefix, path);
     report(false, line);
-    return;
+    return false;
   }
-  ft_status st = ft_session_write(session, path);
+  ft_status st = ft_session_write(s, path);
   if (st) {
-    report(false, ft_session_last_error(session));
-    return;
+    snprintf(line, len, "%s%s", prefix, ft_session_last_error(s));
+    report(false, line);
+    return false;
   }
   ft_session_counts c;
-  char line[4800];
-  if (ft_session_counts_get(session, &c) == FT_OK) {
+  if (ft_session_counts_get(s, &c) == FT_OK) {
     uint64_t lost_at = 0;
     const char *why = "";
     char lost[1024] = "";
-    if (ft_session_device_lost(session, &lost_at, &why)) /* never a silent "0 dropped" after a loss */
+    if (ft_session_device_lost(s, &lost_at, &why)) /* never a silent "0 dropped" after a loss */
       snprintf(lost, sizeof lost, "; device activity after %.3f s is missing: %s",
-               lost_at > session->window_lo_ns ? (double)(lost_at - session->window_lo_ns) / 1e9 : 0.0, why);
-    snprintf(line, sizeof line, "wrote %s (%llu events, %llu dropped%s)", path,
+               lost_at > s->window_lo_ns ? (double)(lost_at - s->window_lo_ns) / 1e9 : 0.0, why);
+    snprintf(line, len, "%swrote %s (%llu events, %llu dropped%s)", prefix, path,
              (unsigned long long)(c.cpu_ranges + c.device_events - c.window_discarded),
              (unsigned long long)c.dropped_records, lost);
     report(true, line);
   }
+  return true;
 }
 
 static sem_t signal_sem;
@@ -231,6 +253,76 @@ INJECT_EXPORT void FlagtraceProfilerRange(int what) {
   if (ours && what >= 0) on_profiler_api(NULL, what > 0);
 }
 
+/* A session as record's options make it, not started; NULL when it cannot be made. */
+static ft_session *new_session(void) {
+  bool nvtx;
+  ft_session_options o;
+  ft_session_options_init(&o);
+  o.activities = activities_from_env(&nvtx);
+  ft_session *s;
+  if (ft_session_create(&s, &o) != FT_OK) return NULL;
+  ft__session_accept_attach(s); /* the program's own torch.profiler attaches to it */
+  return s;
+}
+
+/* ---- record --on-demand: one session per capture (on_demand.c drives these) ---- */
+
+bool ft__od_arm(unsigned *no, char *why, size_t len) {
+  pthread_mutex_lock(&init_mu);
+  bool ok = false;
+  if (!session || owner_pid != getpid() || atomic_load(&finished))
+    snprintf(why, len, "the process is exiting");
+  else if (od_armed)
+    snprintf(why, len, "capture %u is running", od_captures);
+  else if (foreign_why[0])
+    snprintf(why, len, "%s", foreign_why);
+  else if (ft_session_start(session) != FT_OK)
+    snprintf(why, len, "cannot start a session: %s", ft_session_last_error(session));
+  else {
+    /* the window opens once the tracer is armed: a launch before that is in no
+     * capture, never half-recorded in this one */
+    if (session->tracer_armed) ft__session_set_window(session, ft__now_ns(), 0);
+    const char *dwhy;
+    if (ft_session_device_status(session, &dwhy) != FT_OK) /* still captured: CPU ranges, and the reason */
+      ft__warn("capture %u: no device activity: %s", od_captures + 1, dwhy);
+    od_armed = ok = true;
+    *no = ++od_captures;
+  }
+  pthread_mutex_unlock(&init_mu);
+  return ok;
+}
+
+ft_session *ft__od_stop(unsigned *no) {
+  pthread_mutex_lock(&init_mu);
+  ft_session *s = od_armed ? session : NULL;
+  if (s) {
+    od_armed = false;
+    *no = od_captures;
+    ft_session *fresh = atomic_load(&finished) ? NULL : new_session();
+    if (fresh) session = fresh;
+  }
+  pthread_mutex_unlock(&init_mu);
+  /* stopped outside the lock (the flush, the attribution): the program's NVTX calls
+   * meanwhile reach the fresh session instead of waiting for it */
+  if (s) ft_session_stop(s);
+  return s;
+}
+
+bool ft__od_write(ft_session *s, unsigned no, const char *pattern, const char *prefix, char *line, size_t len) {
+  if (!pattern || !*pattern) pattern = getenv("FLAGTRACE_OUTPUT");
+  char path[4096];
+  ft__inject_expand_n(pattern && *pattern ? pattern : "flagtrace-%p-%n.json.gz", no, path, sizeof path);
+  bool ok = write_trace(s, path, prefix, line, len);
+  pthread_mutex_lock(&init_mu);
+  /* A thread of the program may still hold the previous capture's session for a
+   * moment (between reading the pointer and its call): freed a whole capture later. */
+  ft_session *old = od_retired;
+  od_retired = s == session ? NULL : s;
+  pthread_mutex_unlock(&init_mu);
+  if (old && !atomic_load(&finished)) ft_session_destroy(old);
+  return ok;
+}
+
 /* Set while this thread creates the session: arming CUPTI can initialize CUDA, whose
  * driver then calls InitializeInjection (CUDA_INJECTION64_PATH) on this thread. */
 static _Thread_local bool creating;
@@ -240,22 +332,18 @@ ft_session *ft__inject_session(void) {
   pthread_mutex_lock(&init_mu);
   if (session && owner_pid == getpid()) goto end;
   creating = true;
-  bool nvtx;
-  ft_session_options o;
-  ft_session_options_init(&o);
-  o.activities = activities_from_env(&nvtx);
-  if (ft_session_create(&session, &o) != FT_OK) {
-    session = NULL;
-    goto end;
-  }
+  if (!(session = new_session())) goto end;
   owner_pid = getpid();
-  ft__session_accept_attach(session); /* the program's own torch.profiler attaches to it */
   const char *cr = getenv("FLAGTRACE_CAPTURE_RANGE"), *fl = getenv("FLAGTRACE_RANGE_FROM_LOADER");
-  capture_range = cr && !strcmp(cr, "cudaProfilerApi");
+  const char *od = getenv("FLAGTRACE_ON_DEMAND");
+  on_demand = od && !strcmp(od, "1");
+  capture_range = !on_demand && cr && !strcmp(cr, "cudaProfilerApi");
   /* The preload library hands the program a libcuda shim that reports the range:
    * nothing touches CUPTI before it starts (any CUPTI call costs each launch ~3 %). */
   deferred = capture_range && fl && !strcmp(fl, "1");
-  if (deferred)
+  if (on_demand) /* nothing touches the tracer until a capture asks */
+    ft__od_serve();
+  else if (deferred)
     ft__log("capture range: waiting for cudaProfilerStart through the loader (no CUPTI call before it)");
   else
     start_session(true);

@@ -20,6 +20,26 @@ bool ft__inject_begin(void);
  * pattern into out; returns the length written. */
 size_t ft__inject_expand(const char *pattern, char *out, size_t len);
 
+/* The same, with %n the capture number no (record --on-demand; 0: %n kept as is). */
+size_t ft__inject_expand_n(const char *pattern, unsigned no, char *out, size_t len);
+
+/* ---- record --on-demand (inject.c: the sessions; on_demand.c: the control thread) ---- */
+
+/* Starts the waiting session as capture *no; false with why when it cannot. */
+bool ft__od_arm(unsigned *no, char *why, size_t len);
+/* Stops the running capture and puts a fresh session in its place; returns the
+ * stopped one (and its number), or NULL when none ran. */
+ft_session *ft__od_stop(unsigned *no);
+/* Writes a stopped capture (pattern NULL or "": record's -o) and reports it; line
+ * gets the report's line, prefix first. */
+bool ft__od_write(ft_session *s, unsigned no, const char *pattern, const char *prefix, char *line, size_t len);
+/* Starts the control thread and its socket (once per process). */
+void ft__od_serve(void);
+/* At exit: capture no's line (may be "") goes to a client waiting on a capture; the socket goes. */
+void ft__od_exiting(unsigned no, const char *line);
+/* An NVTX range named name begins on the calling thread (a capture by steps). */
+void ft__od_range_begins(const char *name);
+
 /* The runtime libraries whose loading arms the preload library. */
 #define FT__MAX_RUNTIME_NAMES 4
 typedef struct ft__runtime_set {

@@ -11,7 +11,9 @@
 
 /* ---- output names ---- */
 
-size_t ft__inject_expand(const char *pattern, char *out, size_t len) {
+size_t ft__inject_expand(const char *pattern, char *out, size_t len) { return ft__inject_expand_n(pattern, 0, out, len); }
+
+size_t ft__inject_expand_n(const char *pattern, unsigned no, char *out, size_t len) {
   size_t o = 0;
   char val[256];
   for (const char *p = pattern; *p && o + 1 < len; p++) {
@@ -33,6 +35,10 @@ size_t ft__inject_expand(const char *pattern, char *out, size_t len) {
         v = val;
         break;
       }
+      case 'n':
+        if (no) snprintf(val, sizeof val, "%u", no);
+        v = no ? val : NULL;
+        break;
       case '%':
         v = "%";
         break;

@@ -59,6 +59,7 @@ static const char *message(const nvtxEventAttributes_t *a, char *buf, size_t len
 }
 
 static int push(const char *name) {
+  ft__od_range_begins(name); /* first: a capture by steps may start or end here */
   ft_session *s = ft__inject_session();
   if (!s || ft_range_push(s, name, NULL) != FT_OK) return -1;
   return ft__range_depth(s) - 1; /* NVTX: the 0-based level of the range started */
@@ -72,6 +73,7 @@ static int pop(void) {
 }
 
 static nvtxRangeId_t start(const char *name) {
+  ft__od_range_begins(name);
   ft_session *s = ft__inject_session();
   uint64_t id = 0;
   return s && ft__range_start(s, name, &id) == FT_OK ? id : 0;

@@ -48,12 +48,14 @@
      CUpti_CallbackId cbid),                                                                    \
     (enable, subscriber, domain, cbid))
 
-/* Optional (the per-API switches: CUPTI 12.5 and later; the clock: 11.6): NULL when
+/* Optional (the per-API switches: CUPTI 12.5 and later; the clock: 11.6; cuptiFinalize,
+ * used only by record --on-demand between captures): NULL when
  * the library lacks them, checked before use. */
 #define FT_CUPTI_OPTIONAL_FUNCS(X)                                                               \
   X(CUptiResult, cuptiActivityEnableRuntimeApi, (CUpti_CallbackId cbid, uint8_t enable), (cbid, enable)) \
   X(CUptiResult, cuptiActivityEnableDriverApi, (CUpti_CallbackId cbid, uint8_t enable), (cbid, enable)) \
-  X(CUptiResult, cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc clock), (clock))
+  X(CUptiResult, cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc clock), (clock)) \
+  X(CUptiResult, cuptiFinalize, (void), ())
 
 /* libcuda, for device properties (occupancy) and the device count. Optional:
  * looked up only in a libcuda the process already loaded, never loaded by us. */

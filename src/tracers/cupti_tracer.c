@@ -380,9 +380,11 @@ static uint64_t CUPTIAPI core_clock(void) { return ft__now_ns(); }
  * external correlation (design.md §2). NVIDIA's CUPTI only: PPU's compatible
  * library is not known to honour the callback. FLAGTRACE_CUPTI_EXTERNAL_CORRELATION=1
  * keeps CUPTI's correlation records (what kineto uses). */
+/* the library instance that took our clock (FLAGOS_TRACER_LIBRARY may name another
+ * later); cleared by cuptiFinalize, which forgets it */
+static ft__pfn_cuptiActivityRegisterTimestampCallback registered_in;
+
 static bool take_clock(cupti_tracer *t) {
-  /* the library instance that took it (FLAGOS_TRACER_LIBRARY may name another later) */
-  static ft__pfn_cuptiActivityRegisterTimestampCallback registered_in;
   ft__pfn_cuptiActivityRegisterTimestampCallback reg = t->api.cuptiActivityRegisterTimestampCallback;
   if (strcmp(FT_ACCELERATOR_NAME, "cuda") || ft__env_flag("FLAGTRACE_CUPTI_EXTERNAL_CORRELATION") || !reg)
     return false;
@@ -516,6 +518,15 @@ static ft_status cu_stop(ft_tracer *base) {
             (unsigned long long)t->dropped_untimed);
   }
   ft__tracer_release(&t->base);
+#ifndef FT_MCPTI
+  /* record --on-demand: CUPTI detached between captures, so that the wait after one
+   * costs the launches what the wait before it did (its callbacks alone cost ~3 %) */
+  if (ft__env_flag("FLAGTRACE_CUPTI_FINALIZE") && t->api.cuptiFinalize) {
+    CUptiResult r = t->api.cuptiFinalize();
+    FT__LOG("cuptiFinalize: %s", r == CUPTI_SUCCESS ? "ok (CUPTI detached until the next start)" : "failed");
+    if (r == CUPTI_SUCCESS) registered_in = NULL; /* the next start registers our clock again */
+  }
+#endif
   return st;
 }
 

@@ -25,7 +25,7 @@ expect() { # expected-reply words...
 expect "stats " st
 expect "report " rep
 expect "record " rec
-expect "--help --version -V -h diff record report stats " ""
+expect "--help --version -V -h capture diff record report stats " ""
 expect "diff " di
 expect "auto group name " diff --kernels ""
 expect "--capture-range= " record --ca
@@ -56,7 +56,7 @@ expect "x.json " report x
 expect "x.json " diff x
 expect "x.json " diff --a x
 # every option a command's --help lists is offered, and nothing else
-for cmd in record stats report diff; do
+for cmd in record capture stats report diff; do
   want=$("$exe" "$cmd" --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z-]+=?' | grep -oE -- '--?[a-z-]+=?' | sort -u | tr '\n' ' ')
   got=$(complete_line "$cmd" -)
   for o in $want; do

@@ -84,7 +84,11 @@ static uint64_t now_ns(void) {
   if (clock) return clock();
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - VENDOR_CLOCK_BEHIND;
+  /* FAKE_CUPTI_OWN_CLOCK_BEHIND_NS: CUPTI's own clock that far behind ours, so a
+   * timestamp taken without our clock callback shows (after a cuptiFinalize) */
+  const char *behind = getenv("FAKE_CUPTI_OWN_CLOCK_BEHIND_NS");
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - VENDOR_CLOCK_BEHIND -
+         (behind ? strtoull(behind, NULL, 10) : 0);
 }
 
 static size_t record_size(CUpti_ActivityKind k) {
@@ -438,6 +442,18 @@ EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbac
   if (!clock) return CUPTI_ERROR_INVALID_PARAMETER;
   if (getenv("FAKE_CUPTI_NO_CLOCK_CALLBACK")) return CUPTI_ERROR_NOT_SUPPORTED;
   atomic_store(&user_clock, clock);
+  return CUPTI_SUCCESS;
+}
+
+/* cuptiFinalize: CUPTI detached, its clock callback and buffer callbacks forgotten,
+ * as the real one does; counted for the tests. */
+static atomic_int finalized;
+EXPORT int fake_cupti_finalized(void) { return atomic_load(&finalized); }
+EXPORT CUptiResult cuptiFinalize(void) {
+  atomic_store(&user_clock, NULL);
+  on_request = NULL;
+  on_complete = NULL;
+  atomic_fetch_add(&finalized, 1);
   return CUPTI_SUCCESS;
 }
 

@@ -161,6 +161,7 @@ class FakeServer:
         self.torch = any(c.endswith("torch_bench.py") for c in cmd)
         self.side = cmd[cmd.index("serve") + 1] if self.torch else None
         self.offset = self.OFFSETS[len(log) % len(self.OFFSETS)]
+        self.pid = 4000 + len(log)
         log.append(self)
 
     def ready(self):
@@ -185,8 +186,8 @@ class FakeServer:
         k = len(self.asked)
         if not self.torch:
             text = " ".join(self.cmd)
-            extra = 1.5 if "CUDA_INJECTION64_PATH" in self.env else 1.4 if "--capture-range" not in text and \
-                "record" in text else 0.1 if "--inject=cuda" in text else 0.02 if "record" in text else 0.0
+            extra = 1.5 if "CUDA_INJECTION64_PATH" in self.env else 0.02 if "--on-demand" in text else 1.4 if \
+                "--capture-range" not in text and "record" in text else 0.1 if "--inject=cuda" in text else 0.02 if "record" in text else 0.0
             FakeServer.turns += 1
             return repr((3.5 + extra) * (1 + self.DRIFT * FakeServer.turns))
         if cmd == "plain":
@@ -274,41 +275,49 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
     def test_every_row_of_a_whole_run(self):
         want = set(run.IDS)
         rows = self.g.p1_p2(30000, want) + self.g.p1_p3_torch(want) + self.g.p4_p5_p6(45000, 500000, want)
-        self.assertEqual([r["id"] for r in rows], ["P1", "P1", "P1", "P2", "P1", "P3", "P3"] + ["P4"] * 4 + ["P5"] * 2
+        self.assertEqual([r["id"] for r in rows], ["P1"] * 5 + ["P2", "P1", "P3", "P3"] + ["P4"] * 4 + ["P5"] * 2
                          + ["P6"] * 2)
         # the fake's waiting costs 0.02 of 3.5 µs with the shim or preload, 0.1 under CUPTI (judged or
         # not, as labelled), exactly: each turn against the bare turns on either side of it, the
         # host's drift (0.2 % a turn, 2 % a round) cancels
-        for r, extra in zip(rows[:3], (0.02, 0.02, 0.1)):
+        for r, extra in zip(rows[:5], (0.02, 0.02, 0.1, 0.02, 0.02)):
             self.assertAlmostEqual(r["estimate"], (3.5 + extra) / 3.5, places=9)
             self.assertAlmostEqual(r["high"], r["low"], places=9)
-        self.assertEqual([r["verdict"] for r in rows[:3]], ["pass", "pass", "not judged"])
+        self.assertEqual([r["verdict"] for r in rows[:5]], ["pass", "pass", "not judged", "pass", "pass"])
+        self.assertIn("record --on-demand", rows[3]["what"])
+        self.assertIn("after one 200 ms `flagtrace capture`", rows[4]["what"])
         # P2: the overheads (1.4 and 1.5 of 3.5) in the same way
-        self.assertAlmostEqual(rows[3]["estimate"], 1.4 / 1.5, places=9)
+        self.assertAlmostEqual(rows[5]["estimate"], 1.4 / 1.5, places=9)
         for r in rows:
             self.assertIn(r["verdict"], ("pass", "MISS", "within noise", "not judged"), r)
             self.assertTrue(r["low"] <= r["estimate"] <= r["high"], r)
-        # 5 groups of the 6 launch-loop sides, 4 rounds each, the bare side before, between and
-        # after the others (6 turns a round), every side on CPU 2 alone
+        # 5 groups of the 8 launch-loop sides, 4 rounds each, the bare side before, between and
+        # after the others (8 turns a round), every side on CPU 2 alone
         loops = [sv for sv in self.servers if not sv.torch]
-        self.assertEqual(len(loops), 5 * 6)
+        self.assertEqual(len(loops), 5 * 8)
         def bare(sv):
             return sv.cmd[6].endswith("launch_loop") and "CUDA_INJECTION64_PATH" not in sv.env
 
-        self.assertTrue(all(sv.asked == ["go"] * (24 if bare(sv) else 4) and sv.closed for sv in loops))
+        self.assertTrue(all(sv.asked == ["go"] * (32 if bare(sv) else 4) and sv.closed for sv in loops))
         self.assertTrue(all(sv.cmd[:6] == ["taskset", "-c", "2", "setarch", "x86_64", "-R"]
                             and sv.cmd[-2:] == ["30000", "serve"] for sv in loops))
-        self.assertEqual(sorted(" ".join(sv.cmd[6:9]) for sv in loops[:6]),
+        self.assertEqual(sorted(" ".join(sv.cmd[6:9]) for sv in loops[:8]),
                          sorted(["/b/bench/gpu/launch_loop 30000 serve",
                                  "/b/flagtrace record --capture-range=cudaProfilerApi",
                                  "/b/flagtrace record --inject=preload", "/b/flagtrace record --inject=cuda",
-                                 "/b/bench/gpu/launch_loop 30000 serve", "/b/flagtrace record --force-overwrite"]))
+                                 "/b/bench/gpu/launch_loop 30000 serve", "/b/flagtrace record --force-overwrite",
+                                 "/b/flagtrace record --on-demand", "/b/flagtrace record --on-demand"]))
         # each recorded side writes a file of its own (a group's sides end together)
-        outs = [sv.cmd[sv.cmd.index("-o") + 1] for sv in loops[:6] if "-o" in sv.cmd]
-        self.assertEqual(len(set(outs)), 4)
+        outs = [sv.cmd[sv.cmd.index("-o") + 1] for sv in loops[:8] if "-o" in sv.cmd]
+        self.assertEqual(len(set(outs)), 6)
+        # the side measured after a capture was captured once, by its record's pid, before its rounds
+        after = [sv for sv in loops if "on_demand_after-%p-%n.json.gz" in " ".join(sv.cmd)]
+        captures = [c for c, _ in self.calls if "--job" in c]
+        self.assertEqual(captures, [["taskset", "-c", "2,3,4", "/b/flagtrace", "capture", "--job", str(sv.pid),
+                                     "--duration", "200ms"] for sv in after])
         # every side of a group is told to end before the first exit is waited for
-        for k in range(0, len(loops), 6):
-            self.assertLess(max(sv.ended_at for sv in loops[k:k + 6]), min(sv.closed_at for sv in loops[k:k + 6]))
+        for k in range(0, len(loops), 8):
+            self.assertLess(max(sv.ended_at for sv in loops[k:k + 8]), min(sv.closed_at for sv in loops[k:k + 8]))
         # 3 groups of 2 (base, ft) pairs: every plain turn before the first profile, then one
         # warm-up profile each
         torch = [sv for sv in self.servers if sv.torch]
@@ -320,7 +329,7 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         # the torch rows' intervals are over the 6 pairs (each process pair's own offset, up to
         # 11 % apart here, is one sample), then their rounds
         self.assertEqual(self.boot_sizes[-3:], [6, 6, 6])
-        self.assertGreater(rows[4]["high"] - rows[4]["low"], 0.03)
+        self.assertGreater(rows[6]["high"] - rows[6]["low"], 0.03)
         self.assertTrue(all(sv.cmd[:6] == ["taskset", "-c", "2,3,4", "setarch", "x86_64", "-R"]
                             and sv.cmd[-2:] == ["--pin", "2"]
                             and sv.cmd[sv.cmd.index("--iters") + 1] == str(run.TORCH_ITERS) for sv in torch))
@@ -358,7 +367,7 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
             return tuple(sv.env[k] for k in keys)
 
         loops = [sv for sv in self.servers if not sv.torch]
-        groups = [loops[k:k + 6] for k in range(0, len(loops), 6)]
+        groups = [loops[k:k + 8] for k in range(0, len(loops), 8)]
         self.assertTrue(all(len({lay(sv) for sv in g}) == 1 for g in groups))
         self.assertEqual(len({lay(g[0]) for g in groups}), 5)
         # the floor's injection is kept beside the layout

@@ -1,0 +1,258 @@
+"""`flagtrace record --on-demand` on the GPU (issue 39): a 2-rank torchrun training loop
+(both ranks on one GPU, no NCCL) runs 90 s under record --on-demand; `flagtrace capture`
+takes two 3-second windows of both ranks together, then one of 5 steps (--steps, NVTX
+step ranges). torchrun's launcher loads CUDA too: `capture --list` shows it in the job
+without a rank, and the ranks are captured by pid. Checks each trace: its kernels inside
+its window, every kernel linked to its launch and attributed to the NVTX op range open
+at the launch, distributedInfo per rank, the ranks' windows together; and the loop's
+step time while waiting (before the first capture, and between captures: CUPTI
+finalized after each) against the same job run bare, within 3 %.
+
+  torch_on_demand.py run --flagtrace BUILD/flagtrace --out-dir DIR   (the whole check, ~3 min)
+  torch_on_demand.py train --seconds S --log PATH                    (one rank's loop)"""
+import argparse
+import bisect
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trace_checks import check_flows_paired, check_window, load, xs  # noqa: E402
+
+LOOP_S = 90
+BARE_S = 30
+CAPTURES_AT = (20, 50)  # seconds after both ranks are ready
+STEPS_AT = 75
+WINDOW_S = 3
+
+
+def train(seconds, log_path):
+    """A small MLP trained on random data: launch-bound (many small kernels), so what
+    waiting costs a launch shows in the step time. Each step an NVTX range, each phase
+    (forward, backward, optimizer) one inside it; the step synchronizes, so its time is
+    the step's own."""
+    import torch
+    rank = int(os.environ.get("RANK", "0"))
+    torch.manual_seed(rank)
+    layers = []
+    for _ in range(6):
+        layers += [torch.nn.Linear(512, 512), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers).cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    x = torch.randn(64, 512, device="cuda")
+    y = torch.randn(64, 512, device="cuda")
+    nvtx = torch.cuda.nvtx
+    steps = []
+    print(f"rank {rank}: ready", flush=True)
+    end = time.time() + seconds
+    i = 0
+    while time.time() < end:
+        t0 = time.time_ns()
+        nvtx.range_push(f"train_step#{i}")
+        nvtx.range_push("forward")
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        nvtx.range_pop()
+        nvtx.range_push("backward")
+        loss.backward()
+        nvtx.range_pop()
+        nvtx.range_push("optimizer")
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+        nvtx.range_pop()
+        nvtx.range_pop()
+        torch.cuda.synchronize()
+        steps.append((i, t0, time.time_ns()))
+        i += 1
+    with open(log_path, "w") as f:
+        json.dump({"rank": rank, "steps": steps}, f)
+
+
+def torchrun(script_args):
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", os.path.abspath(__file__),
+            *script_args]
+
+
+def median_step(log, lo_ns=0, hi_ns=2 ** 63):
+    d = [b - a for _, a, b in log["steps"] if a >= lo_ns and b <= hi_ns]
+    assert len(d) > 200, f"only {len(d)} steps in [{lo_ns}, {hi_ns}]"
+    return statistics.median(d)
+
+
+def capturable(ft, env, job):
+    r = subprocess.run([ft, "capture", "--list"], capture_output=True, text=True, env=env)
+    return [ln.split() for ln in r.stdout.splitlines()[1:] if ln.split()[1:2] == [str(job)]]
+
+
+def capture(ft, env, pids, *args):
+    r = subprocess.run([ft, "capture", "--pid", ",".join(pids), *args], capture_output=True, text=True, env=env,
+                       timeout=300)
+    print(r.stdout + r.stderr, end="")
+    assert r.returncode == 0, r
+    got = re.findall(r"^pid (\d+): capture (\d+): wrote (\S+) \((\d+) events, (\d+) dropped\)$", r.stdout, re.M)
+    assert len(got) == 2, f"two ranks, two traces: {r.stdout}"
+    return got
+
+
+def attributed(doc):
+    """Of the kernels launched by the loop's thread (the one with the step ranges): those
+    whose External id is the innermost NVTX range open there at the launch, those launched
+    outside any recorded range (before the window's first), those attributed wrongly; and
+    the kernels other threads launched (autograd's backward thread, where no range is
+    pushed: attributed to none, as torch-cuda without a profiler's ranges there)."""
+    launches = {e["args"]["correlation"]: e for e in xs(doc, ("cuda_runtime", "cuda_driver"))
+                if "correlation" in e.get("args", {})}
+    ranges = {}
+    for r in xs(doc, ("user_annotation",)):
+        ranges.setdefault(r["tid"], []).append((r["ts"], r["ts"] + r["dur"], r["args"].get("External id")))
+    for v in ranges.values():
+        v.sort()
+    loop_tids = {r["tid"] for r in xs(doc, ("user_annotation",)) if r["name"].startswith("train_step#")}
+    assert len(loop_tids) == 1, loop_tids
+    ok = outside = wrong = others = 0
+    for k in xs(doc, ("kernel",)):
+        call = launches.get(k["args"].get("correlation"))
+        assert call is not None, f"kernel {k['name'][:60]} without its launch"
+        if call["tid"] not in loop_tids:
+            others += 1
+            assert "External id" not in k["args"] or any(
+                lo <= call["ts"] <= hi for lo, hi, _ in ranges.get(call["tid"], [])), k
+            continue
+        rs = ranges.get(call["tid"], [])
+        i = bisect.bisect_right(rs, (call["ts"], float("inf"), 0))
+        inner = None
+        for lo, hi, ext in reversed(rs[:i]):  # the innermost: the latest start still open
+            if hi >= call["ts"] + call["dur"]:
+                inner = ext
+                break
+        if inner is None:
+            outside += 1
+        elif k["args"].get("External id") == inner:
+            ok += 1
+        else:
+            wrong += 1
+    return ok, outside, wrong, others
+
+
+def check_trace(path, rank):
+    doc = load(path)
+    lo, hi = doc["flagtrace"]["capture_window_ns"]
+    check_window(doc)
+    kernels = xs(doc, ("kernel",))
+    assert len(kernels) > 1000, f"{path}: {len(kernels)} kernels"
+    assert check_flows_paired(doc) == len(kernels), f"{path}: every kernel linked to its launch"
+    ok, outside, wrong, others = attributed(doc)
+    mine = ok + outside + wrong
+    assert wrong == 0 and ok >= 0.95 * mine and mine >= 0.3 * len(kernels), \
+        f"{path}: of {mine} kernels the loop's thread launched, {ok} attributed, {outside} outside a range, " \
+        f"{wrong} wrong; {others} launched by other threads"
+    assert doc["distributedInfo"]["rank"] == rank and doc["distributedInfo"]["world_size"] == 2, doc["distributedInfo"]
+    assert doc["flagtrace"]["device_status"] == "collected", doc["flagtrace"]
+    print(f"PASS {os.path.basename(path)}: rank {rank}, window {(hi - lo) / 1e9:.3f} s, {len(kernels)} kernels "
+          f"({ok} of the loop thread's attributed to their op range, {outside} launched before the first range the "
+          f"window holds; {others} by autograd's thread), "
+          f"{doc['flagtrace']['dropped_records']} dropped, {doc['flagtrace']['window_discarded']} outside the window")
+    return doc, lo, hi
+
+
+def run(ft, out):
+    os.makedirs(out, exist_ok=True)
+    env = dict(os.environ, FLAGTRACE_CONTROL_DIR=os.path.join(out, "ctl"))
+    for f in glob.glob(os.path.join(out, "od-*")) + glob.glob(os.path.join(out, "bare-*")):
+        os.unlink(f)
+    # the same job bare first (one GPU, two ranks)
+    t = time.time()
+    subprocess.run(torchrun(["train", "--seconds", str(BARE_S), "--log", os.path.join(out, "bare-log-%r.json")]),
+                   check=True, env=env, timeout=300)
+    print(f"bare job: {time.time() - t:.0f} s")
+    rec = subprocess.Popen([ft, "record", "--on-demand", "-o", os.path.join(out, "od-%r-%p-%n.json.gz"), "--",
+                            *torchrun(["train", "--seconds", str(LOOP_S), "--log",
+                                       os.path.join(out, "od-log-%r.json")])], env=env)
+    # torchrun's launcher loads CUDA too (it counts devices): a process of the job, without
+    # a rank and without work; the ranks are captured by pid, together
+    for _ in range(1200):
+        job = capturable(ft, env, rec.pid)
+        rows = [r for r in job if r[2] in ("0", "1")]
+        if len(rows) == 2:
+            break
+        assert rec.poll() is None, f"record ended ({rec.returncode}) before its ranks could be captured"
+        time.sleep(0.1)
+    assert len(rows) == 2 and sorted(r[2] for r in rows) == ["0", "1"], job
+    assert all(r[2] == "-" for r in job if r not in rows) and len(job) <= 3, job
+    print(f"capturable: {len(job)} processes of job {rec.pid} ({', '.join(r[0] + ' rank ' + r[2] for r in job)})")
+    pids = [r[0] for r in rows]
+    t0 = time.time()
+    caps = []
+    for at in CAPTURES_AT:
+        time.sleep(max(0, t0 + at - time.time()))
+        caps.append(capture(ft, env, pids, "--duration", f"{WINDOW_S}s"))
+    time.sleep(max(0, t0 + STEPS_AT - time.time()))
+    steps = capture(ft, env, pids, "--steps", "5", "--step-range", "train_step#", "--timeout", "30s")
+    assert rec.wait(timeout=300) == 0, f"record exited {rec.returncode}"
+
+    rank_of = {int(r[0]): int(r[2]) for r in rows}
+    windows = []
+    for n, cap in enumerate(caps, 1):
+        spans = []
+        for pid, no, path, _, _ in cap:
+            assert int(no) == n, cap
+            doc, lo, hi = check_trace(path, rank_of[int(pid)])
+            assert abs((hi - lo) / 1e9 - WINDOW_S) < 0.3, f"{path}: a {(hi - lo) / 1e9:.3f} s window"
+            spans.append((lo, hi))
+        together = min(h for _, h in spans) - max(lo for lo, _ in spans)
+        assert together > (WINDOW_S - 0.5) * 1e9, f"capture {n}: the ranks' windows overlap {together / 1e9:.3f} s"
+        windows.append(spans)
+        print(f"PASS capture {n}: both ranks, windows together for {together / 1e9:.3f} s")
+    for pid, no, path, _, _ in steps:
+        doc = load(path)
+        names = sorted(e["name"] for e in xs(doc, ("user_annotation",)) if e["name"].startswith("train_step#"))
+        nums = sorted(int(s.split("#")[1]) for s in names)
+        assert int(no) == 3 and len(nums) == 5 and nums == list(range(nums[0], nums[0] + 5)), (path, names)
+        print(f"PASS capture --steps 5, rank {rank_of[int(pid)]}: steps {nums[0]}..{nums[-1]} exactly")
+
+    # step time: waiting before any capture, and between captures (after CUPTI's finalize)
+    ratios = []
+    for rank in (0, 1):
+        bare = json.load(open(os.path.join(out, f"bare-log-{rank}.json")))
+        od = json.load(open(os.path.join(out, f"od-log-{rank}.json")))
+        first = od["steps"][0][1]
+        b = median_step(bare, bare["steps"][0][1] + 5e9)
+        before = median_step(od, first + 5e9, windows[0][0][0] - 1e9)
+        between = median_step(od, windows[0][0][1] + 3e9, windows[1][0][0] - 1e9)
+        print(f"rank {rank}: median step {b / 1e3:.1f} us bare, {before / 1e3:.1f} us waiting before the first capture "
+              f"({before / b:.3f} of bare), {between / 1e3:.1f} us between captures ({between / b:.3f} of bare, "
+              f"{between / before:.3f} of before)")
+        ratios.append((before / b, between / b, between / before))
+    for _, between_bare, between_before in ratios:
+        assert abs(between_bare - 1) <= 0.03 and abs(between_before - 1) <= 0.03, \
+            f"the step time between captures is not bare's within 3 %: {ratios}"
+    print("PASS the loop's step time between captures equals bare's within 3 %")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=("run", "train"))
+    ap.add_argument("--flagtrace")
+    ap.add_argument("--out-dir")
+    ap.add_argument("--seconds", type=float, default=LOOP_S)
+    ap.add_argument("--log")
+    a = ap.parse_args()
+    if a.mode == "train":
+        train(a.seconds, a.log.replace("%r", os.environ.get("RANK", "0")))
+    else:
+        try:
+            import torch
+            if not torch.cuda.is_available():
+                raise ImportError("no CUDA device")
+        except ImportError as e:
+            print(f"SKIP: {e}")
+            sys.exit(77)
+        run(os.path.abspath(a.flagtrace), os.path.abspath(a.out_dir))
+
+
+if __name__ == "__main__":
+    main()
