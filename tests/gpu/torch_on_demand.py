@@ -9,7 +9,7 @@ step time while waiting (before the first capture, and between captures: CUPTI
 finalized after each) against the same job run bare, within 3 %.
 
   torch_on_demand.py run --flagtrace BUILD/flagtrace --out-dir DIR   (the whole check, ~3 min)
-  torch_on_demand.py train --seconds S --log PATH                    (one rank's loop)"""
+  torch_on_demand.py train --seconds S --step-log PATH                    (one rank's loop)"""
 import argparse
 import bisect
 import glob
@@ -166,11 +166,11 @@ def run(ft, out):
         os.unlink(f)
     # the same job bare first (one GPU, two ranks)
     t = time.time()
-    subprocess.run(torchrun(["train", "--seconds", str(BARE_S), "--log", os.path.join(out, "bare-log-%r.json")]),
+    subprocess.run(torchrun(["train", "--seconds", str(BARE_S), "--step-log", os.path.join(out, "bare-log-%r.json")]),
                    check=True, env=env, timeout=300)
     print(f"bare job: {time.time() - t:.0f} s")
     rec = subprocess.Popen([ft, "record", "--on-demand", "-o", os.path.join(out, "od-%r-%p-%n.json.gz"), "--",
-                            *torchrun(["train", "--seconds", str(LOOP_S), "--log",
+                            *torchrun(["train", "--seconds", str(LOOP_S), "--step-log",
                                        os.path.join(out, "od-log-%r.json")])], env=env)
     # torchrun's launcher loads CUDA too (it counts devices): a process of the job, without
     # a rank and without work; the ranks are captured by pid, together
@@ -239,10 +239,10 @@ def main():
     ap.add_argument("--flagtrace")
     ap.add_argument("--out-dir")
     ap.add_argument("--seconds", type=float, default=LOOP_S)
-    ap.add_argument("--log")
+    ap.add_argument("--step-log")
     a = ap.parse_args()
     if a.mode == "train":
-        train(a.seconds, a.log.replace("%r", os.environ.get("RANK", "0")))
+        train(a.seconds, a.step_log.replace("%r", os.environ.get("RANK", "0")))
     else:
         try:
             import torch
