@@ -57,8 +57,9 @@ static bool collect(void *ctx, const ft__ev *e, const char *name, const char *ca
   bool dev = cls >= TL_DEVICE;
   /* device work: one row per (device, stream); host calls: per (process, thread) */
   v->tid = dev ? (e->has_stream ? e->stream : 0) : (e->has_tid ? e->tid : 0);
-  v->corr = e->has_corr ? e->corr : 0;
-  v->ext = e->has_ext ? e->ext : 0;
+  /* ids the page can hold exactly (below 2^52), as differences from the previous slice's */
+  v->corr = e->has_corr && e->corr > 0 && e->corr < (1ll << 52) ? e->corr : 0;
+  v->ext = e->has_ext && e->ext > 0 && e->ext < (1ll << 52) ? e->ext : 0;
   if ((v->has_launch = e->has_grid && e->has_block)) {
     memcpy(v->grid, e->grid, sizeof v->grid);
     memcpy(v->block, e->block, sizeof v->block);
@@ -140,6 +141,56 @@ void ft__tl_base_times(ft__tl *tl, const ft_stat_job *job) {
   for (size_t i = 0; i < tl->n && i < job->n_files; i++) tl->base_ns[i] = base_time(job->files[i].path);
 }
 
+/* A column: zigzag varints (7 bits a byte, low first), gzip'd, in base64. About 7
+ * characters a slice for the five columns where decimal JSON took 22 (docs/report.md);
+ * the page inflates them (DecompressionStream) into typed arrays without a parse. */
+typedef struct col {
+  unsigned char *b;
+  size_t n, cap;
+} col;
+static bool varint(col *c, int64_t v) {
+  if (c->cap - c->n < 10) {
+    size_t cap = c->cap ? 2 * c->cap : 4096;
+    unsigned char *b = realloc(c->b, cap);
+    if (!b) return false;
+    c->b = b, c->cap = cap;
+  }
+  uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+  for (; z >= 0x80; z >>= 7) c->b[c->n++] = (unsigned char)(z | 0x80);
+  c->b[c->n++] = (unsigned char)z;
+  return true;
+}
+static void b64(FILE *out, const unsigned char *p, size_t n) {
+  static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (size_t i = 0; i < n; i += 3) {
+    unsigned a = p[i], b = i + 1 < n ? p[i + 1] : 0, c = i + 2 < n ? p[i + 2] : 0;
+    char q[4] = {abc[a >> 2], abc[(a & 3) << 4 | b >> 4], i + 1 < n ? abc[(b & 15) << 2 | c >> 6] : '=',
+                 i + 2 < n ? abc[c & 63] : '='};
+    fwrite(q, 1, 4, out);
+  }
+}
+/* c's bytes gzip'd, as a JSON string of base64 */
+static ft_status put_col(FILE *out, const col *c) {
+  z_stream z = {0};
+  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return FT_ENOMEM;
+  uLong cap = deflateBound(&z, (uLong)c->n);
+  unsigned char *gz = malloc(cap);
+  if (!gz) return deflateEnd(&z), FT_ENOMEM;
+  z.next_in = c->b;
+  z.avail_in = (uInt)c->n;
+  z.next_out = gz;
+  z.avail_out = (uInt)cap;
+  int r = deflate(&z, Z_FINISH);
+  size_t len = cap - z.avail_out;
+  deflateEnd(&z);
+  if (r != Z_STREAM_END) return free(gz), FT_ENOMEM;
+  fputc('"', out);
+  b64(out, gz, len);
+  fputc('"', out);
+  free(gz);
+  return FT_OK;
+}
+
 static int by_row_ts(const void *a, const void *b) {
   const tl_ev *x = *(tl_ev *const *)a, *y = *(tl_ev *const *)b;
   int xd = x->cls >= TL_DEVICE, yd = y->cls >= TL_DEVICE;
@@ -156,9 +207,10 @@ static int by_row_ts(const void *a, const void *b) {
 }
 
 /* One file: its rows (class, pid, tid or stream, slices), then columns of its slices
- * in row order: start (ns from the row's previous slice; the first from the file's
- * first event), duration ns, name id, correlation, External id, and the launches
- * [index, grid xyz, block xyz]. */
+ * (b64 above) in row order: start (ns from the row's previous slice; the first from the file's
+ * first event), duration ns, name id, correlation and External id (0: none; each as
+ * the difference from the previous slice's), and the launches [index, grid xyz,
+ * block xyz]. */
 static ft_status write_file(FILE *out, struct ft__tl_file *f, ft__strtab *names, int64_t offset_ns, int64_t rank) {
   size_t n = f->ev.len;
   tl_ev **ev = malloc((n ? n : 1) * sizeof *ev);
@@ -175,34 +227,36 @@ static ft_status write_file(FILE *out, struct ft__tl_file *f, ft__strtab *names,
     for (k = i + 1; k < n && ev[k]->cls == ev[i]->cls && ev[k]->pid == ev[i]->pid && ev[k]->tid == ev[i]->tid;) k++;
     fprintf(out, "%s[%d,%lld,%lld,%zu]", i ? "," : "", ev[i]->cls, (long long)ev[i]->pid, (long long)ev[i]->tid, k - i);
   }
-  fputs("],\n \"s\": [", out);
-  for (size_t i = 0; i < n; i++) {
-    bool row_start = !i || ev[i]->cls != ev[i - 1]->cls || ev[i]->pid != ev[i - 1]->pid || ev[i]->tid != ev[i - 1]->tid;
-    fprintf(out, "%s%lld", i ? "," : "", (long long)(ev[i]->ts - (row_start ? first : ev[i - 1]->ts)));
+  fputs("]", out);
+  /* columns: start, duration, name, correlation, External id; then the launches (g, gn of them) */
+  col cols[6] = {{0}};
+  bool ok = true;
+  size_t launches = 0;
+  for (size_t i = 0; i < n && ok; i++) {
+    const tl_ev *e = ev[i], *p = i ? ev[i - 1] : NULL;
+    bool row_start = !p || e->cls != p->cls || e->pid != p->pid || e->tid != p->tid;
+    ok = varint(&cols[0], e->ts - (row_start ? first : p->ts)) && varint(&cols[1], e->dur) &&
+         varint(&cols[2], ids[e->name]) && varint(&cols[3], e->corr - (p ? p->corr : 0)) &&
+         varint(&cols[4], e->ext - (p ? p->ext : 0));
+    if (ok && e->has_launch) {
+      ok = varint(&cols[5], (int64_t)i);
+      for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], e->grid[d]);
+      for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], e->block[d]);
+      launches++;
+    }
   }
-  fputs("],\n \"d\": [", out);
-  for (size_t i = 0; i < n; i++) fprintf(out, "%s%lld", i ? "," : "", (long long)ev[i]->dur);
-  fputs("],\n \"n\": [", out);
-  for (size_t i = 0; i < n; i++) fprintf(out, "%s%u", i ? "," : "", ids[ev[i]->name]);
-  fputs("],\n \"c\": [", out);
-  for (size_t i = 0; i < n; i++) fprintf(out, "%s%lld", i ? "," : "", (long long)ev[i]->corr);
-  fputs("],\n \"x\": [", out);
-  for (size_t i = 0; i < n; i++) fprintf(out, "%s%lld", i ? "," : "", (long long)ev[i]->ext);
-  fputs("],\n \"g\": [", out);
-  bool any = false;
-  for (size_t i = 0; i < n; i++) {
-    const tl_ev *e = ev[i];
-    if (!e->has_launch) continue;
-    fprintf(out, "%s%zu,%d,%d,%d,%d,%d,%d", any ? "," : "", i, e->grid[0], e->grid[1], e->grid[2], e->block[0],
-            e->block[1], e->block[2]);
-    any = true;
+  static const char *const keys[] = {"s", "d", "n", "c", "x", "g"};
+  ft_status s = ok ? FT_OK : FT_ENOMEM;
+  for (int c = 0; c < 6 && !s; c++) {
+    fprintf(out, ", \"%s\": ", keys[c]);
+    s = put_col(out, &cols[c]);
   }
-  fputs("]}", out);
+  fprintf(out, ", \"gn\": %zu}", launches);
+  for (int c = 0; c < 6; c++) free(cols[c].b);
   free(ev);
   free(ids);
-  return FT_OK;
+  return s;
 }
-
 ft_status ft__tl_write(FILE *out, ft__tl *tl, const ft_stat_job *job) {
   /* one clock when every trace states its base time: then ts + base is wall time */
   const char *why = NULL;

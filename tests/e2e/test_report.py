@@ -10,6 +10,7 @@ import hashlib
 import html.parser
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -218,6 +219,15 @@ def hostile_traces(d, names=HOSTILE):
     return list(names)
 
 
+def ready(browser, pg):
+    """pg once its script is done: the timeline's columns inflate after the load event."""
+    for _ in range(200):
+        if pg.eval("document.body.getAttribute('data-ready')") == "1":
+            return pg
+        browser.pump(0.05)
+    raise AssertionError(f"the page did not get ready: {pg.problems()}")
+
+
 def click_links(browser, path, wait=10):
     """Loads the page and clicks each trace link as a mouse does. Returns the page, the links'
     resolved URLs and what each click led to: ("download", its event), ("page", URL, content
@@ -308,7 +318,7 @@ def _():
                 assert pg.eval("document.title") == "flagtrace report"
                 assert pg.eval("location.href") == "file://" + urllib.parse.quote(os.path.abspath(out))
                 assert pg.eval("document.querySelectorAll('script').length + document.querySelectorAll('img').length") == 2
-                assert pg.eval("document.body.getAttribute('data-ready')") == "1"
+                ready(browser, pg)
         finally:
             browser.close()
 
@@ -378,8 +388,7 @@ def _():
         try:
             for path, notes, links in ((out, [why, why], 1), (edited_out, [why, why, "not a relative path to a trace"], 0),
                                        (stdin_out, ["read from stdin, there is no file to link"], 0)):
-                pg = browser.open("file://" + urllib.parse.quote(path))
-                assert pg.eval("document.body.getAttribute('data-ready')") == "1"
+                pg = ready(browser, browser.open("file://" + urllib.parse.quote(path)))
                 assert pg.eval("document.querySelectorAll('a.open-trace').length") == links, path
                 shown = pg.eval("Array.prototype.map.call(document.querySelectorAll('.no-link'), "
                                 "function (e) { return e.textContent; })")
@@ -409,7 +418,7 @@ def _():
         assert report(out, os.path.join(data, "sample_h200.json.gz")).returncode == 0
         browser = Browser(CHROMIUM, downloads)
         try:
-            pg = browser.open("file://" + out)
+            pg = ready(browser, browser.open("file://" + out))
             axis = "[document.getElementById('axis-lo').textContent, document.getElementById('axis-hi').textContent]"
             picture = "document.querySelector('#timeline-body canvas').toDataURL()"
             lo0, hi0 = pg.eval(axis)
@@ -461,11 +470,15 @@ def _():
             browser.close()
 
 
-@case("report: size: about 16 bytes of page per slice (docs/report.md), a name's bytes once")
+@case("report: size: a few bytes of page per slice (docs/report.md), a name's bytes once")
 def _():
     def make(d, n, names):
-        ev = [{"ph": "X", "cat": "kernel", "name": names[i % len(names)], "ts": i * 3, "dur": 2, "pid": 0}
-              for i in range(n)]
+        # irregular times (what a real trace has): ns-precise gaps and lengths from 1 ns to 50 us
+        rnd, t, ev = random.Random(n), 0.0, []
+        for i in range(n):
+            dur = rnd.randint(1, 50000) / 1000
+            ev.append({"ph": "X", "cat": "kernel", "name": names[i % len(names)], "ts": round(t, 3), "dur": dur, "pid": 0})
+            t += dur + rnd.randint(1, 20000) / 1000
         p = os.path.join(d, f"t{n}-{len(names)}.json.gz")
         with gzip.open(p, "wt") as f:
             json.dump({"traceEvents": ev}, f)
@@ -475,7 +488,7 @@ def _():
     with tempfile.TemporaryDirectory() as d:
         small, big = make(d, 2000, ["a", "b", "c"]), make(d, 60000, ["a", "b", "c"])
         per_slice = (big - small) / 58000
-        assert 12 < per_slice < 20, (small, big, per_slice)
+        assert 4 < per_slice < 10, (small, big, per_slice)
         more = make(d, 2000, [f"kernel_{i}" for i in range(300)])
         assert small + 300 * 100 < more < small + 300 * 300, (small, more)
 

@@ -75,6 +75,16 @@ def pos(pg, g, name, i=0):
     return pg.eval(f"ftTimeline.slicePos({g}, {f}, {k})")
 
 
+def opened(browser, path):
+    """The page once its script is done (the timeline's columns inflate after the load event)."""
+    pg = browser.open("file://" + urllib.parse.quote(path))
+    for _ in range(200):
+        if pg.eval("document.body.getAttribute('data-ready')") == "1":
+            return pg
+        browser.pump(0.05)
+    raise AssertionError(f"{path}: the page did not get ready: {pg.problems()}")
+
+
 def problems(pg):
     """The page's problems, less chromium's advice on the test's own pixel reads."""
     return [p for p in pg.problems() if "willReadFrequently" not in p]
@@ -119,8 +129,7 @@ def _():
         out = report(os.path.join(d, "report.html"), *files)
         browser = Browser(CHROMIUM, dl)
         try:
-            pg = browser.open("file://" + urllib.parse.quote(out))
-            assert pg.eval("document.body.getAttribute('data-ready')") == "1"
+            pg = opened(browser, out)
             assert pg.eval("document.getElementById('tl-clock').textContent") == \
                 "every trace states its base time (baseTimeNanoseconds): one wall clock"
             W = pg.eval("document.querySelector('canvas.tl-canvas').clientWidth")
@@ -181,7 +190,7 @@ def _():
         out = report(os.path.join(d, "report.html"), *files)
         browser = Browser(CHROMIUM, dl)
         try:
-            pg = browser.open("file://" + urllib.parse.quote(out))
+            pg = opened(browser, out)
             assert pg.eval("document.getElementById('tl-clock').textContent") == \
                 f"{files[0]} states no baseTimeNanoseconds: each rank is drawn from its own first event"
             assert pg.eval("document.getElementById('tl-clock').className") == "warn"
@@ -204,7 +213,7 @@ def _():
         out = report(os.path.join(d, "ab.html"), "--a", files[0], "--b", files[1], "--diff-json", diff)
         browser = Browser(CHROMIUM, dl)
         try:
-            pg = browser.open("file://" + urllib.parse.quote(out))
+            pg = opened(browser, out)
             assert pg.eval("ftTimeline.TL.groups.map(function (G) { return G.label + ' ' + G.files.length; })") == ["A 1", "B 1"]
             assert pg.eval("Object.keys(ftTimeline.TL.regress)") == ["aten::mm"]
             pg.eval("var s = document.getElementById('tl-step'); s.value = '1'; s.dispatchEvent(new Event('change'))")
