@@ -2,10 +2,11 @@
 open (navigation to the page's script done: data parsed, levels of detail built, first frame drawn)
 and the time of a pan or zoom frame (the page's own drawing, performance.now() around it) at zoom
 levels from the whole job to 1/10000 of it. Rows with targets, never a timed test.
-Standalone: python3 bench/report_view.py BUILD [EVENTS]."""
+Standalone: python3 bench/report_view.py BUILD [--quick] (100 000 slices, not judged)."""
 import gzip
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -22,9 +23,9 @@ OPS = ["aten::mm", "aten::add", "aten::layer_norm", "aten::softmax", "aten::sum"
 
 
 def rank_trace(path, rank, events):
-    """events slices on one rank: steps of ops, each op a launch and its kernel (4 slices an op);
-    rank r 5 % slower per rank; base times 1 ms apart."""
-    slow = 1 + 0.05 * rank
+    """events slices on one rank: steps of ops, each op a launch, its kernel and a memset (4 slices an
+    op), lengths and gaps with random ns (seeded); rank r 5 % slower per rank; base times 1 ms apart."""
+    slow, rnd = 1 + 0.05 * rank, random.Random(rank)
     ev, t, ext, step = [], 0.0, 0, 0
     while len(ev) < events:
         ev.append({"ph": "X", "cat": "cpu_op", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 1, "ts": round(t, 3),
@@ -33,7 +34,7 @@ def rank_trace(path, rank, events):
         for i in range(200):
             ext += 1
             op, k = OPS[i % len(OPS)], KERNELS[(i * 7 + step) % len(KERNELS)]
-            d = (3 + (i % 5)) * slow
+            d = (3 + (i % 5) + rnd.random()) * slow  # ns-precise lengths, as real traces have
             ev.append({"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": round(t, 3), "dur": round(d, 3),
                        "args": {"External id": ext}})
             ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
@@ -43,7 +44,7 @@ def rank_trace(path, rank, events):
                                                           "grid": [132, 1, 1], "block": [256, 1, 1]}})
             ev.append({"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 8,
                        "ts": round(t + 2.5, 3), "dur": 0.4, "args": {"stream": 8, "bytes": 4096}})
-            t += d + 0.5
+            t += d + 0.5 + rnd.random()
         ev[first]["dur"] = round(t - ev[first]["ts"], 3)
         step += 1
     with gzip.open(path, "wt", compresslevel=1) as f:
@@ -113,5 +114,4 @@ def section(build, quick):
 
 
 if __name__ == "__main__":
-    print("\n".join(section(sys.argv[1], False) if len(sys.argv) < 3 else
-                    section(sys.argv[1], int(sys.argv[2]) < 1_000_000)))
+    print("\n".join(section(sys.argv[1], "--quick" in sys.argv)))
