@@ -448,7 +448,7 @@ def _():
             assert abs(lo - span / 4) < 0.01 * span and abs(hi - 3 * span / 4) < 0.01 * span, (lo, hi, span)
             # a header click sorts the kernels table by that column, a second one reverses it
             col = pg.eval("Array.prototype.map.call(document.querySelectorAll('#table-kernels th'), "
-                          "function (t) { return t.textContent; }).indexOf('total_us')")
+                          "function (t) { return t.textContent; }).indexOf('total time')")
             assert col >= 0
             cells = (f"Array.prototype.map.call(document.querySelectorAll('#table-kernels tr'), function (r) "
                      f"{{ return r.cells[{col}].textContent; }}).slice(1)")
