@@ -2,7 +2,7 @@
 open (navigation to the page's script done: data parsed, levels of detail built, first frame drawn)
 and the time of a pan or zoom frame (the page's own drawing, performance.now() around it) at zoom
 levels from the whole job to 1/10000 of it. Rows with targets, never a timed test.
-Standalone: python3 bench/report_view.py BUILD [--quick] (100 000 slices, not judged)."""
+Standalone: python3 bench/report_view.py BUILD [--quick] (20 000 slices, not judged)."""
 import gzip
 import json
 import os
@@ -95,7 +95,7 @@ def measure(build, events=1_000_000, ranks=8):
 
 def section(build, quick):
     """The bench's markdown section (two rows)."""
-    got = measure(build, 100_000 if quick else 1_000_000)
+    got = measure(build, 20_000 if quick else 1_000_000)
     head = ["## Report viewer: the timeline in headless chromium (bench/report_view.py)", ""]
     if not got:
         return head + ["(skipped: no chromium)", ""]
