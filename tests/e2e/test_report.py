@@ -12,7 +12,6 @@ import json
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,13 +19,10 @@ import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
 from trace_checks import Results  # noqa: E402
-from chromium_cdp import Browser  # noqa: E402
+from chromium_cdp import Browser, chromium_or_skip  # noqa: E402
 
 flagtrace, data = sys.argv[1], sys.argv[2]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if not CHROMIUM:
-    print("SKIP: no chromium (scripts/deps.sh test installs it)")
-    sys.exit(77)
+CHROMIUM = chromium_or_skip()
 results = Results()
 case = results.case
 SECTIONS = ["summary", "timeline", "busy", "top-kernels", "top-ops", "copies", "tables"]
@@ -219,15 +215,6 @@ def hostile_traces(d, names=HOSTILE):
     return list(names)
 
 
-def ready(browser, pg):
-    """pg once its script is done: the timeline's columns inflate after the load event."""
-    for _ in range(200):
-        if pg.eval("document.body.getAttribute('data-ready')") == "1":
-            return pg
-        browser.pump(0.05)
-    raise AssertionError(f"the page did not get ready: {pg.problems()}")
-
-
 def click_links(browser, path, wait=10):
     """Loads the page and clicks each trace link as a mouse does. Returns the page, the links'
     resolved URLs and what each click led to: ("download", its event), ("page", URL, content
@@ -318,7 +305,7 @@ def _():
                 assert pg.eval("document.title") == "flagtrace report"
                 assert pg.eval("location.href") == "file://" + urllib.parse.quote(os.path.abspath(out))
                 assert pg.eval("document.querySelectorAll('script').length + document.querySelectorAll('img').length") == 2
-                ready(browser, pg)
+                pg.ready()
         finally:
             browser.close()
 
@@ -388,7 +375,7 @@ def _():
         try:
             for path, notes, links in ((out, [why, why], 1), (edited_out, [why, why, "not a relative path to a trace"], 0),
                                        (stdin_out, ["read from stdin, there is no file to link"], 0)):
-                pg = ready(browser, browser.open("file://" + urllib.parse.quote(path)))
+                pg = browser.open("file://" + urllib.parse.quote(path)).ready()
                 assert pg.eval("document.querySelectorAll('a.open-trace').length") == links, path
                 shown = pg.eval("Array.prototype.map.call(document.querySelectorAll('.no-link'), "
                                 "function (e) { return e.textContent; })")
@@ -418,7 +405,7 @@ def _():
         assert report(out, os.path.join(data, "sample_h200.json.gz")).returncode == 0
         browser = Browser(CHROMIUM, downloads)
         try:
-            pg = ready(browser, browser.open("file://" + out))
+            pg = browser.open("file://" + out).ready()
             axis = "[document.getElementById('axis-lo').textContent, document.getElementById('axis-hi').textContent]"
             picture = "document.querySelector('#timeline-body canvas').toDataURL()"
             lo0, hi0 = pg.eval(axis)

@@ -3,10 +3,10 @@ the pixels their times give, ranks on one wall clock (rank 1 36 % slower, starte
 tooltip's text, names appearing as you zoom, the launch arrow drawn on hover, search, the step
 selector, the A/B view aligned by step with a regression marked; no console error, no request but
 the page. Skips (77) when chromium is missing."""
+import contextlib
 import gzip
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,13 +14,10 @@ import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
 from trace_checks import Results  # noqa: E402
-from chromium_cdp import Browser  # noqa: E402
+from chromium_cdp import Browser, chromium_or_skip  # noqa: E402
 
 flagtrace = sys.argv[1]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if not CHROMIUM:
-    print("SKIP: no chromium (scripts/deps.sh test installs it)")
-    sys.exit(77)
+CHROMIUM = chromium_or_skip()
 results = Results()
 case = results.case
 BASE = 1795996800000000000
@@ -52,6 +49,18 @@ def rank_trace(path, rank, slow, base_ns, shift_us, base=True):
     return {e["name"]: (base_ns * 1e-3 + e["ts"], e["dur"]) for e in ev}  # wall-clock us
 
 
+@contextlib.contextmanager
+def rank_pair(base=True):
+    """A directory with the two ranks' traces (traces()) and a browser: (dir, files, r0, r1, browser)."""
+    with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as dl:
+        files, r0, r1 = traces(d, base)
+        browser = Browser(CHROMIUM, dl)
+        try:
+            yield d, files, r0, r1, browser
+        finally:
+            browser.close()
+
+
 def report(out, *args):
     r = subprocess.run([flagtrace, "report", "-o", out, *args], capture_output=True, text=True)
     assert r.returncode == 0, r
@@ -76,13 +85,7 @@ def pos(pg, g, name, i=0):
 
 
 def opened(browser, path):
-    """The page once its script is done (the timeline's columns inflate after the load event)."""
-    pg = browser.open("file://" + urllib.parse.quote(path))
-    for _ in range(200):
-        if pg.eval("document.body.getAttribute('data-ready')") == "1":
-            return pg
-        browser.pump(0.05)
-    raise AssertionError(f"{path}: the page did not get ready: {pg.problems()}")
+    return browser.open("file://" + urllib.parse.quote(path)).ready()
 
 
 def problems(pg):
@@ -124,111 +127,96 @@ def traced(fn):
       "later and 36 % slower; tooltip, launch arrow on hover, names appear as you zoom; no error, no request")
 @traced
 def _():
-    with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as dl:
-        files, r0, r1 = traces(d)
+    with rank_pair() as (d, files, r0, r1, browser):
         out = report(os.path.join(d, "report.html"), *files)
-        browser = Browser(CHROMIUM, dl)
-        try:
-            pg = opened(browser, out)
-            assert pg.eval("document.getElementById('tl-clock').textContent") == \
-                "every trace states its base time (baseTimeNanoseconds): one wall clock"
-            W = pg.eval("document.querySelector('canvas.tl-canvas').clientWidth")
-            origin = r0["ProfilerStep#1"][0]
-            end = max(t + dur for t, dur in list(r0.values()) + list(r1.values())) - origin
-            view = pg.eval("ftTimeline.TL.view")
-            assert abs(view[0]) < 1e-6 and abs(view[1] - end * 1000) < 1, (view, end)
-            for g_rank, r in ((0, r0), (1, r1)):
-                want = (r["gemm_kernel"][0] - origin) * W / end
-                p = pos(pg, 0, "gemm_kernel", g_rank)
-                assert abs(p["x"] - want) < 0.01 and abs(p["x1"] - p["x"] - r["gemm_kernel"][1] * W / end) < 0.01, (p, want)
-                # drawn there: the kernel's colour inside it, the background just before it
-                inside, before = pixel(pg, p["x"] + 2, p["y"] + 5), pixel(pg, p["x"] - 3, p["y"] + 5)
-                assert inside[3] == 255 and inside[:3] != [255, 255, 255] and before[3] == 0, (inside, before)
-            a, b = pos(pg, 0, "gemm_kernel", 0), pos(pg, 0, "gemm_kernel", 1)
-            # relative offset: 5 ms plus the slower rank's 300 us * 0.36 before its kernel
-            assert abs((b["x"] - a["x"]) - (5000 + 300 * 0.36) * W / end) < 0.01, (a, b)
-            assert abs((b["x1"] - b["x"]) / (a["x1"] - a["x"]) - 1.36) < 1e-6
-            # hover the kernel: its tooltip, and the arrow from its launch
-            hover(pg, browser, a["x"] + 5, a["y"] + 5)
-            tip = pg.eval("document.getElementById('tl-tip').textContent")
-            assert tip.split("\n") == ["gemm_kernel", "duration 400.000 us, start 300.000 us", "rank 0, GPU 0 stream 7",
-                                       "grid [4, 1, 1], block [128, 1, 1]", "stream 7", "launched by cudaLaunchKernel",
-                                       "op aten::mm"], tip
-            assert pg.eval("document.getElementById('tl-tip').className") == "tl-tip on"
-            launch = pos(pg, 0, "cudaLaunchKernel", 0)
-            flow = pg.eval("ftTimeline.TL.flow")
-            assert flow == {"from": [launch["x"], launch["y"] + 13], "to": [a["x"], a["y"]]}, (flow, launch, a)
-            mid = ((launch["x"] + a["x"]) / 2, (launch["y"] + 13 + a["y"]) / 2)
-            assert pixel(pg, *mid)[3] > 0, "no arrow drawn between the launch and its kernel"
-            hover(pg, browser, 2, 2)  # away: no arrow
-            assert pg.eval("ftTimeline.TL.hover") is None
-            # a 2 us kernel is under a pixel at this zoom: no name; zoomed to it, its name is written
-            t = pos(pg, 0, "tiny_kernel", 0)
-            assert t["x1"] - t["x"] < 1 and dark_pixels(pg, t["x"] - 1, t["y"], 3, 13) == 0
-            lo = (r0["tiny_kernel"][0] - origin - 2) * 1000
-            pg.eval(f"ftTimeline.setView({lo}, {lo + 10000})")
-            t = pos(pg, 0, "tiny_kernel", 0)
-            assert abs(t["x1"] - t["x"] - W / 5) < 0.01 and dark_pixels(pg, t["x"], t["y"], t["x1"] - t["x"], 13) > 10, t
-            # search: matching names stay, the rest fade
-            pg.eval("var s = document.getElementById('tl-search'); s.value = 'GEMM'; s.dispatchEvent(new Event('input'))")
-            assert pg.eval("Object.keys(ftTimeline.TL.match)") == ["gemm_kernel"]
-            # the step selector: step 1 of both ranks, from its start
-            pg.eval("var s = document.getElementById('tl-step'); s.value = '1'; s.dispatchEvent(new Event('change'))")
-            assert pg.eval("ftTimeline.TL.view") == [0, (5000 + 1360) * 1000]
-            assert pg.eval("document.getElementById('axis-hi').textContent") == "6.360 ms"
-            assert pg.requests() == ["file://" + urllib.parse.quote(out)], pg.requests()
-            assert problems(pg) == [], problems(pg)
-        finally:
-            browser.close()
+        pg = opened(browser, out)
+        assert pg.eval("document.getElementById('tl-clock').textContent") == \
+            "every trace states its base time (baseTimeNanoseconds): one wall clock"
+        W = pg.eval("document.querySelector('canvas.tl-canvas').clientWidth")
+        origin = r0["ProfilerStep#1"][0]
+        end = max(t + dur for t, dur in list(r0.values()) + list(r1.values())) - origin
+        view = pg.eval("ftTimeline.TL.view")
+        assert abs(view[0]) < 1e-6 and abs(view[1] - end * 1000) < 1, (view, end)
+        for g_rank, r in ((0, r0), (1, r1)):
+            want = (r["gemm_kernel"][0] - origin) * W / end
+            p = pos(pg, 0, "gemm_kernel", g_rank)
+            assert abs(p["x"] - want) < 0.01 and abs(p["x1"] - p["x"] - r["gemm_kernel"][1] * W / end) < 0.01, (p, want)
+            # drawn there: the kernel's colour inside it, the background just before it
+            inside, before = pixel(pg, p["x"] + 2, p["y"] + 5), pixel(pg, p["x"] - 3, p["y"] + 5)
+            assert inside[3] == 255 and inside[:3] != [255, 255, 255] and before[3] == 0, (inside, before)
+        a, b = pos(pg, 0, "gemm_kernel", 0), pos(pg, 0, "gemm_kernel", 1)
+        # relative offset: 5 ms plus the slower rank's 300 us * 0.36 before its kernel
+        assert abs((b["x"] - a["x"]) - (5000 + 300 * 0.36) * W / end) < 0.01, (a, b)
+        assert abs((b["x1"] - b["x"]) / (a["x1"] - a["x"]) - 1.36) < 1e-6
+        # hover the kernel: its tooltip, and the arrow from its launch
+        hover(pg, browser, a["x"] + 5, a["y"] + 5)
+        tip = pg.eval("document.getElementById('tl-tip').textContent")
+        assert tip.split("\n") == ["gemm_kernel", "duration 400.000 us, start 300.000 us", "rank 0, GPU 0 stream 7",
+                                   "grid [4, 1, 1], block [128, 1, 1]", "stream 7", "launched by cudaLaunchKernel",
+                                   "op aten::mm"], tip
+        assert pg.eval("document.getElementById('tl-tip').className") == "tl-tip on"
+        launch = pos(pg, 0, "cudaLaunchKernel", 0)
+        flow = pg.eval("ftTimeline.TL.flow")
+        assert flow == {"from": [launch["x"], launch["y"] + 13], "to": [a["x"], a["y"]]}, (flow, launch, a)
+        mid = ((launch["x"] + a["x"]) / 2, (launch["y"] + 13 + a["y"]) / 2)
+        assert pixel(pg, *mid)[3] > 0, "no arrow drawn between the launch and its kernel"
+        hover(pg, browser, 2, 2)  # away: no arrow
+        assert pg.eval("ftTimeline.TL.hover") is None
+        # a 2 us kernel is under a pixel at this zoom: no name; zoomed to it, its name is written
+        t = pos(pg, 0, "tiny_kernel", 0)
+        assert t["x1"] - t["x"] < 1 and dark_pixels(pg, t["x"] - 1, t["y"], 3, 13) == 0
+        lo = (r0["tiny_kernel"][0] - origin - 2) * 1000
+        pg.eval(f"ftTimeline.setView({lo}, {lo + 10000})")
+        t = pos(pg, 0, "tiny_kernel", 0)
+        assert abs(t["x1"] - t["x"] - W / 5) < 0.01 and dark_pixels(pg, t["x"], t["y"], t["x1"] - t["x"], 13) > 10, t
+        # search: matching names stay, the rest fade
+        pg.eval("var s = document.getElementById('tl-search'); s.value = 'GEMM'; s.dispatchEvent(new Event('input'))")
+        assert pg.eval("Object.keys(ftTimeline.TL.match)") == ["gemm_kernel"]
+        # the step selector: step 1 of both ranks, from its start
+        pg.eval("var s = document.getElementById('tl-step'); s.value = '1'; s.dispatchEvent(new Event('change'))")
+        assert pg.eval("ftTimeline.TL.view") == [0, (5000 + 1360) * 1000]
+        assert pg.eval("document.getElementById('axis-hi').textContent") == "6.360 ms"
+        assert pg.requests() == ["file://" + urllib.parse.quote(out)], pg.requests()
+        assert problems(pg) == [], problems(pg)
 
 
 @case("timeline: traces without base times: each rank from its own start, and the page says why")
 @traced
 def _():
-    with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as dl:
-        files, r0, r1 = traces(d, base=False)
+    with rank_pair(base=False) as (d, files, r0, r1, browser):
         out = report(os.path.join(d, "report.html"), *files)
-        browser = Browser(CHROMIUM, dl)
-        try:
-            pg = opened(browser, out)
-            assert pg.eval("document.getElementById('tl-clock').textContent") == \
-                f"{files[0]} states no baseTimeNanoseconds: each rank is drawn from its own first event"
-            assert pg.eval("document.getElementById('tl-clock').className") == "warn"
-            a, b = pos(pg, 0, "gemm_kernel", 0), pos(pg, 0, "gemm_kernel", 1)
-            W, view = pg.eval("document.querySelector('canvas.tl-canvas').clientWidth"), pg.eval("ftTimeline.TL.view")
-            assert abs((b["x"] - a["x"]) - 300 * 0.36 * W / (view[1] / 1000)) < 0.01, (a, b, view)
-            assert problems(pg) == [], problems(pg)
-        finally:
-            browser.close()
+        pg = opened(browser, out)
+        assert pg.eval("document.getElementById('tl-clock').textContent") == \
+            f"{files[0]} states no baseTimeNanoseconds: each rank is drawn from its own first event"
+        assert pg.eval("document.getElementById('tl-clock').className") == "warn"
+        a, b = pos(pg, 0, "gemm_kernel", 0), pos(pg, 0, "gemm_kernel", 1)
+        W, view = pg.eval("document.querySelector('canvas.tl-canvas').clientWidth"), pg.eval("ftTimeline.TL.view")
+        assert abs((b["x"] - a["x"]) - 300 * 0.36 * W / (view[1] / 1000)) < 0.01, (a, b, view)
+        assert problems(pg) == [], problems(pg)
 
 
 @case("timeline: A above B (--a/--b), aligned by step, the regression outlined in both; a diff "
       "document that is not JSON is refused")
 @traced
 def _():
-    with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as dl:
-        files, r0, r1 = traces(d)
+    with rank_pair() as (d, files, r0, r1, browser):
         diff = os.path.join(d, "diff.json")
         open(diff, "w").write(json.dumps({"ops": [{"name": "aten::mm", "ratio": 1.36}, {"name": "x", "ratio": 1.0}]}))
         out = report(os.path.join(d, "ab.html"), "--a", files[0], "--b", files[1], "--diff-json", diff)
-        browser = Browser(CHROMIUM, dl)
-        try:
-            pg = opened(browser, out)
-            assert pg.eval("ftTimeline.TL.groups.map(function (G) { return G.label + ' ' + G.files.length; })") == ["A 1", "B 1"]
-            assert pg.eval("Object.keys(ftTimeline.TL.regress)") == ["aten::mm"]
-            pg.eval("var s = document.getElementById('tl-step'); s.value = '1'; s.dispatchEvent(new Event('change'))")
-            W = pg.eval("document.querySelector('canvas.tl-canvas').clientWidth")
-            a, b = pos(pg, 0, "gemm_kernel"), pos(pg, 1, "gemm_kernel")
-            span = 1360.0  # the longer step (B's), us
-            assert abs(a["x"] - 300 * W / span) < 0.01 and abs(b["x"] - 300 * 1.36 * W / span) < 0.01, (a, b)
-            assert b["y"] > a["y"], "B is drawn below A"
-            for g in (0, 1):  # the regression's outline: red at its edge
-                m = pos(pg, g, "aten::mm")
-                r, g_, b_, _ = pixel(pg, m["x"] + 1.5, m["y"] + 6)
-                assert r > 180 and g_ < 80 and b_ < 80, (r, g_, b_)
-            assert problems(pg) == [], problems(pg)
-        finally:
-            browser.close()
+        pg = opened(browser, out)
+        assert pg.eval("ftTimeline.TL.groups.map(function (G) { return G.label + ' ' + G.files.length; })") == ["A 1", "B 1"]
+        assert pg.eval("Object.keys(ftTimeline.TL.regress)") == ["aten::mm"]
+        pg.eval("var s = document.getElementById('tl-step'); s.value = '1'; s.dispatchEvent(new Event('change'))")
+        W = pg.eval("document.querySelector('canvas.tl-canvas').clientWidth")
+        a, b = pos(pg, 0, "gemm_kernel"), pos(pg, 1, "gemm_kernel")
+        span = 1360.0  # the longer step (B's), us
+        assert abs(a["x"] - 300 * W / span) < 0.01 and abs(b["x"] - 300 * 1.36 * W / span) < 0.01, (a, b)
+        assert b["y"] > a["y"], "B is drawn below A"
+        for g in (0, 1):  # the regression's outline: red at its edge
+            m = pos(pg, g, "aten::mm")
+            r, g_, b_, _ = pixel(pg, m["x"] + 1.5, m["y"] + 6)
+            assert r > 180 and g_ < 80 and b_ < 80, (r, g_, b_)
+        assert problems(pg) == [], problems(pg)
         open(diff, "w").write("{not json")
         r = subprocess.run([flagtrace, "report", "-o", os.path.join(d, "bad.html"), "--a", files[0], "--b", files[1],
                             "--diff-json", diff], capture_output=True, text=True)
