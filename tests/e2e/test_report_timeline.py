@@ -216,6 +216,10 @@ def _():
             m = pos(pg, g, "aten::mm")
             r, g_, b_, _ = pixel(pg, m["x"] + 1.5, m["y"] + 6)
             assert r > 180 and g_ < 80 and b_ < 80, (r, g_, b_)
+        # the diff document's table: its rows, the regression's marked
+        rows = pg.eval("Array.prototype.map.call(document.querySelectorAll('#table-diff-ops tr'), function (r) {"
+                       " return [r.className, r.cells[0].textContent, r.cells[1].textContent]; })")
+        assert rows == [["", "name", "ratio"], ["warn", "aten::mm", "1.36"], ["", "x", "1"]], rows
         assert problems(pg) == [], problems(pg)
         open(diff, "w").write("{not json")
         r = subprocess.run([flagtrace, "report", "-o", os.path.join(d, "bad.html"), "--a", files[0], "--b", files[1],
