@@ -47,6 +47,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import report_view  # noqa: E402  (the report viewer's rows: bench/report_view.py)
 IDS = ("P1", "P2", "P3", "P4", "P5", "P6")
 # the raw-CUPTI floor's buffers when it measures CUPTI's own memory for P6
 P6_FLOOR_BUFFER = 256 * 1024
@@ -351,6 +353,7 @@ def cpu_part(build, quick, gpu=False):
     doc += stats_memory(build, quick) + stats_split(build, quick) + stats_merge(build, quick) + stats_hta(build, quick)
     doc += stats_ops(build, quick) + stats_diff(build, quick)
     doc += fake_capture(build, quick)
+    doc += report_view.section(build, quick)  # the HTML report's timeline in headless chromium
     if os.path.exists(os.path.join(build, "bench", "bench_kineto")):  # built with -DFT_KINETO_SRC
         doc += ["## P3: the kineto adaptor's per-event export cost, no torch (bench/bench_kineto.cpp)", "",
                 run("bench_kineto"), ""]

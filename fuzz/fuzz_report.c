@@ -51,13 +51,16 @@ static void check_href(const uint8_t *data, size_t size) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_href(data, size);
-  ft_stat_job job;
+  ft_report_input in; /* the job and its timeline's slices, as the report reads them */
+  ft_stat_job *job = &in.job;
   char err[640];
   /* every option on: the fuzzer reaches the ops' nesting and HTA's analyses too */
   ft_stat_read_opts ro = {.timeline = true, .trace_limit = 8, .by_rank = true, .hta = true, .ops = true};
-  if (ft_stat_job_read_mem(&job, "</script><b>x.json", (const char *)data, size, &ro, err, sizeof err)) {
+  if (ft__tl_new(&in.tl, 1)) abort();
+  ft__tl_opts(&in.tl, &ro);
+  if (ft_stat_job_read_mem(job, "</script><b>x.json", (const char *)data, size, &ro, err, sizeof err)) {
     if (!err[0]) abort();
-    ft_stat_job_free(&job);
+    ft_report_input_free(&in);
     return 0;
   }
   /* every report, through every writer */
@@ -65,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ft_report_opts o = {.limit = 5, .by_rank = true};
   for (int r = 0; r < REP_N && null; r++) {
     ft_report rep;
-    if (!ft_report_build(&rep, r, &job, &o)) {
+    if (!ft_report_build(&rep, r, job, &o)) {
       ft_table_opts narrow = {.width = 40}, cut = {.name_width = 12, .unit = FT_UNIT_NS};
       ft_report_table(null, &rep, &narrow); /* columns left out, names elided */
       ft_report_table(null, &rep, &cut);
@@ -80,7 +83,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t len = 0;
   FILE *m = open_memstream(&html, &len);
   if (!m) abort();
-  ft_status s = ft_report_html_write(m, &job, NULL); /* no directory: no links, only names */
+  /* A above B (the same traces), a diff document and a regression: no directory, no links */
+  ft_report_input groups[2] = {in, in};
+  const char *regress[] = {"</script><b>"};
+  ft_status s = ft_report_html_groups(m, groups, 2, "{\"ops\": []}", regress, 1, NULL);
   fclose(m);
   if (!s) {
     const char *open = "<script id=\"ft-data\" type=\"application/json\">";
@@ -98,6 +104,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     yajl_free(h);
   }
   free(html);
-  ft_stat_job_free(&job);
+  ft_report_input_free(&in);
   return 0;
 }

@@ -2,7 +2,7 @@
 # Installs the Debian packages a profile needs, only those missing:
 #   build  what `make demo` needs: compile the library and the flagtrace command
 #   test   build + what `make test` needs (cmocka, yajl, the Python test tools, pkg-config, groff,
-#          headless chromium for the HTML report's test)
+#          headless chromium for the HTML report's test, node and npm for its Playwright test)
 #   ci     test + what `.ci/run` adds (clang's libFuzzer, valgrind); the default
 #   hta    test + Holistic Trace Analysis's Python packages (its source is fetched apart)
 set -euo pipefail
@@ -13,7 +13,9 @@ build=(cmake gcc g++ make zlib1g-dev libisal-dev) # libisal-dev: ISA-L's fast gz
 # python3-pandas: flagtrace.analysis's DataFrames (tests/python/test_analysis.py)
 # python3-distributed: Dask.distributed, for examples/dask_stats.py (tests/e2e/test_dask_stats.py)
 test=("${build[@]}" libyajl-dev pkg-config libcmocka-dev python3 python3-pytest python3-setuptools python3-wheel python3-venv
-      python3-pip python3-pandas python3-distributed groff-base chromium)
+      python3-pip python3-pandas python3-distributed groff-base chromium nodejs)
+# npm comes with some node packages (NodeSource's) and apart in Debian's: asked only when missing
+[ "$profile" != build ] && ! command -v npm >/dev/null && test+=(npm)
 # libfmt-dev: kineto's headers, for the adaptor's CPU test (cmake -DFT_KINETO_SRC=...)
 ci=("${test[@]}" clang libclang-rt-dev valgrind libfmt-dev)
 # Holistic Trace Analysis's own needs, for the comparisons that run it from a checkout of its

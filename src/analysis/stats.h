@@ -10,6 +10,8 @@
 #include "containers.h"
 #include "json_out.h"
 
+struct ft__ev; /* stats_internal.h: one event as the reader hands it over */
+
 /* A distribution of values (ns or bytes): count, sum, min, max, sum of squares
  * (stddev, exact), and the values themselves while there are at most
  * FT_DIST_EXACT of them (an exact median); past that a log-linear histogram of
@@ -200,6 +202,10 @@ typedef struct ft_stats {
   size_t segment_bytes; /* text asked of each read, a worker's segment; 0: 1 MiB (tests make it small) */
   size_t segments, segments_taken; /* diagnostics: segments read, those whose worker's parse was used */
   struct ft__hta *hta; /* HTA's analyses' state while the file is read (stats_hta.c); NULL unless asked */
+  /* every summarized complete event, in file order, as ft__stats_apply sees it (the
+   * report's timeline); false stops the read for want of memory. NULL: none */
+  bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
+  void *on_event_ctx;
 } ft_stats;
 
 ft_status ft_stats_init(ft_stats *st);
@@ -278,6 +284,10 @@ typedef struct ft_stat_read_opts {
   bool ops;           /* the ops' nesting (key_averages' columns: FT_STAT_OPS, FT_STAT_OP_SHAPES) */
   bool modules;       /* with ops: each op's innermost nn.Module (FT_STAT_OP_MODULES; python_function events) */
   bool op_kernels;    /* with ops: device work by its op and name (FT_STAT_OP_KERNELS: `diff`) */
+  /* each file's events (with their args) to on_event, on_event_ctx[file] its ctx (the
+   * files are read in parallel: one ctx each); NULL: none */
+  bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
+  void **on_event_ctx;
 } ft_stat_read_opts;
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, const ft_stat_read_opts *o, char *err,
                            size_t errlen);

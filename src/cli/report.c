@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json_scan.h"
 #include "report.h"
 #include "stats_out.h"
 
@@ -95,8 +96,9 @@ static ft_status trace_href(const char *path, const char *out_dir, char **href, 
 
 /* The data as JSON: the header, the timeline bins, every report, and each trace's link
  * from the report's directory (out_dir; NULL: no links), or null and the reason. */
-static ft_status write_data(FILE *f, const ft_stat_job *job, ft_report *reps, size_t n_reps, const char *out_dir) {
-  fputs("{\"schema\": 2, ", f);
+static ft_status write_data(FILE *f, const ft_stat_job *job, ft_report *reps, size_t n_reps, const char *out_dir,
+                            ft__tl *tl) {
+  fputs("{\"schema\": 3, ", f);
   ft_summary_json(f, job);
   fputs(",\n  \"hrefs\": [", f);
   const char **whys = calloc(job->n_files ? job->n_files : 1, sizeof *whys);
@@ -141,41 +143,85 @@ static ft_status write_data(FILE *f, const ft_stat_job *job, ft_report *reps, si
     fprintf(f, ",\n  \"%s\": ", reps[r].key);
     ft_report_json(f, &reps[r]);
   }
-  fputs("\n}\n", f);
-  return FT_OK;
+  fputs(",\n  \"tl\": ", f);
+  ft_status s = ft__tl_write(f, tl, job);
+  fputs("\n}", f);
+  return s;
 }
 
-ft_status ft_report_html_write(FILE *out, const ft_stat_job *job, const char *out_dir) {
+/* One group's data: its reports built, then write_data. */
+static ft_status write_group(FILE *f, const ft_report_input *in, const char *out_dir) {
   ft_report reps[REP_N];
   size_t n_reps = 0;
   ft_report_opts o = {0};
   ft_status s = FT_OK;
   for (int r = 0; r < REP_N && !s; r++)
-    if (r != REP_TRACE && !(FT_REP_HTA & 1u << r)) s = ft_report_build(&reps[n_reps++], r, job, &o);
+    if (r != REP_TRACE && !(FT_REP_HTA & 1u << r)) s = ft_report_build(&reps[n_reps++], r, &in->job, &o);
+  if (!s) s = write_data(f, &in->job, reps, n_reps, out_dir, (ft__tl *)&in->tl);
+  for (size_t r = 0; r < n_reps; r++) ft_report_free(&reps[r]);
+  return s;
+}
+
+static bool valid_json(const char *text) {
+  static const ft__json_callbacks none = {0};
+  ft__json j;
+  ft__json_init(&j, &none, NULL);
+  size_t n = strlen(text);
+  bool ok = n && ft__json_feed(&j, (const unsigned char *)text, n) == FT__JSON_OK && ft__json_finish(&j) == FT__JSON_OK;
+  ft__json_free(&j);
+  return ok;
+}
+
+ft_status ft_report_input_read(ft_report_input *in, const char *const *paths, size_t n, char *err, size_t errlen) {
+  memset(in, 0, sizeof *in);
+  ft_stat_read_opts o = {.timeline = true, .ops = true};
+  ft_status s = ft__tl_new(&in->tl, n);
+  if (s) return snprintf(err, errlen, "out of memory"), s;
+  ft__tl_opts(&in->tl, &o);
+  s = ft_stat_job_read(&in->job, paths, n, &o, err, errlen);
+  if (!s) ft__tl_base_times(&in->tl, &in->job);
+  return s;
+}
+
+void ft_report_input_free(ft_report_input *in) {
+  ft_stat_job_free(&in->job);
+  ft__tl_free(&in->tl);
+}
+
+ft_status ft_report_html_groups(FILE *out, const ft_report_input *groups, size_t n_groups, const char *diff_json,
+                               const char *const *regress, size_t n_regress, const char *out_dir) {
+  if (!n_groups || n_groups > 2 || (diff_json && !valid_json(diff_json))) return FT_EINVAL;
   char *data = NULL;
   size_t len = 0;
-  FILE *m = s ? NULL : open_memstream(&data, &len);
-  if (m) {
-    s = write_data(m, job, reps, n_reps, out_dir);
-    if (fclose(m) && !s) s = FT_ENOMEM;
-  } else {
-    s = FT_ENOMEM;
+  FILE *m = open_memstream(&data, &len);
+  if (!m) return FT_ENOMEM;
+  ft_status s = write_group(m, &groups[0], out_dir);
+  fseek(m, -1, SEEK_CUR); /* reopens A's object for the second group, the diff and the regressions */
+  fputs(",\n  \"b\": ", m);
+  if (!s && n_groups > 1) s = write_group(m, &groups[1], out_dir);
+  else fputs("null", m);
+  fputs(",\n  \"diff\": ", m);
+  fputs(diff_json ? diff_json : "null", m);
+  fputs(",\n  \"regress\": [", m);
+  for (size_t i = 0; i < n_regress; i++) {
+    fputs(i ? ", " : "", m);
+    ft_json_string(m, regress[i]);
   }
+  fputs("]\n}\n", m);
+  if (fclose(m) && !s) s = FT_ENOMEM;
   if (!s) {
     const char *mark = strstr(ft_report_html, "@FT_DATA@");
     fwrite(ft_report_html, 1, (size_t)(mark - ft_report_html), out);
     /* '<' '>' '&' only occur inside JSON strings: as \u escapes no name can
      * close the script element or open a tag */
     for (size_t i = 0; i < len; i++) {
-      char c = data[i];
-      if (c == '<') fputs("\\u003c", out);
-      else if (c == '>') fputs("\\u003e", out);
-      else if (c == '&') fputs("\\u0026", out);
-      else fputc(c, out);
+      size_t run = strcspn(data + i, "<>&");
+      fwrite(data + i, 1, run, out);
+      if ((i += run) >= len) break;
+      fputs(data[i] == '<' ? "\\u003c" : data[i] == '>' ? "\\u003e" : "\\u0026", out);
     }
     fputs(mark + strlen("@FT_DATA@"), out);
   }
   free(data);
-  for (size_t r = 0; r < n_reps; r++) ft_report_free(&reps[r]);
   return s;
 }

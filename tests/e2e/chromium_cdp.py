@@ -5,10 +5,21 @@ no npm: the same chromium the --dump-dom checks use."""
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+
+def chromium_or_skip():
+    """Debian's chromium, or exit 77 (a skip under ctest) without it."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        print("SKIP: no chromium (scripts/deps.sh test installs it)")
+        sys.exit(77)
+    return path
+
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -157,6 +168,15 @@ class Page:
         for n in range(1, count + 1):
             for kind in ("mousePressed", "mouseReleased"):
                 self.mouse(kind, x, y, button="left", clickCount=n)
+
+    def ready(self):
+        """The page once its script is done (body data-ready="1": the report's timeline is drawn
+        after its columns inflate, past the load event); self."""
+        for _ in range(200):
+            if self.eval("document.body && document.body.getAttribute('data-ready')") == "1":
+                return self
+            self.b.pump(0.05)
+        raise AssertionError(f"the page did not get ready: {self.problems()}")
 
     def requests(self):
         """The URLs the page asked for, its own document included."""

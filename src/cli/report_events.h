@@ -1,0 +1,29 @@
+/* The report's timeline data (report_events.c): every slice of each file, collected while the job is read. */
+#ifndef FLAGTRACE_CLI_REPORT_EVENTS_H
+#define FLAGTRACE_CLI_REPORT_EVENTS_H
+
+#include <stdio.h>
+
+#include "stats.h"
+
+typedef struct ft__tl {
+  struct ft__tl_file **files;
+  void **ctx;       /* ft_stat_read_opts.on_event_ctx: one per file */
+  int64_t *base_ns; /* each trace's baseTimeNanoseconds, -1 where it states none */
+  size_t n;
+} ft__tl;
+
+/* For n_files files; FT_ENOMEM (free it all the same). */
+ft_status ft__tl_new(ft__tl *tl, size_t n_files);
+/* Points the read's on_event at tl (each file's events to its own collector). */
+void ft__tl_opts(ft__tl *tl, ft_stat_read_opts *o);
+/* Reads each trace's base time (a second pass over files that state it after their events). */
+void ft__tl_base_times(ft__tl *tl, const ft_stat_job *job);
+void ft__tl_free(ft__tl *tl);
+
+/* {"clock": {"aligned", "why"}, "files": [per file: rank, offset_ns, rows, columns], "names": [...]}:
+ * the files on one clock when every one states its base time, else each from its own
+ * first slice and the reason. docs/report.md describes the columns. */
+ft_status ft__tl_write(FILE *out, ft__tl *tl, const ft_stat_job *job);
+
+#endif
