@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <glob.h>
+#include <libgen.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +13,7 @@
 
 #include "cli.h"
 #include "diff.h"
-#include "diff_html.h"
+#include "report.h"
 #include "stats_out.h"
 #include "trace_dir.h"
 
@@ -45,7 +47,7 @@ static const char usage[] =
     "      --a PATTERN     side A: a file, a directory or a glob pattern (quoted)\n"
     "      --b PATTERN     side B (both, or two operands A B)\n"
     "  -f, --format FMT    table (default), csv, json (schema in docs/diff.md) or\n"
-    "                      html (the tables as one self-contained page)\n"
+    "                      html (flagtrace report's viewer: A above B by step, the tables)\n"
     "  -o, --output PATH   write to PATH instead of stdout\n"
     "      --force-overwrite  replace an existing -o file (default: refuse)\n"
     "  -n, --limit N       regressions and improvements shown, each (default 20;\n"
@@ -167,6 +169,37 @@ static void write_json(FILE *f, const ft_diff *d, const ft_stat_job *job[2]) {
   fputs("\n}\n", f);
 }
 
+/* -f html: the report's viewer, A above B aligned by step, with this diff's json as its
+ * tables (ops slower on B marked). Each side is read again for its slices, so neither
+ * can be stdin; the inputs are read before the output is opened, as report does. */
+static ft_status html_inputs(ft_report_input in[2], size_t *n_read, const ft_trace_args t[2], char *err, size_t errlen) {
+  for (int s = 0; s < 2; s++)
+    for (size_t i = 0; i < t[s].n; i++)
+      if (!strcmp(t[s].paths[i], "-"))
+        return snprintf(err, errlen, "-f html reads each trace twice (its slices): stdin cannot be one"), FT_EINVAL;
+  ft_status st = FT_OK;
+  for (*n_read = 0; *n_read < 2 && !st; ++*n_read)
+    st = ft_report_input_read(&in[*n_read], t[*n_read].paths, t[*n_read].n, err, errlen);
+  return st;
+}
+
+static ft_status write_html(FILE *f, const ft_diff *d, const ft_stat_job *job[2], const ft_report_input in[2],
+                            const char *output) {
+  char *json = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&json, &len);
+  if (!m) return FT_ENOMEM;
+  write_json(m, d, job);
+  if (fclose(m)) return free(json), FT_ENOMEM;
+  /* links are relative to the page's directory (the working one for stdout) */
+  char *copy = strdup(output ? output : "./-"), *dir = copy ? realpath(dirname(copy), NULL) : NULL;
+  ft_status st = ft_report_html_groups(f, in, 2, json, NULL, 0, dir);
+  free(dir);
+  free(copy);
+  free(json);
+  return st;
+}
+
 static int parse_count(const char *s, size_t *out) {
   char *end;
   if (!*s || *s == '-') return -1;
@@ -283,7 +316,13 @@ int ft_cli_diff(int argc, char **argv) {
     else if (st) ft_cli_error("diff", "%s", err), rc = FT_CLI_USAGE;
     built = !st;
   }
-  if (built) {
+  ft_report_input in[2];
+  size_t n_in = 0;
+  if (built && fmt == FMT_HTML) {
+    ft_status st = html_inputs(in, &n_in, t, err, sizeof err);
+    if (st) ft_cli_error("diff", "%s", err), rc = st == FT_ENOMEM ? 1 : FT_CLI_USAGE;
+  }
+  if (built && !rc) {
     ft_outfile out;
     FILE *f = stdout;
     if (output && ft_outputs_open(&out, names, 1, overwrite, &exists, err, sizeof err)) {
@@ -293,19 +332,23 @@ int ft_cli_diff(int argc, char **argv) {
       const ft_stat_job *jobs[2] = {&job[0], &job[1]};
       if (fmt == FMT_TABLE) write_table(f, &d, jobs, output ? 0 : terminal_width());
       else if (fmt == FMT_JSON) write_json(f, &d, jobs);
-      else if (fmt == FMT_HTML) ft_diff_html(f, &d, jobs);
-      else
+      else if (fmt == FMT_HTML && write_html(f, &d, jobs, in, output)) {
+        ft_cli_error("diff", "out of memory");
+        rc = 1;
+      } else if (fmt != FMT_HTML)
         for (int r = 0; r < FT_DIFF_N; r++) {
           fprintf(f, "%s# %s\n", r ? "\n" : "", d.reps[r].key);
           ft_report_csv(f, &d.reps[r]);
         }
-      if (output && ft_outfile_commit(&out, 1, err, sizeof err)) {
+      if (output && rc) ft_outfile_discard(&out);
+      else if (output && ft_outfile_commit(&out, 1, err, sizeof err)) {
         ft_cli_error("diff", "%s", err);
         rc = 1;
       }
     }
-    ft_diff_free(&d);
   }
+  if (built) ft_diff_free(&d);
+  for (size_t g = 0; g < n_in; g++) ft_report_input_free(&in[g]);
   for (int s = 0; s < 2; s++) {
     if (read[s]) ft_stat_job_free(&job[s]);
     ft_trace_args_free(&t[s]);

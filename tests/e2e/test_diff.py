@@ -222,35 +222,25 @@ def test_formats_and_limit():
     assert h.returncode == 0 and h.stdout.startswith("usage: flagtrace diff") and "--kernels MODE" in h.stdout
 
 
+def page_data(page):
+    """The report page's data block (JSON, '<' '>' '&' as \\u escapes) and its CSP."""
+    m = re.search(r'<script id="ft-data" type="application/json">(.*?)</script>', page, re.S)
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page)
+    assert m and csp, page[:400]
+    return json.loads(m.group(1)), csp.group(1)
+
+
 def test_html():
-    """-f html: one table per report with the json's rows, no script, every trace text escaped."""
-    import html.parser
-
-    class Tables(html.parser.HTMLParser):
-        def __init__(self):
-            super().__init__()
-            self.tables, self.tags, self.text = [], set(), []
-
-        def handle_starttag(self, tag, attrs):
-            self.tags.add(tag)
-            if tag == "table":
-                self.tables.append([dict(attrs)["id"], -1])  # less the header row
-            elif tag == "tr":
-                self.tables[-1][1] += 1
-
-        def handle_data(self, data):
-            self.text.append(data)
-
+    """-f html: the report's viewer with A above B, the diff's json whole as its tables; every
+    trace text data, never markup; stdin refused (each side is read twice)."""
     a, b = d("batch8_torch_cuda.json.gz"), d("batch16_torch_cuda.json.gz")
-    r = run("-f", "html", "-n", "0", a, b)
+    r = run("-q", "-f", "html", "-n", "0", a, b)
     assert r.returncode == 0 and r.stdout.startswith("<!DOCTYPE html>"), r.stderr
-    p = Tables()
-    p.feed(r.stdout)
-    doc = diff_json(a, b)
-    assert [(k, n) for k, n in p.tables] == [(k, len(doc[k]) or 1) for k in
-                                             ("summary", "steps", "ops", "unmatched", "kernels", "api", "copies")]
-    assert "script" not in p.tags
-    # a hostile op and kernel name: text in the page, never markup
+    data, csp = page_data(r.stdout)
+    assert data["diff"] == diff_json(a, b), "the page's diff is not diff -f json's document"
+    assert [f["file"] for f in data["files"]] == [a] and [f["file"] for f in data["b"]["files"]] == [b]
+    assert "'unsafe-inline'" not in csp and "script-src 'sha256-" in csp, csp
+    # a hostile op and kernel name: escaped data in the page, never markup
     evil = synthetic("cuda")
     doc = json.load(open(evil))
     for e in doc["traceEvents"]:
@@ -260,12 +250,14 @@ def test_html():
             e["name"] = "k\x1b[31m\"'&"
     with open(evil, "w") as f:
         json.dump(doc, f)
-    r = run("-f", "html", evil, evil)
+    r = run("-q", "-f", "html", evil, evil)
     assert r.returncode == 0, r.stderr
-    p = Tables()
-    p.feed(r.stdout)
-    assert "script" not in p.tags and "<script>alert(1)</script>" in "".join(p.text)
-    assert "k\u241b[31m\"'&" in "".join(p.text) and "\x1b" not in r.stdout
+    assert "<script>alert" not in r.stdout and r.stdout.count("<script") == 2, "a name became markup"
+    data, _ = page_data(r.stdout)
+    assert "<script>alert(1)</script>" in [o["name"] for o in data["diff"]["ops"]]
+    with open(a, "rb") as f:
+        r = subprocess.run([FT, "diff", "-f", "html", "-", b], stdin=f, capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == "" and "stdin cannot be one" in r.stderr, r.stderr
 
 
 def one_line_error(args, words):
