@@ -113,6 +113,9 @@ step "record a 2-process torchrun job: one trace per rank" bash -c "
   rm -rf $BUILD/mp && mkdir -p $BUILD/mp &&
   $FT record -o $BUILD/mp/mp-%r-%p.json.gz -- python3 -m torch.distributed.run --nproc_per_node=2 tests/gpu/torch_mp.py &&
   python3 tests/gpu/check_mp_traces.py $BUILD/mp"
+# issue 41's one-GPU part: the job's ranks in one report (one clock) and rank 0 diffed against rank 1
+step "report and diff of the 2-process job: ranks on one clock, rank 0 vs rank 1 kernel for kernel" \
+  python3 tests/gpu/check_job_views.py "$FT" "$BUILD/mp" mp "$OUT"
 step "1 M kernels, default buffers: all there, 0 dropped" bash -c "
   $BUILD/tests/gpu/stress burst 1000000 | tee $BUILD/burst.log && grep -q ' 0 dropped, 0 missing' $BUILD/burst.log"
 step "1 M kernels, tiny buffers: every record in the trace or counted as dropped" \
