@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: demo test test-sanitize test-tsan test-valgrind fuzz-regress fuzz bench deps deps-build deps-test clean
+.PHONY: demo uninstall test test-sanitize test-tsan test-valgrind fuzz-regress fuzz bench deps deps-build deps-test clean
 
 # Packages by need (scripts/deps.sh): the demo only builds; tests and CI add their tools.
 deps:
@@ -74,6 +74,10 @@ bench: deps-test
 	cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=ON $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS) --target bench_writer bench_stats flagtrace_cli
 	python3 bench/run.py --build $(BUILD) --out bench/results
+
+# what the last `cmake --install` of $(BUILD) wrote (docs/install.md)
+uninstall:
+	cmake --build $(BUILD) --target uninstall
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
