@@ -31,6 +31,23 @@ if grep -q -E '(warning|error):' "$build/clang-tidy.log"; then
   rc=1
 fi
 
+# The other accelerators' builds: only what differs from the default (their tracer, the
+# injection and preload libraries, their fake vendor library and its tests), clang-tidy.
+for acc in metax ppu dcu ascend musa gcu cpu; do
+  b=$build/$acc
+  mkdir -p "$b"
+  cmake -S . -B "$b" -DFLAGOS_ACCELERATOR=$acc -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DFT_BUILD_TESTS=ON \
+    -DFT_BUILD_BENCH=OFF >"$b/configure.log" 2>&1 || { cat "$b/configure.log"; echo "lint: cmake ($acc) failed" >&2; exit 1; }
+  cmake --build "$b" --target ft_git_commit >>"$b/configure.log" 2>&1 || { cat "$b/configure.log"; exit 1; }
+  run-clang-tidy -p "$b" -j "$jobs" -quiet -extra-arg=-Wno-unknown-warning-option \
+    "^$root/(src/tracers|src/inject|tests/fake_[a-z]*)/" >"$b/clang-tidy.log" 2>&1 || true
+  if grep -q -E '(warning|error):' "$b/clang-tidy.log"; then
+    grep -E -A3 '(warning|error):' "$b/clang-tidy.log" >&2
+    echo "lint: clang-tidy findings in the $acc build above (full log: $b/clang-tidy.log)" >&2
+    rc=1
+  fi
+done
+
 # cppcheck:
 #   --enable=warning,portability  bugs (leaks, uninitialized reads, bad printf arguments,
 #                                 realloc losing its block) and non-portable code; not
