@@ -21,15 +21,18 @@ cmake -DIN=src/cli/report_template.html -DOUT="$build/report_html.c" -DNAME=ft_r
 root=$(pwd)
 rc=0
 
-# clang-tidy: the database holds gcc's flags; clang does not know a few (-Wno-format-truncation)
+# clang-tidy over the files of database DIR matching REGEX; its findings set rc=1.
+# The database holds gcc's flags; clang does not know a few (-Wno-format-truncation).
+tidy() {
+  run-clang-tidy -p "$1" -j "$jobs" -quiet -extra-arg=-Wno-unknown-warning-option "^$root/$2/" >"$1/clang-tidy.log" 2>&1 || true
+  if grep -q -E '(warning|error):' "$1/clang-tidy.log"; then
+    grep -E -A3 '(warning|error):' "$1/clang-tidy.log" >&2
+    echo "lint: clang-tidy findings above (full log: $1/clang-tidy.log)" >&2
+    rc=1
+  fi
+}
 echo "lint: clang-tidy ($(clang-tidy --version | sed -n 's/.*version \([0-9.]*\).*/\1/p'))" >&2
-run-clang-tidy -p "$build" -j "$jobs" -quiet -extra-arg=-Wno-unknown-warning-option \
-  "^$root/(src|tests|bench|examples|fuzz)/" >"$build/clang-tidy.log" 2>&1 || true
-if grep -q -E '(warning|error):' "$build/clang-tidy.log"; then
-  grep -E -A3 '(warning|error):' "$build/clang-tidy.log" >&2
-  echo "lint: clang-tidy findings above (full log: $build/clang-tidy.log)" >&2
-  rc=1
-fi
+tidy "$build" "(src|tests|bench|examples|fuzz)"
 
 # The other accelerators' builds: only what differs from the default (their tracer, the
 # injection and preload libraries, their fake vendor library and its tests), clang-tidy.
@@ -39,13 +42,7 @@ for acc in metax ppu dcu ascend musa gcu cpu; do
   cmake -S . -B "$b" -DFLAGOS_ACCELERATOR=$acc -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DFT_BUILD_TESTS=ON \
     -DFT_BUILD_BENCH=OFF >"$b/configure.log" 2>&1 || { cat "$b/configure.log"; echo "lint: cmake ($acc) failed" >&2; exit 1; }
   cmake --build "$b" --target ft_git_commit >>"$b/configure.log" 2>&1 || { cat "$b/configure.log"; exit 1; }
-  run-clang-tidy -p "$b" -j "$jobs" -quiet -extra-arg=-Wno-unknown-warning-option \
-    "^$root/(src/tracers|src/inject|tests/fake_[a-z]*)/" >"$b/clang-tidy.log" 2>&1 || true
-  if grep -q -E '(warning|error):' "$b/clang-tidy.log"; then
-    grep -E -A3 '(warning|error):' "$b/clang-tidy.log" >&2
-    echo "lint: clang-tidy findings in the $acc build above (full log: $b/clang-tidy.log)" >&2
-    rc=1
-  fi
+  tidy "$b" "(src/tracers|src/inject|tests/fake_[a-z]*)"
 done
 
 # cppcheck:
