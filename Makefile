@@ -81,7 +81,7 @@ lint: deps
 format-check: deps
 	scripts/check-format.sh
 
-# what the last `cmake --install` of $(BUILD) wrote (docs/install.md)
+# what the last `cmake --install` of $(BUILD) wrote (docs/packaging.md)
 uninstall:
 	cmake --build $(BUILD) --target uninstall
 

@@ -22,7 +22,7 @@ install(FILES include/flagtrace/flagtrace.h include/flagtrace/device_tracer.h in
 install(FILES LICENSE CHANGELOG.md README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # pkg-config: written at install time with the prefix given then (--prefix, DESTDIR
-# apart), as plain normalized paths (no ${pcfiledir}/../..); see docs/install.md
+# apart), as plain normalized paths (no ${pcfiledir}/../..); see docs/packaging.md
 set(FT_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 if(IS_ABSOLUTE "${FT_PKGCONFIG_DIR}")
   message(FATAL_ERROR "flagtrace: CMAKE_INSTALL_LIBDIR must be relative to the prefix (the CMake files are relocatable)")

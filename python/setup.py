@@ -8,7 +8,7 @@ against torch's own kineto headers. The version is CMakeLists.txt's project(VERS
 The source tree may be read-only: everything the build writes goes to FLAGTRACE_BUILD_DIR
 (kept: rebuilds are incremental) or else a temporary directory removed afterwards.
 The sdist carries the C sources in native/ (the sdist command copies them), so that
-sdist -> wheel works without the repository (docs/install.md)."""
+sdist -> wheel works without the repository (docs/packaging.md)."""
 import atexit
 import importlib.util
 import os

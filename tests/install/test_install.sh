@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix and uses only that prefix: builds
 # examples/embed.c with pkg-config and with find_package(flagtrace), runs both, runs
-# the installed flagtrace CLI, checks the .pc paths, the exported target, docs/install.md's
+# the installed flagtrace CLI, checks the .pc paths, the exported target, docs/packaging.md's
 # private-prefix example and `uninstall`, and checks a read-only prefix fails cleanly.
 # usage: test_install.sh BUILD_DIR SOURCE_DIR VERSION HAVE_INJECT(ON/OFF) [FT_SANITIZE]
 set -euo pipefail
@@ -52,17 +52,17 @@ cc -std=c11 -Wall -Werror $sanflags embed.c $flags -Wl,-rpath,"$(pkg-config --va
 # the exported CMake target names the include directory once
 incs=$(sed -n 's/^ *INTERFACE_INCLUDE_DIRECTORIES "\(.*\)"$/\1/p' "$libdir/cmake/flagtrace/flagtraceTargets.cmake")
 [ "$incs" = '${_IMPORT_PREFIX}/include' ] || fail "flagtraceTargets.cmake include directories: '$incs'"
-# docs/install.md's private-prefix example, run as written (PREFIX, app.c): it starts;
+# docs/packaging.md's private-prefix example, run as written (PREFIX, app.c): it starts;
 # the same build without its rpath does not find libflagtrace.so.0, and does with LD_LIBRARY_PATH
-doc=$src/docs/install.md
+doc=$src/docs/packaging.md
 sed -n '/^<!-- install-example:/,/^```$/p' "$doc" | sed '1,2d;$d' >example.sh
 [ "$(wc -l <example.sh)" = 3 ] || fail "no 3-line install-example block in $doc: $(cat example.sh)"
 cp embed.c app.c
 (PREFIX=$p PKG_CONFIG_LIBDIR=; export PREFIX
  if [ -n "$sanflags" ]; then sed -i "s/^cc /cc $sanflags /" example.sh; fi
  FLAGOS_TRACER_LIBRARY=/nonexistent/libvendor.so bash -e example.sh >example.log 2>&1) ||
-  { cat example.log; fail "docs/install.md's pkg-config example"; }
-grep -q "6 CPU ranges" example.log || fail "docs/install.md's example program: $(cat example.log)"
+  { cat example.log; fail "docs/packaging.md's pkg-config example"; }
+grep -q "6 CPU ranges" example.log || fail "docs/packaging.md's example program: $(cat example.log)"
 cc -std=c11 $sanflags app.c $flags -o app_norpath
 if ./app_norpath >norpath.log 2>&1; then fail "a program without rpath found the private prefix's library (the doc's warning is wrong)"; fi
 grep -q "libflagtrace.so.0: cannot open shared object file" norpath.log || fail "without rpath: $(cat norpath.log)"
