@@ -3,7 +3,7 @@
 #   build  what `make demo` needs: compile the library and the flagtrace command
 #   test   build + what `make test` needs (cmocka, yajl, the Python test tools, pkg-config, groff,
 #          headless chromium for the HTML report's test)
-#   ci     test + what `.ci/run` adds (clang's libFuzzer, valgrind, the linters); the default
+#   ci     test + what `.ci/run` adds (clang's libFuzzer, valgrind); the default
 #   hta    test + Holistic Trace Analysis's Python packages (its source is fetched apart)
 set -euo pipefail
 profile=${1:-ci}
@@ -15,8 +15,9 @@ build=(cmake gcc g++ make zlib1g-dev libisal-dev) # libisal-dev: ISA-L's fast gz
 test=("${build[@]}" libyajl-dev pkg-config libcmocka-dev python3 python3-pytest python3-setuptools python3-wheel python3-venv
       python3-pip python3-pandas python3-distributed groff-base chromium)
 # libfmt-dev: kineto's headers, for the adaptor's CPU test (cmake -DFT_KINETO_SRC=...)
-# clang-format, clang-tidy, cppcheck: scripts/check-format.sh and scripts/lint.sh (make lint)
-ci=("${test[@]}" clang libclang-rt-dev valgrind libfmt-dev clang-format clang-tidy cppcheck)
+ci=("${test[@]}" clang libclang-rt-dev valgrind libfmt-dev)
+# clang-format, clang-tidy, cppcheck: scripts/check-format.sh and scripts/lint.sh (`make lint`)
+ci+=(clang-format clang-tidy cppcheck)
 # Holistic Trace Analysis's own needs, for the comparisons that run it from a checkout of its
 # source (FT_HTA_PATH: tests/gpu/hta_compare.py, hta_analyses.py, bench P5 HTA); never in CI
 hta=("${test[@]}" python3-plotly python3-networkx python3-pydot python3-yaml python3-psutil)
