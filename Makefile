@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: demo test test-sanitize test-tsan test-valgrind fuzz-regress fuzz bench deps deps-build deps-test clean
+.PHONY: demo uninstall lint format-check test test-sanitize test-tsan test-valgrind fuzz-regress fuzz bench deps deps-build deps-test clean
 
 # Packages by need (scripts/deps.sh): the demo only builds; tests and CI add their tools.
 deps:
@@ -85,5 +85,15 @@ bench: deps-test
 	cmake --build $(BUILD) -j $(JOBS) --target bench_writer bench_stats flagtrace_cli
 	python3 bench/run.py --build $(BUILD) --out bench/results
 
+# clang-tidy and cppcheck, zero findings (scripts/lint.sh); the format (.clang-format)
+lint: deps
+	JOBS=$(JOBS) scripts/lint.sh build-lint
+format-check: deps
+	scripts/check-format.sh
+
+# what the last `cmake --install` of $(BUILD) wrote (docs/packaging.md)
+uninstall:
+	cmake --build $(BUILD) --target uninstall
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) build-lint

@@ -119,8 +119,12 @@ static int split(const char *path) {
   size_t n = (size_t)ftell(f);
   rewind(f);
   unsigned char *gz = malloc(n);
-  if (!gz || fread(gz, 1, n, f) != n) return 1;
+  bool read_all = gz && fread(gz, 1, n, f) == n;
   fclose(f);
+  if (!read_all) {
+    free(gz);
+    return 1;
+  }
   printf("# bench_stats --split %s: %.1f MB gzip\n", path, (double)n / 1e6);
   printf("| part | CPU s | wall s | MB/s of text |\n|---|---|---|---|\n");
   size_t len = 0;
@@ -306,7 +310,7 @@ int main(int argc, char **argv) {
   size_t len;
   const char *text = ft__out_mem(o, &len);
 
-  double t_reader[8], t_yajl[8];
+  double t_reader[8] = {0}, t_yajl[8] = {0};
   char err[256];
   uint64_t entries = 0;
   for (int r = 0; r < reps; r++) {

@@ -61,7 +61,11 @@ static char *read_gz(const char *path) {
   int r;
   while (b && (r = gzread(f, b + len, (unsigned)(cap - len - 1))) > 0) {
     len += (size_t)r;
-    if (cap - len < 2) b = realloc(b, cap *= 2);
+    if (cap - len < 2) {
+      char *nb = realloc(b, cap *= 2);
+      if (!nb) free(b);
+      b = nb;
+    }
   }
   gzclose(f);
   if (b) b[len] = '\0';

@@ -11,30 +11,29 @@ endif()
 install(CODE "set(FT_INSTALL_DIRS \"${FT_INSTALL_DIRS}\")")
 install(SCRIPT ${CMAKE_SOURCE_DIR}/cmake/install_check.cmake)
 
+# the include directory comes from the target's INSTALL_INTERFACE alone (an INCLUDES
+# DESTINATION here would list it a second time in flagtraceTargets.cmake)
 install(TARGETS flagtrace EXPORT flagtraceTargets
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES include/flagtrace/flagtrace.h include/flagtrace/device_tracer.h include/flagtrace/api_table.h
               ${FT_GENERATED_INCLUDE}/flagtrace/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/flagtrace)
 
 install(FILES LICENSE CHANGELOG.md README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
-# pkg-config: prefix found from the .pc file's own place, so --prefix at install time works
+# pkg-config: written at install time with the prefix given then (--prefix, DESTDIR
+# apart), as plain normalized paths (no ${pcfiledir}/../..); see docs/packaging.md
 set(FT_PKGCONFIG_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
-foreach(d INCLUDEDIR LIBDIR)
-  if(IS_ABSOLUTE "${CMAKE_INSTALL_${d}}")
-    set(FT_PC_${d} "${CMAKE_INSTALL_${d}}")
-  else()
-    set(FT_PC_${d} "\${prefix}/${CMAKE_INSTALL_${d}}")
-  endif()
-endforeach()
 if(IS_ABSOLUTE "${FT_PKGCONFIG_DIR}")
-  message(FATAL_ERROR "flagtrace: CMAKE_INSTALL_LIBDIR must be relative to the prefix (the .pc and CMake files are relocatable)")
+  message(FATAL_ERROR "flagtrace: CMAKE_INSTALL_LIBDIR must be relative to the prefix (the CMake files are relocatable)")
 endif()
-file(RELATIVE_PATH FT_PC_PREFIX_FROM_PCDIR /p/${FT_PKGCONFIG_DIR} /p)
-configure_file(cmake/flagtrace.pc.in ${CMAKE_BINARY_DIR}/flagtrace.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/flagtrace.pc DESTINATION ${FT_PKGCONFIG_DIR})
+install(CODE "set(FT_PC_IN \"${CMAKE_SOURCE_DIR}/cmake/flagtrace.pc.in\")
+  set(FT_PC_OUT \"${CMAKE_BINARY_DIR}/flagtrace.pc\")
+  set(FT_PC_DIR \"${FT_PKGCONFIG_DIR}\")
+  set(FT_PC_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
+  set(FT_PC_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
+  set(FT_PC_VERSION \"${PROJECT_VERSION}\")")
+install(SCRIPT ${CMAKE_SOURCE_DIR}/cmake/install_pc.cmake)
 
 # CMake: find_package(flagtrace [0.1]) -> flagtrace::flagtrace; 0.x minors are not compatible
 set(FT_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/flagtrace)
@@ -67,3 +66,15 @@ if(FT_HAVE_INJECT)
     install(TARGETS flagtrace_cuda_shim LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/flagtrace)
   endif()
 endif()
+
+# `cmake --build BUILD --target uninstall`: removes what the last `cmake --install` of
+# this build directory wrote (its install_manifest.txt), then the directories only
+# flagtrace uses, when empty
+set(FT_OWN_DIRS ${CMAKE_INSTALL_INCLUDEDIR}/flagtrace ${FT_CMAKE_DIR} ${CMAKE_INSTALL_DOCDIR})
+if(FT_HAVE_INJECT)
+  list(APPEND FT_OWN_DIRS ${CMAKE_INSTALL_LIBDIR}/flagtrace)
+endif()
+add_custom_target(uninstall
+  COMMAND ${CMAKE_COMMAND} -DMANIFEST=${CMAKE_BINARY_DIR}/install_manifest.txt "-DOWN_DIRS=${FT_OWN_DIRS}"
+          -DPC_REL=${FT_PKGCONFIG_DIR}/flagtrace.pc -P ${CMAKE_SOURCE_DIR}/cmake/uninstall.cmake
+  VERBATIM)

@@ -4,20 +4,37 @@ CMake builds libflagtrace, the flagtrace command and, on CUDA, its injection lib
 they ship inside the package (flagtrace/lib, flagtrace/bin; `flagtrace` runs the
 command). FLAGOS_ACCELERATOR picks the tracer ([FLAGOS_ACCELERATOR=ascend] pip install ...;
 unset: CMake's default). With torch installed, the kineto adaptor flagtrace._C is compiled too,
-against torch's own kineto headers. The version is CMakeLists.txt's project(VERSION)."""
+against torch's own kineto headers. The version is CMakeLists.txt's project(VERSION).
+The source tree may be read-only: everything the build writes goes to FLAGTRACE_BUILD_DIR
+(kept: rebuilds are incremental) or else a temporary directory removed afterwards.
+The sdist carries the C sources in native/ (the sdist command copies them), so that
+sdist -> wheel works without the repository (docs/packaging.md)."""
+import atexit
 import importlib.util
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from setuptools import Distribution, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-LIBDIR = os.path.join(HERE, "flagtrace", "lib")
+# the C sources: the repository (this file's parent directory), or native/ in an sdist
+NATIVE = os.path.join(HERE, "native")
+ROOT = NATIVE if os.path.isfile(os.path.join(NATIVE, "CMakeLists.txt")) else os.path.dirname(HERE)
+# what an sdist's native/ holds: all that CMake reads for the library and the command
+NATIVE_PARTS = ["CMakeLists.txt", "cmake", "include", "src", "completions", "examples", "docs", "LICENSE", "README.md",
+                "CHANGELOG.md"]
+WORK = os.environ.get("FLAGTRACE_BUILD_DIR")
+if not WORK:
+    WORK = tempfile.mkdtemp(prefix="flagtrace-build-")
+    atexit.register(shutil.rmtree, WORK, True)
+CMAKE_BUILD = os.path.join(WORK, "cmake")
+LIBDIR = os.path.join(WORK, "link")  # libflagtrace.so for linking the torch extension
 
 try:
     from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths, library_paths
@@ -62,7 +79,7 @@ class Build(BuildExtension):
         need_tool("a C compiler", "CC", ["cc", "gcc", "clang"], "gcc")
         if CppExtension:
             need_tool("a C++ compiler", "CXX", ["c++", "g++", "clang++"], "g++")
-        build = os.path.join(ROOT, "build-python")
+        build = CMAKE_BUILD
         cmake = shutil.which(os.environ.get("CMAKE", "cmake"))
         # always passed, so an unset variable means CMake's default, not a cached choice
         accelerator = os.environ.get("FLAGOS_ACCELERATOR", "")
@@ -102,6 +119,23 @@ class Build(BuildExtension):
         super().build_extension(ext)
 
 
+class SDist(sdist):
+    """The sdist as setuptools makes it (python/), plus the C sources under native/."""
+
+    def make_release_tree(self, base_dir, files):
+        super().make_release_tree(base_dir, files)
+        junk = shutil.ignore_patterns("__pycache__", "*.pyc", "*.o", "*.so", ".*")
+        for part in NATIVE_PARTS:
+            src, dst = os.path.join(ROOT, part), os.path.join(base_dir, "native", part)
+            if not os.path.exists(src):
+                fail(f"the sdist needs {src}, which is missing")
+            if os.path.isdir(src):
+                shutil.copytree(src, dst, ignore=junk, dirs_exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy(src, dst)
+
+
 class BinaryDistribution(Distribution):
     """The package carries native code even without the torch extension: a platform wheel."""
 
@@ -114,7 +148,7 @@ ext_modules = []
 if CppExtension:
     # torch ships kineto's headers in include/kineto; they include each other by bare
     # name, so that directory itself goes on the path. version.h is generated.
-    includes = [os.path.join(ROOT, "include"), os.path.join(ROOT, "build-python", "include")] + include_paths() \
+    includes = [os.path.join(ROOT, "include"), os.path.join(CMAKE_BUILD, "include")] + include_paths() \
         + [os.path.join(p, "kineto") for p in include_paths() if os.path.isdir(os.path.join(p, "kineto"))]
     # torch exports neither fmt's vformat nor the KINETO_NAMESPACE macro's users
     flags = ["-DFMT_HEADER_ONLY", "-DKINETO_NAMESPACE=libkineto", "-O2", "-std=c++17", "-fvisibility=hidden"]
@@ -141,6 +175,8 @@ if CppExtension:
 setup(
     version=version(),
     ext_modules=ext_modules,
-    cmdclass={"build_ext": Build},
+    cmdclass={"build_ext": Build, "sdist": SDist},
     distclass=BinaryDistribution,
+    # nothing is written beside the sources: build/ and the egg-info go to WORK
+    options={"build": {"build_base": os.path.join(WORK, "build")}, "egg_info": {"egg_base": WORK}},
 )

@@ -18,6 +18,8 @@ test=("${build[@]}" libyajl-dev pkg-config libcmocka-dev python3 python3-pytest 
 [ "$profile" != build ] && ! command -v npm >/dev/null && test+=(npm)
 # libfmt-dev: kineto's headers, for the adaptor's CPU test (cmake -DFT_KINETO_SRC=...)
 ci=("${test[@]}" clang libclang-rt-dev valgrind libfmt-dev)
+# clang-format, clang-tidy, cppcheck: scripts/check-format.sh and scripts/lint.sh (`make lint`)
+ci+=(clang-format clang-tidy cppcheck)
 # Holistic Trace Analysis's own needs, for the comparisons that run it from a checkout of its
 # source (FT_HTA_PATH: tests/gpu/hta_compare.py, hta_analyses.py, bench P5 HTA); never in CI
 hta=("${test[@]}" python3-plotly python3-networkx python3-pydot python3-yaml python3-psutil)

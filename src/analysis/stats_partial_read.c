@@ -581,6 +581,7 @@ ft_status ft__partial_read(reader *r, int fd, const char *mem, size_t len, char 
   ft__json_init(&j, &callbacks, r);
   j.keep = 2 * MAX_STR + 2; /* a 64-KiB name in hex, and a byte more to see it is longer */
   j.key_keep = 64;
+  /* cppcheck-suppress autoVariables ; read only by the callbacks, during this call */
   r->j = &j;
   r->err = NULL;
   r->depth = 0;

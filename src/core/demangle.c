@@ -38,5 +38,6 @@ char *ft__demangle(const char *name) {
     free(out);
     return NULL;
   }
+  /* cppcheck-suppress returnDanglingLifetime ; out is malloc()ed by __cxa_demangle, not &status */
   return out;
 }

@@ -343,7 +343,7 @@ size_t ft__fmt_double(double v, char *buf) {
     if (strtod(tmp, NULL) == v) break;
   }
   char *e = strchr(tmp, 'e');
-  int exp10 = atoi(e + 1);
+  int exp10 = atoi(e + 1); /* NOLINT(cert-err34-c): our own %g output, always a number */
   if (exp10 >= -4 && exp10 < 16) {
     int decimals = prec - 1 - exp10;
     if (decimals < 0) decimals = 0;

@@ -202,6 +202,7 @@ static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
     ft__tracer_emit(&t->base, &ev, NULL, 0);
     return;
   }
+  /* NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): both keys memset first, padding is 0 */
   if (last->valid && !memcmp(&last->key, &key, sizeof key)) {
     ft__tracer_emit(&t->base, &ev, last->m->kv, last->m->n);
     return;

@@ -128,7 +128,7 @@ static inline int ft__cupti_required(const char *name) { return name != NULL; }
 #define FT__SHIM_VENDOR_SYM(name, required)                                          \
   {                                                                                \
     char sym_[96];                                                                 \
-    snprintf(sym_, sizeof sym_, "%s%s", FT_CUPTI_PREFIX, #name + 5);               \
+    snprintf(sym_, sizeof sym_, "%s%s", FT_CUPTI_PREFIX, &#name[5]);               \
     FT__SHIM_RESOLVE_AS(name, sym_, (required) && ft__cupti_required(#name))       \
   }
 #define FT__SHIM_SYM(ret, name, params, args) FT__SHIM_VENDOR_SYM(name, 1)
@@ -146,14 +146,14 @@ FT__SHIM_LOADER(ft__cupti_load_symbols, ft__cupti_api, FT__CUPTI_ALL)
 #define FT__SHIM_WRAP(ret, name, params, args)                                     \
   static inline ft_status ft__##name FT__SHIM_PREPEND params {                     \
     if (!api->name) { /* optional in this vendor's library (MCPTI) */              \
-      snprintf(err, errlen, "%s%s: not in this library", FT_CUPTI_PREFIX, #name + 5); \
+      snprintf(err, errlen, "%s%s: not in this library", FT_CUPTI_PREFIX, &#name[5]); \
       return FT_EUNAVAILABLE;                                                      \
     }                                                                              \
     CUptiResult r = api->name args;                                                \
     if (r == CUPTI_SUCCESS) return FT_OK;                                          \
     const char *msg = NULL;                                                        \
     if (!api->cuptiGetResultString || api->cuptiGetResultString(r, &msg) != CUPTI_SUCCESS || !msg) msg = "?"; \
-    snprintf(err, errlen, "%s%s: %s (result %d)", FT_CUPTI_PREFIX, #name + 5, msg, (int)r); \
+    snprintf(err, errlen, "%s%s: %s (result %d)", FT_CUPTI_PREFIX, &#name[5], msg, (int)r); \
     return FT_EVENDOR;                                                             \
   }
 FT_CUPTI_FUNCS(FT__SHIM_WRAP)

@@ -2,7 +2,10 @@
 # The Python package without torch, offline: `pip wheel` gives a wheel that works in a
 # fresh venv (the `flagtrace` command, the version, `import flagtrace.torch` in one
 # line); `pip install --no-build-isolation ./python` works; without cmake or without
-# a C compiler the build stops with one line and installs nothing.
+# a C compiler the build stops with one line and installs nothing. The wheel's metadata
+# (summary, author, URL, licence file, description); the checkout read-only, and nothing
+# written into it; the sdist holds the C sources (native/) and an unpacked, read-only
+# sdist builds a wheel that works in a fresh venv (issue 40).
 # usage: test_wheel.sh SOURCE_DIR VERSION HAVE_INJECT(ON/OFF)   (exit 77: skipped)
 set -euo pipefail
 src=$1 version=$2 inject=$3
@@ -15,11 +18,12 @@ for cand in /usr/bin/python3 python3; do
 done
 [ -n "$py" ] || { echo "SKIPPED: no python3 with setuptools, wheel, venv and pip (apt-get install python3-setuptools python3-wheel python3-venv python3-pip)"; exit 77; }
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
 # a copy of what the build reads, so that nothing is written into the checkout
 tree=$tmp/src
 mkdir "$tree"
-cp -r "$src"/CMakeLists.txt "$src"/cmake "$src"/include "$src"/src "$src"/completions "$src"/examples "$src"/python "$tree"/
+cp -r "$src"/CMakeLists.txt "$src"/cmake "$src"/include "$src"/src "$src"/completions "$src"/examples "$src"/python \
+  "$src"/docs "$src"/LICENSE "$src"/README.md "$src"/CHANGELOG.md "$tree"/
 rm -rf "$tree"/python/build "$tree"/python/*.egg-info "$tree"/python/flagtrace/lib "$tree"/python/flagtrace/bin \
        "$tree"/python/flagtrace/_version.py
 pipq() { "$@" --no-index --no-build-isolation --no-deps --disable-pip-version-check -q; }
@@ -27,12 +31,51 @@ no_torch() { # the build must not see a torch from the system's site-packages
   PYTHONNOUSERSITE=1 "$@"
 }
 "$py" -c 'import torch' 2>/dev/null && { echo "SKIPPED: torch is importable here; this is the test without torch"; exit 77; }
+listing() { (cd "$1" && find . -printf '%p %y %s %T@\n' | sort); }
+
+# 0. the sdist, from the checkout (PEP 517's build_sdist, as pip or `build` would call it)
+(cd "$tree/python" && no_torch "$py" -c 'import sys; from setuptools import build_meta as b; b.build_sdist(sys.argv[1])' \
+  "$tmp/sdist") >"$tmp/sdist.log" 2>&1 || { cat "$tmp/sdist.log"; fail "building the sdist"; }
+sdist=$tmp/sdist/flagtrace-$version.tar.gz
+[ -f "$sdist" ] || fail "no $sdist"
+tar tzf "$sdist" >"$tmp/sdist.files"
+for f in PKG-INFO LICENSE README.md pyproject.toml setup.py flagtrace/analysis.py native/CMakeLists.txt native/LICENSE \
+         native/README.md native/cmake/install.cmake native/include/flagtrace/flagtrace.h native/src/core/session.c \
+         native/src/cli/main.c native/src/core/flagtrace.map native/completions/flagtrace native/examples/embed.c; do
+  grep -qx "flagtrace-$version/$f" "$tmp/sdist.files" || fail "the sdist lacks $f"
+done
+! grep -E '\.(o|so)$|__pycache__|egg-info/' "$tmp/sdist.files" || fail "the sdist carries build output (above)"
+
+# the checkout from now on read-only; the build must write nothing into it
+chmod -R a-w "$tree"
+listing "$tree" >"$tmp/tree.before"
 
 # 1. the wheel, installed into a fresh venv (no system site-packages)
 no_torch pipq "$py" -m pip wheel -w "$tmp/wheels" "$tree/python" >"$tmp/wheel.log" 2>&1 ||
   { cat "$tmp/wheel.log"; fail "pip wheel"; }
 whl=$(ls "$tmp"/wheels/flagtrace-"$version"-*.whl) || fail "no flagtrace-$version wheel"
 [[ $whl == *-linux_*.whl ]] || fail "$whl is not a platform wheel"
+# its metadata: what PyPI and pip show
+"$py" - "$whl" "$version" "$src/LICENSE" <<'PY' || fail "the wheel's metadata"
+import sys, zipfile
+whl, version, licence = sys.argv[1:]
+z = zipfile.ZipFile(whl)
+di = f"flagtrace-{version}.dist-info/"
+meta = z.read(di + "METADATA").decode()
+head, _, body = meta.partition("\n\n")
+fields = {}
+for line in head.splitlines():
+    k, _, v = line.partition(": ")
+    fields.setdefault(k, []).append(v)
+want = {"Summary": ["Vendor-neutral GPU activity profiler: the flagtrace command and torch.profiler integration"],
+        "Author": ["the flagtrace authors"], "License": ["BSD-3-Clause"], "License-File": ["LICENSE"],
+        "Project-URL": ["Homepage, https://github.com/flagos-ai/flagtrace"],
+        "Description-Content-Type": ["text/markdown"]}
+for k, v in want.items():
+    assert fields.get(k) == v, (k, fields.get(k))
+assert body.startswith("# flagtrace\n\nA vendor-neutral GPU activity profiler."), body[:80]
+assert z.read(di + "LICENSE") == open(licence, "rb").read(), "dist-info/LICENSE is not the repository's LICENSE"
+PY
 "$py" -m venv "$tmp/venv"
 "$tmp/venv/bin/pip" install --no-index --disable-pip-version-check -q "$whl" || fail "installing the wheel"
 cd "$tmp"
@@ -64,7 +107,8 @@ no_torch pipq "$tmp/venv2/bin/pip" install "$tree/python" >"$tmp/install.log" 2>
   { cat "$tmp/install.log"; fail "pip install --no-build-isolation ./python"; }
 [[ $("$tmp/venv2/bin/flagtrace" --version) == "flagtrace $version ("* ]] || fail "flagtrace from pip install"
 
-# 3. without cmake, then without a C compiler: one line, nothing installed
+# 3. without cmake, then without a C compiler: one line, nothing installed (the
+#    checkout stays read-only: the failures write nothing into it either)
 mkdir "$tmp/bin"
 for t in sh cc gcc cmake; do
   for p in $(type -ap "$t"); do ln -sf "$p" "$tmp/bin/$t"; break; done
@@ -86,4 +130,23 @@ for missing in cmake "a C compiler"; do
   rm -rf "$tmp/venv3"
   for t in cmake cc gcc; do [ -e "$tmp/bin/$t" ] || { p=$(type -P "$t") && ln -s "$p" "$tmp/bin/$t"; }; done
 done
+listing "$tree" >"$tmp/tree.after"
+diff "$tmp/tree.before" "$tmp/tree.after" >&2 || fail "building from the read-only checkout changed it (above)"
+
+# 4. sdist -> wheel, from the unpacked sdist alone (read-only), into a fresh venv
+mkdir "$tmp/unpacked"
+tar xzf "$sdist" -C "$tmp/unpacked"
+chmod -R a-w "$tmp/unpacked"
+listing "$tmp/unpacked" >"$tmp/sdist.before"
+(cd "$tmp" && no_torch pipq "$py" -m pip wheel -w "$tmp/wheels2" "$tmp/unpacked/flagtrace-$version") >"$tmp/wheel2.log" 2>&1 ||
+  { cat "$tmp/wheel2.log"; fail "pip wheel from the unpacked sdist"; }
+listing "$tmp/unpacked" >"$tmp/sdist.after"
+diff "$tmp/sdist.before" "$tmp/sdist.after" >&2 || fail "building from the unpacked sdist changed it (above)"
+whl2=$(ls "$tmp"/wheels2/flagtrace-"$version"-*linux_*.whl) || fail "no platform wheel from the sdist"
+"$py" -m venv "$tmp/venv4"
+"$tmp/venv4/bin/pip" install --no-index --disable-pip-version-check -q "$whl2" || fail "installing the sdist's wheel"
+[[ $("$tmp/venv4/bin/flagtrace" --version) == "flagtrace $version ("* ]] || fail "flagtrace from the sdist's wheel"
+"$tmp/venv4/bin/flagtrace" stats --report kernels "$src/tests/data/sample_h200.json.gz" |
+  grep -q "saxpy(float, float const\*, float\*, int)" || fail "flagtrace stats from the sdist's wheel"
+[ "$("$tmp/venv4/bin/python" -c 'import flagtrace; print(flagtrace.__version__)')" = "$version" ] || fail "__version__ (sdist)"
 echo "1 passed, 0 failed"

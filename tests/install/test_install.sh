@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix and uses only that prefix: builds
 # examples/embed.c with pkg-config and with find_package(flagtrace), runs both, runs
-# the installed flagtrace CLI, and checks a read-only prefix fails cleanly.
+# the installed flagtrace CLI, checks the .pc paths, the exported target, docs/packaging.md's
+# private-prefix example and `uninstall`, and checks a read-only prefix fails cleanly.
 # usage: test_install.sh BUILD_DIR SOURCE_DIR VERSION HAVE_INJECT(ON/OFF) [FT_SANITIZE]
 set -euo pipefail
 build=$1 src=$2 version=$3 inject=$4 san=${5:-}
@@ -49,6 +50,29 @@ unset CPATH C_INCLUDE_PATH LIBRARY_PATH LD_LIBRARY_PATH CMAKE_PREFIX_PATH FLAGTR
 flags=$(pkg-config --cflags --libs flagtrace)
 case "$flags" in *"$build"*|*"$src"*) fail "pkg-config flags name the build or source tree: $flags" ;; esac
 cc -std=c11 -Wall -Werror $sanflags embed.c $flags -Wl,-rpath,"$(pkg-config --variable=libdir flagtrace)" -o embed_pc
+# the .pc file's paths are plain: the prefix itself, no "..", "." or "//" (issue 40)
+[ "$(pkg-config --variable=includedir flagtrace)" = "$p/include" ] || fail "includedir: $(pkg-config --variable=includedir flagtrace)"
+[ "$(pkg-config --variable=libdir flagtrace)" = "$libdir" ] || fail "libdir: $(pkg-config --variable=libdir flagtrace), want $libdir"
+[ "$(echo $flags)" = "-I$p/include -L$libdir -lflagtrace" ] || fail "pkg-config --cflags --libs: $flags"
+# the exported CMake target names the include directory once
+incs=$(sed -n 's/^ *INTERFACE_INCLUDE_DIRECTORIES "\(.*\)"$/\1/p' "$libdir/cmake/flagtrace/flagtraceTargets.cmake")
+[ "$incs" = '${_IMPORT_PREFIX}/include' ] || fail "flagtraceTargets.cmake include directories: '$incs'"
+# docs/packaging.md's private-prefix example, run as written (PREFIX, app.c): it starts;
+# the same build without its rpath does not find libflagtrace.so.0, and does with LD_LIBRARY_PATH
+doc=$src/docs/packaging.md
+sed -n '/^<!-- install-example:/,/^```$/p' "$doc" | sed '1,2d;$d' >example.sh
+[ "$(wc -l <example.sh)" = 3 ] || fail "no 3-line install-example block in $doc: $(cat example.sh)"
+cp embed.c app.c
+(PREFIX=$p PKG_CONFIG_LIBDIR=; export PREFIX
+ if [ -n "$sanflags" ]; then sed -i "s/^cc /cc $sanflags /" example.sh; fi
+ FLAGOS_TRACER_LIBRARY=/nonexistent/libvendor.so bash -e example.sh >example.log 2>&1) ||
+  { cat example.log; fail "docs/packaging.md's pkg-config example"; }
+grep -q "6 CPU ranges" example.log || fail "docs/packaging.md's example program: $(cat example.log)"
+cc -std=c11 $sanflags app.c $flags -o app_norpath
+if ./app_norpath >norpath.log 2>&1; then fail "a program without rpath found the private prefix's library (the doc's warning is wrong)"; fi
+grep -q "libflagtrace.so.0: cannot open shared object file" norpath.log || fail "without rpath: $(cat norpath.log)"
+FLAGOS_TRACER_LIBRARY=/nonexistent/libvendor.so LD_LIBRARY_PATH=$libdir ./app_norpath >norpath.log 2>&1 ||
+  fail "LD_LIBRARY_PATH=$libdir ./app: $(cat norpath.log)"
 cat >CMakeLists.txt <<CM
 cmake_minimum_required(VERSION 3.20)
 project(embed_app LANGUAGES C)
@@ -95,6 +119,20 @@ if [ "$inject" = ON ]; then # record finds the libraries it was installed with
   fi
   [ "$(readlink -f "$got")" = "$(readlink -f "$want")" ] || fail "installed record uses '$got', not $want"
 fi
+
+# Uninstall: every installed file goes, flagtrace's own directories go, a file of
+# someone else's in the prefix stays; a second uninstall removes nothing.
+echo mine >"$libdir/not_flagtrace.txt"
+cmake --build "$build" --target uninstall >un.log 2>&1 || { cat un.log; fail "uninstall"; }
+n=$(grep -c "" "$build/install_manifest.txt") # its last line has no newline
+grep -q "^flagtrace: removed $n of the $n files in $build/install_manifest.txt$" un.log || { cat un.log; fail "uninstall's line"; }
+left=$(cd "$p" && find . ! -type d | sort)
+[ "$left" = "./${libdir#"$p/"}/not_flagtrace.txt" ] || fail "after uninstall, left in the prefix: $left"
+for d in include/flagtrace "${libdir#"$p/"}/cmake/flagtrace" "${libdir#"$p/"}/flagtrace" share/doc/flagtrace; do
+  [ ! -e "$p/$d" ] || fail "uninstall left $d"
+done
+cmake --build "$build" --target uninstall >un.log 2>&1 || { cat un.log; fail "second uninstall"; }
+grep -q "^flagtrace: removed 0 of the $n files" un.log || { cat un.log; fail "second uninstall's line"; }
 
 # A prefix we may not write: one line, non-zero, and nothing installed.
 ro=$tmp/readonly

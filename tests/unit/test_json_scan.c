@@ -148,8 +148,8 @@ static void test_strings_without_escapes_are_not_copied(void **state) {
 
 /* Valid and invalid documents whose every split gives the one-chunk parse. */
 static const char *const split_docs[] = {
-    "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\\u00e9\\ud83d\\ude00\", \"ts\": "
-    "5118589557525.698, \"dur\": -1.5e-3, \"args\": {\"External id\": 3001, \"a\": [true, false, null]}}]}",
+    ("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\\u00e9\\ud83d\\ude00\", \"ts\": "
+     "5118589557525.698, \"dur\": -1.5e-3, \"args\": {\"External id\": 3001, \"a\": [true, false, null]}}]}"),
     "[\"\\ud800\\u0041\", \"\\\\\\\"\", 0, -0.0E+12, 123456789012345678901234567890]",
     "  \"top\"  ",
     "[1, 2, tru]",

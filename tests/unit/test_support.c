@@ -236,7 +236,13 @@ char *ft_test_gunzip(const char *data, size_t len, size_t *out_len) {
   do {
     if (cap - used < 4096) {
       cap *= 2;
-      out = realloc(out, cap);
+      char *n = realloc(out, cap);
+      if (!n) {
+        free(out);
+        inflateEnd(&z);
+        return NULL;
+      }
+      out = n;
     }
     z.next_out = (unsigned char *)out + used;
     z.avail_out = (uInt)(cap - used - 1);
