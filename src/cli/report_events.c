@@ -155,7 +155,7 @@ static bool varint(col *c, int64_t v) {
     if (!b) return false;
     c->b = b, c->cap = cap;
   }
-  uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+  uint64_t z = ((uint64_t)v << 1) ^ (0 - ((uint64_t)v >> 63)); /* zigzag; no signed shift */
   for (; z >= 0x80; z >>= 7) c->b[c->n++] = (unsigned char)(z | 0x80);
   c->b[c->n++] = (unsigned char)z;
   return true;
