@@ -53,8 +53,13 @@ int main(int argc, char **argv) {
     snprintf(name, sizeof name, "op%ld", (i / 10) % 50);
     ft_range_push(s, name, NULL);
     for (long j = i; j < n && j < i + 10; j++) {
-      fake_launch k = {.kind = FAKE_KERNEL, .name = names[j & 1], .grid = {1, 1, 1}, .block = {32, 1, 1},
-                       .regs = 16, .dur_ns = 1500, .stream = 7};
+      fake_launch k = {.kind = FAKE_KERNEL,
+                       .name = names[j & 1],
+                       .grid = {1, 1, 1},
+                       .block = {32, 1, 1},
+                       .regs = 16,
+                       .dur_ns = 1500,
+                       .stream = 7};
       launch(&k);
     }
     ft_range_pop(s);
@@ -82,11 +87,13 @@ int main(int argc, char **argv) {
     if (t < best) best = t;
   }
   faults = minor_faults() - faults;
-  printf("{\"launches\": %ld, \"device_events\": %llu, \"events\": %llu, \"rss_before\": %.0f, \"rss_at_create\": %.0f, \"peak_rss\": %.0f, "
-         "\"capture_s\": %.5f, \"stop_s\": %.5f, \"counts_s\": %.5f, \"streams_s\": %.5f, \"foreach_s\": %.5f, "
-         "\"foreach_ns_per_event\": %.1f, \"foreach_faults\": %ld, \"checksum\": %llu}\n",
-         n, (unsigned long long)c.device_events, (unsigned long long)events, rss0, rss_at_create, peak, t_capture, t_stop, t_counts,
-         t_streams, best, best * 1e9 / (double)c.device_events, faults / 3, (unsigned long long)(sum & 0xffff));
+  printf(
+      "{\"launches\": %ld, \"device_events\": %llu, \"events\": %llu, \"rss_before\": %.0f, \"rss_at_create\": %.0f, "
+      "\"peak_rss\": %.0f, "
+      "\"capture_s\": %.5f, \"stop_s\": %.5f, \"counts_s\": %.5f, \"streams_s\": %.5f, \"foreach_s\": %.5f, "
+      "\"foreach_ns_per_event\": %.1f, \"foreach_faults\": %ld, \"checksum\": %llu}\n",
+      n, (unsigned long long)c.device_events, (unsigned long long)events, rss0, rss_at_create, peak, t_capture, t_stop,
+      t_counts, t_streams, best, best * 1e9 / (double)c.device_events, faults / 3, (unsigned long long)(sum & 0xffff));
   ft_session_destroy(s);
   return 0;
 }

@@ -44,11 +44,22 @@ static int write_trace(const char *path, size_t n) {
   for (size_t i = 0; i < n; i += 2, t += 4000) {
     uint32_t corr = (uint32_t)(i / 2 + 1);
     uint64_t ext = i / 20 + 1;
-    ft_device_event rt = {.kind = FT_EVENT_RUNTIME, .start_ns = t, .end_ns = t + 3000, .correlation_id = corr,
-                          .has_external_id = true, .external_id = ext, .thread_id = 7, .name = "cudaLaunchKernel"};
-    ft_device_event k = {.kind = FT_EVENT_KERNEL, .start_ns = t + 5000, .end_ns = t + 7000 + i % 3 * 1000,
-                         .correlation_id = corr, .has_external_id = true, .external_id = ext,
-                         .device = (uint32_t)(i / 2 % 2), .stream = 7 + (uint32_t)(i / 4 % 2),
+    ft_device_event rt = {.kind = FT_EVENT_RUNTIME,
+                          .start_ns = t,
+                          .end_ns = t + 3000,
+                          .correlation_id = corr,
+                          .has_external_id = true,
+                          .external_id = ext,
+                          .thread_id = 7,
+                          .name = "cudaLaunchKernel"};
+    ft_device_event k = {.kind = FT_EVENT_KERNEL,
+                         .start_ns = t + 5000,
+                         .end_ns = t + 7000 + i % 3 * 1000,
+                         .correlation_id = corr,
+                         .has_external_id = true,
+                         .external_id = ext,
+                         .device = (uint32_t)(i / 2 % 2),
+                         .stream = 7 + (uint32_t)(i / 4 % 2),
                          .name = i % 4 ? "gemm_kernel" : "elementwise_kernel"};
     if (ft__session_inject(s, &rt) || ft__session_inject(s, &k)) return 1;
     if (i % 20 == 0 && ft__store_add_range(&s->store, op_name, t, t + 40000, ext, 7)) return 1;
@@ -186,9 +197,10 @@ static int split(const char *path) {
     }
   }
   c = cpu_s() - c0, w = now_s() - w0;
-  printf("| structural scan only (strings skipped by memchr, %llu objects): a parser of our own's floor | %.3f | %.3f "
-         "| %.0f |\n",
-         (unsigned long long)objects, c, w, (double)len / 1e6 / w);
+  printf(
+      "| structural scan only (strings skipped by memchr, %llu objects): a parser of our own's floor | %.3f | %.3f "
+      "| %.0f |\n",
+      (unsigned long long)objects, c, w, (double)len / 1e6 / w);
   char err[256];
   ft_stats st;
   c0 = cpu_s(), w0 = now_s();
@@ -203,8 +215,10 @@ static int split(const char *path) {
   ft_stats_finish(&st);
   c = cpu_s() - c0, w = now_s() - w0;
   ft_stats_free(&st);
-  printf("| whole read of the gzip file (inflate on a second thread, parse workers: FLAGTRACE_STATS_THREADS) | %.3f | %.3f | %.0f |\n", c, w,
-         (double)len / 1e6 / w);
+  printf(
+      "| whole read of the gzip file (inflate on a second thread, parse workers: FLAGTRACE_STATS_THREADS) | %.3f | "
+      "%.3f | %.0f |\n",
+      c, w, (double)len / 1e6 / w);
   printf("\n%llu traceEvents entries, %.1f MB of text (%.0f B per entry).\n", (unsigned long long)events,
          (double)len / 1e6, (double)len / (double)events);
   free(text);
@@ -268,14 +282,19 @@ static int join_bench(bool quick) {
     free(doc);
   }
   double ratio = t[1][reps / 2] / t[0][reps / 2];
-  printf("# bench_stats --join: %zu ops and %zu kernels sharing External ids (the crafted ones have 19 digits, "
-         "the sequential up to 6), %d reps each, sequential first\n",
-         n, n, reps);
-  printf("| External ids | min s | median s | probes per lookup | median vs sequential | target |\n"
-         "|---|---|---|---|---|---|\n");
+  printf(
+      "# bench_stats --join: %zu ops and %zu kernels sharing External ids (the crafted ones have 19 digits, "
+      "the sequential up to 6), %d reps each, sequential first\n",
+      n, n, reps);
+  printf(
+      "| External ids | min s | median s | probes per lookup | median vs sequential | target |\n"
+      "|---|---|---|---|---|---|\n");
   printf("| sequential (baseline) | %.3f | %.3f | %.2f | - | - |\n", t[0][0], t[0][reps / 2], probes[0]);
   printf("| crafted: one slot of the old unkeyed hash | %.3f | %.3f | %.2f | %.2fx | <= 1.5x: %s |\n", t[1][0],
-         t[1][reps / 2], probes[1], ratio, quick ? "(quick mode, not judged)" : ratio <= 1.5 ? "pass" : "MISS");
+         t[1][reps / 2], probes[1], ratio,
+         quick          ? "(quick mode, not judged)"
+         : ratio <= 1.5 ? "pass"
+                        : "MISS");
   return 0;
 }
 
@@ -291,18 +310,34 @@ int main(int argc, char **argv) {
   ft_session *s;
   if (ft_session_create(&s, NULL) || ft_session_start(s) || ft_session_stop(s)) return 1;
   ft__session_set_window(s, 0, UINT64_MAX / 2);
-  ft_kv md[] = {{"grid", "[256, 1, 1]"}, {"block", "[256, 1, 1]"}, {"registers per thread", "44"},
+  ft_kv md[] = {{"grid", "[256, 1, 1]"},
+                {"block", "[256, 1, 1]"},
+                {"registers per thread", "44"},
                 {"est. achieved occupancy %", "24"}};
   ft_kv cbid[] = {{"cbid", "211"}};
   uint64_t t = 1000000;
   for (size_t i = 0; i < n; i += 2, t += 4000) {
     uint32_t corr = (uint32_t)(i / 2 + 1);
-    ft_device_event rt = {.kind = FT_EVENT_RUNTIME, .start_ns = t, .end_ns = t + 3000, .correlation_id = corr,
-                          .has_external_id = true, .external_id = i / 20, .thread_id = 7,
-                          .name = "cudaLaunchKernel", .metadata = cbid, .n_metadata = 1};
-    ft_device_event k = {.kind = FT_EVENT_KERNEL, .start_ns = t + 5000, .end_ns = t + 7000, .correlation_id = corr,
-                         .has_external_id = true, .external_id = i / 20, .stream = 7,
-                         .name = i % 4 ? "gemm_kernel" : "elementwise_kernel", .metadata = md, .n_metadata = 4};
+    ft_device_event rt = {.kind = FT_EVENT_RUNTIME,
+                          .start_ns = t,
+                          .end_ns = t + 3000,
+                          .correlation_id = corr,
+                          .has_external_id = true,
+                          .external_id = i / 20,
+                          .thread_id = 7,
+                          .name = "cudaLaunchKernel",
+                          .metadata = cbid,
+                          .n_metadata = 1};
+    ft_device_event k = {.kind = FT_EVENT_KERNEL,
+                         .start_ns = t + 5000,
+                         .end_ns = t + 7000,
+                         .correlation_id = corr,
+                         .has_external_id = true,
+                         .external_id = i / 20,
+                         .stream = 7,
+                         .name = i % 4 ? "gemm_kernel" : "elementwise_kernel",
+                         .metadata = md,
+                         .n_metadata = 4};
     if (ft__session_inject(s, &rt) || ft__session_inject(s, &k)) return 1;
   }
   ft__out *o;
@@ -339,11 +374,14 @@ int main(int argc, char **argv) {
   double per_million = t_reader[0] / ((double)entries / 1e6);
   printf("# bench_stats: %zu slices (kernel + runtime), %llu traceEvents entries, %.1f MB of JSON, %d reps\n", n,
          (unsigned long long)entries, (double)len / 1e6, reps);
-  printf("| reader | min s | median s | entries/s (min) | s per 1 M entries | vs yajl alone | target |\n"
-         "|---|---|---|---|---|---|---|\n");
+  printf(
+      "| reader | min s | median s | entries/s (min) | s per 1 M entries | vs yajl alone | target |\n"
+      "|---|---|---|---|---|---|---|\n");
   printf("| stats reader | %.3f | %.3f | %.2fM | %.3f | %.2fx | < 1 s per 1 M events: %s |\n", t_reader[0],
          t_reader[reps / 2], (double)entries / t_reader[0] / 1e6, per_million, t_reader[0] / t_yajl[0],
-         quick ? "(quick mode, not judged)" : per_million < 1.0 ? "pass" : "MISS");
+         quick               ? "(quick mode, not judged)"
+         : per_million < 1.0 ? "pass"
+                             : "MISS");
   ft__out_abort(o);
   ft_session_destroy(s);
   return 0;

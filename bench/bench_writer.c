@@ -25,22 +25,46 @@ static ft_session *make_session(size_t n) {
   if (ft_session_create(&s, NULL) || ft_session_start(s) || ft_session_stop(s)) exit(1);
   ft__session_set_window(s, 0, UINT64_MAX / 2);
   static const char *const names[] = {
-      "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)",
-      "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
-      "void at::native::reduce_kernel<512, 1>(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>)"};
-  ft_kv md[] = {{"queued", "0"}, {"context", "1"}, {"registers per thread", "44"},
-                {"shared memory", "0"}, {"blocks per SM", "1.939394"}, {"warps per SM", "15.515152"},
-                {"grid", "[256, 1, 1]"}, {"block", "[256, 1, 1]"}, {"est. achieved occupancy %", "24"}};
+      "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, "
+      "at::native::FillFunctor<float>, std::array<char*, 1ul>)",
+      "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__"
+      "5x_cublas",
+      "void at::native::reduce_kernel<512, 1>(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, "
+      "float>, unsigned int, float, 4>)"};
+  ft_kv md[] = {{"queued", "0"},
+                {"context", "1"},
+                {"registers per thread", "44"},
+                {"shared memory", "0"},
+                {"blocks per SM", "1.939394"},
+                {"warps per SM", "15.515152"},
+                {"grid", "[256, 1, 1]"},
+                {"block", "[256, 1, 1]"},
+                {"est. achieved occupancy %", "24"}};
   ft_kv cbid[] = {{"cbid", "211"}};
   uint64_t t = 1000000;
   for (size_t i = 0; i < n; i += 2) {
     uint32_t corr = (uint32_t)(i / 2 + 1);
-    ft_device_event rt = {.kind = FT_EVENT_RUNTIME, .start_ns = t, .end_ns = t + 3000,
-                          .correlation_id = corr, .has_external_id = true, .external_id = i / 20,
-                          .thread_id = 4242, .name = "cudaLaunchKernel", .metadata = cbid, .n_metadata = 1};
-    ft_device_event k = {.kind = FT_EVENT_KERNEL, .start_ns = t + 5000, .end_ns = t + 7000,
-                         .correlation_id = corr, .has_external_id = true, .external_id = i / 20,
-                         .device = 0, .stream = 7, .name = names[i % 3], .metadata = md, .n_metadata = 9};
+    ft_device_event rt = {.kind = FT_EVENT_RUNTIME,
+                          .start_ns = t,
+                          .end_ns = t + 3000,
+                          .correlation_id = corr,
+                          .has_external_id = true,
+                          .external_id = i / 20,
+                          .thread_id = 4242,
+                          .name = "cudaLaunchKernel",
+                          .metadata = cbid,
+                          .n_metadata = 1};
+    ft_device_event k = {.kind = FT_EVENT_KERNEL,
+                         .start_ns = t + 5000,
+                         .end_ns = t + 7000,
+                         .correlation_id = corr,
+                         .has_external_id = true,
+                         .external_id = i / 20,
+                         .device = 0,
+                         .stream = 7,
+                         .name = names[i % 3],
+                         .metadata = md,
+                         .n_metadata = 9};
     if (ft__session_inject(s, &rt) || ft__session_inject(s, &k)) exit(1);
     t += 4000;
   }
@@ -117,7 +141,8 @@ static ft_session *replay_session(const char *path, size_t n) {
                  *dur_p[] = {"dur", NULL}, *args_p[] = {"args", NULL}, *tid_p[] = {"tid", NULL};
       yajl_val ph = yajl_tree_get(e, ph_p, yajl_t_string), cat = yajl_tree_get(e, cat_p, yajl_t_string);
       const char *phs = ph ? YAJL_GET_STRING(ph) : NULL;
-      const char *c = cat ? YAJL_GET_STRING(cat) : NULL, *name = YAJL_GET_STRING(yajl_tree_get(e, name_p, yajl_t_string));
+      const char *c = cat ? YAJL_GET_STRING(cat) : NULL,
+                 *name = YAJL_GET_STRING(yajl_tree_get(e, name_p, yajl_t_string));
       if (!phs || strcmp(phs, "X") || !c) continue;
       uint64_t ts = (uint64_t)(YAJL_GET_DOUBLE(yajl_tree_get(e, ts_p, yajl_t_number)) * 1000);
       uint64_t dur = (uint64_t)(YAJL_GET_DOUBLE(yajl_tree_get(e, dur_p, yajl_t_number)) * 1000);
@@ -155,11 +180,18 @@ static ft_session *replay_session(const char *path, size_t n) {
         nmd++;
       }
       bool dev = kind <= FT_EVENT_MEMSET;
-      ft_device_event d = {.kind = (ft_event_kind)kind, .start_ns = ts + shift, .end_ns = ts + shift + dur,
-                           .correlation_id = (uint32_t)(corr + copy * (max_corr + 1)), .has_external_id = has_ext,
-                           .external_id = ext + copy * (max_ext + 1), .device = dev ? (uint32_t)arg_u64(args, "device", NULL) : 0,
-                           .stream = dev ? (uint32_t)arg_u64(args, "stream", NULL) : 0, .thread_id = dev ? 0 : (uint32_t)tid,
-                           .name = name, .metadata = md, .n_metadata = nmd};
+      ft_device_event d = {.kind = (ft_event_kind)kind,
+                           .start_ns = ts + shift,
+                           .end_ns = ts + shift + dur,
+                           .correlation_id = (uint32_t)(corr + copy * (max_corr + 1)),
+                           .has_external_id = has_ext,
+                           .external_id = ext + copy * (max_ext + 1),
+                           .device = dev ? (uint32_t)arg_u64(args, "device", NULL) : 0,
+                           .stream = dev ? (uint32_t)arg_u64(args, "stream", NULL) : 0,
+                           .thread_id = dev ? 0 : (uint32_t)tid,
+                           .name = name,
+                           .metadata = md,
+                           .n_metadata = nmd};
       if (ft__session_inject(s, &d)) exit(1);
       injected++;
     }
@@ -197,8 +229,8 @@ enum { N_ROW_ENV = sizeof row_env / sizeof row_env[0] };
 static double run_config_env(ft_session *s, const config *c, const char *json, size_t json_len, size_t *bytes) {
   if (c->to_file) { /* the whole public path: temporary file, write, rename */
     char path[256];
-    snprintf(path, sizeof path, "%s/bench_writer.%ld%s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-             (long)getpid(), c->gzip ? ".json.gz" : ".json");
+    snprintf(path, sizeof path, "%s/bench_writer.%ld%s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(),
+             c->gzip ? ".json.gz" : ".json");
     double t0 = now_s();
     if (ft_session_write(s, path)) exit(1);
     double dt = now_s() - t0;
@@ -302,18 +334,23 @@ static void bench_session(const char *what, ft_session *s, size_t n, int reps, b
   }
   const char *threads = getenv("FLAGOS_TRACE_GZIP_THREADS");
   printf("\n### %s: %zu events, %d reps interleaved, %s, gzip workers by default: %s\n\n", what, n, reps,
-         isal ? "ISA-L loaded" : "ISA-L not available", threads ? threads : "half the CPUs besides the caller's, rounded up, at most 8");
-  printf("| output | min s | median s | M events/s (median) | MB | time vs zlib alone | speed vs old | target |\n"
-         "|---|---|---|---|---|---|---|---|\n");
+         isal ? "ISA-L loaded" : "ISA-L not available",
+         threads ? threads : "half the CPUs besides the caller's, rounded up, at most 8");
+  printf(
+      "| output | min s | median s | M events/s (median) | MB | time vs zlib alone | speed vs old | target |\n"
+      "|---|---|---|---|---|---|---|---|\n");
   for (int c = 0; c < NC; c++) {
     if ((cs[c].needs_isal && !isal) || left_out(cs[c].label)) continue;
     double rate = (double)n / med[c];
     char vs_z[32] = "-", vs_old[32] = "-", target[64] = "-";
     if (cs[c].gzip && c != ZLIB_ALONE) snprintf(vs_z, sizeof vs_z, "%.2fx", med[c] / med[ZLIB_ALONE]);
-    if (cs[c].old >= 0 && !left_out(cs[cs[c].old].label)) snprintf(vs_old, sizeof vs_old, "%.2fx", med[cs[c].old] / med[c]);
+    if (cs[c].old >= 0 && !left_out(cs[cs[c].old].label))
+      snprintf(vs_old, sizeof vs_old, "%.2fx", med[cs[c].old] / med[c]);
     if (cs[c].target)
       snprintf(target, sizeof target, ">= %.0fM ev/s: %s", cs[c].target / 1e6,
-               quick ? "(quick, not judged)" : rate >= cs[c].target ? "pass" : "MISS");
+               quick                  ? "(quick, not judged)"
+               : rate >= cs[c].target ? "pass"
+                                      : "MISS");
     printf("| %s | %.3f | %.3f | %.2f | %.1f | %s | %s | %s |\n", cs[c].label, t[c][0], med[c], rate / 1e6,
            (double)bytes[c] / 1e6, vs_z, vs_old, target);
   }
@@ -330,7 +367,6 @@ static size_t rss_bytes(void) {
   if (f) fclose(f);
   return kb * 1024;
 }
-
 
 int main(int argc, char **argv) {
   bool quick = false;
@@ -359,7 +395,9 @@ int main(int argc, char **argv) {
   double per_event = rss1 > rss0 ? (double)(rss1 - rss0) / (double)n : 0;
   printf("\n| memory | RSS growth MB | bytes per captured event | target |\n|---|---|---|---|\n");
   printf("| %zu events | %.1f | %.1f | <= 64 B + interned names: %s |\n", n, (double)(rss1 - rss0) / 1e6, per_event,
-         quick ? "(quick mode, not judged)" : per_event <= 64 ? "pass" : "MISS");
+         quick             ? "(quick mode, not judged)"
+         : per_event <= 64 ? "pass"
+                           : "MISS");
   ft_session_destroy(s);
   for (int i = 0; i < n_replay; i++) {
     size_t rn = quick ? 100000 : 1000000;

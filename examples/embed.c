@@ -12,8 +12,7 @@ static double busy_work(long iters) {
 
 static int check(ft_session *s, ft_status st, const char *what) {
   if (st == FT_OK) return 0;
-  fprintf(stderr, "embed_example: %s: %s (%s)\n", what, ft_strerror(st),
-          s ? ft_session_last_error(s) : "");
+  fprintf(stderr, "embed_example: %s: %s (%s)\n", what, ft_strerror(st), s ? ft_session_last_error(s) : "");
   return 1;
 }
 
@@ -22,8 +21,7 @@ int main(int argc, char **argv) {
   ft_session *s = NULL;
   if (check(NULL, ft_session_create(&s, NULL), "create")) return 1;
   const char *why = NULL;
-  if (ft_session_device_status(s, &why) != FT_OK)
-    printf("device activity: not collected (%s)\n", why);
+  if (ft_session_device_status(s, &why) != FT_OK) printf("device activity: not collected (%s)\n", why);
   if (check(s, ft_session_start(s), "start")) return 1;
 
   for (int step = 0; step < 3; step++) {
@@ -40,8 +38,8 @@ int main(int argc, char **argv) {
   ft_session_counts c;
   if (check(s, ft_session_counts_get(s, &c), "counts")) return 1;
   printf("wrote %s: %llu CPU ranges, %llu device events, %llu flows, %llu dropped\n", path,
-         (unsigned long long)c.cpu_ranges, (unsigned long long)c.device_events,
-         (unsigned long long)c.flows, (unsigned long long)c.dropped_records);
+         (unsigned long long)c.cpu_ranges, (unsigned long long)c.device_events, (unsigned long long)c.flows,
+         (unsigned long long)c.dropped_records);
   ft_session_destroy(s);
   return 0;
 }

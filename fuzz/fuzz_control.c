@@ -18,9 +18,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     size_t n = ft__ctl_format(&r, line, sizeof line);
     /* a request that fits the limit formats within it too (the same tokens, canonical) */
-    if (n && (!ft__ctl_parse(line, n, &again, why, sizeof why) || again.cmd != r.cmd ||
-              again.duration_ms != r.duration_ms || again.steps != r.steps || strcmp(again.range, r.range) ||
-              strcmp(again.out, r.out)))
+    if (n &&
+        (!ft__ctl_parse(line, n, &again, why, sizeof why) || again.cmd != r.cmd || again.duration_ms != r.duration_ms ||
+         again.steps != r.steps || strcmp(again.range, r.range) || strcmp(again.out, r.out)))
       abort();
   }
   free(copy);

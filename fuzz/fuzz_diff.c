@@ -37,8 +37,8 @@ static int col(const ft_report *rep, const char *key) {
 /* A against itself: nothing unmatched, both sides equal in every row. */
 static void check_self(const ft_diff *d) {
   if (d->reps[FT_DIFF_UNMATCHED].n_rows || d->ops[0] != d->ops_matched || d->ops[1] != d->ops_matched) abort();
-  static const char *const pairs[][2] = {{"device_a_us", "device_b_us"}, {"calls_a", "calls_b"}, {"a_us", "b_us"},
-                                         {"count_a", "count_b"},         {"a", "b"}};
+  static const char *const pairs[][2] = {
+      {"device_a_us", "device_b_us"}, {"calls_a", "calls_b"}, {"a_us", "b_us"}, {"count_a", "count_b"}, {"a", "b"}};
   for (int r = 0; r < FT_DIFF_N; r++) {
     const ft_report *rep = &d->reps[r];
     int kernel = r == FT_DIFF_KERNELS && !d->kernels_by_name ? col(rep, "kernel") : -1;
@@ -65,7 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (sa && !err[0]) abort();
   ft_status sb = ft_stat_job_read_mem(&jb, "b.json", b, nb, &ro, err, sizeof err);
   if (sb && !err[0]) abort();
-  static const ft_diff_opts opts[] = {{0}, {.step = "all", .kernels = FT_DIFF_KERNELS_GROUP, .limit = 2, .force = true},
+  static const ft_diff_opts opts[] = {{0},
+                                      {.step = "all", .kernels = FT_DIFF_KERNELS_GROUP, .limit = 2, .force = true},
                                       {.shapes = true, .kernels = FT_DIFF_KERNELS_NAME, .force = true},
                                       {.step = "x", .force = true}};
   for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {

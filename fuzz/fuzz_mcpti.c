@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 typedef struct seen {
   const uint8_t *buf;
   size_t valid, next_free, records, bytes;

@@ -16,7 +16,6 @@
 
 #include <sanitizer/asan_interface.h>
 
-
 static unsigned long long warnings;
 void fuzz_counted_warn(const char *fmt, ...) {
   (void)fmt;

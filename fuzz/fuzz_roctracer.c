@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static const char *lo, *hi, *last;
 static size_t steps;
 
@@ -18,12 +17,12 @@ static roctracer_status_t next_record(const roctracer_record *r, const roctracer
   if ((const char *)r < lo || (const char *)r + sizeof *r > hi || (last && (const char *)r <= last)) abort();
   last = (const char *)r;
   steps++;
-  switch (r->pad % 8) { /* the input picks how the "library" behaves */
-  case 0: *next = r; break;                                   /* stalls */
-  case 1: *next = (const roctracer_record *)((const char *)r - 8); break; /* goes back */
+  switch (r->pad % 8) {     /* the input picks how the "library" behaves */
+  case 0: *next = r; break; /* stalls */
+  case 1: *next = (const roctracer_record *)((const char *)r - 8); break;  /* goes back */
   case 2: *next = (const roctracer_record *)((const char *)r + 40); break; /* a short step */
-  case 3: return (roctracer_status_t)1;                      /* fails */
-  default: *next = r + 1; break;                             /* as roctracer does */
+  case 3: return (roctracer_status_t)1;                                    /* fails */
+  default: *next = r + 1; break;                                           /* as roctracer does */
   }
   return ROCTRACER_STATUS_SUCCESS;
 }
@@ -60,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ft_event_sink sink = {.event = on_event, .external_id = on_external};
   t.base.tracer.ops = &roctracer_ops;
   t.base.loaded = true;
-  if (ft__tracer_claim(&t.base, &sink, 0)) abort(); /* the armed tracer its callback finds */
+  if (ft__tracer_claim(&t.base, &sink, 0)) abort();                /* the armed tracer its callback finds */
   t.clock = (ft__clock_map){0, 0, UINT64_MAX / 2, UINT64_MAX / 2}; /* identity: vendor time is realtime */
   buffer_callback(buf, buf + size, NULL);
   ft__tracer_release(&t.base);

@@ -61,11 +61,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       md[k] = (ft_kv){keys[k], vals[k]};
     }
     uint64_t start = 900 + 8 * (uint64_t)byte(&r);
-    ft_device_event ev = {.kind = (ft_event_kind)(byte(&r) % 5), .start_ns = start,
-                          .end_ns = start + 4 * (uint64_t)byte(&r), .correlation_id = byte(&r) % 8,
-                          .has_external_id = byte(&r) & 1, .external_id = byte(&r) % 4,
-                          .device = byte(&r) % 2, .stream = byte(&r) % 3, .thread_id = byte(&r) % 3,
-                          .name = name, .metadata = md, .n_metadata = nmd};
+    ft_device_event ev = {.kind = (ft_event_kind)(byte(&r) % 5),
+                          .start_ns = start,
+                          .end_ns = start + 4 * (uint64_t)byte(&r),
+                          .correlation_id = byte(&r) % 8,
+                          .has_external_id = byte(&r) & 1,
+                          .external_id = byte(&r) % 4,
+                          .device = byte(&r) % 2,
+                          .stream = byte(&r) % 3,
+                          .thread_id = byte(&r) % 3,
+                          .name = name,
+                          .metadata = md,
+                          .n_metadata = nmd};
     if (ft__session_inject(s, &ev)) abort();
     if (byte(&r) % 4 == 0) {
       uint64_t id;

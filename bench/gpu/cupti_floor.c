@@ -46,12 +46,16 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
   const char *b = getenv("CUPTI_FLOOR_BUFFER_BYTES");
   unsigned long long want = b ? strtoull(b, NULL, 10) : 0;
   if (want >= 4096) buf_bytes = (size_t)want & ~(size_t)7;
-  static const CUpti_ActivityKind kinds[] = {
-      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-      CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
+  static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+                                             CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                             CUPTI_ACTIVITY_KIND_MEMCPY,
+                                             CUPTI_ACTIVITY_KIND_MEMSET,
+                                             CUPTI_ACTIVITY_KIND_RUNTIME,
+                                             CUPTI_ACTIVITY_KIND_DRIVER};
   if (cuptiActivityRegisterCallbacks(requested, completed) != CUPTI_SUCCESS) return 0;
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-    if (cuptiActivityEnable(kinds[i]) != CUPTI_SUCCESS) fprintf(stderr, "cupti_floor: kind %d not enabled\n", (int)kinds[i]);
+    if (cuptiActivityEnable(kinds[i]) != CUPTI_SUCCESS)
+      fprintf(stderr, "cupti_floor: kind %d not enabled\n", (int)kinds[i]);
   atexit(at_exit);
   return 1;
 }

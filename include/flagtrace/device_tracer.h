@@ -83,8 +83,7 @@ typedef struct ft_event_sink {
    * stamps calls on the core's clock (calls_on_core_clock): the core attributes it
    * by time like an API event, so the device work under correlation_id still gets
    * its op. Times as in ft_device_event; thread_id the calling OS thread. */
-  ft_status (*call_span)(void *ctx, uint32_t correlation_id, uint32_t thread_id, uint64_t start_ns,
-                         uint64_t end_ns);
+  ft_status (*call_span)(void *ctx, uint32_t correlation_id, uint32_t thread_id, uint64_t start_ns, uint64_t end_ns);
   /* Optional (NULL: not taken). The tracer found that device activity from at_ns on
    * is lost for a reason other than dropped records (another client of the vendor's
    * API kept buffers it was lent): why is one line, copied. */

@@ -19,18 +19,18 @@ extern "C" {
 
 /* Every status flagtrace returns. 0 is success; errors are negative. The list is
  * an X-macro so the enum and ft_strerror() can never disagree. */
-#define FT_STATUS_LIST(X)                                                        \
-  X(FT_OK, 0, "success")                                                         \
-  X(FT_EINVAL, -1, "invalid argument")                                           \
-  X(FT_ENOMEM, -2, "out of memory")                                              \
-  X(FT_EIO, -3, "I/O error")                                                     \
-  X(FT_ESTATE, -4, "operation not valid in the session's current state")        \
-  X(FT_EBUSY, -5, "another profiling session owns the device tracer")           \
-  X(FT_EUNAVAILABLE, -6, "device tracer unavailable")                            \
-  X(FT_EVENDOR, -7, "vendor activity API error")                                \
-  X(FT_ELAYOUT, -8, "vendor record layout does not match the compiled layout")  \
-  X(FT_ERANGE, -9, "value out of range")                                         \
-  X(FT_EPARSE, -10, "malformed input")                                           \
+#define FT_STATUS_LIST(X)                                                      \
+  X(FT_OK, 0, "success")                                                       \
+  X(FT_EINVAL, -1, "invalid argument")                                         \
+  X(FT_ENOMEM, -2, "out of memory")                                            \
+  X(FT_EIO, -3, "I/O error")                                                   \
+  X(FT_ESTATE, -4, "operation not valid in the session's current state")       \
+  X(FT_EBUSY, -5, "another profiling session owns the device tracer")          \
+  X(FT_EUNAVAILABLE, -6, "device tracer unavailable")                          \
+  X(FT_EVENDOR, -7, "vendor activity API error")                               \
+  X(FT_ELAYOUT, -8, "vendor record layout does not match the compiled layout") \
+  X(FT_ERANGE, -9, "value out of range")                                       \
+  X(FT_EPARSE, -10, "malformed input")                                         \
   X(FT_ENOTFOUND, -11, "not found")
 
 typedef enum ft_status {
@@ -84,10 +84,9 @@ FT_EXPORT void ft_session_options_init(ft_session_options *opts);
 
 /* Creates a session and binds this build's device tracer (it is not armed until
  * ft_session_start). FT_EINVAL for an unknown FT_ACTIVITY_* bit, a rank below -1, a
- * world_size of 0 or below -1, or a rank not below a known world_size. A tracer that is unavailable (no library, no device) is not
- * an error: CPU ranges still record and the trace says why no device activity was
- * collected (see ft_session_device_status). opts may be NULL.
- * On success *out is yours; release it with ft_session_destroy. */
+ * world_size of 0 or below -1, or a rank not below a known world_size. A tracer that is unavailable (no library, no
+ * device) is not an error: CPU ranges still record and the trace says why no device activity was collected (see
+ * ft_session_device_status). opts may be NULL. On success *out is yours; release it with ft_session_destroy. */
 FT_EXPORT ft_status ft_session_create(ft_session **out, const ft_session_options *opts);
 
 /* Releases the session; stops it first if it is running. NULL is ignored.
@@ -183,8 +182,7 @@ FT_EXPORT ft_status ft_session_write(ft_session *session, const char *path);
 /* Device time attributed to the range whose external id is external_id: the sum of
  * (end - start) over exported device events (kernel, memcpy, memset) carrying that
  * external id. Valid after stop. count (nullable) receives how many events. */
-FT_EXPORT ft_status ft_session_device_time(ft_session *session, uint64_t external_id,
-                                           uint64_t *ns, uint64_t *count);
+FT_EXPORT ft_status ft_session_device_time(ft_session *session, uint64_t external_id, uint64_t *ns, uint64_t *count);
 
 typedef struct ft_session_counts {
   uint64_t cpu_ranges;       /* closed CPU ranges recorded */

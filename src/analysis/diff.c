@@ -161,15 +161,19 @@ void ft__diff_str(ft_report *rep, int j, const char *s) {
 }
 double ft__diff_ratio(double a, double b) { return a > 0 ? b / a : 0; }
 
-static const ft_col op_cols[] = {
-    {"device_a_us", "Dev A(us)", COL_F3, 14}, {"device_b_us", "Dev B(us)", COL_F3, 14},
-    {"ratio", "B/A", COL_F3, 8},              {"delta_us", "Delta(us)", COL_F3, 14},
-    {"calls_a", "Calls A", COL_U64, 9},       {"calls_b", "Calls B", COL_U64, 9},
-    {"cpu_a_us", "CPU A(us)", COL_F3, 14},    {"cpu_b_us", "CPU B(us)", COL_F3, 14},
-    {"input_dims", "Input Dims", COL_STR, 0}, {"name", "Name", COL_STR, 0}};
-static const ft_col unmatched_cols[] = {{"side", "Side", COL_STR, -4},          {"device_us", "Dev(us)", COL_F3, 14},
-                                        {"calls", "Calls", COL_U64, 9},         {"cpu_us", "CPU(us)", COL_F3, 14},
-                                        {"input_dims", "Input Dims", COL_STR, 0}, {"name", "Name", COL_STR, 0}};
+static const ft_col op_cols[] = {{"device_a_us", "Dev A(us)", COL_F3, 14},
+                                 {"device_b_us", "Dev B(us)", COL_F3, 14},
+                                 {"ratio", "B/A", COL_F3, 8},
+                                 {"delta_us", "Delta(us)", COL_F3, 14},
+                                 {"calls_a", "Calls A", COL_U64, 9},
+                                 {"calls_b", "Calls B", COL_U64, 9},
+                                 {"cpu_a_us", "CPU A(us)", COL_F3, 14},
+                                 {"cpu_b_us", "CPU B(us)", COL_F3, 14},
+                                 {"input_dims", "Input Dims", COL_STR, 0},
+                                 {"name", "Name", COL_STR, 0}};
+static const ft_col unmatched_cols[] = {
+    {"side", "Side", COL_STR, -4},     {"device_us", "Dev(us)", COL_F3, 14},     {"calls", "Calls", COL_U64, 9},
+    {"cpu_us", "CPU(us)", COL_F3, 14}, {"input_dims", "Input Dims", COL_STR, 0}, {"name", "Name", COL_STR, 0}};
 
 /* A pair's name (or Input Dims) in the names of a job that has it: the reports outlive the pairing. */
 static const char *key_part(const ft__diff_ctx *c, const ft__pair *p, bool second) {

@@ -17,16 +17,25 @@ typedef struct ft_diff_opts {
 } ft_diff_opts;
 
 /* The diff's reports, in the order they are written. */
-enum { FT_DIFF_SUMMARY, FT_DIFF_STEPS, FT_DIFF_OPS, FT_DIFF_UNMATCHED, FT_DIFF_KERNELS, FT_DIFF_API, FT_DIFF_COPIES, FT_DIFF_N };
+enum {
+  FT_DIFF_SUMMARY,
+  FT_DIFF_STEPS,
+  FT_DIFF_OPS,
+  FT_DIFF_UNMATCHED,
+  FT_DIFF_KERNELS,
+  FT_DIFF_API,
+  FT_DIFF_COPIES,
+  FT_DIFF_N
+};
 
 typedef struct ft_diff {
   ft_report reps[FT_DIFF_N];
-  ft_col *cols[FT_DIFF_N]; /* owned copies: a calls column is whole or per step */
-  char step_name[128];     /* the step ranges' name ("ProfilerStep"), "" for the whole trace */
-  uint64_t steps[2];       /* step ranges of A and B */
-  bool per_step;           /* values are per step (the sides ran different numbers of steps) */
-  bool kernels_by_name;    /* kernels matched by name (one vendor), else compared per op as a group */
-  uint64_t ops[2], ops_matched; /* distinct op keys of A, of B, of both (steps and "(no op)" left out) */
+  ft_col *cols[FT_DIFF_N];             /* owned copies: a calls column is whole or per step */
+  char step_name[128];                 /* the step ranges' name ("ProfilerStep"), "" for the whole trace */
+  uint64_t steps[2];                   /* step ranges of A and B */
+  bool per_step;                       /* values are per step (the sides ran different numbers of steps) */
+  bool kernels_by_name;                /* kernels matched by name (one vendor), else compared per op as a group */
+  uint64_t ops[2], ops_matched;        /* distinct op keys of A, of B, of both (steps and "(no op)" left out) */
   uint64_t kernels[2], kernels_shared; /* distinct kernel names of A, of B, of both */
 } ft_diff;
 

@@ -9,7 +9,7 @@ typedef struct ft__diff_ctx {
   ft_diff *d;
   const ft_stat_job *job[2];
   const ft_diff_opts *o;
-  double scale[2];    /* 1, or 1 / steps when values are per step */
+  double scale[2];     /* 1, or 1 / steps when values are per step */
   uint64_t step_ns[2]; /* the step ranges' CPU time */
 } ft__diff_ctx;
 

@@ -6,11 +6,10 @@
 #include "diff_internal.h"
 
 static const ft_col kernel_cols[] = {
-    {"count_a", "Cnt A", COL_U64, 8},         {"count_b", "Cnt B", COL_U64, 8},
-    {"a_us", "A(us)", COL_F3, 14},            {"b_us", "B(us)", COL_F3, 14},
-    {"mean_a_us", "Mean A(us)", COL_F3, 12},  {"mean_b_us", "Mean B(us)", COL_F3, 12},
-    {"ratio", "B/A", COL_F3, 8},              {"delta_us", "Delta(us)", COL_F3, 14},
-    {"op", "Op", COL_STR, 0},                 {"kernel", "Kernel", COL_STR, 0}};
+    {"count_a", "Cnt A", COL_U64, 8}, {"count_b", "Cnt B", COL_U64, 8},        {"a_us", "A(us)", COL_F3, 14},
+    {"b_us", "B(us)", COL_F3, 14},    {"mean_a_us", "Mean A(us)", COL_F3, 12}, {"mean_b_us", "Mean B(us)", COL_F3, 12},
+    {"ratio", "B/A", COL_F3, 8},      {"delta_us", "Delta(us)", COL_F3, 14},   {"op", "Op", COL_STR, 0},
+    {"kernel", "Kernel", COL_STR, 0}};
 #define GROUP_LABEL "(all kernels)"
 
 /* A side's op-kernel rows sorted by their op's name id: an op's rows are a range. */
@@ -87,8 +86,8 @@ static bool op_kernels(ft__diff_ctx *c, ft_report *rep, const by_op bo[2], const
       const ft_stats *st = &c->job[s]->total;
       for (size_t i = lo[s]; ok && i < hi[s]; i++) {
         const ft_stat_row *r = bo[s].rows[i];
-        ft__pair *p = ft__pairing_get(&pg, ft__intern_str(&st->names, r->aux_id), ft__intern_len(&st->names, r->aux_id),
-                                      NULL, 0);
+        ft__pair *p =
+            ft__pairing_get(&pg, ft__intern_str(&st->names, r->aux_id), ft__intern_len(&st->names, r->aux_id), NULL, 0);
         if (!(ok = p != NULL)) break;
         p->r[s] = r;
         p->v[s] = (double)r->t.total * c->scale[s];
@@ -128,8 +127,8 @@ static bool kernels_by_name(ft__diff_ctx *c) {
     const ft_stats *st = &c->job[s]->total;
     for (size_t i = 0; ok && i < st->rows[FT_STAT_KERNELS].len; i++) {
       const ft_stat_row *r = ft__vec_at(&st->rows[FT_STAT_KERNELS], i);
-      ft__pair *p = ft__pairing_get(&pg, ft__intern_str(&st->names, r->name_id), ft__intern_len(&st->names, r->name_id),
-                                    NULL, 0);
+      ft__pair *p =
+          ft__pairing_get(&pg, ft__intern_str(&st->names, r->name_id), ft__intern_len(&st->names, r->name_id), NULL, 0);
       if ((ok = p != NULL)) p->r[s] = r;
     }
   }
@@ -201,9 +200,10 @@ bool ft__diff_kernels(ft__diff_ctx *c) {
 }
 
 static const char *kind_of(uint8_t cat) {
-  return cat == FT_STAT_CAT_DRIVER ? "driver" : cat == FT_STAT_CAT_RUNTIME ? "runtime"
-                                             : cat == FT_STAT_CAT_MEMSET   ? "memset"
-                                                                           : "memcpy";
+  return cat == FT_STAT_CAT_DRIVER    ? "driver"
+         : cat == FT_STAT_CAT_RUNTIME ? "runtime"
+         : cat == FT_STAT_CAT_MEMSET  ? "memset"
+                                      : "memcpy";
 }
 
 /* The rows of section sec (api, memory) of both sides paired by kind and name, sorted
@@ -235,10 +235,10 @@ static void end_row(ft__diff_ctx *c, ft_report *rep, const ft__pair *p) {
   rep->n_rows++;
 }
 
-static const ft_col api_cols[] = {
-    {"calls_a", "Calls A", COL_U64, 9}, {"calls_b", "Calls B", COL_U64, 9}, {"a_us", "A(us)", COL_F3, 14},
-    {"b_us", "B(us)", COL_F3, 14},      {"ratio", "B/A", COL_F3, 8},        {"delta_us", "Delta(us)", COL_F3, 14},
-    {"kind", "Kind", COL_STR, -7},      {"name", "Name", COL_STR, 0}};
+static const ft_col api_cols[] = {{"calls_a", "Calls A", COL_U64, 9}, {"calls_b", "Calls B", COL_U64, 9},
+                                  {"a_us", "A(us)", COL_F3, 14},      {"b_us", "B(us)", COL_F3, 14},
+                                  {"ratio", "B/A", COL_F3, 8},        {"delta_us", "Delta(us)", COL_F3, 14},
+                                  {"kind", "Kind", COL_STR, -7},      {"name", "Name", COL_STR, 0}};
 
 /* (diff_internal.h) runtime and driver calls by name: calls and CPU time, A vs B */
 bool ft__diff_api(ft__diff_ctx *c) {
@@ -261,10 +261,10 @@ bool ft__diff_api(ft__diff_ctx *c) {
 }
 
 static const ft_col copy_cols[] = {
-    {"count_a", "Cnt A", COL_U64, 8},     {"count_b", "Cnt B", COL_U64, 8},   {"bytes_a", "Bytes A", COL_U64, 14},
-    {"bytes_b", "Bytes B", COL_U64, 14},  {"a_us", "A(us)", COL_F3, 14},      {"b_us", "B(us)", COL_F3, 14},
-    {"gbps_a", "GB/s A", COL_F3, 10},     {"gbps_b", "GB/s B", COL_F3, 10},   {"ratio", "BW B/A", COL_F3, 8},
-    {"kind", "Kind", COL_STR, -6},        {"name", "Name", COL_STR, 0}};
+    {"count_a", "Cnt A", COL_U64, 8},    {"count_b", "Cnt B", COL_U64, 8}, {"bytes_a", "Bytes A", COL_U64, 14},
+    {"bytes_b", "Bytes B", COL_U64, 14}, {"a_us", "A(us)", COL_F3, 14},    {"b_us", "B(us)", COL_F3, 14},
+    {"gbps_a", "GB/s A", COL_F3, 10},    {"gbps_b", "GB/s B", COL_F3, 10}, {"ratio", "BW B/A", COL_F3, 8},
+    {"kind", "Kind", COL_STR, -6},       {"name", "Name", COL_STR, 0}};
 
 /* (diff_internal.h) copies and sets by kind and name: bandwidth A vs B */
 bool ft__diff_copies(ft__diff_ctx *c) {
@@ -290,16 +290,16 @@ bool ft__diff_copies(ft__diff_ctx *c) {
   return ok;
 }
 
-static const ft_col summary_cols[] = {{"metric", "Metric", COL_STR, -12}, {"unit", "Unit", COL_STR, -5},
-                                      {"a", "A", COL_F3, 16},             {"b", "B", COL_F3, 16},
-                                      {"ratio", "B/A", COL_F3, 8},        {"delta", "Delta", COL_F3, 16}};
+static const ft_col summary_cols[] = {
+    {"metric", "Metric", COL_STR, -12}, {"unit", "Unit", COL_STR, -5}, {"a", "A", COL_F3, 16}, {"b", "B", COL_F3, 16},
+    {"ratio", "B/A", COL_F3, 8},        {"delta", "Delta", COL_F3, 16}};
 
 /* (diff_internal.h) step time, device busy, kernels, API, copies: A, B, B/A, B - A */
 bool ft__diff_summary(ft__diff_ctx *c) {
   enum { STEPS, STEP, BUSY, KTIME, KERNELS, API, CALLS, COPIES, BYTES, CTIME, N };
   static const char *const names[N][2] = {
-      {"steps", "count"},  {"step_time", "us"}, {"device_busy", "us"}, {"kernel_time", "us"}, {"kernels", "count"},
-      {"api_time", "us"},  {"api_calls", "count"}, {"copies", "count"}, {"copy_bytes", "bytes"}, {"copy_time", "us"}};
+      {"steps", "count"}, {"step_time", "us"},    {"device_busy", "us"}, {"kernel_time", "us"},   {"kernels", "count"},
+      {"api_time", "us"}, {"api_calls", "count"}, {"copies", "count"},   {"copy_bytes", "bytes"}, {"copy_time", "us"}};
   double v[2][N] = {{0}};
   for (int s = 0; s < 2; s++) {
     const ft_stat_job *j = c->job[s];

@@ -1,4 +1,5 @@
-/* A strict RFC 8259 streaming SAX parser over chunks: string bodies found 8 bytes at a time, a token cut by a chunk's end carried over. */
+/* A strict RFC 8259 streaming SAX parser over chunks: string bodies found 8 bytes at a time, a token cut by a chunk's
+ * end carried over. */
 #include "json_scan.h"
 #include "json_out.h" /* ft__utf8_put */
 
@@ -315,8 +316,8 @@ static inline int literal(const unsigned char *p, const unsigned char *end, cons
  * quotes. Scanning starts at p + from, ulen bytes of it unescaped in ubuf (NOESC:
  * no escape so far): 1 and NOESC, or where a cut scan stopped. */
 #define NOESC SIZE_MAX
-HOT int string_tok(ft__json *j, const unsigned char *p, const unsigned char *end, size_t from, size_t ulen,
-                   size_t keep, const unsigned char **s, size_t *n, size_t *used, const char **msg) {
+HOT int string_tok(ft__json *j, const unsigned char *p, const unsigned char *end, size_t from, size_t ulen, size_t keep,
+                   const unsigned char **s, size_t *n, size_t *used, const char **msg) {
   const unsigned char *q = find_special(p + from, end);
   if (ulen != NOESC) return string_rest(j, p, p + from, q, end, ulen, keep, s, n, used, msg);
   if (q < end && *q == '"') { /* no escape: the chunk's own bytes */
@@ -413,8 +414,8 @@ static ft__json_status fail(ft__json *j, ft__json_status st, uint64_t at, const 
 
 /* (json_scan.h) */
 const bool ft__json_ws[256] = {[' '] = true, ['\n'] = true, ['\r'] = true, ['\t'] = true};
-#define SKIP_WS                                                                                                        \
-  while (p < end && ft__json_ws[*p]) p++;                                                                                    \
+#define SKIP_WS                           \
+  while (p < end && ft__json_ws[*p]) p++; \
   if (p == end) goto out
 
 /* Tokens of buf from p on; a token cut by end goes to the carry. One block per
@@ -466,13 +467,24 @@ value: /* S_VALUE or S_ARRAY_FIRST */
     p += used;
     goto next;
   }
-  case '-': case '0': case '1': case '2': case '3': case '4':
-  case '5': case '6': case '7': case '8': case '9':
+  case '-':
+  case '0':
+  case '1':
+  case '2':
+  case '3':
+  case '4':
+  case '5':
+  case '6':
+  case '7':
+  case '8':
+  case '9':
     if ((r = number_tok(p, end, false, &used, &msg))) goto token_out;
     if (cb->number && !cb->number(ctx, (const char *)p, number_cut(j, used, 0))) goto stop;
     p += used;
     goto next;
-  case 't': case 'f': case 'n':
+  case 't':
+  case 'f':
+  case 'n':
     if ((r = scalar(j, &state, depth, p, end, false, false, &used, &msg))) goto token_out;
     p += used;
     goto next;

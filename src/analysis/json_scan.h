@@ -1,4 +1,5 @@
-/* A strict RFC 8259 streaming SAX parser over chunks, for the stats reader (yajl-like callbacks, no allocation per token). */
+/* A strict RFC 8259 streaming SAX parser over chunks, for the stats reader (yajl-like callbacks, no allocation per
+ * token). */
 #ifndef FT_JSON_SCAN_H
 #define FT_JSON_SCAN_H
 
@@ -60,8 +61,8 @@ typedef struct ft__json {
   unsigned char *carry;
   size_t carry_len, carry_cap;
   uint64_t carry_at, tok_at; /* offsets of carry[0] and of the token's first byte */
-  size_t sfrom, sulen; /* a carried string: where its scan goes on, its bytes so far in ubuf */
-  size_t dropped;      /* bytes of the carried token dropped so far (past keep) */
+  size_t sfrom, sulen;       /* a carried string: where its scan goes on, its bytes so far in ubuf */
+  size_t dropped;            /* bytes of the carried token dropped so far (past keep) */
   /* unescaped strings */
   unsigned char *ubuf;
   size_t ucap;

@@ -8,21 +8,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const ft_report_names[REP_N] = {"kernels", "api",        "memory",      "memsize", "ranges", "gpu_ranges",
-                                            "ops",     "ops_shapes", "ops_modules", "gpu",    "ranks",   "trace",
-                                            "temporal", "overlap", "launch", "queue"};
+const char *const ft_report_names[REP_N] = {"kernels",  "api",        "memory",      "memsize", "ranges", "gpu_ranges",
+                                            "ops",      "ops_shapes", "ops_modules", "gpu",     "ranks",  "trace",
+                                            "temporal", "overlap",    "launch",      "queue"};
 const char *const ft_sort_names[SORT_N] = {"total", "count", "avg", "median", "min", "max", "stddev", "name"};
 
-#define RANK_COL {"rank", "Rank", COL_I64, 5}
-#define DIST_COLS(u, U)                                                                                        \
-  {"total_" u, "Total(" U ")", COL_US, 13}, {"calls", "Calls", COL_U64, 9}, {"avg_" u, "Avg(" U ")", COL_F3, 12},  \
-      {"median_" u, "Med(" U ")", COL_US, 12}, {"min_" u, "Min(" U ")", COL_US, 12}, {"max_" u, "Max(" U ")", COL_US, 12}, \
-      {"stddev_" u, "StdDev(" U ")", COL_F3, 12}
+#define RANK_COL \
+  { "rank", "Rank", COL_I64, 5 }
+#define DIST_COLS(u, U)                                                                                           \
+  {"total_" u, "Total(" U ")", COL_US, 13}, {"calls", "Calls", COL_U64, 9}, {"avg_" u, "Avg(" U ")", COL_F3, 12}, \
+      {"median_" u, "Med(" U ")", COL_US, 12}, {"min_" u, "Min(" U ")", COL_US, 12},                              \
+      {"max_" u, "Max(" U ")", COL_US, 12}, {                                                                     \
+    "stddev_" u, "StdDev(" U ")", COL_F3, 12                                                                      \
+  }
 
-static const ft_col kernel_cols[] = {RANK_COL, {"time_pct", "Time(%)", COL_PCT, 8}, DIST_COLS("us", "us"),
-                                     {"name", "Name", COL_STR, 0}};
-static const ft_col kind_cols[] = {RANK_COL, {"time_pct", "Time(%)", COL_PCT, 8}, DIST_COLS("us", "us"),
-                                   {"kind", "Kind", COL_STR, -8}, {"name", "Name", COL_STR, 0}};
+static const ft_col kernel_cols[] = {
+    RANK_COL, {"time_pct", "Time(%)", COL_PCT, 8}, DIST_COLS("us", "us"), {"name", "Name", COL_STR, 0}};
+static const ft_col kind_cols[] = {RANK_COL,
+                                   {"time_pct", "Time(%)", COL_PCT, 8},
+                                   DIST_COLS("us", "us"),
+                                   {"kind", "Kind", COL_STR, -8},
+                                   {"name", "Name", COL_STR, 0}};
 static const ft_col size_cols[] = {RANK_COL,
                                    {"total_bytes", "Total(B)", COL_U64, 16},
                                    {"calls", "Calls", COL_U64, 9},
@@ -36,39 +42,43 @@ static const ft_col size_cols[] = {RANK_COL,
                                    {"name", "Name", COL_STR, 0}};
 /* key_averages()'s columns: Self CPU, CPU total and its average per call, Self
  * device, device total (the work of nested calls included) and its average */
-#define OPS_COLS                                                                                                 \
-  {"self_cpu_us", "Self CPU(us)", COL_US, 13}, {"cpu_total_us", "CPU total(us)", COL_US, 14},                    \
-      {"cpu_avg_us", "CPU avg(us)", COL_F3, 12}, {"self_device_us", "Self device(us)", COL_US, 15},              \
-      {"device_total_us", "Device total(us)", COL_US, 16}, {"device_avg_us", "Device avg(us)", COL_F3, 14},      \
-      {"calls", "Calls", COL_U64, 9}, {"avg_us_per_call", "Self dev/call(us)", COL_F3, 17}
+#define OPS_COLS                                                                                            \
+  {"self_cpu_us", "Self CPU(us)", COL_US, 13}, {"cpu_total_us", "CPU total(us)", COL_US, 14},               \
+      {"cpu_avg_us", "CPU avg(us)", COL_F3, 12}, {"self_device_us", "Self device(us)", COL_US, 15},         \
+      {"device_total_us", "Device total(us)", COL_US, 16}, {"device_avg_us", "Device avg(us)", COL_F3, 14}, \
+      {"calls", "Calls", COL_U64, 9}, {                                                                     \
+    "avg_us_per_call", "Self dev/call(us)", COL_F3, 17                                                      \
+  }
 static const ft_col ops_cols[] = {RANK_COL, OPS_COLS, {"name", "Name", COL_STR, 0}};
-static const ft_col ops_shape_cols[] = {RANK_COL, OPS_COLS, {"input_dims", "Input Dims", COL_STR, 0},
-                                        {"name", "Name", COL_STR, 0}};
-static const ft_col ops_module_cols[] = {RANK_COL, OPS_COLS, {"module", "Module", COL_STR, 0},
-                                         {"name", "Name", COL_STR, 0}};
+static const ft_col ops_shape_cols[] = {
+    RANK_COL, OPS_COLS, {"input_dims", "Input Dims", COL_STR, 0}, {"name", "Name", COL_STR, 0}};
+static const ft_col ops_module_cols[] = {
+    RANK_COL, OPS_COLS, {"module", "Module", COL_STR, 0}, {"name", "Name", COL_STR, 0}};
 /* the sections of ops' rows (key_averages' columns) */
 static bool ops_section(int sec) { return sec == FT_STAT_OPS || ft_stat_keyed_by_aux(sec); }
-static const ft_col gpu_cols[] = {{"rank", "Rank", COL_I64, 5},          {"device", "Device", COL_I64, 7},
-                                  {"busy_us", "Busy(us)", COL_US, 16},   {"span_us", "Span(us)", COL_US, 16},
-                                  {"busy_pct", "Busy(%)", COL_PCT, 8},   {"file", "File", COL_STR, 0}};
-static const ft_col rank_cols[] = {{"rank", "Rank", COL_I64, 5},
-                                   {"devices", "Devices", COL_U64, 8},
-                                   {"events", "Events", COL_U64, 10},
-                                   {"kernel_us", "Kernel(us)", COL_US, 14},
-                                   {"comm_us", "Comm(us)", COL_US, 14},
-                                   {"compute_us", "Compute(us)", COL_US, 14},
-                                   {"comm_pct", "Comm(%)", COL_PCT, 8},
-                                   {"busy_pct", "Busy(%)", COL_PCT, 8},
-                                   {"span_us", "Span(us)", COL_US, 14},
-                                   {"file", "File", COL_STR, 0}};
-static const ft_col trace_cols[] = {{"start_us", "Start(us)", COL_US, 14}, {"duration_us", "Dur(us)", COL_US, 12},
-                                    {"rank", "Rank", COL_I64, 5},          {"device", "Device", COL_I64, 7},
-                                    {"kind", "Kind", COL_STR, -7},         {"bytes", "Bytes", COL_U64, 12},
+static const ft_col gpu_cols[] = {{"rank", "Rank", COL_I64, 5},        {"device", "Device", COL_I64, 7},
+                                  {"busy_us", "Busy(us)", COL_US, 16}, {"span_us", "Span(us)", COL_US, 16},
+                                  {"busy_pct", "Busy(%)", COL_PCT, 8}, {"file", "File", COL_STR, 0}};
+static const ft_col rank_cols[] = {{"rank", "Rank", COL_I64, 5},        {"devices", "Devices", COL_U64, 8},
+                                   {"events", "Events", COL_U64, 10},   {"kernel_us", "Kernel(us)", COL_US, 14},
+                                   {"comm_us", "Comm(us)", COL_US, 14}, {"compute_us", "Compute(us)", COL_US, 14},
+                                   {"comm_pct", "Comm(%)", COL_PCT, 8}, {"busy_pct", "Busy(%)", COL_PCT, 8},
+                                   {"span_us", "Span(us)", COL_US, 14}, {"file", "File", COL_STR, 0}};
+static const ft_col trace_cols[] = {{"start_us", "Start(us)", COL_US, 14},
+                                    {"duration_us", "Dur(us)", COL_US, 12},
+                                    {"rank", "Rank", COL_I64, 5},
+                                    {"device", "Device", COL_I64, 7},
+                                    {"kind", "Kind", COL_STR, -7},
+                                    {"bytes", "Bytes", COL_U64, 12},
                                     /* nsys's cuda_gpu_trace: the launch (-1 and 0 where the trace gives none) */
-                                    {"stream", "Strm", COL_I64, 5},        {"grid_x", "GrdX", COL_I64, 6},
-                                    {"grid_y", "GrdY", COL_I64, 5},        {"grid_z", "GrdZ", COL_I64, 5},
-                                    {"block_x", "BlkX", COL_I64, 5},       {"block_y", "BlkY", COL_I64, 5},
-                                    {"block_z", "BlkZ", COL_I64, 5},       {"registers", "Reg/Trd", COL_I64, 7},
+                                    {"stream", "Strm", COL_I64, 5},
+                                    {"grid_x", "GrdX", COL_I64, 6},
+                                    {"grid_y", "GrdY", COL_I64, 5},
+                                    {"grid_z", "GrdZ", COL_I64, 5},
+                                    {"block_x", "BlkX", COL_I64, 5},
+                                    {"block_y", "BlkY", COL_I64, 5},
+                                    {"block_z", "BlkZ", COL_I64, 5},
+                                    {"registers", "Reg/Trd", COL_I64, 7},
                                     {"name", "Name", COL_STR, 0}};
 
 static const char *cat_name(uint8_t cat) {
@@ -128,8 +138,9 @@ static int by_key(const void *a, const void *b) {
   /* one name twice (a runtime and a driver call; an op in two modules or shapes):
    * an order of their own, not the order the file threads merged them in */
   if (x->row->cat != y->row->cat) return (x->row->cat > y->row->cat) - (x->row->cat < y->row->cat);
-  return x->row->aux_id == y->row->aux_id ? 0 : strcmp(ft__intern_str(&x->st->names, x->row->aux_id),
-                                                         ft__intern_str(&y->st->names, y->row->aux_id));
+  return x->row->aux_id == y->row->aux_id
+             ? 0
+             : strcmp(ft__intern_str(&x->st->names, x->row->aux_id), ft__intern_str(&y->st->names, y->row->aux_id));
 }
 
 static ft_status alloc_cells(ft_report *rep, size_t rows) {

@@ -30,9 +30,22 @@ typedef struct ft_report {
 } ft_report;
 
 enum {
-  REP_KERNELS, REP_API, REP_MEMORY, REP_MEMSIZE, REP_RANGES, REP_GPU_RANGES, REP_OPS, REP_OPS_SHAPES, REP_OPS_MODULES,
-  REP_GPU, REP_RANKS, REP_TRACE,
-  REP_TEMPORAL, REP_OVERLAP, REP_LAUNCH, REP_QUEUE, /* HTA's analyses (reports_hta.c): asked for only */
+  REP_KERNELS,
+  REP_API,
+  REP_MEMORY,
+  REP_MEMSIZE,
+  REP_RANGES,
+  REP_GPU_RANGES,
+  REP_OPS,
+  REP_OPS_SHAPES,
+  REP_OPS_MODULES,
+  REP_GPU,
+  REP_RANKS,
+  REP_TRACE,
+  REP_TEMPORAL,
+  REP_OVERLAP,
+  REP_LAUNCH,
+  REP_QUEUE, /* HTA's analyses (reports_hta.c): asked for only */
   REP_N
 };
 extern const char *const ft_report_names[REP_N];

@@ -44,15 +44,9 @@ static const ft_col launch_cols[] = {
     {"file", "File", COL_STR, 0},
 };
 static const ft_col queue_cols[] = {
-    {"rank", "Rank", COL_I64, 5},
-    {"stream", "Stream", COL_STR, -8},
-    {"samples", "Samples", COL_U64, 9},
-    {"mean", "Mean", COL_F3, 10},
-    {"stddev", "StdDev", COL_F3, 10},
-    {"min", "Min", COL_U64, 6},
-    {"median", "Med", COL_F3, 9},
-    {"max", "Max", COL_U64, 6},
-    {"kernels", "Kernels", COL_U64, 9},
+    {"rank", "Rank", COL_I64, 5},        {"stream", "Stream", COL_STR, -8}, {"samples", "Samples", COL_U64, 9},
+    {"mean", "Mean", COL_F3, 10},        {"stddev", "StdDev", COL_F3, 10},  {"min", "Min", COL_U64, 6},
+    {"median", "Med", COL_F3, 9},        {"max", "Max", COL_U64, 6},        {"kernels", "Kernels", COL_U64, 9},
     {"full_us", "Full(us)", COL_US, 12},
 };
 
@@ -177,8 +171,8 @@ ft_status ft__report_hta_build(ft_report *rep, int r, const ft_stat_job *job, co
       {"temporal breakdown (HTA): idle, compute and non-compute time over the GPU's window", temporal_cols,
        sizeof temporal_cols / sizeof *temporal_cols, temporal},
       {"communication / computation overlap (HTA)", overlap_cols, sizeof overlap_cols / sizeof *overlap_cols, overlap},
-      {"kernel launch statistics (HTA): call, kernel, launch delay", launch_cols, sizeof launch_cols / sizeof *launch_cols,
-       launch},
+      {"kernel launch statistics (HTA): call, kernel, launch delay", launch_cols,
+       sizeof launch_cols / sizeof *launch_cols, launch},
       {"queue length per stream (HTA): outstanding launches, sampled at each change", queue_cols,
        sizeof queue_cols / sizeof *queue_cols, NULL},
   };

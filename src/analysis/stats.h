@@ -35,12 +35,12 @@ double ft_dist_stddev(const ft_stat_dist *d);   /* sample stddev; 0 below 2 valu
 /* One row of a summary, keyed by name (and kind). */
 typedef struct ft_stat_row {
   uint32_t name_id;
-  uint8_t cat;       /* FT_STAT_CAT_* of the api and memory sections */
-  bool comm;         /* a communication kernel (NCCL/HCCL/RCCL in the name) */
-  ft_stat_dist t;    /* durations, ns */
-  ft_stat_dist b;    /* bytes (memory) */
-  uint64_t calls;    /* ops: calls */
-  uint64_t self_ns;  /* ops: device time of the work they launched (key_averages' Self device) */
+  uint8_t cat;      /* FT_STAT_CAT_* of the api and memory sections */
+  bool comm;        /* a communication kernel (NCCL/HCCL/RCCL in the name) */
+  ft_stat_dist t;   /* durations, ns */
+  ft_stat_dist b;   /* bytes (memory) */
+  uint64_t calls;   /* ops: calls */
+  uint64_t self_ns; /* ops: device time of the work they launched (key_averages' Self device) */
   /* ops, as torch's key_averages() counts them over the calls' nesting on their
    * thread (t: the calls' CPU durations, CPU total = t.total): */
   uint64_t self_cpu_ns;  /* CPU time less that of the calls and runtime calls nested in them */
@@ -107,11 +107,11 @@ typedef struct ft_stat_join {
 
 /* Events skipped (not summarized) and why; reported once, in one line. */
 typedef struct ft_stat_skips {
-  uint64_t bad_time;   /* complete events whose ts is missing or ts/dur is not a number */
-  uint64_t time_range; /* ts or dur beyond +-FT_STATS_MAX_US */
-  uint64_t unknown_cat; /* complete events of a category not read (named in unknown_cats) */
+  uint64_t bad_time;        /* complete events whose ts is missing or ts/dur is not a number */
+  uint64_t time_range;      /* ts or dur beyond +-FT_STATS_MAX_US */
+  uint64_t unknown_cat;     /* complete events of a category not read (named in unknown_cats) */
   uint64_t no_dur, neg_dur; /* complete events without a dur, with a negative one */
-  uint64_t bad_bytes; /* copies and sets whose args.bytes is not a whole number in [0, 2^63) */
+  uint64_t bad_bytes;       /* copies and sets whose args.bytes is not a whole number in [0, 2^63) */
 } ft_stat_skips;
 uint64_t ft_stat_skips_total(const ft_stat_skips *k);
 
@@ -121,7 +121,7 @@ uint64_t ft_stat_skips_total(const ft_stat_skips *k);
 
 /* What a trace says about itself: its "flagtrace" block and distributedInfo. */
 typedef struct ft_stat_meta {
-  int64_t rank; /* -1 when the trace names none */
+  int64_t rank;        /* -1 when the trace names none */
   int device_activity; /* -1 not stated, 0 false, 1 true */
   char tracer[32];
   char device_status[200];
@@ -164,44 +164,44 @@ typedef struct ft_stats {
   /* per section: name id (| cat << 32) -> index + 1 into rows */
   ft__map index[FT_STAT_N_SECTIONS];
   ft__vec rows[FT_STAT_N_SECTIONS]; /* ft_stat_row */
-  ft_stat_join ext_op;   /* this file's External id -> the device ns of its work */
-  struct ft__host_ev *host; /* this file's ops, ranges and runtime calls: their nesting (stats_ops.c) */
+  ft_stat_join ext_op;              /* this file's External id -> the device ns of its work */
+  struct ft__host_ev *host;         /* this file's ops, ranges and runtime calls: their nesting (stats_ops.c) */
   size_t n_host, cap_host;
-  ft_stat_join ext_rt;       /* External id -> index + 1 into rt: runtime calls whose op is not read yet */
+  ft_stat_join ext_rt; /* External id -> index + 1 into rt: runtime calls whose op is not read yet */
   struct ft__rt_wait *rt;
   size_t n_rt, cap_rt;
   int64_t host_main_tid, host_main_ts; /* the file's earliest op's thread: where kineto's overhead ran */
   bool host_has_main;
-  uint64_t device_ns;    /* device time of all device events */
-  uint64_t attributed_ns; /* of which joined to an op */
+  uint64_t device_ns;        /* device time of all device events */
+  uint64_t attributed_ns;    /* of which joined to an op */
   ft_stat_join device_index; /* device id -> index + 1 into devices */
   ft_stat_device *devices;
   size_t n_devices, cap_devices;
   size_t last_device;         /* the latest device's index: consecutive events mostly share one */
   uint64_t device_cap_events; /* device events of devices past the first FT_STATS_MAX_DEVICES: not in busy % */
   uint64_t cut_strings;       /* names (and other kept strings) cut to FT_STATS_KEEP bytes */
-  int64_t first_ns, last_ns; /* span of all complete events */
-  uint64_t events;           /* trace events read */
+  int64_t first_ns, last_ns;  /* span of all complete events */
+  uint64_t events;            /* trace events read */
   ft_stat_skips skipped;
   ft__map unknown_cats; /* name id of an unread category -> events */
   ft_stat_meta meta;
   /* options of the read */
-  bool timeline;      /* keep copy intervals and bin the busy time (report) */
-  bool want_args;     /* read device work's correlation, stream, grid, block, registers (trace, HTA's reports) */
-  bool want_ops;      /* nest the calls for the ops' columns (stats_ops.c); without it ops rows stay empty */
-  bool want_modules;  /* with want_ops: keep nn.Module python_function events for FT_STAT_OP_MODULES */
-  bool want_op_kernels; /* with want_ops: FT_STAT_OP_KERNELS rows */
+  bool timeline;          /* keep copy intervals and bin the busy time (report) */
+  bool want_args;         /* read device work's correlation, stream, grid, block, registers (trace, HTA's reports) */
+  bool want_ops;          /* nest the calls for the ops' columns (stats_ops.c); without it ops rows stay empty */
+  bool want_modules;      /* with want_ops: keep nn.Module python_function events for FT_STAT_OP_MODULES */
+  bool want_op_kernels;   /* with want_ops: FT_STAT_OP_KERNELS rows */
   ft__vec op_kernel_wait; /* this file's device work whose op is not read yet (24 B each; stats_ops.c) */
-  size_t trace_limit; /* keep the earliest this many device events (0: none) */
-  ft_stat_event *trace; /* a max-heap by ts of at most trace_limit events */
+  size_t trace_limit;     /* keep the earliest this many device events (0: none) */
+  ft_stat_event *trace;   /* a max-heap by ts of at most trace_limit events */
   size_t n_trace;
   /* parse workers (stats_input.c): -1 (ft_stats_init's) is the default,
    * FLAGTRACE_STATS_THREADS, else a file gets the CPUs beyond the first, shared
    * among file_threads files read at once; memory input gets none */
   int parse_threads, file_threads;
-  size_t segment_bytes; /* text asked of each read, a worker's segment; 0: 1 MiB (tests make it small) */
+  size_t segment_bytes;            /* text asked of each read, a worker's segment; 0: 1 MiB (tests make it small) */
   size_t segments, segments_taken; /* diagnostics: segments read, those whose worker's parse was used */
-  struct ft__hta *hta; /* HTA's analyses' state while the file is read (stats_hta.c); NULL unless asked */
+  struct ft__hta *hta;             /* HTA's analyses' state while the file is read (stats_hta.c); NULL unless asked */
   /* every summarized complete event, in file order, as ft__stats_apply sees it (the
    * report's timeline); false stops the read for want of memory. NULL: none */
   bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
@@ -236,17 +236,17 @@ uint64_t ft_stats_span(const ft_stats *st);
 /* HTA's analyses of one file on HTA's definitions (docs/analyses.md), when the
  * read asked for them (ft_stat_read_opts.hta). Times in ns. */
 typedef struct ft_stat_hta {
-  bool kept;                         /* the read kept them */
-  uint64_t gpu_events;               /* events with an args.stream (not -1): HTA's GPU events */
-  int64_t gpu_first_ns, gpu_last_ns; /* the first start and the last end among them */
-  uint64_t gpu_busy_ns;              /* the union of their intervals */
-  uint64_t compute_ns, comm_ns;      /* the union of the compute kernels', of the communication kernels' */
-  uint64_t overlap_ns;               /* the time both ran */
-  uint64_t launches;                 /* launch call / device event pairs, by correlation id */
+  bool kept;                             /* the read kept them */
+  uint64_t gpu_events;                   /* events with an args.stream (not -1): HTA's GPU events */
+  int64_t gpu_first_ns, gpu_last_ns;     /* the first start and the last end among them */
+  uint64_t gpu_busy_ns;                  /* the union of their intervals */
+  uint64_t compute_ns, comm_ns;          /* the union of the compute kernels', of the communication kernels' */
+  uint64_t overlap_ns;                   /* the time both ran */
+  uint64_t launches;                     /* launch call / device event pairs, by correlation id */
   ft_stat_dist cpu_ns, gpu_ns, delay_ns; /* over the pairs: the call's and the event's duration, the launch delay */
-  uint64_t short_kernels;            /* pairs whose event is shorter than its call, a call of 50 us at most */
-  uint64_t runtime_outliers;         /* pairs whose call took over 50 us */
-  uint64_t delay_outliers;           /* pairs whose launch delay is over 100 us */
+  uint64_t short_kernels;                /* pairs whose event is shorter than its call, a call of 50 us at most */
+  uint64_t runtime_outliers;             /* pairs whose call took over 50 us */
+  uint64_t delay_outliers;               /* pairs whose launch delay is over 100 us */
 } ft_stat_hta;
 
 typedef struct ft_stat_file {
@@ -295,7 +295,6 @@ ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n,
 ft_status ft_stat_job_read_mem(ft_stat_job *job, const char *name, const char *data, size_t len,
                                const ft_stat_read_opts *o, char *err, size_t errlen);
 void ft_stat_job_free(ft_stat_job *job);
-
 
 /* True when the name is a collective-communication kernel (NCCL, HCCL, RCCL). */
 bool ft_stats_is_comm(const char *name);

@@ -1,4 +1,5 @@
-/* `flagtrace stats` state that grows with the trace: the External id -> op join, each device's busy intervals and their timeline bins. */
+/* `flagtrace stats` state that grows with the trace: the External id -> op join, each device's busy intervals and their
+ * timeline bins. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
@@ -263,8 +264,7 @@ bool ft__device_busy(ft_stat_ivset *d, uint64_t *busy, uint64_t *bins, int64_t t
     span x;
     if (b >= d->longs.len || (a < d->iv.len && iv_less(iv_get(&d->iv, a), iv_get(&d->longs, b))))
       x = iv_get(&d->iv, a++);
-    else
-      x = iv_get(&d->longs, b++);
+    else x = iv_get(&d->longs, b++);
     if (have && x.lo <= cur.hi) {
       if (x.hi > cur.hi) cur.hi = x.hi;
       continue;
@@ -352,8 +352,7 @@ static bool walk_next(iv_walk *w, span *out) {
     span x;
     if (w->b >= d->longs.len || (w->a < d->iv.len && iv_less(iv_get(&d->iv, w->a), iv_get(&d->longs, w->b))))
       x = iv_get(&d->iv, w->a++);
-    else
-      x = iv_get(&d->longs, w->b++);
+    else x = iv_get(&d->longs, w->b++);
     if (w->have && x.lo <= w->cur.hi) {
       if (x.hi > w->cur.hi) w->cur.hi = x.hi;
       continue;

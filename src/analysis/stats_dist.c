@@ -29,7 +29,8 @@ static bool hist_add(ft_stat_dist *d, uint32_t b, uint32_t count) {
     d->hist_len = 16;
   }
   if (b < d->hist_lo || b >= d->hist_lo + d->hist_len) { /* grow to cover b, with room */
-    uint32_t lo = b < d->hist_lo ? b : d->hist_lo, hi = b >= d->hist_lo + d->hist_len ? b + 1 : d->hist_lo + d->hist_len;
+    uint32_t lo = b < d->hist_lo ? b : d->hist_lo,
+             hi = b >= d->hist_lo + d->hist_len ? b + 1 : d->hist_lo + d->hist_len;
     uint32_t extra = (hi - lo) / 2;
     lo = b < d->hist_lo ? (lo > extra ? lo - extra : 0) : lo;
     if (b >= d->hist_lo + d->hist_len) hi += extra;

@@ -1,4 +1,5 @@
-/* HTA's analyses on HTA's definitions, kept while a trace is read: temporal breakdown, comm/compute overlap, launch statistics, queue length. */
+/* HTA's analyses on HTA's definitions, kept while a trace is read: temporal breakdown, comm/compute overlap, launch
+ * statistics, queue length. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,9 +76,11 @@ int ft__hta_kernel_type(const char *s, size_t len) {
   /* MemoryKernelGroupingPattern: ^(hip)?Memcpy | ^(hip)?Memset | ^dma */
   if (starts(s, len, "Memcpy") || starts(s, len, "Memset") || starts(s, len, "dma")) return FT_HTA_MEMORY;
   /* ComputeKernelGroupingPattern, inverted: a name none of these match is compute */
-  static const char *const prefixes[] = {"nccl",   "Stream Wait Event", "runFunction",       "hip",
-                                         "job_exe", "packet",            "pe_exe",            "cpum_exe_subgraph",
-                                         "hccl",    "collective_subgraph_execution"};
+  static const char *const prefixes[] = {"nccl",        "Stream Wait Event",
+                                         "runFunction", "hip",
+                                         "job_exe",     "packet",
+                                         "pe_exe",      "cpum_exe_subgraph",
+                                         "hccl",        "collective_subgraph_execution"};
   static const char *const inside[] = {"Memcpy", "Memset", "dma", "Sync"};
   for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
     if (starts(s, len, prefixes[i])) return FT_HTA_OTHER;
@@ -96,10 +99,17 @@ static uint8_t classify(const char *s, size_t len) {
   static const char *const launch[] = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync",
                                        "runFunction - job_prep_and_submit_for_execution"};
   /* get_runtime_launch_events_mask's, for the queue length */
-  static const char *const queue[] = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
-                                      "cudaMemcpyAsync", "cudaMemsetAsync",
-                                      "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel",
-                                      "hipExtModuleLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync",
+  static const char *const queue[] = {"cudaLaunchKernel",
+                                      "cudaLaunchKernelExC",
+                                      "cuLaunchKernel",
+                                      "cuLaunchKernelEx",
+                                      "cudaMemcpyAsync",
+                                      "cudaMemsetAsync",
+                                      "runFunction - job_prep_and_submit_for_execution",
+                                      "hipLaunchKernel",
+                                      "hipExtModuleLaunchKernel",
+                                      "hipMemcpyAsync",
+                                      "hipMemsetAsync",
                                       "hipMemcpyWithStream"};
   uint8_t c = (uint8_t)(C_DONE | ft__hta_kernel_type(s, len));
   for (size_t i = 0; i < sizeof launch / sizeof *launch; i++)
@@ -150,8 +160,8 @@ bool ft__hta_event(ft_stats *st, const ft__ev *e, const char *name, ft_stat_row 
     if (!r) return false;
     h->cpu = r;
   }
-  h->cpu[h->n_cpu++] = (cpu_rec){e->corr, e->ts,
-                                 (uint64_t)e->dur | (c & C_LAUNCH ? F_LAUNCH : 0) | (c & C_QUEUE ? F_QUEUE : 0)};
+  h->cpu[h->n_cpu++] =
+      (cpu_rec){e->corr, e->ts, (uint64_t)e->dur | (c & C_LAUNCH ? F_LAUNCH : 0) | (c & C_QUEUE ? F_QUEUE : 0)};
   return true;
 }
 

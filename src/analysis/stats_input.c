@@ -1,4 +1,5 @@
-/* `flagtrace stats` input: files, stdin or memory, inflated (zlib or ISA-L) on a second thread and fed to the reader. */
+/* `flagtrace stats` input: files, stdin or memory, inflated (zlib or ISA-L) on a second thread and fed to the reader.
+ */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -9,8 +10,8 @@
 #include <isa-l/igzip_lib.h>
 #endif
 
-#include "deflate.h" /* ISA-L's inflate, loaded at run time (zlib without it) */
-#include "json_scan.h"  /* ft__json_ws */
+#include "deflate.h"   /* ISA-L's inflate, loaded at run time (zlib without it) */
+#include "json_scan.h" /* ft__json_ws */
 #include "stats_internal.h"
 
 /* Input bytes from a file or from memory, inflated when they start with gzip's
@@ -32,8 +33,8 @@ typedef struct src {
   struct inflate_state *isal;
 #endif
   unsigned char *out; /* the chunk handed to the parser (single-threaded reads) */
-  size_t chunk;        /* text bytes asked of each read: every way of parsing reads alike */
-  char perr[256];      /* corrupt data found after some text: that text first, then this */
+  size_t chunk;       /* text bytes asked of each read: every way of parsing reads alike */
+  char perr[256];     /* corrupt data found after some text: that text first, then this */
   bool pending;
 } src;
 
@@ -193,7 +194,7 @@ static long src_next(void *p, unsigned char *buf, size_t cap, char *err, size_t 
       return -1;
     }
     if (s->gz_member_done) { /* more bytes after a member: another member, or garbage */
-      raw_ensure(s, 2); /* the magic may straddle a read */
+      raw_ensure(s, 2);      /* the magic may straddle a read */
       if (s->left < 2 || s->mem[0] != 0x1f || s->mem[1] != 0x8b) {
         snprintf(err, errlen, "trailing garbage after the gzip data at compressed byte %llu",
                  (unsigned long long)s->raw_read);
@@ -333,9 +334,7 @@ typedef struct par {
   char err[256];
 } par;
 
-static seg *slot_of(par *q, uint64_t i) {
-  return &q->slots[i % q->n_slots];
-}
+static seg *slot_of(par *q, uint64_t i) { return &q->slots[i % q->n_slots]; }
 
 /* The last place in b[0, len) just after a '}' that whitespace, ',' and '{'
  * follow, within the last SEG_TAIL bytes; 0 when there is none. */
@@ -474,7 +473,8 @@ static bool parse_parallel(ft_stats *st, src *s, int workers, ft_status *r, char
   }
   pthread_cond_init(&q.cv, NULL);
   for (size_t i = 0; ok && i < q.n_slots; i++)
-    ok = (q.slots[i].buf = malloc(SEG_TAIL + s->chunk)) && (q.slots[i].batch = ft__evbatch_new(st->want_args, st->want_modules));
+    ok = (q.slots[i].buf = malloc(SEG_TAIL + s->chunk)) &&
+         (q.slots[i].batch = ft__evbatch_new(st->want_args, st->want_modules));
   pthread_t filler, th[64];
   int started = 0;
   while (ok && started < workers && started < 64 && !pthread_create(&th[started], NULL, par_work, &q)) started++;
@@ -525,8 +525,7 @@ static ft_status read_src(ft_stats *st, src *s, char *err, size_t errlen) {
   int workers = failed ? 0 : parse_workers(st, s);
   if (failed) {
     r = FT_EIO;
-  } else if (workers > 0 &&
-             parse_parallel(st, s, workers, &r, err, errlen)) {
+  } else if (workers > 0 && parse_parallel(st, s, workers, &r, err, errlen)) {
     /* done */
   } else if (s->f) { /* a file: read and inflated on a second thread */
     r = parse_piped(st, s, err, errlen);

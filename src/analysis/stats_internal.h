@@ -1,4 +1,5 @@
-/* What the `flagtrace stats` reader's files share: the parse entry, what an event adds, the op join and the busy intervals. */
+/* What the `flagtrace stats` reader's files share: the parse entry, what an event adds, the op join and the busy
+ * intervals. */
 #ifndef FT_STATS_INTERNAL_H
 #define FT_STATS_INTERNAL_H
 
@@ -16,9 +17,17 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
  * the summary. The section of a complete event's category, including older kineto
  * spellings (Runtime, Memcpy, Memset, Operator) and MTIA's. */
 enum ft__sec {
-  FT__SEC_UNKNOWN, FT__SEC_IGNORED, FT__SEC_KERNEL, FT__SEC_MEMCPY, FT__SEC_MEMSET, FT__SEC_RUNTIME, FT__SEC_DRIVER,
-  FT__SEC_OP, FT__SEC_RANGE, FT__SEC_GPU_RANGE,
-  FT__SEC_SYNC, /* cuda_sync: no row of its own; HTA's analyses count it (stats_hta.c) */
+  FT__SEC_UNKNOWN,
+  FT__SEC_IGNORED,
+  FT__SEC_KERNEL,
+  FT__SEC_MEMCPY,
+  FT__SEC_MEMSET,
+  FT__SEC_RUNTIME,
+  FT__SEC_DRIVER,
+  FT__SEC_OP,
+  FT__SEC_RANGE,
+  FT__SEC_GPU_RANGE,
+  FT__SEC_SYNC,     /* cuda_sync: no row of its own; HTA's analyses count it (stats_hta.c) */
   FT__SEC_OVERHEAD, /* kineto's own CPU work (Activity Buffer Request): an ops row, a child in the nesting */
   FT__SEC_PYFUNC    /* python_function: its nn.Module events place ops in their module (FT_STAT_OP_MODULES) */
 };

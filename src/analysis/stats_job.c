@@ -21,11 +21,11 @@ static bool merge_rows(ft_stats *dst, const ft_stats *src) {
                      &id))
         return false;
       uint32_t aux = 0; /* keyed by the name and the Input Dims text or module */
-      if (ft_stat_keyed_by_aux(sec) && ft__intern(&dst->names, ft__intern_str(&src->names, s->aux_id),
-                                                 ft__intern_len(&src->names, s->aux_id), &aux))
+      if (ft_stat_keyed_by_aux(sec) &&
+          ft__intern(&dst->names, ft__intern_str(&src->names, s->aux_id), ft__intern_len(&src->names, s->aux_id), &aux))
         return false;
-      uint64_t *slot = ft__map_upsert(&dst->index[sec], ft_stat_keyed_by_aux(sec) ? (uint64_t)aux << 32 | id
-                                                                                : (uint64_t)s->cat << 32 | id);
+      uint64_t *slot = ft__map_upsert(
+          &dst->index[sec], ft_stat_keyed_by_aux(sec) ? (uint64_t)aux << 32 | id : (uint64_t)s->cat << 32 | id);
       if (!slot) return false;
       if (!*slot) {
         ft_stat_row *r = ft__vec_push(&dst->rows[sec]);
@@ -52,11 +52,11 @@ typedef struct worker {
   const char *const *paths;
   const char *mem; /* one file from memory (fuzzing) instead of paths */
   size_t mem_len;
-  size_t n, next; /* the next file to read, under lock */
+  size_t n, next;   /* the next file to read, under lock */
   size_t n_threads; /* files read at once */
   ft_stat_read_opts o;
   pthread_mutex_t lock;
-  bool failed; /* a file failed: start no other */
+  bool failed;       /* a file failed: start no other */
   ft_status *status; /* per file */
   char (*errs)[512];
   ft_stat_event **traces; /* per file, names re-interned in the total */
@@ -75,7 +75,8 @@ static ft_status read_one(worker *w, size_t f) {
   }
   st.timeline = w->o.timeline;
   st.trace_limit = w->o.trace_limit;
-  st.want_args = w->o.trace_limit || w->o.hta || w->o.on_event; /* the trace report's columns, HTA's launches and queues */
+  st.want_args =
+      w->o.trace_limit || w->o.hta || w->o.on_event; /* the trace report's columns, HTA's launches and queues */
   st.on_event = w->o.on_event;
   st.on_event_ctx = w->o.on_event ? w->o.on_event_ctx[f] : NULL;
   st.want_ops = w->o.ops;

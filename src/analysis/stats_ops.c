@@ -12,9 +12,9 @@
  * puts it on its op's thread, under it), or wait in rt until the op is read. */
 struct ft__host_ev {
   int64_t ts, end, tid;
-  uint64_t dev;      /* device ns of its own work (External id) */
-  uint64_t sub_dev;  /* device totals of its direct children */
-  uint64_t child_ns; /* CPU time of its direct children */
+  uint64_t dev;            /* device ns of its own work (External id) */
+  uint64_t sub_dev;        /* device totals of its direct children */
+  uint64_t child_ns;       /* CPU time of its direct children */
   uint32_t row, shape_row; /* FT_STAT_OPS / FT_STAT_OP_SHAPES indexes; UINT32_MAX: none (runtime) */
   uint32_t key; /* its name: the op row, or the api row | RUNTIME_KEY (torch merges a lone child of its name) */
   bool module;  /* an nn.Module (key: its name id), not a call: placed apart at the file's end */
@@ -84,8 +84,8 @@ bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_ro
     st->host_main_ts = e->ts;
     st->host_has_main = true;
   }
-  st->host[st->n_host] = (struct ft__host_ev){e->ts, e->ts + e->dur, tid, dev, 0, 0, row, shape_row,
-                                              row != UINT32_MAX ? row : api_row | RUNTIME_KEY, false, 0};
+  st->host[st->n_host] = (struct ft__host_ev){
+      e->ts, e->ts + e->dur, tid, dev, 0, 0, row, shape_row, row != UINT32_MAX ? row : api_row | RUNTIME_KEY, false, 0};
   if (row != UINT32_MAX && e->has_ext) { /* runtime calls of its id read before it */
     uint64_t *w = ft__join_find(&st->ext_rt, (uint64_t)e->ext);
     if (w && *w != UINT64_MAX) {

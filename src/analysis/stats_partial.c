@@ -1,4 +1,5 @@
-/* Partial summaries, merging: each distribution, row, file and device event checked as it ends, and added into the job as stats_job.c merges files. */
+/* Partial summaries, merging: each distribution, row, file and device event checked as it ends, and added into the job
+ * as stats_job.c merges files. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +12,6 @@
 
 #define FT__PARTIAL_SHORT_NAMES
 #include "stats_partial.h"
-
 
 /* The key a row is merged under in its section, as stats_job.c's merge_rows keys it. */
 static uint64_t row_key(int sec, uint32_t name_id, uint32_t aux_id, uint8_t cat) {
@@ -41,8 +41,8 @@ int ft__partial_end_dist(reader *r, ft_stat_dist *out) {
     uint64_t *vals = malloc(d->n_vals * sizeof *vals);
     if (!vals) return fail(r, "out of memory");
     memcpy(vals, d->vals, d->n_vals * sizeof *vals);
-    *out = (ft_stat_dist){.n = d->n, .total = tot, .min = mn, .max = mx, .sumsq = sq, .vals = vals,
-                          .vals_cap = (uint32_t)d->n};
+    *out = (ft_stat_dist){
+        .n = d->n, .total = tot, .min = mn, .max = mx, .sumsq = sq, .vals = vals, .vals_cap = (uint32_t)d->n};
     return 1;
   }
   const uint32_t need = (1u << D_N) | (1u << D_TOTAL) | (1u << D_MIN) | (1u << D_MAX) | (1u << D_SUMSQ) |
@@ -56,8 +56,14 @@ int ft__partial_end_dist(reader *r, ft_stat_dist *out) {
   if (d->min > d->max || (ft_u128)d->total < (ft_u128)d->n * d->min || (ft_u128)d->total > (ft_u128)d->n * d->max ||
       d->sumsq < (ft_u128)d->total * d->min || d->sumsq > (ft_u128)d->total * d->max)
     return fail(r, "a distribution's sums do not add up");
-  *out = (ft_stat_dist){.n = d->n, .total = d->total, .min = d->min, .max = d->max, .sumsq = d->sumsq,
-                        .hist = d->hist, .hist_lo = (uint32_t)d->hist_lo, .hist_len = (uint32_t)d->n_hist};
+  *out = (ft_stat_dist){.n = d->n,
+                        .total = d->total,
+                        .min = d->min,
+                        .max = d->max,
+                        .sumsq = d->sumsq,
+                        .hist = d->hist,
+                        .hist_lo = (uint32_t)d->hist_lo,
+                        .hist_len = (uint32_t)d->n_hist};
   d->hist = NULL; /* now the dist's */
   d->n_hist = d->cap_hist = 0;
   return 1;

@@ -18,18 +18,59 @@ const char *ft__partial_section_key(int sec, char *buf, size_t cap);
 
 /* The document's containers. */
 enum frame_kind {
-  F_TOP, F_STRINGS, F_STRHEX, F_FILES, F_FILE, F_SKIPPED, F_META, F_BUSY, F_BUSY_DEV, F_ROWS, F_SECTION, F_ROW,
-  F_DIST, F_VALS, F_HIST, F_UNKNOWN, F_UCAT, F_TRACE, F_EVENT, F_HTA
+  F_TOP,
+  F_STRINGS,
+  F_STRHEX,
+  F_FILES,
+  F_FILE,
+  F_SKIPPED,
+  F_META,
+  F_BUSY,
+  F_BUSY_DEV,
+  F_ROWS,
+  F_SECTION,
+  F_ROW,
+  F_DIST,
+  F_VALS,
+  F_HIST,
+  F_UNKNOWN,
+  F_UCAT,
+  F_TRACE,
+  F_EVENT,
+  F_HTA
 };
 /* The members of each object, in the order they are written. */
 enum { T_VERSION, T_TRACE_LIMIT, T_STRINGS, T_FILES, T_TOTAL, T_UNKNOWN, T_TRACE };
 enum {
-  FI_PATH, FI_EVENTS, FI_SPAN, FI_FIRST, FI_KERNEL, FI_COMM, FI_CAP, FI_CUT, FI_SKIPPED, FI_META, FI_BUSY, FI_HTA,
+  FI_PATH,
+  FI_EVENTS,
+  FI_SPAN,
+  FI_FIRST,
+  FI_KERNEL,
+  FI_COMM,
+  FI_CAP,
+  FI_CUT,
+  FI_SKIPPED,
+  FI_META,
+  FI_BUSY,
+  FI_HTA,
   FI_ROWS
 };
 enum {
-  H_GPU_EVENTS, H_GPU_FIRST, H_GPU_LAST, H_GPU_BUSY, H_COMPUTE, H_COMM, H_OVERLAP, H_LAUNCHES, H_SHORT, H_RUNTIME_OUT,
-  H_DELAY_OUT, H_CPU, H_GPU, H_DELAY
+  H_GPU_EVENTS,
+  H_GPU_FIRST,
+  H_GPU_LAST,
+  H_GPU_BUSY,
+  H_COMPUTE,
+  H_COMM,
+  H_OVERLAP,
+  H_LAUNCHES,
+  H_SHORT,
+  H_RUNTIME_OUT,
+  H_DELAY_OUT,
+  H_CPU,
+  H_GPU,
+  H_DELAY
 };
 enum { M_RANK, M_ACTIVITY, M_TRACER, M_STATUS, M_DROPPED, M_DISCARDED, M_HAS };
 enum { R_NAME, R_AUX, R_CAT, R_COMM, R_CALLS, R_SELF, R_SELF_CPU, R_TOTAL_DEV, R_T, R_B };
@@ -68,9 +109,9 @@ typedef struct ft__preader {
   uint32_t *strs; /* strings table: index -> name id in job->total.names */
   size_t n_strs, cap_strs;
   bool hex_given;
-  size_t file0;          /* job->files index of this partial's first file */
-  size_t cap_files;      /* of job->files */
-  uint64_t trace_limit;  /* this partial's */
+  size_t file0;         /* job->files index of this partial's first file */
+  size_t cap_files;     /* of job->files */
+  uint64_t trace_limit; /* this partial's */
   bool have_total, any_rows, all_rows;
   uint64_t unknown_sum, file_unknown_sum;
   size_t trace0, cap_trace; /* job->total.trace: this partial's first event, capacity */

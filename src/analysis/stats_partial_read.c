@@ -1,4 +1,5 @@
-/* Partial summaries, reading: the JSON of stats_partial_write.c parsed with json_scan into a job's files and rows, each value checked. */
+/* Partial summaries, reading: the JSON of stats_partial_write.c parsed with json_scan into a job's files and rows, each
+ * value checked. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -10,23 +11,23 @@
 #define FT__PARTIAL_SHORT_NAMES
 #include "stats_partial.h"
 
+static const char *const top_keys[] = {"flagtrace_partial",  "trace_limit", "strings", "files", "total",
+                                       "unknown_categories", "trace",       NULL};
 
-static const char *const top_keys[] = {"flagtrace_partial", "trace_limit", "strings", "files", "total",
-                                       "unknown_categories", "trace", NULL};
+static const char *const file_keys[] = {
+    "path",        "events",  "span_ns", "first_ns", "kernel_ns", "comm_ns", "device_cap_events",
+    "cut_strings", "skipped", "meta",    "busy",     "hta",       "rows",    NULL};
 
-static const char *const file_keys[] = {"path",        "events",  "span_ns", "first_ns", "kernel_ns",
-                                        "comm_ns",     "device_cap_events", "cut_strings", "skipped", "meta",
-                                        "busy",        "hta",     "rows",    NULL};
+static const char *const hta_keys[] = {
+    "gpu_events",     "gpu_first_ns", "gpu_last_ns", "gpu_busy_ns",   "compute_ns",
+    "comm_ns",        "overlap_ns",   "launches",    "short_kernels", "runtime_outliers",
+    "delay_outliers", "cpu_ns",       "gpu_ns",      "delay_ns",      NULL};
 
-static const char *const hta_keys[] = {"gpu_events", "gpu_first_ns",     "gpu_last_ns",    "gpu_busy_ns", "compute_ns",
-                                       "comm_ns",    "overlap_ns",       "launches",       "short_kernels",
-                                       "runtime_outliers", "delay_outliers", "cpu_ns",     "gpu_ns",      "delay_ns",
-                                       NULL};
+static const char *const skip_keys[] = {"bad_time", "time_range", "unknown_cat", "no_dur",
+                                        "neg_dur",  "bad_bytes",  NULL};
 
-static const char *const skip_keys[] = {"bad_time", "time_range", "unknown_cat", "no_dur", "neg_dur", "bad_bytes", NULL};
-
-static const char *const meta_keys[] = {"rank",           "device_activity",  "tracer",        "device_status",
-                                        "dropped_records", "window_discarded", "has_flagtrace", NULL};
+static const char *const meta_keys[] = {
+    "rank", "device_activity", "tracer", "device_status", "dropped_records", "window_discarded", "has_flagtrace", NULL};
 
 static const char *const row_keys[] = {"name",        "aux",          "cat", "comm", "calls", "self_ns",
                                        "self_cpu_ns", "total_dev_ns", "t",   "b",    NULL};
@@ -76,9 +77,8 @@ static int fail_key(reader *r, const char *fmt, const unsigned char *s, size_t n
   char name[80];
   size_t w = 0;
   for (size_t i = 0; i < n && w + 5 < 64; i++)
-    w += (size_t)(s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\\'
-                      ? snprintf(name + w, sizeof name - w, "%c", s[i])
-                      : snprintf(name + w, sizeof name - w, "\\x%02x", s[i]));
+    w += (size_t)(s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\\' ? snprintf(name + w, sizeof name - w, "%c", s[i])
+                                                              : snprintf(name + w, sizeof name - w, "\\x%02x", s[i]));
   name[w] = '\0';
   return failf(r, fmt, name);
 }
@@ -122,7 +122,6 @@ static bool copy_str(reader *r, uint64_t v, char *dst, size_t cap) {
   memcpy(dst, ft__intern_str(&r->job->total.names, id), len + 1);
   return true;
 }
-
 
 static int number_u(reader *r, frame *f, uint64_t v) {
   ft_stat_file *x;
@@ -197,9 +196,10 @@ static int number_u(reader *r, frame *f, uint64_t v) {
     break;
   case F_HTA: {
     ft_stat_hta *h = &cur_file(r)->hta;
-    uint64_t *k[] = {[H_GPU_EVENTS] = &h->gpu_events, [H_GPU_BUSY] = &h->gpu_busy_ns, [H_COMPUTE] = &h->compute_ns,
-                     [H_COMM] = &h->comm_ns,          [H_OVERLAP] = &h->overlap_ns,   [H_LAUNCHES] = &h->launches,
-                     [H_SHORT] = &h->short_kernels,   [H_RUNTIME_OUT] = &h->runtime_outliers,
+    uint64_t *k[] = {[H_GPU_EVENTS] = &h->gpu_events,    [H_GPU_BUSY] = &h->gpu_busy_ns,
+                     [H_COMPUTE] = &h->compute_ns,       [H_COMM] = &h->comm_ns,
+                     [H_OVERLAP] = &h->overlap_ns,       [H_LAUNCHES] = &h->launches,
+                     [H_SHORT] = &h->short_kernels,      [H_RUNTIME_OUT] = &h->runtime_outliers,
                      [H_DELAY_OUT] = &h->delay_outliers, [H_DELAY] = NULL};
     if (k[f->key]) return *k[f->key] = v, 1;
     break;
@@ -279,8 +279,8 @@ static int number_i(reader *r, frame *f, int64_t v) {
   }
   if (f->kind == F_EVENT && f->pos >= 7 && f->pos < EV_VALUES) { /* stream, grid, block, registers */
     if (f->pos > 7 && (v < INT32_MIN || v > INT32_MAX)) return fail(r, "a launch dimension past 32 bits");
-    int32_t *d[] = {r->ev.grid, r->ev.grid + 1, r->ev.grid + 2, r->ev.block, r->ev.block + 1, r->ev.block + 2,
-                    &r->ev.regs};
+    int32_t *d[] = {r->ev.grid,      r->ev.grid + 1,  r->ev.grid + 2, r->ev.block,
+                    r->ev.block + 1, r->ev.block + 2, &r->ev.regs};
     if (f->pos == 7) r->ev.stream = v;
     else *d[f->pos - 8] = (int32_t)v;
     return 1;
@@ -298,9 +298,9 @@ static int number_i(reader *r, frame *f, int64_t v) {
 
 static bool signed_field(const frame *f) {
   return (f->kind == F_FILE && f->key == FI_FIRST) ||
-         (f->kind == F_HTA && (f->key == H_GPU_FIRST || f->key == H_GPU_LAST)) || (f->kind == F_META && (f->key == M_RANK || f->key == M_ACTIVITY)) ||
-         (f->kind == F_BUSY_DEV && f->pos == 0) || (f->kind == F_EVENT && f->pos >= 1 && f->pos <= 3) ||
-         (f->kind == F_EVENT && f->pos >= 7);
+         (f->kind == F_HTA && (f->key == H_GPU_FIRST || f->key == H_GPU_LAST)) ||
+         (f->kind == F_META && (f->key == M_RANK || f->key == M_ACTIVITY)) || (f->kind == F_BUSY_DEV && f->pos == 0) ||
+         (f->kind == F_EVENT && f->pos >= 1 && f->pos <= 3) || (f->kind == F_EVENT && f->pos >= 7);
 }
 
 /* An array's element was read (containers count when they end). */
@@ -343,7 +343,10 @@ static int add_string(reader *r, const unsigned char *s, size_t n) {
 }
 
 static int hexval(unsigned char c) {
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
 }
 
 static int cb_string(void *ctx, const unsigned char *s, size_t n) {
@@ -527,7 +530,8 @@ static int cb_end(void *ctx) {
   switch (f->kind) {
   case F_TOP: {
     const uint32_t need = (1u << T_VERSION) | (1u << T_TRACE_LIMIT) | (1u << T_STRINGS) | (1u << T_FILES);
-    if ((f->seen & need) != need) ok = fail(r, "a partial summary without flagtrace_partial, trace_limit, strings and files");
+    if ((f->seen & need) != need)
+      ok = fail(r, "a partial summary without flagtrace_partial, trace_limit, strings and files");
     else if (r->have_total && r->any_rows) ok = fail(r, "both a total and files' own rows (one would count twice)");
     else if (!r->have_total && !r->all_rows && r->job->n_files > r->file0)
       ok = fail(r, "neither a total nor every file's own rows");
@@ -543,10 +547,10 @@ static int cb_end(void *ctx) {
   case F_DIST: { /* into its row, or the file's HTA analyses */
     frame *up = &r->fr[r->depth - 2];
     ft_stat_hta *h = up->kind == F_HTA ? &cur_file(r)->hta : NULL;
-    ok = ft__partial_end_dist(r, !h ? (up->key == R_T ? &r->row.t : &r->row.b)
-                     : up->key == H_CPU ? &h->cpu_ns
-                     : up->key == H_GPU ? &h->gpu_ns
-                                        : &h->delay_ns);
+    ok = ft__partial_end_dist(r, !h                 ? (up->key == R_T ? &r->row.t : &r->row.b)
+                                 : up->key == H_CPU ? &h->cpu_ns
+                                 : up->key == H_GPU ? &h->gpu_ns
+                                                    : &h->delay_ns);
     break;
   }
   case F_BUSY_DEV:

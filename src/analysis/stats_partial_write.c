@@ -8,10 +8,11 @@
 #include "stats_partial.h"
 
 static const char *const section_keys[FT_STAT_N_SECTIONS] = {
-    [FT_STAT_KERNELS] = "kernels", [FT_STAT_API] = "api",         [FT_STAT_MEMORY] = "memory",
-    [FT_STAT_OPS] = "ops",         [FT_STAT_RANGES] = "ranges",   [FT_STAT_GPU_RANGES] = "gpu_ranges",
-    [FT_STAT_OP_SHAPES] = "op_shapes", [FT_STAT_STREAMS] = "streams", [FT_STAT_OP_MODULES] = "op_modules",
-    [FT_STAT_OP_KERNELS] = "op_kernels"};
+    [FT_STAT_KERNELS] = "kernels",       [FT_STAT_API] = "api",
+    [FT_STAT_MEMORY] = "memory",         [FT_STAT_OPS] = "ops",
+    [FT_STAT_RANGES] = "ranges",         [FT_STAT_GPU_RANGES] = "gpu_ranges",
+    [FT_STAT_OP_SHAPES] = "op_shapes",   [FT_STAT_STREAMS] = "streams",
+    [FT_STAT_OP_MODULES] = "op_modules", [FT_STAT_OP_KERNELS] = "op_kernels"};
 
 /* Written and read alike, so that a section added before it is named here round-trips. */
 const char *ft__partial_section_key(int sec, char *buf, size_t cap) {
@@ -65,15 +66,16 @@ static void put_string(FILE *f, const char *str, size_t n) {
 static void put_u128(FILE *f, ft_u128 v) {
   char buf[48], *p = buf + sizeof buf;
   *--p = '\0';
-  do *--p = (char)('0' + (int)(v % 10)); while ((v /= 10));
+  do *--p = (char)('0' + (int)(v % 10));
+  while ((v /= 10));
   fprintf(f, "\"%s\"", p);
 }
 
 typedef struct writer {
   FILE *f;
-  ft__strtab strs; /* every string of the document, in the order of the strings table */
+  ft__strtab strs;            /* every string of the document, in the order of the strings table */
   size_t *unknown, n_unknown; /* the unknown categories' slots, by name (the order they are printed in) */
-  bool *keep_event;          /* the device events written: a file's first trace_limit */
+  bool *keep_event;           /* the device events written: a file's first trace_limit */
   bool oom;
 } writer;
 
@@ -224,8 +226,8 @@ ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_
               ", \"gpu_busy_ns\": %" PRIu64 ", \"compute_ns\": %" PRIu64 ", \"comm_ns\": %" PRIu64
               ", \"overlap_ns\": %" PRIu64 ", \"launches\": %" PRIu64 ", \"short_kernels\": %" PRIu64
               ", \"runtime_outliers\": %" PRIu64 ", \"delay_outliers\": %" PRIu64,
-              h->gpu_events, h->gpu_first_ns, h->gpu_last_ns, h->gpu_busy_ns, h->compute_ns, h->comm_ns,
-              h->overlap_ns, h->launches, h->short_kernels, h->runtime_outliers, h->delay_outliers);
+              h->gpu_events, h->gpu_first_ns, h->gpu_last_ns, h->gpu_busy_ns, h->compute_ns, h->comm_ns, h->overlap_ns,
+              h->launches, h->short_kernels, h->runtime_outliers, h->delay_outliers);
       put_dist(f, "cpu_ns", &h->cpu_ns);
       put_dist(f, "gpu_ns", &h->gpu_ns);
       put_dist(f, "delay_ns", &h->delay_ns);

@@ -5,78 +5,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include "json_scan.h"
-#include "stats_internal.h"
+#include "stats_reader.h"
 #include "trace_numbers.h"
 
 /* A streaming parser of our own (json_scan.c): yajl's lexer and parser were 68 %
  * of a read (docs/measurements.md, P5); json-c and jansson build whole documents
  * in memory, which multi-GB traces cannot afford. */
-enum key {
-  K_OTHER, K_PH, K_CAT, K_NAME, K_TS, K_DUR, K_PID, K_TID, K_ARGS, K_EXT, K_BYTES, K_CORR, K_STREAM, K_REGS,
-  K_GRID, K_BLOCK, K_DIMS, K_EVENTS,
-  K_FLAGTRACE, K_DIST, /* top-level blocks */
-  K_RANK, K_TRACER, K_ACTIVITY, K_STATUS, K_DROPPED, K_WINDOW /* keys inside them */
-};
-
-typedef struct reader {
-  ft_stats *st;
-  ft__json *j; /* its parser: the keep limit of the next value is set from the key */
-  int depth;
-  int events_depth; /* depth of the traceEvents array; events are maps one deeper */
-  int ev_depth, args_depth;
-  int meta_depth; /* depth of the "flagtrace" or "distributedInfo" map */
-  bool saw_events, top_array;
-  enum key key;
-  char err[256]; /* a callback's error; the parser names the offending token's offset */
-  /* the current event */
-  bool is_x, has_cat; /* "ph" is "X"; "cat" was read: cats[cat] */
-  unsigned cat;
-  /* the latest categories (cut to fit) and their sections: an event's and its
-   * flows' ("ac2g") alternate, so one entry would miss half the time */
-  struct {
-    char s[40];
-    size_t len;
-    int sec;
-  } cats[4];
-  unsigned cats_next;
-  char *name;
-  size_t name_len, name_cap;
-  bool has_ts, has_dur, pid_num, has_ext, has_tid, has_corr, has_stream, has_regs;
-  bool bad_time;   /* ts or dur given as something other than a number */
-  bool time_range; /* ts or dur beyond +-FT_STATS_MAX_US */
-  bool bad_bytes;  /* args.bytes given, but not a whole number in [0, 2^63) */
-  bool name_cut;   /* the name was longer than FT_STATS_KEEP */
-  int64_t ts, dur, pid, ext, tid, corr, stream, regs;
-  uint64_t bytes;
-  int32_t grid[3], block[3];
-  uint8_t grid_n, block_n; /* elements read (3 for a whole dim3) */
-  /* an array value being read (grid, block, Input Dims): its depth and key */
-  int arr_depth;
-  enum key arr_key;
-  bool arr_after; /* Input Dims: a value was written at this level (", " before the next) */
-  char *dims;     /* Input Dims as Python prints the list (torch's key for group_by_input_shape) */
-  size_t dims_len, dims_cap;
-  bool has_dims;
-  bool want_args; /* correlation, stream, grid, block, registers: read only when a report uses them (P5) */
-  bool want_modules; /* python_function events: summarized only for ops_modules, else ignored */
-  ft__evcounts cnt;        /* what every event adds: into st at the parse's end */
-  struct ft__evbatch *sink; /* a parse worker's: events are kept here, not added to st */
-  bool closed;             /* a worker's parse reached the end of the events array */
-} reader;
-
-/* A segment's events as a parse worker read them (stats_internal.h). */
-struct ft__evbatch {
-  ft__ev *ev;
-  size_t n, cap;
-  char *text; /* the events' names (and unknown categories), each NUL-terminated */
-  size_t len, tcap;
-  uint64_t base, stop_at;
-  unsigned depth;
-  enum { BATCH_NONE, BATCH_BETWEEN, BATCH_STOPPED } end;
-  reader r; /* its counts (r.cnt) are the segment's */
-  ft__json *j;
-};
 
 /* The cache entry of a category (cut to 39 bytes, up to a NUL as a C string):
  * categories repeat, so the latest are compared first, without a copy. */
@@ -161,8 +95,14 @@ static bool process_event(reader *r) {
   if (c->last_ns < r->ts + dur) c->last_ns = r->ts + dur;
   if (sec == FT__SEC_IGNORED) return true;
   c->cut_strings += r->name_cut && sec != FT__SEC_UNKNOWN; /* names of the events summarized */
-  ft__ev e = {.ts = r->ts, .dur = dur, .dev = r->pid_num ? r->pid : -1, .ext = r->ext, .bytes = r->bytes,
-              .name_len = (uint32_t)r->name_len, .sec = (uint8_t)r->cats[cat].sec, .has_ext = r->has_ext};
+  ft__ev e = {.ts = r->ts,
+              .dur = dur,
+              .dev = r->pid_num ? r->pid : -1,
+              .ext = r->ext,
+              .bytes = r->bytes,
+              .name_len = (uint32_t)r->name_len,
+              .sec = (uint8_t)r->cats[cat].sec,
+              .has_ext = r->has_ext};
   e.tid = r->tid;
   e.corr = r->corr;
   e.stream = r->stream;
@@ -389,12 +329,12 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
    * is scanned, never held. Only a key makes keep nonzero; the next token after
    * its value is another key or the map's end, which resets it, and an array
    * (whose elements have no key) resets it at its start. */
-  static const size_t keep_of[] = {[K_PH] = FT_STATS_KEEP,    [K_CAT] = FT_STATS_KEEP,     [K_NAME] = FT_STATS_KEEP,
-                                   [K_TS] = FT_STATS_KEEP,    [K_DUR] = FT_STATS_KEEP,     [K_PID] = FT_STATS_KEEP,
-                                   [K_EXT] = FT_STATS_KEEP,   [K_BYTES] = FT_STATS_KEEP,   [K_RANK] = FT_STATS_KEEP,
+  static const size_t keep_of[] = {[K_PH] = FT_STATS_KEEP,     [K_CAT] = FT_STATS_KEEP,    [K_NAME] = FT_STATS_KEEP,
+                                   [K_TS] = FT_STATS_KEEP,     [K_DUR] = FT_STATS_KEEP,    [K_PID] = FT_STATS_KEEP,
+                                   [K_EXT] = FT_STATS_KEEP,    [K_BYTES] = FT_STATS_KEEP,  [K_RANK] = FT_STATS_KEEP,
                                    [K_TRACER] = FT_STATS_KEEP, [K_STATUS] = FT_STATS_KEEP, [K_DROPPED] = FT_STATS_KEEP,
-                                   [K_WINDOW] = FT_STATS_KEEP, [K_TID] = FT_STATS_KEEP,   [K_CORR] = FT_STATS_KEEP,
-                                   [K_STREAM] = FT_STATS_KEEP, [K_REGS] = FT_STATS_KEEP, [K_EVENTS] = 0};
+                                   [K_WINDOW] = FT_STATS_KEEP, [K_TID] = FT_STATS_KEEP,    [K_CORR] = FT_STATS_KEEP,
+                                   [K_STREAM] = FT_STATS_KEEP, [K_REGS] = FT_STATS_KEEP,   [K_EVENTS] = 0};
   r->j->keep = keep_of[r->key];
   return 1;
 }

@@ -1,4 +1,5 @@
-/* What each trace event adds to a `flagtrace stats` summary: its row, op attribution, device intervals, the kept events. */
+/* What each trace event adds to a `flagtrace stats` summary: its row, op attribution, device intervals, the kept
+ * events. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -76,17 +77,38 @@ enum ft__sec ft__stats_section_of(const char *c) {
     const char *cat;
     enum ft__sec sec;
   } cats[] = {
-      {"kernel", FT__SEC_KERNEL},         {"mtia_ccp_events", FT__SEC_KERNEL},      {"gpu_memcpy", FT__SEC_MEMCPY},
-      {"memcpy", FT__SEC_MEMCPY},         {"gpu_memset", FT__SEC_MEMSET},           {"memset", FT__SEC_MEMSET},
-      {"cuda_runtime", FT__SEC_RUNTIME},  {"privateuse1_runtime", FT__SEC_RUNTIME}, {"runtime", FT__SEC_RUNTIME},
-      {"mtia_runtime", FT__SEC_RUNTIME},  {"xpu_runtime", FT__SEC_RUNTIME},         {"glow_runtime", FT__SEC_RUNTIME},
-      {"cuda_driver", FT__SEC_DRIVER},    {"privateuse1_driver", FT__SEC_DRIVER},   {"xpu_driver", FT__SEC_DRIVER},
-      {"cpu_op", FT__SEC_OP},             {"operator", FT__SEC_OP},                 {"hpu_op", FT__SEC_OP},
-      {"user_annotation", FT__SEC_RANGE}, {"gpu_user_annotation", FT__SEC_GPU_RANGE},
-      {"python_function", FT__SEC_PYFUNC}, {"python", FT__SEC_IGNORED},            {"overhead", FT__SEC_OVERHEAD},
-      {"cuda_sync", FT__SEC_SYNC},        {"cpu_instant_event", FT__SEC_IGNORED},   {"cuda_profiler_range", FT__SEC_IGNORED},
-      {"trace", FT__SEC_IGNORED},         {"fwdbwd", FT__SEC_IGNORED},              {"ac2g", FT__SEC_IGNORED},
-      {"mtia_insight", FT__SEC_IGNORED},  {"external_correlation", FT__SEC_IGNORED}, {"collective_comm", FT__SEC_IGNORED},
+      {"kernel", FT__SEC_KERNEL},
+      {"mtia_ccp_events", FT__SEC_KERNEL},
+      {"gpu_memcpy", FT__SEC_MEMCPY},
+      {"memcpy", FT__SEC_MEMCPY},
+      {"gpu_memset", FT__SEC_MEMSET},
+      {"memset", FT__SEC_MEMSET},
+      {"cuda_runtime", FT__SEC_RUNTIME},
+      {"privateuse1_runtime", FT__SEC_RUNTIME},
+      {"runtime", FT__SEC_RUNTIME},
+      {"mtia_runtime", FT__SEC_RUNTIME},
+      {"xpu_runtime", FT__SEC_RUNTIME},
+      {"glow_runtime", FT__SEC_RUNTIME},
+      {"cuda_driver", FT__SEC_DRIVER},
+      {"privateuse1_driver", FT__SEC_DRIVER},
+      {"xpu_driver", FT__SEC_DRIVER},
+      {"cpu_op", FT__SEC_OP},
+      {"operator", FT__SEC_OP},
+      {"hpu_op", FT__SEC_OP},
+      {"user_annotation", FT__SEC_RANGE},
+      {"gpu_user_annotation", FT__SEC_GPU_RANGE},
+      {"python_function", FT__SEC_PYFUNC},
+      {"python", FT__SEC_IGNORED},
+      {"overhead", FT__SEC_OVERHEAD},
+      {"cuda_sync", FT__SEC_SYNC},
+      {"cpu_instant_event", FT__SEC_IGNORED},
+      {"cuda_profiler_range", FT__SEC_IGNORED},
+      {"trace", FT__SEC_IGNORED},
+      {"fwdbwd", FT__SEC_IGNORED},
+      {"ac2g", FT__SEC_IGNORED},
+      {"mtia_insight", FT__SEC_IGNORED},
+      {"external_correlation", FT__SEC_IGNORED},
+      {"collective_comm", FT__SEC_IGNORED},
       {"mtia_counters", FT__SEC_IGNORED},
   };
   for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++)
@@ -142,7 +164,8 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
   enum ft__sec sec = (enum ft__sec)e->sec;
   int64_t dur = e->dur;
   ft_stat_row *row_p = NULL;
-  if (st->on_event && sec != FT__SEC_IGNORED && sec != FT__SEC_UNKNOWN && !st->on_event(st->on_event_ctx, e, name, cat_s))
+  if (st->on_event && sec != FT__SEC_IGNORED && sec != FT__SEC_UNKNOWN &&
+      !st->on_event(st->on_event_ctx, e, name, cat_s))
     return false;
   switch (sec) {
   case FT__SEC_IGNORED: return true;
@@ -156,14 +179,12 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
     if (row_p && !ft_dist_add(&row_p->b, e->bytes)) return false;
     break;
   case FT__SEC_RUNTIME:
-  case FT__SEC_DRIVER:
-  {
+  case FT__SEC_DRIVER: {
     uint32_t at;
-    row_p = row(st, FT_STAT_API, name, e->name_len, sec == FT__SEC_DRIVER ? FT_STAT_CAT_DRIVER : FT_STAT_CAT_RUNTIME,
-                &at);
+    row_p =
+        row(st, FT_STAT_API, name, e->name_len, sec == FT__SEC_DRIVER ? FT_STAT_CAT_DRIVER : FT_STAT_CAT_RUNTIME, &at);
     if (!row_p || !ft__ops_note(st, e, UINT32_MAX, UINT32_MAX, at)) return false; /* a child of its op */
-  }
-    break;
+  } break;
   case FT__SEC_GPU_RANGE: /* a projection: not device work of its own (busy % counts its kernels) */
     row_p = row(st, FT_STAT_GPU_RANGES, name, e->name_len, 0, NULL);
     return row_p && ft_dist_add(&row_p->t, (uint64_t)dur);
@@ -193,8 +214,8 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
     uint32_t at;
     if (!row(st, FT_STAT_OPS, name, e->name_len, 0, &at)) return false;
     ft__ev o = *e;
-    o.has_ext = false;         /* its own device time: none (see stats_ops.c) */
-    o.has_tid = false;         /* kineto writes tid 0: the profiling thread's, at the file's end */
+    o.has_ext = false; /* its own device time: none (see stats_ops.c) */
+    o.has_tid = false; /* kineto writes tid 0: the profiling thread's, at the file's end */
     return ft__ops_note(st, &o, at, UINT32_MAX, UINT32_MAX);
   }
   }
@@ -213,8 +234,14 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
     if (st->timeline && sec != FT__SEC_KERNEL && !ft__add_interval(&d->copy, e->ts, e->ts + dur)) return false;
   }
   if (st->trace_limit) {
-    ft_stat_event t = {.ts = e->ts, .dur = dur, .device = e->dev, .bytes = e->bytes, .name_id = row_p->name_id,
-                       .kind = (uint8_t)(sec == FT__SEC_MEMCPY ? 1 : sec == FT__SEC_MEMSET ? 2 : 0),
+    ft_stat_event t = {.ts = e->ts,
+                       .dur = dur,
+                       .device = e->dev,
+                       .bytes = e->bytes,
+                       .name_id = row_p->name_id,
+                       .kind = (uint8_t)(sec == FT__SEC_MEMCPY   ? 1
+                                         : sec == FT__SEC_MEMSET ? 2
+                                                                 : 0),
                        .stream = e->has_stream ? e->stream : -1,
                        .regs = e->has_regs && e->regs >= 0 && e->regs <= INT32_MAX ? (int32_t)e->regs : 0};
     if (e->has_grid) memcpy(t.grid, e->grid, sizeof t.grid);

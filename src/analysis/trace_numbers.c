@@ -5,8 +5,7 @@
  * magnitude when that is at most max (FT__NUM_RANGE past it), with *exact (may be
  * NULL) telling whether nothing was truncated. Exact for any spelling: "1e12",
  * "100000000000000000000e-18", 20 000 digits; no floating point. */
-enum ft__num ft__decimal(const char *s, size_t n, int scale, uint64_t max, bool *neg,
-                                                         uint64_t *mag, bool *exact) {
+enum ft__num ft__decimal(const char *s, size_t n, int scale, uint64_t max, bool *neg, uint64_t *mag, bool *exact) {
   size_t i = n && s[0] == '-', int_end = i, frac = 0, frac_end = 0;
   *neg = i;
   while (int_end < n && ft__is_digit(s[int_end])) int_end++;
@@ -29,7 +28,7 @@ enum ft__num ft__decimal(const char *s, size_t n, int scale, uint64_t max, bool 
   if (k != n) return FT__NUM_BAD;
   /* the digits d[0, len) (integer then fraction); the point falls after `point` of them */
   size_t n_int = int_end - i, len = n_int + (frac_end - frac);
-#define DIGIT(t) (s[(t) < n_int ? i + (t) : frac + (t) - n_int] - '0')
+#define DIGIT(t) (s[(t) < n_int ? i + (t) : frac + (t)-n_int] - '0')
   size_t z = 0;
   while (z < len && DIGIT(z) == 0) z++;
   int64_t point = (int64_t)n_int + e + scale;

@@ -1,4 +1,5 @@
-/* The trace reader's numbers: a JSON number as whole ns from us, or as a whole number, exactly and without floating point. */
+/* The trace reader's numbers: a JSON number as whole ns from us, or as a whole number, exactly and without floating
+ * point. */
 #ifndef FT_TRACE_NUMBERS_H
 #define FT_TRACE_NUMBERS_H
 

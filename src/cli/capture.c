@@ -123,15 +123,16 @@ static int connect_pid(const char *dir, long pid, bool *gone, char *why, size_t 
       snprintf(why, wlen, "gone (the process has ended; its stale socket was removed)");
       unlink(path);
     } else {
-      snprintf(why, wlen, e == EAGAIN ? "busy (its control socket's queue is full)" : "cannot connect: %s", strerror(e));
+      snprintf(why, wlen, e == EAGAIN ? "busy (its control socket's queue is full)" : "cannot connect: %s",
+               strerror(e));
     }
     return -1;
   }
   struct ucred cred;
   socklen_t cl = sizeof cred;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != getuid() || cred.pid != pid) {
-    snprintf(why, wlen, "its socket is served by another process (uid %ld, pid %ld): not used",
-             (long)cred.uid, (long)cred.pid);
+    snprintf(why, wlen, "its socket is served by another process (uid %ld, pid %ld): not used", (long)cred.uid,
+             (long)cred.pid);
     close(fd);
     return -1;
   }
@@ -197,7 +198,8 @@ static size_t exchange(target *ts, size_t n, const char *req, uint64_t stop_ms, 
   for (;;) {
     struct pollfd p[MAX_TARGETS];
     size_t live = 0;
-    for (size_t i = 0; i < n; i++) p[i] = (struct pollfd){.fd = ts[i].done ? -1 : ts[i].fd, .events = POLLIN}, live += !ts[i].done;
+    for (size_t i = 0; i < n; i++)
+      p[i] = (struct pollfd){.fd = ts[i].done ? -1 : ts[i].fd, .events = POLLIN}, live += !ts[i].done;
     uint64_t now = mono_ms();
     if (!live || now >= deadline_ms) break;
     if ((interrupted || (stop_ms && now >= stop_ms)) && !stopped) { /* the window ends: each writes what it has */
@@ -276,15 +278,18 @@ static void close_all(target *ts, size_t n) {
 /* The output pattern made absolute (the processes have their own directories). */
 static bool absolute_pattern(const char *o, char *out, size_t len) {
   for (const char *p = o; *p; p++) {
-    if (*p == '\n' || *p == '\r') return ft_cli_usage_error("capture", "the output name may not contain a line break"), false;
+    if (*p == '\n' || *p == '\r')
+      return ft_cli_usage_error("capture", "the output name may not contain a line break"), false;
     if (*p != '%') continue;
     if (!p[1] || !strchr("phrn%", p[1]))
-      return ft_cli_usage_error("capture", "unknown escape in output name '%s' (valid: %%p %%h %%r %%n %%%%)", o), false;
+      return ft_cli_usage_error("capture", "unknown escape in output name '%s' (valid: %%p %%h %%r %%n %%%%)", o),
+             false;
     p++;
   }
   if (!strstr(o, "%n")) return ft_cli_usage_error("capture", "the output name needs %%n (the capture number)"), false;
   char cwd[PATH_MAX];
-  if (o[0] != '/' && !getcwd(cwd, sizeof cwd)) return ft_cli_usage_error("capture", "cannot read the current directory"), false;
+  if (o[0] != '/' && !getcwd(cwd, sizeof cwd))
+    return ft_cli_usage_error("capture", "cannot read the current directory"), false;
   int n = o[0] == '/' ? snprintf(out, len, "%s", o) : snprintf(out, len, "%s/%s", cwd, o);
   if (n < 0 || (size_t)n >= len) return ft_cli_usage_error("capture", "output name '%s' is too long", o), false;
   return true;
@@ -293,10 +298,11 @@ static bool absolute_pattern(const char *o, char *out, size_t len) {
 int ft_cli_capture(int argc, char **argv) {
   const char *pid_arg = NULL, *job = NULL, *duration = NULL, *steps_arg = NULL, *range = NULL, *output = NULL;
   const char *timeout_arg = NULL, *all = ft_cli_off, *list = ft_cli_off;
-  const ft_cli_option opts[] = {{0, "pid", &pid_arg},           {0, "job", &job},         {0, "all", &all},
-                                {0, "duration", &duration},     {0, "steps", &steps_arg}, {0, "step-range", &range},
-                                {'o', "output", &output},       {0, "timeout", &timeout_arg},
-                                {0, "list", &list},             {0}};
+  const ft_cli_option opts[] = {{0, "pid", &pid_arg},     {0, "job", &job},
+                                {0, "all", &all},         {0, "duration", &duration},
+                                {0, "steps", &steps_arg}, {0, "step-range", &range},
+                                {'o', "output", &output}, {0, "timeout", &timeout_arg},
+                                {0, "list", &list},       {0}};
   int i = ft_cli_parse("capture", argc, argv, opts, usage);
   if (i == FT_CLI_HELP) return 0;
   if (i == FT_CLI_ERROR) return FT_CLI_USAGE;
@@ -313,8 +319,10 @@ int ft_cli_capture(int argc, char **argv) {
     return ft_cli_usage_error("capture", "--duration takes a time such as 500ms, 5s or 2m (at most a day), not '%s'",
                               duration);
   if (timeout_arg && (!steps_arg || !parse_time(timeout_arg, &timeout_ms)))
-    return ft_cli_usage_error("capture", steps_arg ? "--timeout takes a time such as 30s or 5m, not '%s'"
-                                                   : "--timeout goes with --steps ('%s')", timeout_arg);
+    return ft_cli_usage_error(
+        "capture",
+        steps_arg ? "--timeout takes a time such as 30s or 5m, not '%s'" : "--timeout goes with --steps ('%s')",
+        timeout_arg);
   if (steps_arg) {
     char *end;
     errno = 0;

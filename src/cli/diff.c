@@ -157,8 +157,9 @@ static void write_json(FILE *f, const ft_diff *d, const ft_stat_job *job[2]) {
   fputs("  \"alignment\": {\"step\": ", f);
   if (d->step_name[0]) ft_json_string(f, d->step_name);
   else fputs("null", f);
-  fprintf(f, ", \"per_step\": %s, \"ops_a\": %llu, \"ops_b\": %llu, \"ops_matched\": %llu, \"kernels\": \"%s\", "
-             "\"kernel_names_a\": %llu, \"kernel_names_b\": %llu, \"kernel_names_shared\": %llu}",
+  fprintf(f,
+          ", \"per_step\": %s, \"ops_a\": %llu, \"ops_b\": %llu, \"ops_matched\": %llu, \"kernels\": \"%s\", "
+          "\"kernel_names_a\": %llu, \"kernel_names_b\": %llu, \"kernel_names_shared\": %llu}",
           d->per_step ? "true" : "false", (unsigned long long)d->ops[0], (unsigned long long)d->ops[1],
           (unsigned long long)d->ops_matched, d->kernels_by_name ? "name" : "group", (unsigned long long)d->kernels[0],
           (unsigned long long)d->kernels[1], (unsigned long long)d->kernels_shared);
@@ -172,7 +173,8 @@ static void write_json(FILE *f, const ft_diff *d, const ft_stat_job *job[2]) {
 /* -f html: the report's viewer, A above B aligned by step, with this diff's json as its
  * tables (ops slower on B marked). Each side is read again for its slices, so neither
  * can be stdin; the inputs are read before the output is opened, as report does. */
-static ft_status html_inputs(ft_report_input in[2], size_t *n_read, const ft_trace_args t[2], char *err, size_t errlen) {
+static ft_status html_inputs(ft_report_input in[2], size_t *n_read, const ft_trace_args t[2], char *err,
+                             size_t errlen) {
   for (int s = 0; s < 2; s++)
     for (size_t i = 0; i < t[s].n; i++)
       if (!strcmp(t[s].paths[i], "-"))
@@ -214,14 +216,19 @@ int ft_cli_diff(int argc, char **argv) {
   enum fmt fmt = FMT_TABLE;
   ft_diff_opts o = {.limit = 20};
   bool quiet = false, overwrite = false;
-  static const struct option longs[] = {
-      {"a", required_argument, NULL, OPT_A},         {"b", required_argument, NULL, OPT_B},
-      {"format", required_argument, NULL, 'f'},      {"output", required_argument, NULL, 'o'},
-      {"limit", required_argument, NULL, 'n'},       {"step", required_argument, NULL, OPT_STEP},
-      {"shapes", no_argument, NULL, OPT_SHAPES},     {"kernels", required_argument, NULL, OPT_KERNELS},
-      {"force", no_argument, NULL, OPT_FORCE},       {"force-overwrite", no_argument, NULL, OPT_OVERWRITE},
-      {"quiet", no_argument, NULL, 'q'},             {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+  static const struct option longs[] = {{"a", required_argument, NULL, OPT_A},
+                                        {"b", required_argument, NULL, OPT_B},
+                                        {"format", required_argument, NULL, 'f'},
+                                        {"output", required_argument, NULL, 'o'},
+                                        {"limit", required_argument, NULL, 'n'},
+                                        {"step", required_argument, NULL, OPT_STEP},
+                                        {"shapes", no_argument, NULL, OPT_SHAPES},
+                                        {"kernels", required_argument, NULL, OPT_KERNELS},
+                                        {"force", no_argument, NULL, OPT_FORCE},
+                                        {"force-overwrite", no_argument, NULL, OPT_OVERWRITE},
+                                        {"quiet", no_argument, NULL, 'q'},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
   for (;;) {

@@ -112,8 +112,8 @@ static int run(int argc, char **argv) {
   }
   if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
     /* the gzip backend too: whether ISA-L loaded decides the write and read speed of .json.gz (5x) */
-    printf("flagtrace %s (accelerator %s, tracer %s, gzip %s%s%s)\n", ft_version(), FT_ACCELERATOR_NAME,
-           FT_TRACER_NAME, ft__deflate_default()->name, FT_GIT_COMMIT[0] ? ", commit " : "", FT_GIT_COMMIT);
+    printf("flagtrace %s (accelerator %s, tracer %s, gzip %s%s%s)\n", ft_version(), FT_ACCELERATOR_NAME, FT_TRACER_NAME,
+           ft__deflate_default()->name, FT_GIT_COMMIT[0] ? ", commit " : "", FT_GIT_COMMIT);
     return 0;
   }
   if (!strcmp(cmd, "record")) return ft_cli_record(argc - 1, argv + 1);
@@ -121,14 +121,12 @@ static int run(int argc, char **argv) {
   if (!strcmp(cmd, "stats")) return ft_cli_stats(argc - 1, argv + 1);
   if (!strcmp(cmd, "report")) return ft_cli_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "diff")) return ft_cli_diff(argc - 1, argv + 1);
-  if (cmd[0] == '-')
-    ft_cli_error(NULL, "unknown option '%s' (see flagtrace --help)", cmd);
+  if (cmd[0] == '-') ft_cli_error(NULL, "unknown option '%s' (see flagtrace --help)", cmd);
   else {
     char near[32];
     if (cmd[0] && nearest_command(cmd, near, sizeof near))
       ft_cli_error(NULL, "unknown command '%s'; did you mean '%s'? (see flagtrace --help)", cmd, near);
-    else
-      ft_cli_error(NULL, "unknown command '%s' (see flagtrace --help)", cmd);
+    else ft_cli_error(NULL, "unknown command '%s' (see flagtrace --help)", cmd);
   }
   return FT_CLI_USAGE;
 }

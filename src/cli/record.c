@@ -135,8 +135,7 @@ static int check_pattern(const char *pattern, bool numbered) {
   if (!*pattern) return ft_cli_usage_error("record", "empty output name");
   const char *slash = strrchr(pattern, '/');
   for (const char *p = pattern; *p; p++) {
-    if (*p == '\n' || *p == '\r')
-      return ft_cli_usage_error("record", "the output name may not contain a line break");
+    if (*p == '\n' || *p == '\r') return ft_cli_usage_error("record", "the output name may not contain a line break");
     if (*p != '%') continue;
     if (!p[1] || !strchr(numbered ? "phrn%" : "phr%", p[1]))
       return ft_cli_usage_error("record", "unknown escape '%%%.1s' in output name '%s' (valid: %%p %%h %%r%s %%%%)",
@@ -160,7 +159,8 @@ static int resolve_output(const char *pattern, bool force, bool numbered, char *
     snprintf(abs, sizeof abs, "%s", pattern);
   } else {
     char cwd[PATH_MAX];
-    if (!getcwd(cwd, sizeof cwd)) return ft_cli_usage_error("record", "cannot read the current directory: %s", strerror(errno));
+    if (!getcwd(cwd, sizeof cwd))
+      return ft_cli_usage_error("record", "cannot read the current directory: %s", strerror(errno));
     snprintf(abs, sizeof abs, "%s/%s", cwd, pattern);
   }
   snprintf(out, len, "%s", abs);
@@ -178,8 +178,10 @@ static int resolve_output(const char *pattern, bool force, bool numbered, char *
     if (q[0] == '%' && (q[1] == 'p' || q[1] == 'r' || q[1] == 'n')) grow += q[1] == 'p' ? 7 : 10, q++;
   size_t longest = strlen(base) + grow + FT__OFILE_TMP_SUFFIX_MAX;
   if (longest > NAME_MAX)
-    return ft_cli_usage_error("record", "output name '%s' can be %zu bytes long with the writer's temporary "
-                                        "suffix; a file name holds at most %d", base, longest, NAME_MAX);
+    return ft_cli_usage_error("record",
+                              "output name '%s' can be %zu bytes long with the writer's temporary "
+                              "suffix; a file name holds at most %d",
+                              base, longest, NAME_MAX);
   if (strlen(path) + grow + FT__OFILE_TMP_SUFFIX_MAX + 1 > PATH_MAX)
     return ft_cli_usage_error("record", "output path '%s' is longer than the system's %d bytes", path, PATH_MAX);
   char dir[PATH_MAX + 256];
@@ -322,9 +324,16 @@ static void read_report(const char *path, size_t *written, size_t *failed) {
 static const char *death_why(int sig) {
   switch (sig) {
   case SIGKILL: return "SIGKILL leaves no time to write one";
-  case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE: case SIGABRT: case SIGTRAP: case SIGSYS: case SIGQUIT:
-  case SIGXCPU: case SIGXFSZ:
-    return "a crash leaves none, never a partial one";
+  case SIGSEGV:
+  case SIGBUS:
+  case SIGILL:
+  case SIGFPE:
+  case SIGABRT:
+  case SIGTRAP:
+  case SIGSYS:
+  case SIGQUIT:
+  case SIGXCPU:
+  case SIGXFSZ: return "a crash leaves none, never a partial one";
   default: return "the signal ended it before it could write; a program's own handler that exits at once does that";
   }
 }
@@ -367,15 +376,20 @@ static size_t remove_partial(const char *pattern) {
 int ft_cli_record(int argc, char **argv) {
   const char *output = NULL, *trace = NULL, *capture = NULL, *inject_how = NULL;
   const char *force_arg = ft_cli_off, *on_demand_arg = ft_cli_off;
-  const ft_cli_option opts[] = {{'o', "output", &output},       {'t', "trace", &trace},
-                                {0, "capture-range", &capture}, {0, "inject", &inject_how},
-                                {0, "force-overwrite", &force_arg}, {0, "on-demand", &on_demand_arg}, {0}};
+  const ft_cli_option opts[] = {{'o', "output", &output},
+                                {'t', "trace", &trace},
+                                {0, "capture-range", &capture},
+                                {0, "inject", &inject_how},
+                                {0, "force-overwrite", &force_arg},
+                                {0, "on-demand", &on_demand_arg},
+                                {0}};
   bool cuda_build = !strcmp(FT_ACCELERATOR_NAME, "cuda");
   const ft__runtime_set *runtimes = ft__runtime_set_for(FT_ACCELERATOR_NAME);
   char libs[256] = "(no runtime library: this build has no accelerator)";
   if (runtimes) ft__runtime_list(runtimes, libs, sizeof libs);
   char usage[sizeof usage_fmt + 1024];
-  snprintf(usage, sizeof usage, usage_fmt, libs, cuda_build ? "cuda, preload with --capture-range or --on-demand" : "preload",
+  snprintf(usage, sizeof usage, usage_fmt, libs,
+           cuda_build ? "cuda, preload with --capture-range or --on-demand" : "preload",
            cuda_build ? "with preload, until then the program runs\n"
                         "                         as it would untraced (the libcuda it dlopens is\n"
                         "                         handed a shim that reports the range); with\n"
@@ -387,14 +401,18 @@ int ft_cli_record(int argc, char **argv) {
   if (i == FT_CLI_ERROR) return FT_CLI_USAGE;
   bool force = force_arg == ft_cli_on, on_demand = on_demand_arg == ft_cli_on;
   if (!runtimes) {
-    fprintf(stderr, "flagtrace record: this flagtrace was built for FLAGOS_ACCELERATOR=%s, which has no device "
-                    "to record; build for an accelerator (see README)\n", FT_ACCELERATOR_NAME);
+    fprintf(stderr,
+            "flagtrace record: this flagtrace was built for FLAGOS_ACCELERATOR=%s, which has no device "
+            "to record; build for an accelerator (see README)\n",
+            FT_ACCELERATOR_NAME);
     return FT_CLI_USAGE;
   }
   if (i >= argc) return ft_cli_usage_error("record", "no command to run");
   if (trace && !valid_trace_list(trace))
-    return ft_cli_usage_error("record", "--trace takes a comma-separated subset of kernel,memcpy,memset,runtime,"
-                                        "driver,nvtx,sync, not '%s'", trace);
+    return ft_cli_usage_error("record",
+                              "--trace takes a comma-separated subset of kernel,memcpy,memset,runtime,"
+                              "driver,nvtx,sync, not '%s'",
+                              trace);
   if (capture && strcmp(capture, "cudaProfilerApi") && strcmp(capture, "none"))
     return ft_cli_usage_error("record", "--capture-range takes cudaProfilerApi or none, not '%s'", capture);
   /* a capture range waits for free only with the preload library's libcuda shim */
@@ -412,13 +430,13 @@ int ft_cli_record(int argc, char **argv) {
   if (inject_how) {
     if (cuda_build && (!strcmp(inject_how, "cuda") || !strcmp(inject_how, "preload")))
       preload = !strcmp(inject_how, "preload");
-    else if (!cuda_build && !strcmp(inject_how, "preload"))
-      preload = true;
-    else if (cuda_build)
-      return ft_cli_usage_error("record", "--inject takes cuda or preload, not '%s'", inject_how);
+    else if (!cuda_build && !strcmp(inject_how, "preload")) preload = true;
+    else if (cuda_build) return ft_cli_usage_error("record", "--inject takes cuda or preload, not '%s'", inject_how);
     else
-      return ft_cli_usage_error("record", "--inject takes preload (cuda needs a CUDA build; this one is for %s), "
-                                          "not '%s'", FT_ACCELERATOR_NAME, inject_how);
+      return ft_cli_usage_error("record",
+                                "--inject takes preload (cuda needs a CUDA build; this one is for %s), "
+                                "not '%s'",
+                                FT_ACCELERATOR_NAME, inject_how);
   }
   char out[PATH_MAX + 256];
   int rc = resolve_output(output, force, on_demand, out, sizeof out);
@@ -441,7 +459,8 @@ int ft_cli_record(int argc, char **argv) {
     if (env && *env) /* the variable is what failed, not the search beside us */
       ft_cli_error("record", "FLAGTRACE_INJECT_LIBRARY=%s cannot be read: %s", env, strerror(errno));
     else
-      ft_cli_error("record", "the injection library libflagtrace_inject.so was not found beside "
+      ft_cli_error("record",
+                   "the injection library libflagtrace_inject.so was not found beside "
                    "this executable (set FLAGTRACE_INJECT_LIBRARY)");
     return FT_CLI_USAGE;
   }
@@ -470,14 +489,16 @@ int ft_cli_record(int argc, char **argv) {
       return ft_cli_usage_error("record", "LD_PRELOAD cannot name '%s' (a space or colon in the path)", preload_lib);
   }
   if (untraceable)
-    ft_cli_error("record", "'%s' %s, so the loader ignores LD_PRELOAD: no trace can be injected "
-                 "(it runs untraced)", argv[i], untraceable);
+    ft_cli_error("record",
+                 "'%s' %s, so the loader ignores LD_PRELOAD: no trace can be injected "
+                 "(it runs untraced)",
+                 argv[i], untraceable);
   /* a setuid/setgid program runs as another user: with CUDA injection it is traced,
    * but cannot tell record (the report file is ours, 0600) whether it wrote */
   bool other_user = !untraceable && ignored && !strncmp(ignored, "is set", 6);
   if (other_user)
-    ft_cli_error("record", "'%s' %s: it runs as another user, so record cannot learn whether it wrote a trace",
-                 argv[i], ignored);
+    ft_cli_error("record", "'%s' %s: it runs as another user, so record cannot learn whether it wrote a trace", argv[i],
+                 ignored);
   char report[] = "/tmp/flagtrace-record-XXXXXX";
   int rfd = mkstemp(report);
   if (rfd >= 0) close(rfd);
@@ -496,8 +517,7 @@ int ft_cli_record(int argc, char **argv) {
     unsetenv("FLAGTRACE_RANGE_FROM_LOADER");
     unsetenv("FLAGTRACE_PRELOAD");
     const char *prev = getenv("CUDA_INJECTION64_PATH");
-    if (prev && *prev && strcmp(prev, inject))
-      ft_cli_error("record", "replacing CUDA_INJECTION64_PATH=%s", prev);
+    if (prev && *prev && strcmp(prev, inject)) ft_cli_error("record", "replacing CUDA_INJECTION64_PATH=%s", prev);
     setenv("CUDA_INJECTION64_PATH", inject, 1);
     /* The preload library still comes, in guard mode (it arms nothing): it hands a
      * torch process's profiler to the injection library and guards CUPTI against
@@ -575,15 +595,12 @@ int ft_cli_record(int argc, char **argv) {
   if (rfd >= 0) {
     read_report(report, &written, &failed);
     if (!written && !failed && rc != 127 && !untraceable && !on_demand) {
-      if (other_user)
-        ft_cli_error("record", "'%s' wrote no trace record could see (it runs as another user)", argv[i]);
+      if (other_user) ft_cli_error("record", "'%s' wrote no trace record could see (it runs as another user)", argv[i]);
       else if (WIFSIGNALED(status))
         ft_cli_error("record", "'%s' died of signal %d (%s) and wrote no trace (%s)", argv[i], WTERMSIG(status),
                      strsignal(WTERMSIG(status)), death_why(WTERMSIG(status)));
-      else if (preload)
-        ft_cli_error("record", "'%s' wrote no trace (no process of it loaded %s)", argv[i], libs);
-      else
-        ft_cli_error("record", "'%s' wrote no trace (no process of it initialized CUDA)", argv[i]);
+      else if (preload) ft_cli_error("record", "'%s' wrote no trace (no process of it loaded %s)", argv[i], libs);
+      else ft_cli_error("record", "'%s' wrote no trace (no process of it initialized CUDA)", argv[i]);
     }
     unlink(report);
   }

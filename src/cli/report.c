@@ -131,9 +131,11 @@ static ft_status write_data(FILE *f, const ft_stat_job *job, ft_report *reps, si
       ft_json_string(f, file->path);
       fprintf(f, ", \"busy_pct\": %.2f, \"span_us\": %.3f, \"busy\": [",
               file->span_ns ? 100.0 * (double)b->busy_ns / (double)file->span_ns : 0.0, (double)file->span_ns / 1000.0);
-      for (size_t k = 0; k < FT_TIMELINE_BINS; k++) fprintf(f, "%s%u", k ? "," : "", b->busy_bins ? b->busy_bins[k] : 0);
+      for (size_t k = 0; k < FT_TIMELINE_BINS; k++)
+        fprintf(f, "%s%u", k ? "," : "", b->busy_bins ? b->busy_bins[k] : 0);
       fputs("], \"copy\": [", f);
-      for (size_t k = 0; k < FT_TIMELINE_BINS; k++) fprintf(f, "%s%u", k ? "," : "", b->copy_bins ? b->copy_bins[k] : 0);
+      for (size_t k = 0; k < FT_TIMELINE_BINS; k++)
+        fprintf(f, "%s%u", k ? "," : "", b->copy_bins ? b->copy_bins[k] : 0);
       fputs("]}", f);
       first = false;
     }
@@ -189,7 +191,7 @@ void ft_report_input_free(ft_report_input *in) {
 }
 
 ft_status ft_report_html_groups(FILE *out, const ft_report_input *groups, size_t n_groups, const char *diff_json,
-                               const char *const *regress, size_t n_regress, const char *out_dir) {
+                                const char *const *regress, size_t n_regress, const char *out_dir) {
   if (!n_groups || n_groups > 2 || (diff_json && !valid_json(diff_json))) return FT_EINVAL;
   char *data = NULL;
   size_t len = 0;

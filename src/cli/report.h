@@ -27,7 +27,7 @@ void ft_report_input_free(ft_report_input *in);
  * (the reason in the page) for stdin, for a trace whose real path is gone, for a name
  * ft__report_linkable refuses, or for any trace when out_dir is NULL. */
 ft_status ft_report_html_groups(FILE *out, const ft_report_input *groups, size_t n_groups, const char *diff_json,
-                               const char *const *regress, size_t n_regress, const char *out_dir);
+                                const char *const *regress, size_t n_regress, const char *out_dir);
 
 /* Whether the browser may be sent to the file at path: its name has no dot or ends in
  * .json or .gz (any case), which chromium shows as text or downloads; another name

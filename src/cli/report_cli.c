@@ -109,7 +109,8 @@ int ft_cli_report(int argc, char **argv) {
       goto done;
     }
   }
-  for (; optind < argc; optind++) group[in_group < 0 ? 0 : in_group][n_group[in_group < 0 ? 0 : in_group]++] = argv[optind];
+  for (; optind < argc; optind++)
+    group[in_group < 0 ? 0 : in_group][n_group[in_group < 0 ? 0 : in_group]++] = argv[optind];
   size_t n_groups = in_group < 0 ? 1 : 2;
   if (!n_group[0] || (n_groups == 2 && !n_group[1])) {
     rc = ft_cli_usage_error("report", n_groups == 2 ? "--a and --b each need a trace file" : "no trace file given");
@@ -150,7 +151,8 @@ static int report(const char *output, bool force, const char *const *const *grou
   char err[640];
   /* checked before the input is read, opened once it is (as stats -o) */
   bool exists = false;
-  if (ft_outputs_check(&output, 1, force, &exists, err, sizeof err)) return ft_cli_output_refused("report", exists, err);
+  if (ft_outputs_check(&output, 1, force, &exists, err, sizeof err))
+    return ft_cli_output_refused("report", exists, err);
   char *diff = diff_path ? slurp(diff_path, err, sizeof err) : NULL;
   if (diff_path && !diff) return ft_cli_error("report", "%s", err), FT_CLI_USAGE;
   ft_report_input in[2];

@@ -194,7 +194,7 @@ static ft_status put_col(FILE *out, const col *c) {
 static int by_row_ts(const void *a, const void *b) {
   const tl_ev *x = *(tl_ev *const *)a, *y = *(tl_ev *const *)b;
   int xd = x->cls >= TL_DEVICE, yd = y->cls >= TL_DEVICE;
-#define CMP(u, v)                                                                                                   \
+#define CMP(u, v) \
   if ((u) != (v)) return (u) < (v) ? -1 : 1;
   CMP(xd, yd)
   CMP(x->pid, y->pid)

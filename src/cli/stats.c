@@ -198,10 +198,10 @@ static int parse_report(const char *list, unsigned *out, char *bad, size_t bad_l
     static const struct {
       const char *alias;
       int r;
-    } nsys[] = {{"cuda_gpu_kern_sum", REP_KERNELS},       {"cuda_api_sum", REP_API},
-                {"cuda_gpu_mem_time_sum", REP_MEMORY},    {"cuda_gpu_mem_size_sum", REP_MEMSIZE},
-                {"nvtx_sum", REP_RANGES},                 {"nvtx_gpu_proj_sum", REP_GPU_RANGES},
-                {"cuda_gpu_trace", REP_TRACE}};
+    } nsys[] = {
+        {"cuda_gpu_kern_sum", REP_KERNELS},     {"cuda_api_sum", REP_API}, {"cuda_gpu_mem_time_sum", REP_MEMORY},
+        {"cuda_gpu_mem_size_sum", REP_MEMSIZE}, {"nvtx_sum", REP_RANGES},  {"nvtx_gpu_proj_sum", REP_GPU_RANGES},
+        {"cuda_gpu_trace", REP_TRACE}};
     for (size_t i = 0; i < sizeof nsys / sizeof *nsys; i++)
       if (!strcmp(tok, nsys[i].alias)) bit = 1u << nsys[i].r;
     if (!strcmp(tok, "all")) bit = REP_DEFAULT;
@@ -237,8 +237,10 @@ static size_t terminal_width(void) {
 
 static void files_csv(FILE *f, const ft_stat_job *job, char sep) {
   void (*field)(FILE *, const char *) = sep == ',' ? ft_csv_field : ft_put_visible; /* tsv: escaped */
-  fprintf(f, "file%1$crank%1$cevents%1$cspan_us%1$ctracer%1$cdevice_activity%1$cdevice_status%1$cdropped_records%1$c"
-             "window_discarded\n", sep);
+  fprintf(f,
+          "file%1$crank%1$cevents%1$cspan_us%1$ctracer%1$cdevice_activity%1$cdevice_status%1$cdropped_records%1$c"
+          "window_discarded\n",
+          sep);
   for (size_t i = 0; i < job->n_files; i++) {
     const ft_stat_file *x = &job->files[i];
     field(f, x->path);
@@ -311,8 +313,11 @@ static ft_status merged_ok(const ft_stat_job *job, unsigned report, uint64_t tra
     }
   if ((report & (1u << REP_TRACE)) && trace_rows > kept) {
     if (!kept) snprintf(err, errlen, "the partials keep no device events: write them with --partial -r trace");
-    else snprintf(err, errlen, "the partials keep the earliest %llu device events per file, fewer than the trace "
-                               "report shows: write them with -r trace --limit of as many", (unsigned long long)kept);
+    else
+      snprintf(err, errlen,
+               "the partials keep the earliest %llu device events per file, fewer than the trace "
+               "report shows: write them with -r trace --limit of as many",
+               (unsigned long long)kept);
     return FT_EINVAL;
   }
   return FT_OK;
@@ -349,15 +354,21 @@ int ft_cli_stats(int argc, char **argv) {
   int unit = FT_UNIT_US;
   bool limit_given = false, force = false, quiet = false;
   bool partial = false, merge = false; /* --partial, --merge (stats_partial.c) */
-  static const struct option longs[] = {
-      {"report", required_argument, NULL, 'r'}, {"format", required_argument, NULL, 'f'},
-      {"output", required_argument, NULL, 'o'}, {"sort", required_argument, NULL, 's'},
-      {"limit", required_argument, NULL, 'n'},  {"name-width", required_argument, NULL, 'w'},
-      {"by-rank", no_argument, NULL, 'R'},      {"help", no_argument, NULL, 'h'},
-      {"force-overwrite", no_argument, NULL, 'F'}, {"width", required_argument, NULL, 'W'},
-      {"timeunit", required_argument, NULL, 'T'},  {"quiet", no_argument, NULL, 'q'},
-      {"partial", no_argument, NULL, OPT_PARTIAL}, {"merge", no_argument, NULL, OPT_MERGE},
-      {NULL, 0, NULL, 0}};
+  static const struct option longs[] = {{"report", required_argument, NULL, 'r'},
+                                        {"format", required_argument, NULL, 'f'},
+                                        {"output", required_argument, NULL, 'o'},
+                                        {"sort", required_argument, NULL, 's'},
+                                        {"limit", required_argument, NULL, 'n'},
+                                        {"name-width", required_argument, NULL, 'w'},
+                                        {"by-rank", no_argument, NULL, 'R'},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {"force-overwrite", no_argument, NULL, 'F'},
+                                        {"width", required_argument, NULL, 'W'},
+                                        {"timeunit", required_argument, NULL, 'T'},
+                                        {"quiet", no_argument, NULL, 'q'},
+                                        {"partial", no_argument, NULL, OPT_PARTIAL},
+                                        {"merge", no_argument, NULL, OPT_MERGE},
+                                        {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
   for (;;) {
@@ -407,8 +418,10 @@ int ft_cli_stats(int argc, char **argv) {
         if (!strcmp(optarg, ft_sort_names[i])) k = i;
       if (!strcmp(optarg, "calls")) k = SORT_COUNT; /* the tables' column is "Calls" */
       if (k < 0)
-        return ft_cli_usage_error("stats", "--sort takes total, count (or calls), avg, median, min, max, stddev or "
-                                  "name, not '%s'", optarg);
+        return ft_cli_usage_error("stats",
+                                  "--sort takes total, count (or calls), avg, median, min, max, stddev or "
+                                  "name, not '%s'",
+                                  optarg);
       ro.sort = k;
       break;
     }
@@ -437,7 +450,8 @@ int ft_cli_stats(int argc, char **argv) {
   if (partial && fmt != FMT_TABLE) return ft_cli_usage_error("stats", "--partial writes its own JSON: no --format");
   char err[640];
   ft_trace_args files; /* a directory: the traces in it */
-  ft_status s = ft_trace_args_expand(&files, (const char *const *)argv + optind, (size_t)(argc - optind), err, sizeof err);
+  ft_status s =
+      ft_trace_args_expand(&files, (const char *const *)argv + optind, (size_t)(argc - optind), err, sizeof err);
   if (s) {
     ft_cli_error("stats", "%s", err);
     ft_trace_args_free(&files);
@@ -481,10 +495,12 @@ int ft_cli_stats(int argc, char **argv) {
    * the files' own rows where a by-rank output (or partial) can use them */
   if (merge) s = ft_stat_job_merge(&job, files.paths, n_files, ro.by_rank, partial, &part_limit, err, sizeof err);
   else {
-    ft_stat_read_opts o = {.trace_limit = trace_limit, .by_rank = ro.by_rank,
-                           .hta = partial || (report & FT_REP_HTA) != 0,
-                           .ops = partial || (report & (1u << REP_OPS | 1u << REP_OPS_SHAPES | 1u << REP_OPS_MODULES)) != 0,
-                           .modules = partial || (report & 1u << REP_OPS_MODULES) != 0};
+    ft_stat_read_opts o = {
+        .trace_limit = trace_limit,
+        .by_rank = ro.by_rank,
+        .hta = partial || (report & FT_REP_HTA) != 0,
+        .ops = partial || (report & (1u << REP_OPS | 1u << REP_OPS_SHAPES | 1u << REP_OPS_MODULES)) != 0,
+        .modules = partial || (report & 1u << REP_OPS_MODULES) != 0};
     s = ft_stat_job_read(&job, files.paths, n_files, &o, err, sizeof err);
   }
   if (!s && merge && !partial)
@@ -526,8 +542,8 @@ int ft_cli_stats(int argc, char **argv) {
       ft_summary_json(head, &job);
     } else if (fmt == FMT_TABLE) {
       /* every traceEvents entry (slices, flow halves, metadata): more than record's line counts */
-      fprintf(head, "flagtrace stats: %llu trace entries from %zu file%s\n",
-              (unsigned long long)job.events, job.n_files, job.n_files == 1 ? "" : "s");
+      fprintf(head, "flagtrace stats: %llu trace entries from %zu file%s\n", (unsigned long long)job.events,
+              job.n_files, job.n_files == 1 ? "" : "s");
       ft_summary_lines(head, &job, "");
     } else if (!set && n_reps > 1) {
       fputs("# files\n", head);
@@ -546,7 +562,9 @@ int ft_cli_stats(int argc, char **argv) {
   } else {
     for (size_t i = 0; i < n_out; i++) fs[i] = outs[i].f;
     /* tables fit --width, else the terminal stdout is; a file or pipe gets whole lines */
-    ft_table_opts to = {width >= 0 ? (size_t)width : output ? 0 : terminal_width(),
+    ft_table_opts to = {width >= 0 ? (size_t)width
+                        : output   ? 0
+                                   : terminal_width(),
                         name_width >= 0 ? (size_t)name_width : 0, unit};
     if (write_all(&job, reps, n_reps, fmt, fs, set, &to, hbuf, hlen)) {
       ft_cli_error("stats", "out of memory");

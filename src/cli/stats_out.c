@@ -195,7 +195,9 @@ void ft_summary_json(FILE *f, const ft_stat_job *job) {
     if (m->has_flagtrace) ft_json_string(f, m->tracer);
     else fputs("null", f);
     fprintf(f, ", \"device_activity\": %s, \"device_status\": ",
-            m->device_activity < 0 ? "null" : m->device_activity ? "true" : "false");
+            m->device_activity < 0 ? "null"
+            : m->device_activity   ? "true"
+                                   : "false");
     if (m->has_flagtrace) ft_json_string(f, m->device_status);
     else fputs("null", f);
     fprintf(f, ", \"dropped_records\": %llu, \"window_discarded\": %llu, \"complete\": %s}",
@@ -203,8 +205,7 @@ void ft_summary_json(FILE *f, const ft_stat_job *job) {
             incomplete(m) ? "false" : "true");
   }
   fprintf(f, "\n  ],\n  \"events\": %llu,\n  \"skipped_events\": %llu,\n  \"unknown_categories\": {",
-          (unsigned long long)job->events,
-          (unsigned long long)ft_stat_skips_total(&job->skipped));
+          (unsigned long long)job->events, (unsigned long long)ft_stat_skips_total(&job->skipped));
   const ft__map *u = &job->total.unknown_cats;
   bool first = true;
   size_t n_u, *by_name = ft_stat_unknown_order(&job->total, &n_u); /* the same however the job was read */
@@ -373,8 +374,9 @@ void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix) {
               (unsigned long long)x->cut_strings, x->cut_strings == 1 ? "" : "s", FT_STATS_KEEP >> 10,
               FT_STATS_KEEP >> 10);
     if (x->device_cap_events)
-      fprintf(f, "%snote: %s has more than %d devices: busy %% and the timeline leave out the %llu events of the "
-                 "others (every other report has them)\n",
+      fprintf(f,
+              "%snote: %s has more than %d devices: busy %% and the timeline leave out the %llu events of the "
+              "others (every other report has them)\n",
               prefix, path, FT_STATS_MAX_DEVICES, (unsigned long long)x->device_cap_events);
   }
   /* files that claim one rank (a file without distributedInfo takes its position

@@ -29,7 +29,7 @@ typedef struct ft_table_opts {
 int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o);
 /* csv (sep ',': quoted strings) or tsv (sep '\t': strings escaped as tables show them). */
 void ft_report_delim(FILE *f, const ft_report *rep, char sep, int unit);
-void ft_report_csv(FILE *f, const ft_report *rep); /* csv in us */
+void ft_report_csv(FILE *f, const ft_report *rep);  /* csv in us */
 void ft_report_json(FILE *f, const ft_report *rep); /* the array, in us */
 void ft_report_json_unit(FILE *f, const ft_report *rep, int unit);
 void ft_json_string(FILE *f, const char *s);

@@ -1,4 +1,5 @@
-/* The table form of a report: columns sized by their content and fitted to a width, names elided in the middle and kept distinct. */
+/* The table form of a report: columns sized by their content and fitted to a width, names elided in the middle and kept
+ * distinct. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <stdlib.h>
@@ -10,9 +11,9 @@
  * its key (between '_') is the entry's, when its key starts with an entry that
  * ends in '_', or is an entry that starts with '='. A row's spread first, then the
  * trace's launch details, per-rank extras, then ops' totals; --help documents it. */
-static const char *const drop_order[] = {"stddev",  "min",     "max",    "median", "avg",          "calls",
-                                         "registers", "block", "grid",   "stream", "=bytes",       "devices",
-                                         "events",  "span",    "compute", "cpu_total_", "device_total_"};
+static const char *const drop_order[] = {"stddev",    "min",   "max",     "median",     "avg",          "calls",
+                                         "registers", "block", "grid",    "stream",     "=bytes",       "devices",
+                                         "events",    "span",  "compute", "cpu_total_", "device_total_"};
 #define N_DROP (sizeof drop_order / sizeof *drop_order)
 
 static bool has_word(const char *key, const char *w) {
@@ -149,9 +150,7 @@ static bool cut3(cname *c, size_t budget, size_t b) {
   return true;
 }
 
-static int by_out(const void *a, const void *b) {
-  return strcmp((*(cname *const *)a)->out, (*(cname *const *)b)->out);
-}
+static int by_out(const void *a, const void *b) { return strcmp((*(cname *const *)a)->out, (*(cname *const *)b)->out); }
 static int by_text(const void *a, const void *b) { return strcmp((*(cname *const *)a)->s, (*(cname *const *)b)->s); }
 
 static bool distinct(cname **g, size_t n) {
@@ -402,7 +401,8 @@ int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o) {
   size_t name_w = name >= 0 ? w[name] : 0;
   for (int j = 0; j < nc; j++) fc[j].full = w[j];
   for (int j = 0; o->width && j < name; j++)
-    if (is_free(&rep->cols[j]) && w[j] > FREE_WANT) w[j] = title_w(rep, j, o) > FREE_WANT ? title_w(rep, j, o) : FREE_WANT;
+    if (is_free(&rep->cols[j]) && w[j] > FREE_WANT)
+      w[j] = title_w(rep, j, o) > FREE_WANT ? title_w(rep, j, o) : FREE_WANT;
   if (name >= 0 && o->name_width && o->name_width < name_w) name_w = o->name_width;
   size_t want = name < 0 ? 0 : 2 + (o->name_width ? name_w : name_w < NAME_WANT ? name_w : NAME_WANT);
   size_t used = line_width(rep, w, drop, name), n_drop = 0;

@@ -24,7 +24,7 @@ static struct first_buf {
   size_t size;
   bool home;
 } firsts[FT__POOL_MAX_FIRST];
-static size_t n_firsts;          /* allocated, home or lent */
+static size_t n_firsts;               /* allocated, home or lent */
 static size_t first_size, first_left; /* this start's size, and how many it may still take */
 static bool first_armed, outgrown;
 
@@ -164,8 +164,10 @@ uint8_t *ft__pool_get(size_t *buffer_size) {
   size_t f = first_size;
   pthread_mutex_unlock(&mu);
   if (grew_now)
-    ft__log("activity buffers: this start outgrew its first buffers (%zu KiB); they go back to the system as they come home",
-            f >> 10);
+    ft__log(
+        "activity buffers: this start outgrew its first buffers (%zu KiB); they go back to the system as they come "
+        "home",
+        f >> 10);
   if (b && !n_free) ft__log("activity buffer pool: %zu buffers of %zu KiB in use", now, s >> 10);
   *buffer_size = b ? s : 0;
   return b;

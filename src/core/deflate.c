@@ -1,4 +1,5 @@
-/* One gzip member from independently compressed blocks, on worker threads, written in order; plain text through the same ring. */
+/* One gzip member from independently compressed blocks, on worker threads, written in order; plain text through the
+ * same ring. */
 #define _GNU_SOURCE
 #include "deflate.h"
 
@@ -46,7 +47,7 @@ struct ft__gz {
   void *inline_state; /* the calling thread's compressor, when no workers run */
   int want_workers;
   /* the ring: block seq lives in slots[seq % n_slots] */
-  slot *slots;       /* MAX_WORKERS + 2 entries, n_alloc of them allocated */
+  slot *slots; /* MAX_WORKERS + 2 entries, n_alloc of them allocated */
   size_t n_slots, n_alloc;
   uint64_t n_pushed, n_taken, n_written;
   pthread_mutex_t mu;
@@ -120,10 +121,8 @@ static void *worker_main(void *arg) {
     slot *s = &g->slots[g->n_taken++ % g->n_slots];
     pthread_mutex_unlock(&g->mu);
     if (!st && g->ops) st = g->ops->state_new();
-    if (st || !g->ops)
-      compress_slot(g->ops, st, s);
-    else
-      s->out_len = 0; /* reported as a compression failure */
+    if (st || !g->ops) compress_slot(g->ops, st, s);
+    else s->out_len = 0; /* reported as a compression failure */
     pthread_mutex_lock(&g->mu);
     s->state = DONE;
     write_ready(g);
@@ -186,9 +185,9 @@ ft_status ft__gz_open(ft__gz **out, const ft__deflate_ops *ops, int threads, ft_
   g->ops = ops;
   g->sink = sink;
   g->ctx = ctx;
-  g->want_workers = threads < 0             ? ft__worker_threads("FLAGOS_TRACE_GZIP_THREADS", ft__gz_default_workers(ft__cpus()))
-                     : threads > MAX_WORKERS ? MAX_WORKERS
-                                             : threads;
+  g->want_workers = threads < 0 ? ft__worker_threads("FLAGOS_TRACE_GZIP_THREADS", ft__gz_default_workers(ft__cpus()))
+                    : threads > MAX_WORKERS ? MAX_WORKERS
+                                            : threads;
   if (!ops && g->want_workers > PLAIN_WORKERS) g->want_workers = PLAIN_WORKERS;
   g->slots = calloc(MAX_WORKERS + 2, sizeof *g->slots);
   g->inline_state = ops ? ops->state_new() : g; /* plain: any non-NULL marker */
@@ -241,9 +240,8 @@ static void start_workers(ft__gz *g) {
 int ft__gz_planned_workers(const ft__gz *g) { return g->want_workers; }
 
 char *ft__gz_buf(ft__gz *g, size_t *cap) {
-  slot *s = &g->slots[g->n_pushed % g->n_slots]; /* free: push waited for it */
-  if (g->n_pushed && s->cap < FT__GZ_BLOCK)
-    (void)alloc_slot(g, s, FT__GZ_BLOCK); /* out of memory: smaller blocks do */
+  slot *s = &g->slots[g->n_pushed % g->n_slots];                                  /* free: push waited for it */
+  if (g->n_pushed && s->cap < FT__GZ_BLOCK) (void)alloc_slot(g, s, FT__GZ_BLOCK); /* out of memory: smaller blocks do */
   *cap = s->cap;
   return s->in;
 }

@@ -1,4 +1,5 @@
-/* gzip output in independent blocks: the deflate backends (zlib, ISA-L) and the pipeline that runs them on worker threads. */
+/* gzip output in independent blocks: the deflate backends (zlib, ISA-L) and the pipeline that runs them on worker
+ * threads. */
 #ifndef FT_DEFLATE_H
 #define FT_DEFLATE_H
 

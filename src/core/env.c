@@ -49,8 +49,10 @@ bool ft__trace_enabled(void) {
   bool bad = v && *v && ft__parse_bool(v, &on) != FT_OK;
   int expected = -1;
   if (atomic_compare_exchange_strong(&trace_state, &expected, on ? 1 : 0) && bad)
-    ft__warn("FLAGOS_TRACE='%s' is not a boolean (use 1/true/on/yes or 0/false/off/no); "
-             "diagnostics stay off", v);
+    ft__warn(
+        "FLAGOS_TRACE='%s' is not a boolean (use 1/true/on/yes or 0/false/off/no); "
+        "diagnostics stay off",
+        v);
   return on;
 }
 

@@ -195,7 +195,8 @@ static ft_status project_user_ranges(const ft_session *s, plan *p) {
   size_t cap = 0;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
-    if (!ft__is_device_kind(e->kind) || !e->correlation_id || !ft__in_window(e, p->window_lo_ns, p->window_hi_ns)) continue;
+    if (!ft__is_device_kind(e->kind) || !e->correlation_id || !ft__in_window(e, p->window_lo_ns, p->window_hi_ns))
+      continue;
     const flowrec *f = flow_of(p, e->correlation_id);
     if (!f || !f->owner) continue;
     const ft__event *call = ft__vec_at(ev, f->owner - 1);
@@ -239,8 +240,7 @@ ft_status ft__plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi,
   p->meta = calloc(FT__META_SLOTS, sizeof *p->meta);
   if (!p->names || !p->values || !p->meta) return FT_ENOMEM;
   const ft__vec *ev = &s->store.events;
-  if (ft__map_init(&p->devices, 8) || ft__map_init(&p->streams, 16) || ft__map_init(&p->tids, 16) ||
-      flows_alloc(s, p))
+  if (ft__map_init(&p->devices, 8) || ft__map_init(&p->streams, 16) || ft__map_init(&p->tids, 16) || flows_alloc(s, p))
     return FT_ENOMEM;
   uint64_t last_tid = 0, last_dev = 0, last_stream = 0;
   for (size_t i = 0; i < ev->len; i++) {

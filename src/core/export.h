@@ -10,10 +10,10 @@
  * 40 MB for 500 k launches, above glibc's mmap threshold: fresh pages at every export,
  * ~20 us a fault on a VM). */
 typedef struct flowrec {
-  uint32_t owner;                 /* index + 1 of the first in-window runtime event with the id */
-  uint32_t n_dev : 31;            /* in-window device events it launched */
+  uint32_t owner;      /* index + 1 of the first in-window runtime event with the id */
+  uint32_t n_dev : 31; /* in-window device events it launched */
   uint32_t owner_is_runtime : 1;
-  uint32_t span;                  /* index + 1 in plan.spans; 0: none (no CPU ranges, or no device work) */
+  uint32_t span; /* index + 1 in plan.spans; 0: none (no CPU ranges, or no device work) */
 } flowrec;
 
 /* The device work of one launch, for range projections: only built when the window
@@ -56,19 +56,26 @@ typedef struct plan {
   ft__map tids;    /* CPU thread id -> 1 */
   api_call *calls; /* sorted by (tid, start); as spans */
   size_t n_calls;
-  bool projections; /* ft__plan_build's: calls and spans are built */
-  size_t n_user; /* framework user ranges in the window (ft_user_range_push) */
+  bool projections;     /* ft__plan_build's: calls and spans are built */
+  size_t n_user;        /* framework user ranges in the window (ft_user_range_push) */
   struct uproj *uprojs; /* their projections, one per (range, device, stream) */
   size_t n_uprojs;
   ft__export_stats stats;
   /* Interned strings rendered once as JSON (names and keys escaped, values raw or
    * escaped by the literal rule): kernel names repeat thousands of times. */
   ft__arena rendered;
-  struct text { const char *p; size_t n; } *names, *values;
+  struct text {
+    const char *p;
+    size_t n;
+  } * names, *values;
   /* A metadata list's whole text, by its first index: the store shares equal
    * lists, so a launch's args repeat thousands of times. Direct-mapped; a list is
    * rendered on its second sighting, within a byte budget (trace_writer.c). */
-  struct meta_text { uint32_t first, count; bool seen; struct text t; } *meta;
+  struct meta_text {
+    uint32_t first, count;
+    bool seen;
+    struct text t;
+  } * meta;
   size_t meta_bytes;
 } plan;
 

@@ -92,8 +92,8 @@ typedef struct ft__store {
 void ft__store_init(ft__store *st);
 void ft__store_free(ft__store *st);
 ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev);
-ft_status ft__store_add_range(ft__store *st, uint32_t name_id, uint64_t start, uint64_t end,
-                              uint64_t external_id, uint32_t tid);
+ft_status ft__store_add_range(ft__store *st, uint32_t name_id, uint64_t start, uint64_t end, uint64_t external_id,
+                              uint32_t tid);
 /* Stored event e as a tracer would have handed it over, its metadata resolved into
  * *kv (grown as needed; the caller frees it); FT_ENOMEM. Pointers are st's. */
 ft_status ft__store_view(const ft__store *st, const ft__event *e, ft_kv **kv, size_t *kv_cap, ft_device_event *out);
@@ -112,10 +112,10 @@ enum { FT__S_CREATED, FT__S_RUNNING, FT__S_STOPPED };
 struct ft_session {
   pthread_mutex_t mu;
   int state;
-  atomic_bool running;  /* state == RUNNING, for the lock-free correlation push */
-  uint64_t gen;         /* unique per session in the process: thread-local range
-                         * frames, correlation pushes and error texts carry it, so
-                         * a later session at the same address never takes them */
+  atomic_bool running; /* state == RUNNING, for the lock-free correlation push */
+  uint64_t gen;        /* unique per session in the process: thread-local range
+                        * frames, correlation pushes and error texts carry it, so
+                        * a later session at the same address never takes them */
   ft_tracer *tracer;
   atomic_bool tracer_armed; /* read without the lock by ft_correlation_push */
   ft_status device_status;
@@ -143,9 +143,9 @@ struct ft_session {
    * every thread's pushes and pops, and the calls the tracer left out of the rows. */
   bool timed;
   struct ft__thread_log *logs;
-  ft__vec call_spans; /* struct ft__call_span */
-  ft__map open_ranges; /* start/end ranges: id -> index into open_vec */
-  ft__vec open_vec;    /* struct open_range */
+  ft__vec call_spans;                  /* struct ft__call_span */
+  ft__map open_ranges;                 /* start/end ranges: id -> index into open_vec */
+  ft__vec open_vec;                    /* struct open_range */
   uint64_t window_lo_ns, window_hi_ns; /* the capture window (design.md §3) */
   uint64_t next_external_id;
   uint64_t dropped;
@@ -154,7 +154,7 @@ struct ft_session {
   /* deviceProperties: per device, its entries in store.kvs (read at stop) */
   struct ft__devprop {
     uint32_t first, count;
-  } *devprops;
+  } * devprops;
   int n_devprops;
   unsigned activities;
   char process_name[128];
@@ -163,7 +163,7 @@ struct ft_session {
    * open), applied at stop */
   struct ft__pause {
     uint64_t lo, hi;
-  } *pauses;
+  } * pauses;
   size_t n_pauses, cap_pauses;
   uint64_t paused_left_out; /* events left out for them */
   /* attaching (ft_session_start): a whole-run session (record's) accepts one attached

@@ -16,17 +16,17 @@ enum { OUT_BUF = 256 * 1024 };
 struct ft__out {
   ft__out_head head; /* buf/used/cap: the inline fast path in internal.h: buf, or
                         the pipeline's block being filled */
-  char *buf;        /* OUT_BUF bytes, for writers without a pipeline */
-  int fd;           /* -1 for memory writers */
+  char *buf;         /* OUT_BUF bytes, for writers without a pipeline */
+  int fd;            /* -1 for memory writers */
   ft__ofile file;
-  bool discard;     /* count bytes only (benchmarks) */
-  bool grow;        /* one growing buffer (buf): a range rendered apart */
-  ft__gz *blocks;   /* gzip, or a plain file: the block pipeline (deflate.c), NULL
-                       once finished */
-  char *path;       /* the name given, for messages */
-  char *mem;        /* memory writer storage */
+  bool discard;   /* count bytes only (benchmarks) */
+  bool grow;      /* one growing buffer (buf): a range rendered apart */
+  ft__gz *blocks; /* gzip, or a plain file: the block pipeline (deflate.c), NULL
+                     once finished */
+  char *path;     /* the name given, for messages */
+  char *mem;      /* memory writer storage */
   size_t mem_len, mem_cap;
-  int err;          /* first errno, 0 = fine */
+  int err; /* first errno, 0 = fine */
   const char *err_what;
 };
 
@@ -180,14 +180,13 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
   if (c >= 0xC2 && c <= 0xDF) return n >= 2 && (s[1] & 0xC0) == 0x80 ? 2 : 0;
   if (c >= 0xE0 && c <= 0xEF) {
     if (n < 3 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return 0;
-    if (c == 0xE0 && s[1] < 0xA0) return 0; /* overlong */
+    if (c == 0xE0 && s[1] < 0xA0) return 0;  /* overlong */
     if (c == 0xED && s[1] >= 0xA0) return 0; /* surrogate */
     return 3;
   }
   if (c >= 0xF0 && c <= 0xF4) {
-    if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
-      return 0;
-    if (c == 0xF0 && s[1] < 0x90) return 0; /* overlong */
+    if (n < 4 || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80) return 0;
+    if (c == 0xF0 && s[1] < 0x90) return 0;  /* overlong */
     if (c == 0xF4 && s[1] >= 0x90) return 0; /* > U+10FFFF */
     return 4;
   }
@@ -255,8 +254,7 @@ void ft__out_json_string(ft__out *o, const char *str, size_t n) {
       for (int back = 0; back < 3 && ((unsigned char)str[take] & 0xC0) == 0x80; back++) take--;
     }
     if (o->head.cap - o->head.used < worst) {
-      if (!o->grow)
-        flush_buf(o);
+      if (!o->grow) flush_buf(o);
       else if (!grow_to(o, o->head.used + worst))
         o->head.used = 0; /* out of memory: the error fails the trace, keep in bounds */
     }
@@ -305,9 +303,7 @@ static size_t json_number(const char *s, size_t n) {
 
 bool ft__json_is_literal(const char *s, size_t n) {
   if (n == 0) return false;
-  if ((n == 4 && (!memcmp(s, "true", 4) || !memcmp(s, "null", 4))) ||
-      (n == 5 && !memcmp(s, "false", 5)))
-    return true;
+  if ((n == 4 && (!memcmp(s, "true", 4) || !memcmp(s, "null", 4))) || (n == 5 && !memcmp(s, "false", 5))) return true;
   if (s[0] != '[') return json_number(s, n) == n;
   /* A list we built: "[" number ("," number)* "]", spaces allowed after commas. */
   size_t i = 1;
@@ -326,10 +322,8 @@ bool ft__json_is_literal(const char *s, size_t n) {
 }
 
 void ft__out_json_value(ft__out *o, const char *s, size_t n) {
-  if (ft__json_is_literal(s, n))
-    ft__out_write(o, s, n);
-  else
-    ft__out_json_string(o, s, n);
+  if (ft__json_is_literal(s, n)) ft__out_write(o, s, n);
+  else ft__out_json_string(o, s, n);
 }
 
 size_t ft__fmt_double(double v, char *buf) {
@@ -352,8 +346,7 @@ size_t ft__fmt_double(double v, char *buf) {
   /* mantissa digits from tmp, exponent with at least two digits like repr */
   size_t mlen = (size_t)(e - tmp);
   memcpy(buf, tmp, mlen);
-  return mlen + (size_t)snprintf(buf + mlen, 32 - mlen, "e%c%02d", exp10 < 0 ? '-' : '+',
-                                 exp10 < 0 ? -exp10 : exp10);
+  return mlen + (size_t)snprintf(buf + mlen, 32 - mlen, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
 }
 
 static ft__out *out_new(void) {
@@ -490,5 +483,7 @@ ft_status ft__out_close(ft__out *o, char *errbuf, size_t errlen) {
 }
 
 /* The exported twins check their pointers: 0 (never a valid length) for NULL. */
-size_t ft_json_escape(char *dst, const char *s, size_t n) { return dst && (s || !n) ? ft__json_escape(dst, s ? s : "", n) : 0; }
+size_t ft_json_escape(char *dst, const char *s, size_t n) {
+  return dst && (s || !n) ? ft__json_escape(dst, s ? s : "", n) : 0;
+}
 int ft_json_is_literal(const char *s, size_t n) { return s ? ft__json_is_literal(s, n) : 0; }

@@ -14,12 +14,12 @@ extern uint64_t ft__hash_key[2];
 void ft__hash_key_init(void); /* idempotent, thread-safe; the functions below call it */
 
 static inline uint64_t ft__rotl64(uint64_t x, int b) { return x << b | x >> (64 - b); }
-#define FT__SIPROUND(v0, v1, v2, v3)                                                                            \
-  do {                                                                                                          \
-    v0 += v1, v1 = ft__rotl64(v1, 13), v1 ^= v0, v0 = ft__rotl64(v0, 32);                                       \
-    v2 += v3, v3 = ft__rotl64(v3, 16), v3 ^= v2;                                                                \
-    v0 += v3, v3 = ft__rotl64(v3, 21), v3 ^= v0;                                                                \
-    v2 += v1, v1 = ft__rotl64(v1, 17), v1 ^= v2, v2 = ft__rotl64(v2, 32);                                       \
+#define FT__SIPROUND(v0, v1, v2, v3)                                      \
+  do {                                                                    \
+    v0 += v1, v1 = ft__rotl64(v1, 13), v1 ^= v0, v0 = ft__rotl64(v0, 32); \
+    v2 += v3, v3 = ft__rotl64(v3, 16), v3 ^= v2;                          \
+    v0 += v3, v3 = ft__rotl64(v3, 21), v3 ^= v0;                          \
+    v2 += v1, v1 = ft__rotl64(v1, 17), v1 ^= v2, v2 = ft__rotl64(v2, 32); \
   } while (0)
 
 /* The state after the key, and the last block, compressed and finalized. */

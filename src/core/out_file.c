@@ -1,4 +1,5 @@
-/* Where every file flagtrace writes goes: a temporary file renamed over a regular file, or written through to a FIFO, device or descriptor. */
+/* Where every file flagtrace writes goes: a temporary file renamed over a regular file, or written through to a FIFO,
+ * device or descriptor. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -70,9 +71,11 @@ static ft_status dir_takes_files(const char *target, const char *noun, const cha
   char dir[PATH_MAX];
   if (!slash) snprintf(dir, sizeof dir, ".");
   else if (slash == target) snprintf(dir, sizeof dir, "/");
-  else if ((size_t)(slash - target) >= sizeof dir) return fail(err, errlen, noun, path, "create", strerror(ENAMETOOLONG));
+  else if ((size_t)(slash - target) >= sizeof dir)
+    return fail(err, errlen, noun, path, "create", strerror(ENAMETOOLONG));
   else snprintf(dir, sizeof dir, "%.*s", (int)(slash - target), target);
-  if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) return fail(err, errlen, noun, path, "create", strerror(errno));
+  if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0)
+    return fail(err, errlen, noun, path, "create", strerror(errno));
   return FT_OK;
 }
 
@@ -140,7 +143,8 @@ bool ft__ofile_is_stream(const char *path) {
 static ft_status open_through(ft__ofile *f, const char *path, char *err, size_t errlen) {
   int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
-    return fail_shown(err, errlen, f->noun, f->shown, "open", errno == ENXIO ? "a FIFO with no reader" : strerror(errno));
+    return fail_shown(err, errlen, f->noun, f->shown, "open",
+                      errno == ENXIO ? "a FIFO with no reader" : strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
     close(fd); /* replaced between the check and the open: write nothing */
@@ -199,7 +203,8 @@ ft_status ft__ofile_open(ft__ofile *f, const char *path, const char *noun, char 
   if (!s) {
     switch (w.how) {
     case W_FD:
-      if ((f->fd = fcntl(w.fd, F_DUPFD_CLOEXEC, 3)) < 0) s = fail_shown(err, errlen, noun, f->shown, "write", strerror(errno));
+      if ((f->fd = fcntl(w.fd, F_DUPFD_CLOEXEC, 3)) < 0)
+        s = fail_shown(err, errlen, noun, f->shown, "write", strerror(errno));
       f->fifo = S_ISFIFO(w.st.st_mode) || S_ISSOCK(w.st.st_mode); /* a pipe or socket reader may go */
       break;
     case W_THROUGH: s = open_through(f, path, err, errlen); break;
@@ -291,14 +296,16 @@ ft_status ft__ofile_commit_set(ft__ofile *const *fs, size_t n, char *err, size_t
   for (size_t i = 0; i < n && !s; i++) {
     struct stat st;
     if (fs[i]->tmp && lstat(fs[i]->target, &st) == 0 && !S_ISREG(st.st_mode))
-      s = fail_shown(err, errlen, fs[i]->noun, fs[i]->shown, "write", "it stopped being a regular file while it was written");
+      s = fail_shown(err, errlen, fs[i]->noun, fs[i]->shown, "write",
+                     "it stopped being a regular file while it was written");
   }
   for (size_t i = 0; i < n && !s; i++) {
     ft__ofile *f = fs[i];
     if (!f->tmp) continue; /* written through */
     struct stat st;
-    int old = lstat(f->target, &st) == 0 && st.st_size >= CLOSE_LATER_MIN ? open(f->target, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-                                                                            : -1;
+    int old = lstat(f->target, &st) == 0 && st.st_size >= CLOSE_LATER_MIN
+                  ? open(f->target, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                  : -1;
     if (rename(f->tmp, f->target) != 0) {
       /* Only a directory changed under us gets here; the files renamed before stay. */
       s = fail_shown(err, errlen, f->noun, f->shown, "rename into place", strerror(errno));

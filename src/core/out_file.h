@@ -28,11 +28,11 @@
 
 typedef struct ft__ofile {
   int fd;
-  char *target; /* what the temporary file is renamed to (a symlink resolved) */
-  char *tmp;    /* NULL when written through */
-  char *shown;  /* the path as given, escaped, for messages */
+  char *target;     /* what the temporary file is renamed to (a symlink resolved) */
+  char *tmp;        /* NULL when written through */
+  char *shown;      /* the path as given, escaped, for messages */
   const char *noun; /* "trace file ", or "" */
-  bool fifo;    /* SIGPIPE is held off while writing */
+  bool fifo;        /* SIGPIPE is held off while writing */
 } ft__ofile;
 
 /* A temporary name is the target's with ".tmp.PID.N" appended (N below 100): at most

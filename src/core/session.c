@@ -124,10 +124,8 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
   s->world_size = opts->world_size >= 1 ? opts->world_size : env_world;
   if (s->rank >= 0 && s->world_size >= 1 && s->rank >= s->world_size) s->rank = -1; /* mixed sources */
   s->activities = opts->activities & FT_ACTIVITY_ALL;
-  if (opts->process_name)
-    snprintf(s->process_name, sizeof s->process_name, "%s", opts->process_name);
-  else
-    read_comm(s->process_name, sizeof s->process_name);
+  if (opts->process_name) snprintf(s->process_name, sizeof s->process_name, "%s", opts->process_name);
+  else read_comm(s->process_name, sizeof s->process_name);
   ft_status st = ft_make_device_tracer(&s->tracer);
   if (st) {
     ft__store_free(&s->store);
@@ -282,8 +280,7 @@ static void resolve_external_ids(ft_session *s) {
 
 ft_status ft_session_start(ft_session *s) {
   if (!s) return FT_EINVAL;
-  if (s->state != FT__S_CREATED)
-    return ft__session_fail(s, FT_ESTATE, "session already started");
+  if (s->state != FT__S_CREATED) return ft__session_fail(s, FT_ESTATE, "session already started");
   ft_session *running = NULL;
   bool attached = false;
   if (!atomic_compare_exchange_strong(&active_session, &running, s)) {
@@ -296,17 +293,15 @@ ft_status ft_session_start(ft_session *s) {
   s->window_lo_ns = ft__now_ns();
   if (s->device_status == FT_OK && !attached) {
     s->sink = (ft_event_sink){
-        .event = sink_event, .external_id = sink_external_id, .call_span = sink_call_span, .lost = sink_lost,
-        .ctx = s};
+        .event = sink_event, .external_id = sink_external_id, .call_span = sink_call_span, .lost = sink_lost, .ctx = s};
     pthread_mutex_lock(&ft__tracer_mu);
     ft_status st = s->tracer->ops->start(s->tracer, &s->sink, s->activities);
     pthread_mutex_unlock(&ft__tracer_mu);
     if (st) {
       s->device_status = st;
-      snprintf(s->device_why, sizeof s->device_why, "%s: %s", ft_strerror(st),
-               s->tracer->ops->last_error(s->tracer));
-      ft__warn("device tracer '%s' could not start (%s); profiling CPU ranges only",
-               s->tracer->ops->name, s->device_why);
+      snprintf(s->device_why, sizeof s->device_why, "%s: %s", ft_strerror(st), s->tracer->ops->last_error(s->tracer));
+      ft__warn("device tracer '%s' could not start (%s); profiling CPU ranges only", s->tracer->ops->name,
+               s->device_why);
     } else {
       const ft_tracer_ops *ops = s->tracer->ops;
       s->timed = ops->calls_on_core_clock && ops->calls_on_core_clock(s->tracer);
@@ -380,7 +375,8 @@ ft_status ft_session_stop(ft_session *s) {
   bool attributed = false;
   if (s->parent) {
     ft_status st = ft__session_read_parent(s);
-    if (st) result = ft__session_fail(s, st, "reading this profile's window from record's session: %s", ft_strerror(st));
+    if (st)
+      result = ft__session_fail(s, st, "reading this profile's window from record's session: %s", ft_strerror(st));
     attributed = true;
   } else if (s->tracer_armed) {
     const ft_tracer_ops *ops = s->tracer->ops;
@@ -395,11 +391,14 @@ ft_status ft_session_stop(ft_session *s) {
   }
   if (attributed) {
     ft_status at = ft__session_attribute(s, s->timed);
-    if (at) ft__warn("out of memory attributing calls to their ops; some device time is unattributed or given a neighbouring op");
+    if (at)
+      ft__warn(
+          "out of memory attributing calls to their ops; some device time is unattributed or given a neighbouring op");
     if (s->dropped)
-      ft__warn("%llu device activity records were dropped by the vendor library; "
-               "the trace counts them in flagtrace.dropped_records",
-               (unsigned long long)s->dropped);
+      ft__warn(
+          "%llu device activity records were dropped by the vendor library; "
+          "the trace counts them in flagtrace.dropped_records",
+          (unsigned long long)s->dropped);
   }
   pthread_mutex_lock(&s->mu);
   if (ft__session_apply_pauses(s)) ft__warn("out of memory leaving out what was recorded while collection was stopped");
@@ -593,8 +592,7 @@ ft_status ft_session_write(ft_session *s, const char *path) {
   if (!s) return FT_EINVAL;
   if (!path || !*path) /* the message too: an older one must not answer for this call */
     return ft__session_fail(s, FT_EINVAL, "no path to write the trace to (%s)", path ? "an empty name" : "NULL");
-  if (s->state != FT__S_STOPPED)
-    return ft__session_fail(s, FT_ESTATE, "stop the session before writing it");
+  if (s->state != FT__S_STOPPED) return ft__session_fail(s, FT_ESTATE, "stop the session before writing it");
   ft__out *o;
   char err[sizeof tls_err.text] = "";
   ft_status st = ft__out_open(&o, path, err, sizeof err);
@@ -619,8 +617,8 @@ ft_status ft_session_device_time(ft_session *s, uint64_t external_id, uint64_t *
   uint64_t sum = 0, n = 0;
   for (size_t i = 0; i < s->store.events.len; i++) {
     const ft__event *e = ft__vec_at(&s->store.events, i);
-    if (!ft__is_device_kind(e->kind) || !(e->flags & FT__F_HAS_EXTERNAL) ||
-        e->external_id != external_id || !ft__in_window(e, s->window_lo_ns, s->window_hi_ns))
+    if (!ft__is_device_kind(e->kind) || !(e->flags & FT__F_HAS_EXTERNAL) || e->external_id != external_id ||
+        !ft__in_window(e, s->window_lo_ns, s->window_hi_ns))
       continue;
     sum += e->end_ns - e->start_ns;
     n++;
@@ -638,10 +636,8 @@ ft_status ft_session_counts_get(ft_session *s, ft_session_counts *out) {
     const ft__event *e = ft__vec_at(&s->store.events, i);
     if (e->kind == FT__EV_CPU_RANGE && (e->flags & FT__F_USER_RANGE))
       continue; /* the framework's own slice, not ours */
-    if (e->kind == FT__EV_CPU_RANGE)
-      out->cpu_ranges++;
-    else
-      out->device_events++;
+    if (e->kind == FT__EV_CPU_RANGE) out->cpu_ranges++;
+    else out->device_events++;
   }
   /* The writer's own plan (no output), so counts can never disagree with what a
    * written trace holds. */
@@ -706,9 +702,13 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
   for (size_t i = 0; i < p.n_uprojs && !st && !stopped; i++) {
     const uproj *u = &p.uprojs[i];
     const ft__event *r = ft__vec_at(&store->events, u->range);
-    ft_export_event x = {.event = {.kind = FT_EVENT_GPU_USER_ANNOTATION, .start_ns = u->lo, .end_ns = u->hi,
-                                   .has_external_id = true, .external_id = r->external_id,
-                                   .device = u->device, .stream = u->stream,
+    ft_export_event x = {.event = {.kind = FT_EVENT_GPU_USER_ANNOTATION,
+                                   .start_ns = u->lo,
+                                   .end_ns = u->hi,
+                                   .has_external_id = true,
+                                   .external_id = r->external_id,
+                                   .device = u->device,
+                                   .stream = u->stream,
                                    .name = ft__intern_str(&store->names, r->name_id)},
                          .name_key = r->name_id};
     stopped = visit(ctx, &x) != 0;

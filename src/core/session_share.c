@@ -18,7 +18,8 @@ bool ft__session_attach(ft_session *s, ft_session *p) {
   if (why) {
     s->device_status = FT_EBUSY;
     snprintf(s->device_why, sizeof s->device_why,
-             "the process's device activity is recorded by flagtrace record, and this session cannot share it: %s", why);
+             "the process's device activity is recorded by flagtrace record, and this session cannot share it: %s",
+             why);
     ft__warn("%s", s->device_why);
     return false;
   }
@@ -30,8 +31,9 @@ bool ft__session_attach(ft_session *s, ft_session *p) {
   s->parent = p;
   unsigned missing = s->activities & ~p->activities;
   if (missing & FT_ACTIVITY_SYNC) /* the parent's kinds were armed at its start */
-    ft__warn("this profile asked for synchronization events, which flagtrace record was not asked to record "
-             "(record -t ...,sync): it has none");
+    ft__warn(
+        "this profile asked for synchronization events, which flagtrace record was not asked to record "
+        "(record -t ...,sync): it has none");
   s->timed = true; /* ids by this session's own pushes, against the parent's calls */
   ft__log("session attached to record's whole-run session: its window is read from there at stop");
   return true;
@@ -157,7 +159,8 @@ ft_status ft_session_set_collecting(ft_session *s, int collecting) {
     s->pauses[s->n_pauses - 1].hi = now;
   }
   pthread_mutex_unlock(&s->mu);
-  if (st == FT_ESTATE) return ft__session_fail(s, st, "collection can be stopped or resumed only while the session runs");
+  if (st == FT_ESTATE)
+    return ft__session_fail(s, st, "collection can be stopped or resumed only while the session runs");
   if (st) return ft__session_fail(s, st, "stopping collection");
   return FT_OK;
 }
@@ -182,8 +185,10 @@ void ft__session_relinquish(ft_session *s, const char *who) {
   pthread_mutex_unlock(&ft__tracer_mu);
   if (!armed) return;
   char why[512];
-  snprintf(why, sizeof why, "%s took over the %s activity API; flagtrace stepped aside then, so the program keeps "
-           "running and its own profiler works", who, ops->name);
+  snprintf(why, sizeof why,
+           "%s took over the %s activity API; flagtrace stepped aside then, so the program keeps "
+           "running and its own profiler works",
+           who, ops->name);
   ft__session_set_lost(s, now, why);
 }
 

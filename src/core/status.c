@@ -4,8 +4,7 @@
 const char *ft_strerror(ft_status status) {
   switch (status) {
 #define FT__STATUS_CASE(name, value, text) \
-  case name:                               \
-    return text;
+  case name: return text;
     FT_STATUS_LIST(FT__STATUS_CASE)
 #undef FT__STATUS_CASE
   }

@@ -18,9 +18,10 @@ static void decode_buffer(void *ctx, uint8_t *buf, size_t valid) {
     int r = d->next(d->ctx, buf, valid, &rec);
     if (r == d->end) return;
     if (r != d->success) {
-      ft__warn("%s: reading an activity buffer failed (result %d; %d is the end-of-buffer value); the rest of it "
-               "is lost",
-               d->who, r, d->end);
+      ft__warn(
+          "%s: reading an activity buffer failed (result %d; %d is the end-of-buffer value); the rest of it "
+          "is lost",
+          d->who, r, d->end);
       return;
     }
     if (!d->decode(d->ctx, rec)) w->implausible++;
@@ -52,8 +53,13 @@ bool ft__emit_transfer(ft__tracer_base *b, const ft__clock_map *clock, const ft_
   snprintf(extra, sizeof extra, "%llu", (unsigned long long)x->extra);
   ft_kv md[3] = {{"context", ctx}, {"bytes", bytes}, {x->extra_key, extra}};
   bool copy = x->kind == FT_EVENT_MEMCPY;
-  ft_device_event ev = {.kind = x->kind, .start_ns = s, .end_ns = e, .correlation_id = x->correlation_id,
-                        .device = x->device, .stream = x->stream, .name = copy ? "Memcpy" : "Memset"};
+  ft_device_event ev = {.kind = x->kind,
+                        .start_ns = s,
+                        .end_ns = e,
+                        .correlation_id = x->correlation_id,
+                        .device = x->device,
+                        .stream = x->stream,
+                        .name = copy ? "Memcpy" : "Memset"};
   ft__tracer_emit(b, &ev, md, 3);
   return true;
 }

@@ -332,8 +332,8 @@ ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
   return FT_OK;
 }
 
-ft_status ft__store_add_range(ft__store *st, uint32_t name_id, uint64_t start, uint64_t end,
-                              uint64_t external_id, uint32_t tid) {
+ft_status ft__store_add_range(ft__store *st, uint32_t name_id, uint64_t start, uint64_t end, uint64_t external_id,
+                              uint32_t tid) {
   ft__event *e = ft__vec_push(&st->events);
   if (!e) return FT_ENOMEM;
   e->kind = FT__EV_CPU_RANGE;
@@ -348,8 +348,7 @@ ft_status ft__store_add_range(ft__store *st, uint32_t name_id, uint64_t start, u
 
 /* A stored event as a tracer would have handed it over, its metadata resolved into
  * *kv (grown as needed, the caller frees it); FT_ENOMEM. Pointers are the store's. */
-ft_status ft__store_view(const ft__store *st, const ft__event *e, ft_kv **kv, size_t *kv_cap,
-                            ft_device_event *out) {
+ft_status ft__store_view(const ft__store *st, const ft__event *e, ft_kv **kv, size_t *kv_cap, ft_device_event *out) {
   if (e->meta_count > *kv_cap) {
     ft_kv *n = realloc(*kv, e->meta_count * sizeof *n);
     if (!n) return FT_ENOMEM;
@@ -360,11 +359,17 @@ ft_status ft__store_view(const ft__store *st, const ft__event *e, ft_kv **kv, si
     (*kv)[k] = (ft_kv){ft__intern_str(&st->names, id->key), ft__intern_str(&st->values, id->value)};
   }
   bool row = ft__on_device_row(e->kind);
-  *out = (ft_device_event){.kind = (ft_event_kind)e->kind, .start_ns = e->start_ns, .end_ns = e->end_ns,
+  *out = (ft_device_event){.kind = (ft_event_kind)e->kind,
+                           .start_ns = e->start_ns,
+                           .end_ns = e->end_ns,
                            .correlation_id = e->correlation_id,
-                           .has_external_id = (e->flags & FT__F_HAS_EXTERNAL) != 0, .external_id = e->external_id,
-                           .device = row ? e->device : 0, .stream = row ? e->stream : 0,
-                           .thread_id = row ? 0 : e->thread_id, .name = ft__intern_str(&st->names, e->name_id),
-                           .metadata = *kv, .n_metadata = e->meta_count};
+                           .has_external_id = (e->flags & FT__F_HAS_EXTERNAL) != 0,
+                           .external_id = e->external_id,
+                           .device = row ? e->device : 0,
+                           .stream = row ? e->stream : 0,
+                           .thread_id = row ? 0 : e->thread_id,
+                           .name = ft__intern_str(&st->names, e->name_id),
+                           .metadata = *kv,
+                           .n_metadata = e->meta_count};
   return FT_OK;
 }

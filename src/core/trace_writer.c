@@ -63,12 +63,9 @@ static struct text meta_text(plan *p, const ft__store *st, uint32_t first, uint3
 
 static void out_interned(ft__out *o, plan *p, bool value, const ft__strtab *tab, uint32_t id) {
   struct text t = render(p, value ? p->values : p->names, tab, id, value);
-  if (t.p)
-    ft__out_write(o, t.p, t.n);
-  else if (value)
-    ft__out_json_value(o, ft__intern_str(tab, id), ft__intern_len(tab, id));
-  else
-    ft__out_json_string(o, ft__intern_str(tab, id), ft__intern_len(tab, id));
+  if (t.p) ft__out_write(o, t.p, t.n);
+  else if (value) ft__out_json_value(o, ft__intern_str(tab, id), ft__intern_len(tab, id));
+  else ft__out_json_string(o, ft__intern_str(tab, id), ft__intern_len(tab, id));
 }
 
 static void out_key(ft__out *o, const char *key) {
@@ -87,12 +84,12 @@ static void out_flow(ft__out *o, char ph, uint64_t id, uint64_t pid, uint64_t ti
   ft__out_u64(o, tid);
   FT__OUT_LIT(o, ",\"ts\":");
   ft__out_us3(o, ts);
-  ft__out_str(o, ph == 'f' ? ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}"
-                           : ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}");
+  ft__out_str(o,
+              ph == 'f' ? ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}" : ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}");
 }
 
-static void out_meta_event(ft__out *o, bool *first, const char *name, uint64_t pid, uint64_t tid,
-                           uint64_t ts, const char *argkey, const char *sval, int64_t ival) {
+static void out_meta_event(ft__out *o, bool *first, const char *name, uint64_t pid, uint64_t tid, uint64_t ts,
+                           const char *argkey, const char *sval, int64_t ival) {
   ft__out_str(o, *first ? "\n  {\"name\":\"" : ",\n  {\"name\":\"");
   *first = false;
   ft__out_str(o, name);
@@ -104,10 +101,8 @@ static void out_meta_event(ft__out *o, bool *first, const char *name, uint64_t p
   ft__out_u64(o, tid);
   FT__OUT_LIT(o, ",\"args\":{");
   out_key(o, argkey);
-  if (sval)
-    ft__out_json_string(o, sval, strlen(sval));
-  else
-    ft__out_i64(o, ival);
+  if (sval) ft__out_json_string(o, sval, strlen(sval));
+  else ft__out_i64(o, ival);
   FT__OUT_LIT(o, "}}");
 }
 
@@ -220,13 +215,10 @@ static void write_event(const ft_session *s, plan *p, ft__out *o, const ft__even
 /* torch-cuda's arrows: one start on the launch and an end on every device event it
  * launched, all with the vendor id (a graph replay's five nodes share their launch's
  * start), so every device event is linked and ids stay below 2^32. */
-static void write_flows(const ft_session *s, plan *p, ft__out *o, size_t i, const ft__event *e,
-                        uint64_t base) {
+static void write_flows(const ft_session *s, plan *p, ft__out *o, size_t i, const ft__event *e, uint64_t base) {
   int role = ft__flow_role(p, i, e);
-  if (role == FT_FLOW_START)
-    out_flow(o, 's', e->correlation_id, s->pid, e->thread_id, e->start_ns - base);
-  else if (role == FT_FLOW_END)
-    out_flow(o, 'f', e->correlation_id, e->device, row_tid(e), e->start_ns - base);
+  if (role == FT_FLOW_START) out_flow(o, 's', e->correlation_id, s->pid, e->thread_id, e->start_ns - base);
+  else if (role == FT_FLOW_END) out_flow(o, 'f', e->correlation_id, e->device, row_tid(e), e->start_ns - base);
 }
 
 static void write_projection(plan *p, ft__out *o, const ft__event *r, uint64_t lo, uint64_t hi, uint32_t dev,
@@ -333,9 +325,11 @@ static void write_range(const ft_session *s, plan *p, ft__out *o, size_t from, s
  * is held. Each thread has its own render caches (a plan copy): they are caches
  * only, so which thread rendered a string never changes the bytes. */
 
-enum { RENDER_CHUNK = 1024,        /* events: ~400 KB of JSON (a gzip block's size), ~0.2 ms of work */
-       RENDER_MIN_EVENTS = 32768,  /* fewer: the calling thread alone (threads would not pay) */
-       RENDER_MAX_WORKERS = 8 };
+enum {
+  RENDER_CHUNK = 1024,       /* events: ~400 KB of JSON (a gzip block's size), ~0.2 ms of work */
+  RENDER_MIN_EVENTS = 32768, /* fewer: the calling thread alone (threads would not pay) */
+  RENDER_MAX_WORKERS = 8
+};
 /* Chunks in the ring: two per thread, so a worker descheduled on a busy host
  * (the deflate workers run too) stalls the in-order hand-off less. */
 static size_t ring_slots(int workers) { return 2 * ((size_t)workers + 1) + 2; }
@@ -452,10 +446,8 @@ static ft_status write_parallel(render_job *j, plan *p, ft__out *o, renderer *r,
     size_t at = c % j->n_slots;
     while (!j->done[at]) { /* help while the oldest chunk is rendered elsewhere */
       size_t mine = take_chunk(j);
-      if (mine != SIZE_MAX)
-        render_chunk(j, p, mine);
-      else
-        pthread_cond_wait(&j->cv, &j->mu);
+      if (mine != SIZE_MAX) render_chunk(j, p, mine);
+      else pthread_cond_wait(&j->cv, &j->mu);
     }
     pthread_mutex_unlock(&j->mu);
     size_t len;
@@ -487,8 +479,8 @@ static ft_status write_body(const ft_session *s, plan *p, ft__out *o, uint64_t b
   size_t n_chunks = (n + chunk - 1) / chunk;
   int workers = force_threads;
   if (workers < 0) /* unset: the CPUs less the caller's and the output's own workers
-                     * (deflate, a file's writer), so a 2-CPU box writing a file renders
-                     * serially, as it did */
+                    * (deflate, a file's writer), so a 2-CPU box writing a file renders
+                    * serially, as it did */
     workers = ft__worker_threads("FLAGOS_TRACE_RENDER_THREADS", ft__cpus() - 1 - ft__out_sink_threads(o));
   __atomic_store_n(&last_workers, 0, __ATOMIC_RELAXED);
   if (workers > RENDER_MAX_WORKERS) workers = RENDER_MAX_WORKERS;
@@ -497,8 +489,8 @@ static ft_status write_body(const ft_session *s, plan *p, ft__out *o, uint64_t b
     write_range(s, p, o, 0, n, base);
     return FT_OK;
   }
-  render_job j = {.s = s, .base = base, .n_events = n, .chunk = chunk, .n_chunks = n_chunks,
-                  .n_slots = ring_slots(workers)};
+  render_job j = {
+      .s = s, .base = base, .n_events = n, .chunk = chunk, .n_chunks = n_chunks, .n_slots = ring_slots(workers)};
   renderer r[RENDER_MAX_WORKERS];
   j.slots = calloc(j.n_slots, sizeof *j.slots);
   j.done = calloc(j.n_slots, sizeof *j.done);

@@ -60,8 +60,8 @@ void ft__buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
 
 bool ft__tracer_open(ft__tracer_base *b, const char *const *candidates, size_t n, const char *not_found,
                      ft__load_symbols_fn load, void *api) {
-  b->loaded = ft__open_vendor_library(candidates, n, not_found, load, api, b->path, sizeof b->path, b->why,
-                                      sizeof b->why);
+  b->loaded =
+      ft__open_vendor_library(candidates, n, not_found, load, api, b->path, sizeof b->path, b->why, sizeof b->why);
   ft__log("%s: %s", b->tracer.ops->name, b->loaded ? b->path : b->why);
   return b->loaded;
 }

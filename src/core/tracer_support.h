@@ -125,7 +125,7 @@ typedef struct ft__held {
   struct ft__held_buf {
     uint8_t *buf;
     size_t valid;
-  } *items;
+  } * items;
   size_t n, cap;
 } ft__held;
 bool ft__held_add(ft__held *h, uint8_t *buf, size_t valid);
@@ -201,13 +201,13 @@ bool ft__tracer_open(ft__tracer_base *b, const char *const *candidates, size_t n
 #define FT__SHIM_RESOLVE(name, required) FT__SHIM_RESOLVE_AS(name, #name, required)
 /* The same, for a library that exports the function under another name (MetaX's
  * mcpti* for CUPTI's cupti*). */
-#define FT__SHIM_RESOLVE_AS(name, symbol, required)                                                         \
-  dlerror();                                                                                                 \
-  api->name = (ft__pfn_##name)dlsym(handle, symbol);                                                         \
-  if (!api->name && (required)) {                                                                            \
-    const char *dl_err_ = dlerror();                                                                         \
-    snprintf(why, why_len, "symbol %s missing: %s", symbol, dl_err_ ? dl_err_ : "NULL symbol");             \
-    return 0;                                                                                                \
+#define FT__SHIM_RESOLVE_AS(name, symbol, required)                                             \
+  dlerror();                                                                                    \
+  api->name = (ft__pfn_##name)dlsym(handle, symbol);                                            \
+  if (!api->name && (required)) {                                                               \
+    const char *dl_err_ = dlerror();                                                            \
+    snprintf(why, why_len, "symbol %s missing: %s", symbol, dl_err_ ? dl_err_ : "NULL symbol"); \
+    return 0;                                                                                   \
   }
 
 /* The demangled form of a mangled C++ name ("_Z..."), malloc'd (the caller frees),

@@ -43,8 +43,7 @@ bool ft__ctl_dir(char *out, size_t len, bool create, char *why, size_t wlen) {
   else if (st.st_mode & 077)
     snprintf(why, wlen, "the control directory %s is open to others (mode %03o; it must be 0700)", out,
              (unsigned)(st.st_mode & 0777));
-  else
-    return true;
+  else return true;
   errno = EACCES;
   return false;
 }
@@ -125,9 +124,12 @@ bool ft__ctl_parse(const char *line, size_t n, ft__ctl_req *out, char *why, size
     const char *val = eq + 1;
     uint64_t v;
     bool ok;
-    if (kn == 2 && !memcmp(tok, "ms", 2)) ok = !out->duration_ms && number(val, an, MAX_MS, &v) && v && (out->duration_ms = v);
-    else if (kn == 5 && !memcmp(tok, "steps", 5)) ok = !out->steps && number(val, an, 1000000, &v) && v && (out->steps = (uint32_t)v);
-    else if (kn == 5 && !memcmp(tok, "range", 5)) ok = !have_range && (have_range = unhex(val, an, out->range, sizeof out->range));
+    if (kn == 2 && !memcmp(tok, "ms", 2))
+      ok = !out->duration_ms && number(val, an, MAX_MS, &v) && v && (out->duration_ms = v);
+    else if (kn == 5 && !memcmp(tok, "steps", 5))
+      ok = !out->steps && number(val, an, 1000000, &v) && v && (out->steps = (uint32_t)v);
+    else if (kn == 5 && !memcmp(tok, "range", 5))
+      ok = !have_range && (have_range = unhex(val, an, out->range, sizeof out->range));
     else if (kn == 3 && !memcmp(tok, "out", 3)) ok = !out->out[0] && unhex(val, an, out->out, sizeof out->out);
     else ok = false;
     if (!ok) { /* the key named only when it is a plain word: the reason is one line of text */

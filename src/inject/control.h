@@ -27,9 +27,9 @@ enum ft__ctl_cmd { FT__CTL_INFO = 1, FT__CTL_CAPTURE };
 
 typedef struct ft__ctl_req {
   int cmd;
-  uint64_t duration_ms; /* capture: the window's length, or 0 with steps */
-  uint32_t steps;       /* capture: step ranges to capture, or 0 with a duration */
-  char range[256];      /* capture with steps: the NVTX range name (a prefix) */
+  uint64_t duration_ms;       /* capture: the window's length, or 0 with steps */
+  uint32_t steps;             /* capture: step ranges to capture, or 0 with a duration */
+  char range[256];            /* capture with steps: the NVTX range name (a prefix) */
   char out[FT__CTL_MAX_TEXT]; /* capture: an output pattern, "" for record's */
 } ft__ctl_req;
 

@@ -56,20 +56,20 @@ static void foreign(const char *fn, const void *caller) {
   notify(line);
 }
 
-#define FT_GUARDED_CUPTI(X)                                                             \
+#define FT_GUARDED_CUPTI(X)                                                                     \
   X(cuptiActivityRegisterCallbacks, (void *requested, void *completed), (requested, completed)) \
-  X(cuptiActivityEnable, (int kind), (kind))                                            \
-  X(cuptiActivityEnableContext, (void *context, int kind), (context, kind))             \
-  X(cuptiActivityDisable, (int kind), (kind))                                           \
-  X(cuptiActivityDisableContext, (void *context, int kind), (context, kind))            \
-  X(cuptiActivityRegisterTimestampCallback, (void *clock), (clock))                     \
+  X(cuptiActivityEnable, (int kind), (kind))                                                    \
+  X(cuptiActivityEnableContext, (void *context, int kind), (context, kind))                     \
+  X(cuptiActivityDisable, (int kind), (kind))                                                   \
+  X(cuptiActivityDisableContext, (void *context, int kind), (context, kind))                    \
+  X(cuptiActivityRegisterTimestampCallback, (void *clock), (clock))                             \
   X(cuptiFinalize, (void), ())
 
-#define FT__GUARD(name, params, args)                                 \
-  INJECT_EXPORT int name params {                                     \
-    foreign(#name, __builtin_return_address(0));                      \
-    int(*real) params = (int(*) params)real_cupti(#name);             \
-    return real ? real args : GUARD_ERROR_UNKNOWN;                    \
+#define FT__GUARD(name, params, args)                     \
+  INJECT_EXPORT int name params {                         \
+    foreign(#name, __builtin_return_address(0));          \
+    int(*real) params = (int(*) params)real_cupti(#name); \
+    return real ? real args : GUARD_ERROR_UNKNOWN;        \
   }
 FT_GUARDED_CUPTI(FT__GUARD)
 #undef FT__GUARD

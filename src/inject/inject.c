@@ -32,8 +32,8 @@ static uint64_t range_lo, range_hi;
 /* record --on-demand: the session starts at each `flagtrace capture` (on_demand.c)
  * and is replaced by a fresh one at each capture's end */
 static bool on_demand;
-static bool od_armed;         /* a capture runs (under init_mu) */
-static unsigned od_captures;  /* captures begun */
+static bool od_armed;          /* a capture runs (under init_mu) */
+static unsigned od_captures;   /* captures begun */
 static ft_session *od_retired; /* the last capture's session, freed one capture later */
 /* another client took the vendor's activity API before our tracer was armed (under
  * init_mu): it is then never armed in this process */
@@ -188,10 +188,8 @@ static void on_profiler_api(void *ctx, bool start) {
   (void)ctx;
   int expected = start ? 0 : 1;
   uint64_t now = ft__now_ns();
-  if (start && atomic_compare_exchange_strong(&range_state, &expected, 1))
-    range_lo = now;
-  else if (!start && atomic_compare_exchange_strong(&range_state, &expected, 2))
-    range_hi = now;
+  if (start && atomic_compare_exchange_strong(&range_state, &expected, 1)) range_lo = now;
+  else if (!start && atomic_compare_exchange_strong(&range_state, &expected, 2)) range_hi = now;
 }
 
 /* ---- the session ---- */
@@ -229,10 +227,11 @@ static void start_session(bool watch) {
   if (capture_range && watch) {
     const ft_tracer_ops *ops = session->tracer->ops;
     if (!ops->watch_profiler_api || ops->watch_profiler_api(session->tracer, on_profiler_api, NULL) != FT_OK)
-      ft__warn("--capture-range=cudaProfilerApi: the %s tracer cannot watch the profiler API (%s); "
-               "recording the whole run", ops->name, ops->last_error(session->tracer));
-    else
-      ft__log("capture range: waiting for cudaProfilerStart");
+      ft__warn(
+          "--capture-range=cudaProfilerApi: the %s tracer cannot watch the profiler API (%s); "
+          "recording the whole run",
+          ops->name, ops->last_error(session->tracer));
+    else ft__log("capture range: waiting for cudaProfilerStart");
   }
   ft_session_start(session);
   if (capture_range && !session->tracer_armed) capture_range = false;
@@ -270,12 +269,9 @@ static ft_session *new_session(void) {
 bool ft__od_arm(unsigned *no, char *why, size_t len) {
   pthread_mutex_lock(&init_mu);
   bool ok = false;
-  if (!session || owner_pid != getpid() || atomic_load(&finished))
-    snprintf(why, len, "the process is exiting");
-  else if (od_armed)
-    snprintf(why, len, "capture %u is running", od_captures);
-  else if (foreign_why[0])
-    snprintf(why, len, "%s", foreign_why);
+  if (!session || owner_pid != getpid() || atomic_load(&finished)) snprintf(why, len, "the process is exiting");
+  else if (od_armed) snprintf(why, len, "capture %u is running", od_captures);
+  else if (foreign_why[0]) snprintf(why, len, "%s", foreign_why);
   else if (ft_session_start(session) != FT_OK)
     snprintf(why, len, "cannot start a session: %s", ft_session_last_error(session));
   else {
@@ -345,8 +341,7 @@ ft_session *ft__inject_session(void) {
     ft__od_serve();
   else if (deferred)
     ft__log("capture range: waiting for cudaProfilerStart through the loader (no CUPTI call before it)");
-  else
-    start_session(true);
+  else start_session(true);
   atexit(finish);
   install_signal_handlers();
   pthread_atfork(NULL, NULL, forked_child);

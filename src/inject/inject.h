@@ -43,7 +43,7 @@ void ft__od_range_begins(const char *name);
 /* The runtime libraries whose loading arms the preload library. */
 #define FT__MAX_RUNTIME_NAMES 4
 typedef struct ft__runtime_set {
-  const char *accelerator; /* FLAGOS_ACCELERATOR */
+  const char *accelerator;                  /* FLAGOS_ACCELERATOR */
   const char *names[FT__MAX_RUNTIME_NAMES]; /* file names, NULL-terminated when shorter */
 } ft__runtime_set;
 

@@ -11,7 +11,9 @@
 
 /* ---- output names ---- */
 
-size_t ft__inject_expand(const char *pattern, char *out, size_t len) { return ft__inject_expand_n(pattern, 0, out, len); }
+size_t ft__inject_expand(const char *pattern, char *out, size_t len) {
+  return ft__inject_expand_n(pattern, 0, out, len);
+}
 
 size_t ft__inject_expand_n(const char *pattern, unsigned no, char *out, size_t len) {
   size_t o = 0;
@@ -39,9 +41,7 @@ size_t ft__inject_expand_n(const char *pattern, unsigned no, char *out, size_t l
         if (no) snprintf(val, sizeof val, "%u", no);
         v = no ? val : NULL;
         break;
-      case '%':
-        v = "%";
-        break;
+      case '%': v = "%"; break;
       }
     }
     if (v) {
@@ -69,12 +69,12 @@ static const ft__runtime_set runtime_sets[] = {
      * loads the driver, libcuda.so.1, at its first call (the H200 step of
      * scripts/gpu-check.sh records the sample this way) */
     {"cuda", {"libcuda.so", "libcudart.so"}},
-    {"ppu", {"libcuda.so", "libcudart.so"}},       /* CUDA-compatible: assumed */
+    {"ppu", {"libcuda.so", "libcudart.so"}},        /* CUDA-compatible: assumed */
     {"metax", {"libmcruntime.so"}},                 /* MACA runtime: assumed */
-    {"dcu", {"libamdhip64.so", "libgalaxyhip.so"}},   /* HIP runtime (ROCm, Hygon DTK): assumed */
-    {"ascend", {"libascendcl.so"}},                  /* CANN's ACL runtime: assumed */
-    {"musa", {"libmusart.so", "libmusa.so"}},        /* MUSA runtime and driver: assumed */
-    {"gcu", {"libtopsrt.so"}},                       /* TopsRider runtime: assumed */
+    {"dcu", {"libamdhip64.so", "libgalaxyhip.so"}}, /* HIP runtime (ROCm, Hygon DTK): assumed */
+    {"ascend", {"libascendcl.so"}},                 /* CANN's ACL runtime: assumed */
+    {"musa", {"libmusart.so", "libmusa.so"}},       /* MUSA runtime and driver: assumed */
+    {"gcu", {"libtopsrt.so"}},                      /* TopsRider runtime: assumed */
 };
 
 const ft__runtime_set *ft__runtime_set_for(const char *accelerator) {

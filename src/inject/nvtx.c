@@ -154,9 +154,7 @@ static nvtxStringHandle_t NVTX_API d_register_w(nvtxDomainHandle_t d, const wcha
   to_utf8(str, buf, sizeof buf);
   return (nvtxStringHandle_t)keep(buf);
 }
-static nvtxDomainHandle_t NVTX_API d_create_a(const char *name) {
-  return (nvtxDomainHandle_t)keep(name ? name : "");
-}
+static nvtxDomainHandle_t NVTX_API d_create_a(const char *name) { return (nvtxDomainHandle_t)keep(name ? name : ""); }
 static nvtxDomainHandle_t NVTX_API d_create_w(const wchar_t *name) {
   char buf[256];
   to_utf8(name, buf, sizeof buf);
@@ -164,9 +162,9 @@ static nvtxDomainHandle_t NVTX_API d_create_w(const wchar_t *name) {
 }
 
 /* The slot types are NVTX's own, so a drifted signature fails to build. */
-#define SET(table, size, id, fn, type)                                                \
-  do {                                                                                \
-    _Static_assert(__builtin_types_compatible_p(__typeof__(&fn), type), #fn " type"); \
+#define SET(table, size, id, fn, type)                                                    \
+  do {                                                                                    \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&fn), type), #fn " type");     \
     if ((unsigned)(id) < (size) && (table)[id]) *(table)[id] = (NvtxFunctionPointer)(fn); \
   } while (0)
 

@@ -143,7 +143,8 @@ static ft_session *stop_to_write(unsigned *no) {
 static void finish_capture(int fd, ft_session *s, unsigned no, const char *pattern) {
   char line[4800];
   bool ok = ft__od_write(s, no, pattern, "", line, sizeof line);
-  if (atomic_compare_exchange_strong(&client_fd, &fd, -1)) reply(fd, "%s capture %u: %s", ok ? "ok" : "error", no, line);
+  if (atomic_compare_exchange_strong(&client_fd, &fd, -1))
+    reply(fd, "%s capture %u: %s", ok ? "ok" : "error", no, line);
   atomic_store(&writing, false);
 }
 
@@ -183,7 +184,7 @@ static void capture(int fd, const ft__ctl_req *req) {
     pthread_mutex_unlock(&step_mu);
     if (s) finish_capture(fd, s, no, pattern);
     else if (st == STEPS_COUNT || (st == STEPS_DONE && !why[0])) exited(); /* the exit took it */
-    else if (atomic_compare_exchange_strong(&client_fd, &fd, -1)) /* also to a client that stopped waiting */
+    else if (atomic_compare_exchange_strong(&client_fd, &fd, -1))          /* also to a client that stopped waiting */
       reply(fd, "error %s", why[0] ? why : stayed ? "no step range began" : "no step range began before the timeout");
     return;
   }

@@ -24,9 +24,9 @@ typedef void *(*dlopen_fn)(const char *, int);
 /* This library is all a process that never uses the device pays for: libc only,
  * a getenv and one link-map walk at start, a counter check per dlopen. The
  * injection library (the session, zlib, libstdc++, the tracer) loads at arming. */
-static const ft__runtime_set *runtimes; /* non-NULL only under record, arming here */
+static const ft__runtime_set *runtimes;    /* non-NULL only under record, arming here */
 static const ft__runtime_set *device_libs; /* the accelerator's runtimes, under record (either injection) */
-static const char *inject_path;         /* FLAGTRACE_PRELOAD: libflagtrace_inject.so */
+static const char *inject_path;            /* FLAGTRACE_PRELOAD: libflagtrace_inject.so */
 /* FLAGTRACE_PRELOAD_GUARD (record --inject=cuda): the injection library the CUDA
  * driver loads; this library then arms nothing itself, but still hands torch's
  * profiler to it and guards CUPTI against other clients */
@@ -39,7 +39,7 @@ static atomic_bool torch_done;
  * dependencies: this library's guarded functions first, then libcupti) */
 static const ft__runtime_set cupti_libs = {"cupti", {"libcupti.so"}};
 static const char *cupti_shim_path;
-static atomic_bool armed;               /* the session was begun (or given up on) */
+static atomic_bool armed;                    /* the session was begun (or given up on) */
 static _Atomic unsigned long long seen_adds; /* dlpi_adds at the last link-map scan */
 static _Atomic(dlopen_fn) real_dlopen_ptr;
 static void *inject_handle; /* the injection library, once armed */
@@ -78,9 +78,7 @@ static int find_runtime(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 /* Whether the link map may still hold something to act on. */
-static bool watching(void) {
-  return device_libs && ((runtimes && !atomic_load(&armed)) || !atomic_load(&torch_done));
-}
+static bool watching(void) { return device_libs && ((runtimes && !atomic_load(&armed)) || !atomic_load(&torch_done)); }
 
 /* torch's profiler gets the injection library's session (FlagtraceTorchLoaded). */
 static void torch_loaded(void) {
@@ -175,8 +173,8 @@ static void *shim_for(void *cuda) {
     if (e) snprintf(why, sizeof why, "%s", e);
     void (*range)(int) = inject_handle ? (void (*)(int))dlsym(inject_handle, "FlagtraceProfilerRange") : NULL;
     if (!setup) {
-      fprintf(stderr, "flagtrace: %s could not be loaded (%s); the capture range is watched through CUPTI\n",
-              shim_path, why);
+      fprintf(stderr, "flagtrace: %s could not be loaded (%s); the capture range is watched through CUPTI\n", shim_path,
+              why);
       atomic_store(&range_from_loader, false);
       s = NULL;
       if (range) range(-1);

@@ -23,7 +23,7 @@
 typedef int (*gpa_fn)(const char *symbol, void **pfn, int version, uint64_t flags, void *status);
 typedef int (*call_fn)(void);
 
-static void *cuda;                 /* the libcuda handle the process asked for */
+static void *cuda; /* the libcuda handle the process asked for */
 static void (*_Atomic on_range)(int start);
 static _Atomic(call_fn) real_start, real_stop;
 static bool verbose;
@@ -80,11 +80,11 @@ static void filter(const char *symbol, void **pfn) {
   }
 }
 
-#define GPA_SLOT(i)                                                                                          \
-  static int gpa_slot##i(const char *symbol, void **pfn, int version, uint64_t flags, void *status) {         \
-    int r = atomic_load(&real_gpa[i])(symbol, pfn, version, flags, status);                                   \
-    if (!r) filter(symbol, pfn);                                                                              \
-    return r;                                                                                                 \
+#define GPA_SLOT(i)                                                                                   \
+  static int gpa_slot##i(const char *symbol, void **pfn, int version, uint64_t flags, void *status) { \
+    int r = atomic_load(&real_gpa[i])(symbol, pfn, version, flags, status);                           \
+    if (!r) filter(symbol, pfn);                                                                      \
+    return r;                                                                                         \
   }
 GPA_SLOT(0)
 GPA_SLOT(1)

@@ -184,9 +184,13 @@ static void note_context(cupti_tracer *t, uint32_t ctx, uint32_t device) {
 static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
   uint64_t s, e;
   if (!span(t, k->start, k->end, &s, &e)) return;
-  ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = s, .end_ns = e,
-                        .correlation_id = k->correlationId, .device = k->deviceId,
-                        .stream = k->streamId, .name = kernel_name(k->name)};
+  ft_device_event ev = {.kind = FT_EVENT_KERNEL,
+                        .start_ns = s,
+                        .end_ns = e,
+                        .correlation_id = k->correlationId,
+                        .device = k->deviceId,
+                        .stream = k->streamId,
+                        .name = kernel_name(k->name)};
   struct kernel_md_key key;
   memset(&key, 0, sizeof key); /* compared bytewise: padding zeroed, fields set one by one */
   key.queued = k->queued;
@@ -226,8 +230,8 @@ static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
     float wps = bps * (float)block_size / (float)d->warp_size;
     md_add(m, "blocks per SM", "%f", (double)bps);
     md_add(m, "warps per SM", "%f", (double)wps);
-    int active_blocks = ft__occ_active_blocks(d, block_size, k->registersPerThread,
-                                              (size_t)k->staticSharedMemory, (size_t)k->dynamicSharedMemory);
+    int active_blocks = ft__occ_active_blocks(d, block_size, k->registersPerThread, (size_t)k->staticSharedMemory,
+                                              (size_t)k->dynamicSharedMemory);
     if (active_blocks >= 0) {
       float b = (float)active_blocks < bps ? (float)active_blocks : bps;
       float occ = b * (float)block_size / (float)d->max_threads_per_sm;
@@ -242,16 +246,21 @@ static void decode_kernel(cupti_tracer *t, const CUpti_ActivityKernel10 *k) {
 /* What both copy record kinds (MEMCPY's Memcpy6, MEMCPY2's PtoP4) share: kineto's
  * name and the event on the device and stream that ran the copy; false when the
  * record has no timing. name needs 96 bytes. */
-#define COPY_EVENT(t, c, name, ev)                                                                         \
-  copy_event((t), (c)->copyKind, (c)->srcKind, (c)->dstKind, (c)->start, (c)->end, (c)->correlationId,   \
-             (c)->deviceId, (c)->streamId, (name), (ev))
+#define COPY_EVENT(t, c, name, ev)                                                                                    \
+  copy_event((t), (c)->copyKind, (c)->srcKind, (c)->dstKind, (c)->start, (c)->end, (c)->correlationId, (c)->deviceId, \
+             (c)->streamId, (name), (ev))
 static bool copy_event(cupti_tracer *t, uint8_t copy_kind, uint8_t src, uint8_t dst, uint64_t start, uint64_t end,
                        uint32_t corr, uint32_t device, uint32_t stream, char *name, ft_device_event *ev) {
   snprintf(name, 96, "Memcpy %s (%s -> %s)", memcpy_kind(copy_kind), memory_kind(src), memory_kind(dst));
   uint64_t s, e;
   if (!span(t, start, end, &s, &e)) return false;
-  *ev = (ft_device_event){.kind = FT_EVENT_MEMCPY, .start_ns = s, .end_ns = e, .correlation_id = corr,
-                          .device = device, .stream = stream, .name = name};
+  *ev = (ft_device_event){.kind = FT_EVENT_MEMCPY,
+                          .start_ns = s,
+                          .end_ns = e,
+                          .correlation_id = corr,
+                          .device = device,
+                          .stream = stream,
+                          .name = name};
   return true;
 }
 
@@ -290,9 +299,13 @@ static void decode_memset(cupti_tracer *t, const CUpti_ActivityMemset4 *s) {
   snprintf(name, sizeof name, "Memset (%s)", memory_kind(s->memoryKind));
   uint64_t st, en;
   if (!span(t, s->start, s->end, &st, &en)) return;
-  ft_device_event ev = {.kind = FT_EVENT_MEMSET, .start_ns = st, .end_ns = en,
-                        .correlation_id = s->correlationId, .device = s->deviceId,
-                        .stream = s->streamId, .name = name};
+  ft_device_event ev = {.kind = FT_EVENT_MEMSET,
+                        .start_ns = st,
+                        .end_ns = en,
+                        .correlation_id = s->correlationId,
+                        .device = s->deviceId,
+                        .stream = s->streamId,
+                        .name = name};
   note_context(t, s->contextId, s->deviceId);
   mdbuf m = {.n = 0, .used = 0};
   md_add_u64(&m, "context", s->contextId);
@@ -307,15 +320,17 @@ static void decode_api(cupti_tracer *t, const CUpti_ActivityAPI *a, bool driver)
      * span still attributes that work when attribution is by time (design.md §2) */
     if (t->timed && a->correlationId && a->start && a->end >= a->start &&
         !(driver && ft__cupti_is_own_query(a->cbid, a->threadId, a->start, a->end)))
-      ft__tracer_call_span(&t->base, a->correlationId, ft__thread_os_tid(a->threadId), ts(t, a->start),
-                           ts(t, a->end));
+      ft__tracer_call_span(&t->base, a->correlationId, ft__thread_os_tid(a->threadId), ts(t, a->start), ts(t, a->end));
     return;
   }
   uint64_t s, e;
   if (!span(t, a->start, a->end, &s, &e)) return;
   if (driver && ft__cupti_is_own_query(a->cbid, a->threadId, a->start, a->end)) return; /* CUPTI's clock, as noted */
-  ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = e,
-                        .correlation_id = a->correlationId, .thread_id = ft__thread_os_tid(a->threadId),
+  ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME,
+                        .start_ns = s,
+                        .end_ns = e,
+                        .correlation_id = a->correlationId,
+                        .thread_id = ft__thread_os_tid(a->threadId),
                         .name = vendor_api_name(t, driver, a->cbid)};
   mdbuf m = {.n = 0, .used = 0};
   md_add_u64(&m, "cbid", a->cbid);
@@ -350,8 +365,13 @@ static void decode_sync(cupti_tracer *t, const CUpti_ActivitySynchronization2 *y
   if (!span(t, y->start, y->end, &s, &e)) return;
   const char *kind = sync_kind(y->type);
   uint32_t device = context_device(t, y->contextId);
-  ft_device_event ev = {.kind = FT_EVENT_SYNC, .start_ns = s, .end_ns = e, .correlation_id = y->correlationId,
-                        .device = device, .stream = y->streamId, .name = kind};
+  ft_device_event ev = {.kind = FT_EVENT_SYNC,
+                        .start_ns = s,
+                        .end_ns = e,
+                        .correlation_id = y->correlationId,
+                        .device = device,
+                        .stream = y->streamId,
+                        .name = kind};
   mdbuf m = {.n = 0, .used = 0};
   md_add(&m, "cuda_sync_kind", "%s", kind);
   if (y->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE ||
@@ -371,36 +391,21 @@ static void decode_sync(cupti_tracer *t, const CUpti_ActivitySynchronization2 *y
 static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
   switch (rec->kind) {
   case CUPTI_ACTIVITY_KIND_KERNEL:
-  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-    decode_kernel(t, (const CUpti_ActivityKernel10 *)rec);
-    break;
-  case CUPTI_ACTIVITY_KIND_MEMCPY:
-    decode_memcpy(t, (const CUpti_ActivityMemcpy6 *)rec);
-    break;
-  case CUPTI_ACTIVITY_KIND_MEMCPY2:
-    decode_p2p(t, (const CUpti_ActivityMemcpyPtoP4 *)rec);
-    break;
-  case CUPTI_ACTIVITY_KIND_MEMSET:
-    decode_memset(t, (const CUpti_ActivityMemset4 *)rec);
-    break;
-  case CUPTI_ACTIVITY_KIND_RUNTIME:
-    decode_api(t, (const CUpti_ActivityAPI *)rec, false);
-    break;
-  case CUPTI_ACTIVITY_KIND_DRIVER:
-    decode_api(t, (const CUpti_ActivityAPI *)rec, true);
-    break;
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: decode_kernel(t, (const CUpti_ActivityKernel10 *)rec); break;
+  case CUPTI_ACTIVITY_KIND_MEMCPY: decode_memcpy(t, (const CUpti_ActivityMemcpy6 *)rec); break;
+  case CUPTI_ACTIVITY_KIND_MEMCPY2: decode_p2p(t, (const CUpti_ActivityMemcpyPtoP4 *)rec); break;
+  case CUPTI_ACTIVITY_KIND_MEMSET: decode_memset(t, (const CUpti_ActivityMemset4 *)rec); break;
+  case CUPTI_ACTIVITY_KIND_RUNTIME: decode_api(t, (const CUpti_ActivityAPI *)rec, false); break;
+  case CUPTI_ACTIVITY_KIND_DRIVER: decode_api(t, (const CUpti_ActivityAPI *)rec, true); break;
 #ifndef FT_MCPTI /* MCPTI's record for it is not in our facts */
-  case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-    decode_sync(t, (const CUpti_ActivitySynchronization2 *)rec);
-    break;
+  case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: decode_sync(t, (const CUpti_ActivitySynchronization2 *)rec); break;
 #endif
   case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
     const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;
     if (x->externalKind == FT_EXT_KIND) ft__tracer_external(&t->base, x->correlationId, x->externalId);
     break;
   }
-  default:
-    FT__LOG("ignoring record kind %d", (int)rec->kind);
+  default: FT__LOG("ignoring record kind %d", (int)rec->kind);
   }
 }
 
@@ -427,8 +432,7 @@ void ft__cupti_decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid) {
     if (r != CUPTI_SUCCESS) {
       const char *msg = "?";
       t->api.cuptiGetResultString(r, &msg);
-      FT__WARN("reading an activity buffer failed after %zu records (%s); the rest of it is lost", n,
-               msg ? msg : "?");
+      FT__WARN("reading an activity buffer failed after %zu records (%s); the rest of it is lost", n, msg ? msg : "?");
       break;
     }
     decode_record(t, rec);

@@ -21,7 +21,7 @@ typedef struct ft__occ_device {
   int regs_per_block;
   int regs_per_sm;
   int warp_size;
-  size_t smem_per_block;    /* the 48 KiB default limit */
+  size_t smem_per_block; /* the 48 KiB default limit */
   size_t smem_per_sm;
   size_t reserved_smem_per_block;
 } ft__occ_device;
@@ -71,9 +71,8 @@ static inline int ft__occ_align_carveout(const ft__occ_device *d, size_t *size) 
 /* Active blocks per SM for the kernel, or -1 when the device is not one the
  * calculator knows (kineto then reports no occupancy either). */
 static inline int ft__occ_active_blocks(const ft__occ_device *d, int block_size, int regs_per_thread,
-                                 size_t static_smem, size_t dynamic_smem) {
-  if (d->major < 7 || d->major > 12 || block_size <= 0 || d->warp_size <= 0 || d->sm_count <= 0)
-    return -1;
+                                        size_t static_smem, size_t dynamic_smem) {
+  if (d->major < 7 || d->major > 12 || block_size <= 0 || d->warp_size <= 0 || d->sm_count <= 0) return -1;
   int max_blocks = ft__occ_max_blocks_per_sm(d);
   if (max_blocks < 0) return -1;
   int warps_per_cta = ft__occ_div_up(block_size, d->warp_size);
@@ -84,10 +83,8 @@ static inline int ft__occ_active_blocks(const ft__occ_device *d, int block_size,
   if (d->regs_per_block < regs_per_warp * ft__occ_round_up(warps_per_cta, 4) ||
       d->regs_per_block < regs_per_warp * warps_per_cta || regs_per_thread > 256)
     regs_limit = 0;
-  else if (regs_per_warp > 0)
-    regs_limit = (d->regs_per_sm / 4 / regs_per_warp) * 4 / warps_per_cta;
-  else
-    regs_limit = INT_MAX;
+  else if (regs_per_warp > 0) regs_limit = (d->regs_per_sm / 4 / regs_per_warp) * 4 / warps_per_cta;
+  else regs_limit = INT_MAX;
 
   int warps_limit = block_size > d->max_threads_per_block ? 0 : (d->max_threads_per_sm / d->warp_size) / warps_per_cta;
 

@@ -20,54 +20,50 @@
 /* Every CUPTI function the tracer calls: X(return type, name, (parameters),
  * (arguments)). The pointer table, the dlsym loop and the type check against
  * the vendor's own prototype are all generated from this one list. */
-#define FT_CUPTI_FUNCS(X)                                                                        \
-  X(CUptiResult, cuptiGetVersion, (uint32_t * version), (version))                              \
-  X(CUptiResult, cuptiGetResultString, (CUptiResult result, const char **str), (result, str))   \
-  X(CUptiResult, cuptiActivityRegisterCallbacks,                                                \
-    (CUpti_BuffersCallbackRequestFunc requested, CUpti_BuffersCallbackCompleteFunc completed),  \
-    (requested, completed))                                                                     \
-  X(CUptiResult, cuptiActivityEnable, (CUpti_ActivityKind kind), (kind))                        \
-  X(CUptiResult, cuptiActivityDisable, (CUpti_ActivityKind kind), (kind))                       \
-  X(CUptiResult, cuptiActivityFlushAll, (uint32_t flag), (flag))                                \
-  X(CUptiResult, cuptiActivityGetNextRecord,                                                    \
-    (uint8_t * buffer, size_t valid_size, CUpti_Activity * *record), (buffer, valid_size, record)) \
-  X(CUptiResult, cuptiActivityGetNumDroppedRecords,                                             \
-    (CUcontext context, uint32_t stream_id, size_t * dropped), (context, stream_id, dropped))    \
-  X(CUptiResult, cuptiActivityPushExternalCorrelationId,                                        \
-    (CUpti_ExternalCorrelationKind kind, uint64_t id), (kind, id))                              \
-  X(CUptiResult, cuptiActivityPopExternalCorrelationId,                                         \
-    (CUpti_ExternalCorrelationKind kind, uint64_t * last_id), (kind, last_id))                  \
-  X(CUptiResult, cuptiGetTimestamp, (uint64_t * timestamp), (timestamp))                        \
-  X(CUptiResult, cuptiActivitySetAttribute,                                                     \
-    (CUpti_ActivityAttribute attr, size_t * value_size, void *value), (attr, value_size, value)) \
-  X(CUptiResult, cuptiSubscribe,                                                                \
-    (CUpti_SubscriberHandle * subscriber, CUpti_CallbackFunc callback, void *userdata),         \
-    (subscriber, callback, userdata))                                                           \
-  X(CUptiResult, cuptiEnableCallback,                                                           \
-    (uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain,           \
-     CUpti_CallbackId cbid),                                                                    \
+#define FT_CUPTI_FUNCS(X)                                                                                              \
+  X(CUptiResult, cuptiGetVersion, (uint32_t * version), (version))                                                     \
+  X(CUptiResult, cuptiGetResultString, (CUptiResult result, const char **str), (result, str))                          \
+  X(CUptiResult, cuptiActivityRegisterCallbacks,                                                                       \
+    (CUpti_BuffersCallbackRequestFunc requested, CUpti_BuffersCallbackCompleteFunc completed), (requested, completed)) \
+  X(CUptiResult, cuptiActivityEnable, (CUpti_ActivityKind kind), (kind))                                               \
+  X(CUptiResult, cuptiActivityDisable, (CUpti_ActivityKind kind), (kind))                                              \
+  X(CUptiResult, cuptiActivityFlushAll, (uint32_t flag), (flag))                                                       \
+  X(CUptiResult, cuptiActivityGetNextRecord, (uint8_t * buffer, size_t valid_size, CUpti_Activity * *record),          \
+    (buffer, valid_size, record))                                                                                      \
+  X(CUptiResult, cuptiActivityGetNumDroppedRecords, (CUcontext context, uint32_t stream_id, size_t * dropped),         \
+    (context, stream_id, dropped))                                                                                     \
+  X(CUptiResult, cuptiActivityPushExternalCorrelationId, (CUpti_ExternalCorrelationKind kind, uint64_t id),            \
+    (kind, id))                                                                                                        \
+  X(CUptiResult, cuptiActivityPopExternalCorrelationId, (CUpti_ExternalCorrelationKind kind, uint64_t * last_id),      \
+    (kind, last_id))                                                                                                   \
+  X(CUptiResult, cuptiGetTimestamp, (uint64_t * timestamp), (timestamp))                                               \
+  X(CUptiResult, cuptiActivitySetAttribute, (CUpti_ActivityAttribute attr, size_t * value_size, void *value),          \
+    (attr, value_size, value))                                                                                         \
+  X(CUptiResult, cuptiSubscribe, (CUpti_SubscriberHandle * subscriber, CUpti_CallbackFunc callback, void *userdata),   \
+    (subscriber, callback, userdata))                                                                                  \
+  X(CUptiResult, cuptiEnableCallback,                                                                                  \
+    (uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain, CUpti_CallbackId cbid),          \
     (enable, subscriber, domain, cbid))
 
 /* Optional (the per-API switches: CUPTI 12.5 and later; the clock: 11.6; cuptiFinalize,
  * used only by record --on-demand between captures): NULL when
  * the library lacks them, checked before use. */
-#define FT_CUPTI_OPTIONAL_FUNCS(X)                                                               \
+#define FT_CUPTI_OPTIONAL_FUNCS(X)                                                                       \
   X(CUptiResult, cuptiActivityEnableRuntimeApi, (CUpti_CallbackId cbid, uint8_t enable), (cbid, enable)) \
-  X(CUptiResult, cuptiActivityEnableDriverApi, (CUpti_CallbackId cbid, uint8_t enable), (cbid, enable)) \
-  X(CUptiResult, cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc clock), (clock)) \
+  X(CUptiResult, cuptiActivityEnableDriverApi, (CUpti_CallbackId cbid, uint8_t enable), (cbid, enable))  \
+  X(CUptiResult, cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc clock), (clock))   \
   X(CUptiResult, cuptiFinalize, (void), ())
 
 /* libcuda, for device properties (occupancy) and the device count. Optional:
  * looked up only in a libcuda the process already loaded, never loaded by us. */
-#define FT_CUDA_FUNCS(X)                                                                          \
-  X(CUresult, cuDeviceGetCount, (int *count), (count))                                           \
-  X(CUresult, cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))                  \
-  X(CUresult, cuDeviceGetAttribute, (int *value, CUdevice_attribute attrib, CUdevice device),   \
-    (value, attrib, device))                                                                     \
-  X(CUresult, cuDeviceGetName, (char *name, int len, CUdevice device), (name, len, device))     \
-  X(CUresult, cuDeviceTotalMem_v2, (size_t *bytes, CUdevice device), (bytes, device))
+#define FT_CUDA_FUNCS(X)                                                                                               \
+  X(CUresult, cuDeviceGetCount, (int *count), (count))                                                                 \
+  X(CUresult, cuDeviceGet, (CUdevice * device, int ordinal), (device, ordinal))                                        \
+  X(CUresult, cuDeviceGetAttribute, (int *value, CUdevice_attribute attrib, CUdevice device), (value, attrib, device)) \
+  X(CUresult, cuDeviceGetName, (char *name, int len, CUdevice device), (name, len, device))                            \
+  X(CUresult, cuDeviceTotalMem_v2, (size_t * bytes, CUdevice device), (bytes, device))
 
-#define FT__SHIM_PFN(ret, name, params, args) typedef ret (*ft__pfn_##name) params;
+#define FT__SHIM_PFN(ret, name, params, args) typedef ret(*ft__pfn_##name) params;
 FT_CUPTI_FUNCS(FT__SHIM_PFN)
 FT_CUPTI_OPTIONAL_FUNCS(FT__SHIM_PFN)
 FT_CUDA_FUNCS(FT__SHIM_PFN)
@@ -99,10 +95,10 @@ typedef struct ft__cuda_api {
 
 /* Resolves every listed symbol from handle into api; on a missing symbol writes
  * its name and dlerror() into why and returns 0. */
-#define FT__SHIM_LOADER(fname, type, list)                                          \
-  static inline int fname(type *api, void *handle, char *why, size_t why_len) {     \
-    api->handle = handle;                                                           \
-    list(FT__SHIM_SYM) return 1;                                                    \
+#define FT__SHIM_LOADER(fname, type, list)                                      \
+  static inline int fname(type *api, void *handle, char *why, size_t why_len) { \
+    api->handle = handle;                                                       \
+    list(FT__SHIM_SYM) return 1;                                                \
   }
 #define FT__SHIM_SYM(ret, name, params, args) FT__SHIM_RESOLVE(name, 1)
 FT__SHIM_LOADER(ft__cuda_load_symbols, ft__cuda_api, FT_CUDA_FUNCS)
@@ -125,11 +121,11 @@ static inline int ft__cupti_required(const char *name) {
 static inline int ft__cupti_required(const char *name) { return name != NULL; }
 #endif
 /* "cupti" + the rest of the name, with the vendor's prefix instead */
-#define FT__SHIM_VENDOR_SYM(name, required)                                          \
-  {                                                                                \
-    char sym_[96];                                                                 \
-    snprintf(sym_, sizeof sym_, "%s%s", FT_CUPTI_PREFIX, &#name[5]);               \
-    FT__SHIM_RESOLVE_AS(name, sym_, (required) && ft__cupti_required(#name))       \
+#define FT__SHIM_VENDOR_SYM(name, required)                                  \
+  {                                                                          \
+    char sym_[96];                                                           \
+    snprintf(sym_, sizeof sym_, "%s%s", FT_CUPTI_PREFIX, &#name[5]);         \
+    FT__SHIM_RESOLVE_AS(name, sym_, (required) && ft__cupti_required(#name)) \
   }
 #define FT__SHIM_SYM(ret, name, params, args) FT__SHIM_VENDOR_SYM(name, 1)
 #define FT__SHIM_OPT(ret, name, params, args) FT__SHIM_VENDOR_SYM(name, 0)
@@ -143,18 +139,18 @@ FT__SHIM_LOADER(ft__cupti_load_symbols, ft__cupti_api, FT__CUPTI_ALL)
 /* ft__<cupti function>(api, err, errlen, args...): calls through the table and
  * turns the CUptiResult into an ft_status, keeping CUPTI's own message in err. */
 #define FT__SHIM_PREPEND(...) (const ft__cupti_api *api, char *err, size_t errlen, __VA_ARGS__)
-#define FT__SHIM_WRAP(ret, name, params, args)                                     \
-  static inline ft_status ft__##name FT__SHIM_PREPEND params {                     \
-    if (!api->name) { /* optional in this vendor's library (MCPTI) */              \
-      snprintf(err, errlen, "%s%s: not in this library", FT_CUPTI_PREFIX, &#name[5]); \
-      return FT_EUNAVAILABLE;                                                      \
-    }                                                                              \
-    CUptiResult r = api->name args;                                                \
-    if (r == CUPTI_SUCCESS) return FT_OK;                                          \
-    const char *msg = NULL;                                                        \
+#define FT__SHIM_WRAP(ret, name, params, args)                                                                \
+  static inline ft_status ft__##name FT__SHIM_PREPEND params {                                                \
+    if (!api->name) { /* optional in this vendor's library (MCPTI) */                                         \
+      snprintf(err, errlen, "%s%s: not in this library", FT_CUPTI_PREFIX, &#name[5]);                         \
+      return FT_EUNAVAILABLE;                                                                                 \
+    }                                                                                                         \
+    CUptiResult r = api->name args;                                                                           \
+    if (r == CUPTI_SUCCESS) return FT_OK;                                                                     \
+    const char *msg = NULL;                                                                                   \
     if (!api->cuptiGetResultString || api->cuptiGetResultString(r, &msg) != CUPTI_SUCCESS || !msg) msg = "?"; \
-    snprintf(err, errlen, "%s%s: %s (result %d)", FT_CUPTI_PREFIX, &#name[5], msg, (int)r); \
-    return FT_EVENDOR;                                                             \
+    snprintf(err, errlen, "%s%s: %s (result %d)", FT_CUPTI_PREFIX, &#name[5], msg, (int)r);                   \
+    return FT_EVENDOR;                                                                                        \
   }
 FT_CUPTI_FUNCS(FT__SHIM_WRAP)
 #undef FT__SHIM_WRAP

@@ -139,7 +139,10 @@ static const ft__occ_device *query_occupancy(cupti_tracer *t, uint32_t id) {
   if (t->cuda.cuDeviceGet(&dev, (int)id) != CUDA_SUCCESS) return NULL;
   ft__occ_device *d = &t->devs[id];
   int smem_block = 0, smem_sm = 0, reserved = 0;
-  struct { int *out; CUdevice_attribute a; } q[] = {
+  struct {
+    int *out;
+    CUdevice_attribute a;
+  } q[] = {
       {&d->major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
       {&d->minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
       {&d->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
@@ -242,8 +245,9 @@ static bool open_cupti(cupti_tracer *t) {
   char in_maca[PATH_MAX] = "";
   if (maca && *maca) snprintf(in_maca, sizeof in_maca, "%s/lib/libmcpti.so", maca);
   const char *const candidates[] = {"libmcpti.so", in_maca, "/opt/maca/lib/libmcpti.so"};
-  bool ok = ft__open_vendor_library(candidates, 3, "libmcpti not found (set FLAGOS_TRACER_LIBRARY or MACA_PATH)",
-                                    load_cupti, &t->api, t->base.path, sizeof t->base.path, t->base.why, sizeof t->base.why);
+  bool ok =
+      ft__open_vendor_library(candidates, 3, "libmcpti not found (set FLAGOS_TRACER_LIBRARY or MACA_PATH)", load_cupti,
+                              &t->api, t->base.path, sizeof t->base.path, t->base.why, sizeof t->base.why);
   if (ok) *(void **)&t->get_api_name = dlsym(t->api.handle, "mcptiActivityGetApiName");
   return ok;
 }
@@ -259,7 +263,8 @@ static bool open_cupti(cupti_tracer *t) {
   dl_iterate_phdr(find_torch_dir, torch_cupti);
   const char *const candidates[] = {"libcupti.so.13", "libcupti.so", in_home[0], in_home[1], in_home[2], torch_cupti};
   return ft__open_vendor_library(candidates, 6, "libcupti not found (set FLAGOS_TRACER_LIBRARY or CUDA_HOME)",
-                                 load_cupti, &t->api, t->base.path, sizeof t->base.path, t->base.why, sizeof t->base.why);
+                                 load_cupti, &t->api, t->base.path, sizeof t->base.path, t->base.why,
+                                 sizeof t->base.why);
 }
 #endif
 
@@ -274,7 +279,7 @@ static const struct {
 } kind_map[] = {
     {FT_EVENT_KERNEL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, false},
     {FT_EVENT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY, false},
-#ifndef FT_MCPTI /* MCPTI's record sizes for it are not in our facts */
+#ifndef FT_MCPTI                                          /* MCPTI's record sizes for it are not in our facts */
     {FT_EVENT_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, true}, /* peer-to-peer copies */
 #endif
     {FT_EVENT_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET, false},
@@ -295,20 +300,25 @@ enum { N_KINDS = sizeof kind_map / sizeof kind_map[0] };
  * calls): cuPointerGetAttribute, cuOccupancy*, cuLibraryGetKernel, our own
  * cuDeviceGetAttribute queries, ... are not rows. FLAGTRACE_CUPTI_ALL_APIS=1 keeps
  * everything. The ids are CUPTI's; MCPTI numbers its APIs differently. */
-static const CUpti_CallbackId quiet_runtime[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,         CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,      CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020};
+static const CUpti_CallbackId quiet_runtime[] = {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+                                                 CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+                                                 CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+                                                 CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020,
+                                                 CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020,
+                                                 CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020};
 static const CUpti_CallbackId quiet_driver[] = {
     CUPTI_DRIVER_TRACE_CBID_cuKernelGetAttribute, CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxGetState,
     CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, CUPTI_DRIVER_TRACE_CBID_cuKernelGetName,
     CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute};
 #ifndef FT_MCPTI
-static const CUpti_CallbackId kept_driver[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-    CUPTI_DRIVER_TRACE_CBID_cuMemCreate,     CUPTI_DRIVER_TRACE_CBID_cuMemMap,
-    CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,      CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
-    CUPTI_DRIVER_TRACE_CBID_cuMemExportToShareableHandle, CUPTI_DRIVER_TRACE_CBID_cuMemImportFromShareableHandle};
+static const CUpti_CallbackId kept_driver[] = {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                                               CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+                                               CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
+                                               CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+                                               CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+                                               CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
+                                               CUPTI_DRIVER_TRACE_CBID_cuMemExportToShareableHandle,
+                                               CUPTI_DRIVER_TRACE_CBID_cuMemImportFromShareableHandle};
 
 static bool in_list(const CUpti_CallbackId *ids, size_t n, uint32_t cbid) {
   for (size_t i = 0; i < n; i++)
@@ -336,14 +346,15 @@ static void quiet_apis(cupti_tracer *t, bool driver) {
 #endif
   /* set both ways: CUPTI keeps a per-API switch across sessions */
   uint8_t keep = t->all_apis;
-  ft__pfn_cuptiActivityEnableRuntimeApi fn = driver ? t->api.cuptiActivityEnableDriverApi
-                                                    : t->api.cuptiActivityEnableRuntimeApi;
+  ft__pfn_cuptiActivityEnableRuntimeApi fn =
+      driver ? t->api.cuptiActivityEnableDriverApi : t->api.cuptiActivityEnableRuntimeApi;
   const CUpti_CallbackId *ids = driver ? quiet_driver : quiet_runtime;
   size_t n = driver ? sizeof quiet_driver / sizeof *quiet_driver : sizeof quiet_runtime / sizeof *quiet_runtime;
   for (size_t i = 0; i < n; i++) {
     CUptiResult r = fn ? fn(ids[i], keep) : CUPTI_ERROR_NOT_SUPPORTED;
     FT__LOG("%s %s %s: %s", keep ? "record" : "leave out", driver ? "driver" : "runtime",
-            ft__cupti_api_name(driver, ids[i]), r == CUPTI_SUCCESS ? "ok" : "no per-API switch in this CUPTI (recorded)");
+            ft__cupti_api_name(driver, ids[i]),
+            r == CUPTI_SUCCESS ? "ok" : "no per-API switch in this CUPTI (recorded)");
   }
 }
 
@@ -386,8 +397,7 @@ static ft__pfn_cuptiActivityRegisterTimestampCallback registered_in;
 
 static bool take_clock(cupti_tracer *t) {
   ft__pfn_cuptiActivityRegisterTimestampCallback reg = t->api.cuptiActivityRegisterTimestampCallback;
-  if (strcmp(FT_ACCELERATOR_NAME, "cuda") || ft__env_flag("FLAGTRACE_CUPTI_EXTERNAL_CORRELATION") || !reg)
-    return false;
+  if (strcmp(FT_ACCELERATOR_NAME, "cuda") || ft__env_flag("FLAGTRACE_CUPTI_EXTERNAL_CORRELATION") || !reg) return false;
   if (reg != registered_in) {
     CUptiResult r = reg(core_clock);
     FT__LOG("cuptiActivityRegisterTimestampCallback: %s",
@@ -410,10 +420,10 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   ft__thread_register();
   size_t want = env_size("FLAGTRACE_CUPTI_BUFFER_BYTES", 4096, DEFAULT_BUF_SIZE) & ~(size_t)7;
   int reserved = ft__pool_reserve(POOL_INITIAL, want);
-  if (reserved < 0)
-    FT__WARN("activity buffers still in use; keeping %zu-byte buffers", ft__pool_buffer_size());
+  if (reserved < 0) FT__WARN("activity buffers still in use; keeping %zu-byte buffers", ft__pool_buffer_size());
   if (!reserved) {
-    snprintf(t->base.err, sizeof t->base.err, "cannot reserve %d activity buffers of %zu KiB", POOL_INITIAL, want >> 10);
+    snprintf(t->base.err, sizeof t->base.err, "cannot reserve %d activity buffers of %zu KiB", POOL_INITIAL,
+             want >> 10);
     ft__tracer_release(&t->base);
     return FT_ENOMEM;
   }
@@ -443,8 +453,7 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     int64_t off = (int64_t)(cupti_now - ft__now_ns());
     FT__LOG("cuptiGetTimestamp - CLOCK_REALTIME = %lld ns", (long long)off);
     if (off > 1000000000ll || off < -1000000000ll) {
-      FT__WARN("CUPTI's clock is %lld ns away from CLOCK_REALTIME; shifting its timestamps",
-               (long long)off);
+      FT__WARN("CUPTI's clock is %lld ns away from CLOCK_REALTIME; shifting its timestamps", (long long)off);
       t->clock_offset = off;
     }
   }
@@ -452,13 +461,13 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   size_t dev_buf = env_size("FLAGTRACE_CUPTI_DEVICE_BUFFER_BYTES", 4096, 0);
   if (dev_buf) {
     size_t len = sizeof dev_buf;
-    if (ft__cuptiActivitySetAttribute(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &len,
-                                      &dev_buf))
+    if (ft__cuptiActivitySetAttribute(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE,
+                                      &len, &dev_buf))
       FT__WARN("cannot set the device buffer size: %s", t->base.err);
-    else
-      FT__LOG("device buffer size %zu bytes", dev_buf);
+    else FT__LOG("device buffer size %zu bytes", dev_buf);
   }
-  st = ft__cuptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested, buffer_completed);
+  st = ft__cuptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested,
+                                          buffer_completed);
   FT__LOG("register callbacks: %s", st ? t->base.err : "ok");
   /* Waiting for cudaProfilerStart, nothing is enabled: an enabled kernel kind costs
    * every launch about 1 us even when nothing will be kept (gpu-facts). */
@@ -478,8 +487,10 @@ static void decode_all_held(cupti_tracer *t) {
   size_t n = ft__held_take_all(&t->held, decode_held, t);
   FT__LOG("decoded %zu buffers at stop", n);
   if (t->resyncs)
-    FT__WARN("%llu malformed stretches in its activity buffers (%llu bytes) were skipped to the next "
-             "well-formed record", (unsigned long long)t->resyncs, (unsigned long long)t->skipped_bytes);
+    FT__WARN(
+        "%llu malformed stretches in its activity buffers (%llu bytes) were skipped to the next "
+        "well-formed record",
+        (unsigned long long)t->resyncs, (unsigned long long)t->skipped_bytes);
 }
 
 /* Buffers still lent once a forced flush has returned them all were kept by another
@@ -492,7 +503,8 @@ static void check_buffers_home(cupti_tracer *t) {
   snprintf(why, sizeof why,
            "%zu activity buffers lent to CUPTI never came back: another CUPTI client in the process registered its "
            "own buffer callbacks, so device activity after the last buffer that came home is missing "
-           "(flagtrace record guards against this; an embedding program cannot)", lent);
+           "(flagtrace record guards against this; an embedding program cannot)",
+           lent);
   t->base.sink->lost(t->base.sink->ctx, atomic_load(&t->last_completion_ns), why);
 }
 
@@ -566,7 +578,7 @@ static ft_status cu_push(ft_tracer *base, uint64_t id) {
   ft__thread_register();
   char err[256];
   return t->base.loaded ? ft__cuptiActivityPushExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, id)
-                   : FT_EUNAVAILABLE;
+                        : FT_EUNAVAILABLE;
 }
 
 static ft_status cu_pop(ft_tracer *base) {
@@ -574,7 +586,7 @@ static ft_status cu_pop(ft_tracer *base) {
   char err[256];
   uint64_t last = 0; /* a real out-pointer: some CUPTI-compatible libraries reject NULL */
   return t->base.loaded ? ft__cuptiActivityPopExternalCorrelationId(&t->api, err, sizeof err, FT_EXT_KIND, &last)
-                   : FT_EUNAVAILABLE;
+                        : FT_EUNAVAILABLE;
 }
 
 static bool cu_calls_on_core_clock(const ft_tracer *base) { return ((const cupti_tracer *)base)->timed; }
@@ -737,9 +749,10 @@ static bool library_usable(cupti_tracer *t) {
   }
   if (t->version / 10000 != FT_CUPTI_COMPILED_MAJOR) {
     /* Never gated (design.md §8): decoding another major's layouts reads garbage. */
-    ft__warn("CUPTI at %s reports API version %u, but this flagtrace decodes CUPTI %d.x "
-             "record layouts (built with %d): device activity will not be collected",
-             t->base.path, t->version, FT_CUPTI_COMPILED_MAJOR, CUPTI_API_VERSION);
+    ft__warn(
+        "CUPTI at %s reports API version %u, but this flagtrace decodes CUPTI %d.x "
+        "record layouts (built with %d): device activity will not be collected",
+        t->base.path, t->version, FT_CUPTI_COMPILED_MAJOR, CUPTI_API_VERSION);
     snprintf(t->base.why, sizeof t->base.why, "record layout mismatch: %s is CUPTI API %u, built for %d", t->base.path,
              t->version, CUPTI_API_VERSION);
     return false;

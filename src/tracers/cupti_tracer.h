@@ -65,13 +65,13 @@ typedef struct cupti_tracer {
   ft__cuda_api cuda;
   int cuda_state; /* 0 not tried, 1 bound, -1 absent */
   ft__occ_device devs[MAX_DEVICES];
-  struct mdbuf *props[MAX_DEVICES]; /* deviceProperties, filled at the first ask */
+  struct mdbuf *props[MAX_DEVICES];   /* deviceProperties, filled at the first ask */
   signed char dev_state[MAX_DEVICES]; /* 0 unknown, 1 known, -1 unavailable */
-  bool all_apis; /* FLAGTRACE_CUPTI_ALL_APIS: no API row left out */
-  bool range_only;            /* watching cudaProfilerStart: kinds enabled there, not at start */
-  atomic_bool range_enabled;  /* the first cudaProfilerStart enabled them */
-  int64_t clock_offset; /* subtracted from CUPTI timestamps */
-  bool timed; /* CUPTI stamps with our clock: attribution by time, no external correlation */
+  bool all_apis;                      /* FLAGTRACE_CUPTI_ALL_APIS: no API row left out */
+  bool range_only;                    /* watching cudaProfilerStart: kinds enabled there, not at start */
+  atomic_bool range_enabled;          /* the first cudaProfilerStart enabled them */
+  int64_t clock_offset;               /* subtracted from CUPTI timestamps */
+  bool timed;                         /* CUPTI stamps with our clock: attribution by time, no external correlation */
   uint64_t dropped_untimed; /* records without usable timing (start = end = 0, or implausible): counted as dropped */
   /* The last kernel's metadata, by what it is computed from: a program repeats few
    * launch configurations, so its nine formatted numbers are made once per change,

@@ -13,7 +13,8 @@
 enum { MC_KERNEL_SIZE = 200, MC_MEMCPY_SIZE = 88, MC_MEMSET_SIZE = 88 };
 _Static_assert(offsetof(CUpti_ActivityKernel10, queued) + 8 <= MC_KERNEL_SIZE, "kernel field outside MCPTI's record");
 _Static_assert(offsetof(CUpti_ActivityMemcpy6, streamId) + 4 <= MC_MEMCPY_SIZE, "memcpy field outside MCPTI's record");
-_Static_assert(offsetof(CUpti_ActivityMemset4, memoryKind) + 2 <= MC_MEMSET_SIZE, "memset field outside MCPTI's record");
+_Static_assert(offsetof(CUpti_ActivityMemset4, memoryKind) + 2 <= MC_MEMSET_SIZE,
+               "memset field outside MCPTI's record");
 
 static bool times_ok(uint64_t start, uint64_t end) {
   /* the no-timing sentinel is a valid record (skipped later); else end >= start and
@@ -58,8 +59,7 @@ size_t ft__mc_record_size(const uint8_t *p, size_t avail) {
                ? sizeof *x
                : 0;
   }
-  default:
-    return 0;
+  default: return 0;
   }
 }
 _Static_assert(offsetof(CUpti_ActivityMemcpy6, bytes) == offsetof(CUpti_ActivityMemset4, bytes) &&
@@ -72,8 +72,8 @@ _Static_assert(offsetof(CUpti_ActivityMemcpy6, bytes) == offsetof(CUpti_Activity
  * library's sizes, and on a malformed candidate 8 bytes on, to the next plausible
  * record (counted). A pure function of the bytes (fuzz/fuzz_mcpti.c): each
  * well-formed record goes to visit with its size. */
-void ft__mc_walk(const uint8_t *buf, size_t valid, void (*visit)(void *ctx, const uint8_t *rec, size_t size),
-                 void *ctx, uint64_t *resyncs, uint64_t *skipped_bytes) {
+void ft__mc_walk(const uint8_t *buf, size_t valid, void (*visit)(void *ctx, const uint8_t *rec, size_t size), void *ctx,
+                 uint64_t *resyncs, uint64_t *skipped_bytes) {
   size_t off = 0, lost_from = SIZE_MAX;
   while (off + 8 <= valid) {
     size_t n = ft__mc_record_size(buf + off, valid - off);
@@ -88,4 +88,3 @@ void ft__mc_walk(const uint8_t *buf, size_t valid, void (*visit)(void *ctx, cons
   }
   if (lost_from != SIZE_MAX) *skipped_bytes += valid - lost_from;
 }
-

@@ -37,18 +37,38 @@ typedef void (*msptiBuffersCallbackCompleteFunc)(uint8_t *buffer, size_t size, s
  * 64-bit fields sit at offset 4: a naturally aligned C struct would read the wrong
  * bytes. Each layout is therefore a list of byte offsets, read with memcpy. */
 enum {
-  MSPTI_KERNEL_START = 4, MSPTI_KERNEL_END = 12, MSPTI_KERNEL_DEVICE = 20, MSPTI_KERNEL_STREAM = 24,
-  MSPTI_KERNEL_CORRELATION = 28, MSPTI_KERNEL_TYPE = 36, MSPTI_KERNEL_NAME = 44, MSPTI_KERNEL_SIZE = 56,
+  MSPTI_KERNEL_START = 4,
+  MSPTI_KERNEL_END = 12,
+  MSPTI_KERNEL_DEVICE = 20,
+  MSPTI_KERNEL_STREAM = 24,
+  MSPTI_KERNEL_CORRELATION = 28,
+  MSPTI_KERNEL_TYPE = 36,
+  MSPTI_KERNEL_NAME = 44,
+  MSPTI_KERNEL_SIZE = 56,
 
-  MSPTI_API_START = 4, MSPTI_API_END = 12, MSPTI_API_PROCESS = 20, MSPTI_API_THREAD = 24,
-  MSPTI_API_CORRELATION = 28, MSPTI_API_NAME = 36, MSPTI_API_SIZE = 48,
+  MSPTI_API_START = 4,
+  MSPTI_API_END = 12,
+  MSPTI_API_PROCESS = 20,
+  MSPTI_API_THREAD = 24,
+  MSPTI_API_CORRELATION = 28,
+  MSPTI_API_NAME = 36,
+  MSPTI_API_SIZE = 48,
 
   /* memcpy and memset share one layout; offset 4 is copyKind or the fill value */
-  MSPTI_MEM_KIND_OR_VALUE = 4, MSPTI_MEM_BYTES = 8, MSPTI_MEM_START = 16, MSPTI_MEM_END = 24,
-  MSPTI_MEM_DEVICE = 32, MSPTI_MEM_STREAM = 36, MSPTI_MEM_CORRELATION = 40, MSPTI_MEM_ASYNC = 48,
+  MSPTI_MEM_KIND_OR_VALUE = 4,
+  MSPTI_MEM_BYTES = 8,
+  MSPTI_MEM_START = 16,
+  MSPTI_MEM_END = 24,
+  MSPTI_MEM_DEVICE = 32,
+  MSPTI_MEM_STREAM = 36,
+  MSPTI_MEM_CORRELATION = 40,
+  MSPTI_MEM_ASYNC = 48,
   MSPTI_MEM_SIZE = 56,
 
-  MSPTI_EXT_KIND = 4, MSPTI_EXT_ID = 8, MSPTI_EXT_CORRELATION = 16, MSPTI_EXT_SIZE = 24,
+  MSPTI_EXT_KIND = 4,
+  MSPTI_EXT_ID = 8,
+  MSPTI_EXT_CORRELATION = 16,
+  MSPTI_EXT_SIZE = 24,
 };
 
 /* The packed size of a record of a kind we decode; 0 for the others. */
@@ -65,27 +85,26 @@ static inline size_t ft__mspti_record_size(uint32_t kind) {
 
 /* X(return type, name, (parameters), (arguments), required). Optional entries
  * (newer CANN releases only) may be missing; required ones make the library unusable. */
-#define FT_MSPTI_FUNCS(X)                                                                         \
-  X(msptiResult, msptiSubscribe,                                                                 \
-    (msptiSubscriberHandle * subscriber, msptiCallbackFunc callback, void *userdata),            \
-    (subscriber, callback, userdata), 1)                                                         \
-  X(msptiResult, msptiUnsubscribe, (msptiSubscriberHandle subscriber), (subscriber), 1)          \
-  X(msptiResult, msptiActivityRegisterCallbacks,                                                 \
-    (msptiBuffersCallbackRequestFunc requested, msptiBuffersCallbackCompleteFunc completed),     \
-    (requested, completed), 1)                                                                   \
-  X(msptiResult, msptiActivityEnable, (msptiActivityKind kind), (kind), 1)                       \
-  X(msptiResult, msptiActivityDisable, (msptiActivityKind kind), (kind), 1)                      \
-  X(msptiResult, msptiActivityGetNextRecord,                                                     \
-    (uint8_t * buffer, size_t valid_size, msptiActivity * *record), (buffer, valid_size, record), 1) \
-  X(msptiResult, msptiActivityFlushAll, (uint32_t flag), (flag), 1)                              \
-  X(msptiResult, msptiActivityPushExternalCorrelationId,                                         \
-    (msptiExternalCorrelationKind kind, uint64_t id), (kind, id), 1)                             \
-  X(msptiResult, msptiActivityPopExternalCorrelationId,                                          \
-    (msptiExternalCorrelationKind kind, uint64_t * last_id), (kind, last_id), 1)                 \
-  X(msptiResult, msptiGetTimestamp, (uint64_t * timestamp), (timestamp), 0)                      \
+#define FT_MSPTI_FUNCS(X)                                                                                              \
+  X(msptiResult, msptiSubscribe, (msptiSubscriberHandle * subscriber, msptiCallbackFunc callback, void *userdata),     \
+    (subscriber, callback, userdata), 1)                                                                               \
+  X(msptiResult, msptiUnsubscribe, (msptiSubscriberHandle subscriber), (subscriber), 1)                                \
+  X(msptiResult, msptiActivityRegisterCallbacks,                                                                       \
+    (msptiBuffersCallbackRequestFunc requested, msptiBuffersCallbackCompleteFunc completed), (requested, completed),   \
+    1)                                                                                                                 \
+  X(msptiResult, msptiActivityEnable, (msptiActivityKind kind), (kind), 1)                                             \
+  X(msptiResult, msptiActivityDisable, (msptiActivityKind kind), (kind), 1)                                            \
+  X(msptiResult, msptiActivityGetNextRecord, (uint8_t * buffer, size_t valid_size, msptiActivity * *record),           \
+    (buffer, valid_size, record), 1)                                                                                   \
+  X(msptiResult, msptiActivityFlushAll, (uint32_t flag), (flag), 1)                                                    \
+  X(msptiResult, msptiActivityPushExternalCorrelationId, (msptiExternalCorrelationKind kind, uint64_t id), (kind, id), \
+    1)                                                                                                                 \
+  X(msptiResult, msptiActivityPopExternalCorrelationId, (msptiExternalCorrelationKind kind, uint64_t * last_id),       \
+    (kind, last_id), 1)                                                                                                \
+  X(msptiResult, msptiGetTimestamp, (uint64_t * timestamp), (timestamp), 0)                                            \
   X(msptiResult, msptiActivityGetNumDroppedRecords, (size_t * dropped), (dropped), 0)
 
-#define FT__MSPTI_PFN(ret, name, params, args, req) typedef ret (*ft__pfn_##name) params;
+#define FT__MSPTI_PFN(ret, name, params, args, req) typedef ret(*ft__pfn_##name) params;
 FT_MSPTI_FUNCS(FT__MSPTI_PFN)
 #undef FT__MSPTI_PFN
 
@@ -108,16 +127,16 @@ static inline int ft__mspti_load_symbols(ft__mspti_api *api, void *handle, char 
 /* ft__<mspti function>(api, err, errlen, args...): the call as an ft_status, with
  * the function's name and MSPTI's result code kept in err. */
 #define FT__MSPTI_PREPEND(...) (const ft__mspti_api *api, char *err, size_t errlen, __VA_ARGS__)
-#define FT__MSPTI_WRAP(ret, name, params, args, req)                                   \
-  static inline ft_status ft__##name FT__MSPTI_PREPEND params {                        \
-    if (!api->name) {                                                                  \
-      snprintf(err, errlen, "%s: not in this MSPTI", #name);                           \
-      return FT_EUNAVAILABLE;                                                          \
-    }                                                                                  \
-    msptiResult r = api->name args;                                                    \
-    if (r == MSPTI_SUCCESS) return FT_OK;                                              \
-    snprintf(err, errlen, "%s: msptiResult %d", #name, r);                             \
-    return FT_EVENDOR;                                                                 \
+#define FT__MSPTI_WRAP(ret, name, params, args, req)            \
+  static inline ft_status ft__##name FT__MSPTI_PREPEND params { \
+    if (!api->name) {                                           \
+      snprintf(err, errlen, "%s: not in this MSPTI", #name);    \
+      return FT_EUNAVAILABLE;                                   \
+    }                                                           \
+    msptiResult r = api->name args;                             \
+    if (r == MSPTI_SUCCESS) return FT_OK;                       \
+    snprintf(err, errlen, "%s: msptiResult %d", #name, r);      \
+    return FT_EVENDOR;                                          \
   }
 FT_MSPTI_FUNCS(FT__MSPTI_WRAP)
 #undef FT__MSPTI_WRAP

@@ -30,12 +30,12 @@ typedef struct api_rec {
 typedef struct mspti_tracer {
   ft__tracer_base base; /* first: loaded, path, why, err, sink, armed, kinds, dropped */
   ft__mspti_api api;
-  bool preloaded;    /* libmspti was in the link map at process start */
+  bool preloaded; /* libmspti was in the link map at process start */
   msptiSubscriberHandle sub;
   pthread_mutex_t mu; /* the id map, held API records, device kinds */
   /* 64-bit MSPTI correlation ids -> nonzero 32-bit ids (flows need 32 bits) */
-  ft__map ids;     /* MSPTI id -> our id */
-  uint32_t n_ids; /* ids handed out */
+  ft__map ids;        /* MSPTI id -> our id */
+  uint32_t n_ids;     /* ids handed out */
   uint8_t *dev_kinds; /* per 32-bit id: bit 0 kernel, 1 memcpy, 2 memset */
   size_t dev_kinds_cap;
   api_rec *apis;
@@ -96,10 +96,13 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
     mark_device_kind(t, corr, 1);
     /* MSPTI's kernel record has no grid, block or occupancy: omitted, not made up */
     ft_kv md[1] = {{"kernel type", rdstr(r, MSPTI_KERNEL_TYPE)}};
-    ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = rd64(r, MSPTI_KERNEL_START),
-                          .end_ns = rd64(r, MSPTI_KERNEL_END), .correlation_id = corr,
+    ft_device_event ev = {.kind = FT_EVENT_KERNEL,
+                          .start_ns = rd64(r, MSPTI_KERNEL_START),
+                          .end_ns = rd64(r, MSPTI_KERNEL_END),
+                          .correlation_id = corr,
                           .device = logical_device(t, rd32(r, MSPTI_KERNEL_DEVICE)),
-                          .stream = rd32(r, MSPTI_KERNEL_STREAM), .name = rdstr(r, MSPTI_KERNEL_NAME)};
+                          .stream = rd32(r, MSPTI_KERNEL_STREAM),
+                          .name = rdstr(r, MSPTI_KERNEL_NAME)};
     ft__tracer_emit(&t->base, &ev, md, 1);
     break;
   }
@@ -112,10 +115,13 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
     snprintf(b, sizeof b, "%u", rd32(r, MSPTI_MEM_KIND_OR_VALUE));
     snprintf(c, sizeof c, "%s", r[MSPTI_MEM_ASYNC] ? "true" : "false");
     ft_kv md[3] = {{"bytes", a}, {set ? "value" : "copy kind", b}, {"async", c}};
-    ft_device_event ev = {.kind = set ? FT_EVENT_MEMSET : FT_EVENT_MEMCPY, .start_ns = rd64(r, MSPTI_MEM_START),
-                          .end_ns = rd64(r, MSPTI_MEM_END), .correlation_id = corr,
+    ft_device_event ev = {.kind = set ? FT_EVENT_MEMSET : FT_EVENT_MEMCPY,
+                          .start_ns = rd64(r, MSPTI_MEM_START),
+                          .end_ns = rd64(r, MSPTI_MEM_END),
+                          .correlation_id = corr,
                           .device = logical_device(t, rd32(r, MSPTI_MEM_DEVICE)),
-                          .stream = rd32(r, MSPTI_MEM_STREAM), .name = set ? "Memset" : "Memcpy"};
+                          .stream = rd32(r, MSPTI_MEM_STREAM),
+                          .name = set ? "Memset" : "Memcpy"};
     ft__tracer_emit(&t->base, &ev, md, 3);
     break;
   }
@@ -143,8 +149,7 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
     if ((int)rd32(r, MSPTI_EXT_KIND) == MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
       ft__tracer_external(&t->base, remap(t, rd64(r, MSPTI_EXT_CORRELATION)), rd64(r, MSPTI_EXT_ID));
     break;
-  default:
-    break; /* markers, HCCL, memory: not collected */
+  default: break; /* markers, HCCL, memory: not collected */
   }
 }
 
@@ -210,8 +215,12 @@ static void emit_apis(mspti_tracer *t) {
     for (; j < t->n_apis && t->apis[j].corr == t->apis[i].corr; j++)
       if (preference(&t->apis[j], kinds) > preference(&t->apis[best], kinds)) best = j;
     const api_rec *a = &t->apis[best];
-    ft_device_event ev = {.kind = FT_EVENT_RUNTIME, .start_ns = a->start, .end_ns = a->end,
-                          .correlation_id = a->corr, .thread_id = a->tid, .name = a->name};
+    ft_device_event ev = {.kind = FT_EVENT_RUNTIME,
+                          .start_ns = a->start,
+                          .end_ns = a->end,
+                          .correlation_id = a->corr,
+                          .thread_id = a->tid,
+                          .name = a->name};
     ft__tracer_emit(&t->base, &ev, NULL, 0);
     i = j;
   }
@@ -241,7 +250,8 @@ static bool locate(mspti_tracer *t) {
       fclose(f);
       return true;
     }
-    snprintf(t->base.why, sizeof t->base.why, "FLAGOS_TRACER_LIBRARY=%s could not be used: %s", override, strerror(errno));
+    snprintf(t->base.why, sizeof t->base.why, "FLAGOS_TRACER_LIBRARY=%s could not be used: %s", override,
+             strerror(errno));
     return false;
   }
   static const char *const homes[] = {"ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"};
@@ -257,8 +267,9 @@ static bool locate(mspti_tracer *t) {
   }
   snprintf(t->base.path, sizeof t->base.path, "libmspti.so");
   if (t->preloaded) return true;
-  snprintf(t->base.why, sizeof t->base.why, "libmspti.so not found (set FLAGOS_TRACER_LIBRARY, ASCEND_HOME_PATH or "
-                                  "ASCEND_TOOLKIT_HOME)");
+  snprintf(t->base.why, sizeof t->base.why,
+           "libmspti.so not found (set FLAGOS_TRACER_LIBRARY, ASCEND_HOME_PATH or "
+           "ASCEND_TOOLKIT_HOME)");
   return false;
 }
 
@@ -315,8 +326,11 @@ static ft_status ms_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     return FT_ENOMEM;
   }
   st = ft__msptiSubscribe(&t->api, t->base.err, sizeof t->base.err, &t->sub, on_callback, NULL);
-  if (!st) st = ft__msptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested, buffer_completed);
-  if (!st) st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  if (!st)
+    st = ft__msptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested,
+                                            buffer_completed);
+  if (!st)
+    st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   if (!st && (kinds & FT_KIND_BIT(FT_EVENT_KERNEL)))
     st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_KERNEL);
   if (!st && (kinds & FT_KIND_BIT(FT_EVENT_RUNTIME)))
@@ -365,8 +379,8 @@ static ft_status ms_push(ft_tracer *base, uint64_t id) {
   mspti_tracer *t = (mspti_tracer *)base;
   char err[128];
   return t->base.loaded ? ft__msptiActivityPushExternalCorrelationId(&t->api, err, sizeof err,
-                                                                MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id)
-                   : FT_EUNAVAILABLE;
+                                                                     MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id)
+                        : FT_EUNAVAILABLE;
 }
 
 static ft_status ms_pop(ft_tracer *base) {
@@ -375,8 +389,8 @@ static ft_status ms_pop(ft_tracer *base) {
   /* a real out-pointer: CANN 9.0 rejects NULL and leaves the stack as it was */
   uint64_t last = 0;
   return t->base.loaded ? ft__msptiActivityPopExternalCorrelationId(&t->api, err, sizeof err,
-                                                               MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last)
-                   : FT_EUNAVAILABLE;
+                                                                    MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last)
+                        : FT_EUNAVAILABLE;
 }
 
 static int ms_device_count(const ft_tracer *base) {
@@ -421,7 +435,8 @@ ft_status ft_make_device_tracer(ft_tracer **out) {
   if (preloaded < 0) preloaded = in_link_map();
   t->preloaded = preloaded;
   if (locate(t)) t->base.why[0] = '\0';
-  FT__LOG("%s (%s at process start)", t->base.why[0] ? t->base.why : t->base.path, t->preloaded ? "preloaded" : "not loaded");
+  FT__LOG("%s (%s at process start)", t->base.why[0] ? t->base.why : t->base.path,
+          t->preloaded ? "preloaded" : "not loaded");
   *out = &t->base.tracer;
   return FT_OK;
 }

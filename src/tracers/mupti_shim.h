@@ -98,23 +98,23 @@ typedef void (*MUpti_BuffersCallbackCompleteFunc)(void *context, uint32_t stream
                                                   size_t valid_size);
 
 /* X(return type, name, (parameters), (arguments), required) */
-#define FT_MUPTI_FUNCS(X)                                                                          \
-  X(MUptiResult, muptiActivityRegisterCallbacks,                                                  \
-    (MUpti_BuffersCallbackRequestFunc requested, MUpti_BuffersCallbackCompleteFunc completed),    \
-    (requested, completed), 1)                                                                    \
-  X(MUptiResult, muptiActivityEnable, (int kind), (kind), 1)                                      \
-  X(MUptiResult, muptiActivityDisable, (int kind), (kind), 1)                                     \
-  X(MUptiResult, muptiActivityFlushAll, (uint32_t flag), (flag), 1)                               \
-  X(MUptiResult, muptiActivityGetNextRecord,                                                      \
-    (uint8_t * buffer, size_t valid_size, MUpti_Activity * *record), (buffer, valid_size, record), 1) \
-  X(MUptiResult, muptiActivityGetNumDroppedRecords, (void *context, uint32_t stream_id, size_t *dropped), \
-    (context, stream_id, dropped), 1)                                                             \
-  X(MUptiResult, muptiActivityPushExternalCorrelationId, (int kind, uint64_t id), (kind, id), 1)  \
-  X(MUptiResult, muptiActivityPopExternalCorrelationId, (int kind, uint64_t * last_id), (kind, last_id), 1) \
-  X(MUptiResult, muptiGetTimestamp, (uint64_t * timestamp), (timestamp), 1)                       \
+#define FT_MUPTI_FUNCS(X)                                                                                              \
+  X(MUptiResult, muptiActivityRegisterCallbacks,                                                                       \
+    (MUpti_BuffersCallbackRequestFunc requested, MUpti_BuffersCallbackCompleteFunc completed), (requested, completed), \
+    1)                                                                                                                 \
+  X(MUptiResult, muptiActivityEnable, (int kind), (kind), 1)                                                           \
+  X(MUptiResult, muptiActivityDisable, (int kind), (kind), 1)                                                          \
+  X(MUptiResult, muptiActivityFlushAll, (uint32_t flag), (flag), 1)                                                    \
+  X(MUptiResult, muptiActivityGetNextRecord, (uint8_t * buffer, size_t valid_size, MUpti_Activity * *record),          \
+    (buffer, valid_size, record), 1)                                                                                   \
+  X(MUptiResult, muptiActivityGetNumDroppedRecords, (void *context, uint32_t stream_id, size_t *dropped),              \
+    (context, stream_id, dropped), 1)                                                                                  \
+  X(MUptiResult, muptiActivityPushExternalCorrelationId, (int kind, uint64_t id), (kind, id), 1)                       \
+  X(MUptiResult, muptiActivityPopExternalCorrelationId, (int kind, uint64_t *last_id), (kind, last_id), 1)             \
+  X(MUptiResult, muptiGetTimestamp, (uint64_t * timestamp), (timestamp), 1)                                            \
   X(MUptiResult, muptiGetCallbackName, (int domain, uint32_t cbid, const char **name), (domain, cbid, name), 0)
 
-#define FT__MUPTI_PFN(ret, name, params, args, req) typedef ret (*ft__pfn_##name) params;
+#define FT__MUPTI_PFN(ret, name, params, args, req) typedef ret(*ft__pfn_##name) params;
 FT_MUPTI_FUNCS(FT__MUPTI_PFN)
 #undef FT__MUPTI_PFN
 
@@ -134,16 +134,16 @@ static inline int ft__mupti_load_symbols(ft__mupti_api *api, void *handle, char 
 }
 
 #define FT__MUPTI_PREPEND(...) (const ft__mupti_api *api, char *err, size_t errlen, __VA_ARGS__)
-#define FT__MUPTI_WRAP(ret, name, params, args, req)                                   \
-  static inline ft_status ft__##name FT__MUPTI_PREPEND params {                        \
-    if (!api->name) {                                                                  \
-      snprintf(err, errlen, "%s: not in this MUPTI", #name);                           \
-      return FT_EUNAVAILABLE;                                                          \
-    }                                                                                  \
-    MUptiResult r = api->name args;                                                    \
-    if (r == MUPTI_SUCCESS) return FT_OK;                                              \
-    snprintf(err, errlen, "%s: MUptiResult %d", #name, r);                             \
-    return FT_EVENDOR;                                                                 \
+#define FT__MUPTI_WRAP(ret, name, params, args, req)            \
+  static inline ft_status ft__##name FT__MUPTI_PREPEND params { \
+    if (!api->name) {                                           \
+      snprintf(err, errlen, "%s: not in this MUPTI", #name);    \
+      return FT_EUNAVAILABLE;                                   \
+    }                                                           \
+    MUptiResult r = api->name args;                             \
+    if (r == MUPTI_SUCCESS) return FT_OK;                       \
+    snprintf(err, errlen, "%s: MUptiResult %d", #name, r);      \
+    return FT_EVENDOR;                                          \
   }
 FT_MUPTI_FUNCS(FT__MUPTI_WRAP)
 #undef FT__MUPTI_WRAP

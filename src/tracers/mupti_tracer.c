@@ -70,21 +70,26 @@ static bool decode(void *ctx, const void *record) {
     snprintf(e, sizeof e, "[%d, %d, %d]", k->blockX, k->blockY, k->blockZ);
     /* no occupancy: the device properties it needs are not queried on MUSA */
     ft_kv md[5] = {{"context", a}, {"registers per thread", b}, {"shared memory", c}, {"grid", d}, {"block", e}};
-    ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = s, .end_ns = en, .correlation_id = k->correlationId,
-                          .device = k->deviceId, .stream = k->streamId, .name = k->name ? k->name : "<unnamed>"};
+    ft_device_event ev = {.kind = FT_EVENT_KERNEL,
+                          .start_ns = s,
+                          .end_ns = en,
+                          .correlation_id = k->correlationId,
+                          .device = k->deviceId,
+                          .stream = k->streamId,
+                          .name = k->name ? k->name : "<unnamed>"};
     ft__tracer_emit(&t->base, &ev, md, 5);
     return true;
   }
   case MUPTI_ACTIVITY_KIND_MEMCPY: {
     const MUpti_ActivityMemcpy4 *m = (const MUpti_ActivityMemcpy4 *)rec;
-    ft__transfer x = {FT_EVENT_MEMCPY, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
-                      m->bytes, "copy kind", m->copyKind};
+    ft__transfer x = {FT_EVENT_MEMCPY, m->start,    m->end,   m->correlationId, m->deviceId,
+                      m->contextId,    m->streamId, m->bytes, "copy kind",      m->copyKind};
     return ft__emit_transfer(&t->base, &t->clock, &x);
   }
   case MUPTI_ACTIVITY_KIND_MEMSET: {
     const MUpti_ActivityMemset3 *m = (const MUpti_ActivityMemset3 *)rec;
-    ft__transfer x = {FT_EVENT_MEMSET, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
-                      m->bytes, "value", m->value};
+    ft__transfer x = {FT_EVENT_MEMSET, m->start,    m->end,   m->correlationId, m->deviceId,
+                      m->contextId,    m->streamId, m->bytes, "value",          m->value};
     return ft__emit_transfer(&t->base, &t->clock, &x);
   }
   case MUPTI_ACTIVITY_KIND_RUNTIME:
@@ -94,8 +99,11 @@ static bool decode(void *ctx, const void *record) {
     bool driver = rec->kind == MUPTI_ACTIVITY_KIND_DRIVER;
     snprintf(a, sizeof a, "%u", x->cbid);
     ft_kv md[1] = {{"cbid", a}};
-    ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = en,
-                          .correlation_id = x->correlationId, .thread_id = x->threadId,
+    ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME,
+                          .start_ns = s,
+                          .end_ns = en,
+                          .correlation_id = x->correlationId,
+                          .thread_id = x->threadId,
                           .name = api_name(t, driver, x->cbid, nb, sizeof nb)};
     ft__tracer_emit(&t->base, &ev, md, 1);
     return true;
@@ -106,8 +114,7 @@ static bool decode(void *ctx, const void *record) {
       ft__tracer_external(&t->base, x->correlationId, x->externalId);
     return true;
   }
-  default:
-    return true; /* a kind not enabled here: skipped */
+  default: return true; /* a kind not enabled here: skipped */
   }
 }
 
@@ -127,8 +134,10 @@ static bool read_clock(void *ctx, uint64_t *v) {
 /* ---- ops ---- */
 
 static const int kind_for[] = {
-    [FT_EVENT_KERNEL] = MUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, [FT_EVENT_MEMCPY] = MUPTI_ACTIVITY_KIND_MEMCPY,
-    [FT_EVENT_MEMSET] = MUPTI_ACTIVITY_KIND_MEMSET,            [FT_EVENT_RUNTIME] = MUPTI_ACTIVITY_KIND_RUNTIME,
+    [FT_EVENT_KERNEL] = MUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    [FT_EVENT_MEMCPY] = MUPTI_ACTIVITY_KIND_MEMCPY,
+    [FT_EVENT_MEMSET] = MUPTI_ACTIVITY_KIND_MEMSET,
+    [FT_EVENT_RUNTIME] = MUPTI_ACTIVITY_KIND_RUNTIME,
     [FT_EVENT_DRIVER] = MUPTI_ACTIVITY_KIND_DRIVER,
 };
 
@@ -138,8 +147,11 @@ static ft_status mu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   if (st) return st;
   st = ft__pool_reserve(POOL_INITIAL, BUF_SIZE) ? FT_OK : FT_ENOMEM;
   if (!st && !ft__clock_sample(read_clock, t, &t->clock.v0, &t->clock.r0)) st = FT_EVENDOR;
-  if (!st) st = ft__muptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested, buffer_completed);
-  if (!st) st = ft__muptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+  if (!st)
+    st = ft__muptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested,
+                                            buffer_completed);
+  if (!st)
+    st = ft__muptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   for (unsigned k = 0; k <= FT_EVENT_DRIVER && !st; k++)
     if (kinds & FT_KIND_BIT(k)) st = ft__muptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, kind_for[k]);
   if (st) {
@@ -159,8 +171,12 @@ static ft_status mu_stop(ft_tracer *base) {
     if (t->base.kinds & FT_KIND_BIT(k)) t->api.muptiActivityDisable(kind_for[k]);
   t->api.muptiActivityDisable(MUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   ft_status st = ft__muptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, MUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  const ft__stop_decoder dec = {.who = FT__TRACER_NAME, .next = next_record, .success = MUPTI_SUCCESS,
-                                 .end = MUPTI_ERROR_MAX_LIMIT_REACHED, .decode = decode, .ctx = t};
+  const ft__stop_decoder dec = {.who = FT__TRACER_NAME,
+                                .next = next_record,
+                                .success = MUPTI_SUCCESS,
+                                .end = MUPTI_ERROR_MAX_LIMIT_REACHED,
+                                .decode = decode,
+                                .ctx = t};
   pthread_mutex_lock(&t->mu);
   atomic_fetch_add(&t->base.dropped, ft__decode_at_stop(&t->held, &t->clock, read_clock, t->base.err, &dec));
   pthread_mutex_unlock(&t->mu);
@@ -172,8 +188,8 @@ static ft_status mu_push(ft_tracer *base, uint64_t id) {
   mupti_tracer *t = (mupti_tracer *)base;
   char err[128];
   return t->base.loaded ? ft__muptiActivityPushExternalCorrelationId(&t->api, err, sizeof err,
-                                                                MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id)
-                   : FT_EUNAVAILABLE;
+                                                                     MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id)
+                        : FT_EUNAVAILABLE;
 }
 
 static ft_status mu_pop(ft_tracer *base) {
@@ -181,8 +197,8 @@ static ft_status mu_pop(ft_tracer *base) {
   char err[128];
   uint64_t last = 0; /* a real out-pointer */
   return t->base.loaded ? ft__muptiActivityPopExternalCorrelationId(&t->api, err, sizeof err,
-                                                               MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last)
-                   : FT_EUNAVAILABLE;
+                                                                    MUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last)
+                        : FT_EUNAVAILABLE;
 }
 
 static void mu_destroy(ft_tracer *base) {

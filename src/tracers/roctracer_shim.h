@@ -66,23 +66,23 @@ typedef struct roctracer_properties {
 } roctracer_properties_t;
 
 /* X(return type, name, (parameters), (arguments)) */
-#define FT_ROCTRACER_FUNCS(X)                                                                      \
-  X(roctracer_status_t, roctracer_open_pool_expl,                                                 \
-    (const roctracer_properties_t *properties, roctracer_pool_t **pool), (properties, pool))      \
-  X(roctracer_status_t, roctracer_close_pool_expl, (roctracer_pool_t * pool), (pool))             \
-  X(roctracer_status_t, roctracer_enable_domain_activity_expl, (uint32_t domain, roctracer_pool_t *pool), \
-    (domain, pool))                                                                               \
-  X(roctracer_status_t, roctracer_disable_domain_activity, (uint32_t domain), (domain))           \
-  X(roctracer_status_t, roctracer_flush_activity_expl, (roctracer_pool_t * pool), (pool))         \
-  X(roctracer_status_t, roctracer_next_record,                                                    \
-    (const roctracer_record *record, const roctracer_record **next), (record, next))              \
-  X(roctracer_status_t, roctracer_get_timestamp, (uint64_t * timestamp), (timestamp))             \
-  X(const char *, roctracer_op_string, (uint32_t domain, uint32_t op, uint32_t kind), (domain, op, kind)) \
-  X(roctracer_status_t, roctracer_activity_push_external_correlation_id, (uint64_t id), (id))     \
-  X(roctracer_status_t, roctracer_activity_pop_external_correlation_id, (uint64_t * last_id), (last_id)) \
+#define FT_ROCTRACER_FUNCS(X)                                                                                          \
+  X(roctracer_status_t, roctracer_open_pool_expl, (const roctracer_properties_t *properties, roctracer_pool_t **pool), \
+    (properties, pool))                                                                                                \
+  X(roctracer_status_t, roctracer_close_pool_expl, (roctracer_pool_t * pool), (pool))                                  \
+  X(roctracer_status_t, roctracer_enable_domain_activity_expl, (uint32_t domain, roctracer_pool_t * pool),             \
+    (domain, pool))                                                                                                    \
+  X(roctracer_status_t, roctracer_disable_domain_activity, (uint32_t domain), (domain))                                \
+  X(roctracer_status_t, roctracer_flush_activity_expl, (roctracer_pool_t * pool), (pool))                              \
+  X(roctracer_status_t, roctracer_next_record, (const roctracer_record *record, const roctracer_record **next),        \
+    (record, next))                                                                                                    \
+  X(roctracer_status_t, roctracer_get_timestamp, (uint64_t * timestamp), (timestamp))                                  \
+  X(const char *, roctracer_op_string, (uint32_t domain, uint32_t op, uint32_t kind), (domain, op, kind))              \
+  X(roctracer_status_t, roctracer_activity_push_external_correlation_id, (uint64_t id), (id))                          \
+  X(roctracer_status_t, roctracer_activity_pop_external_correlation_id, (uint64_t * last_id), (last_id))               \
   X(const char *, roctracer_error_string, (void), ())
 
-#define FT__ROC_PFN(ret, name, params, args) typedef ret (*ft__pfn_##name) params;
+#define FT__ROC_PFN(ret, name, params, args) typedef ret(*ft__pfn_##name) params;
 FT_ROCTRACER_FUNCS(FT__ROC_PFN)
 #undef FT__ROC_PFN
 
@@ -103,9 +103,9 @@ static inline int ft__roctracer_load_symbols(ft__roctracer_api *api, void *handl
 
 /* ft__<roctracer function>(api, err, errlen, args...): for the status-returning
  * calls; roctracer's own message (roctracer_error_string) kept in err. */
-#define FT__ROC_CALL(api, err, errlen, call)                                                       \
-  ((call) == ROCTRACER_STATUS_SUCCESS                                                              \
-       ? FT_OK                                                                                     \
+#define FT__ROC_CALL(api, err, errlen, call) \
+  ((call) == ROCTRACER_STATUS_SUCCESS        \
+       ? FT_OK                               \
        : (snprintf((err), (errlen), "%s: %s", #call, (api)->roctracer_error_string()), FT_EVENDOR))
 
 #endif

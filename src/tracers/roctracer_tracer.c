@@ -47,10 +47,8 @@ static void buffer_callback(const char *begin, const char *end, void *arg) {
       }
     }
     /* out of memory: keep walking so every record we cannot keep is counted */
-    if (t->n_recs < t->recs_cap)
-      t->recs[t->n_recs++] = *r;
-    else
-      t->lost++;
+    if (t->n_recs < t->recs_cap) t->recs[t->n_recs++] = *r;
+    else t->lost++;
     const roctracer_record *next = NULL;
     if (t->api.roctracer_next_record(r, &next) != ROCTRACER_STATUS_SUCCESS || !next || next <= r) break;
     r = next;
@@ -79,13 +77,20 @@ static void decode(roc_tracer *t, const roctracer_record *r, char **demangled) {
     const char *name = t->api.roctracer_op_string(ACTIVITY_DOMAIN_HIP_API, r->op, 0);
     snprintf(a, sizeof a, "%u", r->op);
     ft_kv md[1] = {{"cbid", a}}; /* HIP API ids change between ROCm releases: the name comes from roctracer */
-    ft_device_event ev = {.kind = FT_EVENT_RUNTIME, .start_ns = s, .end_ns = e, .correlation_id = corr32(r->correlation_id),
-                          .thread_id = r->u.host.tid, .name = name ? name : "hipApi"};
+    ft_device_event ev = {.kind = FT_EVENT_RUNTIME,
+                          .start_ns = s,
+                          .end_ns = e,
+                          .correlation_id = corr32(r->correlation_id),
+                          .thread_id = r->u.host.tid,
+                          .name = name ? name : "hipApi"};
     ft__tracer_emit(&t->base, &ev, md, 1);
     return;
   }
-  ft_device_event ev = {.start_ns = s, .end_ns = e, .correlation_id = corr32(r->correlation_id),
-                        .device = (uint32_t)r->u.device.device_id, .stream = (uint32_t)r->u.device.queue_id};
+  ft_device_event ev = {.start_ns = s,
+                        .end_ns = e,
+                        .correlation_id = corr32(r->correlation_id),
+                        .device = (uint32_t)r->u.device.device_id,
+                        .stream = (uint32_t)r->u.device.queue_id};
   if (r->kind == HIP_KIND_KERNEL) {
     const char *raw = r->v.kernel_name ? r->v.kernel_name : "<unnamed kernel>";
     *demangled = ft__demangle(raw);
@@ -101,11 +106,11 @@ static void decode(roc_tracer *t, const roctracer_record *r, char **demangled) {
     ev.name = "Memset";
   } else {
     ev.kind = FT_EVENT_MEMCPY;
-    ev.name = r->kind == HIP_KIND_H2D   ? "Memcpy HtoD"
-              : r->kind == HIP_KIND_D2H ? "Memcpy DtoH"
-              : r->kind == HIP_KIND_D2D ? "Memcpy DtoD"
+    ev.name = r->kind == HIP_KIND_H2D                                                 ? "Memcpy HtoD"
+              : r->kind == HIP_KIND_D2H                                               ? "Memcpy DtoH"
+              : r->kind == HIP_KIND_D2D                                               ? "Memcpy DtoD"
               : r->kind >= HIP_KIND_COPY_2D_FIRST && r->kind <= HIP_KIND_COPY_2D_LAST ? "Memcpy 2D"
-                                                                                     : "Memcpy";
+                                                                                      : "Memcpy";
   }
   ft__tracer_emit(&t->base, &ev, md, 1);
 }
@@ -126,7 +131,8 @@ static ft_status roc_start(ft_tracer *base, const ft_event_sink *sink, unsigned 
   t->lost = t->dropped_untimed = 0;
   ft_status st = sample_clock(t, &t->clock.v0, &t->clock.r0) ? FT_OK : FT_EVENDOR;
   roctracer_properties_t props = {.mode = 0, .buffer_size = 4 << 20, .buffer_callback_fun = buffer_callback};
-  if (!st) st = FT__ROC_CALL(&t->api, t->base.err, sizeof t->base.err, t->api.roctracer_open_pool_expl(&props, &t->pool));
+  if (!st)
+    st = FT__ROC_CALL(&t->api, t->base.err, sizeof t->base.err, t->api.roctracer_open_pool_expl(&props, &t->pool));
   bool device = kinds & (FT_KIND_BIT(FT_EVENT_KERNEL) | FT_KIND_BIT(FT_EVENT_MEMCPY) | FT_KIND_BIT(FT_EVENT_MEMSET));
   if (!st && device)
     st = FT__ROC_CALL(&t->api, t->base.err, sizeof t->base.err,
@@ -164,8 +170,10 @@ static ft_status roc_stop(ft_tracer *base) {
   pthread_mutex_unlock(&t->mu);
   atomic_fetch_add(&t->base.dropped, t->dropped_untimed + t->lost);
   if (t->dropped_untimed || t->lost)
-    FT__WARN("%llu records with implausible timestamps and %llu that could not be kept were dropped "
-             "(counted in dropped_records)", (unsigned long long)t->dropped_untimed, (unsigned long long)t->lost);
+    FT__WARN(
+        "%llu records with implausible timestamps and %llu that could not be kept were dropped "
+        "(counted in dropped_records)",
+        (unsigned long long)t->dropped_untimed, (unsigned long long)t->lost);
   t->api.roctracer_close_pool_expl(t->pool);
   t->pool = NULL;
   ft__tracer_release(&t->base);
@@ -175,8 +183,9 @@ static ft_status roc_stop(ft_tracer *base) {
 static ft_status roc_push(ft_tracer *base, uint64_t id) {
   roc_tracer *t = (roc_tracer *)base;
   char err[128];
-  return t->base.loaded ? FT__ROC_CALL(&t->api, err, sizeof err, t->api.roctracer_activity_push_external_correlation_id(id))
-                   : FT_EUNAVAILABLE;
+  return t->base.loaded
+             ? FT__ROC_CALL(&t->api, err, sizeof err, t->api.roctracer_activity_push_external_correlation_id(id))
+             : FT_EUNAVAILABLE;
 }
 
 static ft_status roc_pop(ft_tracer *base) {

@@ -54,7 +54,7 @@ enum {
   TOPSPTI_ACTIVITY_KIND_RUNTIME = 5,
 };
 enum { TOPSPTI_CB_DOMAIN_DRIVER_API = 1, TOPSPTI_CB_DOMAIN_RUNTIME_API = 2 }; /* ASSUMED */
-enum { TOPSPTI_API_ENTER = 0, TOPSPTI_API_EXIT = 1 };                        /* ASSUMED */
+enum { TOPSPTI_API_ENTER = 0, TOPSPTI_API_EXIT = 1 };                         /* ASSUMED */
 enum { TOPSPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1 };
 
 typedef struct Topspti_Activity {
@@ -117,27 +117,27 @@ typedef void (*Topspti_BuffersCallbackCompleteFunc)(uint8_t *buffer, size_t size
 typedef void (*Topspti_CallbackFunc)(void *userdata, int domain, uint32_t cbid, const void *data);
 
 /* X(return type, name, (parameters), (arguments), required) */
-#define FT_TOPSPTI_FUNCS(X)                                                                         \
-  X(TopsptiResult, topsptiActivityRegisterCallbacks,                                               \
-    (Topspti_BuffersCallbackRequestFunc requested, Topspti_BuffersCallbackCompleteFunc completed), \
-    (requested, completed), 1)                                                                     \
-  X(TopsptiResult, topsptiActivityEnable, (int kind), (kind), 1)                                   \
-  X(TopsptiResult, topsptiActivityDisable, (int kind), (kind), 1)                                  \
-  X(TopsptiResult, topsptiActivityFlushAll, (uint32_t flag), (flag), 1)                            \
-  X(TopsptiResult, topsptiActivityGetNextRecord,                                                   \
-    (uint8_t * buffer, size_t valid_size, Topspti_Activity * *record), (buffer, valid_size, record), 1) \
-  X(TopsptiResult, topsptiActivityGetNumDroppedRecords, (size_t * dropped), (dropped), 1)          \
-  X(TopsptiResult, topsptiGetTimestamp, (uint64_t * timestamp), (timestamp), 1)                    \
-  X(TopsptiResult, topsptiSubscribe,                                                               \
-    (Topspti_SubscriberHandle * subscriber, Topspti_CallbackFunc callback, void *userdata),        \
-    (subscriber, callback, userdata), 1)                                                           \
-  X(TopsptiResult, topsptiUnsubscribe, (Topspti_SubscriberHandle subscriber), (subscriber), 1)     \
-  X(TopsptiResult, topsptiEnableDomain, (uint32_t enable, Topspti_SubscriberHandle subscriber, int domain), \
-    (enable, subscriber, domain), 1)                                                               \
-  X(TopsptiResult, topsptiGetVersion, (uint32_t * version), (version), 0)                          \
+#define FT_TOPSPTI_FUNCS(X)                                                                                         \
+  X(TopsptiResult, topsptiActivityRegisterCallbacks,                                                                \
+    (Topspti_BuffersCallbackRequestFunc requested, Topspti_BuffersCallbackCompleteFunc completed),                  \
+    (requested, completed), 1)                                                                                      \
+  X(TopsptiResult, topsptiActivityEnable, (int kind), (kind), 1)                                                    \
+  X(TopsptiResult, topsptiActivityDisable, (int kind), (kind), 1)                                                   \
+  X(TopsptiResult, topsptiActivityFlushAll, (uint32_t flag), (flag), 1)                                             \
+  X(TopsptiResult, topsptiActivityGetNextRecord, (uint8_t * buffer, size_t valid_size, Topspti_Activity * *record), \
+    (buffer, valid_size, record), 1)                                                                                \
+  X(TopsptiResult, topsptiActivityGetNumDroppedRecords, (size_t * dropped), (dropped), 1)                           \
+  X(TopsptiResult, topsptiGetTimestamp, (uint64_t * timestamp), (timestamp), 1)                                     \
+  X(TopsptiResult, topsptiSubscribe,                                                                                \
+    (Topspti_SubscriberHandle * subscriber, Topspti_CallbackFunc callback, void *userdata),                         \
+    (subscriber, callback, userdata), 1)                                                                            \
+  X(TopsptiResult, topsptiUnsubscribe, (Topspti_SubscriberHandle subscriber), (subscriber), 1)                      \
+  X(TopsptiResult, topsptiEnableDomain, (uint32_t enable, Topspti_SubscriberHandle subscriber, int domain),         \
+    (enable, subscriber, domain), 1)                                                                                \
+  X(TopsptiResult, topsptiGetVersion, (uint32_t * version), (version), 0)                                           \
   X(TopsptiResult, topsptiGetCallbackName, (int domain, uint32_t cbid, const char **name), (domain, cbid, name), 0)
 
-#define FT__TOPSPTI_PFN(ret, name, params, args, req) typedef ret (*ft__pfn_##name) params;
+#define FT__TOPSPTI_PFN(ret, name, params, args, req) typedef ret(*ft__pfn_##name) params;
 FT_TOPSPTI_FUNCS(FT__TOPSPTI_PFN)
 #undef FT__TOPSPTI_PFN
 
@@ -157,16 +157,16 @@ static inline int ft__topspti_load_symbols(ft__topspti_api *api, void *handle, c
 }
 
 #define FT__TOPSPTI_PREPEND(...) (const ft__topspti_api *api, char *err, size_t errlen, __VA_ARGS__)
-#define FT__TOPSPTI_WRAP(ret, name, params, args, req)                                 \
-  static inline ft_status ft__##name FT__TOPSPTI_PREPEND params {                      \
-    if (!api->name) {                                                                  \
-      snprintf(err, errlen, "%s: not in this TOPSPTI", #name);                         \
-      return FT_EUNAVAILABLE;                                                          \
-    }                                                                                  \
-    TopsptiResult r = api->name args;                                                  \
-    if (r == TOPSPTI_SUCCESS) return FT_OK;                                            \
-    snprintf(err, errlen, "%s: TopsptiResult %d", #name, r);                           \
-    return FT_EVENDOR;                                                                 \
+#define FT__TOPSPTI_WRAP(ret, name, params, args, req)            \
+  static inline ft_status ft__##name FT__TOPSPTI_PREPEND params { \
+    if (!api->name) {                                             \
+      snprintf(err, errlen, "%s: not in this TOPSPTI", #name);    \
+      return FT_EUNAVAILABLE;                                     \
+    }                                                             \
+    TopsptiResult r = api->name args;                             \
+    if (r == TOPSPTI_SUCCESS) return FT_OK;                       \
+    snprintf(err, errlen, "%s: TopsptiResult %d", #name, r);      \
+    return FT_EVENDOR;                                            \
   }
 FT_TOPSPTI_FUNCS(FT__TOPSPTI_WRAP)
 #undef FT__TOPSPTI_WRAP

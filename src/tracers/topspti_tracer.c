@@ -18,7 +18,6 @@
 
 enum { POOL_INITIAL = 8, BUF_SIZE = 8 * 1024 * 1024, MAX_PUSHED = 256 };
 
-
 typedef struct topspti_tracer {
   ft__tracer_base base; /* first: loaded, path, why, err, sink, armed, kinds, dropped */
   ft__topspti_api api;
@@ -66,8 +65,7 @@ static void api_callback(void *userdata, int domain, uint32_t cbid, const void *
   ft__thread_register(); /* API records name this thread by its pthread id */
   if (!n_pushed) return;
   pthread_rwlock_rdlock(&t->cb_lock);
-  if (t->accepting &&
-      t->base.sink->external_id(t->base.sink->ctx, d->correlationId, pushed[n_pushed - 1]) != FT_OK)
+  if (t->accepting && t->base.sink->external_id(t->base.sink->ctx, d->correlationId, pushed[n_pushed - 1]) != FT_OK)
     atomic_fetch_add(&t->lost_ids, 1);
   pthread_rwlock_unlock(&t->cb_lock);
 }
@@ -101,22 +99,27 @@ static bool decode(void *ctx, const void *record) {
     ft_kv md[3] = {{"context", a}, {"grid", b}, {"block", c}};
     const char *raw = k->name && *k->name ? k->name : "<unnamed kernel>";
     char *dm = ft__demangle(raw);
-    ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = s, .end_ns = en, .correlation_id = k->correlationId,
-                          .device = k->deviceId, .stream = k->streamId, .name = dm ? dm : raw};
+    ft_device_event ev = {.kind = FT_EVENT_KERNEL,
+                          .start_ns = s,
+                          .end_ns = en,
+                          .correlation_id = k->correlationId,
+                          .device = k->deviceId,
+                          .stream = k->streamId,
+                          .name = dm ? dm : raw};
     ft__tracer_emit(&t->base, &ev, md, 3);
     free(dm);
     return true;
   }
   case TOPSPTI_ACTIVITY_KIND_MEMCPY: {
     const Topspti_ActivityMemcpy *m = (const Topspti_ActivityMemcpy *)rec;
-    ft__transfer x = {FT_EVENT_MEMCPY, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
-                      m->bytes, "copy kind", m->copyKind};
+    ft__transfer x = {FT_EVENT_MEMCPY, m->start,    m->end,   m->correlationId, m->deviceId,
+                      m->contextId,    m->streamId, m->bytes, "copy kind",      m->copyKind};
     return ft__emit_transfer(&t->base, &t->clock, &x);
   }
   case TOPSPTI_ACTIVITY_KIND_MEMSET: {
     const Topspti_ActivityMemset *m = (const Topspti_ActivityMemset *)rec;
-    ft__transfer x = {FT_EVENT_MEMSET, m->start, m->end, m->correlationId, m->deviceId, m->contextId, m->streamId,
-                      m->bytes, "value", m->value};
+    ft__transfer x = {FT_EVENT_MEMSET, m->start,    m->end,   m->correlationId, m->deviceId,
+                      m->contextId,    m->streamId, m->bytes, "value",          m->value};
     return ft__emit_transfer(&t->base, &t->clock, &x);
   }
   case TOPSPTI_ACTIVITY_KIND_RUNTIME:
@@ -126,14 +129,16 @@ static bool decode(void *ctx, const void *record) {
     bool driver = rec->kind == TOPSPTI_ACTIVITY_KIND_DRIVER;
     snprintf(a, sizeof a, "%u", x->cbid);
     ft_kv md[1] = {{"cbid", a}};
-    ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME, .start_ns = s, .end_ns = en,
-                          .correlation_id = x->correlationId, .thread_id = ft__thread_os_tid(x->threadId),
+    ft_device_event ev = {.kind = driver ? FT_EVENT_DRIVER : FT_EVENT_RUNTIME,
+                          .start_ns = s,
+                          .end_ns = en,
+                          .correlation_id = x->correlationId,
+                          .thread_id = ft__thread_os_tid(x->threadId),
                           .name = api_name(t, driver, x->cbid)};
     ft__tracer_emit(&t->base, &ev, md, 1);
     return true;
   }
-  default:
-    return true; /* a kind not enabled here: skipped */
+  default: return true; /* a kind not enabled here: skipped */
   }
 }
 
@@ -155,29 +160,31 @@ static bool read_clock(void *ctx, uint64_t *v) {
 static void check_layout_version(topspti_tracer *t) {
   uint32_t v = 0;
   if (!t->api.topsptiGetVersion) {
-    FT__WARN("this library has no topsptiGetVersion; decoding with the layouts written for TOPSPTI API "
-             "version %d, which may not be this library's",
-             FT_TOPSPTI_LAYOUT_VERSION);
+    FT__WARN(
+        "this library has no topsptiGetVersion; decoding with the layouts written for TOPSPTI API "
+        "version %d, which may not be this library's",
+        FT_TOPSPTI_LAYOUT_VERSION);
     return;
   }
   TopsptiResult r = t->api.topsptiGetVersion(&v);
   if (r != TOPSPTI_SUCCESS)
-    FT__WARN("topsptiGetVersion failed (TopsptiResult %d); decoding with the layouts written for TOPSPTI "
-             "API version %d, which may not be this library's",
-             r, FT_TOPSPTI_LAYOUT_VERSION);
+    FT__WARN(
+        "topsptiGetVersion failed (TopsptiResult %d); decoding with the layouts written for TOPSPTI "
+        "API version %d, which may not be this library's",
+        r, FT_TOPSPTI_LAYOUT_VERSION);
   else if (v != FT_TOPSPTI_LAYOUT_VERSION)
-    FT__WARN("the library reports TOPSPTI API version %u but the record layouts were written for version "
-             "%d; decoded fields may be wrong",
-             v, FT_TOPSPTI_LAYOUT_VERSION);
-  else
-    FT__LOG("API version %u, as the record layouts assume", v);
+    FT__WARN(
+        "the library reports TOPSPTI API version %u but the record layouts were written for version "
+        "%d; decoded fields may be wrong",
+        v, FT_TOPSPTI_LAYOUT_VERSION);
+  else FT__LOG("API version %u, as the record layouts assume", v);
 }
 
 /* ---- ops ---- */
 
 static const int kind_for[] = {
-    [FT_EVENT_KERNEL] = TOPSPTI_ACTIVITY_KIND_KERNEL,   [FT_EVENT_MEMCPY] = TOPSPTI_ACTIVITY_KIND_MEMCPY,
-    [FT_EVENT_MEMSET] = TOPSPTI_ACTIVITY_KIND_MEMSET,   [FT_EVENT_RUNTIME] = TOPSPTI_ACTIVITY_KIND_RUNTIME,
+    [FT_EVENT_KERNEL] = TOPSPTI_ACTIVITY_KIND_KERNEL, [FT_EVENT_MEMCPY] = TOPSPTI_ACTIVITY_KIND_MEMCPY,
+    [FT_EVENT_MEMSET] = TOPSPTI_ACTIVITY_KIND_MEMSET, [FT_EVENT_RUNTIME] = TOPSPTI_ACTIVITY_KIND_RUNTIME,
     [FT_EVENT_DRIVER] = TOPSPTI_ACTIVITY_KIND_DRIVER,
 };
 
@@ -212,7 +219,9 @@ static ft_status tp_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   ft__thread_register();
   ft_status st = ft__pool_reserve(POOL_INITIAL, BUF_SIZE) ? FT_OK : FT_ENOMEM;
   if (!st && !ft__clock_sample(read_clock, t, &t->clock.v0, &t->clock.r0)) st = FT_EVENDOR;
-  if (!st) st = ft__topsptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested, buffer_completed);
+  if (!st)
+    st = ft__topsptiActivityRegisterCallbacks(&t->api, t->base.err, sizeof t->base.err, ft__buffer_requested,
+                                              buffer_completed);
   for (unsigned k = 0; k <= FT_EVENT_DRIVER && !st; k++) {
     if (!(kinds & FT_KIND_BIT(k))) continue;
     st = ft__topsptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, kind_for[k]);
@@ -243,10 +252,15 @@ static ft_status tp_stop(ft_tracer *base) {
   if (t->subscriber) t->api.topsptiUnsubscribe(t->subscriber);
   t->subscriber = NULL;
   disable_kinds(t);
-  ft_status st = ft__topsptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, TOPSPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  ft_status st =
+      ft__topsptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, TOPSPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   count_dropped(t);
-  const ft__stop_decoder dec = {.who = FT__TRACER_NAME, .next = next_record, .success = TOPSPTI_SUCCESS,
-                                 .end = TOPSPTI_ERROR_MAX_LIMIT_REACHED, .decode = decode, .ctx = t};
+  const ft__stop_decoder dec = {.who = FT__TRACER_NAME,
+                                .next = next_record,
+                                .success = TOPSPTI_SUCCESS,
+                                .end = TOPSPTI_ERROR_MAX_LIMIT_REACHED,
+                                .decode = decode,
+                                .ctx = t};
   pthread_mutex_lock(&t->mu);
   atomic_fetch_add(&t->base.dropped, ft__decode_at_stop(&t->held, &t->clock, read_clock, t->base.err, &dec));
   pthread_mutex_unlock(&t->mu);

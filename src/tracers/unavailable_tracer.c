@@ -13,9 +13,18 @@ static ft_status un_start(ft_tracer *t, const ft_event_sink *sink, unsigned kind
   (void)t, (void)sink, (void)kinds;
   return FT_EUNAVAILABLE;
 }
-static ft_status un_stop(ft_tracer *t) { (void)t; return FT_OK; }
-static ft_status un_push(ft_tracer *t, uint64_t id) { (void)t, (void)id; return FT_OK; }
-static ft_status un_pop(ft_tracer *t) { (void)t; return FT_OK; }
+static ft_status un_stop(ft_tracer *t) {
+  (void)t;
+  return FT_OK;
+}
+static ft_status un_push(ft_tracer *t, uint64_t id) {
+  (void)t, (void)id;
+  return FT_OK;
+}
+static ft_status un_pop(ft_tracer *t) {
+  (void)t;
+  return FT_OK;
+}
 static void un_destroy(ft_tracer *t) { free(t); }
 
 static const ft_tracer_ops unavailable_ops = {

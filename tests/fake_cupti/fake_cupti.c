@@ -45,9 +45,9 @@
 #define VENDOR_CLOCK_BEHIND 1700000000000000000ull
 /* MCPTI's own API ids: nothing like CUPTI's (211 = cudaLaunchKernel there) */
 #define LAUNCH_CBID 7u
-static int in_completion;     /* the tracer is inside our buffer callback */
-static int api_name_misuse;   /* mcptiActivityGetApiName called from there */
-static size_t corrupt_next;   /* bytes of garbage before the next device record */
+static int in_completion;   /* the tracer is inside our buffer callback */
+static int api_name_misuse; /* mcptiActivityGetApiName called from there */
+static size_t corrupt_next; /* bytes of garbage before the next device record */
 #else
 #define VENDOR_CLOCK_BEHIND 0ull
 #define LAUNCH_CBID 211u
@@ -210,19 +210,19 @@ static void flush_deferred(void) {
 }
 
 /* The fields both copy records (Memcpy6, MemcpyPtoP4) share, from the launch l. */
-#define FILL_COPY(c, record_kind, copy, src, dst)   \
-  do {                                              \
-    (c)->kind = (record_kind);                      \
-    (c)->copyKind = (copy);                         \
-    (c)->srcKind = (src);                           \
-    (c)->dstKind = (dst);                           \
-    (c)->bytes = l->bytes;                          \
-    (c)->start = start;                             \
-    (c)->end = start + dur;                         \
-    (c)->deviceId = l->device;                      \
-    (c)->contextId = 1 + l->device;                 \
-    (c)->streamId = l->stream ? l->stream : 7;      \
-    (c)->correlationId = corr;                      \
+#define FILL_COPY(c, record_kind, copy, src, dst) \
+  do {                                            \
+    (c)->kind = (record_kind);                    \
+    (c)->copyKind = (copy);                       \
+    (c)->srcKind = (src);                         \
+    (c)->dstKind = (dst);                         \
+    (c)->bytes = l->bytes;                        \
+    (c)->start = start;                           \
+    (c)->end = start + dur;                       \
+    (c)->deviceId = l->device;                    \
+    (c)->contextId = 1 + l->device;               \
+    (c)->streamId = l->stream ? l->stream : 7;    \
+    (c)->correlationId = corr;                    \
   } while (0)
 
 EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
@@ -530,17 +530,20 @@ EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_Call
   return CUPTI_SUCCESS;
 }
 
-EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
-                                       CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain,
+                                       CUpti_CallbackId cbid) {
   (void)subscriber;
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) watched[0] = enable;
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000) watched[1] = enable;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000)
+    watched[0] = enable;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)
+    watched[1] = enable;
   return CUPTI_SUCCESS;
 }
 
 /* What cudaProfilerStart/Stop would make CUPTI do: enter and exit callbacks. */
 EXPORT void fake_cupti_profiler_api(int start) {
-  CUpti_CallbackId id = start ? CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 : CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
+  CUpti_CallbackId id =
+      start ? CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 : CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
   if (!subscriber_cb || !watched[start ? 0 : 1]) return;
   CUpti_CallbackData d;
   memset(&d, 0, sizeof d);

@@ -22,9 +22,9 @@ typedef struct fake_launch {
   uint32_t cbid;      /* runtime callback id; 0 = cudaLaunchKernel (211) */
   int driver;         /* 1: a driver API call (cbid 0 = cuLaunchKernel, 307) */
   uint32_t stream;
-  uint32_t device;              /* device records: the device that ran them */
+  uint32_t device;                 /* device records: the device that ran them */
   uint32_t src_device, dst_device; /* FAKE_P2P: a CUPTI_ACTIVITY_KIND_MEMCPY2 record */
-  int no_timing; /* 1: device records with start = end = 0 ("timing unavailable") */
+  int no_timing;                   /* 1: device records with start = end = 0 ("timing unavailable") */
   /* FAKE_SYNC: a CUpti_ActivitySynchronization2 record of this type (1 event, 2 stream
    * wait event, 3 stream, 4 context sync) beside the runtime call (cbid: the caller's,
    * default cudaStreamSynchronize); stream 0 means none (CUPTI's invalid value) */

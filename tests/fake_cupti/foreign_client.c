@@ -79,7 +79,8 @@ int main(void) {
   fake_cupti_launch_fn launch = fake_cupti_launch;
 #endif
   next_record = CALL(cuptiActivityGetNextRecord);
-  fake_launch k = {.kind = FAKE_KERNEL, .name = "before_takeover", .grid = {1, 1, 1}, .block = {32, 1, 1}, .dur_ns = 1000};
+  fake_launch k = {
+      .kind = FAKE_KERNEL, .name = "before_takeover", .grid = {1, 1, 1}, .block = {32, 1, 1}, .dur_ns = 1000};
   launch(&k);
   settle();
   CUpti_SubscriberHandle sub;
@@ -91,7 +92,7 @@ int main(void) {
   settle();
   CALL(cuptiActivityFlushAll)(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   CALL(cuptiActivityDisable)(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  printf("foreign_client: subscribe %s; %zu records in %zu buffers of its own\n", sr == CUPTI_SUCCESS ? "ok" : "refused",
-         records, buffers);
+  printf("foreign_client: subscribe %s; %zu records in %zu buffers of its own\n",
+         sr == CUPTI_SUCCESS ? "ok" : "refused", records, buffers);
   return 0;
 }

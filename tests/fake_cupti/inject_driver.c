@@ -57,14 +57,19 @@ int main(int argc, char **argv) {
   fake_cupti_launch_fn launch = (fake_cupti_launch_fn)dlsym(fake, "fake_cupti_launch");
   void (*profiler_api)(int) = (void (*)(int))dlsym(fake, "fake_cupti_profiler_api");
   int (*init)(void) = (int (*)(void))dlsym(inject, "InitializeInjection");
-  int (*init_nvtx)(NvtxGetExportTableFunc_t) = (int (*)(NvtxGetExportTableFunc_t))dlsym(inject, "InitializeInjectionNvtx2");
+  int (*init_nvtx)(NvtxGetExportTableFunc_t) =
+      (int (*)(NvtxGetExportTableFunc_t))dlsym(inject, "InitializeInjectionNvtx2");
   if (!launch || !init || !init_nvtx) return 3;
   /* NVTX may come first (its first call precedes cuInit); then cuInit */
   if (getenv("NVTX_INJECTION64_PATH") && !init_nvtx(get_export_table)) return 4;
   if (!init()) return 5;
 
-  fake_launch k = {.kind = FAKE_KERNEL, .name = "_Z5saxpyfPKfPfi", .grid = {4096, 1, 1}, .block = {256, 1, 1},
-                   .regs = 16, .dur_ns = 2000};
+  fake_launch k = {.kind = FAKE_KERNEL,
+                   .name = "_Z5saxpyfPKfPfi",
+                   .grid = {4096, 1, 1},
+                   .block = {256, 1, 1},
+                   .regs = 16,
+                   .dur_ns = 2000};
   if (!strcmp(mode, "wide")) { /* nvtxRangePushW: wide strings become UTF-8, surrogates U+FFFD */
     static const wchar_t name[] = {L'w', 0xE9, 0x20AC, 0x1F600, 0xD800, 0};
     ((nvtxRangePushW_impl_fntype)core[NVTX_CBID_CORE_RangePushW])(name);
@@ -97,7 +102,8 @@ int main(int argc, char **argv) {
     if (level != 1) fprintf(stderr, "inject_driver: pop returned level %d, expected 1\n", level);
     ((nvtxMarkA_impl_fntype)core[NVTX_CBID_CORE_MarkA])("mark");
     nvtxDomainHandle_t d = ((nvtxDomainCreateA_impl_fntype)core2[NVTX_CBID_CORE2_DomainCreateA])("dom");
-    nvtxStringHandle_t s = ((nvtxDomainRegisterStringA_impl_fntype)core2[NVTX_CBID_CORE2_DomainRegisterStringA])(d, "registered");
+    nvtxStringHandle_t s =
+        ((nvtxDomainRegisterStringA_impl_fntype)core2[NVTX_CBID_CORE2_DomainRegisterStringA])(d, "registered");
     nvtxEventAttributes_t a;
     memset(&a, 0, sizeof a);
     a.version = NVTX_VERSION;

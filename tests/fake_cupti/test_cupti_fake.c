@@ -60,8 +60,8 @@ static void expect_dim(yajl_val args, const char *key, int x, int y, int z) {
 
 /* The small kernel most tests launch: one block of one warp. */
 static fake_launch kernel(const char *name, uint64_t dur) {
-  return (fake_launch){.kind = FAKE_KERNEL, .name = name, .grid = {1, 1, 1}, .block = {32, 1, 1}, .regs = 8,
-                       .dur_ns = dur};
+  return (fake_launch){
+      .kind = FAKE_KERNEL, .name = name, .grid = {1, 1, 1}, .block = {32, 1, 1}, .regs = 8, .dur_ns = dur};
 }
 
 /* A kernel's arguments are formatted once per configuration and reused while it
@@ -69,8 +69,8 @@ static fake_launch kernel(const char *name, uint64_t dur) {
 static void test_kernel_args_follow_each_configuration(void **state) {
   (void)state;
   ft_session *s = ft_test_started();
-  fake_launch a = {.kind = FAKE_KERNEL, .name = "a0", .grid = {256, 1, 1}, .block = {256, 1, 1}, .regs = 44,
-                   .dur_ns = 1000};
+  fake_launch a = {
+      .kind = FAKE_KERNEL, .name = "a0", .grid = {256, 1, 1}, .block = {256, 1, 1}, .regs = 44, .dur_ns = 1000};
   fake_launch b = a; /* grid z only */
   b.name = "b";
   b.grid[2] = 2;
@@ -87,8 +87,10 @@ static void test_kernel_args_follow_each_configuration(void **state) {
   ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
   yajl_val doc = ft_test_render(s);
-  static const struct { const char *name; int gz, smem; } want[] = {
-      {"a0", 1, 0}, {"a1", 1, 0}, {"b", 2, 0}, {"c", 2, 512}, {"a2", 1, 0}};
+  static const struct {
+    const char *name;
+    int gz, smem;
+  } want[] = {{"a0", 1, 0}, {"a1", 1, 0}, {"b", 2, 0}, {"c", 2, 512}, {"a2", 1, 0}};
   for (size_t i = 0; i < 5; i++) {
     yajl_val args = ft_test_get(ft_test_find_x(doc, "kernel", want[i].name, 0), "args");
     assert_non_null(args);
@@ -105,18 +107,40 @@ static void test_kernel_fields_match_torch_reference(void **state) {
   ft_session *s = ft_test_started();
   uint64_t op;
   assert_int_equal(ft_range_push(s, "aten::mm", &op), FT_OK);
-  fake_launch k1 = {.kind = FAKE_KERNEL, .name = "elementwise_kernel_256",
-                    .grid = {256, 1, 1}, .block = {256, 1, 1}, .regs = 44, .dur_ns = 2080};
-  fake_launch k2 = {.kind = FAKE_KERNEL, .name = "sm80_xmma_gemm_kernel",
-                    .grid = {8, 8, 4}, .block = {64, 1, 1}, .regs = 80, .static_smem = 6528, .dur_ns = 4416};
-  fake_launch k3 = {.kind = FAKE_KERNEL, .name = "sm80_xmma_gemm_split_k_kernel",
-                    .grid = {8, 8, 1}, .block = {64, 1, 1}, .regs = 72, .static_smem = 4608, .dur_ns = 2848};
-  fake_launch k4 = {.kind = FAKE_KERNEL, .name = "_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi",
-                    .grid = {64, 1, 1}, .block = {128, 1, 1}, .regs = 28, .dur_ns = 1152};
+  fake_launch k1 = {.kind = FAKE_KERNEL,
+                    .name = "elementwise_kernel_256",
+                    .grid = {256, 1, 1},
+                    .block = {256, 1, 1},
+                    .regs = 44,
+                    .dur_ns = 2080};
+  fake_launch k2 = {.kind = FAKE_KERNEL,
+                    .name = "sm80_xmma_gemm_kernel",
+                    .grid = {8, 8, 4},
+                    .block = {64, 1, 1},
+                    .regs = 80,
+                    .static_smem = 6528,
+                    .dur_ns = 4416};
+  fake_launch k3 = {.kind = FAKE_KERNEL,
+                    .name = "sm80_xmma_gemm_split_k_kernel",
+                    .grid = {8, 8, 1},
+                    .block = {64, 1, 1},
+                    .regs = 72,
+                    .static_smem = 4608,
+                    .dur_ns = 2848};
+  fake_launch k4 = {.kind = FAKE_KERNEL,
+                    .name = "_ZN2at6native29vectorized_elementwise_kernelILi4EEEvi",
+                    .grid = {64, 1, 1},
+                    .block = {128, 1, 1},
+                    .regs = 28,
+                    .dur_ns = 1152};
   /* not in the reference: 13200 blocks of 1024 threads, 64 regs -> register bound:
    * 1 block per SM -> 1024/2048 = 50 % */
-  fake_launch k5 = {.kind = FAKE_KERNEL, .name = "big_kernel",
-                    .grid = {13200, 1, 1}, .block = {1024, 1, 1}, .regs = 64, .dur_ns = 5000};
+  fake_launch k5 = {.kind = FAKE_KERNEL,
+                    .name = "big_kernel",
+                    .grid = {13200, 1, 1},
+                    .block = {1024, 1, 1},
+                    .regs = 64,
+                    .dur_ns = 5000};
   uint32_t c1 = launch(&k1);
   launch(&k2);
   launch(&k3);
@@ -130,9 +154,19 @@ static void test_kernel_fields_match_torch_reference(void **state) {
   yajl_val e = ft_test_find_x(doc, "kernel", "elementwise_kernel_256", 0);
   assert_non_null(e);
   yajl_val a = ft_test_get(e, "args");
-  static const char *const keys[] = {"External id", "device", "stream", "correlation", "queued", "context",
-                                     "registers per thread", "shared memory", "blocks per SM",
-                                     "warps per SM", "grid", "block", "est. achieved occupancy %"};
+  static const char *const keys[] = {"External id",
+                                     "device",
+                                     "stream",
+                                     "correlation",
+                                     "queued",
+                                     "context",
+                                     "registers per thread",
+                                     "shared memory",
+                                     "blocks per SM",
+                                     "warps per SM",
+                                     "grid",
+                                     "block",
+                                     "est. achieved occupancy %"};
   assert_int_equal(a->u.object.len, 13);
   for (size_t i = 0; i < 13; i++)
     if (!ft_test_get(a, keys[i])) fail_msg("kernel args lack \"%s\"", keys[i]);
@@ -187,14 +221,21 @@ static void test_kernel_fields_match_torch_reference(void **state) {
 static void test_copies_sets_and_runtime_names(void **state) {
   (void)state;
   ft_session *s = ft_test_started();
-  fake_launch cp = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
-                    .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-                    .bytes = 65536, .dur_ns = 2000, .cbid = 0};
-  fake_launch dd = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD,
-                    .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-                    .bytes = 16384, .dur_ns = 832};
-  fake_launch ms = {.kind = FAKE_MEMSET, .memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, .bytes = 1 << 20,
-                    .dur_ns = 0};
+  fake_launch cp = {.kind = FAKE_MEMCPY,
+                    .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                    .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                    .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                    .bytes = 65536,
+                    .dur_ns = 2000,
+                    .cbid = 0};
+  fake_launch dd = {.kind = FAKE_MEMCPY,
+                    .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD,
+                    .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                    .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                    .bytes = 16384,
+                    .dur_ns = 832};
+  fake_launch ms = {
+      .kind = FAKE_MEMSET, .memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, .bytes = 1 << 20, .dur_ns = 0};
   fake_launch sync = {.kind = FAKE_RUNTIME_ONLY, .cbid = 165};
   fake_launch unknown = {.kind = FAKE_RUNTIME_ONLY, .cbid = 100000};
   launch(&cp);
@@ -235,13 +276,20 @@ static void test_contract(void **state) {
   ft_session *s = ft_test_started();
   uint64_t op;
   assert_int_equal(ft_range_push(s, "aten::op", &op), FT_OK);
-  fake_launch k = {.kind = FAKE_KERNEL, .name = "contract_kernel",
-                   .grid = {4, 1, 1}, .block = {100, 1, 1}, .regs = 32, .dur_ns = 1500};
-  fake_launch cp = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
-                    .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-                    .bytes = 65536, .dur_ns = 2000};
-  fake_launch ms = {.kind = FAKE_MEMSET, .memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, .bytes = 4 << 20,
-                    .dur_ns = 300};
+  fake_launch k = {.kind = FAKE_KERNEL,
+                   .name = "contract_kernel",
+                   .grid = {4, 1, 1},
+                   .block = {100, 1, 1},
+                   .regs = 32,
+                   .dur_ns = 1500};
+  fake_launch cp = {.kind = FAKE_MEMCPY,
+                    .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                    .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                    .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                    .bytes = 65536,
+                    .dur_ns = 2000};
+  fake_launch ms = {
+      .kind = FAKE_MEMSET, .memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, .bytes = 4 << 20, .dur_ns = 300};
   launch(&k);
   launch(&cp);
   launch(&ms);
@@ -249,8 +297,12 @@ static void test_contract(void **state) {
   ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
   yajl_val doc = ft_test_render(s);
-  ft_contract c = {.vendor = "cuda/cupti", .runtime_cat = "cuda_runtime", .launch_name = "cudaLaunchKernel",
-                   .op = (long long)op, .memcpy_bytes = 65536, .memset_bytes = 4 << 20};
+  ft_contract c = {.vendor = "cuda/cupti",
+                   .runtime_cat = "cuda_runtime",
+                   .launch_name = "cudaLaunchKernel",
+                   .op = (long long)op,
+                   .memcpy_bytes = 65536,
+                   .memset_bytes = 4 << 20};
   ft_test_contract(doc, &c);
   yajl_tree_free(doc);
   ft_session_destroy(s);
@@ -261,8 +313,12 @@ static void test_graphs_orphans_and_window(void **state) {
   ft_session *s = ft_test_started();
   fake_launch graph = kernel("graph_node", 1000);
   graph.device_records = 3;
-  fake_launch orphan = {.kind = FAKE_KERNEL, .name = "orphan",
-                        .grid = {1, 1, 1}, .block = {31, 1, 1}, .regs = 8, .dur_ns = 1000}; /* block not a multiple of 32 */
+  fake_launch orphan = {.kind = FAKE_KERNEL,
+                        .name = "orphan",
+                        .grid = {1, 1, 1},
+                        .block = {31, 1, 1},
+                        .regs = 8,
+                        .dur_ns = 1000}; /* block not a multiple of 32 */
   orphan.no_runtime = 1;
   fake_launch early = kernel("before_start", 1000);
   early.start_offset_ns = -10000000000ll; /* 10 s before: outside the window */
@@ -309,8 +365,7 @@ static int graph_visit(void *ctx, const ft_export_event *x) {
     if (x->flow != FT_FLOW_END || x->flow_id != x->event.correlation_id || !x->event.has_external_id ||
         x->event.external_id != 42)
       t->foreign++;
-    else
-      t->ends++;
+    else t->ends++;
   }
   return 0;
 }
@@ -374,8 +429,12 @@ static void test_driver_launches_and_activity_selection(void **state) {
   (void)state;
   /* a direct cuLaunchKernel (Triton): a cuda_driver row that owns the flow */
   ft_session *s = ft_test_started();
-  fake_launch k = {.kind = FAKE_KERNEL, .name = "triton_kernel",
-                   .grid = {4, 1, 1}, .block = {128, 1, 1}, .regs = 32, .dur_ns = 1000};
+  fake_launch k = {.kind = FAKE_KERNEL,
+                   .name = "triton_kernel",
+                   .grid = {4, 1, 1},
+                   .block = {128, 1, 1},
+                   .regs = 32,
+                   .dur_ns = 1000};
   k.driver = 1;
   launch(&k);
   ft_test_settle();
@@ -395,8 +454,8 @@ static void test_driver_launches_and_activity_selection(void **state) {
   o.activities = FT_ACTIVITY_KERNEL;
   assert_int_equal(ft_session_create(&s, &o), FT_OK);
   assert_int_equal(ft_session_start(s), FT_OK);
-  fake_launch k2 = {.kind = FAKE_KERNEL, .name = "kernel_only",
-                    .grid = {4, 1, 1}, .block = {128, 1, 1}, .regs = 32, .dur_ns = 1000};
+  fake_launch k2 = {
+      .kind = FAKE_KERNEL, .name = "kernel_only", .grid = {4, 1, 1}, .block = {128, 1, 1}, .regs = 32, .dur_ns = 1000};
   fake_launch cp = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, .bytes = 8, .dur_ns = 10};
   launch(&k2);
   launch(&cp);
@@ -416,20 +475,26 @@ static void test_driver_launches_and_activity_selection(void **state) {
  * (decode-time filter); FLAGTRACE_CUPTI_ALL_APIS=1 brings them back. */
 static void test_api_rows_as_kineto(void **state) {
   (void)state;
-  static const uint32_t left_rt[] = {
-      CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
-      CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020,
-      CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020};
-  static const char *const left_rt_names[] = {"cudaGetDevice", "cudaSetDevice", "cudaGetLastError",
-                                              "cudaEventCreate", "cudaEventCreateWithFlags", "cudaEventDestroy"};
-  static const uint32_t left_drv[] = {
-      CUPTI_DRIVER_TRACE_CBID_cuKernelGetName, CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttribute,
-      CUPTI_DRIVER_TRACE_CBID_cuOccupancyMaxActiveBlocksPerMultiprocessor, CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel,
-      CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction, CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute,
-      CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent};
-  static const char *const left_drv_names[] = {"cuKernelGetName", "cuPointerGetAttribute",
-                                               "cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuLibraryGetKernel",
-                                               "cuKernelGetFunction", "cuDeviceGetAttribute", "cuCtxGetCurrent"};
+  static const uint32_t left_rt[] = {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+                                     CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020,
+                                     CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+                                     CUPTI_RUNTIME_TRACE_CBID_cudaEventCreate_v3020,
+                                     CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020,
+                                     CUPTI_RUNTIME_TRACE_CBID_cudaEventDestroy_v3020};
+  static const char *const left_rt_names[] = {
+      "cudaGetDevice",   "cudaSetDevice", "cudaGetLastError", "cudaEventCreate", "cudaEventCreateWithFlags",
+      "cudaEventDestroy"};
+  static const uint32_t left_drv[] = {CUPTI_DRIVER_TRACE_CBID_cuKernelGetName,
+                                      CUPTI_DRIVER_TRACE_CBID_cuPointerGetAttribute,
+                                      CUPTI_DRIVER_TRACE_CBID_cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                                      CUPTI_DRIVER_TRACE_CBID_cuLibraryGetKernel,
+                                      CUPTI_DRIVER_TRACE_CBID_cuKernelGetFunction,
+                                      CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute,
+                                      CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent};
+  static const char *const left_drv_names[] = {
+      "cuKernelGetName",    "cuPointerGetAttribute", "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+      "cuLibraryGetKernel", "cuKernelGetFunction",   "cuDeviceGetAttribute",
+      "cuCtxGetCurrent"};
   for (int mode = 0; mode < 3; mode++) {
     bool all = mode == 2;
     if (mode == 1) setenv("FAKE_CUPTI_NO_API_SWITCH", "1", 1);
@@ -509,8 +574,14 @@ static void test_own_queries_are_not_rows(void **state) {
 static void test_peer_to_peer_copies(void **state) {
   (void)state;
   ft_session *s = ft_test_started();
-  fake_launch p2p = {.kind = FAKE_P2P, .bytes = 16 << 20, .dur_ns = 100000, .device = 1, .src_device = 0,
-                     .dst_device = 1, .stream = 13, .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020};
+  fake_launch p2p = {.kind = FAKE_P2P,
+                     .bytes = 16 << 20,
+                     .dur_ns = 100000,
+                     .device = 1,
+                     .src_device = 0,
+                     .dst_device = 1,
+                     .stream = 13,
+                     .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020};
   assert_int_equal(ft_correlation_push(s, 77), FT_OK);
   uint32_t corr = launch(&p2p);
   assert_int_equal(ft_correlation_pop(s), FT_OK);
@@ -534,8 +605,8 @@ static void test_peer_to_peer_copies(void **state) {
   assert_int_equal(num(a, "bytes"), 16 << 20);
   assert_true(fabs(num(a, "memory bandwidth (GB/s)") - (16 << 20) / 100000.0) < 1e-9);
   /* kineto's key order after the ids */
-  static const char *const order[] = {"fromDevice", "inDevice", "toDevice", "fromContext",
-                                      "inContext", "toContext", "bytes", "memory bandwidth (GB/s)"};
+  static const char *const order[] = {"fromDevice", "inDevice",  "toDevice", "fromContext",
+                                      "inContext",  "toContext", "bytes",    "memory bandwidth (GB/s)"};
   size_t at = 0;
   for (size_t i = 0; i < a->u.object.len && at < 8; i++)
     if (!strcmp(a->u.object.keys[i], order[at])) at++;
@@ -546,8 +617,8 @@ static void test_peer_to_peer_copies(void **state) {
   ft_session_destroy(s);
 }
 
-static bool has_meta(yajl_val doc, const char *name, long long pid, long long tid, const char *key,
-                     const char *sval, long long ival) {
+static bool has_meta(yajl_val doc, const char *name, long long pid, long long tid, const char *key, const char *sval,
+                     long long ival) {
   yajl_val ev = ft_test_get(doc, "traceEvents");
   for (size_t i = 0; i < ev->u.array.len; i++) {
     yajl_val e = ev->u.array.values[i];
@@ -590,12 +661,22 @@ static void test_two_devices_rows_and_properties(void **state) {
   yajl_val props = ft_test_get(doc, "deviceProperties");
   assert_true(YAJL_IS_ARRAY(props));
   assert_int_equal(props->u.array.len, 2);
-  static const char *const keys[] = {"id", "name", "totalGlobalMem", "computeMajor", "computeMinor",
-                                     "maxThreadsPerBlock", "maxThreadsPerMultiprocessor", "regsPerBlock",
-                                     "warpSize", "sharedMemPerBlock", "numSms", "regsPerMultiprocessor",
-                                     "sharedMemPerBlockOptin", "sharedMemPerMultiprocessor"};
-  static const long long h200[] = {0, 0, 150109880320ll, 9, 0, 1024, 2048, 65536, 32, 49152, 132, 65536,
-                                   232448, 233472};
+  static const char *const keys[] = {"id",
+                                     "name",
+                                     "totalGlobalMem",
+                                     "computeMajor",
+                                     "computeMinor",
+                                     "maxThreadsPerBlock",
+                                     "maxThreadsPerMultiprocessor",
+                                     "regsPerBlock",
+                                     "warpSize",
+                                     "sharedMemPerBlock",
+                                     "numSms",
+                                     "regsPerMultiprocessor",
+                                     "sharedMemPerBlockOptin",
+                                     "sharedMemPerMultiprocessor"};
+  static const long long h200[] = {0,     0,  150109880320ll, 9,   0,     1024,   2048,
+                                   65536, 32, 49152,          132, 65536, 232448, 233472};
   for (size_t d = 0; d < 2; d++) {
     yajl_val o = props->u.array.values[d];
     assert_true(YAJL_IS_OBJECT(o));
@@ -811,9 +892,14 @@ static void test_innermost_id_on_the_calling_thread(void **state) {
   launch(&a);
   assert_int_equal(ft_correlation_push(s, 11), FT_OK);
   launch(&in);
-  fake_launch cp = {.kind = FAKE_MEMCPY, .driver = 1, .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
-                    .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
-                    .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, .bytes = 64, .dur_ns = 10};
+  fake_launch cp = {.kind = FAKE_MEMCPY,
+                    .driver = 1,
+                    .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+                    .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                    .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                    .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                    .bytes = 64,
+                    .dur_ns = 10};
   launch(&cp);
   assert_int_equal(ft_correlation_pop(s), FT_OK);
   launch(&b);
@@ -832,7 +918,8 @@ static void test_innermost_id_on_the_calling_thread(void **state) {
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     yajl_val k = ft_test_find_x(doc, "kernel", want[i].name, 0);
     assert_non_null(k);
-    if (ext_of(k) != want[i].ext) fail_msg("kernel %s: External id %lld, want %lld", want[i].name, ext_of(k), want[i].ext);
+    if (ext_of(k) != want[i].ext)
+      fail_msg("kernel %s: External id %lld, want %lld", want[i].name, ext_of(k), want[i].ext);
     assert_int_equal(runtime_ext_of(doc, k), want[i].ext);
   }
   assert_int_equal(count_cat(doc, "X", "cuda_driver"), 0); /* the copy's call is not a row */
@@ -1024,7 +1111,6 @@ static void expect_unavailable(const char *needle) {
   ft_session_destroy(s);
 }
 
-
 /* A session of the given activities, started (the fake usable). */
 static ft_session *started_with(unsigned activities) {
   ft_session_options o;
@@ -1108,8 +1194,9 @@ static void test_sync_records_as_torch_cuda(void **state) {
     yajl_val es = ft_test_find_x(doc, "cuda_sync", "Event Sync", 0);
     assert_non_null(es);
     arg_keys(es, keys, sizeof keys);
-    assert_string_equal(keys, "External id,cuda_sync_kind,wait_on_stream,wait_on_cuda_event_record_corr_id,"
-                              "wait_on_cuda_event_id,stream,correlation,device,context");
+    assert_string_equal(keys,
+                        "External id,cuda_sync_kind,wait_on_stream,wait_on_cuda_event_record_corr_id,"
+                        "wait_on_cuda_event_id,stream,correlation,device,context");
     assert_int_equal(num(ft_test_get(es, "args"), "wait_on_cuda_event_id"), 19);
     int fs, ff;
     flow_halves(doc, c_stream, &fs, &ff);
@@ -1152,7 +1239,7 @@ static void test_collection_stopped_leaves_out(void **state) {
   assert_non_null(ft_test_find_x(doc, "kernel", "launched_after", 0));
   assert_null(ft_test_find_x(doc, "kernel", "launched_while_off", 0));
   assert_null(ft_test_find_x(doc, "kernel", "orphan_while_off", 0));
-  assert_int_equal(count_cat(doc, "X", "cuda_runtime"), 2); /* before and after */
+  assert_int_equal(count_cat(doc, "X", "cuda_runtime"), 2);               /* before and after */
   assert_int_equal(count_cat(doc, "s", NULL), count_cat(doc, "f", NULL)); /* still paired */
   assert_int_equal(num(ft_test_get(doc, "flagtrace"), "collection_stopped_left_out"), 3);
   yajl_tree_free(doc);

@@ -24,8 +24,8 @@ static int (*api_name_misuse)(void);
 static void (*corrupt)(size_t n);
 
 static fake_launch kernel(const char *name, uint64_t dur) {
-  fake_launch l = {.kind = FAKE_KERNEL, .name = name, .grid = {64, 2, 1}, .block = {128, 1, 1}, .regs = 24,
-                   .dur_ns = dur};
+  fake_launch l = {
+      .kind = FAKE_KERNEL, .name = name, .grid = {64, 2, 1}, .block = {128, 1, 1}, .regs = 24, .dur_ns = dur};
   return l;
 }
 
@@ -41,11 +41,15 @@ static void test_records_clock_and_names(void **state) {
   uint64_t op;
   assert_int_equal(ft_range_push(s, "aten::mm", &op), FT_OK);
   fake_launch k = kernel("_Z6matmulPfS_S_i", 250000); /* 250 µs on MCPTI's clock */
-  fake_launch cp = {.kind = FAKE_MEMCPY, .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
-                    .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-                    .bytes = 1 << 20, .dur_ns = 5000, .cbid = 12};
-  fake_launch ms = {.kind = FAKE_MEMSET, .memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, .bytes = 4096,
-                    .dur_ns = 700, .cbid = 20};
+  fake_launch cp = {.kind = FAKE_MEMCPY,
+                    .copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                    .src_kind = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                    .dst_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                    .bytes = 1 << 20,
+                    .dur_ns = 5000,
+                    .cbid = 12};
+  fake_launch ms = {
+      .kind = FAKE_MEMSET, .memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, .bytes = 4096, .dur_ns = 700, .cbid = 20};
   fake_launch unnamed = {.kind = FAKE_RUNTIME_ONLY, .cbid = 99}; /* an id MCPTI cannot name */
   launch(&k);
   launch(&cp);
@@ -195,9 +199,8 @@ int main(void) {
   *(void **)&api_name_misuse = dlsym(h, "fake_mcpti_api_name_misuse");
   *(void **)&corrupt = dlsym(h, "fake_mcpti_corrupt");
   if (!launch || !api_name_misuse || !corrupt) return 1;
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_records_clock_and_names),
-                                     cmocka_unit_test(test_resync_and_untimed),
-                                     cmocka_unit_test(test_no_profiler_api_watch),
-                                     cmocka_unit_test(test_log_lines_say_mcpti)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_records_clock_and_names), cmocka_unit_test(test_resync_and_untimed),
+      cmocka_unit_test(test_no_profiler_api_watch), cmocka_unit_test(test_log_lines_say_mcpti)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

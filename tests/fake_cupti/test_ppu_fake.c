@@ -63,8 +63,12 @@ static void test_every_record_of_a_dense_buffer(void **state) {
   assert_int_equal(starts, LAUNCHES + 2); /* one pair per device event, no more */
   assert_int_equal(ends, LAUNCHES + 2);
   assert_int_equal(starts_on_runtime, LAUNCHES + 2);
-  ft_contract con = {.vendor = "ppu/cupti", .runtime_cat = "cuda_runtime", .launch_name = "cudaLaunchKernel",
-                     .op = (long long)op, .memcpy_bytes = 256, .memset_bytes = 128};
+  ft_contract con = {.vendor = "ppu/cupti",
+                     .runtime_cat = "cuda_runtime",
+                     .launch_name = "cudaLaunchKernel",
+                     .op = (long long)op,
+                     .memcpy_bytes = 256,
+                     .memset_bytes = 128};
   ft_test_contract(doc, &con);
   yajl_tree_free(doc);
   ft_session_destroy(s);

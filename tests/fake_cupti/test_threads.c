@@ -30,7 +30,11 @@ static void *worker(void *arg) {
   uint64_t id;
   if (ft_range_push(session, name, &id) != FT_OK) return (void *)1;
   range_of_stream[t + 1] = id;
-  fake_launch k = {.kind = FAKE_KERNEL, .name = "k", .grid = {1, 1, 1}, .block = {32, 1, 1}, .dur_ns = 100,
+  fake_launch k = {.kind = FAKE_KERNEL,
+                   .name = "k",
+                   .grid = {1, 1, 1},
+                   .block = {32, 1, 1},
+                   .dur_ns = 100,
                    .stream = (uint32_t)t + 1};
   for (int i = 0; i < LAUNCHES; i++) launch(&k);
   return ft_range_pop(session) == FT_OK ? NULL : (void *)1;

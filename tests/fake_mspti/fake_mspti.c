@@ -86,7 +86,7 @@ EXPORT uint64_t fake_mspti_launch(const fake_ms_launch *l) {
     }
   }
   uint64_t start = t0 + 1000;
-  uint32_t kind = l->kind == FAKE_MS_KERNEL ? MSPTI_ACTIVITY_KIND_KERNEL
+  uint32_t kind = l->kind == FAKE_MS_KERNEL   ? MSPTI_ACTIVITY_KIND_KERNEL
                   : l->kind == FAKE_MS_MEMCPY ? MSPTI_ACTIVITY_KIND_MEMCPY
                                               : MSPTI_ACTIVITY_KIND_MEMSET;
   if (enabled & (1u << kind)) {

@@ -9,9 +9,9 @@ enum { FAKE_MS_KERNEL, FAKE_MS_MEMCPY, FAKE_MS_MEMSET };
 
 typedef struct fake_ms_launch {
   int kind;
-  const char *name;       /* kernels */
-  const char *apis[3];    /* API records of the call, NULL-terminated (MSPTI reports several) */
-  uint32_t device;        /* physical device id */
+  const char *name;    /* kernels */
+  const char *apis[3]; /* API records of the call, NULL-terminated (MSPTI reports several) */
+  uint32_t device;     /* physical device id */
   uint32_t stream;
   uint64_t bytes, dur_ns;
 } fake_ms_launch;

@@ -40,8 +40,12 @@ static void test_kernels_runtime_and_attribution(void **state) {
   ft_session *s = ft_test_started();
   uint64_t op;
   assert_int_equal(ft_range_push(s, "aten::add", &op), FT_OK);
-  fake_ms_launch k = {.kind = FAKE_MS_KERNEL, .name = "Add_kernel", .apis = {"aclnnAdd", "aclrtLaunchKernel"},
-                      .device = 5, .stream = 3, .dur_ns = 2000};
+  fake_ms_launch k = {.kind = FAKE_MS_KERNEL,
+                      .name = "Add_kernel",
+                      .apis = {"aclnnAdd", "aclrtLaunchKernel"},
+                      .device = 5,
+                      .stream = 3,
+                      .dur_ns = 2000};
   uint64_t corr64 = launch(&k);
   assert_true(corr64 > UINT32_MAX);
   assert_int_equal(ft_range_pop(s), FT_OK);
@@ -132,9 +136,13 @@ static void test_contract(void **state) {
   ft_contract con = {.vendor = "ascend/mspti",
                      .why_not = {[FT_ROW_METADATA] = "MSPTI's kernel record has no grid or block",
                                  [FT_ROW_CBID] = "MSPTI's API record has no cbid",
-                                 [FT_ROW_MEMCPY] = no_copies, [FT_ROW_MEMSET] = no_copies},
-                     .runtime_cat = "privateuse1_runtime", .launch_name = "aclrtLaunchKernel", .op = (long long)op,
-                     .memcpy_bytes = 4096, .memset_bytes = 1024};
+                                 [FT_ROW_MEMCPY] = no_copies,
+                                 [FT_ROW_MEMSET] = no_copies},
+                     .runtime_cat = "privateuse1_runtime",
+                     .launch_name = "aclrtLaunchKernel",
+                     .op = (long long)op,
+                     .memcpy_bytes = 4096,
+                     .memset_bytes = 1024};
   ft_test_contract(doc, &con);
   yajl_tree_free(doc);
   ft_session_destroy(s);

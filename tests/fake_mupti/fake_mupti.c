@@ -94,7 +94,8 @@ EXPORT uint32_t fake_mupti_launch(const fake_mu_launch *l) {
   return corr;
 }
 
-EXPORT MUptiResult muptiActivityRegisterCallbacks(MUpti_BuffersCallbackRequestFunc r, MUpti_BuffersCallbackCompleteFunc c) {
+EXPORT MUptiResult muptiActivityRegisterCallbacks(MUpti_BuffersCallbackRequestFunc r,
+                                                  MUpti_BuffersCallbackCompleteFunc c) {
   on_complete = c;
   buf.request = r;
   buf.complete = complete;

@@ -26,7 +26,8 @@ static void test_clock_mapping_and_decoding(void **state) {
   launch(&(fake_mu_launch){.kind = FAKE_MU_MEMCPY, .dur_ns = 2000});
   launch(&(fake_mu_launch){.kind = FAKE_MU_MEMSET, .dur_ns = 1000});
   assert_int_equal(ft_range_pop(s), FT_OK);
-  launch(&(fake_mu_launch){.kind = FAKE_MU_KERNEL, .name = "no_time", .dur_ns = 100, .zero_time = 1}); /* start == end == 0 */
+  launch(&(fake_mu_launch){
+      .kind = FAKE_MU_KERNEL, .name = "no_time", .dur_ns = 100, .zero_time = 1}); /* start == end == 0 */
   ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
   ft_session_counts c;
@@ -52,8 +53,12 @@ static void test_clock_mapping_and_decoding(void **state) {
   uint64_t ns, n;
   assert_int_equal(ft_session_device_time(s, op, &ns, &n), FT_OK);
   assert_int_equal(n, 3);
-  ft_contract con = {.vendor = "musa/mupti", .runtime_cat = "privateuse1_runtime", .launch_name = "musaLaunchKernel",
-                     .op = (long long)op, .memcpy_bytes = 4096, .memset_bytes = 512};
+  ft_contract con = {.vendor = "musa/mupti",
+                     .runtime_cat = "privateuse1_runtime",
+                     .launch_name = "musaLaunchKernel",
+                     .op = (long long)op,
+                     .memcpy_bytes = 4096,
+                     .memset_bytes = 512};
   ft_test_contract(doc, &con);
   yajl_tree_free(doc);
   ft_session_destroy(s);

@@ -37,7 +37,7 @@ static void test_hip_ops_api_and_attribution(void **state) {
   yajl_val k = ft_test_find_x(doc, "kernel", "vector_add(float*, float*, int)", 0);
   assert_non_null(k);
   assert_int_equal(YAJL_GET_INTEGER(ft_test_get(k, "tid")), 5); /* the queue */
-  assert_null(ft_test_get(ft_test_get(k, "args"), "grid")); /* not in the record: omitted */
+  assert_null(ft_test_get(ft_test_get(k, "args"), "grid"));     /* not in the record: omitted */
   yajl_val m = ft_test_find_x(doc, "gpu_memcpy", "Memcpy HtoD", 0);
   assert_non_null(m);
   assert_int_equal(YAJL_GET_INTEGER(ft_test_get(ft_test_get(m, "args"), "bytes")), 8192);
@@ -52,8 +52,11 @@ static void test_hip_ops_api_and_attribution(void **state) {
   assert_int_equal(cnt.flows, 3);
   ft_contract con = {.vendor = "dcu/roctracer",
                      .why_not = {[FT_ROW_METADATA] = "roctracer's kernel record has no grid or block"},
-                     .runtime_cat = "privateuse1_runtime", .launch_name = "hipLaunchKernel", .op = (long long)op,
-                     .memcpy_bytes = 8192, .memset_bytes = 256};
+                     .runtime_cat = "privateuse1_runtime",
+                     .launch_name = "hipLaunchKernel",
+                     .op = (long long)op,
+                     .memcpy_bytes = 8192,
+                     .memset_bytes = 256};
   ft_test_contract(doc, &con);
   yajl_tree_free(doc);
   ft_session_destroy(s);

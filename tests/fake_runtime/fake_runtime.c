@@ -19,24 +19,43 @@ enum { RT_KERNEL, RT_MEMCPY, RT_MEMSET };
 /* Each fake's launch call, for one kernel, one host-to-device copy, one memset. */
 static int cupti_launch(void *fn, int kind, const char *name) {
   /* CUPTI's enum values: memcpy kind HTOD 1, memory kinds PAGEABLE 1, DEVICE 3 */
-  fake_launch l = {.kind = kind == RT_KERNEL ? FAKE_KERNEL : kind == RT_MEMCPY ? FAKE_MEMCPY : FAKE_MEMSET,
-                   .name = name, .grid = {8, 1, 1}, .block = {128, 1, 1}, .regs = 16, .copy_kind = 1,
-                   .src_kind = 1, .dst_kind = 3, .memory_kind = 3, .bytes = 4096, .dur_ns = 2000};
+  fake_launch l = {.kind = kind == RT_KERNEL   ? FAKE_KERNEL
+                           : kind == RT_MEMCPY ? FAKE_MEMCPY
+                                               : FAKE_MEMSET,
+                   .name = name,
+                   .grid = {8, 1, 1},
+                   .block = {128, 1, 1},
+                   .regs = 16,
+                   .copy_kind = 1,
+                   .src_kind = 1,
+                   .dst_kind = 3,
+                   .memory_kind = 3,
+                   .bytes = 4096,
+                   .dur_ns = 2000};
   ((fake_cupti_launch_fn)fn)(&l);
   return 0;
 }
 
 static int mspti_launch(void *fn, int kind, const char *name) {
   static const char *const apis[] = {"aclrtLaunchKernel", "aclrtMemcpyAsync", "aclrtMemsetAsync"};
-  fake_ms_launch l = {.kind = kind == RT_KERNEL ? FAKE_MS_KERNEL : kind == RT_MEMCPY ? FAKE_MS_MEMCPY : FAKE_MS_MEMSET,
-                      .name = name, .apis = {apis[kind]}, .stream = 1, .bytes = 4096, .dur_ns = 2000};
+  fake_ms_launch l = {.kind = kind == RT_KERNEL   ? FAKE_MS_KERNEL
+                              : kind == RT_MEMCPY ? FAKE_MS_MEMCPY
+                                                  : FAKE_MS_MEMSET,
+                      .name = name,
+                      .apis = {apis[kind]},
+                      .stream = 1,
+                      .bytes = 4096,
+                      .dur_ns = 2000};
   ((fake_ms_launch_fn)fn)(&l);
   return 0;
 }
 
 static int mupti_launch(void *fn, int kind, const char *name) {
-  fake_mu_launch l = {.kind = kind == RT_KERNEL ? FAKE_MU_KERNEL : kind == RT_MEMCPY ? FAKE_MU_MEMCPY : FAKE_MU_MEMSET,
-                      .name = name, .dur_ns = 2000};
+  fake_mu_launch l = {.kind = kind == RT_KERNEL   ? FAKE_MU_KERNEL
+                              : kind == RT_MEMCPY ? FAKE_MU_MEMCPY
+                                                  : FAKE_MU_MEMSET,
+                      .name = name,
+                      .dur_ns = 2000};
   ((fake_mu_launch_fn)fn)(&l);
   return 0;
 }
@@ -49,8 +68,14 @@ static int roctracer_launch(void *fn, int kind, const char *name) {
 }
 
 static int topspti_launch(void *fn, int kind, const char *name) {
-  fake_tp_launch l = {.kind = kind == RT_KERNEL ? FAKE_TP_KERNEL : kind == RT_MEMCPY ? FAKE_TP_MEMCPY : FAKE_TP_MEMSET,
-                      .name = name, .grid = {1, 1, 1}, .block = {32, 1, 1}, .bytes = 4096, .dur_ns = 2000};
+  fake_tp_launch l = {.kind = kind == RT_KERNEL   ? FAKE_TP_KERNEL
+                              : kind == RT_MEMCPY ? FAKE_TP_MEMCPY
+                                                  : FAKE_TP_MEMSET,
+                      .name = name,
+                      .grid = {1, 1, 1},
+                      .block = {32, 1, 1},
+                      .bytes = 4096,
+                      .dur_ns = 2000};
   ((fake_tp_launch_fn)fn)(&l);
   return 0;
 }
@@ -59,10 +84,8 @@ static const struct {
   const char *symbol;
   int (*launch)(void *fn, int kind, const char *name);
 } fakes[] = {
-    {"fake_cupti_launch", cupti_launch},
-    {"fake_mspti_launch", mspti_launch},
-    {"fake_mupti_launch", mupti_launch},
-    {"fake_roctracer_launch", roctracer_launch},
+    {"fake_cupti_launch", cupti_launch},     {"fake_mspti_launch", mspti_launch},
+    {"fake_mupti_launch", mupti_launch},     {"fake_roctracer_launch", roctracer_launch},
     {"fake_topspti_launch", topspti_launch},
 };
 

@@ -21,7 +21,8 @@ static launch_fn load_runtime(void) {
   const char *rt = getenv("FAKE_RUNTIME");
   void *h = rt ? dlopen(rt, RTLD_NOW | RTLD_LOCAL) : NULL;
   launch_fn launch = h ? (launch_fn)dlsym(h, "fake_rt_launch") : NULL;
-  if (!launch) fprintf(stderr, "preload_driver: FAKE_RUNTIME=%s: %s\n", rt ? rt : "(unset)", rt ? dlerror() : "not set");
+  if (!launch)
+    fprintf(stderr, "preload_driver: FAKE_RUNTIME=%s: %s\n", rt ? rt : "(unset)", rt ? dlerror() : "not set");
   return launch;
 }
 
@@ -35,8 +36,8 @@ static int range(launch_fn launch, bool start) {
   void *h = drv ? dlopen(drv, RTLD_NOW | RTLD_LOCAL) : NULL;
   gpa_fn gpa2 = h ? (gpa_fn)dlsym(h, "cuGetProcAddress_v2") : NULL, gpa = NULL;
   int st = 0, (*on)(void) = NULL, (*off)(void) = NULL;
-  if (!gpa2 || gpa2("cuGetProcAddress", (void **)&gpa, 12000, 0, &st) || gpa("cuProfilerStart", (void **)&on, 4000, 0, &st) ||
-      gpa("cuProfilerStop", (void **)&off, 4000, 0, &st)) {
+  if (!gpa2 || gpa2("cuGetProcAddress", (void **)&gpa, 12000, 0, &st) ||
+      gpa("cuProfilerStart", (void **)&on, 4000, 0, &st) || gpa("cuProfilerStop", (void **)&off, 4000, 0, &st)) {
     fprintf(stderr, "preload_driver: FAKE_LIBCUDA=%s: no profiler calls (%s)\n", drv ? drv : "(unset)", dlerror());
     return 3;
   }

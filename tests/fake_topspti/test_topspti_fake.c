@@ -25,8 +25,15 @@ static fake_tp_set_version_fn set_version;
 enum { CBID_LAUNCH = 24, CBID_MEMCPY = 10, CBID_MEMSET = 2, CBID_DRIVER = 7 };
 
 static fake_tp_launch kernel(const char *name) {
-  return (fake_tp_launch){.kind = FAKE_TP_KERNEL, .name = name, .grid = {8, 2, 1}, .block = {128, 1, 1},
-                          .device = 1, .context = 7, .stream = 3, .dur_ns = 100000, .cbid = CBID_LAUNCH};
+  return (fake_tp_launch){.kind = FAKE_TP_KERNEL,
+                          .name = name,
+                          .grid = {8, 2, 1},
+                          .block = {128, 1, 1},
+                          .device = 1,
+                          .context = 7,
+                          .stream = 3,
+                          .dur_ns = 100000,
+                          .cbid = CBID_LAUNCH};
 }
 
 static void launch_kernel(const char *name) {
@@ -57,10 +64,22 @@ static void test_decode_exact_values(void **state) {
   assert_int_equal(ft_range_push(s, "gcu_op", &op), FT_OK);
   fake_tp_launch k = kernel("_Z10add_kernelPfS_");
   launch(&k);
-  launch(&(fake_tp_launch){.kind = FAKE_TP_MEMCPY, .copy_kind = 1, .bytes = 4096, .device = 1, .context = 7,
-                           .stream = 3, .dur_ns = 2000, .cbid = CBID_MEMCPY});
-  launch(&(fake_tp_launch){.kind = FAKE_TP_MEMSET, .value = 255, .bytes = 512, .device = 1, .context = 7,
-                           .stream = 4, .dur_ns = 1000, .cbid = CBID_MEMSET});
+  launch(&(fake_tp_launch){.kind = FAKE_TP_MEMCPY,
+                           .copy_kind = 1,
+                           .bytes = 4096,
+                           .device = 1,
+                           .context = 7,
+                           .stream = 3,
+                           .dur_ns = 2000,
+                           .cbid = CBID_MEMCPY});
+  launch(&(fake_tp_launch){.kind = FAKE_TP_MEMSET,
+                           .value = 255,
+                           .bytes = 512,
+                           .device = 1,
+                           .context = 7,
+                           .stream = 4,
+                           .dur_ns = 1000,
+                           .cbid = CBID_MEMSET});
   fake_tp_launch dk = kernel("plain_kernel");
   dk.driver = 1, dk.cbid = CBID_DRIVER;
   launch(&dk);
@@ -121,8 +140,12 @@ static void test_decode_exact_values(void **state) {
   uint64_t ns, n;
   assert_int_equal(ft_session_device_time(s, op, &ns, &n), FT_OK);
   assert_int_equal(n, 4);
-  ft_contract con = {.vendor = "gcu/topspti", .runtime_cat = "privateuse1_runtime", .launch_name = "topsLaunchKernel",
-                     .op = (long long)op, .memcpy_bytes = 4096, .memset_bytes = 512};
+  ft_contract con = {.vendor = "gcu/topspti",
+                     .runtime_cat = "privateuse1_runtime",
+                     .launch_name = "topsLaunchKernel",
+                     .op = (long long)op,
+                     .memcpy_bytes = 4096,
+                     .memset_bytes = 512};
   ft_test_contract(doc, &con);
   yajl_tree_free(doc);
   ft_session_destroy(s);

@@ -45,8 +45,9 @@ static void put(ft_json_log *l, char kind, const void *s, size_t n, bool text) {
   size_t at = l->len + 8, w = 0;
   const unsigned char *u = s;
   for (size_t i = 0; i < n; i++) {
-    if (l->fold && i + 2 < n && ((u[i] == 0xEF && u[i + 1] == 0xBF && u[i + 2] == 0xBD) ||
-                                 (u[i] == 0xED && u[i + 1] >= 0xA0 && u[i + 1] <= 0xBF && (u[i + 2] & 0xC0) == 0x80))) {
+    if (l->fold && i + 2 < n &&
+        ((u[i] == 0xEF && u[i + 1] == 0xBF && u[i + 2] == 0xBD) ||
+         (u[i] == 0xED && u[i + 1] >= 0xA0 && u[i + 1] <= 0xBF && (u[i + 2] & 0xC0) == 0x80))) {
       l->b[at + w++] = '?';
       i += 2;
     } else {
@@ -73,8 +74,8 @@ static int on_end_map(void *c) { return put(c, '}', NULL, 0, false), 1; }
 static int on_start_array(void *c) { return put(c, '[', NULL, 0, false), 1; }
 static int on_end_array(void *c) { return put(c, ']', NULL, 0, false), 1; }
 
-const ft__json_callbacks ft_json_log_callbacks = {on_null,    on_bool,      on_number,      on_string,  on_start_map,
-                                                  on_key,     on_end_map,   on_start_array, on_end_array};
+const ft__json_callbacks ft_json_log_callbacks = {on_null, on_bool,    on_number,      on_string,   on_start_map,
+                                                  on_key,  on_end_map, on_start_array, on_end_array};
 
 static const yajl_callbacks yajl_log = {
     .yajl_null = on_null,
@@ -153,12 +154,10 @@ static int diff_cut(ft__json *j, const unsigned char *doc, size_t n, size_t chun
   if (sa != sb || (sa && (msg != j->err_msg || at != j->err_at)) || a.len != b.len || !same(&a, &b, a.len))
     snprintf(why, whylen, "with keep limits, ours whole (%d, %s at %llu, %zu B) != ours in %zu-byte chunks (%d, %zu B)",
              sa, sa ? msg : "ok", at, a.len, chunk, sb, b.len);
-  else if (sa != st)
-    snprintf(why, whylen, "keep limits change the status (%d, without: %d)", sa, st);
+  else if (sa != st) snprintf(why, whylen, "keep limits change the status (%d, without: %d)", sa, st);
   else if (theirs && !sa && (a.len != theirs->len || !same(&a, theirs, a.len)))
     snprintf(why, whylen, "with keep limits, ours (%zu B) != yajl's cut alike (%zu B)", a.len, theirs->len);
-  else
-    bad = 0;
+  else bad = 0;
   ft_json_log_free(&a);
   ft_json_log_free(&b);
   return bad;
@@ -177,9 +176,8 @@ int ft_json_diff(const unsigned char *doc, size_t n, size_t chunk, char *why, si
   if (st != st2 || (st && (msg != j.err_msg || at != j.err_at)) || whole.len != cut.len ||
       !same(&whole, &cut, whole.len)) {
     snprintf(why, whylen,
-             "ours whole (%d, %s at %llu, %zu B of events) != ours in %zu-byte chunks (%d, %s at %llu, %zu B)",
-             st, st ? msg : "ok", at, whole.len, chunk, st2, st2 ? j.err_msg : "ok", (unsigned long long)j.err_at,
-             cut.len);
+             "ours whole (%d, %s at %llu, %zu B of events) != ours in %zu-byte chunks (%d, %s at %llu, %zu B)", st,
+             st ? msg : "ok", at, whole.len, chunk, st2, st2 ? j.err_msg : "ok", (unsigned long long)j.err_at, cut.len);
     goto end;
   }
   if (st && msg && !strncmp(msg, "nesting deeper", 14)) { /* yajl has no depth limit */

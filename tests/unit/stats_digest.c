@@ -29,8 +29,8 @@ char *stats_digest(ft_stats *st) {
           (unsigned long long)st->device_cap_events);
   const ft_stat_meta *m = &st->meta;
   fprintf(f, "meta rank=%lld activity=%d tracer=%s status=%s dropped=%llu window=%llu flagtrace=%d\n",
-          (long long)m->rank, m->device_activity, m->tracer, m->device_status,
-          (unsigned long long)m->dropped_records, (unsigned long long)m->window_discarded, m->has_flagtrace);
+          (long long)m->rank, m->device_activity, m->tracer, m->device_status, (unsigned long long)m->dropped_records,
+          (unsigned long long)m->window_discarded, m->has_flagtrace);
   for (int s = 0; s < FT_STAT_N_SECTIONS; s++)
     for (size_t i = 0; i < st->rows[s].len; i++) {
       const ft_stat_row *r = ft__vec_at(&st->rows[s], i);

@@ -1,4 +1,5 @@
-/* The block pipeline behind gzip and file output: every backend and thread count gives a gzip member that inflates to the input. */
+/* The block pipeline behind gzip and file output: every backend and thread count gives a gzip member that inflates to
+ * the input. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -225,10 +226,20 @@ static int write_pair(const char *dir, size_t n) {
   for (size_t i = 0; i < n; i++) {
     snprintf(name, sizeof name, "kernel_%zu<float>(int)", i % 37);
     uint64_t t = 1000000 + 4000 * i;
-    ft_device_event rt = {.kind = FT_EVENT_RUNTIME, .start_ns = t, .end_ns = t + 1500, .correlation_id = (uint32_t)i + 1,
-                          .thread_id = 7, .name = "cudaLaunchKernel"};
-    ft_device_event k = {.kind = FT_EVENT_KERNEL, .start_ns = t + 2000, .end_ns = t + 3000 + i % 977,
-                         .correlation_id = (uint32_t)i + 1, .stream = 7, .name = name, .metadata = md, .n_metadata = 3};
+    ft_device_event rt = {.kind = FT_EVENT_RUNTIME,
+                          .start_ns = t,
+                          .end_ns = t + 1500,
+                          .correlation_id = (uint32_t)i + 1,
+                          .thread_id = 7,
+                          .name = "cudaLaunchKernel"};
+    ft_device_event k = {.kind = FT_EVENT_KERNEL,
+                         .start_ns = t + 2000,
+                         .end_ns = t + 3000 + i % 977,
+                         .correlation_id = (uint32_t)i + 1,
+                         .stream = 7,
+                         .name = name,
+                         .metadata = md,
+                         .n_metadata = 3};
     if (ft__session_inject(s, &rt) || ft__session_inject(s, &k)) return 1;
   }
   char path[4096];
@@ -246,8 +257,10 @@ static int write_pair(const char *dir, size_t n) {
 int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "--write")) return write_pair(argv[2], (size_t)atol(argv[3]));
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_zlib_round_trip),        cmocka_unit_test(test_isal_round_trip),
-      cmocka_unit_test(test_plain_passes_through),   cmocka_unit_test(test_sink_error_reported),
+      cmocka_unit_test(test_zlib_round_trip),
+      cmocka_unit_test(test_isal_round_trip),
+      cmocka_unit_test(test_plain_passes_through),
+      cmocka_unit_test(test_sink_error_reported),
       cmocka_unit_test(test_out_gzip_threads_match_plain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

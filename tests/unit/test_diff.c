@@ -22,16 +22,16 @@ static void read_job(ft_stat_job *job, const char *events) {
   free(doc);
 }
 
-#define OP(name, ts, dur, ext)                                                                                         \
-  "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" name "\",\"pid\":1,\"tid\":1,\"ts\":" #ts ",\"dur\":" #dur              \
+#define OP(name, ts, dur, ext)                                                                              \
+  "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"" name "\",\"pid\":1,\"tid\":1,\"ts\":" #ts ",\"dur\":" #dur \
   ",\"args\":{\"External id\":" #ext "}}"
-#define KERNEL(name, ts, dur, ext)                                                                                     \
-  "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" name "\",\"pid\":0,\"tid\":7,\"ts\":" #ts ",\"dur\":" #dur              \
+#define KERNEL(name, ts, dur, ext)                                                                          \
+  "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" name "\",\"pid\":0,\"tid\":7,\"ts\":" #ts ",\"dur\":" #dur \
   ",\"args\":{\"External id\":" #ext ",\"stream\":7}}"
-#define LONE_KERNEL(name, ts, dur)                                                                                     \
+#define LONE_KERNEL(name, ts, dur) \
   "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"" name "\",\"pid\":0,\"tid\":7,\"ts\":" #ts ",\"dur\":" #dur "}"
-#define STEP(n, ts, dur)                                                                                               \
-  "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#" #n "\",\"pid\":1,\"tid\":1,\"ts\":" #ts      \
+#define STEP(n, ts, dur)                                                                                       \
+  "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#" #n "\",\"pid\":1,\"tid\":1,\"ts\":" #ts \
   ",\"dur\":" #dur "}"
 
 /* FT_STAT_OP_KERNELS: rows (op, kernel) -> count and ns. */
@@ -51,9 +51,11 @@ static void work_to_its_op(void **state) {
   /* aten::linear holds aten::addmm (the innermost op, External id 2): its kernels go to
    * addmm, read before it (id 2) or after (id 3); work of an id no op has, and work with
    * none, to "(no op)" */
-  read_job(&j, KERNEL("gemm", 20, 5, 2) "," OP("aten::linear", 0, 100, 1) "," OP("aten::addmm", 10, 50, 2) ","
-                   OP("aten::addmm", 200, 50, 3) "," KERNEL("gemm", 220, 7, 3) "," KERNEL("gemm", 230, 1, 3) ","
-                   KERNEL("orphan", 300, 4, 99) "," LONE_KERNEL("lone", 310, 6));
+  read_job(&j, KERNEL("gemm", 20, 5, 2) "," OP("aten::linear", 0, 100, 1) "," OP("aten::addmm", 10, 50, 2) "," OP(
+                   "aten::addmm", 200, 50,
+                   3) "," KERNEL("gemm", 220, 7, 3) "," KERNEL("gemm", 230, 1,
+                                                               3) "," KERNEL("orphan", 300, 4,
+                                                                             99) "," LONE_KERNEL("lone", 310, 6));
   const ft_stat_row *r = op_kernel(&j, "aten::addmm", "gemm");
   assert_non_null(r);
   assert_int_equal(r->t.n, 3);
@@ -78,9 +80,11 @@ static void steps_and_groups(void **state) {
   ft_stat_job a, b;
   /* A: 1 step, aten::mm with one kernel of 10 us; B: 2 steps, each aten::mm with two kernels of 10 us */
   read_job(&a, STEP(1, 0, 100) "," OP("aten::mm", 10, 20, 1) "," KERNEL("sm90_gemm", 30, 10, 1));
-  read_job(&b, STEP(1, 0, 100) "," OP("aten::mm", 10, 20, 1) "," KERNEL("mublas_gemm", 30, 10, 1) ","
-                   KERNEL("mublas_reduce", 40, 10, 1) "," STEP(2, 200, 300) "," OP("aten::mm", 210, 20, 2) ","
-                   KERNEL("mublas_gemm", 230, 10, 2) "," KERNEL("mublas_reduce", 240, 10, 2));
+  read_job(&b, STEP(1, 0, 100) "," OP("aten::mm", 10, 20, 1) "," KERNEL("mublas_gemm", 30, 10, 1) "," KERNEL(
+                   "mublas_reduce", 40, 10, 1) "," STEP(2, 200, 300) "," OP("aten::mm", 210, 20,
+                                                                            2) "," KERNEL("mublas_gemm", 230, 10,
+                                                                                          2) "," KERNEL("mublas_reduce",
+                                                                                                        240, 10, 2));
   ft_diff d;
   char err[256];
   ft_diff_opts o = {0};
@@ -123,12 +127,18 @@ static void limit_keeps_both_ends(void **state) {
   (void)state;
   ft_stat_job a, b;
   /* five ops: B slower on op1 and op2 (by 5 and 4 us), faster on op4 and op5, equal on op3 */
-  read_job(&a, OP("op1", 0, 5, 1) "," KERNEL("k", 1, 10, 1) "," OP("op2", 10, 5, 2) "," KERNEL("k", 11, 10, 2) ","
-                   OP("op3", 20, 5, 3) "," KERNEL("k", 21, 10, 3) "," OP("op4", 30, 5, 4) "," KERNEL("k", 31, 10, 4) ","
-                   OP("op5", 40, 5, 5) "," KERNEL("k", 41, 10, 5));
-  read_job(&b, OP("op1", 0, 5, 1) "," KERNEL("k", 1, 15, 1) "," OP("op2", 10, 5, 2) "," KERNEL("k", 11, 14, 2) ","
-                   OP("op3", 20, 5, 3) "," KERNEL("k", 21, 10, 3) "," OP("op4", 30, 5, 4) "," KERNEL("k", 31, 8, 4) ","
-                   OP("op5", 40, 5, 5) "," KERNEL("k", 41, 1, 5));
+  read_job(
+      &a, OP("op1", 0, 5, 1) "," KERNEL("k", 1, 10, 1) "," OP("op2", 10, 5, 2) "," KERNEL("k", 11, 10, 2) "," OP(
+              "op3", 20, 5, 3) "," KERNEL("k", 21, 10, 3) "," OP("op4", 30, 5,
+                                                                 4) "," KERNEL("k", 31, 10,
+                                                                               4) "," OP("op5", 40, 5,
+                                                                                         5) "," KERNEL("k", 41, 10, 5));
+  read_job(&b,
+           OP("op1", 0, 5, 1) "," KERNEL("k", 1, 15, 1) "," OP("op2", 10, 5, 2) "," KERNEL("k", 11, 14, 2) "," OP(
+               "op3", 20, 5, 3) "," KERNEL("k", 21, 10, 3) "," OP("op4", 30, 5,
+                                                                  4) "," KERNEL("k", 31, 8,
+                                                                                4) "," OP("op5", 40, 5,
+                                                                                          5) "," KERNEL("k", 41, 1, 5));
   ft_diff d;
   char err[256];
   ft_diff_opts o = {.limit = 1};

@@ -26,8 +26,7 @@ static void test_parse_bool(void **state) {
     assert_int_equal(ft__parse_bool(off[i], &b), FT_OK);
     assert_false(b);
   }
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-    assert_int_equal(ft__parse_bool(bad[i], &b), FT_EINVAL);
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) assert_int_equal(ft__parse_bool(bad[i], &b), FT_EINVAL);
 }
 
 /* Captures stderr while f runs; returns what was written (malloc'ed). */

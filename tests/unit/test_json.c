@@ -62,14 +62,12 @@ static void test_escape_utf8(void **state) {
 
 static void test_literal_rule(void **state) {
   (void)state;
-  static const char *const yes[] = {"0", "-0", "12", "-3.25", "8e-05", "1E+10", "19.692307692307693",
-                                    "true", "false", "null", "[256, 1, 1]", "[8,16,5]", "[1.5]",
-                                    "[ 1 , -2 ]"};
-  static const char *const no[] = {"", "N/A", "1.", "1e", "1e+", ".5", "01", "+1", "-", "NaN",
-                                   "inf", "True", "nul", "\"x\"", "[]", "[1,]", "[1 2]", "[1",
-                                   "1]", "[a]", "1 ", " 1", "0x10", "[1],[2]", "{}", "Memcpy HtoD"};
-  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
-    assert_true(ft__json_is_literal(yes[i], strlen(yes[i])));
+  static const char *const yes[] = {"0",    "-0",    "12",   "-3.25",       "8e-05",    "1E+10", "19.692307692307693",
+                                    "true", "false", "null", "[256, 1, 1]", "[8,16,5]", "[1.5]", "[ 1 , -2 ]"};
+  static const char *const no[] = {"",    "N/A", "1.",   "1e",  "1e+",   ".5",      "01",   "+1",         "-",
+                                   "NaN", "inf", "True", "nul", "\"x\"", "[]",      "[1,]", "[1 2]",      "[1",
+                                   "1]",  "[a]", "1 ",   " 1",  "0x10",  "[1],[2]", "{}",   "Memcpy HtoD"};
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) assert_true(ft__json_is_literal(yes[i], strlen(yes[i])));
   for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
     if (ft__json_is_literal(no[i], strlen(no[i]))) fail_msg("'%s' taken as a JSON literal", no[i]);
   }
@@ -196,7 +194,7 @@ static void write_mixed(ft__out *o, const char *big, size_t big_len) {
   for (int i = 0; i < 60000; i++) {
     int n = snprintf(line, sizeof line, "{\"i\": %d}\n", i);
     ft__out_write(o, line, (size_t)n);
-    if (i == 20000) ft__out_write(o, big, big_len);            /* > one buffer: written past it */
+    if (i == 20000) ft__out_write(o, big, big_len);           /* > one buffer: written past it */
     if (i == 40000) ft__out_json_string(o, big, big_len / 2); /* escaped in pieces */
   }
 }
@@ -218,10 +216,14 @@ static void test_gzip_matches_plain_byte_for_byte(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_escape_specials), cmocka_unit_test(test_escape_utf8),
-      cmocka_unit_test(test_literal_rule),    cmocka_unit_test(test_value_quoting),
-      cmocka_unit_test(test_double_format),   cmocka_unit_test(test_us3),
-      cmocka_unit_test(test_integers_match_printf), cmocka_unit_test(test_gzip_memory_round_trip),
+      cmocka_unit_test(test_escape_specials),
+      cmocka_unit_test(test_escape_utf8),
+      cmocka_unit_test(test_literal_rule),
+      cmocka_unit_test(test_value_quoting),
+      cmocka_unit_test(test_double_format),
+      cmocka_unit_test(test_us3),
+      cmocka_unit_test(test_integers_match_printf),
+      cmocka_unit_test(test_gzip_memory_round_trip),
       cmocka_unit_test(test_gzip_matches_plain_byte_for_byte),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

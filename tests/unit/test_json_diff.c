@@ -1,4 +1,5 @@
-/* The stats reader's JSON parser against yajl: every file of the fuzz corpora and generated documents, the same events. */
+/* The stats reader's JSON parser against yajl: every file of the fuzz corpora and generated documents, the same events.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,7 +22,7 @@ static void check(const unsigned char *doc, size_t n, size_t chunk, const char *
     size_t k = 0;
     for (size_t i = 0; i < n && k + 8 < sizeof shown; i++)
       k += (size_t)(doc[i] >= 0x20 && doc[i] < 0x7f ? snprintf(shown + k, 8, "%c", doc[i])
-                                                   : snprintf(shown + k, 8, "\\x%02x", doc[i]));
+                                                    : snprintf(shown + k, 8, "\\x%02x", doc[i]));
     fail_msg("%s (%zu bytes: %s): %s", what, n, shown, why);
   }
   checked++;
@@ -72,9 +73,7 @@ static void test_fuzz_corpora(void **state) {
 /* Random documents: valid ones, then mutated (a byte changed, dropped or added,
  * or the end cut off), which makes most of them invalid in varied places. */
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint32_t rnd(uint32_t n) {
-  return ft_test_rand(&rng, n);
-}
+static uint32_t rnd(uint32_t n) { return ft_test_rand(&rng, n); }
 
 typedef struct buf {
   unsigned char b[1 << 16];
@@ -114,7 +113,9 @@ static void gen_string(buf *o) {
       }
       break;
     case 2: ch(o, (unsigned char)(0x7f + rnd(0x81))); break; /* DEL and bytes >= 0x80, no UTF-8 check */
-    default: ch(o, (unsigned char)(0x20 + rnd(0x5f))); if (o->b[o->n - 1] == '"' || o->b[o->n - 1] == '\\') o->n--;
+    default:
+      ch(o, (unsigned char)(0x20 + rnd(0x5f)));
+      if (o->b[o->n - 1] == '"' || o->b[o->n - 1] == '\\') o->n--;
     }
   }
   ch(o, '"');

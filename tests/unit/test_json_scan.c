@@ -1,4 +1,5 @@
-/* Unit tests of the stats reader's JSON parser (src/analysis/json_scan.c): tokens, escapes, chunk splits, errors, depth. */
+/* Unit tests of the stats reader's JSON parser (src/analysis/json_scan.c): tokens, escapes, chunk splits, errors,
+ * depth. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,8 +37,8 @@ static int t_start_map(void *c) { return add(c, "{", NULL, 0); }
 static int t_end_map(void *c) { return add(c, "}", NULL, 0); }
 static int t_start_array(void *c) { return add(c, "[", NULL, 0); }
 static int t_end_array(void *c) { return add(c, "]", NULL, 0); }
-static const ft__json_callbacks text_cb = {t_null,     t_bool,    t_number,      t_string,   t_start_map,
-                                           t_key,      t_end_map, t_start_array, t_end_array};
+static const ft__json_callbacks text_cb = {t_null, t_bool,    t_number,      t_string,   t_start_map,
+                                           t_key,  t_end_map, t_start_array, t_end_array};
 
 static ft__json j; /* 10 kB */
 
@@ -262,12 +263,26 @@ static void test_error_offsets(void **state) {
 
 static void test_number_grammar(void **state) {
   (void)state;
-  static const char *const good[] = {"0",   "-0",  "1",     "-1",     "10",      "123456789012345678901234567890",
-                                     "0.5", "-0.0", "1e5",  "1E5",    "1e+5",    "1e-5",
-                                     "1.5e10", "0e0", "-0.0e-0", "9.99E+999", "5118589557525.698"};
-  static const char *const bad[] = {"01",   "-01", "+1",  ".5",       "1.",        "-",     "1e",
-                                    "1e+",  "1.e5", "00", "0x1",      "1_0",       "-a",    "1.5.5",
-                                    "NaN",  "Infinity",    "-Infinity", "1e5.0",    "--1",   "1ee5"};
+  static const char *const good[] = {"0",
+                                     "-0",
+                                     "1",
+                                     "-1",
+                                     "10",
+                                     "123456789012345678901234567890",
+                                     "0.5",
+                                     "-0.0",
+                                     "1e5",
+                                     "1E5",
+                                     "1e+5",
+                                     "1e-5",
+                                     "1.5e10",
+                                     "0e0",
+                                     "-0.0e-0",
+                                     "9.99E+999",
+                                     "5118589557525.698"};
+  static const char *const bad[] = {"01",  "-01",      "+1",        ".5",    "1.",  "-",   "1e",
+                                    "1e+", "1.e5",     "00",        "0x1",   "1_0", "-a",  "1.5.5",
+                                    "NaN", "Infinity", "-Infinity", "1e5.0", "--1", "1ee5"};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     char doc[64], want[80];
     snprintf(doc, sizeof doc, "[%s]", good[i]);
@@ -419,7 +434,7 @@ static void test_keep_limits_hold_nothing(void **state) {
     }
   }
   doc[i++] = '"';
-  size_t keep = 65; /* odd: a cut inside a 2-byte character, trimmed to 64 */
+  size_t keep = 65;                      /* odd: a cut inside a 2-byte character, trimmed to 64 */
   for (int pass = 0; pass < 2; pass++) { /* 4 kB chunks, then the whole text in one */
     ft__json_init(&j, &cb, NULL);
     j.keep = keep;
@@ -433,7 +448,8 @@ static void test_keep_limits_hold_nothing(void **state) {
     for (size_t k = 0; k < 64; k += 2) assert_memory_equal(got + k, "\xc3\xa9", 2);
     size_t total = 0; /* the unescaped length: every 2 bytes of text, or 6 for one escape, are 2 bytes */
     for (size_t k = 1; k + 1 < i;) {
-      if (doc[k] == '\\') k += 6; else k += 2;
+      if (doc[k] == '\\') k += 6;
+      else k += 2;
       total += 2;
     }
     assert_int_equal(seen_cut, total - 64);

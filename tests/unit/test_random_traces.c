@@ -22,9 +22,10 @@ static uint64_t rnd(void) {
 
 /* A random C string biased towards JSON-hostile bytes. */
 static void random_text(char *buf, size_t cap) {
-  static const char *const pieces[] = {"\"", "\\", "\n", "\x01", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82",
-                                       "\xed\xa0\x80", "\xf0\x9f\x98\x80", "\xff", "1", "e", "-",
-                                       "[", "]", ",", "N/A", "null", "8e-05", "1.", "{", "}"};
+  static const char *const pieces[] = {
+      "\"",   "\\", "\n", "\x01", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82", "\xed\xa0\x80", "\xf0\x9f\x98\x80",
+      "\xff", "1",  "e",  "-",    "[",    "]",    ",",        "N/A",      "null",         "8e-05",
+      "1.",   "{",  "}"};
   size_t n = rnd() % 24, used = 0;
   for (size_t i = 0; i < n; i++) {
     const char *p;
@@ -74,12 +75,18 @@ static void test_random_traces_are_json(void **state) {
         md[k].value = vals[k];
       }
       uint64_t start = rnd() % 7000;
-      ft_device_event ev = {.kind = (ft_event_kind)(rnd() % 4), .start_ns = start,
-                            .end_ns = start + rnd() % 500, .correlation_id = (uint32_t)(rnd() % 20),
-                            .has_external_id = rnd() % 2, .external_id = rnd() % 3,
-                            .device = (uint32_t)(rnd() % 2), .stream = (uint32_t)(rnd() % 3),
-                            .thread_id = (uint32_t)(rnd() % 4), .name = names[rnd() % 8],
-                            .metadata = md, .n_metadata = nmd > 4 ? 4 : nmd};
+      ft_device_event ev = {.kind = (ft_event_kind)(rnd() % 4),
+                            .start_ns = start,
+                            .end_ns = start + rnd() % 500,
+                            .correlation_id = (uint32_t)(rnd() % 20),
+                            .has_external_id = rnd() % 2,
+                            .external_id = rnd() % 3,
+                            .device = (uint32_t)(rnd() % 2),
+                            .stream = (uint32_t)(rnd() % 3),
+                            .thread_id = (uint32_t)(rnd() % 4),
+                            .name = names[rnd() % 8],
+                            .metadata = md,
+                            .n_metadata = nmd > 4 ? 4 : nmd};
       assert_int_equal(ft__session_inject(s, &ev), FT_OK);
     }
     bool gz = iter % 4 == 0;

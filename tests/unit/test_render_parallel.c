@@ -14,12 +14,20 @@
 
 enum { LO = 1000000, HI = 90000000, TID = 42 };
 
-static void inject(ft_session *s, ft_event_kind kind, uint64_t start, uint64_t end, uint32_t corr,
-                   uint32_t stream, const char *name, size_t n_md) {
+static void inject(ft_session *s, ft_event_kind kind, uint64_t start, uint64_t end, uint32_t corr, uint32_t stream,
+                   const char *name, size_t n_md) {
   static const ft_kv md[] = {{"grid", "[2, 1, 1]"}, {"note", "N/A \"q\"\n"}, {"bytes", "4096"}};
-  ft_device_event ev = {.kind = kind, .start_ns = start, .end_ns = end, .correlation_id = corr,
-                        .has_external_id = corr % 3 != 0, .external_id = corr / 4, .device = corr % 2,
-                        .stream = stream, .thread_id = TID, .name = name, .metadata = md,
+  ft_device_event ev = {.kind = kind,
+                        .start_ns = start,
+                        .end_ns = end,
+                        .correlation_id = corr,
+                        .has_external_id = corr % 3 != 0,
+                        .external_id = corr / 4,
+                        .device = corr % 2,
+                        .stream = stream,
+                        .thread_id = TID,
+                        .name = name,
+                        .metadata = md,
                         .n_metadata = n_md};
   assert_int_equal(ft__session_inject(s, &ev), FT_OK);
 }

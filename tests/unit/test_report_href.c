@@ -1,4 +1,5 @@
-/* Unit tests of the report's links to traces (src/cli/report.c): relative paths, percent-encoding, no scheme, which names. */
+/* Unit tests of the report's links to traces (src/cli/report.c): relative paths, percent-encoding, no scheme, which
+ * names. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,9 +38,9 @@ static void test_plain_paths(void **state) {
   (void)state;
   expect_href("trace.json.gz", "./trace.json.gz");
   expect_href("run-1/rank_0.json~", "./run-1/rank_0.json~");
-  expect_href("./a", "./a");          /* already dotted: no second "./" */
+  expect_href("./a", "./a"); /* already dotted: no second "./" */
   expect_href("../../a/b", "../../a/b");
-  expect_href("..a", "./..a");        /* a name starting with dots is not a parent */
+  expect_href("..a", "./..a"); /* a name starting with dots is not a parent */
   expect_href(".hidden", "./.hidden");
 }
 
@@ -102,10 +103,11 @@ static void test_relative(void **state) {
 
 static void test_linkable(void **state) {
   (void)state;
-  const char *yes[] = {"/d/t.json", "/d/t.json.gz", "/d/T.JSON", "/d/t.Gz", "/d/rank0", "/d.x/javascript:alert(1)",
+  const char *yes[] = {"/d/t.json",       "/d/t.json.gz", "/d/T.JSON",
+                       "/d/t.Gz",         "/d/rank0",     "/d.x/javascript:alert(1)",
                        "t.pt.trace.json", "/d/.json"};
-  const char *no[] = {"/d/t.html", "/d/t.json.html", "/d/t.svg", "/d/t.xml", "/d/t.htm", "/d/t.", "/d/.bashrc",
-                      "/d/t.json.gz.1", "t.mhtml"};
+  const char *no[] = {"/d/t.html", "/d/t.json.html", "/d/t.svg",       "/d/t.xml", "/d/t.htm",
+                      "/d/t.",     "/d/.bashrc",     "/d/t.json.gz.1", "t.mhtml"};
   for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) assert_true(ft__report_linkable(yes[i]));
   for (size_t i = 0; i < sizeof no / sizeof *no; i++) assert_false(ft__report_linkable(no[i]));
 }

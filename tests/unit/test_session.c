@@ -26,12 +26,19 @@ static ft_session *new_session(void) {
   return s;
 }
 
-static void add(ft_session *s, ft_event_kind kind, uint64_t start, uint64_t end, uint32_t corr,
-                bool has_ext, uint64_t ext, const char *name) {
+static void add(ft_session *s, ft_event_kind kind, uint64_t start, uint64_t end, uint32_t corr, bool has_ext,
+                uint64_t ext, const char *name) {
   static const ft_kv md[] = {{"grid", "[2, 1, 1]"}, {"note", "N/A"}};
-  ft_device_event ev = {.kind = kind, .start_ns = start, .end_ns = end, .correlation_id = corr,
-                        .has_external_id = has_ext, .external_id = ext, .device = 0,
-                        .stream = 7, .thread_id = 42, .name = name,
+  ft_device_event ev = {.kind = kind,
+                        .start_ns = start,
+                        .end_ns = end,
+                        .correlation_id = corr,
+                        .has_external_id = has_ext,
+                        .external_id = ext,
+                        .device = 0,
+                        .stream = 7,
+                        .thread_id = 42,
+                        .name = name,
                         .metadata = kind == FT_EVENT_KERNEL ? md : NULL,
                         .n_metadata = kind == FT_EVENT_KERNEL ? 2 : 0};
   assert_int_equal(ft__session_inject(s, &ev), FT_OK);
@@ -87,7 +94,8 @@ static size_t check_flows(yajl_val doc) {
       yajl_val o = ev->u.array.values[k];
       const char *p2 = ft_test_str(o, "ph");
       if ((!strcmp(p2, "s") || !strcmp(p2, "f")) && int_of(o, "id") == id) {
-        if (!strcmp(p2, "s")) s_count++; else f_count++;
+        if (!strcmp(p2, "s")) s_count++;
+        else f_count++;
       }
     }
     assert_int_equal(s_count, 1);
@@ -167,12 +175,20 @@ static void test_foreach_event_keys_name_and_metadata(void **state) {
   static const ft_kv a[] = {{"grid", "[1, 1, 1]"}, {"block", "[32, 1, 1]"}};
   static const ft_kv b[] = {{"grid", "[2, 1, 1]"}, {"block", "[32, 1, 1]"}};
   static const ft_kv a1[] = {{"grid", "[1, 1, 1]"}};
-  const struct { const char *name; const ft_kv *md; size_t n; } ev[] = {
-      {"k1", a, 2}, {"k2", a, 2}, {"k1", b, 2}, {"k1", a, 2}, {"k3", a1, 1}, {"k3", NULL, 0}};
+  const struct {
+    const char *name;
+    const ft_kv *md;
+    size_t n;
+  } ev[] = {{"k1", a, 2}, {"k2", a, 2}, {"k1", b, 2}, {"k1", a, 2}, {"k3", a1, 1}, {"k3", NULL, 0}};
   for (size_t i = 0; i < 6; i++) {
-    ft_device_event e = {.kind = FT_EVENT_KERNEL, .start_ns = LO + 10 * i + 1, .end_ns = LO + 10 * i + 5,
-                         .correlation_id = (uint32_t)i + 1, .stream = 7, .name = ev[i].name,
-                         .metadata = ev[i].md, .n_metadata = ev[i].n};
+    ft_device_event e = {.kind = FT_EVENT_KERNEL,
+                         .start_ns = LO + 10 * i + 1,
+                         .end_ns = LO + 10 * i + 5,
+                         .correlation_id = (uint32_t)i + 1,
+                         .stream = 7,
+                         .name = ev[i].name,
+                         .metadata = ev[i].md,
+                         .n_metadata = ev[i].n};
     assert_int_equal(ft__session_inject(s, &e), FT_OK);
   }
   keyed k = {0};
@@ -342,8 +358,10 @@ static void test_external_id_runs(void **state) {
   assert_int_equal(ft__session_inject_external(s, 5, 6), FT_OK);  /* first seen, out of order */
   assert_int_equal(ft__session_inject_external(s, 31, 4), FT_OK); /* inside the gap */
   assert_int_equal(s->n_corr_ext, 3);
-  static const struct { uint32_t corr; long long ext; } want[] = {
-      {10, 7}, {14, 7}, {15, 9}, {16, 7}, {19, 7}, {20, 8}, {29, 8}, {5, 6}, {31, 4}, {32, 8}};
+  static const struct {
+    uint32_t corr;
+    long long ext;
+  } want[] = {{10, 7}, {14, 7}, {15, 9}, {16, 7}, {19, 7}, {20, 8}, {29, 8}, {5, 6}, {31, 4}, {32, 8}};
   char name[16];
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     snprintf(name, sizeof name, "k%u", want[i].corr);
@@ -351,7 +369,7 @@ static void test_external_id_runs(void **state) {
   }
   add(s, FT_EVENT_KERNEL, LO + 200, LO + 205, 30, false, 0, "k30"); /* never reported */
   add(s, FT_EVENT_KERNEL, LO + 210, LO + 215, 33, false, 0, "k33"); /* past the last run */
-  assert_int_equal(ft__session_inject_external(s, 40, 1), FT_OK); /* resolves all, as stop does */
+  assert_int_equal(ft__session_inject_external(s, 40, 1), FT_OK);   /* resolves all, as stop does */
   yajl_val doc = ft_test_render(s);
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     snprintf(name, sizeof name, "k%u", want[i].corr);
@@ -428,8 +446,11 @@ static void add_range(ft_session *s, const char *name, uint64_t start, uint64_t 
  * the calls are not in (thread, time) order until sorted. */
 static void check_gpu_projection_of_ranges(bool other_first) {
   ft_session *s = new_session();
-  ft_device_event other = {.kind = FT_EVENT_RUNTIME, .start_ns = LO + (other_first ? 50 : 400),
-                           .end_ns = LO + (other_first ? 60 : 410), .correlation_id = 32, .thread_id = 43,
+  ft_device_event other = {.kind = FT_EVENT_RUNTIME,
+                           .start_ns = LO + (other_first ? 50 : 400),
+                           .end_ns = LO + (other_first ? 60 : 410),
+                           .correlation_id = 32,
+                           .thread_id = 43,
                            .name = "other_thread"};
   if (other_first) assert_int_equal(ft__session_inject(s, &other), FT_OK);
   add_range(s, "outer", LO + 100, LO + 900, 1, 42);
@@ -487,8 +508,13 @@ static void test_metadata_lists_rendered_per_event(void **state) {
       snprintf(tag, sizeof tag, "t%d \"q\"", i % 7);
       ft_kv md[] = {{"i", iv}, {"tag", tag}, {"grid", "[1, 2, 3]"}};
       uint64_t t = LO + 10 + (uint64_t)n * 10;
-      ft_device_event ev = {.kind = FT_EVENT_KERNEL, .start_ns = t, .end_ns = t + 5, .stream = 7, .name = "k",
-                            .metadata = md, .n_metadata = i % 3 ? 3 : 2};
+      ft_device_event ev = {.kind = FT_EVENT_KERNEL,
+                            .start_ns = t,
+                            .end_ns = t + 5,
+                            .stream = 7,
+                            .name = "k",
+                            .metadata = md,
+                            .n_metadata = i % 3 ? 3 : 2};
       assert_int_equal(ft__session_inject(s, &ev), FT_OK);
     }
   yajl_val doc = ft_test_render(s);
@@ -502,10 +528,8 @@ static void test_metadata_lists_rendered_per_event(void **state) {
     snprintf(tag, sizeof tag, "t%d \"q\"", i % 7);
     assert_string_equal(ft_test_str(args, "tag"), tag);
     yajl_val grid = ft_test_get(args, "grid");
-    if (i % 3)
-      assert_true(grid && YAJL_IS_ARRAY(grid) && grid->u.array.len == 3);
-    else
-      assert_null(grid);
+    if (i % 3) assert_true(grid && YAJL_IS_ARRAY(grid) && grid->u.array.len == 3);
+    else assert_null(grid);
     seen++;
   }
   assert_int_equal(seen, n);
@@ -523,8 +547,8 @@ static void test_start_end_ranges_and_marks(void **state) {
   assert_int_equal(ft__range_start(s, "load", &id), FT_OK);
   assert_int_equal(ft__mark(s, "checkpoint"), FT_OK);
   assert_int_equal(ft__range_end(s, id), FT_OK);
-  assert_int_equal(ft__range_end(s, id), FT_ESTATE);     /* already closed */
-  assert_int_equal(ft__range_end(s, 12345), FT_ESTATE);  /* never opened */
+  assert_int_equal(ft__range_end(s, id), FT_ESTATE);    /* already closed */
+  assert_int_equal(ft__range_end(s, 12345), FT_ESTATE); /* never opened */
   assert_int_equal(ft_range_push(s, "a", NULL), FT_OK);
   assert_int_equal(ft_range_push(s, "b", NULL), FT_OK);
   assert_int_equal(ft__range_depth(s), 2);
@@ -783,8 +807,8 @@ static void test_correlation_pop_needs_a_push(void **state) {
   assert_int_equal(ft_correlation_pop(s), FT_OK);
   assert_int_equal(ft_session_stop(s), FT_OK);
   assert_int_equal(ft_correlation_push(s, 7), FT_ESTATE); /* after stop */
-  assert_int_equal(ft_correlation_pop(s), FT_OK);     /* the push made while running */
-  assert_int_equal(ft_correlation_pop(s), FT_ESTATE); /* more pops than pushes */
+  assert_int_equal(ft_correlation_pop(s), FT_OK);         /* the push made while running */
+  assert_int_equal(ft_correlation_pop(s), FT_ESTATE);     /* more pops than pushes */
   ft_session *t;
   assert_int_equal(ft_session_create(&t, NULL), FT_OK);
   assert_int_equal(ft_session_start(t), FT_OK);
@@ -811,9 +835,12 @@ static void test_invalid_arguments(void **state) {
   o.activities = FT_ACTIVITY_ALL + 1; /* an unknown bit */
   assert_int_equal(ft_session_create(&s, &o), FT_EINVAL);
   assert_null(s);
-  struct { int rank, world; ft_status want; } cases[] = {
+  struct {
+    int rank, world;
+    ft_status want;
+  } cases[] = {
       {-2, -1, FT_EINVAL}, {-1, 0, FT_EINVAL}, {0, -2, FT_EINVAL}, {2, 2, FT_EINVAL},
-      {-1, -1, FT_OK},     {1, 2, FT_OK},     {3, -1, FT_OK},
+      {-1, -1, FT_OK},     {1, 2, FT_OK},      {3, -1, FT_OK},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ft_session_options_init(&o);
@@ -936,8 +963,12 @@ static uint64_t tick(void) {
 }
 
 static void api_call(ft_session *s, uint32_t corr, uint32_t tid, uint64_t start, uint64_t end) {
-  ft_device_event ev = {.kind = FT_EVENT_RUNTIME, .start_ns = start, .end_ns = end, .correlation_id = corr,
-                        .thread_id = tid, .name = "cudaLaunchKernel"};
+  ft_device_event ev = {.kind = FT_EVENT_RUNTIME,
+                        .start_ns = start,
+                        .end_ns = end,
+                        .correlation_id = corr,
+                        .thread_id = tid,
+                        .name = "cudaLaunchKernel"};
   assert_int_equal(ft__session_inject(s, &ev), FT_OK);
 }
 
@@ -959,10 +990,10 @@ static void test_time_attribution_in_any_arrival_order(void **state) {
   assert_int_equal(ft__timed_pop(s), FT_OK);
   c[6] = tick(), c[7] = tick(); /* 40: in 1 again */
   assert_int_equal(ft__timed_pop(s), FT_OK);
-  c[8] = tick(), c[9] = tick(); /* 50: in nothing */
+  c[8] = tick(), c[9] = tick();                  /* 50: in nothing */
   assert_int_equal(ft__timed_pop(s), FT_ESTATE); /* nothing left to pop */
-  assert_int_equal(ft__timed_push(s, 0), FT_OK);  /* 0 is an id; never popped */
-  c[10] = tick(), c[11] = tick(); /* 70: in 0 */
+  assert_int_equal(ft__timed_push(s, 0), FT_OK); /* 0 is an id; never popped */
+  c[10] = tick(), c[11] = tick();                /* 70: in 0 */
   api_call(s, 30, me, c[3], c[4]);
   api_call(s, 50, me, c[8], c[9]);
   api_call(s, 20, me, c[2], c[5]);
@@ -1012,9 +1043,9 @@ static void check_runs_span_gaps(bool dropped) {
   assert_int_equal(ft__timed_push(s, 6), FT_OK);
   for (int i = 6; i < 10; i++) t[i] = tick(); /* 20, 22 in 6 */
   assert_int_equal(ft__timed_pop(s), FT_OK);
-  t[10] = tick(), t[11] = tick(); /* 24 in nothing */
+  t[10] = tick(), t[11] = tick();                /* 24 in nothing */
   assert_int_equal(ft__timed_push(s, 6), FT_OK); /* the same id again: a run of its own after 24 */
-  t[12] = tick(), t[13] = tick(); /* 26 in 6 */
+  t[12] = tick(), t[13] = tick();                /* 26 in 6 */
   assert_int_equal(ft__timed_pop(s), FT_OK);
   api_call(s, 10, me, t[0], t[1]);
   api_call(s, 12, me, t[2], t[3]);
@@ -1025,8 +1056,10 @@ static void check_runs_span_gaps(bool dropped) {
   api_call(s, 22, me, t[8], t[9]);
   api_call(s, 24, me, t[10], t[11]);
   api_call(s, 26, me, t[12], t[13]);
-  static const struct { uint32_t corr; long long ext; } want[] = {
-      {10, 5}, {11, -1}, {12, 5}, {14, 5}, {16, -1}, {20, 6}, {22, 6}, {24, -1}, {25, -1}, {26, 6}};
+  static const struct {
+    uint32_t corr;
+    long long ext;
+  } want[] = {{10, 5}, {11, -1}, {12, 5}, {14, 5}, {16, -1}, {20, 6}, {22, 6}, {24, -1}, {25, -1}, {26, 6}};
   char name[16];
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     snprintf(name, sizeof name, "k%u", want[i].corr);

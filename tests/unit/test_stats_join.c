@@ -1,4 +1,5 @@
-/* The stats reader's keyed tables (External id join, devices): crafted ids cost what sequential ones cost, by probe count. */
+/* The stats reader's keyed tables (External id join, devices): crafted ids cost what sequential ones cost, by probe
+ * count. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,11 +80,12 @@ static double reader_probes(const uint64_t *ids, size_t n, ft_stats *st) {
   char *doc = malloc(cap);
   len += (size_t)snprintf(doc + len, cap - len, "{\"traceEvents\":[");
   for (size_t i = 0; i < n; i++)
-    len += (size_t)snprintf(doc + len, cap - len,
-                            "%s{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"ts\":%zu,\"dur\":5,\"args\":{\"External "
-                            "id\":%llu}},{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":%zu,\"dur\":2,\"pid\":0,"
-                            "\"args\":{\"External id\":%llu}}",
-                            i ? "," : "", 10 * i, (unsigned long long)ids[i], 10 * i + 1, (unsigned long long)ids[i]);
+    len +=
+        (size_t)snprintf(doc + len, cap - len,
+                         "%s{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"op\",\"ts\":%zu,\"dur\":5,\"args\":{\"External "
+                         "id\":%llu}},{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":%zu,\"dur\":2,\"pid\":0,"
+                         "\"args\":{\"External id\":%llu}}",
+                         i ? "," : "", 10 * i, (unsigned long long)ids[i], 10 * i + 1, (unsigned long long)ids[i]);
   len += (size_t)snprintf(doc + len, cap - len, "]}");
   char err[256];
   assert_int_equal(ft_stats_init(st), FT_OK);

@@ -1,4 +1,5 @@
-/* `flagtrace stats` with parse workers: the same summary and the same errors as one thread, on random and hostile traces. */
+/* `flagtrace stats` with parse workers: the same summary and the same errors as one thread, on random and hostile
+ * traces. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,9 +16,7 @@
 #include "test_support.h"
 
 static uint64_t rng = 88172645463325252ull;
-static unsigned rnd(unsigned n) {
-  return ft_test_rand(&rng, n);
-}
+static unsigned rnd(unsigned n) { return ft_test_rand(&rng, n); }
 
 typedef struct text {
   char *p;
@@ -42,13 +41,19 @@ static void put(text *t, const char *fmt, ...) {
 
 /* Names and categories that look like a cut between events from the inside of a
  * string: a guess that took them for one would add a "fake" kernel. */
-static const char *const NAMES[] = {"gemm_kernel", "aten::mm", "ncclAllReduce_sum", "aten::add, seq = 3, op_id = 7",
-                                    "cudaLaunchKernel", "", "Memcpy HtoD (Pageable -> Device)"};
+static const char *const NAMES[] = {"gemm_kernel",
+                                    "aten::mm",
+                                    "ncclAllReduce_sum",
+                                    "aten::add, seq = 3, op_id = 7",
+                                    "cudaLaunchKernel",
+                                    "",
+                                    "Memcpy HtoD (Pageable -> Device)"};
 static const char *const NASTY[] = {
-    "x}, {\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"fake\",\"ts\":1,\"dur\":500}, {\"a\":\"",
-    "q\\\"}, {\\\"", "esc\\u00e9\\n\\ud83d\\ude00", "},{"};
-static const char *const CATS[] = {"kernel",  "cpu_op",          "cuda_runtime",       "gpu_memcpy", "gpu_memset",
-                                   "user_annotation", "gpu_user_annotation", "ac2g", "mystery}, {",  "cuda_driver"};
+    "x}, {\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"fake\",\"ts\":1,\"dur\":500}, {\"a\":\"", "q\\\"}, {\\\"",
+    "esc\\u00e9\\n\\ud83d\\ude00", "},{"};
+static const char *const CATS[] = {"kernel",      "cpu_op",          "cuda_runtime",        "gpu_memcpy",
+                                   "gpu_memset",  "user_annotation", "gpu_user_annotation", "ac2g",
+                                   "mystery}, {", "cuda_driver"};
 static const char *const SEPS[] = {", ", ",\n  ", ",", "\n,\n", " ,\t"};
 
 /* false: no string or value that looks like a cut, and no broken document */
@@ -108,8 +113,8 @@ static void document(text *t) {
   switch (rnd(nasty ? 5 : 4)) {
   case 0: /* ours: a header, then the events, then more keys */
   case 1:
-    put(t, "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"%s\"}%s],\n",
-        nasty ? "G}, {" : "G", nasty ? ", {\"id\": 1}" : "");
+    put(t, "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"%s\"}%s],\n", nasty ? "G}, {" : "G",
+        nasty ? ", {\"id\": 1}" : "");
     put(t, "\"flagtrace\": {\"tracer\": \"cupti\", \"device_activity\": true, \"dropped_records\": 3},\n");
     put(t, "\"traceEvents\": [\n  ");
     events(t, n);
@@ -175,8 +180,7 @@ static void read_with(const char *data, size_t len, int threads, size_t segment,
 }
 
 static void same(const result *a, const result *b, const char *doc) {
-  if (a->status != b->status || strcmp(a->err, b->err) ||
-      (a->digest && strcmp(a->digest, b->digest))) {
+  if (a->status != b->status || strcmp(a->err, b->err) || (a->digest && strcmp(a->digest, b->digest))) {
     fprintf(stderr, "differs on:\n%s\n-- one thread: %d %s\n%s\n-- workers: %d %s\n%s\n", doc, a->status, a->err,
             a->digest ? a->digest : "", b->status, b->err, b->digest ? b->digest : "");
     fail();
@@ -234,7 +238,9 @@ static void test_clean_trace_all_taken(void **state) {
   text t = {0};
   put(&t, "{\"flagtrace\": {\"rank\": 1},\n\"traceEvents\": [\n");
   for (int i = 0; i < 2000; i++)
-    put(&t, "%s  {\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":0,\"ts\":%d.5,\"dur\":2,\"args\":{\"External id\":%d}}",
+    put(&t,
+        "%s  {\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":0,\"ts\":%d.5,\"dur\":2,\"args\":{\"External "
+        "id\":%d}}",
         i ? ",\n" : "", i % 7, 10 * i, i);
   put(&t, "\n]}\n");
   result one, par;

@@ -1,4 +1,5 @@
-/* Partial summaries (stats --partial / --merge): a job written and read back prints byte for byte what the job printed; hostile partials are refused in one line. */
+/* Partial summaries (stats --partial / --merge): a job written and read back prints byte for byte what the job printed;
+ * hostile partials are refused in one line. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,7 +90,11 @@ static const char *const TRACES[] = {"torch_cuda_2.11_reference.json.gz", "workl
 
 static void read_direct(ft_stat_job *job, const char *const *paths, size_t n, bool by_rank) {
   char err[512];
-  ft_stat_read_opts o = {.trace_limit = SIZE_MAX, .by_rank = by_rank, .hta = true, .ops = true, .modules = true,
+  ft_stat_read_opts o = {.trace_limit = SIZE_MAX,
+                         .by_rank = by_rank,
+                         .hta = true,
+                         .ops = true,
+                         .modules = true,
                          .op_kernels = true}; /* diff's rows too: they round-trip like the others */
   ft_status s = ft_stat_job_read(job, paths, n, &o, err, sizeof err);
   if (s) fail_msg("%s", err);
@@ -118,7 +123,8 @@ static void round_trip(bool by_rank, bool pair_first) {
   ft_stat_job merged;
   uint64_t kept;
   char err[512];
-  ft_status s = ft_stat_job_merge(&merged, (const char *const *)parts, n_parts, by_rank, by_rank, &kept, err, sizeof err);
+  ft_status s =
+      ft_stat_job_merge(&merged, (const char *const *)parts, n_parts, by_rank, by_rank, &kept, err, sizeof err);
   if (s) fail_msg("%s", err);
   assert_true(kept == UINT64_MAX);
   char *got = render(&merged, by_rank);
@@ -219,7 +225,8 @@ static void test_round_trip_generated(void **state) {
       assert_int_equal(merged.total.rows[sec].len, direct.total.rows[sec].len);
       for (size_t i = 0; i < direct.total.rows[sec].len; i++) {
         const ft_stat_row *a = ft__vec_at(&direct.total.rows[sec], i), *b = ft__vec_at(&merged.total.rows[sec], i);
-        assert_string_equal(ft__intern_str(&direct.total.names, a->name_id), ft__intern_str(&merged.total.names, b->name_id));
+        assert_string_equal(ft__intern_str(&direct.total.names, a->name_id),
+                            ft__intern_str(&merged.total.names, b->name_id));
         assert_int_equal(a->cat, b->cat);
         assert_int_equal(a->comm, b->comm);
         assert_int_equal(a->calls, b->calls);
@@ -294,7 +301,8 @@ static void test_refusals(void **state) {
   refused("\x1f\x8b\x08", "a gzip file");
   refused("{\"flagtrace_partial\": 2}", "version 2; this flagtrace reads version 1");
   refused("{\"flagtrace_partial\": \"1\"}", "a string where none belongs");
-  refused("{\"flagtrace_partial\": 1, \"trace_limit\": 0}", "without flagtrace_partial, trace_limit, strings and files");
+  refused("{\"flagtrace_partial\": 1, \"trace_limit\": 0}",
+          "without flagtrace_partial, trace_limit, strings and files");
   refused("{\"flagtrace_partial\": 1, \"extra\": 0}", "unknown member \"extra\"");
   refused("{\"flagtrace_partial\": 1, \"trace_limit\": 0, \"trace_limit\": 0}", "given twice");
   snprintf(doc, sizeof doc, "%s\"files\": [{\"path\": 5}], \"total\": {}}", HEAD);
@@ -311,42 +319,64 @@ static void test_refusals(void **state) {
   refused(doc, "neither a total nor");
   snprintf(doc, sizeof doc, "%s\"files\": [{\"path\": 0, \"rows\": {}}], \"total\": {}}", HEAD);
   refused(doc, "both a total and");
-  snprintf(doc, sizeof doc, "%s\"files\": [" FILE0 "], \"total\": {\"kernels\": [{\"name\": 1, \"t\": {\"n\": 2, \"vals\": [1]}}]}}", HEAD);
+  snprintf(doc, sizeof doc,
+           "%s\"files\": [" FILE0 "], \"total\": {\"kernels\": [{\"name\": 1, \"t\": {\"n\": 2, \"vals\": [1]}}]}}",
+           HEAD);
   refused(doc, "values are not n");
-  snprintf(doc, sizeof doc, "%s\"files\": [" FILE0 "], \"total\": {\"kernels\": [{\"name\": 1, \"t\": {\"n\": 300, "
-           "\"total\": 300, \"min\": 1, \"max\": 1, \"sumsq\": \"300\", \"hist_lo\": 1, \"hist\": [299]}}]}}", HEAD);
+  snprintf(doc, sizeof doc,
+           "%s\"files\": [" FILE0
+           "], \"total\": {\"kernels\": [{\"name\": 1, \"t\": {\"n\": 300, "
+           "\"total\": 300, \"min\": 1, \"max\": 1, \"sumsq\": \"300\", \"hist_lo\": 1, \"hist\": [299]}}]}}",
+           HEAD);
   refused(doc, "counts are not n");
-  snprintf(doc, sizeof doc, "%s\"files\": [" FILE0 "], \"total\": {\"kernels\": [{\"name\": 1, \"t\": {\"n\": 300, "
-           "\"total\": 300, \"min\": 1, \"max\": 1, \"sumsq\": \"299\", \"hist_lo\": 1, \"hist\": [300]}}]}}", HEAD);
+  snprintf(doc, sizeof doc,
+           "%s\"files\": [" FILE0
+           "], \"total\": {\"kernels\": [{\"name\": 1, \"t\": {\"n\": 300, "
+           "\"total\": 300, \"min\": 1, \"max\": 1, \"sumsq\": \"299\", \"hist_lo\": 1, \"hist\": [300]}}]}}",
+           HEAD);
   refused(doc, "sums do not add up");
-  snprintf(doc, sizeof doc, "%s\"files\": [" FILE0 "], \"total\": {\"kernels\": [{\"name\": 1, \"t\": {\"n\": 300, "
-           "\"total\": 300, \"min\": 1, \"max\": 1, \"sumsq\": \"300\", \"hist_lo\": 9000, \"hist\": [300]}}]}}", HEAD);
+  snprintf(doc, sizeof doc,
+           "%s\"files\": [" FILE0
+           "], \"total\": {\"kernels\": [{\"name\": 1, \"t\": {\"n\": 300, "
+           "\"total\": 300, \"min\": 1, \"max\": 1, \"sumsq\": \"300\", \"hist_lo\": 9000, \"hist\": [300]}}]}}",
+           HEAD);
   refused(doc, "buckets out of range");
-  snprintf(doc, sizeof doc, "%s\"files\": [" FILE0 "], \"total\": {\"kernels\": [{\"name\": 1, \"t\": {\"n\": 1, "
-           "\"vals\": [1]}}, {\"name\": 1, \"t\": {\"n\": 1, \"vals\": [2]}}]}}", HEAD);
+  snprintf(doc, sizeof doc,
+           "%s\"files\": [" FILE0
+           "], \"total\": {\"kernels\": [{\"name\": 1, \"t\": {\"n\": 1, "
+           "\"vals\": [1]}}, {\"name\": 1, \"t\": {\"n\": 1, \"vals\": [2]}}]}}",
+           HEAD);
   refused(doc, "a row given twice");
   snprintf(doc, sizeof doc, "%s\"files\": [" FILE0 "], \"total\": {\"kernels\": [{\"name\": 1, \"cat\": 9}]}}", HEAD);
   refused(doc, "not a category");
   snprintf(doc, sizeof doc, "%s\"files\": [" FILE0 "], \"total\": {\"nope\": []}}", HEAD);
   refused(doc, "unknown member \"nope\"");
-  snprintf(doc, sizeof doc, "%s\"files\": [{\"path\": 0, \"skipped\": {\"unknown_cat\": 2}}], \"total\": {}, "
-           "\"unknown_categories\": [[1, 1]]}", HEAD);
+  snprintf(doc, sizeof doc,
+           "%s\"files\": [{\"path\": 0, \"skipped\": {\"unknown_cat\": 2}}], \"total\": {}, "
+           "\"unknown_categories\": [[1, 1]]}",
+           HEAD);
   refused(doc, "do not add up");
-  snprintf(doc, sizeof doc, "{\"flagtrace_partial\": 1, \"trace_limit\": 5, \"strings\": [\"f\", \"k\"], \"files\": ["
-           FILE0 "], \"total\": {}, \"trace\": [[0, 9, 1, 0, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0, 0], [0, 5, 1, 0, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0, 0]]}");
+  snprintf(doc, sizeof doc,
+           "{\"flagtrace_partial\": 1, \"trace_limit\": 5, \"strings\": [\"f\", \"k\"], \"files\": [" FILE0
+           "], \"total\": {}, \"trace\": [[0, 9, 1, 0, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0, 0], [0, 5, 1, 0, 0, 0, 1, -1, 0, "
+           "0, 0, 0, 0, 0, 0]]}");
   refused(doc, "not by file, then by start");
-  snprintf(doc, sizeof doc, "{\"flagtrace_partial\": 1, \"trace_limit\": 1, \"strings\": [\"f\", \"k\"], \"files\": ["
-           FILE0 "], \"total\": {}, \"trace\": [[0, 1, 1, 0, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0, 0], [0, 5, 1, 0, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0, 0]]}");
+  snprintf(doc, sizeof doc,
+           "{\"flagtrace_partial\": 1, \"trace_limit\": 1, \"strings\": [\"f\", \"k\"], \"files\": [" FILE0
+           "], \"total\": {}, \"trace\": [[0, 1, 1, 0, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0, 0], [0, 5, 1, 0, 0, 0, 1, -1, 0, "
+           "0, 0, 0, 0, 0, 0]]}");
   refused(doc, "more device events of a file than trace_limit");
-  snprintf(doc, sizeof doc, "{\"flagtrace_partial\": 1, \"trace_limit\": 5, \"strings\": [\"f\", \"k\"], \"files\": ["
-           FILE0 "], \"total\": {}, \"trace\": [[1, 1, 1, 0, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0, 0]]}");
+  snprintf(doc, sizeof doc,
+           "{\"flagtrace_partial\": 1, \"trace_limit\": 5, \"strings\": [\"f\", \"k\"], \"files\": [" FILE0
+           "], \"total\": {}, \"trace\": [[1, 1, 1, 0, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0, 0]]}");
   refused(doc, "of a file the partial does not have");
   snprintf(doc, sizeof doc, "%s\"files\": [{\"path\": 0, \"busy\": [[2, 1], [1, 1]]}], \"total\": {}}", HEAD);
   refused(doc, "ascending");
   refused("{\"flagtrace_partial\": 1, \"trace_limit\": 0, \"strings\": [{\"hex\": \"6\"}]}", "odd length");
   refused("{\"flagtrace_partial\": 1, \"trace_limit\": 0, \"strings\": [\"a\\u0000b\"]}", "NUL");
-  refused("{\"flagtrace_partial\": 1, \"trace_limit\": 0, \"strings\": [], \"files\": [], \"total\": {\"kernels\": [[]]}}",
-          "an array where none belongs");
+  refused(
+      "{\"flagtrace_partial\": 1, \"trace_limit\": 0, \"strings\": [], \"files\": [], \"total\": {\"kernels\": [[]]}}",
+      "an array where none belongs");
   refused("{\"flagtrace_partial\": 1, \"trace_limit\": 0, \"strings\": [], \"files\": [null]}", "null");
   refused("{\"flagtrace_partial\": 1", "truncated");
 }
@@ -355,8 +385,8 @@ static void test_refusals(void **state) {
 static void test_refused_sums(void **state) {
   (void)state;
   char doc[1024];
-  snprintf(doc, sizeof doc, "%s\"files\": [" FILE0 "], \"total\": {\"ops\": [{\"name\": 1, \"calls\": 10000000000000000000}]}}",
-           HEAD);
+  snprintf(doc, sizeof doc,
+           "%s\"files\": [" FILE0 "], \"total\": {\"ops\": [{\"name\": 1, \"calls\": 10000000000000000000}]}}", HEAD);
   char *a = write_tmp(doc), *b = write_tmp(doc);
   const char *paths[] = {a, b};
   ft_stat_job job;

@@ -111,8 +111,11 @@ static void test_metadata_lists_shared(void **state) {
   ev.metadata = a;
   assert_int_equal(ft__store_add_device(&st, &ev), FT_OK);
   assert_int_equal(st.kvs.len, 7);
-  const char *want[5][2] = {{"[1, 1, 1]", "[64, 1, 1]"}, {"[1, 1, 1]", "[64, 1, 1]"}, {"[1, 1, 1]", "[65, 1, 1]"},
-                            {"[64, 1, 1]", "[1, 1, 1]"}, {"[1, 1, 1]", NULL}};
+  const char *want[5][2] = {{"[1, 1, 1]", "[64, 1, 1]"},
+                            {"[1, 1, 1]", "[64, 1, 1]"},
+                            {"[1, 1, 1]", "[65, 1, 1]"},
+                            {"[64, 1, 1]", "[1, 1, 1]"},
+                            {"[1, 1, 1]", NULL}};
   for (size_t i = 0; i < 5; i++) {
     const ft__event *e = ft__vec_at(&st.events, i);
     assert_int_equal(e->meta_count, want[i][1] ? 2 : 1);

@@ -26,9 +26,9 @@
  * holds ~10^5 events. Here containers double, their capacities kept on the parse
  * stack, so the tree is still one yajl_tree_free can release. */
 typedef struct {
-  yajl_val v;  /* the open array or object, already linked into the tree */
-  size_t cap;  /* slots allocated in its values (and keys) */
-  char *key;   /* an object's key still waiting for its value */
+  yajl_val v; /* the open array or object, already linked into the tree */
+  size_t cap; /* slots allocated in its values (and keys) */
+  char *key;  /* an object's key still waiting for its value */
 } jp_frame;
 
 typedef struct {
@@ -327,8 +327,8 @@ void ft_test_settle(void) {
   nanosleep(&ts, NULL);
 }
 
-static const char *const row_names[FT_ROW_COUNT] = {"kernel", "runtime", "flow",   "linkage",
-                                                   "metadata", "memcpy", "memset", "cbid"};
+static const char *const row_names[FT_ROW_COUNT] = {"kernel",   "runtime", "flow",   "linkage",
+                                                    "metadata", "memcpy",  "memset", "cbid"};
 
 static bool is_device_cat(const char *cat) {
   return !strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset");
@@ -366,8 +366,8 @@ void ft_test_contract(yajl_val doc, const ft_contract *c) {
     if (!strcmp(cat, "kernel")) {
       n_kernels++;
       yajl_val dur = ft_test_get(e, "dur");
-      if (!c->why_not[FT_ROW_KERNEL] && (!dur || !YAJL_IS_NUMBER(dur) || YAJL_GET_DOUBLE(dur) <= 0 ||
-                                         !*ft_test_str(e, "name")))
+      if (!c->why_not[FT_ROW_KERNEL] &&
+          (!dur || !YAJL_IS_NUMBER(dur) || YAJL_GET_DOUBLE(dur) <= 0 || !*ft_test_str(e, "name")))
         fail_msg("%s kernel: '%s' has no name or no positive duration", c->vendor, ft_test_str(e, "name"));
       yajl_val a = ft_test_get(e, "args");
       if (!c->why_not[FT_ROW_METADATA] &&
@@ -383,8 +383,8 @@ void ft_test_contract(yajl_val doc, const ft_contract *c) {
         int_arg(e, "cbid", &ok);
         bool ok2;
         int_arg(e, "correlation", &ok2);
-        if (!ok || !ok2) fail_msg("%s cbid: runtime '%s' lacks an integer cbid or correlation", c->vendor,
-                                  ft_test_str(e, "name"));
+        if (!ok || !ok2)
+          fail_msg("%s cbid: runtime '%s' lacks an integer cbid or correlation", c->vendor, ft_test_str(e, "name"));
       }
     }
   }

@@ -45,17 +45,26 @@ void ft_test_settle(void);
 
 /* The cross-backend contract, the C twin of tests/integration/test_profiler_contract.py,
  * run on a trace each vendor's fake produced. Rows: */
-enum { FT_ROW_KERNEL, FT_ROW_RUNTIME, FT_ROW_FLOW, FT_ROW_LINKAGE, FT_ROW_METADATA, FT_ROW_MEMCPY,
-       FT_ROW_MEMSET, FT_ROW_CBID, FT_ROW_COUNT };
+enum {
+  FT_ROW_KERNEL,
+  FT_ROW_RUNTIME,
+  FT_ROW_FLOW,
+  FT_ROW_LINKAGE,
+  FT_ROW_METADATA,
+  FT_ROW_MEMCPY,
+  FT_ROW_MEMSET,
+  FT_ROW_CBID,
+  FT_ROW_COUNT
+};
 typedef struct ft_contract {
   const char *vendor;
   /* per row: NULL when asserted, else why this vendor's records cannot carry it */
   const char *why_not[FT_ROW_COUNT];
-  const char *runtime_cat;    /* e.g. "cuda_runtime" */
-  const char *launch_name;    /* a runtime row of this name launched the kernel */
-  long long op;               /* the External id every device event carries */
-  long long memcpy_bytes;     /* a gpu_memcpy of exactly these bytes */
-  long long memset_bytes;     /* a gpu_memset of exactly these bytes */
+  const char *runtime_cat; /* e.g. "cuda_runtime" */
+  const char *launch_name; /* a runtime row of this name launched the kernel */
+  long long op;            /* the External id every device event carries */
+  long long memcpy_bytes;  /* a gpu_memcpy of exactly these bytes */
+  long long memset_bytes;  /* a gpu_memset of exactly these bytes */
 } ft_contract;
 /* Asserts every row not excused, prints each excuse, and fails when fewer than
  * four rows are asserted (a gate must never make the contract assert nothing). */

@@ -385,12 +385,14 @@ static void test_visible(void **state) {
       {"a\nb\rc\td", "a\\nb\\rc\\td"},
       {"del\x7f", "del\\x7f"},
       {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"}, /* UTF-8 kept */
-      {"csi\xc2\x9b" "2J nel\xc2\x85", "csi\\u009b2J nel\\u0085"},                               /* C1 controls */
-      {"\xff\xfe", "\\xff\\xfe"},                                                                 /* not UTF-8 */
-      {"cut\xe2\x82", "cut\\xe2\\x82"},                                                           /* a cut character */
-      {"over\xc0\xaf long\xe0\x80\xaf", "over\\xc0\\xaf long\\xe0\\x80\\xaf"},                   /* overlong forms */
-      {"sur\xed\xa0\x80", "sur\\xed\\xa0\\x80"},                                                   /* a surrogate */
-      {"big\xf4\x90\x80\x80", "big\\xf4\\x90\\x80\\x80"},                                          /* past U+10FFFF */
+      {"csi\xc2\x9b"
+       "2J nel\xc2\x85",
+       "csi\\u009b2J nel\\u0085"},                                             /* C1 controls */
+      {"\xff\xfe", "\\xff\\xfe"},                                              /* not UTF-8 */
+      {"cut\xe2\x82", "cut\\xe2\\x82"},                                        /* a cut character */
+      {"over\xc0\xaf long\xe0\x80\xaf", "over\\xc0\\xaf long\\xe0\\x80\\xaf"}, /* overlong forms */
+      {"sur\xed\xa0\x80", "sur\\xed\\xa0\\x80"},                               /* a surrogate */
+      {"big\xf4\x90\x80\x80", "big\\xf4\\x90\\x80\\x80"},                      /* past U+10FFFF */
       {"back\\slash", "back\\slash"},
   };
   char buf[128];
@@ -401,9 +403,15 @@ static void test_visible(void **state) {
     assert_int_equal(ft__visible_changes(cases[i].in), strcmp(cases[i].in, cases[i].out) != 0);
   }
   /* a short buffer: the length still told, the text cut between escapes, never inside one */
-  assert_int_equal(ft__visible(buf, 6, "ab\x1b" "cd"), 8);
+  assert_int_equal(ft__visible(buf, 6,
+                               "ab\x1b"
+                               "cd"),
+                   8);
   assert_string_equal(buf, "ab");
-  assert_int_equal(ft__visible(buf, 7, "ab\x1b" "cd"), 8);
+  assert_int_equal(ft__visible(buf, 7,
+                               "ab\x1b"
+                               "cd"),
+                   8);
   assert_string_equal(buf, "ab\\x1b");
   assert_int_equal(ft__visible(buf, 4, "\xc3\xa9\xc3\xa9"), 4);
   assert_string_equal(buf, "\xc3\xa9"); /* a character kept whole */

@@ -6,16 +6,17 @@
 #include <string.h>
 
 /* The sections a page has, in order; every page has each (a default when nothing says more). */
-static const char *const sections[] = {"NAME",      "SYNOPSIS", "DESCRIPTION", "OPTIONS", "ENVIRONMENT",
-                                       "EXIT STATUS", "FILES",  "EXAMPLES",    "NOTES",   "SEE ALSO"};
+static const char *const sections[] = {"NAME",        "SYNOPSIS", "DESCRIPTION", "OPTIONS", "ENVIRONMENT",
+                                       "EXIT STATUS", "FILES",    "EXAMPLES",    "NOTES",   "SEE ALSO"};
 enum { S_NAME, S_SYNOPSIS, S_DESCRIPTION, S_OPTIONS, S_ENVIRONMENT, S_EXIT, S_FILES, S_EXAMPLES, S_NOTES, S_SEE, S_N };
 
 /* What a page says when neither its --help nor its .roff does: a new command's page is
  * complete from its first build, and says where to look. */
 static const char *const defaults[S_N] = {
     [S_ENVIRONMENT] = "Those of\n.BR flagtrace (1).\n",
-    [S_EXIT] = "0 on success; 1 when the output could not be written; 2 for a usage error or\n"
-               "input that cannot be read (one line on stderr says which).\n",
+    [S_EXIT] =
+        "0 on success; 1 when the output could not be written; 2 for a usage error or\n"
+        "input that cannot be read (one line on stderr says which).\n",
     [S_FILES] = "Only those its arguments name.\n",
     [S_EXAMPLES] = "See the DESCRIPTION.\n",
 };
@@ -76,8 +77,8 @@ static int classify(const char *p, size_t *strip) {
   static const struct {
     const char *head;
     int section;
-  } heads[] = {{"usage: ", S_SYNOPSIS},        {"options:\n", S_OPTIONS}, {"environment:\n", S_ENVIRONMENT},
-               {"exit status: ", S_EXIT},      {"example: ", S_EXAMPLES}, {"example:\n", S_EXAMPLES},
+  } heads[] = {{"usage: ", S_SYNOPSIS},    {"options:\n", S_OPTIONS}, {"environment:\n", S_ENVIRONMENT},
+               {"exit status: ", S_EXIT},  {"example: ", S_EXAMPLES}, {"example:\n", S_EXAMPLES},
                {"examples:\n", S_EXAMPLES}};
   for (size_t i = 0; i < sizeof heads / sizeof *heads; i++)
     if (!strncmp(p, heads[i].head, strlen(heads[i].head))) {
@@ -137,7 +138,8 @@ static void page(const char *name, const char *cmd, const char *summary, const c
   }
   char upper[128], path[4096];
   size_t i = 0;
-  for (; name[i] && i + 1 < sizeof upper; i++) upper[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 32 : name[i]);
+  for (; name[i] && i + 1 < sizeof upper; i++)
+    upper[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 32 : name[i]);
   upper[i] = 0;
   buf out = {0};
   puts_(&out, ".\\\" ");
