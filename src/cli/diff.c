@@ -2,8 +2,6 @@
 #define _GNU_SOURCE
 #include <getopt.h>
 #include <glob.h>
-#include <libgen.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,10 +192,9 @@ static ft_status write_html(FILE *f, const ft_diff *d, const ft_stat_job *job[2]
   write_json(m, d, job);
   if (fclose(m)) return free(json), FT_ENOMEM;
   /* links are relative to the page's directory (the working one for stdout) */
-  char *copy = strdup(output ? output : "./-"), *dir = copy ? realpath(dirname(copy), NULL) : NULL;
+  char *dir = ft__report_dir(output ? output : "./-");
   ft_status st = ft_report_html_groups(f, in, 2, json, NULL, 0, dir);
   free(dir);
-  free(copy);
   free(json);
   return st;
 }

@@ -1,6 +1,8 @@
 /* flagtrace report: one self-contained HTML file (timeline, busy strips, bars, tables) from stats' aggregation. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +185,12 @@ ft_status ft_report_input_read(ft_report_input *in, const char *const *paths, si
   s = ft_stat_job_read(&in->job, paths, n, &o, err, errlen);
   if (!s) ft__tl_base_times(&in->tl, &in->job);
   return s;
+}
+
+char *ft__report_dir(const char *output) {
+  char *copy = strdup(output), *dir = copy ? realpath(dirname(copy), NULL) : NULL;
+  free(copy);
+  return dir;
 }
 
 void ft_report_input_free(ft_report_input *in) {

@@ -29,6 +29,11 @@ void ft_report_input_free(ft_report_input *in);
 ft_status ft_report_html_groups(FILE *out, const ft_report_input *groups, size_t n_groups, const char *diff_json,
                                 const char *const *regress, size_t n_regress, const char *out_dir);
 
+/* The directory a page written to output lies in, as realpath gives it (the links'
+ * base: ft_report_html_groups' out_dir), malloc'd; NULL when it cannot be resolved (the
+ * page then links nothing). */
+char *ft__report_dir(const char *output);
+
 /* Whether the browser may be sent to the file at path: its name has no dot or ends in
  * .json or .gz (any case), which chromium shows as text or downloads; another name
  * (.html, .svg, .xml ...) could open as a page that runs what the trace holds. */

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,10 +177,9 @@ static int report(const char *output, bool force, const char *const *const *grou
   }
   bool quiet = is_stdout(out.file.fd);
   /* links are relative to the report's directory; when it cannot be resolved the page has none */
-  char *copy = strdup(output), *dir = copy ? realpath(dirname(copy), NULL) : NULL;
+  char *dir = ft__report_dir(output);
   s = ft_report_html_groups(out.f, in, n_groups, diff, regress, n_regress, dir);
   free(dir);
-  free(copy);
   if (s) {
     ft_outfile_discard(&out);
     ft_cli_error("report", s == FT_EINVAL ? "%s: not a JSON document" : "out of memory", diff_path);
