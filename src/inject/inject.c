@@ -347,8 +347,9 @@ ft_session *ft__inject_session(void) {
   pthread_atfork(NULL, NULL, forked_child);
 end:
   creating = false;
+  ft_session *s = session; /* read under the lock: a capture's end replaces it */
   pthread_mutex_unlock(&init_mu);
-  return session;
+  return s;
 }
 
 bool ft__inject_begin(void) {
@@ -403,6 +404,8 @@ INJECT_EXPORT void FlagtraceTorchLoaded(void) {
     snprintf(msg, sizeof msg, "%s", e ? e : "no flagtrace_kineto_install");
   } else if (install(ft_api_get(), msg, sizeof msg) == 0) {
     ft__log("torch: %s registered as kineto's child profiler (its profiles attach to this session)", path);
+    /* record --on-demand's captures by steps also count torch's ProfilerStep# ranges */
+    ft__od_torch_watch((int (*)(ft__range_fn))dlsym(h, "flagtrace_kineto_watch_steps"));
     return;
   }
   /* a torch.profiler profile would then arm kineto's own CUPTI: the guard steps

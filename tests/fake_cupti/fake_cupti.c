@@ -54,10 +54,12 @@ static size_t corrupt_next; /* bytes of garbage before the next device record */
 #endif
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static CUpti_BuffersCallbackRequestFunc on_request;
-static CUpti_BuffersCallbackCompleteFunc on_complete;
-static uint32_t enabled; /* bit per kind below 32, EXTERNAL_CORRELATION is 39 */
-static int ext_enabled, sync_enabled;
+/* Set by the tracer's thread while the program's threads launch (record --on-demand
+ * arms from its control thread): atomic, as CUPTI's own state is thread-safe. */
+static _Atomic(CUpti_BuffersCallbackRequestFunc) on_request;
+static _Atomic(CUpti_BuffersCallbackCompleteFunc) on_complete;
+static _Atomic uint32_t enabled; /* bit per kind below 32, EXTERNAL_CORRELATION is 39 */
+static atomic_int ext_enabled, sync_enabled;
 static uint32_t next_corr = 1;
 static size_t pending_dropped;
 
@@ -162,7 +164,7 @@ static int is_enabled(CUpti_ActivityKind k) {
 }
 
 /* Per-API switches (cuptiActivityEnableRuntimeApi / ...DriverApi): bit set = off. */
-static uint8_t api_off[2][1024];
+static _Atomic uint8_t api_off[2][1024];
 
 static CUptiResult api_switch(int driver, CUpti_CallbackId cbid, uint8_t enable) {
   if (getenv("FAKE_CUPTI_NO_API_SWITCH")) return CUPTI_ERROR_NOT_SUPPORTED;
