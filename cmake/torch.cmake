@@ -26,7 +26,7 @@ foreach(d ${_ft_torch_inc})
 endforeach()
 enable_language(CXX)
 set(CMAKE_CXX_STANDARD 17)
-add_library(flagtrace_kineto SHARED src/kineto/flagtrace_kineto.cpp)
+add_library(flagtrace_kineto SHARED src/kineto/flagtrace_kineto.cpp src/kineto/step_watch.cpp)
 target_include_directories(flagtrace_kineto PRIVATE ${CMAKE_SOURCE_DIR}/include ${FT_GENERATED_INCLUDE})
 target_include_directories(flagtrace_kineto SYSTEM PRIVATE ${_ft_torch_inc} ${_ft_kineto_inc})
 target_compile_definitions(flagtrace_kineto PRIVATE FMT_HEADER_ONLY KINETO_NAMESPACE=libkineto

@@ -157,7 +157,7 @@ if CppExtension:
     # table its installer hands it, so it links no libflagtrace.
     ext_modules.append(Extension(
         ADAPTOR,
-        [os.path.relpath(os.path.join(ROOT, "src/kineto/flagtrace_kineto.cpp"), HERE)],
+        [os.path.relpath(os.path.join(ROOT, "src/kineto", f), HERE) for f in ("flagtrace_kineto.cpp", "step_watch.cpp")],
         include_dirs=includes, library_dirs=library_paths(), libraries=["c10", "torch_cpu"],
         extra_compile_args=flags, language="c++",
         extra_link_args=["-Wl,-soname,libflagtrace_kineto.so"],

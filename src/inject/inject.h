@@ -39,6 +39,11 @@ void ft__od_serve(void);
 void ft__od_exiting(unsigned no, const char *line);
 /* An NVTX range named name begins on the calling thread (a capture by steps). */
 void ft__od_range_begins(const char *name);
+/* torch's step ranges: the kineto adaptor's watch of its user-scope RecordFunctions
+ * (watch(f) hands each to f while a capture by steps runs, watch(NULL) stops; 0 when
+ * done), set once the adaptor is loaded into a torch process. */
+typedef int (*ft__range_fn)(const char *name, int begin);
+void ft__od_torch_watch(int (*watch)(ft__range_fn f));
 
 /* The runtime libraries whose loading arms the preload library. */
 #define FT__MAX_RUNTIME_NAMES 4

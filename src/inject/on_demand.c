@@ -41,6 +41,9 @@ static uint32_t step_target, step_seen;
 static unsigned step_no;
 static ft_session *step_stopped;
 static char step_why[256];
+/* the kineto adaptor's watch of torch's ranges (a torch process), else NULL */
+static _Atomic(int (*)(ft__range_fn)) torch_watch;
+static int torch_range(const char *name, int begin);
 
 static uint64_t mono_ms(void) {
   struct timespec ts;
@@ -160,10 +163,15 @@ static void capture(int fd, const ft__ctl_req *req) {
   char why[600];
   atomic_store(&client_fd, fd);
   if (req->steps) {
+    int (*watch)(ft__range_fn) = atomic_load(&torch_watch);
 #ifndef FT_HAVE_NVTX
-    atomic_store(&client_fd, -1);
-    reply(fd, "error counting steps needs NVTX ranges, which this accelerator's build does not take; use a duration");
-    return;
+    if (!watch) {
+      atomic_store(&client_fd, -1);
+      reply(fd,
+            "error counting steps needs NVTX ranges, which this accelerator's build does not take, or torch's "
+            "ranges (ProfilerStep#), and this process has not loaded torch; use a duration");
+      return;
+    }
 #endif
     pthread_mutex_lock(&step_mu);
     snprintf(step_name, sizeof step_name, "%s", req->range);
@@ -174,7 +182,10 @@ static void capture(int fd, const ft__ctl_req *req) {
     step_why[0] = '\0';
     atomic_store(&step_state, STEPS_WAIT);
     pthread_mutex_unlock(&step_mu);
+    /* torch's ranges are watched only now: until asked, its record_function pays nothing */
+    if (watch && watch(torch_range)) ft__warn("capture by steps: torch refused a RecordFunction callback; NVTX only");
     bool stayed = wait_window(fd, 0, steps_done);
+    if (watch) watch(NULL);
     pthread_mutex_lock(&step_mu);
     int st = atomic_exchange(&step_state, STEPS_OFF);
     ft_session *s = step_stopped;
@@ -298,6 +309,23 @@ void ft__od_exiting(unsigned no, const char *line) {
   if (line[0] && fd >= 0 && atomic_compare_exchange_strong(&client_fd, &fd, -1))
     reply(fd, "%s capture %u: %s", strstr(line, "wrote ") ? "ok" : "error", no, line);
   unlink(sock_path);
+}
+
+void ft__od_torch_watch(int (*watch)(ft__range_fn f)) { atomic_store(&torch_watch, watch); }
+
+/* One of torch's user-scope ranges begins (begin 1) or ends (0) on this thread: it
+ * may open or close the window, and a step range is recorded as an NVTX one would be
+ * (1: pushed, to be popped at its end). */
+static int torch_range(const char *name, int begin) {
+  ft_session *s;
+  if (!begin) {
+    if ((s = ft__inject_session())) ft_range_pop(s);
+    return 0;
+  }
+  ft__od_range_begins(name);
+  if (strncmp(name, step_name, step_len)) return 0; /* step_name is fixed while the watch runs */
+  s = ft__inject_session();
+  return s && ft_range_push(s, name, NULL) == FT_OK;
 }
 
 void ft__od_range_begins(const char *name) {

@@ -160,8 +160,9 @@ def _(d):
         ok = capture(d, "--all", "--duration", "100ms")
         stop(p)
         assert r.returncode == 1 and re.fullmatch(r"flagtrace capture: pid \d+: counting steps needs NVTX ranges, which "
-                                                  r"this accelerator's build does not take; use a duration\n",
-                                                  r.stderr), r
+                                                  r"this accelerator's build does not take, or torch's ranges "
+                                                  r"\(ProfilerStep#\), and this process has not loaded torch; use a "
+                                                  r"duration\n", r.stderr), r
         assert ok.returncode == 0 and wrote(ok)[0][1] == 1, ok
         return
     p = start(d, step="Step")
