@@ -109,6 +109,12 @@ static inline bool ft__on_device_row(unsigned k) { return ft__is_device_kind(k) 
 
 enum { FT__S_CREATED, FT__S_RUNNING, FT__S_STOPPED };
 
+/* a start/end range awaiting its end (ft__range_start) */
+typedef struct ft__open_range {
+  uint64_t start_ns;
+  uint32_t name_id, tid;
+} ft__open_range;
+
 struct ft_session {
   pthread_mutex_t mu;
   int state;
@@ -145,7 +151,7 @@ struct ft_session {
   struct ft__thread_log *logs;
   ft__vec call_spans;                  /* struct ft__call_span */
   ft__map open_ranges;                 /* start/end ranges: id -> index into open_vec */
-  ft__vec open_vec;                    /* struct open_range */
+  ft__vec open_vec;                    /* ft__open_range */
   uint64_t window_lo_ns, window_hi_ns; /* the capture window (design.md §3) */
   uint64_t next_external_id;
   uint64_t dropped;
