@@ -1,5 +1,6 @@
-/* What the CUPTI tracer's two files share: cupti_tracer.c (arming, devices, ops)
- * and cupti_decode.c (API names, record decoding). Only they include it. */
+/* What the CUPTI tracer's three files share: cupti_tracer.c (arming, ops),
+ * cupti_decode.c (API names, record decoding) and cupti_device.c (device queries).
+ * Only they include it. */
 #ifndef FLAGTRACE_CUPTI_TRACER_H
 #define FLAGTRACE_CUPTI_TRACER_H
 
@@ -150,10 +151,15 @@ static inline void md_add_u64(mdbuf *m, const char *key, uint64_t v) {
 const char *ft__cupti_api_name(bool driver, uint32_t cbid);
 void ft__cupti_decode_buffer(cupti_tracer *t, uint8_t *buf, size_t valid);
 
-/* cupti_tracer.c: a device's occupancy inputs (NULL when unknown); whether an API
- * record is one of our own device queries; whether an API row is left out. */
+/* cupti_device.c: a device's occupancy inputs (NULL when unknown); whether an API
+ * record is one of our own device queries; the ops' device count and kineto's
+ * deviceProperties. */
 const ft__occ_device *ft__cupti_device_props(cupti_tracer *t, uint32_t id);
 bool ft__cupti_is_own_query(uint32_t cbid, uint32_t cupti_tid, uint64_t start, uint64_t end);
+int ft__cupti_device_count(const ft_tracer *base);
+size_t ft__cupti_device_properties(ft_tracer *base, int id, const ft_kv **out);
+
+/* cupti_tracer.c: whether an API row is left out. */
 bool ft__cupti_api_left_out(const cupti_tracer *t, bool driver, uint32_t cbid);
 
 #endif
