@@ -43,6 +43,8 @@ static const char usage[] =
     "      --b FILE...     the second group (B), drawn below A\n"
     "      --diff-json PATH  a JSON document (flagtrace diff -f json) shown with them\n"
     "      --regress NAME  an op name marked as a regression (repeatable)\n"
+    "  -q, --quiet         no notes on stderr and no \"wrote\" line (errors are\n"
+    "                      still shown): a script's run prints nothing when it works\n"
     "  -h, --help          show this help\n"
     "\n"
     "Input (\"-\" is stdin) and exit status as for flagtrace stats, -o's rules too;\n"
@@ -55,12 +57,12 @@ static bool is_stdout(int fd) {
   return fstat(fd, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-static int report(const char *output, bool force, const char *const *const *group, const size_t *n_group,
+static int report(const char *output, bool force, bool quiet, const char *const *const *group, const size_t *n_group,
                   size_t n_groups, const char *diff_path, const char *const *regress, size_t n_regress);
 
 int ft_cli_report(int argc, char **argv) {
   const char *output = "report.html";
-  bool force = false;
+  bool force = false, quiet = false;
   const char *diff_path = NULL;
   char **regress = calloc((size_t)argc + 1, sizeof *regress), **group[2];
   size_t n_regress = 0, n_group[2] = {0, 0};
@@ -74,13 +76,14 @@ int ft_cli_report(int argc, char **argv) {
                                         {"b", no_argument, NULL, 'B'},
                                         {"diff-json", required_argument, NULL, 'D'},
                                         {"regress", required_argument, NULL, 'R'},
+                                        {"quiet", no_argument, NULL, 'q'},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
   int rc = 0;
   for (;;) {
-    int prev = optind, c = getopt_long(argc, argv, "-:o:h", longs, NULL);
+    int prev = optind, c = getopt_long(argc, argv, "-:o:qh", longs, NULL);
     if (c == -1) break;
     const char *bad = argv[prev] ? argv[prev] : "";
     if (c == 'h') {
@@ -97,6 +100,7 @@ int ft_cli_report(int argc, char **argv) {
     else if (c == 'R') regress[n_regress++] = optarg;
     else if (c == 'o') output = optarg;
     else if (c == 'F') force = true;
+    else if (c == 'q') quiet = true;
     else if (c == ':') {
       rc = ft_cli_usage_error("report", "option '%s' needs a value", bad);
       goto done;
@@ -115,7 +119,7 @@ int ft_cli_report(int argc, char **argv) {
     rc = ft_cli_usage_error("report", n_groups == 2 ? "--a and --b each need a trace file" : "no trace file given");
     goto done;
   }
-  rc = report(output, force, (const char *const *const *)group, n_group, n_groups, diff_path,
+  rc = report(output, force, quiet, (const char *const *const *)group, n_group, n_groups, diff_path,
               (const char *const *)regress, n_regress);
 done:
   free(regress);
@@ -145,7 +149,7 @@ static char *slurp(const char *path, char *err, size_t errlen) {
   return text;
 }
 
-static int report(const char *output, bool force, const char *const *const *group, const size_t *n_group,
+static int report(const char *output, bool force, bool quiet, const char *const *const *group, const size_t *n_group,
                   size_t n_groups, const char *diff_path, const char *const *regress, size_t n_regress) {
   char err[640];
   /* checked before the input is read, opened once it is (as stats -o) */
@@ -159,7 +163,7 @@ static int report(const char *output, bool force, const char *const *const *grou
   size_t read = 0;
   for (; read < n_groups && !s; read++) {
     s = ft_report_input_read(&in[read], group[read], n_group[read], err, sizeof err);
-    if (!s) {
+    if (!s && !quiet) { /* -q: errors only */
       ft_stat_job_notes(stderr, &in[read].job, "flagtrace report: ");
       ft_summary_lines(stderr, &in[read].job, "flagtrace report: ");
     }
@@ -175,7 +179,7 @@ static int report(const char *output, bool force, const char *const *const *grou
     rc = ft_cli_output_refused("report", exists, err);
     goto end;
   }
-  bool quiet = is_stdout(out.file.fd);
+  quiet = quiet || is_stdout(out.file.fd); /* the "wrote" line would land inside the page */
   /* links are relative to the report's directory; when it cannot be resolved the page has none */
   char *dir = ft__report_dir(output);
   s = ft_report_html_groups(out.f, in, n_groups, diff, regress, n_regress, dir);

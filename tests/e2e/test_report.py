@@ -492,4 +492,25 @@ def _():
         assert os.listdir(d) == ["bad.json"], os.listdir(d)
 
 
+@case("report -q: the notes and the wrote line go, the page and the errors stay")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        trace = os.path.join(d, "t.json")
+        json.dump({"traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "pid": 0, "tid": 7,
+             "args": {"device": 0, "stream": 7, "correlation": 1}},
+            {"ph": "X", "cat": "bogus_cat", "name": "z", "ts": 1, "dur": 2, "pid": 0, "tid": 7}],
+            "flagtrace": {"dropped_records": 3, "device_status": "collected"}}, open(trace, "w"))
+        loud, quiet = os.path.join(d, "loud.html"), os.path.join(d, "quiet.html")
+        r = report(loud, trace)
+        assert r.returncode == 0 and r.stdout == f"flagtrace report: wrote {loud}\n", r
+        assert r.stderr == ('flagtrace report: 1 events skipped: unknown categories "bogus_cat" (1)\n'
+                            f"flagtrace report: note: {trace} (rank 0) is incomplete: 3 records dropped\n"), r.stderr
+        r = subprocess.run([flagtrace, "report", "-q", "-o", quiet, trace], capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout == "" and r.stderr == "", r
+        assert open(quiet).read() == open(loud).read()  # the same page either way
+        r = subprocess.run([flagtrace, "report", "--quiet", "-o", quiet, trace], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "exists" in r.stderr, r  # errors still shown
+
+
 results.finish()
