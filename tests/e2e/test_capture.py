@@ -12,7 +12,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-from trace_checks import Results, Skip, check_flows_paired, check_window, load, xs  # noqa: E402
+from trace_checks import Results, Skip, check_flows_paired, check_window, killed_by, load, xs  # noqa: E402
 
 flagtrace, driver, fake_runtime = (os.path.abspath(a) for a in sys.argv[1:4])
 results = Results()
@@ -107,7 +107,7 @@ def _(d):
     time.sleep(0.2)
     r2 = capture(d, "--pid", str(pid), "--duration", "0.3")
     rc, err = stop(p)
-    assert rc == 128 + signal.SIGTERM and not sockets(d), (rc, sockets(d), err)  # the socket goes with it
+    assert killed_by(rc, signal.SIGTERM) and not sockets(d), (rc, sockets(d), err)  # the socket goes with it
     assert r1.returncode == 0 and r2.returncode == 0, (r1, r2)
     (p1, n1, t1), = wrote(r1)
     (p2, n2, t2), = wrote(r2)
