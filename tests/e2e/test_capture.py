@@ -345,11 +345,14 @@ def _(d):
     lst = capture(d, "--list")
     second = capture(d, "--all", "--duration", "1s")
     out, err = first.communicate(timeout=60)
-    stop(p)
+    ended = p.poll()  # None: still running, as it must be (CI once saw this capture end without a line)
+    rc, perr = stop(p)
     assert re.search(r"^\d+ +\d+ +- +capturing +preload_driver$", lst.stdout, re.M), lst
     assert second.returncode == 1 and re.fullmatch(r"flagtrace capture: pid \d+: busy: a capture of this process is "
                                                    r"running\n", second.stderr), second
-    assert first.returncode == 0 and re.fullmatch(r"pid \d+: capture 1: wrote \S+ \(\d+ events, 0 dropped\)\n", out), (out, err)
+    assert first.returncode == 0 and re.fullmatch(r"pid \d+: capture 1: wrote \S+ \(\d+ events, 0 dropped\)\n", out), \
+        (out, err, f"program: {'running' if ended is None else ended}, then {rc}", perr[-3000:])
+    assert ended is None and killed_by(rc, signal.SIGTERM), (ended, rc, perr[-3000:])
 
 
 @results.tmp_case("capture: a program that exits mid-capture writes the window up to its exit; a killed one is one line")
