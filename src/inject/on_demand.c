@@ -261,21 +261,31 @@ void ft__od_serve(void) {
     ft__warn("on-demand capture is not possible in this process: %s", why);
     return;
   }
-  if ((size_t)snprintf(sock_path, sizeof sock_path, "%s/%ld.sock", dir, (long)getpid()) >= sizeof sock_path) {
+  /* bound and listening under a name no client lists, then renamed into place: a
+   * client finding the socket between bind() and listen() would take it for a dead
+   * process's and remove it */
+  char tmp[sizeof sock_path];
+  if ((size_t)snprintf(sock_path, sizeof sock_path, "%s/%ld.sock", dir, (long)getpid()) >= sizeof sock_path ||
+      (size_t)snprintf(tmp, sizeof tmp, "%s.new", sock_path) >= sizeof tmp) {
     ft__warn("on-demand capture is not possible in this process: the socket path under %s is too long", dir);
     sock_path[0] = '\0';
     return;
   }
   /* a socket of an ended process with our pid (pids come back) */
   if (ft__ctl_socket_ours(sock_path)) unlink(sock_path);
+  if (ft__ctl_socket_ours(tmp)) unlink(tmp);
   struct sockaddr_un a = {.sun_family = AF_UNIX};
-  memcpy(a.sun_path, sock_path, strlen(sock_path) + 1);
+  memcpy(a.sun_path, tmp, strlen(tmp) + 1);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   /* 0600 once bound (never umask: it is the whole process's, other threads create
    * files meanwhile); until then the 0700 directory keeps others out */
-  bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && chmod(sock_path, 0600) == 0;
-  if (!ok || listen(fd, 16) != 0) {
+  bool bound = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  bool ok = bound && chmod(tmp, 0600) == 0 && listen(fd, 16) == 0;
+  if (ok && access(sock_path, F_OK) == 0) /* not ours (or rename would replace it): as bind would refuse */
+    ok = false, errno = EADDRINUSE;
+  if (!ok || rename(tmp, sock_path) != 0) {
     ft__warn("on-demand capture is not possible in this process: %s: %s", sock_path, strerror(errno));
+    if (bound) unlink(tmp);
     if (fd >= 0) close(fd);
     sock_path[0] = '\0';
     return;
