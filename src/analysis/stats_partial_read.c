@@ -633,9 +633,9 @@ ft_status ft__partial_read(reader *r, int fd, const char *mem, size_t len, char 
     js = ft__json_feed(&j, p, (size_t)n);
   }
   if (!s && js != FT__JSON_OK) {
-    snprintf(err, errlen, "%s at byte %llu", js == FT__JSON_STOPPED && r->err ? r->err : j.err_msg,
-             (unsigned long long)j.err_at);
-    s = r->err && !strcmp(r->err, "out of memory") ? FT_ENOMEM : FT_EPARSE;
+    const char *why = js == FT__JSON_STOPPED && r->err ? r->err : j.err_msg;
+    snprintf(err, errlen, "%s at byte %llu", why, (unsigned long long)j.err_at);
+    s = why && !strcmp(why, "out of memory") ? FT_ENOMEM : FT_EPARSE;
   }
   free(buf);
   ft__json_free(&j);

@@ -186,7 +186,7 @@ ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_
     run = i && tt->trace[i].file == tt->trace[i - 1].file ? run + 1 : 0;
     w.keep_event[i] = run < trace_limit;
   }
-  collect(&w, job, rows);
+  if (!w.oom) collect(&w, job, rows); /* it reads keep_event */
   if (w.oom) {
     ft__intern_free(&w.strs);
     free(w.unknown);

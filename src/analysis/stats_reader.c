@@ -605,8 +605,9 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
       break;
     }
     if (js != FT__JSON_OK) {
-      snprintf(err, errlen, "%s at byte %llu", r.err[0] ? r.err : j->err_msg, (unsigned long long)j->err_at);
-      status = FT_EPARSE;
+      const char *why = r.err[0] ? r.err : j->err_msg;
+      snprintf(err, errlen, "%s at byte %llu", why, (unsigned long long)j->err_at);
+      status = why && !strcmp(why, "out of memory") ? FT_ENOMEM : FT_EPARSE; /* not the input's fault */
       break;
     }
     if (!n) break;

@@ -395,6 +395,7 @@ int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o) {
       if (n > w[j]) w[j] = n;
     }
   }
+  if (rc) goto done; /* out of memory: nothing below may touch w, drop or fc */
   /* fitting a width: free text other than the name gets FREE_WANT at most; columns
    * are left out in drop_order's order while the name column would get less than
    * it wants; then the name column takes what is left */
