@@ -118,17 +118,16 @@ static int cmp_u64(const void *a, const void *b) {
 
 uint64_t ft_dist_median(const ft_stat_dist *d) {
   if (!d->n) return 0;
-  uint64_t k = (d->n - 1) / 2; /* an even count: the mean of the middle two (exact values) */
   /* exact values: at most FT_DIST_EXACT (adds and reads keep it), sorted on the stack,
-   * never a median of 0 for want of memory */
+   * never a median of 0 for want of memory; an even count: the mean of the middle two */
   if (!d->hist) {
     uint64_t v[FT_DIST_EXACT];
-    uint64_t n = d->n < FT_DIST_EXACT ? d->n : FT_DIST_EXACT;
-    k = (n - 1) / 2;
+    uint64_t n = d->n < FT_DIST_EXACT ? d->n : FT_DIST_EXACT, k = (n - 1) / 2;
     memcpy(v, d->vals, n * sizeof *v);
     qsort(v, n, sizeof *v, cmp_u64);
     return n % 2 ? v[k] : v[k] + (v[k + 1] - v[k]) / 2;
   }
+  uint64_t k = (d->n - 1) / 2;
   /* the middle of the bucket holding value k (and k + 1 for an even count: the
    * two middle values may lie in different buckets) */
   uint64_t seen = 0, lo = 0;

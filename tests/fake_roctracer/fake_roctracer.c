@@ -46,9 +46,8 @@ static void deliver(void) {
 /* A full buffer (the pool's buffer_size, at most the array) goes to the callback as
  * roctracer's own pool does; a 3 s capture of a 2 ms loop fills 4096 records. */
 static roctracer_record *add(uint32_t domain) {
-  size_t cap = sizeof pending / sizeof pending[0];
-  if (props.buffer_size / sizeof pending[0] && props.buffer_size / sizeof pending[0] < cap)
-    cap = props.buffer_size / sizeof pending[0];
+  size_t cap = props.buffer_size / sizeof pending[0];
+  if (!cap || cap > sizeof pending / sizeof pending[0]) cap = sizeof pending / sizeof pending[0];
   if (n_pending >= cap) {
     if (!pool_open) abort();
     deliver();
