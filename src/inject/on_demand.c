@@ -51,38 +51,22 @@ static uint64_t mono_ms(void) {
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* One line to the client; never SIGPIPE (a client gone is not the program's death). */
+/* One visible line to the client; never SIGPIPE, never blocking (a line fits in any socket
+ * buffer, and a client that does not read must not hold this thread). */
 static void reply(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void reply(int fd, const char *fmt, ...) {
-  char line[5000];
+  char text[5000], line[5000];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  int n = vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
   if (n < 0) return;
-  size_t len = (size_t)n < sizeof line - 1 ? (size_t)n : sizeof line - 2;
+  /* a path with a line break or ESC in it: one line of the protocol, escaped as record's stderr shows it */
+  size_t len = ft__visible(line, sizeof line - 1, text);
+  if (len > sizeof line - 2) len = strlen(line);
   line[len++] = '\n';
-  if (send(fd, line, len, MSG_NOSIGNAL) < 0) { /* the client went away: nothing to tell */
+  if (send(fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) { /* the client went away: nothing to tell */
   }
-}
-
-/* Reads one request line (bounded by FT__CTL_MAX_REQUEST, and by the socket's 2 s
- * receive timeout). Returns its length, or -1 with why. */
-static ssize_t read_request(int fd, char *buf, size_t cap, char *why, size_t wlen) {
-  size_t n = 0;
-  while (n < cap) {
-    ssize_t r = recv(fd, buf + n, cap - n, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      snprintf(why, wlen, r == 0 ? "the request ended without a newline" : "no complete request within 2 s");
-      return -1;
-    }
-    char *nl = memchr(buf + n, '\n', (size_t)r);
-    n += (size_t)r;
-    if (nl) return nl - buf + 1;
-  }
-  snprintf(why, wlen, "request longer than %d bytes", FT__CTL_MAX_REQUEST);
-  return -1;
 }
 
 /* Text safe on one line of the reply (a command name: no spaces, no controls). */
@@ -104,31 +88,6 @@ static void info(int fd, bool armed) {
   const char *rank = ft__env_rank_text();
   reply(fd, "ok pid=%ld job=%s rank=%s state=%s comm=%s", (long)getpid(), job, rank ? rank : "-",
         armed ? "capturing" : "waiting", comm);
-}
-
-static void serve(int fd, bool busy);
-
-/* Waits until deadline (ms, monotonic; 0: none) or until done() says so, answering
- * other connections meanwhile (busy). Returns false when the client went away. */
-static bool wait_window(int fd, uint64_t deadline, bool (*done)(void)) {
-  for (;;) {
-    if (done && done()) return true;
-    uint64_t now = mono_ms();
-    if (deadline && now >= deadline) return true;
-    int timeout = done ? 20 : (int)(deadline - now > 1000 ? 1000 : deadline - now);
-    struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = listen_fd, .events = POLLIN}};
-    int r = poll(p, 2, timeout);
-    if (r < 0 && errno != EINTR) return true;
-    if (r <= 0) continue;
-    if (p[0].revents) { /* the client sent more, or hung up (Ctrl-C): the window ends */
-      char c;
-      if (recv(fd, &c, 1, MSG_DONTWAIT) <= 0) return false;
-    }
-    if (p[1].revents & POLLIN) {
-      int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-      if (c >= 0) serve(c, true);
-    }
-  }
 }
 
 static bool steps_done(void) { return atomic_load(&step_state) == STEPS_DONE; }
@@ -157,10 +116,21 @@ static _Noreturn void exited(void) {
   for (;;) pause();
 }
 
-static void capture(int fd, const ft__ctl_req *req) {
-  const char *pattern = req->out[0] ? req->out : NULL;
+/* The running capture (this thread's alone). Its window is a deadline of the event
+ * loop below, never a wait on a client: no client can stretch or hold it. */
+static struct {
+  int fd;          /* its client, -1 when none runs */
+  bool steps;      /* by steps (the NVTX/torch thread stops it), else by duration */
+  uint64_t end_ms; /* a duration's end */
+  char pattern[FT__CTL_MAX_TEXT];
+  int (*watch)(ft__range_fn);
+} cap = {.fd = -1};
+
+/* Starts the capture req asks for; false when it ended at once (answered). */
+static bool capture_start(int fd, const ft__ctl_req *req) {
   unsigned no = 0;
   char why[600];
+  snprintf(cap.pattern, sizeof cap.pattern, "%s", req->out);
   atomic_store(&client_fd, fd);
   if (req->steps) {
     int (*watch)(ft__range_fn) = atomic_load(&torch_watch);
@@ -170,7 +140,7 @@ static void capture(int fd, const ft__ctl_req *req) {
       reply(fd,
             "error counting steps needs NVTX ranges, which this accelerator's build does not take, or torch's "
             "ranges (ProfilerStep#), and this process has not loaded torch; use a duration");
-      return;
+      return false;
     }
 #endif
     pthread_mutex_lock(&step_mu);
@@ -184,36 +154,127 @@ static void capture(int fd, const ft__ctl_req *req) {
     pthread_mutex_unlock(&step_mu);
     /* torch's ranges are watched only now: until asked, its record_function pays nothing */
     if (watch && watch(torch_range)) ft__warn("capture by steps: torch refused a RecordFunction callback; NVTX only");
-    bool stayed = wait_window(fd, 0, steps_done);
-    if (watch) watch(NULL);
-    pthread_mutex_lock(&step_mu);
-    int st = atomic_exchange(&step_state, STEPS_OFF);
-    ft_session *s = step_stopped;
-    no = step_no;
-    if (st == STEPS_COUNT) s = stop_to_write(&no); /* the client gave up mid-window: what was caught */
-    snprintf(why, sizeof why, "%s", step_why);
-    pthread_mutex_unlock(&step_mu);
-    if (s) finish_capture(fd, s, no, pattern);
-    else if (st == STEPS_COUNT || (st == STEPS_DONE && !why[0])) exited(); /* the exit took it */
-    else if (atomic_compare_exchange_strong(&client_fd, &fd, -1))          /* also to a client that stopped waiting */
-      reply(fd, "error %s", why[0] ? why : stayed ? "no step range began" : "no step range began before the timeout");
-    return;
+    cap.fd = fd, cap.steps = true, cap.watch = watch;
+    return true;
   }
   if (!ft__od_arm(&no, why, sizeof why)) {
     atomic_store(&client_fd, -1);
     reply(fd, "error %s", why);
-    return;
+    return false;
   }
   reply(fd, "armed capture %u", no);
-  wait_window(fd, mono_ms() + req->duration_ms, NULL);
-  ft_session *s = stop_to_write(&no);
-  if (!s) exited();
-  finish_capture(fd, s, no, pattern);
+  cap.fd = fd, cap.steps = false, cap.end_ms = mono_ms() + req->duration_ms;
+  return true;
 }
 
-/* One connection: its peer checked, one request read and answered. busy: a capture
- * runs (this is its window's wait), so another capture is refused. */
-static void serve(int fd, bool busy) {
+/* Ends the running capture: its window is over (stayed), or its client went away
+ * (Ctrl-C: the window ends with what was caught). */
+static void capture_end(bool stayed) {
+  int fd = cap.fd;
+  const char *pattern = cap.pattern[0] ? cap.pattern : NULL;
+  unsigned no = 0;
+  cap.fd = -1;
+  if (!cap.steps) {
+    ft_session *s = stop_to_write(&no);
+    if (!s) exited();
+    finish_capture(fd, s, no, pattern);
+    close(fd);
+    return;
+  }
+  char why[600];
+  if (cap.watch) cap.watch(NULL);
+  pthread_mutex_lock(&step_mu);
+  int st = atomic_exchange(&step_state, STEPS_OFF);
+  ft_session *s = step_stopped;
+  no = step_no;
+  if (st == STEPS_COUNT) s = stop_to_write(&no); /* the client gave up mid-window: what was caught */
+  snprintf(why, sizeof why, "%s", step_why);
+  pthread_mutex_unlock(&step_mu);
+  int ours = fd;
+  if (s) finish_capture(fd, s, no, pattern);
+  else if (st == STEPS_COUNT || (st == STEPS_DONE && !why[0])) exited(); /* the exit took it */
+  else if (atomic_compare_exchange_strong(&client_fd, &ours, -1))        /* also to a client that stopped waiting */
+    reply(fd, "error %s", why[0] ? why : stayed ? "no step range began" : "no step range began before the timeout");
+  close(fd);
+}
+
+/* A connection whose request line is still coming: it has until its deadline for
+ * the whole line (one slow client, a byte at a time, holds nothing but its slot). */
+enum { MAX_PENDING = 16, REQUEST_MS = 2000 };
+typedef struct pending {
+  int fd;
+  uint64_t deadline;
+  size_t n;
+  char buf[FT__CTL_MAX_REQUEST];
+} pending;
+static pending pend[MAX_PENDING];
+
+static void refuse(int fd, const char *why) {
+  ft__warn("control socket: refused a request: %s", why);
+  reply(fd, "error refused: %s", why);
+}
+
+/* The request of c is complete (n bytes): answered, or a capture started. */
+static void serve(pending *c, size_t n) {
+  char why[256];
+  ft__ctl_req *req = calloc(1, sizeof *req);
+  int fd = c->fd;
+  c->fd = -1;
+  if (!req) snprintf(why, sizeof why, "out of memory");
+  if (!req || !ft__ctl_parse(c->buf, n, req, why, sizeof why)) {
+    refuse(fd, why);
+  } else if (req->cmd == FT__CTL_INFO) {
+    info(fd, cap.fd >= 0);
+  } else if (cap.fd >= 0) {
+    reply(fd, "error busy: a capture of this process is running");
+  } else if (capture_start(fd, req)) {
+    fd = -1; /* the capture's now */
+  }
+  free(req);
+  if (fd >= 0) close(fd);
+}
+
+/* Reads what c's client sent; serves or refuses it once the line is whole, the
+ * stream ended, or its deadline passed (checked after the read: data that came while
+ * this thread wrote a trace still counts). */
+static void pending_read(pending *c, uint64_t now) {
+  for (;;) {
+    ssize_t r = recv(c->fd, c->buf + c->n, sizeof c->buf - c->n, MSG_DONTWAIT);
+    if (r < 0 && errno == EINTR) continue;
+    if (r > 0) {
+      char *nl = memchr(c->buf + c->n, '\n', (size_t)r);
+      c->n += (size_t)r;
+      if (nl) {
+        serve(c, (size_t)(nl - c->buf + 1));
+        return;
+      }
+      if (c->n == sizeof c->buf) {
+        char why[64];
+        snprintf(why, sizeof why, "request longer than %d bytes", FT__CTL_MAX_REQUEST);
+        refuse(c->fd, why);
+        break;
+      }
+      continue;
+    }
+    if (r == 0) refuse(c->fd, "the request ended without a newline");
+    else if (errno != EAGAIN && errno != EWOULDBLOCK) refuse(c->fd, "the connection failed before a request");
+    else if (now >= c->deadline) refuse(c->fd, "no complete request within 2 s");
+    else return;
+    break;
+  }
+  close(c->fd);
+  c->fd = -1;
+}
+
+/* A new connection: its peer checked, then a pending slot (the listening socket is
+ * not polled while every slot is taken). */
+static void accept_one(pending *slot, uint64_t now) {
+  int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+      poll(NULL, 0, 100); /* out of descriptors: not a busy loop */
+    return;
+  }
   struct ucred cred;
   socklen_t cl = sizeof cred;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cred.uid != getuid()) {
@@ -222,36 +283,50 @@ static void serve(int fd, bool busy) {
     close(fd);
     return;
   }
-  struct timeval tv = {2, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  static char buf[2][FT__CTL_MAX_REQUEST]; /* one per nesting level: a busy answer inside a capture */
-  char why[256];
-  ft__ctl_req *req = calloc(1, sizeof *req);
-  ssize_t n = req ? read_request(fd, buf[busy], sizeof buf[busy], why, sizeof why) : -1;
-  if (!req) snprintf(why, sizeof why, "out of memory");
-  if (n >= 0 && !ft__ctl_parse(buf[busy], (size_t)n, req, why, sizeof why)) n = -1;
-  if (n < 0) {
-    ft__warn("control socket: refused a request: %s", why);
-    reply(fd, "error refused: %s", why);
-  } else if (req->cmd == FT__CTL_INFO) {
-    info(fd, busy);
-  } else if (busy) {
-    reply(fd, "error busy: a capture of this process is running");
-  } else {
-    capture(fd, req);
-  }
-  free(req);
-  close(fd);
+  *slot = (pending){.fd = fd, .deadline = now + REQUEST_MS};
 }
 
+/* The control thread: one poll over the listening socket, the pending requests and
+ * the running capture's client, with the window's end and the requests' deadlines as
+ * its timeouts. */
 static void *control_thread(void *arg) {
   (void)arg;
+  for (size_t i = 0; i < MAX_PENDING; i++) pend[i].fd = -1;
   for (;;) {
-    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd >= 0) serve(fd, false);
-    else if (errno == EBADF || errno == EINVAL) return NULL;
-    else if (errno != EINTR && errno != ECONNABORTED) sleep(1); /* out of descriptors: not a busy loop */
+    struct pollfd p[MAX_PENDING + 2];
+    uint64_t now = mono_ms(), wake = now + 1000;
+    pending *free_slot = NULL;
+    nfds_t np = 0;
+    for (size_t i = 0; i < MAX_PENDING; i++) {
+      if (pend[i].fd < 0) {
+        if (!free_slot) free_slot = &pend[i];
+        continue;
+      }
+      if (pend[i].deadline < wake) wake = pend[i].deadline;
+    }
+    for (size_t i = 0; i < MAX_PENDING; i++) p[np++] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
+    p[np++] = (struct pollfd){.fd = free_slot ? listen_fd : -1, .events = POLLIN};
+    p[np++] = (struct pollfd){.fd = cap.fd, .events = POLLIN};
+    if (cap.fd >= 0 && cap.steps && now + 20 < wake) wake = now + 20; /* the stepping thread ends it */
+    if (cap.fd >= 0 && !cap.steps && cap.end_ms < wake) wake = cap.end_ms;
+    int r = poll(p, np, wake > now ? (int)(wake - now) : 0);
+    if (r < 0) { /* the revents are not set */
+      if (errno == EBADF || errno == EINVAL) return NULL;
+      if (errno != EINTR) poll(NULL, 0, 100);
+      continue;
+    }
+    now = mono_ms();
+    if (cap.fd >= 0 && p[MAX_PENDING + 1].revents) { /* the client sent more, or hung up (Ctrl-C) */
+      char c;
+      ssize_t got = recv(cap.fd, &c, 1, MSG_DONTWAIT);
+      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) capture_end(false);
+    }
+    if (cap.fd >= 0 && (cap.steps ? steps_done() : now >= cap.end_ms)) capture_end(true);
+    now = mono_ms();
+    for (size_t i = 0; i < MAX_PENDING; i++)
+      if (pend[i].fd >= 0 && (p[i].revents || now >= pend[i].deadline)) pending_read(&pend[i], now);
+    if (free_slot && free_slot->fd < 0 && (p[MAX_PENDING].revents & POLLIN)) accept_one(free_slot, now);
+    if (p[MAX_PENDING].revents & POLLNVAL) return NULL;
   }
 }
 
