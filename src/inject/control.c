@@ -5,13 +5,28 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "control.h"
+
+/* A socket path holds at most sun_path bytes: the longest pid (4194304) named,
+ * ".sock.new" included, or no process could ever be captured through dir. */
+static bool too_long(const char *dir, char *why, size_t wlen) {
+  size_t most = sizeof(((struct sockaddr_un *)0)->sun_path) - sizeof "/4194304.sock.new";
+  if (strlen(dir) <= most) return false;
+  snprintf(why, wlen,
+           "the control directory %s is too long for a socket path (%zu bytes; at most %zu): set "
+           "FLAGTRACE_CONTROL_DIR to a shorter one",
+           dir, strlen(dir), most);
+  errno = ENAMETOOLONG;
+  return true;
+}
 
 bool ft__ctl_dir(char *out, size_t len, bool create, char *why, size_t wlen) {
   const char *env = getenv("FLAGTRACE_CONTROL_DIR"), *xdg = getenv("XDG_RUNTIME_DIR");
@@ -23,6 +38,7 @@ bool ft__ctl_dir(char *out, size_t len, bool create, char *why, size_t wlen) {
     snprintf(why, wlen, "the control directory's name is too long");
     return false;
   }
+  if (too_long(out, why, wlen)) return false;
   if (create && mkdir(out, 0700) != 0 && errno != EEXIST) {
     snprintf(why, wlen, "cannot create the control directory %s: %s", out, strerror(errno));
     return false;
@@ -34,6 +50,25 @@ bool ft__ctl_dir(char *out, size_t len, bool create, char *why, size_t wlen) {
     errno = e;
     return false;
   }
+  /* a link is followed when it is this user's (or root's: /var/run) and its target
+   * passes the checks below; the sockets then live under the target's own name */
+  char real[PATH_MAX];
+  if (S_ISLNK(st.st_mode)) {
+    if (st.st_uid != getuid() && st.st_uid != 0)
+      snprintf(why, wlen, "the control directory %s is a symbolic link of uid %lu, not of this user (uid %lu)", out,
+               (unsigned long)st.st_uid, (unsigned long)getuid());
+    else if (!realpath(out, real) || stat(real, &st) != 0)
+      snprintf(why, wlen, "the control directory %s is a symbolic link to nothing usable: %s", out, strerror(errno));
+    else if (strlen(real) >= len) snprintf(why, wlen, "the control directory's name is too long");
+    else {
+      snprintf(out, len, "%s", real);
+      goto checks;
+    }
+    errno = EACCES;
+    return false;
+  }
+checks:
+  if (too_long(out, why, wlen)) return false;
   /* someone else's directory (made first in /tmp) could hand us their sockets, or
    * see ours: never used, whatever it holds */
   if (!S_ISDIR(st.st_mode)) snprintf(why, wlen, "the control directory %s is not a directory", out);
@@ -156,7 +191,23 @@ bool ft__ctl_parse(const char *line, size_t n, ft__ctl_req *out, char *why, size
     snprintf(why, wlen, "a capture by steps needs range=");
     return false;
   }
-  return true;
+  return !out->out[0] || ft__ctl_pattern_ok(out->out, why, wlen);
+}
+
+bool ft__ctl_pattern_ok(const char *pattern, char *why, size_t wlen) {
+  bool has_n = false;
+  for (const char *p = pattern; *p; p++) {
+    if (*p != '%') continue;
+    if (!p[1] || !strchr("phrn%", p[1])) {
+      snprintf(why, wlen, "out= has an unknown escape (valid: %%p %%h %%r %%n %%%%)");
+      return false;
+    }
+    has_n |= *++p == 'n';
+  }
+  if (pattern[0] != '/') snprintf(why, wlen, "out= is not an absolute path (the client sends it resolved)");
+  else if (!has_n) snprintf(why, wlen, "out= needs %%n (the capture number)");
+  else return true;
+  return false;
 }
 
 static size_t put_hex(char *out, size_t len, size_t o, const char *key, const char *s) {

@@ -16,8 +16,10 @@
 
 /* The per-user directory of the control sockets: FLAGTRACE_CONTROL_DIR, else
  * $XDG_RUNTIME_DIR/flagtrace, else /tmp/flagtrace-UID. With create it is made 0700
- * when missing. Refused (false, why set) when it is not a directory of ours (a
- * symbolic link, another owner) or when group or others may use it. */
+ * when missing. A symbolic link of this user (or root) is followed: out is then its
+ * target. Refused (false, why set) when it is not a directory of ours (another owner,
+ * another user's link), when group or others may use it, or when it is too long for
+ * a socket path. */
 bool ft__ctl_dir(char *out, size_t len, bool create, char *why, size_t wlen);
 
 /* Whether path is a socket owned by this user (lstat: never through a link). */
@@ -36,6 +38,11 @@ typedef struct ft__ctl_req {
 /* Parses one request line (n bytes, no NUL needed, the newline optional). False
  * with a one-line reason for anything malformed. Never reads past n. */
 bool ft__ctl_parse(const char *line, size_t n, ft__ctl_req *out, char *why, size_t wlen);
+
+/* Whether an output pattern may be used by a capture: absolute (a relative one is
+ * resolved by the client against its own directory), with %n, and no escape but
+ * %p %h %r %n %%. False with a one-line reason. */
+bool ft__ctl_pattern_ok(const char *pattern, char *why, size_t wlen);
 
 /* The request as one line, newline included; 0 when it does not fit in len. */
 size_t ft__ctl_format(const ft__ctl_req *req, char *out, size_t len);

@@ -3,6 +3,7 @@
  * or on SIGINT/SIGTERM. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -304,11 +306,41 @@ ft_session *ft__od_stop(unsigned *no) {
   return s;
 }
 
+/* Why path may not take a capture's trace, or NULL. A capture is asked over a socket
+ * while the program runs: its trace goes only to a regular file created or replaced
+ * (record's rules), never through a descriptor, device or FIFO, and never over a file
+ * the program has open (`-o '/proc/self/fd/%n'` would write into its stdout, its
+ * log, or the control connection). */
+static const char *od_path_refused(const char *path) {
+  struct stat st, fst;
+  if (ft__ofile_is_stream(path)) return "it names a descriptor, a device or a FIFO, not a regular file";
+  if (stat(path, &st) != 0) return NULL; /* a new file (or the writer says why not) */
+  if (!S_ISREG(st.st_mode)) return "it is not a regular file";
+  DIR *d = opendir("/proc/self/fd");
+  const char *why = NULL;
+  for (struct dirent *e; d && !why && (e = readdir(d));) {
+    char *end;
+    long fd = strtol(e->d_name, &end, 10);
+    if (end != e->d_name && !*end && fd != dirfd(d) && fstat((int)fd, &fst) == 0 && fst.st_dev == st.st_dev &&
+        fst.st_ino == st.st_ino)
+      why = "it is a file this process has open";
+  }
+  if (d) closedir(d);
+  return why;
+}
+
 bool ft__od_write(ft_session *s, unsigned no, const char *pattern, const char *prefix, char *line, size_t len) {
   if (!pattern || !*pattern) pattern = getenv("FLAGTRACE_OUTPUT");
   char path[4096];
   ft__inject_expand_n(pattern && *pattern ? pattern : "flagtrace-%p-%n.json.gz", no, path, sizeof path);
-  bool ok = write_trace(s, path, prefix, line, len);
+  const char *refused = od_path_refused(path);
+  bool ok = false;
+  if (refused) {
+    snprintf(line, len, "%strace not written to %s: %s", prefix, path, refused);
+    report(false, line);
+  } else {
+    ok = write_trace(s, path, prefix, line, len);
+  }
   pthread_mutex_lock(&init_mu);
   /* A thread of the program may still hold the previous capture's session for a
    * moment (between reading the pointer and its call): freed a whole capture later. */

@@ -121,21 +121,83 @@ static void test_directory_rules(void **state) {
   snprintf(want, sizeof want, "the control directory %s is open to others (mode 750; it must be 0700)", path);
   assert_string_equal(why, want);
   rmdir(path);
-  assert_int_equal(symlink(tmpl, path), 0); /* a link, even to a directory of ours */
+  /* a link of ours to our own 0700 directory is followed: the sockets go in the target */
+  char real[4096], sub[4300];
+  assert_non_null(realpath(tmpl, real));
+  assert_int_equal(symlink(tmpl, path), 0);
+  assert_true(ft__ctl_dir(dir, sizeof dir, true, why, sizeof why));
+  assert_string_equal(dir, real);
+  /* its target is checked as the directory itself would be */
+  snprintf(sub, sizeof sub, "%s/open", tmpl);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  chmod(sub, 0755);
+  unlink(path);
+  assert_int_equal(symlink(sub, path), 0);
   assert_false(ft__ctl_dir(dir, sizeof dir, true, why, sizeof why));
+  snprintf(want, sizeof want, "the control directory %s/open is open to others (mode 755; it must be 0700)", real);
+  assert_string_equal(why, want);
+  rmdir(sub);
+  assert_false(ft__ctl_dir(dir, sizeof dir, false, why, sizeof why)); /* dangling */
+  snprintf(want, sizeof want,
+           "the control directory %s is a symbolic link to nothing usable: No such file or directory", path);
+  assert_string_equal(why, want);
+  unlink(path);
+  /* a file is no directory */
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fclose(f);
+  assert_false(ft__ctl_dir(dir, sizeof dir, false, why, sizeof why));
   snprintf(want, sizeof want, "the control directory %s is not a directory", path);
   assert_string_equal(why, want);
   unlink(path);
+  /* too long for any socket under it: refused before a process could start */
+  char lng[200];
+  memset(lng, 'd', sizeof lng - 1);
+  lng[sizeof lng - 1] = '\0';
+  memcpy(lng, "/tmp/", 5);
+  setenv("FLAGTRACE_CONTROL_DIR", lng, 1);
+  assert_false(ft__ctl_dir(dir, sizeof dir, false, why, sizeof why));
+  snprintf(want, sizeof want,
+           "the control directory %s is too long for a socket path (199 bytes; at most 90): set "
+           "FLAGTRACE_CONTROL_DIR to a shorter one",
+           lng);
+  assert_string_equal(why, want);
   rmdir(tmpl);
   unsetenv("FLAGTRACE_CONTROL_DIR");
 }
 
+static void test_output_patterns(void **state) {
+  (void)state;
+  /* out= is checked in the process too: a client other than flagtrace capture sends anything */
+  static const struct {
+    const char *text, *why;
+  } bad[] = {
+      {"t-%n.json", "out= is not an absolute path (the client sends it resolved)"},
+      {"/t/x.json", "out= needs %n (the capture number)"},
+      {"/t/x-%%n.json", "out= needs %n (the capture number)"},
+      {"/t/x-%n-%d.json", "out= has an unknown escape (valid: %p %h %r %n %%)"},
+      {"/t/x-%n.json%", "out= has an unknown escape (valid: %p %h %r %n %%)"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ft__ctl_req in = {.cmd = FT__CTL_CAPTURE, .duration_ms = 5}, r;
+    snprintf(in.out, sizeof in.out, "%s", bad[i].text);
+    char line[FT__CTL_MAX_REQUEST], why[256] = "";
+    assert_true(ft__ctl_format(&in, line, sizeof line) > 0);
+    assert_false(parse(line, &r, why));
+    if (strcmp(why, bad[i].why)) fail_msg("'%s': '%s', want '%s'", bad[i].text, why, bad[i].why);
+  }
+  ft__ctl_req r;
+  char why[256];
+  /* "/proc/self/fd/%n" is a valid pattern: the process refuses the path it names */
+  assert_true(parse("FTCTL/1 capture ms=5 out=2f70726f632f73656c662f66642f256e\n", &r, why));
+  assert_string_equal(r.out, "/proc/self/fd/%n");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_parses_requests),
-      cmocka_unit_test(test_refuses_malformed),
-      cmocka_unit_test(test_format_round_trip),
-      cmocka_unit_test(test_directory_rules),
+      cmocka_unit_test(test_parses_requests),   cmocka_unit_test(test_refuses_malformed),
+      cmocka_unit_test(test_format_round_trip), cmocka_unit_test(test_directory_rules),
+      cmocka_unit_test(test_output_patterns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
