@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "control.h"
+#include "out_file.h" /* ft__visible */
 
 static const char usage[] =
     "usage: flagtrace capture (--pid PID[,PID...] | --job JOB | --all) (--duration TIME | --steps N)\n"
@@ -69,7 +70,14 @@ typedef struct target {
   char line[FT__CTL_MAX_REQUEST]; /* what the process answered so far */
   size_t len;
   bool done, ok;
+  bool armed;    /* its window opened */
+  bool left_out; /* a steps capture ended it: it began no step while the others took theirs */
 } target;
+
+/* A steps capture of --job or --all ends a process that began no step this long after
+ * every other process wrote its steps: a process of the job that never steps (torchrun's
+ * launcher) must not hold the capture until --timeout, nor the job's next capture. */
+enum { IDLE_GRACE_MS = 1000 };
 
 static volatile sig_atomic_t interrupted;
 static void on_int(int sig) {
@@ -184,10 +192,42 @@ static ssize_t take_line(target *t) {
   return 0;
 }
 
+/* The processes that began no step while every other one wrote its steps (leave_idle:
+ * --job or --all by steps) are ended after IDLE_GRACE_MS; their window closes empty. */
+static void end_idle(target *ts, size_t n, uint64_t now, uint64_t *idle_since) {
+  size_t wrote = 0, stepping = 0, idle = 0;
+  for (size_t i = 0; i < n; i++) {
+    wrote += ts[i].armed && ts[i].done && ts[i].ok;
+    stepping += ts[i].armed && !ts[i].done;
+    idle += !ts[i].armed && !ts[i].done && !ts[i].left_out;
+  }
+  if (!wrote || stepping || !idle) {
+    *idle_since = 0;
+    return;
+  }
+  if (!*idle_since) *idle_since = now;
+  if (now - *idle_since < IDLE_GRACE_MS) return;
+  for (size_t i = 0; i < n; i++)
+    if (!ts[i].armed && !ts[i].done && !ts[i].left_out) {
+      ts[i].left_out = true;
+      shutdown(ts[i].fd, SHUT_WR);
+    }
+}
+
+/* One line of a process's answer on stdout, escaped: it holds a path, from a socket. */
+static void say(long pid, const char *text) {
+  char shown[3 * FT__CTL_MAX_REQUEST];
+  ft__visible(shown, sizeof shown, text);
+  printf("pid %ld: %s\n", pid, shown);
+}
+
 /* Sends req to every target and waits for each one's last line (until deadline_ms,
  * monotonic; steps: a half-close at stop_ms ends the window, the reply still
- * awaited). Prints one line per process. Returns how many wrote. */
-static size_t exchange(target *ts, size_t n, const char *req, uint64_t stop_ms, uint64_t deadline_ms, bool info) {
+ * awaited). Prints one line per process. Returns how many wrote; *left how many
+ * were left out (leave_idle). */
+static size_t exchange(target *ts, size_t n, const char *req, uint64_t stop_ms, uint64_t deadline_ms, bool info,
+                       bool leave_idle, size_t *left) {
+  uint64_t idle_since = 0;
   for (size_t i = 0; i < n; i++)
     if (!send_all(ts[i].fd, req, strlen(req))) {
       ts[i].done = true;
@@ -202,6 +242,7 @@ static size_t exchange(target *ts, size_t n, const char *req, uint64_t stop_ms, 
       p[i] = (struct pollfd){.fd = ts[i].done ? -1 : ts[i].fd, .events = POLLIN}, live += !ts[i].done;
     uint64_t now = mono_ms();
     if (!live || now >= deadline_ms) break;
+    if (leave_idle && !stopped) end_idle(ts, n, now, &idle_since);
     if ((interrupted || (stop_ms && now >= stop_ms)) && !stopped) { /* the window ends: each writes what it has */
       for (size_t i = 0; i < n; i++)
         if (!ts[i].done) shutdown(ts[i].fd, SHUT_WR);
@@ -218,6 +259,7 @@ static size_t exchange(target *ts, size_t n, const char *req, uint64_t stop_ms, 
       while ((len = take_line(t)) > 0) {
         t->line[len - 1] = '\0';
         if (!strncmp(t->line, "armed ", 6)) { /* the window opened; the last line follows */
+          t->armed = true;
           memmove(t->line, t->line + len, t->len - (size_t)len + 1);
           t->len -= (size_t)len;
           continue;
@@ -225,8 +267,14 @@ static size_t exchange(target *ts, size_t n, const char *req, uint64_t stop_ms, 
         t->done = true;
         t->ok = !strncmp(t->line, "ok ", 3);
         if (info) break;
-        if (t->ok) printf("pid %ld: %s\n", t->pid, t->line + 3);
-        else ft_cli_error("capture", "pid %ld: %s", t->pid, !strncmp(t->line, "error ", 6) ? t->line + 6 : t->line);
+        if (t->ok) say(t->pid, t->line + 3);
+        else if (t->left_out && left) {
+          ++*left;
+          ft_cli_error("capture",
+                       "pid %ld: left out: it began no step while the others wrote theirs (a process without "
+                       "steps, as torchrun's launcher; its capture closed empty)",
+                       t->pid);
+        } else ft_cli_error("capture", "pid %ld: %s", t->pid, !strncmp(t->line, "error ", 6) ? t->line + 6 : t->line);
         break;
       }
       if (len < 0 && !t->done) {
@@ -277,6 +325,7 @@ static void close_all(target *ts, size_t n) {
 
 /* The output pattern made absolute (the processes have their own directories). */
 static bool absolute_pattern(const char *o, char *out, size_t len) {
+  bool has_n = false;
   for (const char *p = o; *p; p++) {
     if (*p == '\n' || *p == '\r')
       return ft_cli_usage_error("capture", "the output name may not contain a line break"), false;
@@ -284,9 +333,9 @@ static bool absolute_pattern(const char *o, char *out, size_t len) {
     if (!p[1] || !strchr("phrn%", p[1]))
       return ft_cli_usage_error("capture", "unknown escape in output name '%s' (valid: %%p %%h %%r %%n %%%%)", o),
              false;
-    p++;
+    has_n |= *++p == 'n';
   }
-  if (!strstr(o, "%n")) return ft_cli_usage_error("capture", "the output name needs %%n (the capture number)"), false;
+  if (!has_n) return ft_cli_usage_error("capture", "the output name needs %%n (the capture number)"), false;
   char cwd[PATH_MAX];
   if (o[0] != '/' && !getcwd(cwd, sizeof cwd))
     return ft_cli_usage_error("capture", "cannot read the current directory"), false;
@@ -357,7 +406,9 @@ int ft_cli_capture(int argc, char **argv) {
         free(copy);
         return ft_cli_usage_error("capture", "--pid takes process ids separated by commas, not '%s'", pid_arg);
       }
-      pids[n++] = pid;
+      bool seen = false; /* --pid P,P: one connection each (a second would be "busy") */
+      for (size_t k = 0; k < n && !seen; k++) seen = pids[k] == pid;
+      if (!seen) pids[n++] = pid;
     }
     free(copy);
     if (!n) return ft_cli_usage_error("capture", "--pid takes process ids separated by commas, not '%s'", pid_arg);
@@ -371,15 +422,19 @@ int ft_cli_capture(int argc, char **argv) {
     ft__ctl_req q = {.cmd = FT__CTL_INFO};
     size_t m = connect_all(dir, pids, n, ts, NULL);
     ft__ctl_format(&q, line, sizeof line);
-    exchange(ts, m, line, 0, mono_ms() + 3000, true);
+    exchange(ts, m, line, 0, mono_ms() + 3000, true, false, NULL);
     close_all(ts, m);
     if (listing) {
       printf("%-8s %-8s %-6s %-10s %s\n", "PID", "JOB", "RANK", "STATE", "COMMAND");
       for (size_t k = 0; k < m; k++) {
-        char jb[32], rk[32], st[32], cm[64];
-        field(ts[k].line, "job", jb, sizeof jb), field(ts[k].line, "rank", rk, sizeof rk);
-        field(ts[k].line, "state", st, sizeof st), field(ts[k].line, "comm", cm, sizeof cm);
-        if (ts[k].ok) printf("%-8ld %-8s %-6s %-10s %s\n", ts[k].pid, jb, rk, st, cm);
+        /* the fields come from a socket: shown escaped, as every name is */
+        char f[4][64], shown[4][4 * 64];
+        static const char *const keys[4] = {"job", "rank", "state", "comm"};
+        for (int q = 0; q < 4; q++) {
+          field(ts[k].line, keys[q], f[q], sizeof f[q]);
+          ft__visible(shown[q], sizeof shown[q], f[q]);
+        }
+        if (ts[k].ok) printf("%-8ld %-8s %-6s %-10s %s\n", ts[k].pid, shown[0], shown[1], shown[2], shown[3]);
         else ft_cli_error("capture", "pid %ld: %s", ts[k].pid, ts[k].done ? ts[k].line : "no answer in 3 s");
       }
       if (!m) printf("no process of `flagtrace record --on-demand` to capture\n");
@@ -408,10 +463,12 @@ int ft_cli_capture(int argc, char **argv) {
   /* writing a trace after the window: a minute is ample (P4: millions of events a second) */
   uint64_t stop = req.steps ? now + timeout_ms : 0;
   uint64_t deadline = (req.steps ? stop : now + req.duration_ms) + 60000;
-  size_t ok = exchange(ts, m, line, stop, deadline, false);
+  size_t left = 0;
+  size_t ok = exchange(ts, m, line, stop, deadline, false, req.steps && !pid_arg, &left);
   close_all(ts, m);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
-  /* a process gone since --all or --job found it is said, not a failure: a pid asked for is */
-  return ok && ok == n - (pid_arg ? 0 : gone) ? 0 : 1;
+  /* a process gone since --all or --job found it is said, not a failure: a pid asked
+   * for is; so is one left out of a steps capture as stepless */
+  return ok && ok + left == n - (pid_arg ? 0 : gone) ? 0 : 1;
 }
