@@ -604,6 +604,19 @@ int ft_cli_record(int argc, char **argv) {
     }
     unlink(report);
   }
+  if (on_demand && WIFSIGNALED(status)) {
+    /* a crash or SIGKILL: no exit path ran, so its socket is left (a stop by INT,
+     * TERM... ran it and is no news) */
+    int sig = WTERMSIG(status);
+    char sock[PATH_MAX + 32];
+    snprintf(sock, sizeof sock, "%s/%ld.sock", ctl_dir, (long)pid);
+    bool left = ft__ctl_socket_ours(sock) && unlink(sock) == 0;
+    bool stopped = sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGUSR1 || sig == SIGUSR2 ||
+                   sig == SIGALRM || sig == SIGPIPE;
+    if (left || !stopped)
+      ft_cli_error("record", "'%s' died of signal %d (%s)%s", argv[i], sig, strsignal(sig),
+                   left ? "; its control socket was removed (a capture running then wrote no trace)" : "");
+  }
   size_t removed = remove_partial(out);
   if (removed)
     fprintf(stderr, "flagtrace record: removed %zu partial trace file%s a killed process left (NAME.tmp.PID.N)\n",

@@ -20,6 +20,15 @@ static inline long ft__env_decimal(const char *name) {
   return x < (1l << 30) ? x : -2;
 }
 
+/* Whether the variable is set to decimal digits only (of any length). */
+static inline bool ft__env_digits(const char *name) {
+  const char *v = getenv(name);
+  if (!v || !*v) return false;
+  for (; *v; v++)
+    if (*v < '0' || *v > '9') return false;
+  return true;
+}
+
 /* The first 32 bytes of an environment value for a one-line message: control bytes
  * as '?' (RANK=$'a\nb' must not split the line). */
 static inline const char *ft__env_shown(const char *name, char *buf, size_t len) {
@@ -39,13 +48,19 @@ static inline void ft__env_rank(int *rank, int *world_size, char *why, size_t le
   char shown[40];
   if (why && len) why[0] = '\0';
   if (w == -2 || w == 0) {
-    if (why)
+    if (why && w == -2 && ft__env_digits("WORLD_SIZE"))
+      snprintf(why, len, "WORLD_SIZE=%s is not a world size: flagtrace takes world sizes below 2^30 (1073741824)",
+               ft__env_shown("WORLD_SIZE", shown, sizeof shown));
+    else if (why)
       snprintf(why, len, "WORLD_SIZE='%s' is not a world size (a positive decimal number)",
                ft__env_shown("WORLD_SIZE", shown, sizeof shown));
     w = -1;
   }
   if (r == -2) {
-    if (why)
+    if (why && ft__env_digits("RANK")) /* a number, just too large: say the limit, not "not a number" */
+      snprintf(why, len, "RANK=%s is not a rank: flagtrace takes ranks below 2^30 (1073741824): the rank is unknown",
+               ft__env_shown("RANK", shown, sizeof shown));
+    else if (why)
       snprintf(why, len, "RANK='%s' is not a rank (a decimal number): the rank is unknown",
                ft__env_shown("RANK", shown, sizeof shown));
     r = -1;

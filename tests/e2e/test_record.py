@@ -254,6 +254,8 @@ def _(d):
     for env, name, why in (({"RANK": "../escaped"}, "norank", "RANK='../escaped' is not a rank"),
                            ({"RANK": "a\nb"}, "norank", "RANK='a?b' is not a rank"),  # one line
                            ({"RANK": "abc", "LOCAL_RANK": "1"}, "1", "RANK='abc' is not a rank"),
+                           ({"RANK": "1073741824"}, "norank",  # a decimal number: the message says the limit
+                            "RANK=1073741824 is not a rank: flagtrace takes ranks below 2^30 (1073741824)"),
                            ({"RANK": "3", "WORLD_SIZE": "2"}, "norank", "RANK=3 is not below WORLD_SIZE=2"),
                            ({"RANK": "1", "WORLD_SIZE": "2"}, "1", None)):
         r = record("--force-overwrite", "-o", os.path.join(d, "out", "t-%r.json"), "--", driver, "exit",
