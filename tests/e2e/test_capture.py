@@ -7,8 +7,10 @@ import os
 import re
 import signal
 import socket
+import select
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
@@ -63,7 +65,7 @@ def stop(p):
 
 def capture(d, *args, timeout=60):
     return subprocess.run([flagtrace, "capture", *args], capture_output=True, text=True, env=env_for(d),
-                          timeout=timeout)
+                          timeout=timeout, errors="surrogateescape")  # raw bytes fail an assertion, not the run
 
 
 def wrote(r):
@@ -379,6 +381,192 @@ def _(d):
     p.communicate(timeout=60)
     assert c.returncode == 1 and re.fullmatch(r"flagtrace capture: pid \d+: the process ended during the capture "
                                               r"\(no trace\)\n", err), (out, err)
+
+
+def slow_client(path, request, gap, answers, key):
+    """Connects to path and sends request a byte every gap seconds until answered; stores
+    (answer, seconds from the connection to the answer) in answers[key]."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(60)
+    s.connect(path)
+    t0 = time.monotonic()
+    out = b""
+    try:
+        for b in request:
+            s.sendall(bytes([b]))
+            if select.select([s], [], [], gap)[0]:
+                break
+        while chunk := s.recv(4096):
+            out += chunk
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    answers[key] = (out.decode(), time.monotonic() - t0)
+    s.close()
+
+
+@results.tmp_case("capture: a client sending a byte every 1.5 s holds nothing: --list answered, a 500 ms window 500 ms")
+def _(d):
+    p = start(d)
+    path = os.path.join(d, "ctl", sockets(d)[0])
+    answers = {}
+    slow = [threading.Thread(target=slow_client, args=(path, b"FTCTL/1 info\n", 1.5, answers, k)) for k in "ab"]
+    slow[0].start()
+    time.sleep(0.3)  # connected: the old control thread was then stuck reading it
+    t0 = time.monotonic()
+    lst = capture(d, "--list")
+    listed = time.monotonic() - t0
+    c = subprocess.Popen([flagtrace, "capture", "--all", "--duration", "500ms"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env_for(d))
+    time.sleep(0.2)
+    slow[1].start()  # arrives during the window
+    out, err = c.communicate(timeout=90)
+    took = time.monotonic() - t0
+    for t in slow:
+        t.join(60)
+    rc, perr = stop(p)
+    assert lst.returncode == 0 and lst.stderr == "" and re.search(r"^\d+ +\d+ +- +(waiting|capturing) +preload_driver$",
+                                                                   lst.stdout, re.M), (lst, listed)
+    # each slow client gets one deadline for its whole line: refused at 2 s, not served at 19 s
+    for k in "ab":
+        assert answers[k][0] == "error refused: no complete request within 2 s\n" and answers[k][1] < 8, answers
+    (_, n, trace), = wrote(subprocess.CompletedProcess(c.args, c.returncode, out, err))
+    assert c.returncode == 0 and n == 1 and took < 20, (out, err, took)
+    lo, hi = load(trace)["flagtrace"]["capture_window_ns"]
+    assert 0.5e9 <= hi - lo < 1.5e9, f"the 500 ms window lasted {(hi - lo) / 1e9:.3f} s"
+
+
+@results.tmp_case("capture -o '/proc/self/fd/%n': refused in the process, nothing written into its descriptors")
+def _(d):
+    p = start(d)
+    log = os.path.join(d, "log")
+    os.symlink(log, os.path.join(d, "link-6"))  # capture 6's name: the log the program has open
+    rs = [capture(d, "--all", "--duration", "100ms", "-o", "/proc/self/fd/%n") for _ in range(4)]
+    rs.append(capture(d, "--all", "--duration", "100ms", "-o", "/dev/fd/%n"))
+    rs.append(capture(d, "--all", "--duration", "100ms", "-o", os.path.join(d, "link-%n")))
+    # out= checked by the process too: a client other than capture sends anything
+    bad = [raw(d, b"FTCTL/1 capture ms=5 out=%s\n" % o.encode().hex().encode(), shut=False)
+           for o in ("t-%n.json", "/t/x.json", "/t/x-%n-%d.json")]
+    ok = capture(d, "--all", "--duration", "100ms")  # still captured, as capture 7
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    stream = "it names a descriptor, a device or a FIFO, not a regular file"
+    for n, r in enumerate(rs, 1):
+        path, why = {5: ("/dev/fd/5", stream), 6: (os.path.join(d, "link-6"), "it is a file this process has open")
+                     }.get(n, (f"/proc/self/fd/{n}", stream))
+        assert r.returncode == 1 and r.stdout == "" and re.fullmatch(
+            rf"flagtrace capture: pid \d+: capture {n}: trace not written to {re.escape(path)}: {why}\n", r.stderr), \
+            (n, r)
+    assert bad == ["error refused: out= is not an absolute path (the client sends it resolved)\n",
+                   "error refused: out= needs %n (the capture number)\n",
+                   "error refused: out= has an unknown escape (valid: %p %h %r %n %%)\n"], bad
+    assert ok.returncode == 0 and wrote(ok)[0][1] == 7, ok
+    with open(log) as f:
+        text = f.read()
+    assert text and all(line.count(" ") == 2 for line in text.splitlines()), "a trace in the program's log"
+    assert "traceEvents" not in err + out, (out[-2000:], err[-2000:])
+
+
+@results.tmp_case("capture: ESC and BEL from a file name, or a socket, are printed escaped")
+def _(d):
+    p = subprocess.Popen([flagtrace, "record", "--on-demand", "-o", os.path.join(d, "t-\x1b]0;pwn\x07\x1b[2J-%p-%n.json"),
+                          "--", driver, "loop", "30", os.path.join(d, "log")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env_for(d))
+    assert p.stdout.readline() == "preload_driver: ready\n"
+    for _ in range(500):
+        if sockets(d):
+            break
+        time.sleep(0.01)
+    r = capture(d, "--all", "--duration", "100ms")
+    # a server of this user answering --list with terminal escapes in every field
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(os.path.join(d, "ctl", f"{os.getpid()}.sock"))
+    srv.listen(4)
+
+    def answer():
+        c, _ = srv.accept()
+        c.recv(100)
+        c.sendall(b"ok pid=1 job=\x1b]0;pwn\x07 rank=\x9b2J state=\x1b[2J comm=\x1b[31mred\n")
+        c.close()
+    th = threading.Thread(target=answer)
+    th.start()
+    lst = capture(d, "--list")
+    th.join(30)
+    srv.close()
+    os.unlink(os.path.join(d, "ctl", f"{os.getpid()}.sock"))
+    stop(p)
+    assert r.returncode == 0 and re.fullmatch(r"pid \d+: capture 1: wrote \S+/t-\\x1b\]0;pwn\\x07\\x1b\[2J-\d+-1\.json "
+                                              r"\(\d+ events, 0 dropped\)\n", r.stdout), r
+    assert [n for n in os.listdir(d) if n.startswith("t-\x1b]0;pwn\x07")], os.listdir(d)
+    row = [ln.split() for ln in lst.stdout.splitlines() if ln.startswith(f"{os.getpid()} ")]
+    assert row == [[str(os.getpid()), "\\x1b]0;pwn\\x07", "\\x9b2J", "\\x1b[2J", "\\x1b[31mred"]], lst.stdout
+    assert "\x1b" not in lst.stdout + r.stdout and "\x07" not in lst.stdout + r.stdout
+
+
+@results.tmp_case("capture --job --steps: a process of the job that never steps (a launcher) holds nothing")
+def _(d):
+    if not NVTX:
+        raise Skip("the ranks' steps are NVTX ranges")
+    # the launcher: a process of the job that loads the runtime and never begins a step
+    sh = ('"$0" wait & for r in 0 1; do RANK=$r WORLD_SIZE=2 "$0" loop 40 "$1.$r" Step & done; wait')
+    p = start(d, cmd=["sh", "-c", sh, driver, os.path.join(d, "log")], n=3)
+    lst = capture(d, "--list")
+    rows = [ln.split() for ln in lst.stdout.splitlines()[1:]]
+    launcher = next(int(r[0]) for r in rows if r[2] == "-")
+    t0 = time.monotonic()
+    r = capture(d, "--job", str(p.pid), "--steps", "3", "--step-range", "Step", "--timeout", "30s")
+    took = time.monotonic() - t0
+    after = capture(d, "--pid", str(launcher), "--duration", "100ms")  # not busy
+    for row in rows:
+        os.kill(int(row[0]), signal.SIGTERM)
+    stop(p)
+    assert r.returncode == 0 and took < 15, (r, took)
+    ws = wrote(r)
+    assert sorted(w[0] for w in ws) == sorted(int(row[0]) for row in rows if row[2] != "-"), (ws, rows)
+    for pid, _, path in ws:
+        steps = sorted(e["name"] for e in xs(load(path), ("user_annotation",)))
+        assert len(steps) == 3, steps
+    assert r.stderr == f"flagtrace capture: pid {launcher}: left out: it began no step while the others wrote theirs " \
+                       "(a process without steps, as torchrun's launcher; its capture closed empty)\n", r.stderr
+    assert after.returncode == 0 and wrote(after)[0][:2] == (launcher, 1), after
+
+
+@results.tmp_case("capture --pid P,P: one capture of P, not a second one found 'busy'")
+def _(d):
+    p = start(d)
+    pid = int(sockets(d)[0][:-5])
+    r = capture(d, "--pid", f"{pid},{pid}", "--duration", "100ms")
+    stop(p)
+    assert r.returncode == 0 and len(wrote(r)) == 1 and r.stderr == "", r
+
+
+@results.tmp_case("record --on-demand: a program killed by a signal is said, its socket removed")
+def _(d):
+    p = start(d)
+    pid = int(sockets(d)[0][:-5])
+    os.kill(pid, signal.SIGKILL)
+    out, err = p.communicate(timeout=60)
+    assert killed_by(p.returncode, signal.SIGKILL) or p.returncode == 128 + signal.SIGKILL, p.returncode
+    assert err.splitlines()[-1] == f"flagtrace record: '{driver}' died of signal 9 (Killed); its control socket was " \
+                                   "removed (a capture running then wrote no trace)", err[-2000:]
+    assert sockets(d) == [], sockets(d)
+
+
+@results.tmp_case("control directory: a link to this user's 0700 directory is followed; one too long is refused first")
+def _(d):
+    real = os.path.join(d, "real")
+    os.mkdir(real, 0o700)
+    os.symlink(real, os.path.join(d, "ctl"))
+    p = start(d)
+    assert os.listdir(real) == sockets(d), os.listdir(real)
+    r = capture(d, "--all", "--duration", "100ms")
+    stop(p)
+    assert r.returncode == 0 and len(wrote(r)) == 1, r
+    long_dir = os.path.join(d, "x" * (100 - len(d)))
+    rec = subprocess.run([flagtrace, "record", "--on-demand", "--", driver, "exit"], capture_output=True, text=True,
+                         env=dict(env_for(d), FLAGTRACE_CONTROL_DIR=long_dir))
+    assert rec.returncode == 2 and rec.stdout == "" and rec.stderr == \
+        f"flagtrace record: the control directory {long_dir} is too long for a socket path ({len(long_dir)} bytes; " \
+        "at most 90): set FLAGTRACE_CONTROL_DIR to a shorter one\n", rec
 
 
 @results.tmp_case("record --on-demand / capture: usage errors are one line")
