@@ -101,9 +101,10 @@ step "record --capture-range a torch process: torch.cuda.profiler.start opens th
   FLAGOS_TRACE=1 $FT record --capture-range=cudaProfilerApi -o $BUILD/tr/t.json.gz -- python3 tests/gpu/torch_preload.py range 2>$BUILD/tr/log &&
   grep -q 'shim. wrapped cuProfilerStart' $BUILD/tr/log && python3 tests/gpu/torch_preload.py check-range $BUILD/tr/t.json.gz"
 # issue 39: a 2-rank torchrun loop (one GPU, no NCCL) under record --on-demand, captured
-# twice for 3 s and once for 5 NVTX steps by `flagtrace capture --pid`, the same job bare
-# beside it for the step time; then 5 torch.profiler ProfilerStep# steps; ~2.5 min
-step "record --on-demand: 2-rank torch loop, two 3 s captures + 5 NVTX steps + 5 ProfilerStep# steps, step time vs bare beside it" \
+# twice for 3 s and once for 5 NVTX steps by `flagtrace capture --pid`, then 5 steps of the
+# whole job by --job (issue 49: the launcher, which never steps, must not hold it), the same
+# job bare beside it for the step time; then 5 torch.profiler ProfilerStep# steps; ~2.5 min
+step "record --on-demand: 2-rank torch loop, two 3 s captures + 5 NVTX steps + 5 steps of the job (--job) + 5 ProfilerStep# steps, step time vs bare beside it" \
   env PYTHONUNBUFFERED=1 python3 tests/gpu/torch_on_demand.py run --flagtrace "$FT" --out-dir "$BUILD/od"
 step "torch kernel fields: flagtrace vs torch.profiler" \
   python3 tests/gpu/torch_kernel_fields.py --lib "$LIB" --out-dir "$OUT"

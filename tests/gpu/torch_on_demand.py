@@ -1,7 +1,8 @@
 """`flagtrace record --on-demand` on the GPU (issue 39): a 2-rank torchrun training loop
 (both ranks on one GPU, no NCCL) runs 90 s under record --on-demand; `flagtrace capture`
 takes two 3-second windows of both ranks together, then one of 5 steps (--steps, NVTX
-step ranges). torchrun's launcher loads CUDA too: `capture --list` shows it in the job
+step ranges), then 5 steps of the whole job (--job: the launcher, which never steps, must
+not hold it; issue 49). torchrun's launcher loads CUDA too: `capture --list` shows it in the job
 without a rank, and the ranks are captured by pid. Checks each trace: its kernels inside
 its window, every kernel linked to its launch and attributed to the NVTX op range open
 at the launch, distributedInfo per rank, the ranks' windows together. Then a loop that
@@ -36,6 +37,7 @@ from trace_checks import check_flows_paired, check_window, load, xs  # noqa: E40
 LOOP_S = 90
 CAPTURES_AT = (25, 55)  # seconds after both ranks can be captured (their loops start ~7 s later)
 STEPS_AT = 80
+JOB_STEPS_AT = 84  # the ranks' loops end ~97 s after t0: a capture held to the job's end shows
 WINDOW_S = 3
 
 
@@ -137,6 +139,29 @@ def capture(ft, env, pids, *args):
     return got
 
 
+def capture_job_steps(ft, env, rec, job, pids, n):
+    """`capture --job J --steps n` (issue 49): the job's launcher never begins a step, yet the
+    capture must end once both ranks wrote their n steps, well before the job ends, exit 0,
+    and say the launcher left out. Returns the ranks' (pid, no, path, events, dropped)."""
+    t = time.monotonic()
+    r = subprocess.run([ft, "capture", "--job", str(rec.pid), "--steps", str(n), "--step-range", "train_step#",
+                        "--timeout", "30s"], capture_output=True, text=True, env=env, timeout=120)
+    took = time.monotonic() - t
+    running = rec.poll() is None
+    print(r.stdout + r.stderr, end="")
+    assert r.returncode == 0, r
+    assert running and took < 8, f"capture --job --steps {n} took {took:.1f} s, the job {'ran on' if running else 'ended'}"
+    got = re.findall(r"^pid (\d+): capture (\d+): wrote (\S+) \((\d+) events, (\d+) dropped\)$", r.stdout, re.M)
+    assert sorted(g[0] for g in got) == sorted(pids), f"the two ranks, each one trace: {r.stdout}"
+    launchers = [row[0] for row in job if row[0] not in pids]
+    assert r.stderr == "".join(f"flagtrace capture: pid {p}: left out: it began no step while the others wrote theirs "
+                               "(a process without steps, as torchrun's launcher; its capture closed empty)\n"
+                               for p in launchers), r.stderr
+    print(f"PASS capture --job {rec.pid} --steps {n}: exit 0 in {took:.1f} s with the job running, "
+          f"{len(launchers)} launcher left out")
+    return got
+
+
 def attributed(doc, step_prefix="train_step#"):
     """Of the kernels launched by the loop's thread (the one with the step ranges): those
     whose External id is the innermost NVTX range open there at the launch, those launched
@@ -230,6 +255,8 @@ def run(ft, out):
         caps.append(capture(ft, env, pids, "--duration", f"{WINDOW_S}s"))
     time.sleep(max(0, t0 + STEPS_AT - time.time()))
     steps = capture(ft, env, pids, "--steps", "5", "--step-range", "train_step#", "--timeout", "30s")
+    time.sleep(max(0, t0 + JOB_STEPS_AT - time.time()))
+    job_steps = capture_job_steps(ft, env, rec, job, pids, 5)
     assert rec.wait(timeout=300) == 0, f"record exited {rec.returncode}"
 
     rank_of = {int(r[0]): int(r[2]) for r in rows}
@@ -251,6 +278,14 @@ def run(ft, out):
         nums = sorted(int(s.split("#")[1]) for s in names)
         assert int(no) == 3 and len(nums) == 5 and nums == list(range(nums[0], nums[0] + 5)), (path, names)
         print(f"PASS capture --steps 5, rank {rank_of[int(pid)]}: steps {nums[0]}..{nums[-1]} exactly")
+    for pid, no, path, _, _ in job_steps:
+        doc = load(path)
+        check_window(doc)
+        names = sorted(e["name"] for e in xs(doc, ("user_annotation",)) if e["name"].startswith("train_step#"))
+        nums = sorted(int(s.split("#")[1]) for s in names)
+        assert int(no) == 4 and len(nums) == 5 and nums == list(range(nums[0], nums[0] + 5)), (path, names)
+        assert doc["distributedInfo"]["rank"] == rank_of[int(pid)], doc["distributedInfo"]
+        print(f"PASS capture --job --steps 5, rank {rank_of[int(pid)]}: steps {nums[0]}..{nums[-1]} exactly")
 
     # step time: waiting before any capture, and between captures (after CUPTI's finalize),
     # second by second against the bare job running beside it
