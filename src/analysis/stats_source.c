@@ -1,6 +1,7 @@
 /* A trace's source identity, which a partial names: the digest of its bytes as read, and the merge's check that no
  * trace comes twice (issue 49). */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +47,9 @@ void ft__digest_add(ft__digest *d, const void *data, size_t n) {
     if (++d->n_tail == 8) round24(d->v, d->tail), d->tail = 0, d->n_tail = 0;
   }
   for (; n >= 8; p += 8, n -= 8) {
-    uint64_t m = 0;
-    for (int b = 0; b < 8; b++) m |= (uint64_t)p[b] << (8 * b);
-    round24(d->v, m);
+    uint64_t m;
+    memcpy(&m, p, 8); /* one load; SipHash's words are little-endian */
+    round24(d->v, le64toh(m));
   }
   for (; n; n--) d->tail |= (uint64_t)*p++ << (8 * d->n_tail++);
 }
