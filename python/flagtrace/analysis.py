@@ -49,6 +49,16 @@ def _bundled_exe():
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "flagtrace")
 
 
+def _no_nul(what, value):
+    """value as given, or Error: a NUL cannot pass to a command (Python's own ValueError
+    would escape the one exception this module raises)."""
+    text = os.fsdecode(value) if isinstance(value, bytes) else value
+    if isinstance(text, str) and "\0" in text:
+        raise Error(f"flagtrace.analysis: {what} holds a NUL byte, which no file name or argument can: "
+                    f"{text[:200]!r}")
+    return value
+
+
 def find_exe(exe=None):
     """The flagtrace command load() runs: exe when given, else $FLAGTRACE_EXE, else the one
     the wheel ships beside this module, else `flagtrace` on PATH. The variable comes before
@@ -59,7 +69,7 @@ def find_exe(exe=None):
     else:
         how = "exe="
     if exe is not None:
-        exe = os.fspath(exe)
+        exe = os.fsdecode(_no_nul(how, os.fspath(exe)))
         found = shutil.which(exe) if os.sep not in exe else (exe if os.access(exe, os.X_OK) and os.path.isfile(exe) else None)
         if not found:
             raise Error(f"flagtrace.analysis: {how} names '{exe}', which is not an executable file")
@@ -82,7 +92,7 @@ def _expand(paths):
         paths = [paths]
     files = []
     for p in paths:
-        p = os.fsdecode(os.fspath(p))
+        p = _no_nul("a path", os.fsdecode(os.fspath(p)))
         if os.path.isdir(p):
             found = sorted(os.path.join(p, n) for n in os.listdir(p)
                            if _is_trace_name(n) and os.path.isfile(os.path.join(p, n)))
@@ -129,7 +139,8 @@ def diff(a, b, *, args=(), exe=None):
     its Summary (docs/diff.md): reports summary, steps, ops, unmatched, kernels, api,
     copies; header["a"], header["b"] (files, steps) and header["alignment"].
 
-    a, b: each a file, a directory or a glob pattern (the CLI's --a and --b). args:
+    a, b: each a file, a directory or a glob pattern (the CLI's --a and --b; a name that
+    exists is read as it is, never as a pattern). args:
     further diff options (["-n", "0"]: every op; ["--step", "train"], ["--shapes"]).
     Raises Error with the CLI's one line when the sides cannot be compared."""
     if isinstance(args, (str, bytes)):
@@ -142,6 +153,8 @@ def diff(a, b, *, args=(), exe=None):
 
 def _run(cmd, argv, what, schemas):
     """Runs argv (`flagtrace WHAT ... --format json`) and returns its Summary, or raises Error."""
+    for a in argv:
+        _no_nul("an argument", a)
     try:
         # stdin closed: "-" would otherwise read the caller's terminal
         proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True)

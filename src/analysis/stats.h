@@ -92,6 +92,9 @@ typedef struct ft_stat_device {
 
 #define FT_STATS_KEEP (64 * 1024)
 #define FT_STATS_MAX_DEVICES 1024
+/* A trace's rank is torch.distributed's, a 32-bit int: a larger one is none (the file's
+ * position), and a partial stating one is refused. */
+#define FT_STATS_MAX_RANK INT32_MAX
 
 /* A table of 64-bit keys (External id -> op row index | 1 << 63, or the device
  * ns seen before its op; device id -> index + 1). Open addressing with a bitmap
@@ -158,6 +161,17 @@ typedef struct ft_stat_last {
   size_t index;
 } ft_stat_last;
 
+/* Where a file's events were read from, as a partial names it (issue 49): a merge
+ * refuses a trace that two of its partials hold (the same file, or a copy of it). */
+typedef struct ft_stat_source {
+  uint64_t digest;   /* SipHash-2-4 (fixed key) of the bytes read, compressed ones as they are */
+  uint64_t size;     /* the bytes read */
+  uint64_t dev, ino; /* the file's, when regular */
+  int64_t mtime_ns;
+  bool regular; /* dev, ino and mtime_ns are known: a regular file */
+  bool known;   /* read (ft_stat_read_opts.source) or from a partial: a partial is written only then */
+} ft_stat_source;
+
 typedef struct ft_stats {
   ft__strtab names;
   ft_stat_last last[FT_STAT_N_SECTIONS][FT_STAT_ROW_CACHE];
@@ -186,11 +200,13 @@ typedef struct ft_stats {
   ft__map unknown_cats; /* name id of an unread category -> events */
   ft_stat_meta meta;
   /* options of the read */
-  bool timeline;          /* keep copy intervals and bin the busy time (report) */
-  bool want_args;         /* read device work's correlation, stream, grid, block, registers (trace, HTA's reports) */
-  bool want_ops;          /* nest the calls for the ops' columns (stats_ops.c); without it ops rows stay empty */
-  bool want_modules;      /* with want_ops: keep nn.Module python_function events for FT_STAT_OP_MODULES */
-  bool want_op_kernels;   /* with want_ops: FT_STAT_OP_KERNELS rows */
+  bool timeline;        /* keep copy intervals and bin the busy time (report) */
+  bool want_args;       /* read device work's correlation, stream, grid, block, registers (trace, HTA's reports) */
+  bool want_ops;        /* nest the calls for the ops' columns (stats_ops.c); without it ops rows stay empty */
+  bool want_modules;    /* with want_ops: keep nn.Module python_function events for FT_STAT_OP_MODULES */
+  bool want_op_kernels; /* with want_ops: FT_STAT_OP_KERNELS rows */
+  bool want_source;     /* the bytes' digest and the file's identity, in source */
+  ft_stat_source source;
   ft__vec op_kernel_wait; /* this file's device work whose op is not read yet (24 B each; stats_ops.c) */
   size_t trace_limit;     /* keep the earliest this many device events (0: none) */
   ft_stat_event *trace;   /* a max-heap by ts of at most trace_limit events */
@@ -251,6 +267,7 @@ typedef struct ft_stat_hta {
 
 typedef struct ft_stat_file {
   const char *path;
+  ft_stat_source source; /* read with ft_stat_read_opts.source, or from a partial */
   ft_stat_meta meta;
   int64_t rank; /* meta.rank, or the file's position when the trace names none */
   uint64_t events, span_ns, first_ns, kernel_ns, comm_ns;
@@ -284,6 +301,7 @@ typedef struct ft_stat_read_opts {
   bool ops;           /* the ops' nesting (key_averages' columns: FT_STAT_OPS, FT_STAT_OP_SHAPES) */
   bool modules;       /* with ops: each op's innermost nn.Module (FT_STAT_OP_MODULES; python_function events) */
   bool op_kernels;    /* with ops: device work by its op and name (FT_STAT_OP_KERNELS: `diff`) */
+  bool source;        /* each file's source (its bytes' digest: the cost of a hash; stats --partial) */
   /* each file's events (with their args) to on_event, on_event_ctx[file] its ctx (the
    * files are read in parallel: one ctx each); NULL: none */
   bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
@@ -301,12 +319,15 @@ bool ft_stats_is_comm(const char *name);
 
 /* ---- partial summaries (stats_partial*.c): `stats --partial` and `--merge` ---- */
 
-/* A job's whole state as one JSON document ("flagtrace_partial": 1): every file's
+/* A job's whole state as one JSON document ("flagtrace_partial": 2): every file's
  * record (meta, events, skips, busy per device, HTA's analyses; with by-rank, its
  * own rows), the rows of the total (when some file has no own rows), unknown
  * categories and the kept device events. Names are kept byte for byte. */
-#define FT_PARTIAL_VERSION 1
-/* trace_limit: the device events kept per file (0: none, UINT64_MAX: all). */
+/* 2: each file names its source (issue 49); a version 1 partial is refused: it cannot
+ * tell a merge that two partials hold one trace */
+#define FT_PARTIAL_VERSION 2
+/* trace_limit: the device events kept per file (0: none, UINT64_MAX: all). FT_EINVAL,
+ * nothing written, when a file's source is not known (read without .source). */
 ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_limit);
 /* Reads partial summaries into one job, as if one read had read their files:
  * the partials in argument order, each one's files in its order (a file whose
@@ -314,7 +335,8 @@ ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_
  * must have its own rows; keep_rows: keep the own rows that are given. The
  * smallest trace_limit of the partials in *trace_limit. A partial that is not
  * one, of another version, or whose values do not add up is refused (FT_EPARSE,
- * "PATH: problem at byte N" in err), as is one named twice (FT_EINVAL). */
+ * "PATH: problem at byte N" in err), as is one named twice, or two that hold one
+ * trace (its source: the same file or a copy; FT_EINVAL). */
 ft_status ft_stat_job_merge(ft_stat_job *job, const char *const *paths, size_t n, bool by_rank, bool keep_rows,
                             uint64_t *trace_limit, char *err, size_t errlen);
 ft_status ft_stat_job_merge_mem(ft_stat_job *job, const char *name, const char *data, size_t len, bool by_rank,

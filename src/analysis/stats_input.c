@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 #ifdef FT_HAVE_ISAL
 #include <isa-l/igzip_lib.h>
@@ -36,6 +37,7 @@ typedef struct src {
   size_t chunk;       /* text bytes asked of each read: every way of parsing reads alike */
   char perr[256];     /* corrupt data found after some text: that text first, then this */
   bool pending;
+  ft__digest *dg; /* the raw bytes' digest, as they are read (want_source); NULL: none */
 } src;
 
 enum { RAW_CHUNK = 1 << 18, CHUNK = 1 << 20 };
@@ -117,6 +119,7 @@ static bool raw_fill(src *s, char *err, size_t errlen, bool *failed) {
   if (s->left) return true;
   if (!s->f || s->eof) return false;
   size_t n = fread(s->fbuf, 1, RAW_CHUNK, s->f);
+  if (s->dg) ft__digest_add(s->dg, s->fbuf, n);
   if (n < RAW_CHUNK) {
     if (ferror(s->f)) {
       snprintf(err, errlen, "read error (%s)", strerror(errno));
@@ -136,6 +139,7 @@ static void raw_ensure(src *s, size_t want) {
   if (s->left >= want || !s->f || s->eof) return;
   memmove(s->fbuf, s->mem, s->left);
   size_t n = fread(s->fbuf + s->left, 1, RAW_CHUNK - s->left, s->f);
+  if (s->dg) ft__digest_add(s->dg, s->fbuf + s->left, n);
   if (n < RAW_CHUNK - s->left) s->eof = true;
   s->mem = s->fbuf;
   s->left += n;
@@ -538,8 +542,20 @@ static ft_status read_src(ft_stats *st, src *s, char *err, size_t errlen) {
   return r;
 }
 
+/* The file's identity (device, inode, mtime) when it is a regular one: stdin
+ * redirected from a file has one, a pipe or a FIFO none. */
+static void source_file(ft_stat_source *o, FILE *f) {
+  struct stat sb;
+  if (fstat(fileno(f), &sb) || !S_ISREG(sb.st_mode)) return;
+  o->regular = true;
+  o->dev = (uint64_t)sb.st_dev;
+  o->ino = (uint64_t)sb.st_ino;
+  o->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+}
+
 ft_status ft_stats_read(ft_stats *st, const char *path, char *err, size_t errlen) {
   src s;
+  ft__digest dg;
   memset(&s, 0, sizeof s);
   bool std_in = !strcmp(path, "-");
   s.f = std_in ? stdin : fopen(path, "rb");
@@ -547,8 +563,22 @@ ft_status ft_stats_read(ft_stats *st, const char *path, char *err, size_t errlen
     snprintf(err, errlen, "cannot open: %s", strerror(errno));
     return FT_EIO;
   }
+  if (st->want_source) {
+    memset(&st->source, 0, sizeof st->source);
+    source_file(&st->source, s.f);
+    ft__digest_init(&dg);
+    s.dg = &dg;
+  }
   s.fbuf = malloc(RAW_CHUNK);
   ft_status r = s.fbuf ? read_src(st, &s, err, errlen) : FT_ENOMEM;
+  if (!r && s.dg) { /* the digest is of every byte: a parse that ended early leaves some */
+    size_t n;
+    while (!s.eof && (n = fread(s.fbuf, 1, RAW_CHUNK, s.f)) > 0) ft__digest_add(&dg, s.fbuf, n);
+    if (ferror(s.f)) r = FT_EIO, snprintf(err, errlen, "read error (%s)", strerror(errno));
+    st->source.digest = ft__digest_end(&dg);
+    st->source.size = dg.len;
+    st->source.known = true;
+  }
   free(s.fbuf);
   if (!std_in) fclose(s.f);
   return r;
@@ -559,5 +589,11 @@ ft_status ft_stats_read_mem(ft_stats *st, const char *data, size_t len, char *er
   memset(&s, 0, sizeof s);
   s.mem = (const unsigned char *)data;
   s.left = len;
+  if (st->want_source) { /* memory has no file identity: its bytes' digest only */
+    ft__digest dg;
+    ft__digest_init(&dg);
+    ft__digest_add(&dg, data, len);
+    st->source = (ft_stat_source){.digest = ft__digest_end(&dg), .size = len, .known = true};
+  }
   return read_src(st, &s, err, errlen);
 }

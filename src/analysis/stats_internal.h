@@ -6,6 +6,21 @@
 #include "keyed_hash.h"
 #include "stats.h"
 
+/* stats_source.c: SipHash-2-4 under a fixed key, streamed: the digest of a trace's bytes
+ * that its partial names (ft_stat_source). */
+typedef struct ft__digest {
+  uint64_t v[4], tail, len;
+  unsigned n_tail;
+} ft__digest;
+void ft__digest_init(ft__digest *d);
+void ft__digest_add(ft__digest *d, const void *data, size_t n);
+uint64_t ft__digest_end(const ft__digest *d);
+/* A merge's files: FT_EINVAL, and the later one named in err ("PARTIAL: its trace ...
+ * is a copy of ..."), when two from different partials (partial_of[file], paths[partial])
+ * have one source: the same digest and size. */
+ft_status ft__sources_distinct(const ft_stat_job *job, const size_t *partial_of, const char *const *paths, char *err,
+                               size_t errlen);
+
 /* stats_reader.c: one parse over chunks pulled from next() (the chunk stays valid
  * until the next call); error offsets are in the uncompressed text. */
 typedef struct ft__evbatch ft__evbatch;

@@ -82,6 +82,7 @@ static ft_status read_one(worker *w, size_t f) {
   st.want_ops = w->o.ops;
   st.want_modules = w->o.ops && w->o.modules;
   st.want_op_kernels = w->o.ops && w->o.op_kernels;
+  st.want_source = w->o.source;
   if (w->o.hta && !(st.hta = ft__hta_new())) {
     ft_stats_free(&st);
     snprintf(err, sizeof w->errs[f], "out of memory");
@@ -108,6 +109,7 @@ static ft_status read_one(worker *w, size_t f) {
     file->skipped = st.skipped;
     file->device_cap_events = st.device_cap_events;
     file->cut_strings = st.cut_strings;
+    file->source = st.source;
     for (size_t i = 0; i < st.rows[FT_STAT_KERNELS].len; i++) {
       const ft_stat_row *r = ft__vec_at(&st.rows[FT_STAT_KERNELS], i);
       file->kernel_ns += r->t.total;

@@ -12,6 +12,7 @@
 
 #define FT__PARTIAL_SHORT_NAMES
 #include "stats_partial.h"
+#include "stats_internal.h"
 
 /* The key a row is merged under in its section, as stats_job.c's merge_rows keys it. */
 static uint64_t row_key(int sec, uint32_t name_id, uint32_t aux_id, uint8_t cat) {
@@ -150,6 +151,13 @@ int ft__partial_end_row(reader *r) {
     ok = fail(r, "an op_shapes or op_modules row without aux");
   else if (!ft_stat_keyed_by_aux(r->sec) && (f->seen & (1u << R_AUX))) ok = fail(r, "aux in a row of another section");
   if (ok && r->row_target < 0 && r->job->n_files == r->file0) ok = fail(r, "rows of a total of no file");
+  if (ok && r->sec == FT_STAT_KERNELS) { /* what the files' kernel_ns, comm_ns and busy must agree with */
+    bool own = r->row_target >= 0;
+    *(own ? &r->file_kernel_rows : &r->total_kernel_rows) += s->t.total;
+    if (s->comm) *(own ? &r->file_comm_rows : &r->total_comm_rows) += s->t.total;
+    uint64_t *longest = own ? &r->file_longest : &r->total_longest;
+    if (s->t.n && s->t.max > *longest) *longest = s->t.max;
+  }
   if (ok) ok = merge_row(r, &r->job->total, r->sec, s, true);
   ft_stat_file *x = r->row_target >= 0 ? &r->job->files[r->row_target] : NULL;
   if (ok && x && x->own) {
@@ -170,7 +178,26 @@ int ft__partial_end_file(reader *r) {
   ft_stat_file *x = cur_file(r);
   frame *f = top(r);
   if (!(f->seen & (1u << FI_PATH))) return fail(r, "a file without a path");
+  if (!(f->seen & (1u << FI_SOURCE))) return fail(r, "a file without its source");
   if (x->comm_ns > x->kernel_ns) return fail(r, "a file's communication time exceeds its kernel time");
+  /* what a read gives, and the reports rely on: a device busy at most the span
+   * (busy % up to 100), kernel time that is its kernel rows', no kernel longer than
+   * the busiest device was busy (unless devices past the cap have no busy time) */
+  uint64_t busiest = 0;
+  for (size_t d = 0; d < x->n_busy; d++) {
+    if (x->busy[d].busy_ns > x->span_ns) return fail(r, "a device busy longer than its file's span");
+    if (x->busy[d].busy_ns > busiest) busiest = x->busy[d].busy_ns;
+  }
+  if (f->seen & (1u << FI_ROWS)) {
+    if (r->file_kernel_rows != x->kernel_ns || r->file_comm_rows != x->comm_ns)
+      return fail(r, "a file's kernel_ns or comm_ns is not its kernel rows' time");
+    if (!x->device_cap_events && r->file_longest > busiest)
+      return fail(r, "a kernel longer than its file's busiest device was busy (busy time below kernel time)");
+  }
+  r->files_kernel += x->kernel_ns;
+  r->files_comm += x->comm_ns;
+  if (busiest > r->files_busiest) r->files_busiest = busiest;
+  r->files_capped |= x->device_cap_events > 0;
   if (!(f->seen & (1u << FI_ROWS))) r->all_rows = false;
   if (r->file_unknown_sum > UINT64_MAX - x->skipped.unknown_cat) return fail(r, "a count too large");
   r->file_unknown_sum += x->skipped.unknown_cat;
@@ -247,6 +274,7 @@ static ft_status merge(ft_stat_job *job, const char *const *paths, size_t n, con
   reader r = {.job = job, .keep_rows = keep_rows || by_rank};
   ft_status s = FT_OK;
   char why[512];
+  size_t *partial_of = NULL, cap_of = 0; /* each file's partial */
   for (size_t i = 0; i < n && !s; i++) {
     int fd = -1;
     if (!mem) {
@@ -275,8 +303,16 @@ static ft_status merge(ft_stat_job *job, const char *const *paths, size_t n, con
       s = FT_EINVAL;
     }
     if (r.trace_limit < *trace_limit) *trace_limit = r.trace_limit;
+    if (!s && job->n_files > cap_of) {
+      size_t *p = realloc(partial_of, job->n_files * sizeof *p);
+      if (!p) snprintf(err, errlen, "out of memory"), s = FT_ENOMEM;
+      else partial_of = p, cap_of = job->n_files;
+    }
+    for (size_t f = r.file0; !s && f < job->n_files; f++) partial_of[f] = i;
   }
   reader_free(&r);
+  if (!s) s = ft__sources_distinct(job, partial_of, paths, err, errlen);
+  free(partial_of);
   if (!s) s = finish_job(job, err, errlen);
   return s;
 }

@@ -37,7 +37,8 @@ enum frame_kind {
   F_UCAT,
   F_TRACE,
   F_EVENT,
-  F_HTA
+  F_HTA,
+  F_SOURCE
 };
 /* The members of each object, in the order they are written. */
 enum { T_VERSION, T_TRACE_LIMIT, T_STRINGS, T_FILES, T_TOTAL, T_UNKNOWN, T_TRACE };
@@ -54,8 +55,10 @@ enum {
   FI_META,
   FI_BUSY,
   FI_HTA,
-  FI_ROWS
+  FI_ROWS,
+  FI_SOURCE
 };
+enum { S_SIZE, S_DIGEST, S_DEV, S_INO, S_MTIME };
 enum {
   H_GPU_EVENTS,
   H_GPU_FIRST,
@@ -116,6 +119,11 @@ typedef struct ft__preader {
   uint64_t unknown_sum, file_unknown_sum;
   size_t trace0, cap_trace; /* job->total.trace: this partial's first event, capacity */
   uint64_t trace_in_file;   /* events of the current event's file so far */
+  /* what the files' records must agree with: kernel and comm time in the kernel rows
+   * (the file's own, or this partial's total), the longest kernel, the busiest device */
+  ft_u128 file_kernel_rows, file_comm_rows, total_kernel_rows, total_comm_rows, files_kernel, files_comm;
+  uint64_t file_longest, total_longest, files_busiest;
+  bool files_capped; /* a file had devices past FT_STATS_MAX_DEVICES: not all its work is in busy */
   /* the row being read: its fields, and dists t and b once read */
   ft_stat_row row;
   bool row_has_name;

@@ -15,8 +15,10 @@ static const char *const top_keys[] = {"flagtrace_partial",  "trace_limit", "str
                                        "unknown_categories", "trace",       NULL};
 
 static const char *const file_keys[] = {
-    "path",        "events",  "span_ns", "first_ns", "kernel_ns", "comm_ns", "device_cap_events",
-    "cut_strings", "skipped", "meta",    "busy",     "hta",       "rows",    NULL};
+    "path", "events", "span_ns", "first_ns", "kernel_ns", "comm_ns", "device_cap_events", "cut_strings", "skipped",
+    "meta", "busy",   "hta",     "rows",     "source",    NULL};
+
+static const char *const source_keys[] = {"size", "digest", "dev", "ino", "mtime_ns", NULL};
 
 static const char *const hta_keys[] = {
     "gpu_events",     "gpu_first_ns", "gpu_last_ns", "gpu_busy_ns",   "compute_ns",
@@ -68,6 +70,7 @@ static const char *const *keys_of(uint8_t kind) {
   case F_DIST: return dist_keys;
   case F_STRHEX: return hex_keys;
   case F_HTA: return hta_keys;
+  case F_SOURCE: return source_keys;
   default: return NULL;
   }
 }
@@ -129,8 +132,10 @@ static int number_u(reader *r, frame *f, uint64_t v) {
   case F_TOP:
     if (f->key == T_VERSION) {
       if (v != FT_PARTIAL_VERSION) {
-        snprintf(r->msg, sizeof r->msg, "a partial summary of version %" PRIu64 "; this flagtrace reads version %d", v,
-                 FT_PARTIAL_VERSION);
+        /* version 1 names no file's source: a merge could not tell two partials of one trace */
+        snprintf(r->msg, sizeof r->msg, "a partial summary of version %" PRIu64 "; this flagtrace reads version %d%s",
+                 v, FT_PARTIAL_VERSION,
+                 v == 1 ? " (version 1 names no trace's source: write it again with this stats --partial)" : "");
         r->err = r->msg;
         return 0;
       }
@@ -204,6 +209,12 @@ static int number_u(reader *r, frame *f, uint64_t v) {
     if (k[f->key]) return *k[f->key] = v, 1;
     break;
   }
+  case F_SOURCE:
+    x = cur_file(r);
+    if (f->key == S_SIZE) return x->source.size = v, 1;
+    if (f->key == S_DEV) return x->source.dev = v, 1;
+    if (f->key == S_INO) return x->source.ino = v, 1;
+    break;
   case F_VALS:
     if (r->d.n_vals == FT_DIST_EXACT) return fail(r, "more exact values than a distribution keeps");
     r->d.vals[r->d.n_vals++] = v;
@@ -261,8 +272,10 @@ static int number_i(reader *r, frame *f, int64_t v) {
   if (f->kind == F_FILE && f->key == FI_FIRST) return cur_file(r)->first_ns = (uint64_t)v, 1;
   if (f->kind == F_HTA && f->key == H_GPU_FIRST) return cur_file(r)->hta.gpu_first_ns = v, 1;
   if (f->kind == F_HTA && f->key == H_GPU_LAST) return cur_file(r)->hta.gpu_last_ns = v, 1;
+  if (f->kind == F_SOURCE && f->key == S_MTIME) return cur_file(r)->source.mtime_ns = v, 1;
   if (f->kind == F_META && f->key == M_RANK) {
     if (v < -1) return fail(r, "a rank below -1");
+    if (v > FT_STATS_MAX_RANK) return fail(r, "a rank past 2^31 - 1 (a read takes none larger)");
     cur_file(r)->meta.rank = v;
     return 1;
   }
@@ -300,7 +313,8 @@ static bool signed_field(const frame *f) {
   return (f->kind == F_FILE && f->key == FI_FIRST) ||
          (f->kind == F_HTA && (f->key == H_GPU_FIRST || f->key == H_GPU_LAST)) ||
          (f->kind == F_META && (f->key == M_RANK || f->key == M_ACTIVITY)) || (f->kind == F_BUSY_DEV && f->pos == 0) ||
-         (f->kind == F_EVENT && f->pos >= 1 && f->pos <= 3) || (f->kind == F_EVENT && f->pos >= 7);
+         (f->kind == F_SOURCE && f->key == S_MTIME) || (f->kind == F_EVENT && f->pos >= 1 && f->pos <= 3) ||
+         (f->kind == F_EVENT && f->pos >= 7);
 }
 
 /* An array's element was read (containers count when they end). */
@@ -376,6 +390,17 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
     r->hex_given = true;
     return ok;
   }
+  if (f->kind == F_SOURCE && f->key == S_DIGEST) { /* 64 bits, 16 hex digits */
+    uint64_t x = 0;
+    if (n != 16) return fail(r, "a source's digest is not 16 hex digits");
+    for (size_t i = 0; i < n; i++) {
+      int h = hexval(s[i]);
+      if (h < 0) return fail(r, "a source's digest is not 16 hex digits");
+      x = x << 4 | (uint64_t)h;
+    }
+    cur_file(r)->source.digest = x;
+    return 1;
+  }
   if (f->kind == F_DIST && f->key == D_SUMSQ) { /* 128 bits, in decimal */
     ft_u128 x = 0;
     if (!n || n > 39) return fail(r, "sumsq is not a whole number in 128 bits");
@@ -419,6 +444,8 @@ static int start_file(reader *r) {
   }
   ft_stat_file *x = &job->files[job->n_files++];
   memset(x, 0, sizeof *x);
+  r->file_kernel_rows = r->file_comm_rows = 0;
+  r->file_longest = 0;
   x->meta.rank = -1;
   x->meta.device_activity = -1;
   return push(r, F_FILE);
@@ -442,6 +469,7 @@ static int cb_start_map(void *ctx) {
   case F_FILE:
     if (f->key == FI_SKIPPED) return push(r, F_SKIPPED);
     if (f->key == FI_META) return push(r, F_META);
+    if (f->key == FI_SOURCE) return push(r, F_SOURCE);
     if (f->key == FI_HTA) {
       cur_file(r)->hta.kept = true;
       return push(r, F_HTA);
@@ -537,11 +565,23 @@ static int cb_end(void *ctx) {
       ok = fail(r, "neither a total nor every file's own rows");
     else if (r->unknown_sum != r->file_unknown_sum)
       ok = fail(r, "unknown_categories do not add up to the files' skipped unknown_cat");
+    else if (r->have_total && (r->files_kernel != r->total_kernel_rows || r->files_comm != r->total_comm_rows))
+      ok = fail(r, "the files' kernel_ns or comm_ns is not the kernel rows' time");
+    else if (r->have_total && !r->files_capped && r->total_longest > r->files_busiest)
+      ok = fail(r, "a kernel longer than the busiest device was busy (busy time below kernel time)");
     break;
   }
   case F_STRHEX:
     if (!r->hex_given) ok = fail(r, "a hex string object without hex");
     break;
+  case F_SOURCE: {
+    const uint32_t need = (1u << S_SIZE) | (1u << S_DIGEST), id = (1u << S_DEV) | (1u << S_INO) | (1u << S_MTIME);
+    if ((f->seen & need) != need) ok = fail(r, "a source without its size and digest");
+    else if ((f->seen & id) && (f->seen & id) != id) ok = fail(r, "a source with some of dev, ino and mtime_ns");
+    cur_file(r)->source.regular = (f->seen & id) == id;
+    cur_file(r)->source.known = true;
+    break;
+  }
   case F_FILE: ok = ft__partial_end_file(r); break;
   case F_ROW: ok = ft__partial_end_row(r); break;
   case F_DIST: { /* into its row, or the file's HTA analyses */
@@ -596,6 +636,9 @@ ft_status ft__partial_read(reader *r, int fd, const char *mem, size_t len, char 
   r->have_total = r->any_rows = false;
   r->all_rows = true;
   r->unknown_sum = r->file_unknown_sum = 0;
+  r->total_kernel_rows = r->total_comm_rows = r->files_kernel = r->files_comm = 0;
+  r->total_longest = r->files_busiest = 0;
+  r->files_capped = false;
   ft_status s = FT_OK;
   unsigned char *buf = fd >= 0 ? malloc(1 << 20) : NULL;
   if (fd >= 0 && !buf) {

@@ -170,6 +170,8 @@ static void collect(writer *w, const ft_stat_job *job, bool rows) {
 }
 
 ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_limit) {
+  for (size_t i = 0; i < job->n_files; i++) /* without it, a merge could not tell two partials of one trace */
+    if (!job->files[i].source.known) return FT_EINVAL;
   writer w = {.f = f};
   ft__intern_init(&w.strs);
   /* the files' own rows when every file has them (by rank), else the total */
@@ -219,6 +221,13 @@ ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_
     for (size_t d = 0; d < x->n_busy; d++)
       fprintf(f, "%s[%" PRId64 ", %" PRIu64 "]", d ? ", " : "", x->busy[d].device, x->busy[d].busy_ns);
     fputc(']', f);
+    /* the trace it was read from: a merge refuses one that two partials hold */
+    const ft_stat_source *src = &x->source;
+    fprintf(f, ",\n   \"source\": {\"size\": %" PRIu64 ", \"digest\": \"%016" PRIx64 "\"", src->size, src->digest);
+    if (src->regular)
+      fprintf(f, ", \"dev\": %" PRIu64 ", \"ino\": %" PRIu64 ", \"mtime_ns\": %" PRId64, src->dev, src->ino,
+              src->mtime_ns);
+    fputc('}', f);
     const ft_stat_hta *h = &x->hta;
     if (h->kept) { /* HTA's analyses, when the read kept them */
       fprintf(f,

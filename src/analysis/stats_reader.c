@@ -407,7 +407,7 @@ static int cb_number(void *ctx, const char *s, size_t n) {
     int64_t v;
     ft_stat_meta *m = &r->st->meta;
     if (parse_int(s, n, &v) && v >= 0) {
-      if (r->key == K_RANK) m->rank = v;
+      if (r->key == K_RANK) m->rank = v <= FT_STATS_MAX_RANK ? v : -1;
       else if (r->key == K_DROPPED) m->dropped_records = (uint64_t)v;
       else if (r->key == K_WINDOW) m->window_discarded = (uint64_t)v;
     }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -42,10 +43,12 @@ static const char usage[] =
     "calls), copies (count, bytes, bandwidth A vs B).\n"
     "\n"
     "options:\n"
-    "      --a PATTERN     side A: a file, a directory or a glob pattern (quoted)\n"
+    "      --a PATTERN     side A: a file, a directory or a glob pattern (quoted);\n"
+    "                      a name that exists is read as it is, never as a pattern\n"
     "      --b PATTERN     side B (both, or two operands A B)\n"
     "  -f, --format FMT    table (default), csv, json (schema in docs/diff.md) or\n"
-    "                      html (flagtrace report's viewer: A above B by step, the tables)\n"
+    "                      html (flagtrace report's viewer: A above B by step, the tables;\n"
+    "                      it reads each trace twice: regular files only, no stdin or FIFO)\n"
     "  -o, --output PATH   write to PATH instead of stdout\n"
     "      --force-overwrite  replace an existing -o file (default: refuse)\n"
     "  -n, --limit N       regressions and improvements shown, each (default 20;\n"
@@ -76,7 +79,9 @@ static ft_status side_files(ft_trace_args *t, glob_t *g, const char *arg, char *
   const char *one[1] = {arg};
   const char *const *paths = one;
   size_t n = 1;
-  if (strpbrk(arg, "*?[")) {
+  struct stat sb;
+  /* a name that exists is read as it is, never as a pattern ('t[1].json' is not t1.json) */
+  if (strpbrk(arg, "*?[") && lstat(arg, &sb)) {
     int rc = glob(arg, 0, NULL, g);
     if (rc == GLOB_NOSPACE) return FT_ENOMEM;
     if (rc) {
@@ -168,15 +173,31 @@ static void write_json(FILE *f, const ft_diff *d, const ft_stat_job *job[2]) {
   fputs("\n}\n", f);
 }
 
-/* -f html: the report's viewer, A above B aligned by step, with this diff's json as its
- * tables (ops slower on B marked). Each side is read again for its slices, so neither
- * can be stdin; the inputs are read before the output is opened, as report does. */
-static ft_status html_inputs(ft_report_input in[2], size_t *n_read, const ft_trace_args t[2], char *err,
-                             size_t errlen) {
+/* -f html reads each trace twice (its slices, html_inputs): a side that can be read
+ * once (stdin, a FIFO, a pipe such as <(cmd), a device) is refused before any reading,
+ * where a second open would wait for a writer for good or find the pipe empty. */
+static ft_status html_readable(const ft_trace_args t[2], char *err, size_t errlen) {
   for (int s = 0; s < 2; s++)
-    for (size_t i = 0; i < t[s].n; i++)
+    for (size_t i = 0; i < t[s].n; i++) {
+      struct stat sb;
       if (!strcmp(t[s].paths[i], "-"))
         return snprintf(err, errlen, "-f html reads each trace twice (its slices): stdin cannot be one"), FT_EINVAL;
+      if (!stat(t[s].paths[i], &sb) && !S_ISREG(sb.st_mode))
+        return snprintf(err, errlen,
+                        "%s: -f html reads each trace twice (its slices): not a regular file (a FIFO, pipe or "
+                        "device is read once)",
+                        t[s].paths[i]),
+               FT_EINVAL;
+    }
+  return FT_OK;
+}
+
+/* -f html: the report's viewer, A above B aligned by step, with this diff's json as its
+ * tables (ops slower on B marked). Each side is read again for its slices (html_readable
+ * let only regular files through); the inputs are read before the output is opened, as
+ * report does. */
+static ft_status html_inputs(ft_report_input in[2], size_t *n_read, const ft_trace_args t[2], char *err,
+                             size_t errlen) {
   ft_status st = FT_OK;
   for (*n_read = 0; *n_read < 2 && !st; ++*n_read)
     st = ft_report_input_read(&in[*n_read], t[*n_read].paths, t[*n_read].n, err, errlen);
@@ -243,7 +264,11 @@ int ft_cli_diff(int argc, char **argv) {
       else if (!strcmp(optarg, "html")) fmt = FMT_HTML;
       else return ft_cli_usage_error("diff", "--format takes table, csv, json or html, not '%s'", optarg);
       break;
-    case 'o': output = strcmp(optarg, "-") ? optarg : NULL; break;
+    case 'o':
+      /* "-o -- A B": -o took "--" for its value, and would write a file of that name */
+      if (ft_cli_value_forgotten("diff", argv, optind, optarg)) return FT_CLI_USAGE;
+      output = strcmp(optarg, "-") ? optarg : NULL;
+      break;
     case 'n':
       if (parse_count(optarg, &o.limit)) return ft_cli_usage_error("diff", "--limit takes a count, not '%s'", optarg);
       break;
@@ -295,7 +320,11 @@ int ft_cli_diff(int argc, char **argv) {
     sr[s] = (side_read){.t = &t[s], .job = &job[s]};
     if ((sr[s].st = side_files(&t[s], &g[s], side[s], sr[s].err, sizeof sr[s].err))) break;
   }
-  if (!sr[0].st && !sr[1].st) { /* both sides at once, as stats reads its files */
+  if (!sr[0].st && !sr[1].st && fmt == FMT_HTML && html_readable(t, err, sizeof err)) {
+    ft_cli_error("diff", "%s", err);
+    rc = FT_CLI_USAGE;
+  }
+  if (!rc && !sr[0].st && !sr[1].st) { /* both sides at once, as stats reads its files */
     threaded = !pthread_create(&tid, NULL, read_side, &sr[1]);
     read_side(&sr[0]);
     if (threaded) pthread_join(tid, NULL);

@@ -1,7 +1,10 @@
 /* The report's timeline: each file's events collected as it is read, written as compact columnar JSON. */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "report_events.h"
@@ -104,12 +107,18 @@ void ft__tl_free(ft__tl *tl) {
 }
 
 /* The trace's top-level "baseTimeNanoseconds" (our traces write it before the events,
- * kineto's after them): -1 when the file states none or cannot be read again. */
+ * kineto's after them): -1 when the file states none or cannot be read again, -2 when it
+ * can be read once. Only a regular file is read again: a FIFO's second open would wait
+ * for a writer for good, a pipe (<(cmd)) is empty by now; they are read once, as stdin is. */
 static int64_t base_time(const char *path) {
   static const char key[] = "\"baseTimeNanoseconds\"";
-  if (!strcmp(path, "-")) return -1;
-  gzFile g = gzopen(path, "rb");
-  if (!g) return -1;
+  if (!strcmp(path, "-")) return -2;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO's open does not wait */
+  struct stat sb;
+  if (fd < 0) return -1;
+  if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) return close(fd), -2;
+  gzFile g = gzdopen(fd, "rb");
+  if (!g) return close(fd), -1;
   enum { CHUNK = 1 << 20, KEEP = 64 };
   char *buf = malloc(CHUNK + KEEP + 1);
   int64_t v = -1;
@@ -265,7 +274,8 @@ ft_status ft__tl_write(FILE *out, ft__tl *tl, const ft_stat_job *job) {
   if (!abs) return FT_ENOMEM;
   for (size_t i = 0; i < tl->n && !why; i++) {
     int64_t first = tl->files[i]->first == INT64_MAX ? 0 : tl->files[i]->first;
-    if (tl->base_ns[i] < 0) why = "states no baseTimeNanoseconds", why_file = i;
+    if (tl->base_ns[i] == -2) why = "was read once (stdin, a FIFO or a pipe): no base time", why_file = i;
+    else if (tl->base_ns[i] < 0) why = "states no baseTimeNanoseconds", why_file = i;
     else if (__builtin_add_overflow(tl->base_ns[i], first, &abs[i])) why = "has a base time out of range", why_file = i;
     else if (abs[i] < origin) origin = abs[i];
   }

@@ -153,13 +153,15 @@ static const char usage[] =
     "are exact up to 256 values per row, then from a histogram within 0.4 %; the\n"
     "other columns are exact.\n"
     "\n"
-    "partial summaries: --partial writes {\"flagtrace_partial\": 1, ...}: each file's\n"
+    "partial summaries: --partial writes {\"flagtrace_partial\": 2, ...}: each file's\n"
     "record (its header line, busy per device, HTA's analyses: read as for HTA's\n"
-    "reports, at their memory cost) and every row's exact count, sum, min, max and\n"
+    "reports, at their memory cost; its source: size, digest of its bytes, device,\n"
+    "inode, mtime) and every row's exact count, sum, min, max and\n"
     "sum of squares with its median sketch (the values up to 256, then the\n"
     "histogram); with --by-rank each file's own rows, with -r trace its earliest\n"
     "device events (as many as --limit says). Merging reads them (a trace, a partial\n"
-    "of another version, or one whose numbers do not add up is refused in one line)\n"
+    "of another version, or one whose numbers do not add up is refused in one line,\n"
+    "as are two partials of one trace: the same file, or a copy by its digest)\n"
     "in argument order, each one's files in its order, and prints byte for byte what\n"
     "one run over the traces in that order prints (a file without a rank takes its\n"
     "position in it): medians too, as a row's is exact up to 256 values and from its\n"
@@ -500,7 +502,8 @@ int ft_cli_stats(int argc, char **argv) {
         .by_rank = ro.by_rank,
         .hta = partial || (report & FT_REP_HTA) != 0,
         .ops = partial || (report & (1u << REP_OPS | 1u << REP_OPS_SHAPES | 1u << REP_OPS_MODULES)) != 0,
-        .modules = partial || (report & 1u << REP_OPS_MODULES) != 0};
+        .modules = partial || (report & 1u << REP_OPS_MODULES) != 0,
+        .source = partial}; /* a partial names each trace's source: a merge refuses one given twice */
     s = ft_stat_job_read(&job, files.paths, n_files, &o, err, sizeof err);
   }
   if (!s && merge && !partial)

@@ -308,6 +308,55 @@ def test_shapes():
     assert all(("2048" in o["input_dims"]) == (o["side"] == "A") for o in mm), mm
 
 
+def test_names_that_exist():
+    """Issue 49: a name that exists is read as it is, never as a glob ('t[1].json' is not
+    t1.json, which the pattern matches); "-o --" is refused, not a file named "--"."""
+    plain, brackets = os.path.join(TMP, "t1.json.gz"), os.path.join(TMP, "t[1].json.gz")
+    for src, dst in ((d("batch8_torch_cuda.json.gz"), plain), (d("batch16_torch_cuda.json.gz"), brackets)):
+        with open(src, "rb") as i, open(dst, "wb") as o:
+            o.write(i.read())
+    for args in ([brackets, brackets], ["--a", brackets, "--b", brackets]):
+        doc = diff_json(*args)
+        assert [f["file"] for f in doc["a"]["files"]] == [brackets], doc["a"]["files"]
+        assert [f["file"] for f in doc["b"]["files"]] == [brackets], doc["b"]["files"]
+    # a pattern that names no file is still one
+    doc = diff_json("--a", os.path.join(TMP, "t?.json.gz"), "--b", plain)
+    assert [f["file"] for f in doc["a"]["files"]] == [plain], doc["a"]["files"]
+    cwd = os.getcwd()
+    os.chdir(TMP)
+    try:
+        one_line_error(["-o", "--", plain, plain], "option '-o' needs a value before '--'")
+        assert not os.path.exists(os.path.join(TMP, "--")), "diff -o -- wrote a file named --"
+    finally:
+        os.chdir(cwd)
+
+
+def test_html_read_once_inputs():
+    """Issue 49: -f html reads each trace twice: a FIFO (whose second open waited for a
+    writer for good) or a pipe (<(cat A): "empty file") is refused before any reading,
+    in one line that says why."""
+    a = d("batch8_torch_cuda.json.gz")
+    fifo = os.path.join(TMP, "side.fifo")
+    os.mkfifo(fifo)
+    writer = subprocess.Popen(["sh", "-c", f'exec cat "$0" > "$1"', a, fifo])
+    try:
+        r = subprocess.run([FT, "diff", "-q", "-f", "html", fifo, a], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        assert False, "diff -f html with a FIFO side hung"
+    finally:
+        writer.kill()
+        writer.wait()
+    assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, (r.returncode, r.stderr)
+    assert r.stderr.startswith(f"flagtrace diff: {fifo}: -f html reads each trace twice") and "not a regular file" in r.stderr, r.stderr
+    # a pipe, as bash's <(cat A) gives it (/dev/fd/N)
+    rd, wr = os.pipe()
+    r = subprocess.run([FT, "diff", "-q", "-f", "html", a, f"/dev/fd/{rd}"], capture_output=True, text=True,
+                       timeout=60, pass_fds=(rd,))
+    os.close(rd)
+    os.close(wr)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "not a regular file" in r.stderr, r.stderr
+
+
 for name, fn in list(globals().items()):
     if name.startswith("test_") and callable(fn) and re.search(os.environ.get("FT_TEST_ONLY", ""), name):
         try:

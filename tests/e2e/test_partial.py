@@ -181,7 +181,7 @@ def _(d):
     cases = [
         (t[2], "a gzip file, not a partial summary"),
         ("plain_trace.json", "not a partial summary"),
-        (variant("v2.json", lambda x: x.update(flagtrace_partial=2)), "version 2; this flagtrace reads version 1"),
+        (variant("v3.json", lambda x: x.update(flagtrace_partial=3)), "version 3; this flagtrace reads version 2"),
         (variant("type.json", lambda x: x["files"][0].update(events="3")), "a string where none belongs"),
         (variant("count.json", lambda x: kern(x).update(n=kern(x)["n"] + 1)), "values are not n"),
         (variant("huge.json", lambda x: x["files"][0].update(events=2 ** 64)), "not a whole number"),
@@ -204,7 +204,69 @@ def _(d):
     ok("--partial", "--force-overwrite", "-o", part, t[2], cwd=d)
     # no -o: the partial on stdout, and nothing on stderr (notes wait for the merge)
     r = ok("--partial", t[0], t[1], cwd=d)
-    assert json.loads(r.stdout)["flagtrace_partial"] == 1 and r.stderr == b"", r.stderr
+    assert json.loads(r.stdout)["flagtrace_partial"] == 2 and r.stderr == b"", r.stderr
+
+
+def refused(d, names, text):
+    r = stats("--merge", *names, cwd=d)
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode == 2 and r.stdout == b"" and err.count("\n") == 1, (names, r.returncode, err)
+    assert err.startswith("flagtrace stats: ") and text in err, (names, text, err)
+
+
+@tmp_case("partial: two partials of one trace (the same file, a copy, a merge of it) are refused, status 2")
+def _(d):
+    t = copy_committed(d)
+    shutil.copy(os.path.join(d, t[2]), os.path.join(d, "copy.json.gz"))
+    p = partials(d, [[t[2]], [t[2]], ["copy.json.gz"], [t[0], "copy.json.gz"], [t[0]], [t[1]]])
+    digest = json.load(open(os.path.join(d, p[0])))["files"][0]["source"]["digest"]
+    size = os.path.getsize(os.path.join(d, t[2]))
+    refused(d, [p[0], p[1]], f"{p[1]}: its trace {t[2]} is the same file as {p[0]}'s {t[2]} ({size} bytes, "
+                             f"digest {digest}): merged, its events would be counted twice")
+    refused(d, [p[0], p[2]], f"{p[2]}: its trace copy.json.gz is a copy of {p[0]}'s {t[2]} ")
+    refused(d, [p[4], p[0], p[3]], f"{p[3]}: its trace {t[0]} is the same file as {p[4]}'s {t[0]} ")
+    # a merge of merges: the partial written from p[4] and p[5] holds t[0] too
+    ok("--merge", "--partial", "-o", "tree.json", p[4], p[5], cwd=d)
+    refused(d, ["tree.json", p[3]], f"{p[3]}: its trace {t[0]} is the same file as tree.json's {t[0]} ")
+    # what stats takes in one run (a trace and its copy) its partial keeps; distinct traces merge
+    same(d, [t[0], "copy.json.gz", t[1]], [p[3], p[5]], "-f", "json")
+    # a partial of version 1 names no source: refused, saying why
+    doc = json.load(open(os.path.join(d, p[0])))
+    doc["flagtrace_partial"] = 1
+    for f in doc["files"]:
+        del f["source"]
+    json.dump(doc, open(os.path.join(d, "v1.json"), "w"))
+    refused(d, ["v1.json"], "version 1; this flagtrace reads version 2 (version 1 names no trace's source")
+
+
+@tmp_case("partial: a record no read gives is refused (a rank past 2^31 - 1, busy past the span or below a kernel)")
+def _(d):
+    t = copy_committed(d)
+    by_rank, total = "by_rank.json", "total.json"
+    ok("--partial", "--by-rank", "-o", by_rank, t[2], cwd=d)
+    ok("--partial", "-o", total, t[1], cwd=d)
+    for base, name, change, text in (
+            (total, "rank.json", lambda f: f["meta"].update(rank=2 ** 40), "a rank past 2^31 - 1"),
+            (by_rank, "rank2.json", lambda f: f["meta"].update(rank=2 ** 31), "a rank past 2^31 - 1"),
+            (total, "busy.json", lambda f: f.update(busy=[[0, f["span_ns"] + 1]]), "a device busy longer than its file's span"),
+            (by_rank, "below.json", lambda f: f.update(busy=[[0, 1]]), "a kernel longer than its file's busiest device"),
+            (total, "below2.json", lambda f: f.update(busy=[[0, 1]]), "a kernel longer than the busiest device"),
+            (by_rank, "kern.json", lambda f: f.update(kernel_ns=f["kernel_ns"] + 1), "a file's kernel_ns or comm_ns is not its"),
+            (total, "kern2.json", lambda f: f.update(kernel_ns=f["kernel_ns"] * 2), "the files' kernel_ns or comm_ns is not"),
+            (total, "nosrc.json", lambda f: f.pop("source"), "a file without its source"),
+            (total, "digest.json", lambda f: f["source"].update(digest="12"), "a source's digest is not 16 hex digits"),
+            (total, "ino.json", lambda f: f["source"].pop("ino"), "a source with some of dev, ino and mtime_ns")):
+        doc = json.load(open(os.path.join(d, base)))
+        change(doc["files"][0])
+        json.dump(doc, open(os.path.join(d, name), "w"))
+        refused(d, [name], f"flagtrace stats: {name}: {text}")
+    # a trace's own rank past 2^31 - 1 is none: the file takes its position, and its partial merges
+    open(os.path.join(d, "big_rank.json"), "w").write(json.dumps(
+        {"distributedInfo": {"rank": 2 ** 40}, "traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2}]}))
+    r = ok("-f", "json", "big_rank.json", cwd=d)
+    assert json.loads(r.stdout)["files"][0]["rank"] == 0, r.stdout
+    same(d, ["big_rank.json"], partials(d, [["big_rank.json"]]), "-f", "json")
 
 
 @tmp_case("partial: names that are not UTF-8 come back byte for byte")

@@ -391,6 +391,39 @@ def _():
             browser.close()
 
 
+@case("report: a FIFO or a pipe is read once (its base time is not re-read), never waited on for good")
+def _():
+    trace = os.path.join(data, "sample_h200.json.gz")
+    with tempfile.TemporaryDirectory() as d:
+        fifo, out = os.path.join(d, "rank.fifo"), os.path.join(d, "report.html")
+        os.mkfifo(fifo)
+        writer = subprocess.Popen(["sh", "-c", 'exec cat "$0" > "$1"', trace, fifo])
+        try:
+            r = subprocess.run([flagtrace, "report", "-q", "-o", out, fifo, trace], capture_output=True, text=True,
+                               timeout=60)
+        except subprocess.TimeoutExpired:
+            assert False, "report of a FIFO waited for a second writer"
+        finally:
+            writer.kill()
+            writer.wait()
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        got = page_data(open(out).read())
+        want = stats_json(trace)["files"][0]["events"]
+        assert [f["events"] for f in got["files"]] == [want, want], got["files"]
+        assert got["tl"]["clock"]["why"] == (f"{fifo} was read once (stdin, a FIFO or a pipe): no base time: "
+                                             "each rank is drawn from its own first event"), got["tl"]["clock"]
+        # a pipe as bash's <(cat trace) gives it: read once, not "empty file"
+        rd, wr = os.pipe()
+        feeder = subprocess.Popen(["cat", trace], stdout=wr)
+        os.close(wr)
+        r = subprocess.run([flagtrace, "report", "-q", "--force-overwrite", "-o", out, f"/dev/fd/{rd}"],
+                           capture_output=True, text=True, timeout=60, pass_fds=(rd,))
+        os.close(rd)
+        feeder.wait()
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        assert [f["events"] for f in page_data(open(out).read())["files"]] == [want]
+
+
 def seconds(label):
     """An axis label ("132.648 ms") in seconds."""
     v, unit = label.split()

@@ -479,6 +479,29 @@ def _():
         assert e.returncode == 2
 
 
+@results.tmp_case("issue 49: a name that exists is never a glob in diff(); a NUL anywhere is an Error, not ValueError")
+def _(d):
+    plain, brackets = os.path.join(d, "t1.json.gz"), os.path.join(d, "t[1].json.gz")
+    shutil.copy(os.path.join(data, "batch8_torch_cuda.json.gz"), plain)
+    shutil.copy(os.path.join(data, "batch16_torch_cuda.json.gz"), brackets)
+    s = analysis.diff(brackets, brackets, exe=cli)
+    assert [f["file"] for f in s.header["a"]["files"]] == [brackets], s.header["a"]
+    assert [f["file"] for f in s.header["b"]["files"]] == [brackets], s.header["b"]
+    assert [f["file"] for f in analysis.load(brackets, exe=cli).files] == [brackets]
+    calls = [lambda: analysis.load(SAMPLE + "\0x", exe=cli), lambda: analysis.load([SAMPLE, b"a\0b"], exe=cli),
+             lambda: analysis.load(SAMPLE, args=["-n", "1\0"], exe=cli),
+             lambda: analysis.load(SAMPLE, reports=["kernels\0"], exe=cli),
+             lambda: analysis.diff(SAMPLE, "b\0", exe=cli), lambda: analysis.diff(SAMPLE, SAMPLE, args=["\0"], exe=cli),
+             lambda: analysis.load(SAMPLE, exe=cli + "\0")]
+    for i, call in enumerate(calls):
+        try:
+            call()
+            raise AssertionError(f"call {i}: no Error")
+        except analysis.Error as e:
+            assert "NUL" in str(e) and "\0" not in str(e) and "\n" not in str(e), (i, str(e))
+            assert e.returncode is None, (i, e.returncode)
+
+
 @case("docs/python-analysis.md: its python blocks without DataFrames run and print what the page shows")
 def _():
     blocks = doc_blocks()

@@ -80,7 +80,8 @@ static int read_job(void **state) {
   char err[512];
   snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/data", "sample_h200.json.gz");
   const char *paths[] = {path};
-  ft_stat_read_opts o = {.trace_limit = SIZE_MAX, .hta = true, .ops = true, .modules = true, .op_kernels = true};
+  ft_stat_read_opts o = {
+      .trace_limit = SIZE_MAX, .hta = true, .ops = true, .modules = true, .op_kernels = true, .source = true};
   ft_status s = ft_stat_job_read(&job, paths, 1, &o, err, sizeof err);
   if (s) fail_msg("%s", err);
   return 0;

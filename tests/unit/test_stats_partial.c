@@ -13,6 +13,7 @@
 
 #include "reports.h"
 #include "stats.h"
+#include "stats_internal.h"
 #include "stats_out.h"
 #include "test_support.h"
 
@@ -29,8 +30,8 @@ static void test_serialized_structs_unchanged(void **state) {
   assert_int_equal(sizeof(ft_stat_busy), 32); /* device, busy_ns (the bins are the report's) */
   assert_int_equal(sizeof(ft_stat_event), 80);
   assert_int_equal(sizeof(ft_stat_hta), 352);
-  assert_int_equal(sizeof(ft_stat_file), 768);
-  assert_int_equal(FT_STAT_N_SECTIONS, 10); /* op_kernels (diff): written and read as op_shapes is */
+  assert_int_equal(sizeof(ft_stat_file), 816); /* source: 48 */
+  assert_int_equal(FT_STAT_N_SECTIONS, 10);    /* op_kernels (diff): written and read as op_shapes is */
 }
 
 static char *data_path(const char *name) {
@@ -95,7 +96,8 @@ static void read_direct(ft_stat_job *job, const char *const *paths, size_t n, bo
                          .hta = true,
                          .ops = true,
                          .modules = true,
-                         .op_kernels = true}; /* diff's rows too: they round-trip like the others */
+                         .op_kernels = true, /* diff's rows too: they round-trip like the others */
+                         .source = true};
   ft_status s = ft_stat_job_read(job, paths, n, &o, err, sizeof err);
   if (s) fail_msg("%s", err);
 }
@@ -256,6 +258,8 @@ static void test_round_trip_generated(void **state) {
       assert_int_equal(a->kernel_ns, b->kernel_ns);
       assert_int_equal(a->comm_ns, b->comm_ns);
       assert_int_equal(a->n_busy, b->n_busy);
+      assert_memory_equal(&a->source, &b->source, sizeof a->source);
+      assert_true(a->source.known && a->source.regular && a->source.size > 0);
       const ft_stat_hta *ha = &a->hta, *hb = &b->hta;
       assert_int_equal(ha->kept, hb->kept);
       assert_int_equal(ha->gpu_events, hb->gpu_events);
@@ -277,8 +281,9 @@ static void test_round_trip_generated(void **state) {
 
 /* ---- refusals ---- */
 
-static const char HEAD[] = "{\"flagtrace_partial\": 1, \"trace_limit\": 0, \"strings\": [\"f\", \"k\"], ";
-#define FILE0 "{\"path\": 0, \"events\": 3}"
+static const char HEAD[] = "{\"flagtrace_partial\": 2, \"trace_limit\": 0, \"strings\": [\"f\", \"k\"], ";
+#define SRC0 "\"source\": {\"size\": 9, \"digest\": \"00000000000000a0\"}"
+#define FILE0 "{\"path\": 0, \"events\": 3, " SRC0 "}"
 
 static void refused(const char *doc, const char *why) {
   ft_stat_job job;
@@ -299,12 +304,13 @@ static void test_refusals(void **state) {
   refused("[1]", "not a partial summary");
   refused("", "");
   refused("\x1f\x8b\x08", "a gzip file");
-  refused("{\"flagtrace_partial\": 2}", "version 2; this flagtrace reads version 1");
+  refused("{\"flagtrace_partial\": 3}", "version 3; this flagtrace reads version 2");
+  refused("{\"flagtrace_partial\": 1}", "version 1; this flagtrace reads version 2 (version 1 names no trace's source");
   refused("{\"flagtrace_partial\": \"1\"}", "a string where none belongs");
-  refused("{\"flagtrace_partial\": 1, \"trace_limit\": 0}",
+  refused("{\"flagtrace_partial\": 2, \"trace_limit\": 0}",
           "without flagtrace_partial, trace_limit, strings and files");
-  refused("{\"flagtrace_partial\": 1, \"extra\": 0}", "unknown member \"extra\"");
-  refused("{\"flagtrace_partial\": 1, \"trace_limit\": 0, \"trace_limit\": 0}", "given twice");
+  refused("{\"flagtrace_partial\": 2, \"extra\": 0}", "unknown member \"extra\"");
+  refused("{\"flagtrace_partial\": 2, \"trace_limit\": 0, \"trace_limit\": 0}", "given twice");
   snprintf(doc, sizeof doc, "%s\"files\": [{\"path\": 5}], \"total\": {}}", HEAD);
   refused(doc, "past the strings table");
   snprintf(doc, sizeof doc, "%s\"files\": [{\"path\": 0, \"events\": 1.5}], \"total\": {}}", HEAD);
@@ -313,11 +319,12 @@ static void test_refusals(void **state) {
   refused(doc, "not a whole number");
   snprintf(doc, sizeof doc, "%s\"files\": [{\"path\": 0, \"events\": -1}], \"total\": {}}", HEAD);
   refused(doc, "not a whole number");
-  snprintf(doc, sizeof doc, "%s\"files\": [{\"path\": 0, \"kernel_ns\": 1, \"comm_ns\": 2}], \"total\": {}}", HEAD);
+  snprintf(doc, sizeof doc, "%s\"files\": [{\"path\": 0, \"kernel_ns\": 1, \"comm_ns\": 2, " SRC0 "}], \"total\": {}}",
+           HEAD);
   refused(doc, "communication time exceeds");
   snprintf(doc, sizeof doc, "%s\"files\": [" FILE0 "]}", HEAD);
   refused(doc, "neither a total nor");
-  snprintf(doc, sizeof doc, "%s\"files\": [{\"path\": 0, \"rows\": {}}], \"total\": {}}", HEAD);
+  snprintf(doc, sizeof doc, "%s\"files\": [{\"path\": 0, \"rows\": {}, " SRC0 "}], \"total\": {}}", HEAD);
   refused(doc, "both a total and");
   snprintf(doc, sizeof doc,
            "%s\"files\": [" FILE0 "], \"total\": {\"kernels\": [{\"name\": 1, \"t\": {\"n\": 2, \"vals\": [1]}}]}}",
@@ -352,33 +359,34 @@ static void test_refusals(void **state) {
   snprintf(doc, sizeof doc, "%s\"files\": [" FILE0 "], \"total\": {\"nope\": []}}", HEAD);
   refused(doc, "unknown member \"nope\"");
   snprintf(doc, sizeof doc,
-           "%s\"files\": [{\"path\": 0, \"skipped\": {\"unknown_cat\": 2}}], \"total\": {}, "
+           "%s\"files\": [{\"path\": 0, \"skipped\": {\"unknown_cat\": 2}, " SRC0
+           "}], \"total\": {}, "
            "\"unknown_categories\": [[1, 1]]}",
            HEAD);
   refused(doc, "do not add up");
   snprintf(doc, sizeof doc,
-           "{\"flagtrace_partial\": 1, \"trace_limit\": 5, \"strings\": [\"f\", \"k\"], \"files\": [" FILE0
+           "{\"flagtrace_partial\": 2, \"trace_limit\": 5, \"strings\": [\"f\", \"k\"], \"files\": [" FILE0
            "], \"total\": {}, \"trace\": [[0, 9, 1, 0, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0, 0], [0, 5, 1, 0, 0, 0, 1, -1, 0, "
            "0, 0, 0, 0, 0, 0]]}");
   refused(doc, "not by file, then by start");
   snprintf(doc, sizeof doc,
-           "{\"flagtrace_partial\": 1, \"trace_limit\": 1, \"strings\": [\"f\", \"k\"], \"files\": [" FILE0
+           "{\"flagtrace_partial\": 2, \"trace_limit\": 1, \"strings\": [\"f\", \"k\"], \"files\": [" FILE0
            "], \"total\": {}, \"trace\": [[0, 1, 1, 0, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0, 0], [0, 5, 1, 0, 0, 0, 1, -1, 0, "
            "0, 0, 0, 0, 0, 0]]}");
   refused(doc, "more device events of a file than trace_limit");
   snprintf(doc, sizeof doc,
-           "{\"flagtrace_partial\": 1, \"trace_limit\": 5, \"strings\": [\"f\", \"k\"], \"files\": [" FILE0
+           "{\"flagtrace_partial\": 2, \"trace_limit\": 5, \"strings\": [\"f\", \"k\"], \"files\": [" FILE0
            "], \"total\": {}, \"trace\": [[1, 1, 1, 0, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0, 0]]}");
   refused(doc, "of a file the partial does not have");
   snprintf(doc, sizeof doc, "%s\"files\": [{\"path\": 0, \"busy\": [[2, 1], [1, 1]]}], \"total\": {}}", HEAD);
   refused(doc, "ascending");
-  refused("{\"flagtrace_partial\": 1, \"trace_limit\": 0, \"strings\": [{\"hex\": \"6\"}]}", "odd length");
-  refused("{\"flagtrace_partial\": 1, \"trace_limit\": 0, \"strings\": [\"a\\u0000b\"]}", "NUL");
+  refused("{\"flagtrace_partial\": 2, \"trace_limit\": 0, \"strings\": [{\"hex\": \"6\"}]}", "odd length");
+  refused("{\"flagtrace_partial\": 2, \"trace_limit\": 0, \"strings\": [\"a\\u0000b\"]}", "NUL");
   refused(
-      "{\"flagtrace_partial\": 1, \"trace_limit\": 0, \"strings\": [], \"files\": [], \"total\": {\"kernels\": [[]]}}",
+      "{\"flagtrace_partial\": 2, \"trace_limit\": 0, \"strings\": [], \"files\": [], \"total\": {\"kernels\": [[]]}}",
       "an array where none belongs");
-  refused("{\"flagtrace_partial\": 1, \"trace_limit\": 0, \"strings\": [], \"files\": [null]}", "null");
-  refused("{\"flagtrace_partial\": 1", "truncated");
+  refused("{\"flagtrace_partial\": 2, \"trace_limit\": 0, \"strings\": [], \"files\": [null]}", "null");
+  refused("{\"flagtrace_partial\": 2", "truncated");
 }
 
 /* Counts that fit one partial but not two added: refused, never wrapped. */
@@ -404,6 +412,58 @@ static void test_refused_sums(void **state) {
   free(a), free(b);
 }
 
+/* The source digest is SipHash-2-4: the reference vectors (key 00..0f, message 00..n-1),
+ * whole or fed a byte at a time (a file is read in chunks of any size). */
+static void test_source_digest(void **state) {
+  (void)state;
+  unsigned char msg[64];
+  for (int i = 0; i < 64; i++) msg[i] = (unsigned char)i;
+  const struct {
+    size_t n;
+    uint64_t want;
+  } vec[] = {{0, 0x726fdb47dd0e0e31ull},
+             {1, 0x74f839c593dc67fdull},
+             {8, 0x93f5f5799a932462ull},
+             {15, 0xa129ca6149be45e5ull},
+             {63, 0x958a324ceb064572ull}};
+  for (size_t v = 0; v < sizeof vec / sizeof *vec; v++) {
+    ft__digest whole, bytes;
+    ft__digest_init(&whole);
+    ft__digest_add(&whole, msg, vec[v].n);
+    ft__digest_init(&bytes);
+    for (size_t i = 0; i < vec[v].n; i++) ft__digest_add(&bytes, msg + i, 1);
+    assert_int_equal(ft__digest_end(&whole), vec[v].want);
+    assert_int_equal(ft__digest_end(&bytes), vec[v].want);
+  }
+}
+
+/* Two partials of one trace (the digest and size agree) are refused, whichever names
+ * they have; one partial may hold a trace and its copy (stats takes them in one run). */
+static void test_same_source(void **state) {
+  (void)state;
+  char doc[1024];
+  snprintf(doc, sizeof doc, "%s\"files\": [" FILE0 "], \"total\": {}}", HEAD);
+  char *a = write_tmp(doc), *b = write_tmp(doc);
+  snprintf(doc, sizeof doc, "%s\"files\": [" FILE0 ", " FILE0 "], \"total\": {}}", HEAD);
+  char *both = write_tmp(doc);
+  ft_stat_job job;
+  uint64_t kept;
+  char err[512], want[512];
+  const char *two[] = {a, b}, *one[] = {both};
+  assert_int_equal(ft_stat_job_merge(&job, two, 2, false, false, &kept, err, sizeof err), FT_EINVAL);
+  snprintf(want, sizeof want,
+           "%s: its trace f is a copy of %s's f (9 bytes, digest 00000000000000a0): merged, its events would be "
+           "counted twice",
+           b, a);
+  assert_string_equal(err, want);
+  ft_stat_job_free(&job);
+  assert_int_equal(ft_stat_job_merge(&job, one, 1, false, false, &kept, err, sizeof err), FT_OK);
+  assert_int_equal(job.n_files, 2);
+  ft_stat_job_free(&job);
+  unlink(a), unlink(b), unlink(both);
+  free(a), free(b), free(both);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_serialized_structs_unchanged),
@@ -412,6 +472,8 @@ int main(void) {
       cmocka_unit_test(test_round_trip_generated),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_refused_sums),
+      cmocka_unit_test(test_source_digest),
+      cmocka_unit_test(test_same_source),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
