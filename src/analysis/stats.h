@@ -112,6 +112,9 @@ typedef struct ft_stat_skips {
   uint64_t unknown_cat;     /* complete events of a category not read (named in unknown_cats) */
   uint64_t no_dur, neg_dur; /* complete events without a dur, with a negative one */
   uint64_t bad_bytes;       /* copies and sets whose args.bytes is not a whole number in [0, 2^63) */
+  uint64_t bad_ext;         /* complete events whose args "External id" is not a whole number in +-2^63 */
+  uint64_t unpaired;        /* HTA's analyses: launch calls and GPU events of a correlation id that has both, left
+                             * without a pair (an id names one launch: the other events of it are not paired) */
 } ft_stat_skips;
 uint64_t ft_stat_skips_total(const ft_stat_skips *k);
 

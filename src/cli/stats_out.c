@@ -342,7 +342,9 @@ void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix) {
                  {k->no_dur, "with no dur"},
                  {k->neg_dur, "with a negative dur"},
                  {k->time_range, "with ts or dur beyond +-4e+15 us"},
-                 {k->bad_bytes, "copies or sets whose bytes is not a whole number in [0, 2^63)"}};
+                 {k->bad_bytes, "copies or sets whose bytes is not a whole number in [0, 2^63)"},
+                 {k->bad_ext, "with an External id that is not a whole number in +-2^63"},
+                 {k->unpaired, "launch calls or GPU events left unpaired (their correlation id names one launch)"}};
     const char *sep = "";
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
       if (!parts[i].n) continue;
