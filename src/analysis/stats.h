@@ -39,7 +39,7 @@ typedef struct ft_stat_row {
   bool comm;        /* a communication kernel (NCCL/HCCL/RCCL in the name) */
   ft_stat_dist t;   /* durations, ns */
   ft_stat_dist b;   /* bytes (memory) */
-  uint64_t calls;   /* ops: calls */
+  uint64_t calls;   /* ops: calls; user ranges: the files that have the range */
   uint64_t self_ns; /* ops: device time of the work they launched (key_averages' Self device) */
   /* ops, as torch's key_averages() counts them over the calls' nesting on their
    * thread (t: the calls' CPU durations, CPU total = t.total): */

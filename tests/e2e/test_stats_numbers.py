@@ -164,4 +164,79 @@ def _():
         assert ops["aten::mm"]["self_device_us"] == 8, ops
 
 
+def diff_json(a, b):
+    r, _ = run("diff", "-f", "json", "-n", "0", a, b)
+    assert r.returncode == 0, r
+    return json.loads(r.stdout)
+
+
+def steps_trace(d, name, steps, kernels=1):
+    """Step ranges (name, ts) of 100 us, each with an op and `kernels` kernels of 1 us, and a 16-byte copy."""
+    events = []
+    for i, (step, ts) in enumerate(steps):
+        events.append(ev("user_annotation", step, ts, 100, pid=1, tid=1))
+        events.append(ev("cpu_op", "aten::mm", ts + 1, 10, pid=1, tid=1, **{"External id": i + 1}))
+        events += [ev("kernel", "gemm", ts + 20 + k, 1, **{"External id": i + 1}) for k in range(kernels)]
+        events.append(ev("gpu_memcpy", "Memcpy HtoD", ts + 50, 1, bytes=16, **{"External id": i + 1}))
+    return write(d, name, json.dumps({"traceEvents": events}))
+
+
+@case("diff: the summary's counts are whole numbers (81, not 81.000), in the table and as JSON integers")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        a = steps_trace(d, "a.json", [("ProfilerStep#%d" % i, i * 1000) for i in range(3)], kernels=27)
+        b = steps_trace(d, "b.json", [("ProfilerStep#%d" % i, i * 1000) for i in range(3)], kernels=30)
+        s = {m["metric"]: m for m in diff_json(a, b)["summary"]}
+        for metric, want in (("steps", (3, 3, 0)), ("kernels", (81, 90, 9)), ("copies", (3, 3, 0)),
+                             ("copy_bytes", (48, 48, 0)), ("api_calls", (0, 0, 0))):
+            got = (s[metric]["a"], s[metric]["b"], s[metric]["delta"])
+            assert got == want and all(type(x) is int for x in got), (metric, got)
+        assert type(s["kernel_time"]["a"]) is float and s["kernels"]["ratio"] == 1.111, s
+        r, _ = run("diff", a, b)
+        assert r.returncode == 0, r
+        table = r.stdout.split("== steps,")[0]
+        lines = {x.split()[0]: x.split()[2:] for x in table.splitlines() if x.split()[:1] != []}
+        assert lines["kernels"] == ["81", "90", "1.111", "9"], lines["kernels"]
+        assert lines["kernel_time"] == ["81.000", "90.000", "1.111", "9.000"], lines["kernel_time"]
+        r, _ = run("diff", "-f", "csv", a, b)
+        assert "\"kernels\",\"count\",81,90,1.111,9\n" in r.stdout, r.stdout
+        # per step (2 steps against 3): counts are means, three decimals; the steps whole
+        c = steps_trace(d, "c.json", [("ProfilerStep#%d" % i, i * 1000) for i in range(2)], kernels=27)
+        s = {m["metric"]: m for m in diff_json(c, b)["summary"]}
+        assert (s["steps"]["a"], s["steps"]["b"], s["steps"]["delta"]) == (2, 3, 1), s["steps"]
+        assert (s["kernels"]["a"], s["kernels"]["b"]) == (27.0, 30.0), s["kernels"]
+
+
+@case("diff: a step name repeated in one file is one step (its times summed): the summary and steps report agree")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        a = steps_trace(d, "a.json", [("ProfilerStep#1", 0), ("ProfilerStep#1", 1000), ("ProfilerStep#1", 2000)])
+        b = steps_trace(d, "b.json", [("ProfilerStep#%d" % (i + 1), i * 1000) for i in range(3)])
+        doc = diff_json(a, b)
+        assert (doc["a"]["steps"], doc["b"]["steps"], doc["alignment"]["per_step"]) == (1, 3, True), doc["a"]
+        s = {m["metric"]: m for m in doc["summary"]}
+        assert (s["steps"]["a"], s["steps"]["b"], s["step_time"]["a"], s["step_time"]["b"]) == (1, 3, 300, 100), s
+        assert [(x["step"], x["a_name"], x["a_us"], x["b_name"], x["b_us"]) for x in doc["steps"]] == [
+            (1, "ProfilerStep#1", 300, "ProfilerStep#1", 100), (2, "", 0, "ProfilerStep#2", 100),
+            (3, "", 0, "ProfilerStep#3", 100)], doc["steps"]
+        # two rank files of one step each are still two steps (each file's own), their mean the step time
+        a2 = steps_trace(d, "a2.json", [("ProfilerStep#1", 0)])
+        r, _ = run("diff", "-f", "json", "--a", os.path.join(d, "a*.json"), "--b", b)
+        assert r.returncode == 0, r
+        doc = json.loads(r.stdout)
+        assert doc["a"]["steps"] == 2 and doc["steps"][0]["a_us"] == 200, (doc["a"], doc["steps"])
+        assert a2
+
+
+@case("diff: step numbers past 2^63 and 2^64 keep their order")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        big = ["18446744073709551617", "18446744073709551616", "9223372036854775808", "9223372036854775807", "5"]
+        a = steps_trace(d, "a.json", [("ProfilerStep#" + n, i * 1000) for i, n in enumerate(big)])
+        b = steps_trace(d, "b.json", [("ProfilerStep#%d" % (i + 1), i * 1000) for i in range(5)])
+        doc = diff_json(a, b)
+        assert [x["a_name"] for x in doc["steps"]] == ["ProfilerStep#" + n for n in reversed(big)], doc["steps"]
+        assert [x["b_name"] for x in doc["steps"]] == ["ProfilerStep#%d" % (i + 1) for i in range(5)], doc["steps"]
+
+
 results.finish()
