@@ -22,10 +22,12 @@ static void write_all(const ft_diff *d) {
   fclose(null);
 }
 
-/* A cell's number (the diff's are doubles, or whole counts). */
+/* A cell's number (the diff's are doubles, or whole counts: the summary's by its cells' kinds). */
 static double num(const ft_report *rep, size_t i, int j) {
   ft_cell c = rep->cells[i * (size_t)rep->n_cols + (size_t)j];
-  return rep->cols[j].kind == COL_U64 ? (double)c.u : c.d;
+  ft_col tmp;
+  int kind = ft_report_cell_col(rep, i, j, &tmp)->kind;
+  return kind == COL_U64 ? (double)c.u : kind == COL_I64 ? (double)c.i : c.d;
 }
 
 static int col(const ft_report *rep, const char *key) {

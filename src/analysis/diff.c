@@ -19,30 +19,36 @@ static bool is_step(const char *name, const char *step) {
   return true;
 }
 
+/* A step is a step name of a file: a range's calls are the files that have it (its
+ * occurrences in one file are one step, their times summed), as the steps report
+ * shows them. */
 static void count_steps(const ft_stats *st, const char *step, uint64_t *n, uint64_t *ns) {
   *n = *ns = 0;
   for (size_t i = 0; i < st->rows[FT_STAT_RANGES].len; i++) {
     const ft_stat_row *r = ft__vec_at(&st->rows[FT_STAT_RANGES], i);
-    if (!is_step(ft__intern_str(&st->names, r->name_id), step)) continue;
-    *n += r->t.n;
+    if (!is_step(ft__intern_str(&st->names, r->name_id), step) || !r->t.n) continue;
+    *n += r->calls;
     *ns += r->t.total;
   }
 }
 
-/* A step range's number (NAME#N), or -1 for NAME itself. */
-static long long step_number(const char *name) {
-  const char *h = strrchr(name, '#');
-  return h ? strtoll(h + 1, NULL, 10) : -1;
-}
-
 typedef struct step_row {
   const ft_stat_row *r;
-  long long n;
+  const char *name, *num; /* num: the digits of NAME#N, NULL for NAME itself */
 } step_row;
 
+/* By N as a number of any length (not strtoll's, which stops at 2^63 - 1), NAME itself
+ * first; the names break ties ("#01" and "#1"). */
 static int by_step_number(const void *x, const void *y) {
   const step_row *a = x, *b = y;
-  return (a->n > b->n) - (a->n < b->n);
+  if (!a->num || !b->num) return !a->num && !b->num ? 0 : a->num ? 1 : -1;
+  const char *p = a->num, *q = b->num;
+  while (*p == '0' && p[1]) p++;
+  while (*q == '0' && q[1]) q++;
+  size_t np = strlen(p), nq = strlen(q);
+  if (np != nq) return np < nq ? -1 : 1;
+  int c = strcmp(p, q);
+  return c ? c : strcmp(a->name, b->name);
 }
 
 static const ft_col step_cols[] = {{"step", "Step", COL_I64, 5},          {"a_us", "A(us)", COL_F3, 14},
@@ -63,7 +69,9 @@ static bool steps_report(ft__diff_ctx *c) {
     for (size_t i = 0; ok && i < v->len; i++) {
       const ft_stat_row *r = ft__vec_at(v, i);
       const char *name = ft__intern_str(&st->names, r->name_id);
-      if (is_step(name, c->d->step_name) && r->t.n) sr[s][n[s]++] = (step_row){r, step_number(name)};
+      size_t len = strlen(c->d->step_name);
+      if (is_step(name, c->d->step_name) && r->t.n && r->calls)
+        sr[s][n[s]++] = (step_row){r, name, name[len] ? name + len + 1 : NULL};
     }
     if (ok) qsort(sr[s], n[s], sizeof *sr[s], by_step_number);
   }
@@ -75,7 +83,7 @@ static bool steps_report(ft__diff_ctx *c) {
     rep->cells[rep->n_rows * (size_t)rep->n_cols].i = (int64_t)k + 1; /* its place, whatever the counts */
     for (int s = 0; s < 2; s++) {
       const ft_stat_row *r = k < n[s] ? sr[s][k].r : NULL;
-      us[s] = r ? (double)r->t.total / (double)r->t.n / 1000.0 : 0;
+      us[s] = r ? (double)r->t.total / (double)r->calls / 1000.0 : 0; /* the files' mean */
       ft__diff_num(rep, 1 + s, us[s]);
       ft__diff_str(rep, 5 + s, r ? ft__intern_str(&c->job[s]->total.names, r->name_id) : "");
     }
@@ -146,7 +154,8 @@ bool ft__diff_report(ft__diff_ctx *c, int r, const char *key, const char *title,
   for (int j = 0; j < n_cols; j++) /* per step: counts are averages */
     if (c->d->per_step && own[j].kind == COL_U64) own[j].kind = COL_F3;
   c->d->cols[r] = own;
-  *rep = (ft_report){key, title, own, n_cols, calloc(n_rows ? n_rows * (size_t)n_cols : 1, sizeof(ft_cell)), 0, NULL};
+  *rep = (ft_report){key, title, own, n_cols, calloc(n_rows ? n_rows * (size_t)n_cols : 1, sizeof(ft_cell)),
+                     0,   NULL,  NULL};
   return rep->cells != NULL;
 }
 

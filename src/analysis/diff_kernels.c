@@ -301,11 +301,13 @@ bool ft__diff_summary(ft__diff_ctx *c) {
       {"steps", "count"}, {"step_time", "us"},    {"device_busy", "us"}, {"kernel_time", "us"},   {"kernels", "count"},
       {"api_time", "us"}, {"api_calls", "count"}, {"copies", "count"},   {"copy_bytes", "bytes"}, {"copy_time", "us"}};
   double v[2][N] = {{0}};
+  uint64_t whole[2][N] = {{0}}; /* the counts exactly (a double holds 2^53) */
   for (int s = 0; s < 2; s++) {
     const ft_stat_job *j = c->job[s];
     const ft_stats *st = &j->total;
     double sc = c->scale[s];
     v[s][STEPS] = (double)c->d->steps[s];
+    whole[s][STEPS] = c->d->steps[s];
     uint64_t span = 0;
     for (size_t f = 0; f < j->n_files; f++) {
       if (j->files[f].span_ns > span) span = j->files[f].span_ns;
@@ -315,27 +317,44 @@ bool ft__diff_summary(ft__diff_ctx *c) {
     for (size_t i = 0; i < st->rows[FT_STAT_KERNELS].len; i++) {
       const ft_stat_row *r = ft__vec_at(&st->rows[FT_STAT_KERNELS], i);
       v[s][KTIME] += (double)r->t.total / 1000.0 * sc, v[s][KERNELS] += (double)r->t.n * sc;
+      whole[s][KERNELS] += r->t.n;
     }
     for (size_t i = 0; i < st->rows[FT_STAT_API].len; i++) {
       const ft_stat_row *r = ft__vec_at(&st->rows[FT_STAT_API], i);
       v[s][API] += (double)r->t.total / 1000.0 * sc, v[s][CALLS] += (double)r->t.n * sc;
+      whole[s][CALLS] += r->t.n;
     }
     for (size_t i = 0; i < st->rows[FT_STAT_MEMORY].len; i++) {
       const ft_stat_row *r = ft__vec_at(&st->rows[FT_STAT_MEMORY], i);
       if (r->cat != FT_STAT_CAT_MEMCPY) continue;
       v[s][COPIES] += (double)r->t.n * sc, v[s][BYTES] += (double)r->b.total * sc;
+      whole[s][COPIES] += r->t.n, whole[s][BYTES] += r->b.total;
       v[s][CTIME] += (double)r->t.total / 1000.0 * sc;
     }
   }
   if (!ft__diff_report(c, FT_DIFF_SUMMARY, "summary", "summary, A vs B", summary_cols, 6, N)) return false;
   ft_report *rep = &c->d->reps[FT_DIFF_SUMMARY];
+  if (!(rep->kinds = malloc(N * 6))) return false;
   for (int m = 0; m < N; m++) {
+    uint8_t *kind = rep->kinds + (size_t)m * 6;
+    for (int j = 0; j < 6; j++) kind[j] = (uint8_t)summary_cols[j].kind;
     ft__diff_str(rep, 0, m == STEP && !c->d->step_name[0] ? "span" : names[m][0]);
     ft__diff_str(rep, 1, names[m][1]);
     ft__diff_num(rep, 2, v[0][m]);
     ft__diff_num(rep, 3, v[1][m]);
     ft__diff_num(rep, 4, ft__diff_ratio(v[0][m], v[1][m]));
     ft__diff_num(rep, 5, v[1][m] - v[0][m]);
+    /* counts and bytes are whole (81, not 81.000) unless divided per step; steps always */
+    if (strcmp(names[m][1], "us") && (m == STEPS || !c->d->per_step)) {
+      ft_cell *cell = rep->cells + rep->n_rows * 6;
+      uint64_t a = whole[0][m], b = whole[1][m];
+      cell[2].u = a, cell[3].u = b;
+      kind[2] = kind[3] = COL_U64;
+      if (a <= INT64_MAX && b <= INT64_MAX) { /* else the delta stays a real */
+        cell[5].i = (int64_t)b - (int64_t)a;
+        kind[5] = COL_I64;
+      }
+    }
     rep->n_rows++;
   }
   return true;

@@ -340,5 +340,6 @@ ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const f
 void ft_report_free(ft_report *rep) {
   free(rep->cells);
   free(rep->strs);
+  free(rep->kinds);
   memset(rep, 0, sizeof *rep);
 }

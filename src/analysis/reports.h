@@ -27,7 +27,18 @@ typedef struct ft_report {
   ft_cell *cells; /* n_rows * n_cols */
   size_t n_rows;
   char *strs; /* owned strings (file names are borrowed) */
+  /* NULL: a cell has its column's kind; else each cell's kind (n_rows * n_cols), for
+   * a report whose rows hold different things (diff's summary: counts and times) */
+  uint8_t *kinds;
 } ft_report;
+
+/* Cell (i, j)'s column, its kind the cell's own (tmp holds a copy when it differs). */
+static inline const ft_col *ft_report_cell_col(const ft_report *rep, size_t i, int j, ft_col *tmp) {
+  if (!rep->kinds || rep->kinds[i * (size_t)rep->n_cols + (size_t)j] == rep->cols[j].kind) return &rep->cols[j];
+  *tmp = rep->cols[j];
+  tmp->kind = rep->kinds[i * (size_t)rep->n_cols + (size_t)j];
+  return tmp;
+}
 
 enum {
   REP_KERNELS,

@@ -39,7 +39,7 @@ typedef struct ft_stat_row {
   bool comm;        /* a communication kernel (NCCL/HCCL/RCCL in the name) */
   ft_stat_dist t;   /* durations, ns */
   ft_stat_dist b;   /* bytes (memory) */
-  uint64_t calls;   /* ops: calls */
+  uint64_t calls;   /* ops: calls; user ranges: the files that have the range */
   uint64_t self_ns; /* ops: device time of the work they launched (key_averages' Self device) */
   /* ops, as torch's key_averages() counts them over the calls' nesting on their
    * thread (t: the calls' CPU durations, CPU total = t.total): */
@@ -115,6 +115,9 @@ typedef struct ft_stat_skips {
   uint64_t unknown_cat;     /* complete events of a category not read (named in unknown_cats) */
   uint64_t no_dur, neg_dur; /* complete events without a dur, with a negative one */
   uint64_t bad_bytes;       /* copies and sets whose args.bytes is not a whole number in [0, 2^63) */
+  uint64_t bad_ext;         /* complete events whose args "External id" is not a whole number in +-2^63 */
+  uint64_t unpaired;        /* HTA's analyses: launch calls and GPU events of a correlation id that has both, left
+                             * without a pair (an id names one launch: the other events of it are not paired) */
 } ft_stat_skips;
 uint64_t ft_stat_skips_total(const ft_stat_skips *k);
 

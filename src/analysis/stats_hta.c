@@ -9,9 +9,11 @@
 
 /* A launch call (stream-less event of a launch name) and a GPU event (one with an
  * args.stream), held by correlation id until the file ends: which call an event
- * pairs with is known only then (either may come first, and HTA pairs every call
- * of an id with every event of it). A call's two name flags ride in its dur's top
- * bits: durations stay below 2^62 ns (FT_STATS_MAX_US). */
+ * pairs with is known only then (either may come first). A correlation id names one
+ * launch: a call pairs with at most one event (HTA pairs every call of an id with
+ * every event of it: n * m pairs, quadratic, when a trace repeats an id). A call's
+ * two name flags ride in its dur's top bits: durations stay below 2^62 ns
+ * (FT_STATS_MAX_US). */
 #define F_LAUNCH (1ull << 63) /* a name get_cuda_kernel_launch_stats pairs */
 #define F_QUEUE (1ull << 62)  /* a name the queue length counts */
 #define DUR_MASK (F_QUEUE - 1)
@@ -281,12 +283,45 @@ static bool pair(ft_stat_hta *o, const cpu_rec *c, const gpu_rec *g) {
   return ft_dist_add(&o->cpu_ns, cpu) && ft_dist_add(&o->gpu_ns, gpu) && ft_dist_add(&o->delay_ns, delay);
 }
 
-/* Calls and events joined by correlation id: the launch pairs, the queue's steps. */
-static bool join(ft_stats *st, ft__hta *h, ft_stat_hta *o) {
+/* A call paired with an event: a launch pair, and/or a step of the event's stream's queue. */
+static bool pair_one(qset *q, ft_stat_hta *o, const cpu_rec *c, const gpu_rec *g) {
+  if (c->dur_flags & F_LAUNCH && !pair(o, c, g)) return false;
+  if (!(c->dur_flags & F_QUEUE)) return true;
+  qstream *s = qstream_of(q, g->stream);
+  return s && push_ts(&s->calls, &s->n_calls, &s->cap_calls, c->ts) &&
+         push_ts(&s->events, &s->n_events, &s->cap_events, g->ts);
+}
+
+/* One correlation id's calls c[0, nc) and events g[0, ng), each in time order:
+ * each event pairs with the nearest unpaired call before it (a stack of the calls
+ * seen), then the events no call preceded with the calls left, nearest first (all
+ * of those calls come after all of those events). min(nc, ng) pairs, in
+ * O(nc + ng); *unpaired counts the rest. stack, lone: room for nc, ng. */
+static bool join_id(qset *q, ft_stat_hta *o, const cpu_rec *c, size_t nc, const gpu_rec *g, size_t ng, size_t *stack,
+                    size_t *lone, uint64_t *unpaired) {
+  size_t top = 0, n_lone = 0, a = 0;
+  for (size_t b = 0; b < ng; b++) {
+    while (a < nc && c[a].ts <= g[b].ts) stack[top++] = a++;
+    if (!top) lone[n_lone++] = b;
+    else if (!pair_one(q, o, &c[stack[--top]], &g[b])) return false;
+  }
+  while (a < nc) stack[top++] = a++;
+  size_t m = top < n_lone ? top : n_lone;
+  for (size_t k = 0; k < m; k++) /* stack[0, top) is in time order */
+    if (!pair_one(q, o, &c[stack[k]], &g[lone[n_lone - 1 - k]])) return false;
+  *unpaired += (top - m) + (n_lone - m);
+  return true;
+}
+
+/* Calls and events joined by correlation id: the launch pairs, the queue's steps;
+ * *unpaired: the calls and events of an id that has both, left without a pair. */
+static bool join(ft_stats *st, ft__hta *h, ft_stat_hta *o, uint64_t *unpaired) {
   sort_if(h->cpu, h->n_cpu, sizeof *h->cpu, cpu_cmp);
   sort_if(h->gpu, h->n_gpu, sizeof *h->gpu, gpu_cmp);
   qset q = {0};
-  bool ok = true;
+  size_t *stack = malloc((h->n_cpu ? h->n_cpu : 1) * sizeof *stack),
+         *lone = malloc((h->n_gpu ? h->n_gpu : 1) * sizeof *lone);
+  bool ok = stack && lone;
   for (size_t i = 0, j = 0; ok && i < h->n_cpu && j < h->n_gpu;) {
     if (h->cpu[i].corr != h->gpu[j].corr) {
       if (h->cpu[i].corr < h->gpu[j].corr) i++;
@@ -295,24 +330,13 @@ static bool join(ft_stats *st, ft__hta *h, ft_stat_hta *o) {
     }
     int64_t corr = h->cpu[i].corr;
     size_t i1 = i, j1 = j;
-    bool launch = false, queue = false;
-    for (; i1 < h->n_cpu && h->cpu[i1].corr == corr; i1++) {
-      launch |= (h->cpu[i1].dur_flags & F_LAUNCH) != 0;
-      queue |= (h->cpu[i1].dur_flags & F_QUEUE) != 0;
-    }
+    while (i1 < h->n_cpu && h->cpu[i1].corr == corr) i1++;
     while (j1 < h->n_gpu && h->gpu[j1].corr == corr) j1++;
-    for (size_t b = j; ok && b < j1; b++) { /* every call of the id with every event of it, as HTA */
-      qstream *s = queue ? qstream_of(&q, h->gpu[b].stream) : NULL;
-      ok = !queue || s;
-      for (size_t a = i; ok && a < i1; a++) {
-        const cpu_rec *c = &h->cpu[a];
-        if (launch) ok = pair(o, c, &h->gpu[b]);
-        if (ok && c->dur_flags & F_QUEUE) ok = push_ts(&s->calls, &s->n_calls, &s->cap_calls, c->ts);
-      }
-      if (ok && queue) ok = push_ts(&s->events, &s->n_events, &s->cap_events, h->gpu[b].ts);
-    }
+    ok = join_id(&q, o, h->cpu + i, i1 - i, h->gpu + j, j1 - j, stack, lone, unpaired);
     i = i1, j = j1;
   }
+  free(stack);
+  free(lone);
   for (size_t k = 0; k < q.n; k++) {
     ok = ok && queue_row(st, &q.s[k]);
     free(q.s[k].calls);
@@ -335,7 +359,7 @@ bool ft__hta_finish(ft_stats *st, ft_stat_hta *out) {
   bool ok = ft__device_busy(&h->all, &out->gpu_busy_ns, NULL, 0, 0) &&
             ft__device_busy(&h->compute, &out->compute_ns, NULL, 0, 0) &&
             ft__device_busy(&h->comm, &out->comm_ns, NULL, 0, 0) &&
-            ft__ivset_overlap(&h->compute, &h->comm, &out->overlap_ns) && join(st, h, out);
+            ft__ivset_overlap(&h->compute, &h->comm, &out->overlap_ns) && join(st, h, out, &st->skipped.unpaired);
   ft__hta_free(h);
   return ok;
 }

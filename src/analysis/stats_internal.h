@@ -75,7 +75,7 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
  * into a batch, as if the parse were there; ft__stats_parse takes the batch
  * (with the segment as its chunk) only when it finds the guess held. */
 typedef struct ft__evcounts {
-  uint64_t events, bad_time, time_range, no_dur, neg_dur, bad_bytes, cut_strings;
+  uint64_t events, bad_time, time_range, no_dur, neg_dur, bad_bytes, bad_ext, cut_strings;
   int64_t first_ns, last_ns;
 } ft__evcounts;
 ft__evbatch *ft__evbatch_new(bool want_args, bool want_modules); /* st's, of the parse it works for */

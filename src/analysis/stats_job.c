@@ -285,12 +285,15 @@ static ft_status job_read(ft_stat_job *job, const char *const *paths, size_t n, 
     job->skipped.no_dur += k->no_dur;
     job->skipped.neg_dur += k->neg_dur;
     job->skipped.bad_bytes += k->bad_bytes;
+    job->skipped.bad_ext += k->bad_ext;
+    job->skipped.unpaired += k->unpaired;
   }
   return s;
 }
 
 uint64_t ft_stat_skips_total(const ft_stat_skips *k) {
-  return k->bad_time + k->time_range + k->unknown_cat + k->no_dur + k->neg_dur + k->bad_bytes;
+  return k->bad_time + k->time_range + k->unknown_cat + k->no_dur + k->neg_dur + k->bad_bytes + k->bad_ext +
+         k->unpaired;
 }
 
 void ft_stat_job_free(ft_stat_job *job) {

@@ -246,7 +246,8 @@ static ft_status finish_job(ft_stat_job *job, char *err, size_t errlen) {
     if (!add_u64(&job->events, x->events) || !add_u64(&job->skipped.bad_time, k->bad_time) ||
         !add_u64(&job->skipped.time_range, k->time_range) || !add_u64(&job->skipped.unknown_cat, k->unknown_cat) ||
         !add_u64(&job->skipped.no_dur, k->no_dur) || !add_u64(&job->skipped.neg_dur, k->neg_dur) ||
-        !add_u64(&job->skipped.bad_bytes, k->bad_bytes) || ft_stat_skips_total(&job->skipped) < job->skipped.bad_time) {
+        !add_u64(&job->skipped.bad_bytes, k->bad_bytes) || !add_u64(&job->skipped.bad_ext, k->bad_ext) ||
+        !add_u64(&job->skipped.unpaired, k->unpaired) || ft_stat_skips_total(&job->skipped) < job->skipped.bad_time) {
       snprintf(err, errlen, "%s: the files' event counts add up past 64 bits", x->path);
       return FT_EPARSE;
     }
@@ -254,7 +255,8 @@ static ft_status finish_job(ft_stat_job *job, char *err, size_t errlen) {
   /* the skip reasons' sum is printed too: it must fit as well */
   const ft_stat_skips *k = &job->skipped;
   uint64_t t = 0;
-  const uint64_t parts[] = {k->bad_time, k->time_range, k->unknown_cat, k->no_dur, k->neg_dur, k->bad_bytes};
+  const uint64_t parts[] = {k->bad_time, k->time_range, k->unknown_cat, k->no_dur,
+                            k->neg_dur,  k->bad_bytes,  k->bad_ext,     k->unpaired};
   for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
     if (!add_u64(&t, parts[i])) {
       snprintf(err, errlen, "the files' skipped events add up past 64 bits");

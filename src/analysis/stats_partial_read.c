@@ -25,8 +25,8 @@ static const char *const hta_keys[] = {
     "comm_ns",        "overlap_ns",   "launches",    "short_kernels", "runtime_outliers",
     "delay_outliers", "cpu_ns",       "gpu_ns",      "delay_ns",      NULL};
 
-static const char *const skip_keys[] = {"bad_time", "time_range", "unknown_cat", "no_dur",
-                                        "neg_dur",  "bad_bytes",  NULL};
+static const char *const skip_keys[] = {"bad_time",  "time_range", "unknown_cat", "no_dur", "neg_dur",
+                                        "bad_bytes", "bad_ext",    "unpaired",    NULL};
 
 static const char *const meta_keys[] = {
     "rank", "device_activity", "tracer", "device_status", "dropped_records", "window_discarded", "has_flagtrace", NULL};
@@ -162,8 +162,8 @@ static int number_u(reader *r, frame *f, uint64_t v) {
     break;
   case F_SKIPPED: {
     x = cur_file(r);
-    uint64_t *k[] = {&x->skipped.bad_time, &x->skipped.time_range, &x->skipped.unknown_cat,
-                     &x->skipped.no_dur,   &x->skipped.neg_dur,    &x->skipped.bad_bytes};
+    uint64_t *k[] = {&x->skipped.bad_time, &x->skipped.time_range, &x->skipped.unknown_cat, &x->skipped.no_dur,
+                     &x->skipped.neg_dur,  &x->skipped.bad_bytes,  &x->skipped.bad_ext,     &x->skipped.unpaired};
     *k[f->key] = v;
     return 1;
   }

@@ -211,13 +211,14 @@ ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_
             ", \"kernel_ns\": %" PRIu64 ", \"comm_ns\": %" PRIu64 ", \"device_cap_events\": %" PRIu64
             ", \"cut_strings\": %" PRIu64 ",\n   \"skipped\": {\"bad_time\": %" PRIu64 ", \"time_range\": %" PRIu64
             ", \"unknown_cat\": %" PRIu64 ", \"no_dur\": %" PRIu64 ", \"neg_dur\": %" PRIu64 ", \"bad_bytes\": %" PRIu64
-            "},\n   \"meta\": {\"rank\": %" PRId64 ", \"device_activity\": %d, \"tracer\": %" PRIu32
-            ", \"device_status\": %" PRIu32 ", \"dropped_records\": %" PRIu64 ", \"window_discarded\": %" PRIu64
+            ", \"bad_ext\": %" PRIu64 ", \"unpaired\": %" PRIu64 "},\n   \"meta\": {\"rank\": %" PRId64
+            ", \"device_activity\": %d, \"tracer\": %" PRIu32 ", \"device_status\": %" PRIu32
+            ", \"dropped_records\": %" PRIu64 ", \"window_discarded\": %" PRIu64
             ", \"has_flagtrace\": %s},\n   \"busy\": [",
             i ? "," : "", sref_c(&w, x->path), x->events, x->span_ns, (int64_t)x->first_ns, x->kernel_ns, x->comm_ns,
             x->device_cap_events, x->cut_strings, k->bad_time, k->time_range, k->unknown_cat, k->no_dur, k->neg_dur,
-            k->bad_bytes, m->rank, m->device_activity, sref_c(&w, m->tracer), sref_c(&w, m->device_status),
-            m->dropped_records, m->window_discarded, m->has_flagtrace ? "true" : "false");
+            k->bad_bytes, k->bad_ext, k->unpaired, m->rank, m->device_activity, sref_c(&w, m->tracer),
+            sref_c(&w, m->device_status), m->dropped_records, m->window_discarded, m->has_flagtrace ? "true" : "false");
     for (size_t d = 0; d < x->n_busy; d++)
       fprintf(f, "%s[%" PRId64 ", %" PRIu64 "]", d ? ", " : "", x->busy[d].device, x->busy[d].busy_ns);
     fputc(']', f);

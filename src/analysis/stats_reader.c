@@ -90,6 +90,10 @@ static bool process_event(reader *r) {
     c->bad_bytes++;
     return true;
   }
+  if (r->bad_ext && sec != FT__SEC_IGNORED && sec != FT__SEC_UNKNOWN) { /* its op is unknown, not "(no op)" */
+    c->bad_ext++;
+    return true;
+  }
   int64_t dur = r->dur; /* both within +-4e18: the sum fits */
   if (c->first_ns > r->ts) c->first_ns = r->ts;
   if (c->last_ns < r->ts + dur) c->last_ns = r->ts + dur;
@@ -129,18 +133,20 @@ static void counts_add(ft__evcounts *to, const ft__evcounts *c) {
   to->no_dur += c->no_dur;
   to->neg_dur += c->neg_dur;
   to->bad_bytes += c->bad_bytes;
+  to->bad_ext += c->bad_ext;
   to->cut_strings += c->cut_strings;
   if (to->first_ns > c->first_ns) to->first_ns = c->first_ns;
   if (to->last_ns < c->last_ns) to->last_ns = c->last_ns;
 }
 
-static const ft__evcounts COUNTS0 = {0, 0, 0, 0, 0, 0, 0, INT64_MAX, INT64_MIN};
+static const ft__evcounts COUNTS0 = {0, 0, 0, 0, 0, 0, 0, 0, INT64_MAX, INT64_MIN};
 
 /* ts or dur (or a copy's bytes) given as a string, null, list...: the event is
  * skipped and counted. */
 static void non_number(reader *r) {
   if (r->ev_depth && r->depth == r->ev_depth && (r->key == K_TS || r->key == K_DUR)) r->bad_time = true;
   else if (r->args_depth && r->depth == r->args_depth && r->key == K_BYTES) r->bad_bytes = true;
+  else if (r->args_depth && r->depth == r->args_depth && r->key == K_EXT) r->bad_ext = true;
 }
 
 /* Appends s[0, n) to the Input Dims text, up to FT_STATS_KEEP bytes (a longer list
@@ -196,7 +202,8 @@ static int cb_start_map(void *ctx) {
     r->is_x = r->has_cat = false;
     r->name_len = 0;
     if (r->name) r->name[0] = '\0';
-    r->has_ts = r->has_dur = r->pid_num = r->has_ext = r->bad_time = r->time_range = r->bad_bytes = r->name_cut = false;
+    r->has_ts = r->has_dur = r->pid_num = r->has_ext = r->bad_time = r->time_range = r->bad_bytes = r->bad_ext =
+        r->name_cut = false;
     r->has_tid = r->has_corr = r->has_stream = r->has_regs = r->has_dims = false;
     r->grid_n = r->block_n = 0;
     r->bytes = 0;
@@ -415,6 +422,7 @@ static int cb_number(void *ctx, const char *s, size_t n) {
     int64_t v;
     if (r->key == K_EXT) {
       r->has_ext = parse_int(s, n, &r->ext);
+      r->bad_ext = !r->has_ext;
     } else if (r->key == K_BYTES) {
       if (parse_int(s, n, &v) && v >= 0) r->bytes = (uint64_t)v;
       else r->bad_bytes = true;
@@ -623,6 +631,7 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   st->skipped.no_dur += r.cnt.no_dur;
   st->skipped.neg_dur += r.cnt.neg_dur;
   st->skipped.bad_bytes += r.cnt.bad_bytes;
+  st->skipped.bad_ext += r.cnt.bad_ext;
   st->cut_strings += r.cnt.cut_strings;
   if (st->first_ns > r.cnt.first_ns) st->first_ns = r.cnt.first_ns;
   if (st->last_ns < r.cnt.last_ns) st->last_ns = r.cnt.last_ns;

@@ -61,6 +61,7 @@ typedef struct reader {
   bool bad_time;   /* ts or dur given as something other than a number */
   bool time_range; /* ts or dur beyond +-FT_STATS_MAX_US */
   bool bad_bytes;  /* args.bytes given, but not a whole number in [0, 2^63) */
+  bool bad_ext;    /* args "External id" given, but not a whole number in +-2^63 */
   bool name_cut;   /* the name was longer than FT_STATS_KEEP */
   int64_t ts, dur, pid, ext, tid, corr, stream, regs;
   uint64_t bytes;

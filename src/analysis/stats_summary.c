@@ -191,6 +191,7 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
   case FT__SEC_RANGE:
     row_p = row(st, FT_STAT_RANGES, name, e->name_len, 0, NULL);
     if (!row_p || !ft_dist_add(&row_p->t, (uint64_t)dur)) return false;
+    row_p->calls = 1;             /* the file has it: a job's total counts the files (diff's steps) */
     __attribute__((fallthrough)); /* a range is also an op (self device time) */
   case FT__SEC_OP: {
     uint32_t at, shape_at = UINT32_MAX;

@@ -34,7 +34,10 @@ enum ft__num ft__decimal(const char *s, size_t n, int scale, uint64_t max, bool 
   int64_t point = (int64_t)n_int + e + scale;
   uint64_t v = 0;
   if (z < len && point - (int64_t)z > 20) return FT__NUM_RANGE; /* 21 digits exceed 2^64 */
-  for (int64_t t = (int64_t)z; t < point; t++) {
+  /* every digit zero: 0 whatever the exponent (looping up to "0e10000000000"'s point took seconds); else the loop
+   * runs at most 21 times past z */
+  int64_t end = z < len ? point : (int64_t)z;
+  for (int64_t t = (int64_t)z; t < end; t++) {
     unsigned d = (size_t)t < len ? (unsigned)DIGIT((size_t)t) : 0;
     if (v > (UINT64_MAX - d) / 10) return FT__NUM_RANGE;
     v = v * 10 + d;

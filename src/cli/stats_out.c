@@ -123,10 +123,11 @@ void ft_report_delim(FILE *f, const ft_report *rep, char sep, int unit) {
   fputc_unlocked('\n', f);
   for (size_t i = 0; i < rep->n_rows; i++) {
     for (int j = 0; j < rep->n_cols; j++) {
+      ft_col tmp;
       if (j) fputc_unlocked(sep, f);
       /* tsv has no quoting: a tab or newline in a name is shown as its escape */
-      put_cell(f, &rep->cols[j], rep->cells[i * (size_t)rep->n_cols + j], sep == ',' ? ft_csv_field : ft_put_visible,
-               unit);
+      put_cell(f, ft_report_cell_col(rep, i, j, &tmp), rep->cells[i * (size_t)rep->n_cols + j],
+               sep == ',' ? ft_csv_field : ft_put_visible, unit);
     }
     fputc_unlocked('\n', f);
   }
@@ -162,7 +163,8 @@ void ft_report_json_unit(FILE *f, const ft_report *rep, int unit) {
       fputs_unlocked(j ? ", \"" : "\"", f);
       fputs_unlocked(keys ? keys[j] : rep->cols[j].key, f);
       fputs_unlocked("\": ", f);
-      put_cell(f, &rep->cols[j], rep->cells[i * (size_t)rep->n_cols + j], ft_json_string, unit);
+      ft_col tmp;
+      put_cell(f, ft_report_cell_col(rep, i, j, &tmp), rep->cells[i * (size_t)rep->n_cols + j], ft_json_string, unit);
     }
     fputc_unlocked('}', f);
   }
@@ -342,7 +344,9 @@ void ft_stat_job_notes(FILE *f, const ft_stat_job *job, const char *prefix) {
                  {k->no_dur, "with no dur"},
                  {k->neg_dur, "with a negative dur"},
                  {k->time_range, "with ts or dur beyond +-4e+15 us"},
-                 {k->bad_bytes, "copies or sets whose bytes is not a whole number in [0, 2^63)"}};
+                 {k->bad_bytes, "copies or sets whose bytes is not a whole number in [0, 2^63)"},
+                 {k->bad_ext, "with an External id that is not a whole number in +-2^63"},
+                 {k->unpaired, "launch calls or GPU events left unpaired (their correlation id names one launch)"}};
     const char *sep = "";
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
       if (!parts[i].n) continue;

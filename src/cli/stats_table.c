@@ -389,7 +389,8 @@ int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o) {
         if (is_free(col)) fc[j].shown[i] = s, fc[j].heap[i] = h;
         else free(h);
       } else {
-        ft_cell_text(buf, sizeof buf, col, row[j], o->unit);
+        ft_col tmp;
+        ft_cell_text(buf, sizeof buf, ft_report_cell_col(rep, i, j, &tmp), row[j], o->unit);
         n = strlen(buf);
       }
       if (n > w[j]) w[j] = n;
@@ -455,7 +456,10 @@ int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o) {
       if (!row) ft_col_label(buf, sizeof buf, col, o->unit, false);
       else if (is_free(col)) s = fc[j].outs[i - 1] ? fc[j].outs[i - 1] : fc[j].shown[i - 1];
       else if (col->kind == COL_STR && !(s = shown_text(row[j].s, &h))) s = "?"; /* no memory: seen before */
-      else if (col->kind != COL_STR) ft_cell_text(buf, sizeof buf, col, row[j], o->unit);
+      else if (col->kind != COL_STR) {
+        ft_col tmp;
+        ft_cell_text(buf, sizeof buf, ft_report_cell_col(rep, i - 1, j, &tmp), row[j], o->unit);
+      }
       size_t n = chars(s, strlen(s));
       fputs(is_free(col) ? "  " : first ? "" : " ", f);
       if (col->width > 0 || col->kind != COL_STR) pad(f, w[j] - n); /* numbers right, text left */

@@ -23,10 +23,10 @@ char *stats_digest(ft_stats *st) {
           (unsigned long long)st->skipped.time_range, (unsigned long long)st->skipped.unknown_cat,
           (long long)st->first_ns, (long long)st->last_ns, (unsigned long long)st->device_ns,
           (unsigned long long)st->attributed_ns);
-  fprintf(f, "skipped no_dur=%llu neg_dur=%llu bad_bytes=%llu cut=%llu over_cap=%llu\n",
+  fprintf(f, "skipped no_dur=%llu neg_dur=%llu bad_bytes=%llu bad_ext=%llu cut=%llu over_cap=%llu\n",
           (unsigned long long)st->skipped.no_dur, (unsigned long long)st->skipped.neg_dur,
-          (unsigned long long)st->skipped.bad_bytes, (unsigned long long)st->cut_strings,
-          (unsigned long long)st->device_cap_events);
+          (unsigned long long)st->skipped.bad_bytes, (unsigned long long)st->skipped.bad_ext,
+          (unsigned long long)st->cut_strings, (unsigned long long)st->device_cap_events);
   const ft_stat_meta *m = &st->meta;
   fprintf(f, "meta rank=%lld activity=%d tracer=%s status=%s dropped=%llu window=%llu flagtrace=%d\n",
           (long long)m->rank, m->device_activity, m->tracer, m->device_status, (unsigned long long)m->dropped_records,

@@ -26,11 +26,11 @@ static void test_serialized_structs_unchanged(void **state) {
   /* name, cat, comm, t, b, calls, self_ns, self_cpu_ns, total_dev_ns, aux (hta is a cache, left to recompute) */
   assert_int_equal(sizeof(ft_stat_row), 224);
   assert_int_equal(sizeof(ft_stat_meta), 272);
-  assert_int_equal(sizeof(ft_stat_skips), 48);
+  assert_int_equal(sizeof(ft_stat_skips), 64);
   assert_int_equal(sizeof(ft_stat_busy), 32); /* device, busy_ns (the bins are the report's) */
   assert_int_equal(sizeof(ft_stat_event), 80);
   assert_int_equal(sizeof(ft_stat_hta), 352);
-  assert_int_equal(sizeof(ft_stat_file), 816); /* source: 48 */
+  assert_int_equal(sizeof(ft_stat_file), 832); /* source: 48; skips unpaired, bad_ext: 16 */
   assert_int_equal(FT_STAT_N_SECTIONS, 10);    /* op_kernels (diff): written and read as op_shapes is */
 }
 
