@@ -160,7 +160,7 @@ typedef struct ft_stat_last {
 
 typedef struct ft_stats {
   ft__strtab names;
-  ft_stat_last last[FT_STAT_N_SECTIONS][FT_STAT_ROW_CACHE];
+  ft_stat_last (*last)[FT_STAT_ROW_CACHE]; /* [FT_STAT_N_SECTIONS], made on the first row; NULL once read */
   /* per section: name id (| cat << 32) -> index + 1 into rows */
   ft__map index[FT_STAT_N_SECTIONS];
   ft__vec rows[FT_STAT_N_SECTIONS]; /* ft_stat_row */

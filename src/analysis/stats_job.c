@@ -10,6 +10,7 @@
 #include "deflate.h" /* ft__cpus */
 #include "stats.h"
 #include "stats_hta.h"
+#include "stats_internal.h"
 
 /* Adds src's rows into dst (names re-interned in dst's table). */
 static bool merge_rows(ft_stats *dst, const ft_stats *src) {
@@ -45,6 +46,28 @@ static bool merge_rows(ft_stats *dst, const ft_stats *src) {
     }
   }
   return true;
+}
+
+/* A file's summary kept for --by-rank: its names, rows and their index, nothing
+ * of the read (devices, joins, the row cache), so a file costs what it reports
+ * (docs/guarantees.md). */
+static void rows_only(ft_stats *st) {
+  for (size_t i = 0; i < st->n_devices; i++) {
+    ft__ivset_free(&st->devices[i].all);
+    ft__ivset_free(&st->devices[i].copy);
+  }
+  free(st->devices);
+  st->devices = NULL;
+  st->n_devices = st->cap_devices = 0;
+  ft__join_free(&st->device_index);
+  ft__join_free(&st->ext_op);
+  ft__join_free(&st->ext_rt);
+  ft__vec_free(&st->op_kernel_wait);
+  ft__hta_free(st->hta);
+  st->hta = NULL;
+  free(st->last), free(st->host), free(st->rt), free(st->trace);
+  st->last = NULL, st->host = NULL, st->rt = NULL, st->trace = NULL;
+  st->n_host = st->cap_host = st->n_rt = st->cap_rt = st->n_trace = 0;
 }
 
 typedef struct worker {
@@ -140,10 +163,7 @@ static ft_status read_one(worker *w, size_t f) {
   }
   if (s == FT_ENOMEM) snprintf(err, sizeof w->errs[f], "out of memory");
   if (!s && w->o.by_rank && (file->own = malloc(sizeof *file->own)) != NULL) {
-    for (size_t i = 0; i < st.n_devices; i++) { /* what the rows do not need */
-      ft__vec_free(&st.devices[i].all.iv), ft__vec_free(&st.devices[i].all.longs);
-      ft__vec_free(&st.devices[i].copy.iv), ft__vec_free(&st.devices[i].copy.longs);
-    }
+    rows_only(&st);
     *file->own = st;
     return s;
   }
