@@ -70,6 +70,20 @@ static void rows_only(ft_stats *st) {
   st->n_host = st->cap_host = st->n_rt = st->cap_rt = st->n_trace = 0;
 }
 
+/* Moves src's names, rows and unknown categories into dst, empty: src is left empty. */
+static void take_rows(ft_stats *dst, ft_stats *src) {
+  ft__strtab names = dst->names;
+  dst->names = src->names, src->names = names;
+  for (int sec = 0; sec < FT_STAT_N_SECTIONS; sec++) {
+    ft__vec rows = dst->rows[sec];
+    ft__map index = dst->index[sec];
+    dst->rows[sec] = src->rows[sec], src->rows[sec] = rows;
+    dst->index[sec] = src->index[sec], src->index[sec] = index;
+  }
+  ft__map cats = dst->unknown_cats;
+  dst->unknown_cats = src->unknown_cats, src->unknown_cats = cats;
+}
+
 typedef struct worker {
   ft_stat_job *job;
   const char *const *paths;
@@ -137,6 +151,10 @@ static ft_status read_one(worker *w, size_t f) {
       if (r->comm) file->comm_ns += r->t.total;
     }
     pthread_mutex_lock(&w->lock);
+    /* a job of one file (not kept by rank) takes its rows as they are: a copy would
+     * hold every name and row twice at the end of the read */
+    bool moved = job->n_files == 1 && !w->o.by_rank;
+    if (moved) take_rows(&job->total, &st);
     bool ok = merge_rows(&job->total, &st);
     for (size_t i = 0; ok && i < st.unknown_cats.cap; i++) {
       if (!st.unknown_cats.used[i]) continue;
@@ -152,8 +170,8 @@ static ft_status read_one(worker *w, size_t f) {
       ok = w->traces[f] != NULL;
       for (size_t i = 0; ok && i < st.n_trace; i++) {
         ft_stat_event e = st.trace[i];
-        ok = !ft__intern(&job->total.names, ft__intern_str(&st.names, e.name_id), ft__intern_len(&st.names, e.name_id),
-                         &e.name_id);
+        ok = moved || !ft__intern(&job->total.names, ft__intern_str(&st.names, e.name_id),
+                                  ft__intern_len(&st.names, e.name_id), &e.name_id);
         w->traces[f][i] = e;
       }
       w->n_traces[f] = st.n_trace;
