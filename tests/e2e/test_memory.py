@@ -22,7 +22,7 @@ CPUS = len(os.sched_getaffinity(0))
 
 # docs/guarantees.md's constants, as measured: the bound, and what each thing adds to it
 BASE, PER_READ, PER_WORKER = 16 * MiB, 8 * MiB, 2.5 * MiB
-PER_FILE, PER_ROW, PER_DEVICE_EVENT, PER_EXT, PER_HOST_CALL, PER_SLICE = 2 * KiB, 600, 16, 43, 64, 100
+PER_FILE, PER_ROW, PER_DEVICE_EVENT, PER_EXT, PER_HOST_CALL, PER_SLICE = 2 * KiB, 600, 16, 43, 64, 144
 PER_DEVICE, PER_DEVICE_REPORT, PER_ROW_DIFF = 32, 3.2 * KiB, 1 * KiB
 
 
@@ -141,6 +141,31 @@ def _(d):
     slope("report per call", ra, rb, n1, n2, PER_HOST_CALL + PER_SLICE)
     ka = peak("stats", "-r", "kernels", b)  # no ops report: the calls are not kept
     check("stats -r kernels of %d calls" % n2, ka, bound(1, rows=1))
+
+
+def kernels(path, n):
+    """n kernels of one name with their launches (grid, block) and correlation ids: the report's
+    costliest slices."""
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        f.write('{"traceEvents":[\n')
+        for i in range(n):
+            f.write('%s{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":%d,"dur":%d,"args":{"stream":7,'
+                    '"correlation":%d,"grid":[%d,1,1],"block":[128,1,1]}}\n'
+                    % ("," if i else "", 3 * i + i * 7919 % 3, 1 + i * 31 % 5, i + 1, 1 + i % 1000))
+        f.write("]}\n")
+
+
+@tmp_case("many kernel slices with launches: report within the formula (issue 49 item 12)")
+def _(d):
+    need_plain_build()
+    n1, n2 = 50_000, 250_000
+    a, b = os.path.join(d, "a.json.gz"), os.path.join(d, "b.json.gz")
+    kernels(a, n1)
+    kernels(b, n2)
+    out = os.path.join(d, "r.html")
+    ra, rb = peak("report", "--force-overwrite", "-o", out, a), peak("report", "--force-overwrite", "-o", out, b)
+    check("report of %d kernels" % n2, rb, bound(1, rows=1, device_events=n2, slices=n2, devices=1, report=True))
+    slope("report per kernel", ra, rb, n1, n2, PER_SLICE + PER_DEVICE_EVENT)
 
 
 @tmp_case("many distinct names: -r api, -r kernels within the formula (issue 49 item 12)")
