@@ -63,6 +63,7 @@ static void rows_only(ft_stats *st) {
   ft__join_free(&st->ext_op);
   ft__join_free(&st->ext_rt);
   ft__vec_free(&st->op_kernel_wait);
+  ft__vec_free(&st->host_early);
   ft__hta_free(st->hta);
   st->hta = NULL;
   free(st->last), free(st->host), free(st->rt), free(st->trace);

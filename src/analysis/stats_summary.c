@@ -262,6 +262,7 @@ ft_status ft_stats_init(ft_stats *st) {
    * sections cost nothing */
   for (int i = 0; i < FT_STAT_N_SECTIONS; i++) ft__vec_init(&st->rows[i], sizeof(ft_stat_row), 10);
   ft__vec_init(&st->op_kernel_wait, 24, 10);
+  ft__vec_init(&st->host_early, 32, 12);
   st->meta.rank = -1;
   st->meta.device_activity = -1;
   st->first_ns = INT64_MAX;
@@ -297,6 +298,7 @@ void ft_stats_free(ft_stats *st) {
   free(st->rt);
   ft__join_free(&st->ext_rt);
   ft__vec_free(&st->op_kernel_wait);
+  ft__vec_free(&st->host_early);
 }
 
 void ft_stats_finish(ft_stats *st) {

@@ -55,6 +55,9 @@ typedef struct ft__vec {
 void ft__vec_init(ft__vec *v, size_t elem, unsigned shift);
 void ft__vec_free(ft__vec *v);
 void *ft__vec_push(ft__vec *v); /* zeroed slot, or NULL on ENOMEM */
+/* fn(ctx, element) on each element in order, each chunk freed once read (moving a vec's
+ * elements elsewhere never holds both whole); v is left empty. False when fn was. */
+bool ft__vec_drain(ft__vec *v, bool (*fn)(void *ctx, const void *elem), void *ctx);
 static inline void *ft__vec_at(const ft__vec *v, size_t i) {
   size_t c, off;
   if (i >> v->shift) { /* full chunks: those below 1 << shift hold 1 << shift elements in all */

@@ -158,6 +158,22 @@ void *ft__vec_push(ft__vec *v) {
   return ft__vec_at(v, v->len++);
 }
 
+bool ft__vec_drain(ft__vec *v, bool (*fn)(void *ctx, const void *elem), void *ctx) {
+  bool ok = true;
+  size_t i = 0;
+  for (size_t c = 0; c < v->n_chunks; c++) {
+    /* chunk sizes as ft__vec_push makes them */
+    size_t per = c == 0                     ? (size_t)1 << v->first
+                 : c <= v->shift - v->first ? (size_t)1 << (v->first + c - 1)
+                                            : (size_t)1 << v->shift;
+    for (size_t k = 0; k < per && i < v->len && ok; k++, i++) ok = fn(ctx, v->chunks[c] + k * v->elem);
+    free(v->chunks[c]);
+    v->chunks[c] = NULL;
+  }
+  ft__vec_free(v);
+  return ok;
+}
+
 static uint64_t hash_u64(uint64_t x) {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdull;

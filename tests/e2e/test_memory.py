@@ -24,6 +24,7 @@ CPUS = len(os.sched_getaffinity(0))
 BASE, PER_READ, PER_WORKER = 16 * MiB, 8 * MiB, 2.5 * MiB
 PER_FILE, PER_ROW, PER_DEVICE_EVENT, PER_EXT, PER_HOST_CALL, PER_SLICE = 2 * KiB, 600, 16, 43, 64, 144
 PER_DEVICE, PER_DEVICE_REPORT, PER_ROW_DIFF = 32, 3.2 * KiB, 1 * KiB
+PER_EARLY_CALL = 32 + 8  # a runtime call before the file's first op: 32 B, and the read's slack
 
 
 def bound(files=1, rows=0, names=0, device_events=0, ext_ids=0, host_calls=0, slices=0, devices=0, report=False,
@@ -128,14 +129,14 @@ def kernel_names(path, n):
 @tmp_case("many calls of one name: stats and report within the formula (issue 49 item 12)")
 def _(d):
     need_plain_build()
-    n1, n2 = 60_000, 300_000
+    n1, n2 = 200_000, 1_000_000
     a, b = os.path.join(d, "a.json.gz"), os.path.join(d, "b.json.gz")
     calls(a, n1)
     calls(b, n2)
     out = os.path.join(d, "r.html")
     sa, sb = peak("stats", a), peak("stats", b)
     check("stats of %d calls" % n2, sb, bound(1, rows=1, host_calls=n2))
-    slope("stats per call", sa, sb, n1, n2, PER_HOST_CALL)
+    slope("stats per call of a file with no op", sa, sb, n1, n2, PER_EARLY_CALL)
     ra, rb = peak("report", "--force-overwrite", "-o", out, a), peak("report", "--force-overwrite", "-o", out, b)
     check("report of %d calls" % n2, rb, bound(1, rows=1, host_calls=n2, slices=n2, report=True))
     slope("report per call", ra, rb, n1, n2, PER_HOST_CALL + PER_SLICE)
@@ -166,6 +167,23 @@ def _(d):
     ra, rb = peak("report", "--force-overwrite", "-o", out, a), peak("report", "--force-overwrite", "-o", out, b)
     check("report of %d kernels" % n2, rb, bound(1, rows=1, device_events=n2, slices=n2, devices=1, report=True))
     slope("report per kernel", ra, rb, n1, n2, PER_SLICE + PER_DEVICE_EVENT)
+
+
+@tmp_case("runtime calls kept at 32 B before the first op nest in it exactly as at 64 B")
+def _(d):
+    ev = [{"ph": "X", "cat": "cuda_runtime", "name": "cudaMalloc", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaFree", "pid": 1, "tid": 1, "ts": 30, "dur": 7},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::op", "pid": 1, "tid": 1, "ts": 0, "dur": 50},
+          {"ph": "X", "cat": "cuda_runtime", "name": "cudaFree", "pid": 1, "tid": 1, "ts": 60, "dur": 1},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::op", "pid": 1, "tid": 1, "ts": 55, "dur": 10}]
+    p = os.path.join(d, "t.json")
+    with open(p, "w") as f:
+        json.dump({"traceEvents": ev}, f)
+    r = subprocess.run([flagtrace, "stats", "-f", "json", "-r", "ops,api", p], capture_output=True, check=True)
+    doc = json.loads(r.stdout)
+    assert [(o["name"], o["calls"], o["self_cpu_us"], o["cpu_total_us"]) for o in doc["ops"]] == \
+        [("aten::op", 2, 47.0, 60.0)], doc["ops"]
+    assert sorted((a["name"], a["calls"]) for a in doc["api"]) == [("cudaFree", 2), ("cudaMalloc", 1)], doc["api"]
 
 
 @tmp_case("many distinct names: -r api, -r kernels within the formula (issue 49 item 12)")
