@@ -177,13 +177,14 @@ typedef struct ft_stat_source {
 
 typedef struct ft_stats {
   ft__strtab names;
-  ft_stat_last last[FT_STAT_N_SECTIONS][FT_STAT_ROW_CACHE];
+  ft_stat_last (*last)[FT_STAT_ROW_CACHE]; /* [FT_STAT_N_SECTIONS], made on the first row; NULL once read */
   /* per section: name id (| cat << 32) -> index + 1 into rows */
   ft__map index[FT_STAT_N_SECTIONS];
   ft__vec rows[FT_STAT_N_SECTIONS]; /* ft_stat_row */
   ft_stat_join ext_op;              /* this file's External id -> the device ns of its work */
   struct ft__host_ev *host;         /* this file's ops, ranges and runtime calls: their nesting (stats_ops.c) */
   size_t n_host, cap_host;
+  ft__vec host_early;  /* runtime calls without an External id before the file's first op (stats_ops.c) */
   ft_stat_join ext_rt; /* External id -> index + 1 into rt: runtime calls whose op is not read yet */
   struct ft__rt_wait *rt;
   size_t n_rt, cap_rt;

@@ -25,7 +25,7 @@ static bool join_used(const ft_stat_join *j, size_t i) { return j->used[i >> 3] 
 
 static bool join_grow(ft_stat_join *j) {
   ft_stat_join n = {0};
-  n.cap = j->cap ? 2 * j->cap : 1024;
+  n.cap = j->cap ? 2 * j->cap : 64; /* small first: a file of few ids or devices costs little */
   n.keys = malloc(n.cap * sizeof *n.keys);
   n.vals = malloc(n.cap * sizeof *n.vals);
   n.used = calloc(n.cap / 8, 1);

@@ -10,6 +10,7 @@
 #include "deflate.h" /* ft__cpus */
 #include "stats.h"
 #include "stats_hta.h"
+#include "stats_internal.h"
 
 /* Adds src's rows into dst (names re-interned in dst's table). */
 static bool merge_rows(ft_stats *dst, const ft_stats *src) {
@@ -45,6 +46,43 @@ static bool merge_rows(ft_stats *dst, const ft_stats *src) {
     }
   }
   return true;
+}
+
+/* A file's summary kept for --by-rank: its names, rows and their index, nothing
+ * of the read (devices, joins, the row cache), so a file costs what it reports
+ * (docs/guarantees.md). */
+static void rows_only(ft_stats *st) {
+  for (size_t i = 0; i < st->n_devices; i++) {
+    ft__ivset_free(&st->devices[i].all);
+    ft__ivset_free(&st->devices[i].copy);
+  }
+  free(st->devices);
+  st->devices = NULL;
+  st->n_devices = st->cap_devices = 0;
+  ft__join_free(&st->device_index);
+  ft__join_free(&st->ext_op);
+  ft__join_free(&st->ext_rt);
+  ft__vec_free(&st->op_kernel_wait);
+  ft__vec_free(&st->host_early);
+  ft__hta_free(st->hta);
+  st->hta = NULL;
+  free(st->last), free(st->host), free(st->rt), free(st->trace);
+  st->last = NULL, st->host = NULL, st->rt = NULL, st->trace = NULL;
+  st->n_host = st->cap_host = st->n_rt = st->cap_rt = st->n_trace = 0;
+}
+
+/* Moves src's names, rows and unknown categories into dst, empty: src is left empty. */
+static void take_rows(ft_stats *dst, ft_stats *src) {
+  ft__strtab names = dst->names;
+  dst->names = src->names, src->names = names;
+  for (int sec = 0; sec < FT_STAT_N_SECTIONS; sec++) {
+    ft__vec rows = dst->rows[sec];
+    ft__map index = dst->index[sec];
+    dst->rows[sec] = src->rows[sec], src->rows[sec] = rows;
+    dst->index[sec] = src->index[sec], src->index[sec] = index;
+  }
+  ft__map cats = dst->unknown_cats;
+  dst->unknown_cats = src->unknown_cats, src->unknown_cats = cats;
 }
 
 typedef struct worker {
@@ -116,6 +154,10 @@ static ft_status read_one(worker *w, size_t f) {
       if (r->comm) file->comm_ns += r->t.total;
     }
     pthread_mutex_lock(&w->lock);
+    /* a job of one file (not kept by rank) takes its rows as they are: a copy would
+     * hold every name and row twice at the end of the read */
+    bool moved = job->n_files == 1 && !w->o.by_rank;
+    if (moved) take_rows(&job->total, &st);
     bool ok = merge_rows(&job->total, &st);
     for (size_t i = 0; ok && i < st.unknown_cats.cap; i++) {
       if (!st.unknown_cats.used[i]) continue;
@@ -131,8 +173,8 @@ static ft_status read_one(worker *w, size_t f) {
       ok = w->traces[f] != NULL;
       for (size_t i = 0; ok && i < st.n_trace; i++) {
         ft_stat_event e = st.trace[i];
-        ok = !ft__intern(&job->total.names, ft__intern_str(&st.names, e.name_id), ft__intern_len(&st.names, e.name_id),
-                         &e.name_id);
+        ok = moved || !ft__intern(&job->total.names, ft__intern_str(&st.names, e.name_id),
+                                  ft__intern_len(&st.names, e.name_id), &e.name_id);
         w->traces[f][i] = e;
       }
       w->n_traces[f] = st.n_trace;
@@ -142,10 +184,7 @@ static ft_status read_one(worker *w, size_t f) {
   }
   if (s == FT_ENOMEM) snprintf(err, sizeof w->errs[f], "out of memory");
   if (!s && w->o.by_rank && (file->own = malloc(sizeof *file->own)) != NULL) {
-    for (size_t i = 0; i < st.n_devices; i++) { /* what the rows do not need */
-      ft__vec_free(&st.devices[i].all.iv), ft__vec_free(&st.devices[i].all.longs);
-      ft__vec_free(&st.devices[i].copy.iv), ft__vec_free(&st.devices[i].copy.longs);
-    }
+    rows_only(&st);
     *file->own = st;
     return s;
   }

@@ -61,16 +61,48 @@ static bool runtime_child(ft_stats *st, int64_t ext, uint64_t ns) {
   return true;
 }
 
-bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_row, uint32_t api_row) {
+/* A runtime call without an External id read before the file's first op, range or
+ * module (32 B): a trace of only such calls (`record`'s) keeps them at half the cost,
+ * and drops them at its end, having no op to nest them in. */
+struct early_call {
+  int64_t ts, end, tid;
+  uint32_t key, pad;
+};
+_Static_assert(sizeof(struct early_call) == 32, "half a call's 64 B");
+
+static bool host_room(ft_stats *st) {
+  if (st->n_host < st->cap_host) return true;
+  size_t cap = st->cap_host ? 2 * st->cap_host : 1024;
+  struct ft__host_ev *h = realloc(st->host, cap * sizeof *h);
+  if (!h) return false;
+  st->host = h;
+  st->cap_host = cap;
+  return true;
+}
+
+/* An early call as the call it is (ft__vec_drain's fn). */
+static bool early_to_host(void *ctx, const void *elem) {
+  ft_stats *st = ctx;
+  const struct early_call *c = elem;
+  if (!host_room(st)) return false;
+  st->host[st->n_host++] =
+      (struct ft__host_ev){c->ts, c->end, c->tid, 0, 0, 0, UINT32_MAX, UINT32_MAX, c->key, false, 0};
+  return true;
+}
+
+static bool note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_row, uint32_t api_row, bool module) {
   if (!st->want_ops) return true;
   if (row == UINT32_MAX && e->has_ext && api_row != UINT32_MAX) return runtime_child(st, e->ext, (uint64_t)e->dur);
-  if (st->n_host == st->cap_host) {
-    size_t cap = st->cap_host ? 2 * st->cap_host : 1024;
-    struct ft__host_ev *h = realloc(st->host, cap * sizeof *h);
-    if (!h) return false;
-    st->host = h;
-    st->cap_host = cap;
+  int64_t tid = e->has_tid ? e->tid : MAIN_THREAD;
+  if (row == UINT32_MAX && !module && !st->n_host) { /* a call, no op yet */
+    struct early_call *c = ft__vec_push(&st->host_early);
+    if (!c) return false;
+    *c = (struct early_call){e->ts, e->ts + e->dur, tid, api_row | RUNTIME_KEY, 0};
+    return true;
   }
+  /* the calls before it first, in file order: the nesting is the same as if kept */
+  if (st->host_early.len && !ft__vec_drain(&st->host_early, early_to_host, st)) return false;
+  if (!host_room(st)) return false;
   uint64_t dev = 0;
   if (row != UINT32_MAX && e->has_ext) { /* the device time its External id gathered so far, and what comes later */
     uint64_t *v = ft__join_upsert(&st->ext_op, (uint64_t)e->ext);
@@ -78,7 +110,6 @@ bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_ro
     if (!(*v & JOIN_OP)) dev = *v; /* a second call of one id gets nothing twice */
     *v = JOIN_OP | st->n_host;
   }
-  int64_t tid = e->has_tid ? e->tid : MAIN_THREAD;
   if (row != UINT32_MAX && e->has_tid && (!st->host_has_main || e->ts < st->host_main_ts)) {
     st->host_main_tid = e->tid; /* the earliest op's: whatever order the file has */
     st->host_main_ts = e->ts;
@@ -97,13 +128,17 @@ bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_ro
   return true;
 }
 
+bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_row, uint32_t api_row) {
+  return note(st, e, row, shape_row, api_row, false);
+}
+
 /* (stats_internal.h) */
 bool ft__ops_module(ft_stats *st, const ft__ev *e, const char *module, size_t len) {
   uint32_t id;
   if (ft__intern(&st->names, module, len, &id)) return false;
   ft__ev m = *e;
   m.has_ext = false;
-  if (!ft__ops_note(st, &m, UINT32_MAX, UINT32_MAX, 0)) return false;
+  if (!note(st, &m, UINT32_MAX, UINT32_MAX, 0, true)) return false;
   if (st->want_ops) st->host[st->n_host - 1].key = id, st->host[st->n_host - 1].module = true;
   return true;
 }
@@ -260,6 +295,7 @@ static bool by_module(ft_stats *st, const struct ft__host_ev *h, size_t n, const
  * children's totals. */
 bool ft__ops_file_end(ft_stats *st) {
   bool ok = !st->want_op_kernels || op_kernels_resolve(st);
+  ft__vec_free(&st->host_early); /* calls and no op: nothing to nest */
   struct ft__host_ev *h = st->host;
   size_t n = st->n_host;
   bool any_op = false;

@@ -481,12 +481,7 @@ static int cb_start_map(void *ctx) {
       r->gen_id++;
       if (r->keep_rows) {
         if (!(x->own = malloc(sizeof *x->own))) return fail(r, "out of memory");
-        bool bad = ft_stats_init(x->own) != FT_OK;
-        for (int sec = 0; !bad && sec < FT_STAT_N_SECTIONS; sec++) { /* small: one per file, grown as rows come */
-          ft__map_free(&x->own->index[sec]);
-          bad = ft__map_init(&x->own->index[sec], 0) != FT_OK;
-        }
-        if (bad) {
+        if (ft_stats_init(x->own) != FT_OK) { /* small: one per file, grown as rows come */
           ft_stats_free(x->own);
           free(x->own);
           x->own = NULL;

@@ -14,7 +14,10 @@ static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len,
   uint64_t head = 0, tail = 0; /* a cheap key: the length, the first and last 8 bytes */
   memcpy(&head, name, len < 8 ? len : 8);
   if (len > 8) memcpy(&tail, name + len - 8, 8);
-  ft_stat_last *last = &st->last[section][ft__cache_mix(head ^ (tail * 31) ^ len) % FT_STAT_ROW_CACHE];
+  if (!st->last) st->last = calloc(FT_STAT_N_SECTIONS, sizeof *st->last); /* without memory: no cache */
+  ft_stat_last spare = {0},
+               *last =
+                   st->last ? &st->last[section][ft__cache_mix(head ^ (tail * 31) ^ len) % FT_STAT_ROW_CACHE] : &spare;
   if (last->valid && last->cat == cat && ft__intern_len(&st->names, last->name_id) == len &&
       !memcmp(ft__intern_str(&st->names, last->name_id), name, len)) {
     if (index) *index = (uint32_t)last->index;
@@ -256,12 +259,11 @@ ft_status ft_stats_init(ft_stats *st) {
   memset(st, 0, sizeof *st);
   ft__hash_key_init(); /* the join's and device table's slots (keyed_hash.h) */
   ft__intern_init(&st->names);
-  for (int i = 0; i < FT_STAT_N_SECTIONS; i++) {
-    ft__vec_init(&st->rows[i], sizeof(ft_stat_row), 10);
-    if (ft__map_init(&st->index[i], 256)) return FT_ENOMEM;
-  }
-  if (ft__map_init(&st->unknown_cats, 8)) return FT_ENOMEM;
+  /* the index maps are made on their first row (ft__map_upsert): a file's empty
+   * sections cost nothing */
+  for (int i = 0; i < FT_STAT_N_SECTIONS; i++) ft__vec_init(&st->rows[i], sizeof(ft_stat_row), 10);
   ft__vec_init(&st->op_kernel_wait, 24, 10);
+  ft__vec_init(&st->host_early, 32, 12);
   st->meta.rank = -1;
   st->meta.device_activity = -1;
   st->first_ns = INT64_MAX;
@@ -273,6 +275,7 @@ ft_status ft_stats_init(ft_stats *st) {
 
 void ft_stats_free(ft_stats *st) {
   ft__intern_free(&st->names);
+  free(st->last);
   for (int i = 0; i < FT_STAT_N_SECTIONS; i++) {
     for (size_t k = 0; k < st->rows[i].len; k++) {
       ft_stat_row *r = ft__vec_at(&st->rows[i], k);
@@ -296,6 +299,7 @@ void ft_stats_free(ft_stats *st) {
   free(st->rt);
   ft__join_free(&st->ext_rt);
   ft__vec_free(&st->op_kernel_wait);
+  ft__vec_free(&st->host_early);
 }
 
 void ft_stats_finish(ft_stats *st) {

@@ -11,19 +11,27 @@
 #include "stats_internal.h"
 #include "stats_out.h"
 
-/* One slice as the page needs it: 88 B here, about 20-30 B of JSON in the page. */
+/* One slice as the page needs it: 56 B here (the S of docs/guarantees.md's formula),
+ * about 20-30 B of JSON in the page. A kernel's launch (grid, block) is kept apart:
+ * most slices have none. */
 typedef struct tl_ev {
   int64_t ts, dur, pid, tid, corr, ext;
-  int32_t grid[3], block[3];
   uint32_t name;
-  uint8_t cls; /* FT__TL_* */
-  bool has_launch;
+  uint32_t launch; /* cls (FT__TL_*) in the top 2 bits; below, its launch's index + 1 (0: none) */
 } tl_ev;
+_Static_assert(sizeof(tl_ev) == 56, "the per-slice cost docs/report.md states");
+typedef struct tl_launch {
+  int32_t grid[3], block[3];
+} tl_launch;
+#define CLS_SHIFT 30
+#define CLS(e) ((int)((e)->launch >> CLS_SHIFT))
+#define LAUNCH(e) ((e)->launch & ((1u << CLS_SHIFT) - 1))
 
 enum { TL_OPS, TL_RUNTIME, TL_DEVICE, TL_DEV_RANGE };
 
 struct ft__tl_file {
-  ft__vec ev; /* tl_ev */
+  ft__vec ev;       /* tl_ev */
+  ft__vec launches; /* tl_launch */
   ft__strtab names;
   int64_t first; /* the earliest slice's ts (INT64_MAX: none) */
 };
@@ -56,16 +64,20 @@ static bool collect(void *ctx, const ft__ev *e, const char *name, const char *ca
   if (e->ts < f->first) f->first = e->ts;
   v->dur = e->dur;
   v->pid = e->dev;
-  v->cls = (uint8_t)cls;
+  v->launch = (uint32_t)cls << CLS_SHIFT;
   bool dev = cls >= TL_DEVICE;
   /* device work: one row per (device, stream); host calls: per (process, thread) */
   v->tid = dev ? (e->has_stream ? e->stream : 0) : (e->has_tid ? e->tid : 0);
   /* ids the page can hold exactly (below 2^52), as differences from the previous slice's */
   v->corr = e->has_corr && e->corr > 0 && e->corr < (1ll << 52) ? e->corr : 0;
   v->ext = e->has_ext && e->ext > 0 && e->ext < (1ll << 52) ? e->ext : 0;
-  if ((v->has_launch = e->has_grid && e->has_block)) {
-    memcpy(v->grid, e->grid, sizeof v->grid);
-    memcpy(v->block, e->block, sizeof v->block);
+  if (e->has_grid && e->has_block) {
+    if (f->launches.len >= (1u << CLS_SHIFT) - 1) return true; /* past 2^30 launches: shown without */
+    tl_launch *l = ft__vec_push(&f->launches);
+    if (!l) return false;
+    memcpy(l->grid, e->grid, sizeof l->grid);
+    memcpy(l->block, e->block, sizeof l->block);
+    v->launch |= (uint32_t)f->launches.len;
   }
   return true;
 }
@@ -81,6 +93,7 @@ ft_status ft__tl_new(ft__tl *tl, size_t n_files) {
     tl->files[i] = calloc(1, sizeof **tl->files);
     if (!tl->files[i]) return FT_ENOMEM;
     ft__vec_init(&tl->files[i]->ev, sizeof(tl_ev), 14);
+    ft__vec_init(&tl->files[i]->launches, sizeof(tl_launch), 12);
     ft__intern_init(&tl->files[i]->names);
     tl->files[i]->first = INT64_MAX;
     tl->ctx[i] = tl->files[i];
@@ -97,6 +110,7 @@ void ft__tl_free(ft__tl *tl) {
   for (size_t i = 0; tl->files && i < tl->n; i++) {
     if (!tl->files[i]) continue;
     ft__vec_free(&tl->files[i]->ev);
+    ft__vec_free(&tl->files[i]->launches);
     ft__intern_free(&tl->files[i]->names);
     free(tl->files[i]);
   }
@@ -202,13 +216,13 @@ static ft_status put_col(FILE *out, const col *c) {
 
 static int by_row_ts(const void *a, const void *b) {
   const tl_ev *x = *(tl_ev *const *)a, *y = *(tl_ev *const *)b;
-  int xd = x->cls >= TL_DEVICE, yd = y->cls >= TL_DEVICE;
+  int xd = CLS(x) >= TL_DEVICE, yd = CLS(y) >= TL_DEVICE;
 #define CMP(u, v) \
   if ((u) != (v)) return (u) < (v) ? -1 : 1;
   CMP(xd, yd)
   CMP(x->pid, y->pid)
   CMP(x->tid, y->tid)
-  CMP(x->cls, y->cls)
+  CMP(CLS(x), CLS(y))
   CMP(x->ts, y->ts)
   CMP(y->dur, x->dur) /* the outer call first: its children nest under it */
 #undef CMP
@@ -233,8 +247,8 @@ static ft_status write_file(FILE *out, struct ft__tl_file *f, ft__strtab *names,
   qsort(ev, n, sizeof *ev, by_row_ts);
   fprintf(out, "{\"rank\": %lld, \"offset_ns\": %lld, \"rows\": [", (long long)rank, (long long)offset_ns);
   for (size_t i = 0, k = 0; i < n; i = k) {
-    for (k = i + 1; k < n && ev[k]->cls == ev[i]->cls && ev[k]->pid == ev[i]->pid && ev[k]->tid == ev[i]->tid;) k++;
-    fprintf(out, "%s[%d,%lld,%lld,%zu]", i ? "," : "", ev[i]->cls, (long long)ev[i]->pid, (long long)ev[i]->tid, k - i);
+    for (k = i + 1; k < n && CLS(ev[k]) == CLS(ev[i]) && ev[k]->pid == ev[i]->pid && ev[k]->tid == ev[i]->tid;) k++;
+    fprintf(out, "%s[%d,%lld,%lld,%zu]", i ? "," : "", CLS(ev[i]), (long long)ev[i]->pid, (long long)ev[i]->tid, k - i);
   }
   fputs("]", out);
   /* columns: start, duration, name, correlation, External id; then the launches (g, gn of them) */
@@ -243,14 +257,15 @@ static ft_status write_file(FILE *out, struct ft__tl_file *f, ft__strtab *names,
   size_t launches = 0;
   for (size_t i = 0; i < n && ok; i++) {
     const tl_ev *e = ev[i], *p = i ? ev[i - 1] : NULL;
-    bool row_start = !p || e->cls != p->cls || e->pid != p->pid || e->tid != p->tid;
+    bool row_start = !p || CLS(e) != CLS(p) || e->pid != p->pid || e->tid != p->tid;
     ok = varint(&cols[0], e->ts - (row_start ? first : p->ts)) && varint(&cols[1], e->dur) &&
          varint(&cols[2], ids[e->name]) && varint(&cols[3], e->corr - (p ? p->corr : 0)) &&
          varint(&cols[4], e->ext - (p ? p->ext : 0));
-    if (ok && e->has_launch) {
+    if (ok && LAUNCH(e)) {
+      const tl_launch *l = ft__vec_at(&f->launches, LAUNCH(e) - 1);
       ok = varint(&cols[5], (int64_t)i);
-      for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], e->grid[d]);
-      for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], e->block[d]);
+      for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], l->grid[d]);
+      for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], l->block[d]);
       launches++;
     }
   }

@@ -5,7 +5,7 @@
 #include "internal.h"
 #include "keyed_hash.h"
 
-enum { ARENA_CHUNK = 64 * 1024 };
+enum { ARENA_CHUNK = 64 * 1024, ARENA_FIRST = 256 };
 
 struct ft__arena_chunk {
   ft__arena_chunk *next;
@@ -19,7 +19,9 @@ void *ft__arena_alloc(ft__arena *a, size_t size) {
   size = (size + 15) & ~(size_t)15;
   ft__arena_chunk *c = a->head;
   if (!c || c->cap - c->used < size) {
-    size_t cap = size > ARENA_CHUNK ? size : ARENA_CHUNK;
+    /* 256 B, doubling to 64 KiB: an interning table of a few names costs a few hundred bytes */
+    size_t cap = !c ? ARENA_FIRST : c->cap < ARENA_CHUNK ? 2 * c->cap : ARENA_CHUNK;
+    if (cap < size) cap = size;
     ft__arena_chunk *n = malloc(sizeof *n + cap);
     if (!n) return NULL;
     n->used = 0;
@@ -71,7 +73,7 @@ void ft__intern_free(ft__strtab *in) {
 }
 
 static ft_status intern_rehash(ft__strtab *in) {
-  uint32_t ncap = in->tcap ? in->tcap * 2 : 256;
+  uint32_t ncap = in->tcap ? in->tcap * 2 : 16;
   uint32_t *t = calloc(ncap, sizeof *t);
   if (!t) return FT_ENOMEM;
   for (uint32_t id = 0; id < in->n; id++) {
@@ -100,7 +102,7 @@ ft_status ft__intern(ft__strtab *in, const char *s, size_t len, uint32_t *id) {
     }
   }
   if (in->n == in->cap) {
-    uint32_t ncap = in->cap ? in->cap * 2 : 256;
+    uint32_t ncap = in->cap ? in->cap * 2 : 8;
     const char **ns = realloc((void *)in->strs, ncap * sizeof *ns);
     if (!ns) return FT_ENOMEM;
     in->strs = ns;
@@ -124,6 +126,7 @@ void ft__vec_init(ft__vec *v, size_t elem, unsigned shift) {
   memset(v, 0, sizeof *v);
   v->elem = elem;
   v->shift = shift;
+  v->first = shift < FT__VEC_FIRST_SHIFT ? shift : FT__VEC_FIRST_SHIFT;
 }
 
 void ft__vec_free(ft__vec *v) {
@@ -135,20 +138,40 @@ void ft__vec_free(ft__vec *v) {
 }
 
 void *ft__vec_push(ft__vec *v) {
-  size_t per = (size_t)1 << v->shift;
-  if (v->len == v->n_chunks * per) {
+  if (v->len == v->cap) {
     if (v->n_chunks == v->cap_chunks) {
-      size_t ncap = v->cap_chunks ? v->cap_chunks * 2 : 16;
+      size_t ncap = v->cap_chunks ? v->cap_chunks * 2 : 4;
       char **nc = realloc(v->chunks, ncap * sizeof *nc);
       if (!nc) return NULL;
       v->chunks = nc;
       v->cap_chunks = ncap;
     }
+    /* as ft__vec_at reads them: 1 << first, then doubling what there is up to 1 << shift */
+    size_t per = v->n_chunks == 0                   ? (size_t)1 << v->first
+                 : v->cap < ((size_t)1 << v->shift) ? v->cap
+                                                    : (size_t)1 << v->shift;
     char *chunk = calloc(per, v->elem);
     if (!chunk) return NULL;
     v->chunks[v->n_chunks++] = chunk;
+    v->cap += per;
   }
   return ft__vec_at(v, v->len++);
+}
+
+bool ft__vec_drain(ft__vec *v, bool (*fn)(void *ctx, const void *elem), void *ctx) {
+  bool ok = true;
+  size_t i = 0;
+  for (size_t c = 0; c < v->n_chunks; c++) {
+    /* chunk sizes as ft__vec_push makes them */
+    size_t per = c == 0                     ? (size_t)1 << v->first
+                 : c <= v->shift - v->first ? (size_t)1 << (v->first + c - 1)
+                                            : (size_t)1 << v->shift;
+    for (size_t k = 0; k < per && i < v->len && ok; k++, i++) ok = fn(ctx, v->chunks[c] + k * v->elem);
+    free(v->chunks[c]);
+    v->chunks[c] = NULL;
+  }
+  ft__vec_free(v);
+  return ok;
 }
 
 static uint64_t hash_u64(uint64_t x) {

@@ -59,6 +59,32 @@ static void test_vec_stable_and_zeroed(void **state) {
   ft__vec_free(&v);
 }
 
+/* Chunks grow from 4 elements to 1 << shift (docs/guarantees.md: a small table costs
+ * what it holds): every index maps to its own slot, none moves, and a vec of 3
+ * elements holds 4, not a whole chunk. */
+static void test_vec_small_first(void **state) {
+  (void)state;
+  for (unsigned shift = 0; shift <= 12; shift++) {
+    ft__vec v;
+    ft__vec_init(&v, sizeof(uint32_t), shift);
+    for (uint32_t i = 0; i < 3; i++) *(uint32_t *)ft__vec_push(&v) = i;
+    assert_int_equal(v.cap, shift == 0 ? 3 : 4);
+    uint32_t *kept[20000];
+    kept[0] = ft__vec_at(&v, 0), kept[1] = ft__vec_at(&v, 1), kept[2] = ft__vec_at(&v, 2);
+    for (uint32_t i = 3; i < 20000; i++) {
+      kept[i] = ft__vec_push(&v);
+      assert_int_equal(*kept[i], 0);
+      *kept[i] = i;
+    }
+    for (uint32_t i = 0; i < 20000; i++) {
+      assert_ptr_equal(ft__vec_at(&v, i), kept[i]);
+      assert_int_equal(*kept[i], i);
+    }
+    assert_int_equal(v.len, 20000);
+    ft__vec_free(&v);
+  }
+}
+
 static void test_map(void **state) {
   (void)state;
   ft__map m;
@@ -159,11 +185,9 @@ static void test_metadata_buffer_reused(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_intern_dedups),
-      cmocka_unit_test(test_vec_stable_and_zeroed),
-      cmocka_unit_test(test_map),
-      cmocka_unit_test(test_arena_large_blocks),
-      cmocka_unit_test(test_metadata_lists_shared),
+      cmocka_unit_test(test_intern_dedups),          cmocka_unit_test(test_vec_stable_and_zeroed),
+      cmocka_unit_test(test_vec_small_first),        cmocka_unit_test(test_map),
+      cmocka_unit_test(test_arena_large_blocks),     cmocka_unit_test(test_metadata_lists_shared),
       cmocka_unit_test(test_metadata_buffer_reused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
