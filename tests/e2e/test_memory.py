@@ -86,9 +86,12 @@ def _(d):
     parts = os.path.join(d, "parts")
     os.mkdir(parts)
     one = subprocess.run([flagtrace, "stats", "--partial", "--by-rank", large[0]], capture_output=True, check=True)
-    for i in range(1000):  # one by-rank partial per rank, as a job's ranks write them (copies: fast)
+    src = json.loads(one.stdout)["files"][0]["source"]
+    for i in range(1000):  # one by-rank partial per rank, as a job's ranks write them (copies, each
+        # named a source of its own: a merge refuses two partials of one trace)
         with open(os.path.join(parts, "p%05d.json" % i), "wb") as f:
-            f.write(one.stdout)
+            f.write(one.stdout.replace(b'"digest": "%s"' % src["digest"].encode(), b'"digest": "%016x"' % (i + 1))
+                    .replace(b'"ino": %d' % src["ino"], b'"ino": %d' % (i + 1)))
     partials = sorted(os.path.join(parts, p) for p in os.listdir(parts))
     out = os.path.join(d, "r.html")
     for what, args, report in [("stats --by-rank", ["stats", "--by-rank"], False),
