@@ -107,6 +107,7 @@ const HOSTILE = [
   ["wrong types", '{"ops":[{"name":"aten::mm","ratio":2},{"name":7,"ratio":"3"},[1],"x",{"name":"b","ratio":null}]}',
     "--diff-json ops[1].name (a number among strings); --diff-json ops[1].ratio (a string among numbers); " +
     "--diff-json ops[2] (an array, not a row); and 1 more", 3],
+  ["a column the first row lacks (shown, no notice)", '{"ops":[{"name":"a"},{"name":"b","ratio":3,"__proto__":1}]}', null, 2],
   ["not an object", "[1,2]", "--diff-json (an array, not an object of tables)", 0],
   ["a number", "7", "--diff-json (a number, not an object of tables)", 0],
   ["many bad rows", `{"ops":[${Array(500).fill("null").join(",")},{"name":"c","ratio":1}]}`,
@@ -133,13 +134,15 @@ test("--diff-json documents the page cannot use in full: the timeline drawn, a n
         return {notice: n && n.textContent, errors: !!document.getElementById("ft-errors"),
           timeline: document.getElementById("timeline").getAttribute("data-rendered"),
           pixel: cv && cv.getContext("2d").getImageData(Math.floor(p.x) + 1, p.y + 5, 1, 1).data[3],
-          rows: t ? t.querySelectorAll("tr").length - 1 : 0};
+          rows: t ? t.querySelectorAll("tr").length - 1 : 0, heads: t ? Array.from(t.querySelectorAll("th"), (h) => h.title).join(",") : "",
+          marked: t ? Array.from(t.querySelectorAll("tr.warn"), (r) => r.cells[0].textContent).join(",") : ""};
       });
       // every document checked, then every failure told at once
       try {
         assert.equal(got.timeline, "1", what); assert.equal(got.pixel, 255, what + ": the first kernel is drawn");
         assert.equal(got.notice, notice === null ? null : "Could not use: " + notice, what);
         if (rows !== null) assert.equal(got.rows, rows, what + ": the diff's ops rows shown");
+        if (what.startsWith("a column")) assert.deepEqual([got.heads, got.marked], ["name,ratio,__proto__", "b"], what);
         assert.equal(got.errors, false, what); assert.deepEqual(problems, [], what);
       } catch (e) { failed.push(e.message); }
       await page.close();
