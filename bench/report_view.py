@@ -116,14 +116,16 @@ def sort_clicks(build, rows=100_000, clicks=3, cap_s=600):
                 pg = browser.open("about:blank")  # then the report, waited for past open()'s 15 s
 
                 def run(expr):  # a promise's value; the page may be busy for minutes (the quadratic page)
-                    r = browser.call("Runtime.evaluate", {"expression": expr, "awaitPromise": True, "returnByValue": True},
+                    r = browser.call("Runtime.evaluate",
+                                     {"expression": expr, "awaitPromise": True, "returnByValue": True},
                                      pg.s, timeout=cap_s)
                     return r["result"].get("value")
                 pg.call("Page.navigate", {"url": "file://" + urllib.parse.quote(out)})
-                for _ in range(600):  # about:blank until the navigation commits; a context lost on the way is tried again
+                for _ in range(600):  # about:blank until the navigation commits; a context lost is tried again
                     try:
                         if run("""location.protocol !== 'file:' ? 0 : new Promise(function (ok) { (function wait() {
-                          if (document.body && document.body.getAttribute('data-ready') === '1') ok(1); else setTimeout(wait, 50); })(); })"""):
+                          if (document.body && document.body.getAttribute('data-ready') === '1') ok(1);
+                          else setTimeout(wait, 50); })(); })"""):
                             break
                     except RuntimeError:
                         pass
@@ -169,7 +171,8 @@ def sort_row(build, quick):
         return []
     m = statistics.median(clicks)
     verdict = "(quick mode, not judged)" if quick else "pass" if max(clicks) < 5000 else "MISS"
-    return [f"| header click sorts a {rows:,}-row table (handler and next frame, 3 clicks) | {min(clicks) / 1000:.2f} / "
+    return [f"| header click sorts a {rows:,}-row table (handler and next frame, 3 clicks) | "
+            f"{min(clicks) / 1000:.2f} / "
             f"{m / 1000:.2f} / {max(clicks) / 1000:.2f} s | < 5 s | {max(clicks) / 5000:.2f} (max) | {verdict} |"]
 
 
