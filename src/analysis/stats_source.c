@@ -9,26 +9,17 @@
 
 #include "stats_internal.h"
 
-/* SipHash-2-4 under a fixed key (the reference one, 00 01 .. 0f): the digest must be
+/* SipHash-2-4 (keyed_hash.h's round) under a fixed key (the reference one, 00 01 .. 0f): the digest must be
  * the same in every process that writes a partial of the trace, which the per-process
  * keyed_hash.h key is not. It tells accidents apart (a trace given twice, a copy), not
  * a crafted partial: a partial states its digest, whatever the trace held. */
 #define K0 0x0706050403020100ull
 #define K1 0x0f0e0d0c0b0a0908ull
 
-/* keyed_hash.h's round, which it keeps to itself */
-#define SIPROUND(v0, v1, v2, v3)                                          \
-  do {                                                                    \
-    v0 += v1, v1 = ft__rotl64(v1, 13), v1 ^= v0, v0 = ft__rotl64(v0, 32); \
-    v2 += v3, v3 = ft__rotl64(v3, 16), v3 ^= v2;                          \
-    v0 += v3, v3 = ft__rotl64(v3, 21), v3 ^= v0;                          \
-    v2 += v1, v1 = ft__rotl64(v1, 17), v1 ^= v2, v2 = ft__rotl64(v2, 32); \
-  } while (0)
-
 static void round24(uint64_t v[4], uint64_t m) {
   v[3] ^= m;
-  SIPROUND(v[0], v[1], v[2], v[3]);
-  SIPROUND(v[0], v[1], v[2], v[3]);
+  FT__SIPROUND(v[0], v[1], v[2], v[3]);
+  FT__SIPROUND(v[0], v[1], v[2], v[3]);
   v[0] ^= m;
 }
 
@@ -58,7 +49,7 @@ uint64_t ft__digest_end(const ft__digest *d) {
   uint64_t v[4] = {d->v[0], d->v[1], d->v[2], d->v[3]};
   round24(v, d->tail | (uint64_t)(d->len & 0xff) << 56);
   v[2] ^= 0xff;
-  for (int i = 0; i < 4; i++) SIPROUND(v[0], v[1], v[2], v[3]);
+  for (int i = 0; i < 4; i++) FT__SIPROUND(v[0], v[1], v[2], v[3]);
   return v[0] ^ v[1] ^ v[2] ^ v[3];
 }
 

@@ -65,6 +65,5 @@ static inline uint64_t ft__hash_u64_keyed(uint64_t m) {
   ft__sip_word(v, m);
   return ft__sip_finish(v, 8ull << 56); /* the final block: the length, 8 bytes */
 }
-#undef FT__SIPROUND
 
 #endif
