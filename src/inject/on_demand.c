@@ -163,7 +163,8 @@ static bool capture_start(int fd, const ft__ctl_req *req) {
     return false;
   }
   reply(fd, "armed capture %u", no);
-  cap.fd = fd, cap.steps = false, cap.end_ms = mono_ms() + req->duration_ms;
+  /* + 1: mono_ms() floors, so the window never ends before the duration asked (CI saw 0.4999 s) */
+  cap.fd = fd, cap.steps = false, cap.end_ms = mono_ms() + req->duration_ms + 1;
   return true;
 }
 
