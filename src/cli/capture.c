@@ -328,16 +328,12 @@ static void close_all(target *ts, size_t n) {
 
 /* The output pattern made absolute (the processes have their own directories). */
 static bool absolute_pattern(const char *o, char *out, size_t len) {
-  bool has_n = false;
-  for (const char *p = o; *p; p++) {
-    if (*p == '\n' || *p == '\r')
-      return ft_cli_usage_error("capture", "the output name may not contain a line break"), false;
-    if (*p != '%') continue;
-    if (!p[1] || !strchr("phrn%", p[1]))
-      return ft_cli_usage_error("capture", "unknown escape in output name '%s' (valid: %%p %%h %%r %%n %%%%)", o),
-             false;
-    has_n |= *++p == 'n';
-  }
+  bool has_n;
+  const char *bad = ft__ctl_bad_escape(o, &has_n), *brk = strpbrk(o, "\r\n");
+  if (brk && (!bad || brk < bad)) /* whichever comes first is said */
+    return ft_cli_usage_error("capture", "the output name may not contain a line break"), false;
+  if (bad)
+    return ft_cli_usage_error("capture", "unknown escape in output name '%s' (valid: %%p %%h %%r %%n %%%%)", o), false;
   if (!has_n) return ft_cli_usage_error("capture", "the output name needs %%n (the capture number)"), false;
   char cwd[PATH_MAX];
   if (o[0] != '/' && !getcwd(cwd, sizeof cwd))

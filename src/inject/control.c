@@ -54,21 +54,21 @@ bool ft__ctl_dir(char *out, size_t len, bool create, char *why, size_t wlen) {
    * passes the checks below; the sockets then live under the target's own name */
   char real[PATH_MAX];
   if (S_ISLNK(st.st_mode)) {
+    bool followed = false;
     if (st.st_uid != getuid() && st.st_uid != 0)
       snprintf(why, wlen, "the control directory %s is a symbolic link of uid %lu, not of this user (uid %lu)", out,
                (unsigned long)st.st_uid, (unsigned long)getuid());
     else if (!realpath(out, real) || stat(real, &st) != 0)
       snprintf(why, wlen, "the control directory %s is a symbolic link to nothing usable: %s", out, strerror(errno));
     else if (strlen(real) >= len) snprintf(why, wlen, "the control directory's name is too long");
-    else {
-      snprintf(out, len, "%s", real);
-      goto checks;
+    else followed = true;
+    if (!followed) {
+      errno = EACCES;
+      return false;
     }
-    errno = EACCES;
-    return false;
+    snprintf(out, len, "%s", real);
+    if (too_long(out, why, wlen)) return false; /* the target's name is the sockets' now */
   }
-checks:
-  if (too_long(out, why, wlen)) return false;
   /* someone else's directory (made first in /tmp) could hand us their sockets, or
    * see ours: never used, whatever it holds */
   if (!S_ISDIR(st.st_mode)) snprintf(why, wlen, "the control directory %s is not a directory", out);
@@ -194,15 +194,21 @@ bool ft__ctl_parse(const char *line, size_t n, ft__ctl_req *out, char *why, size
   return !out->out[0] || ft__ctl_pattern_ok(out->out, why, wlen);
 }
 
-bool ft__ctl_pattern_ok(const char *pattern, char *why, size_t wlen) {
-  bool has_n = false;
+const char *ft__ctl_bad_escape(const char *pattern, bool *has_n) {
+  *has_n = false;
   for (const char *p = pattern; *p; p++) {
     if (*p != '%') continue;
-    if (!p[1] || !strchr("phrn%", p[1])) {
-      snprintf(why, wlen, "out= has an unknown escape (valid: %%p %%h %%r %%n %%%%)");
-      return false;
-    }
-    has_n |= *++p == 'n';
+    if (!p[1] || !strchr("phrn%", p[1])) return p;
+    *has_n |= *++p == 'n'; /* %%n is a literal n */
+  }
+  return NULL;
+}
+
+bool ft__ctl_pattern_ok(const char *pattern, char *why, size_t wlen) {
+  bool has_n;
+  if (ft__ctl_bad_escape(pattern, &has_n)) {
+    snprintf(why, wlen, "out= has an unknown escape (valid: %%p %%h %%r %%n %%%%)");
+    return false;
   }
   if (pattern[0] != '/') snprintf(why, wlen, "out= is not an absolute path (the client sends it resolved)");
   else if (!has_n) snprintf(why, wlen, "out= needs %%n (the capture number)");

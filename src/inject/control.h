@@ -39,6 +39,10 @@ typedef struct ft__ctl_req {
  * with a one-line reason for anything malformed. Never reads past n. */
 bool ft__ctl_parse(const char *line, size_t n, ft__ctl_req *out, char *why, size_t wlen);
 
+/* The first escape of an output pattern that is not %p %h %r %n %%, or NULL; *has_n
+ * tells whether %n is among them. */
+const char *ft__ctl_bad_escape(const char *pattern, bool *has_n);
+
 /* Whether an output pattern may be used by a capture: absolute (a relative one is
  * resolved by the client against its own directory), with %n, and no escape but
  * %p %h %r %n %%. False with a one-line reason. */

@@ -298,14 +298,14 @@ static void *control_thread(void *arg) {
     uint64_t now = mono_ms(), wake = now + 1000;
     pending *free_slot = NULL;
     nfds_t np = 0;
-    for (size_t i = 0; i < MAX_PENDING; i++) {
+    for (size_t i = 0; i < MAX_PENDING; i++) { /* p[i] is pend[i]'s (poll skips fd -1) */
+      p[np++] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
       if (pend[i].fd < 0) {
         if (!free_slot) free_slot = &pend[i];
-        continue;
+      } else if (pend[i].deadline < wake) {
+        wake = pend[i].deadline;
       }
-      if (pend[i].deadline < wake) wake = pend[i].deadline;
     }
-    for (size_t i = 0; i < MAX_PENDING; i++) p[np++] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
     p[np++] = (struct pollfd){.fd = free_slot ? listen_fd : -1, .events = POLLIN};
     p[np++] = (struct pollfd){.fd = cap.fd, .events = POLLIN};
     if (cap.fd >= 0 && cap.steps && now + 20 < wake) wake = now + 20; /* the stepping thread ends it */
