@@ -9,18 +9,11 @@
 import {test} from "node:test";
 import assert from "node:assert/strict";
 import {execFileSync} from "node:child_process";
-import {existsSync, mkdtempSync, writeFileSync, rmSync} from "node:fs";
-import {createRequire} from "node:module";
+import {mkdtempSync, writeFileSync, rmSync} from "node:fs";
+import {FLAGTRACE, launch} from "./browser.mjs";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 
-const CHROMIUM = "/usr/bin/chromium";
-const require = createRequire(import.meta.url);
-let chromium;
-try { ({chromium} = require("playwright-core")); } catch { console.log("SKIP: no playwright-core (npm ci in tests/browser)"); process.exit(77); }
-if (!existsSync(CHROMIUM)) { console.log("SKIP: no chromium (scripts/deps.sh test installs it)"); process.exit(77); }
-const FLAGTRACE = process.env.FLAGTRACE;
-assert.ok(FLAGTRACE, "FLAGTRACE names the flagtrace binary");
 
 // n kernels of n distinct names (the kernels table has n rows); kernel i lasts 1 + (i * 7919) % 13 us
 const dur = (i) => 1 + (i * 7919) % 13;
@@ -65,7 +58,7 @@ const range = (from, to, step = 1) => Array.from({length: Math.abs(to - from)}, 
 
 test("tables: a window of 1 000 rows of the order over all rows; a click on 100 000 rows at most 10x one on 1 000", async () => {
   const dir = mkdtempSync(join(tmpdir(), "ft-pw-"));
-  const browser = await chromium.launch({executablePath: CHROMIUM, args: ["--no-sandbox"]});
+  const browser = await launch();
   try {
     const N = 100000;
     for (const n of [1000, 2500, N]) {
@@ -149,7 +142,7 @@ const HOSTILE = [
 
 test("--diff-json documents the page cannot use in full: the timeline drawn, a notice, no exception", async () => {
   const dir = mkdtempSync(join(tmpdir(), "ft-pw-"));
-  const browser = await chromium.launch({executablePath: CHROMIUM, args: ["--no-sandbox"]});
+  const browser = await launch();
   try {
     trace(join(dir, "a.json"), 20);
     trace(join(dir, "b.json"), 30);

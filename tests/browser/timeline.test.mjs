@@ -6,18 +6,11 @@
 import {test} from "node:test";
 import assert from "node:assert/strict";
 import {execFileSync} from "node:child_process";
-import {existsSync, mkdtempSync, writeFileSync, rmSync} from "node:fs";
-import {createRequire} from "node:module";
+import {mkdtempSync, writeFileSync, rmSync} from "node:fs";
+import {FLAGTRACE, launch} from "./browser.mjs";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 
-const CHROMIUM = "/usr/bin/chromium";
-const require = createRequire(import.meta.url);
-let chromium;
-try { ({chromium} = require("playwright-core")); } catch { console.log("SKIP: no playwright-core (npm ci in tests/browser)"); process.exit(77); }
-if (!existsSync(CHROMIUM)) { console.log("SKIP: no chromium (scripts/deps.sh test installs it)"); process.exit(77); }
-const FLAGTRACE = process.env.FLAGTRACE;
-assert.ok(FLAGTRACE, "FLAGTRACE names the flagtrace binary");
 const BASE = 1795996800000000000n;
 
 // one rank's step (times in us): its op, the launch, the kernel (grid 4, block 128), a 2 us kernel
@@ -39,7 +32,7 @@ function rank(path, r, slow, base, shift) {
 
 test("timeline: two ranks on one clock, tooltip, arrow, names on zoom; no error, no request", async () => {
   const dir = mkdtempSync(join(tmpdir(), "ft-pw-"));
-  const browser = await chromium.launch({executablePath: CHROMIUM, args: ["--no-sandbox"]});
+  const browser = await launch();
   try {
     rank(join(dir, "r0.json"), 0, 1, BASE, 0);
     rank(join(dir, "r1.json"), 1, 1.36, BASE + 2000000n, 3000); // 5 ms later on the wall clock, 36 % slower
