@@ -42,11 +42,12 @@ def sockets(d):
     return sorted(n for n in os.listdir(ctl) if n.endswith(".sock")) if os.path.isdir(ctl) else []
 
 
-def start(d, secs=30, step=None, cmd=None, n=1):
-    """record --on-demand of the driver's loop; returned once n processes can be captured."""
+def start(d, secs=30, step=None, cmd=None, n=1, out="t-%p-%n.json", **env):
+    """record --on-demand of the driver's loop (-o d/out, env_for(d, **env)); returned once n
+    processes can be captured."""
     args = cmd or [driver, "loop", str(secs), os.path.join(d, "log"), *([step] if step else [])]
-    p = subprocess.Popen([flagtrace, "record", "--on-demand", "-o", os.path.join(d, "t-%p-%n.json"), "--", *args],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(d))
+    p = subprocess.Popen([flagtrace, "record", "--on-demand", "-o", os.path.join(d, out), "--", *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_for(d, **env))
     for _ in range(n):
         assert p.stdout.readline() == "preload_driver: ready\n"
     for _ in range(500):
@@ -140,14 +141,7 @@ def _(d):
     cupti = [ln for ln in rec.stderr.splitlines() if ln.startswith("flagtrace: cupti: ")]
     assert rec.returncode == 0 and len(cupti) == 1 and cupti[0].startswith("flagtrace: cupti: bound "), rec.stderr
     assert not os.listdir(os.path.join(d, "ctl")) and not [n for n in os.listdir(d) if n.startswith("t-")]
-    p = subprocess.Popen([flagtrace, "record", "--on-demand", "-o", os.path.join(d, "t-%p-%n.json"), "--", driver,
-                          "loop", "30", os.path.join(d, "log")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env_for(d, FLAGOS_TRACE="1"))
-    assert p.stdout.readline() == "preload_driver: ready\n"
-    for _ in range(500):
-        if sockets(d):
-            break
-        time.sleep(0.01)
+    p = start(d, FLAGOS_TRACE="1")
     r = capture(d, "--all", "--duration", "100ms")
     _, err = stop(p)
     assert r.returncode == 0, r
@@ -468,14 +462,7 @@ def _(d):
 
 @results.tmp_case("capture: ESC and BEL from a file name, or a socket, are printed escaped")
 def _(d):
-    p = subprocess.Popen([flagtrace, "record", "--on-demand", "-o", os.path.join(d, "t-\x1b]0;pwn\x07\x1b[2J-%p-%n.json"),
-                          "--", driver, "loop", "30", os.path.join(d, "log")], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env_for(d))
-    assert p.stdout.readline() == "preload_driver: ready\n"
-    for _ in range(500):
-        if sockets(d):
-            break
-        time.sleep(0.01)
+    p = start(d, out="t-\x1b]0;pwn\x07\x1b[2J-%p-%n.json")
     r = capture(d, "--all", "--duration", "100ms")
     # a server of this user answering --list with terminal escapes in every field
     srv = socket.socket(socket.AF_UNIX)
