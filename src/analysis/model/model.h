@@ -1,0 +1,119 @@
+/* The event model: one trace file held as typed columns that every analysis reads (docs/design.md "The event model"). */
+#ifndef FLAGTRACE_ANALYSIS_MODEL_H
+#define FLAGTRACE_ANALYSIS_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flagtrace/flagtrace.h" /* ft_status */
+#include "stats.h"
+
+/* Perfetto's trace processor is the pattern: the file is imported once (by the stats
+ * reader's parse, through its on_event hook), then every analysis is a pass over these
+ * arrays. Slices are held in start order (ties: file order). Times are ns on the
+ * file's clock. At most 64 bytes are held per slice, names and tracks included
+ * (ft_model_bytes; test_model checks it on every committed trace). */
+
+#define FT_MODEL_NONE UINT32_MAX /* an index column's "no such slice / step / op" */
+#define FT_MODEL_NO_ID INT64_MIN /* corr/ext column: the event had none */
+
+/* What a slice is: the stats reader's sections (enum ft__sec in stats_internal.h),
+ * narrowed to what analyses ask. */
+enum ft_model_kind {
+  FT_MK_KERNEL,  /* device work: a kernel */
+  FT_MK_MEMCPY,  /* device work: a copy (arg: bytes; aux: the copy kind's name id when known) */
+  FT_MK_MEMSET,  /* device work: a memset (arg: bytes) */
+  FT_MK_RUNTIME, /* a runtime call on the CPU (cudaLaunchKernel, aclrtSynchronizeStream, ...) */
+  FT_MK_DRIVER,  /* a driver call on the CPU */
+  FT_MK_OP,      /* a framework op (cpu_op / operator) */
+  FT_MK_RANGE,   /* a user range (user_annotation, NVTX; ProfilerStep#N) */
+  FT_MK_GPU_RANGE,
+  FT_MK_SYNC,     /* cuda_sync: the device-side span of a synchronization */
+  FT_MK_OVERHEAD, /* the profiler's own CPU work */
+  FT_MK_PYFUNC,   /* python_function */
+  FT_MK_N
+};
+static inline bool ft_model_is_device(uint8_t k) { return k == FT_MK_KERNEL || k == FT_MK_MEMCPY || k == FT_MK_MEMSET; }
+
+enum ft_track_kind { FT_TRACK_THREAD, FT_TRACK_STREAM };
+typedef struct ft_model_track {
+  int64_t pid, tid;  /* the trace's; for a stream, tid is the stream id */
+  int64_t device;    /* a stream's device (its pid in kineto traces); -1 on a thread */
+  uint32_t name;     /* thread or stream name when the trace names it, else FT_MODEL_NONE */
+  uint8_t kind;      /* enum ft_track_kind */
+} ft_model_track;
+
+/* A step: ProfilerStep#N (number N), a range named by the caller (ft_model_opts.step:
+ * numbered in order from 0), or, when the trace has neither, the whole trace (number -1). */
+typedef struct ft_model_step {
+  int64_t number;
+  int64_t start, end; /* ns */
+  uint32_t slice;     /* the range's slice; FT_MODEL_NONE for the whole trace */
+} ft_model_step;
+
+typedef struct ft_model {
+  size_t n; /* slices */
+  /* columns, n entries each */
+  int64_t *ts, *dur; /* ns */
+  int64_t *corr;     /* correlation id, FT_MODEL_NO_ID when absent */
+  int64_t *ext;      /* External id (the op join), FT_MODEL_NO_ID when absent */
+  uint64_t *arg;     /* copies and memsets: bytes; else 0 */
+  uint32_t *name;    /* string id: ft_model_str */
+  uint32_t *track;   /* index into tracks */
+  uint32_t *link;    /* a launch's device work, device work's launch (by correlation id, one launch per id,
+                      * the same pairing as stats_hta.c's join_id); FT_MODEL_NONE */
+  uint32_t *op;      /* the innermost op or range on the launching thread around the launch (device work:
+                      * its launch's; a CPU slice: its parent), FT_MODEL_NONE */
+  uint32_t *step;    /* the step the slice starts in (device work: its launch's step when linked), FT_MODEL_NONE */
+  uint8_t *kind;     /* enum ft_model_kind */
+  /* kernels only, through ft_model_kernel_args (a side table: kernels are a fraction of slices) */
+  ft_model_track *tracks;
+  size_t n_tracks;
+  ft_model_step *steps;
+  size_t n_steps;
+  /* what the file's "flagtrace"/"distributedInfo" blocks say */
+  int64_t rank;             /* -1 when not named */
+  double peak_flops;        /* the device's peak FLOP/s from deviceProperties or the docs' table; 0 unknown */
+  char device_name[64];     /* deviceProperties' name, "" when absent */
+  struct ft_model_priv *p;  /* strings, kernel args, build state */
+} ft_model;
+
+typedef struct ft_model_kernel_args {
+  int32_t grid[3], block[3]; /* 0s when absent */
+  int64_t stream, regs;      /* -1 when absent */
+  const char *dims;          /* an op's Input Dims as Python prints them, NULL when absent (ops only) */
+} ft_model_kernel_args;
+
+typedef struct ft_model_opts {
+  const char *step; /* a range name whose occurrences are the steps; NULL: ProfilerStep#N */
+} ft_model_opts;
+
+/* Reads one trace (.json/.json.gz, "-" stdin) into m and, when st is not NULL, the
+ * same parse's summary into st (one parse, both results). Errors as ft_stats_read's. */
+ft_status ft_model_read(ft_model *m, const char *path, const ft_model_opts *o, ft_stats *st, char *err, size_t errlen);
+ft_status ft_model_read_mem(ft_model *m, const char *data, size_t len, const ft_model_opts *o, ft_stats *st, char *err,
+                            size_t errlen);
+void ft_model_free(ft_model *m);
+
+/* The builder the reader uses, for tests too: ft_model_init, then ft_model_add per
+ * event (as the stats reader hands it over), then ft_model_finish (sorts, links
+ * launches to device work, attributes ops, assigns steps). False without memory. */
+void ft_model_init(ft_model *m, const ft_model_opts *o);
+struct ft__ev;
+bool ft_model_add(ft_model *m, const struct ft__ev *e, const char *name, const char *cat);
+ft_status ft_model_finish(ft_model *m);
+
+const char *ft_model_str(const ft_model *m, uint32_t id); /* "" for FT_MODEL_NONE */
+/* The id of a name, FT_MODEL_NONE when no slice has it. */
+uint32_t ft_model_find_str(const ft_model *m, const char *s);
+bool ft_model_kernel_args(const ft_model *m, size_t slice, ft_model_kernel_args *a); /* false: none held */
+/* Bytes held (columns, strings, tracks, side tables), for the 64 B/slice bound. */
+size_t ft_model_bytes(const ft_model *m);
+
+/* Every slice into st in the file's order, as the streaming read added it. The
+ * numbers equal a streaming read's of the same file: test_model checks every
+ * committed trace. */
+ft_status ft_model_replay(const ft_model *m, ft_stats *st);
+
+#endif
