@@ -227,7 +227,8 @@ typedef struct ft_stats {
    * category in cat); false stops the read for want of memory. NULL: none */
   bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
   void *on_event_ctx;
-  bool events_only; /* the events to on_event, nothing summarized (the event model's read: model.c) */
+  bool events_only;     /* the events to on_event, nothing summarized (the event model's read: model.c) */
+  char device_name[64]; /* the trace's first deviceProperties entry's name ("NVIDIA H200"), "" when none */
 } ft_stats;
 
 ft_status ft_stats_init(ft_stats *st);

@@ -261,6 +261,8 @@ static int cb_start_array(void *ctx) {
   } else if (r->depth == 2 && r->key == K_EVENTS) {
     r->saw_events = true;
     r->events_depth = 2;
+  } else if (r->depth == 2 && r->key == K_DEVPROPS) {
+    r->devprops_depth = 2;
   }
   r->key = K_OTHER;
   return 1;
@@ -273,6 +275,7 @@ static int cb_end_array(void *ctx) {
     return 0;
   }
   if (r->depth == r->events_depth) r->events_depth = 0;
+  if (r->depth == r->devprops_depth) r->devprops_depth = 0;
   if (r->arr_depth && r->depth >= r->arr_depth) {
     if (r->arr_key == K_DIMS) {
       if (!dims_put(r, "]", 1)) return 0;
@@ -303,7 +306,11 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
       r->key = K_FLAGTRACE;
     } else if (IS("distributedInfo")) {
       r->key = K_DIST;
+    } else if (IS("deviceProperties")) {
+      r->key = K_DEVPROPS;
     }
+  } else if (r->devprops_depth && r->depth == r->devprops_depth + 1) {
+    if (IS("name")) r->key = K_DEVNAME;
   } else if (r->meta_depth && r->depth == r->meta_depth) {
     if (IS("rank")) r->key = K_RANK;
     else if (IS("tracer")) r->key = K_TRACER;
@@ -337,12 +344,16 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
    * is scanned, never held. Only a key makes keep nonzero; the next token after
    * its value is another key or the map's end, which resets it, and an array
    * (whose elements have no key) resets it at its start. */
-  static const size_t keep_of[] = {[K_PH] = FT_STATS_KEEP,     [K_CAT] = FT_STATS_KEEP,    [K_NAME] = FT_STATS_KEEP,
-                                   [K_TS] = FT_STATS_KEEP,     [K_DUR] = FT_STATS_KEEP,    [K_PID] = FT_STATS_KEEP,
-                                   [K_EXT] = FT_STATS_KEEP,    [K_BYTES] = FT_STATS_KEEP,  [K_RANK] = FT_STATS_KEEP,
-                                   [K_TRACER] = FT_STATS_KEEP, [K_STATUS] = FT_STATS_KEEP, [K_DROPPED] = FT_STATS_KEEP,
-                                   [K_WINDOW] = FT_STATS_KEEP, [K_TID] = FT_STATS_KEEP,    [K_CORR] = FT_STATS_KEEP,
-                                   [K_STREAM] = FT_STATS_KEEP, [K_REGS] = FT_STATS_KEEP,   [K_EVENTS] = 0};
+  static const size_t keep_of[] = {[K_PH] = FT_STATS_KEEP,      [K_CAT] = FT_STATS_KEEP,
+                                   [K_NAME] = FT_STATS_KEEP,    [K_TS] = FT_STATS_KEEP,
+                                   [K_DUR] = FT_STATS_KEEP,     [K_PID] = FT_STATS_KEEP,
+                                   [K_EXT] = FT_STATS_KEEP,     [K_BYTES] = FT_STATS_KEEP,
+                                   [K_RANK] = FT_STATS_KEEP,    [K_TRACER] = FT_STATS_KEEP,
+                                   [K_STATUS] = FT_STATS_KEEP,  [K_DROPPED] = FT_STATS_KEEP,
+                                   [K_WINDOW] = FT_STATS_KEEP,  [K_TID] = FT_STATS_KEEP,
+                                   [K_CORR] = FT_STATS_KEEP,    [K_STREAM] = FT_STATS_KEEP,
+                                   [K_REGS] = FT_STATS_KEEP,    [K_EVENTS] = 0,
+                                   [K_DEVNAME] = FT_STATS_KEEP, [K_DEVPROPS] = 0};
   r->j->keep = keep_of[r->key];
   return 1;
 }
@@ -367,6 +378,8 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
     if (r->arr_key == K_DIMS) { /* not a shape: kept as Python shows a str */
       if (!dims_value(r, "'", 1) || !dims_put(r, (const char *)s, n) || !dims_put(r, "'", 1)) return 0;
     } else if (r->arr_key != K_OTHER) arr_spoil(r);
+  } else if (r->key == K_DEVNAME && r->st && !r->st->device_name[0]) { /* the first device's: a rank's GPU */
+    copy_cut(r->st->device_name, sizeof r->st->device_name, s, n);
   } else if (r->meta_depth && r->depth == r->meta_depth && (r->key == K_TRACER || r->key == K_STATUS)) {
     if (r->key == K_TRACER) copy_cut(r->st->meta.tracer, sizeof r->st->meta.tracer, s, n);
     else copy_cut(r->st->meta.device_status, sizeof r->st->meta.device_status, s, n);
@@ -472,7 +485,7 @@ static const ft__json_callbacks callbacks = {
  * worker started from); its category cache and name buffer are kept. */
 static void reader_between(reader *r, unsigned d) {
   r->depth = r->events_depth = (int)d;
-  r->ev_depth = r->args_depth = r->meta_depth = r->arr_depth = 0;
+  r->ev_depth = r->args_depth = r->meta_depth = r->arr_depth = r->devprops_depth = 0;
   r->saw_events = true;
   r->top_array = d == 1;
   r->key = K_OTHER;

@@ -31,7 +31,9 @@ enum key {
   K_ACTIVITY,
   K_STATUS,
   K_DROPPED,
-  K_WINDOW /* keys inside them */
+  K_WINDOW,   /* keys inside them */
+  K_DEVPROPS, /* the top-level "deviceProperties" array */
+  K_DEVNAME   /* a device's "name" in it */
 };
 
 typedef struct reader {
@@ -40,7 +42,8 @@ typedef struct reader {
   int depth;
   int events_depth; /* depth of the traceEvents array; events are maps one deeper */
   int ev_depth, args_depth;
-  int meta_depth; /* depth of the "flagtrace" or "distributedInfo" map */
+  int meta_depth;     /* depth of the "flagtrace" or "distributedInfo" map */
+  int devprops_depth; /* depth of the "deviceProperties" array (its devices are maps one deeper) */
   bool saw_events, top_array;
   enum key key;
   char err[256]; /* a callback's error; the parser names the offending token's offset */

@@ -280,6 +280,21 @@ size_t ft_model_bytes(const ft_model *m) {
   return b + ft_model_bytes_distinct(m);
 }
 
+/* Dense BF16/FP16 tensor FLOP/s of the devices a trace names, from the vendors' datasheets
+ * (docs/design.md §13 lists them); the first name found in the device's name, in this
+ * order (H200 before H20, H100 PCIe before H100). 0: not in the table. */
+static double peak_of(const char *device) {
+  static const struct {
+    const char *name;
+    double flops;
+  } peaks[] = {{"H200", 989.4e12},  {"H100 PCIe", 756.5e12}, {"H100", 989.4e12}, {"H800", 989.4e12},
+               {"H20", 148.0e12},   {"A100", 312.0e12},      {"A800", 312.0e12}, {"L40S", 362.05e12},
+               {"B200", 2250.0e12}, {"MI300X", 1307.4e12}};
+  for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; i++)
+    if (strstr(device, peaks[i].name)) return peaks[i].flops;
+  return 0;
+}
+
 /* ---- the read: the stats reader's parse, its on_event hook into the model ---- */
 
 typedef struct hook_ctx {
@@ -337,6 +352,9 @@ static ft_status model_read(ft_model *m, const char *path, const char *data, siz
     p->skipped.unknown_cat = 0; /* counted again by a replay, from the model's categories */
     p->skipped.unpaired = 0;    /* HTA's, at the summary's finish */
     m->rank = s->meta.rank;
+    memcpy(m->device_name, s->device_name, sizeof m->device_name);
+    m->device_name[sizeof m->device_name - 1] = '\0';
+    m->peak_flops = peak_of(m->device_name);
     if (!s->want_modules) p->cut_pyfunc = 0;
     r = ft_model_finish(m);
     if (r) snprintf(err, errlen, "out of memory");
