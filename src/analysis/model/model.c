@@ -38,6 +38,7 @@ void ft_model_free(ft_model *m) {
     ft__intern_free(&p->vars);
     ft__intern_free(&p->tkeys);
     free(p->var), free(p->order), free(p->wide), free(p->unk), free(p->step_name);
+    ft__map_free(&p->unk_index);
     free(p);
   }
   memset(m, 0, sizeof *m);
@@ -105,8 +106,9 @@ static uint32_t mix_slot(uint64_t x) { return (uint32_t)(ft__cache_mix(x) % MODE
 static bool add_unknown(struct ft_model_priv *p, size_t before, const char *cat) {
   uint32_t id;
   if (ft__intern(&p->text, cat, strlen(cat), &id)) return false;
-  for (size_t i = 0; i < p->n_unk; i++)
-    if (p->unk[i].cat == id) return ++p->unk[i].count, true;
+  uint64_t *at = ft__map_upsert(&p->unk_index, id); /* a hash: a trace may name many categories */
+  if (!at) return false;
+  if (*at) return ++p->unk[*at - 1].count, true;
   if (p->n_unk == p->cap_unk) {
     size_t cap = p->cap_unk ? 2 * p->cap_unk : 4;
     ft__munknown *u = realloc(p->unk, cap * sizeof *u);
@@ -115,6 +117,7 @@ static bool add_unknown(struct ft_model_priv *p, size_t before, const char *cat)
     p->cap_unk = cap;
   }
   p->unk[p->n_unk++] = (ft__munknown){(uint32_t)before, id, 1};
+  *at = p->n_unk;
   return true;
 }
 
