@@ -197,7 +197,8 @@ typedef struct ctx {
   causes sync, h2d;
   ft__findings t;
   ivs busy, comp, comm, copy, gaps, rem, tmp;
-  ivs idle_all; /* every step's idle gaps, for fuse */
+  ivs idle_all;           /* every step's idle gaps, for fuse */
+  unsigned char *is_step; /* a bit per slice: a step's range */
   bool oom;
 } ctx;
 
@@ -237,10 +238,14 @@ static uint32_t op_during(const ctx *c, int64_t a, int64_t b) {
 static uint32_t name_of(const ft_model *m, uint32_t slice) {
   return slice == FT_MODEL_NONE ? FT_MODEL_NONE : m->name[slice];
 }
+/* The op around a slice; a step's range is none (it says nothing of what ran). */
+static uint32_t op_of(const ctx *c, uint32_t slice) {
+  uint32_t op = c->m->op ? c->m->op[slice] : FT_MODEL_NONE;
+  return op != FT_MODEL_NONE && (c->is_step[op / 8] & (1u << (op % 8))) ? FT_MODEL_NONE : op;
+}
 static const char *str_of(const ft_model *m, uint32_t slice) {
   return slice == FT_MODEL_NONE ? "(no op)" : ft_model_str(m, m->name[slice]);
 }
-static uint32_t op_of(const ft_model *m, uint32_t slice) { return m->op ? m->op[slice] : FT_MODEL_NONE; }
 
 static const char *const suggest[FT_RULE_N] = {
     [FT_RULE_SYNC] = "remove the sync or move it off the step's path (no .item()/.cpu() inside the loop)",
@@ -316,10 +321,11 @@ static bool classify(ctx *c) {
 
 static bool index_slices(ctx *c) {
   const ft_model *m = c->m;
-  unsigned char *is_step = calloc(m->n / 8 + 1, 1);
+  unsigned char *is_step = c->is_step = calloc(m->n / 8 + 1, 1);
   if (!is_step) return false;
   for (size_t s = 0; s < m->n_steps; s++)
-    if (m->steps[s].slice != FT_MODEL_NONE) is_step[m->steps[s].slice / 8] |= (unsigned char)(1u << (m->steps[s].slice % 8));
+    if (m->steps[s].slice != FT_MODEL_NONE)
+      is_step[m->steps[s].slice / 8] |= (unsigned char)(1u << (m->steps[s].slice % 8));
   size_t nd = 0, no = 0;
   for (size_t i = 0; i < m->n; i++) {
     if (ft_model_is_device(m->kind[i])) nd++;
@@ -327,10 +333,7 @@ static bool index_slices(ctx *c) {
   }
   c->dev = malloc((nd + 1) * sizeof *c->dev);
   c->ops = malloc((no + 1) * sizeof *c->ops);
-  if (!c->dev || !c->ops) {
-    free(is_step);
-    return false;
-  }
+  if (!c->dev || !c->ops) return false;
   for (size_t i = 0; i < m->n; i++) {
     if (ft_model_is_device(m->kind[i])) {
       c->dev[c->n_dev++] = (uint32_t)i;
@@ -340,7 +343,6 @@ static bool index_slices(ctx *c) {
       if (m->dur[i] > c->ops_max) c->ops_max = m->dur[i];
     }
   }
-  free(is_step);
   return true;
 }
 
@@ -365,7 +367,7 @@ static void causes_in_gap(ctx *c, const causes *l, size_t s, int64_t a, int64_t 
     uint64_t ns = take(&c->rem, &c->tmp, m->ts[i], until, &c->oom);
     if (!ns) continue;
     *idle += ns;
-    uint32_t op = op_of(m, i);
+    uint32_t op = op_of(c, i);
     char what[160];
     snprintf(what, sizeof what, "%s under %s", ft_model_str(m, m->name[i]), str_of(m, op));
     credit(c, l->v[k].rule, m->name[i], name_of(m, op), what,
@@ -435,7 +437,7 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
       snprintf(what, sizeof what, "device idle over %.0f us while %s ran", c->o->gap_ns / 1e3, str_of(m, op));
       credit(c, FT_RULE_GAP, name_of(m, op), 0, what, str_of(m, op), s, op, a, b - a, launch + other);
     } else if (launch && m->kind[d] == FT_MK_KERNEL && m->dur[d] < m->dur[l]) {
-      uint32_t op = op_of(m, d);
+      uint32_t op = op_of(c, d);
       snprintf(what, sizeof what, "kernels shorter than their launch (%s) under %s", ft_model_str(m, m->name[l]),
                str_of(m, op));
       credit(c, FT_RULE_LAUNCH_BOUND, name_of(m, op), m->name[l], what, str_of(m, op), s, d, m->ts[d], m->dur[d],
@@ -491,6 +493,7 @@ void ft__rank_findings(ft_advise_finding *f, size_t *n, double min_share) {
 static void ctx_free(ctx *c) {
   free(c->dev);
   free(c->ops);
+  free(c->is_step);
   free(c->sync.v);
   free(c->h2d.v);
   ivs *all[] = {&c->busy, &c->comp, &c->comm, &c->copy, &c->gaps, &c->rem, &c->tmp, &c->idle_all};

@@ -1,4 +1,5 @@
-/* advise's rules that are not idle causes: repeated kernel sequences (fuse), low FLOP/s ops, stragglers across ranks. */
+/* advise's rules that are not idle causes: repeated kernel sequences (fuse), low FLOP/s ops, stragglers across ranks.
+ */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,7 +92,10 @@ static void seq_what(const fuse_ctx *f, size_t p, double per_step, char *out, si
 
 bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga, const int64_t *gb,
                    const uint64_t *pre, size_t n_idle, ft__findings *t) {
-  fuse_ctx f = {.m = m, .len = o->fuse_min_len < 2 ? 2 : o->fuse_min_len > FUSE_MAX_LEN ? FUSE_MAX_LEN : o->fuse_min_len};
+  fuse_ctx f = {.m = m,
+                .len = o->fuse_min_len < 2              ? 2
+                       : o->fuse_min_len > FUSE_MAX_LEN ? FUSE_MAX_LEN
+                                                        : o->fuse_min_len};
   size_t nk = 0;
   for (size_t i = 0; i < m->n; i++) nk += m->kind[i] == FT_MK_KERNEL && m->step[i] != FT_MODEL_NONE;
   if (nk < f.len || !m->n_steps) return true;
@@ -228,10 +232,8 @@ static double op_flops(const char *name, const shapes *s) {
 #define T(i, n) (s->nt > (i) && s->nd[i] == (n))
   if (!strcmp(name, "mm") && T(0, 2) && T(1, 2)) return 2.0 * s->d[0][0] * s->d[0][1] * s->d[1][1];
   if (!strcmp(name, "addmm") && T(1, 2) && T(2, 2)) return 2.0 * s->d[1][0] * s->d[1][1] * s->d[2][1];
-  if (!strcmp(name, "bmm") && T(0, 3) && T(1, 3))
-    return 2.0 * s->d[0][0] * s->d[0][1] * s->d[0][2] * s->d[1][2];
-  if (!strcmp(name, "baddbmm") && T(1, 3) && T(2, 3))
-    return 2.0 * s->d[1][0] * s->d[1][1] * s->d[1][2] * s->d[2][2];
+  if (!strcmp(name, "bmm") && T(0, 3) && T(1, 3)) return 2.0 * s->d[0][0] * s->d[0][1] * s->d[0][2] * s->d[1][2];
+  if (!strcmp(name, "baddbmm") && T(1, 3) && T(2, 3)) return 2.0 * s->d[1][0] * s->d[1][1] * s->d[1][2] * s->d[2][2];
   if (!strcmp(name, "matmul") && s->nt >= 2 && s->nd[0] >= 2 && s->nd[1] >= 2) {
     int a = s->nd[0], b = s->nd[1];
     return 2.0 * prod(s->d[0], 0, a - 2) * s->d[0][a - 2] * s->d[0][a - 1] * s->d[1][b - 1];
@@ -286,7 +288,7 @@ bool ft__rule_low_flops(const ft_model *m, double peak, ft__findings *t) {
   bool ok = false;
   for (size_t i = 0; i < m->n; i++) {
     if (m->kind[i] != FT_MK_OP || m->step[i] == FT_MODEL_NONE) continue;
-    ft_model_kernel_args a;
+    struct ft_model_kernel_args a;
     shapes sh;
     if (!ft_model_kernel_args(m, i, &a) || !a.dims || !parse_dims(a.dims, &sh)) continue;
     double fl = op_flops(ft_model_str(m, m->name[i]), &sh);
@@ -303,7 +305,8 @@ bool ft__rule_low_flops(const ft_model *m, double peak, ft__findings *t) {
     ok = true;
     goto done;
   }
-  for (n_slot = 64; n_slot < n * 2; n_slot *= 2) {}
+  for (n_slot = 64; n_slot < n * 2; n_slot *= 2) {
+  }
   if (!(slot = calloc(n_slot, sizeof *slot))) goto done;
   for (size_t k = 0; k < n; k++) {
     size_t h = (ops[k].slice * 2654435761u) & (n_slot - 1);
@@ -328,7 +331,7 @@ bool ft__rule_low_flops(const ft_model *m, double peak, ft__findings *t) {
     if (!ops[k].ns) continue;
     double eff = ops[k].flops / ((double)ops[k].ns * 1e-9) / peak;
     if (eff >= LOW_FLOPS_EFF) continue;
-    ft_model_kernel_args a;
+    struct ft_model_kernel_args a;
     ft_model_kernel_args(m, ops[k].slice, &a);
     bool is_new;
     uint32_t fi = ft__finding(t, FT_RULE_LOW_FLOPS, m->name[ops[k].slice], str_hash32(a.dims), &is_new);
@@ -346,7 +349,8 @@ bool ft__rule_low_flops(const ft_model *m, double peak, ft__findings *t) {
     uint64_t ideal = (uint64_t)(ops[k].flops / (peak * LOW_FLOPS_EFF) * 1e9);
     uint32_t sl = ops[k].slice;
     if ((fail = !ft__credit_add(t, fi, m, m->step[sl], sl, m->ts[sl], (int64_t)ops[k].ns,
-                                        ops[k].ns > ideal ? ops[k].ns - ideal : 0))) break;
+                                ops[k].ns > ideal ? ops[k].ns - ideal : 0)))
+      break;
     ft_advise_finding *f = &t->f[fi];
     snprintf(f->where, sizeof f->where, "%s", ft_model_str(m, m->name[sl]));
     snprintf(f->suggestion, sizeof f->suggestion, "%s",
