@@ -173,6 +173,32 @@ static void test_step_start(void **state) {
   ft_model_free(m);
 }
 
+/* Two steps: the loader's 420 µs, then 100 µs under aten::empty: one finding, named by the costlier. */
+static void test_step_start_steps(void **state) {
+  (void)state;
+  ft_model mm, *m = &mm;
+  ft_model_init(m, NULL);
+  STEP(0, 1000);
+  ev(m, FT__SEC_RANGE, "enumerate(DataLoader)", 10, 390, 0, NULL);
+  LAUNCH(410, 5, 1);
+  KERNEL("k", 420, 580, 1);
+  ev(m, FT__SEC_RANGE, "ProfilerStep#2", 1000, 1000, 0, NULL);
+  OP("aten::empty", 1010, 80);
+  LAUNCH(1090, 5, 2);
+  KERNEL("k", 1100, 900, 2);
+  ft_advice a;
+  advise(m, &a);
+  assert_int_equal(a.n_steps, 2);
+  idle_is(&a.steps[0], 420, 0, 0, 0, 0);
+  idle_is(&a.steps[1], 100, 0, 0, 0, 0);
+  assert_int_equal(a.n_findings, 1);
+  const ft_advise_finding *f = finding(&a, 0, FT_RULE_STEP_START, "enumerate(DataLoader)", 260, 2);
+  assert_string_equal(f->what, "device idle at the step's start while enumerate(DataLoader) ran");
+  assert_int_equal(f->occ[1].step, 2);
+  ft_advice_free(&a);
+  ft_model_free(m);
+}
+
 /* 100 kernels of 2 µs, each launched by a 10 µs call: 8 µs idle before each but the first. */
 static void test_launch_bound(void **state) {
   (void)state;
@@ -383,10 +409,18 @@ static void test_vendor_names(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sync),       cmocka_unit_test(test_h2d_pageable), cmocka_unit_test(test_h2d_blocking),
-      cmocka_unit_test(test_step_start), cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_sync_memop),
-      cmocka_unit_test(test_gap),        cmocka_unit_test(test_low_flops),    cmocka_unit_test(test_clean),
-      cmocka_unit_test(test_straggler),  cmocka_unit_test(test_vendor_names),
+      cmocka_unit_test(test_sync),
+      cmocka_unit_test(test_h2d_pageable),
+      cmocka_unit_test(test_h2d_blocking),
+      cmocka_unit_test(test_step_start),
+      cmocka_unit_test(test_step_start_steps),
+      cmocka_unit_test(test_launch_bound),
+      cmocka_unit_test(test_sync_memop),
+      cmocka_unit_test(test_gap),
+      cmocka_unit_test(test_low_flops),
+      cmocka_unit_test(test_clean),
+      cmocka_unit_test(test_straggler),
+      cmocka_unit_test(test_vendor_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -199,6 +199,7 @@ typedef struct ctx {
   ivs busy, comp, comm, copy, gaps, rem, tmp;
   ivs idle_all;           /* every step's idle gaps, for fuse */
   unsigned char *is_step; /* a bit per slice: a step's range */
+  uint64_t start_best;    /* the costliest step start so far: its op names the finding */
   bool oom;
 } ctx;
 
@@ -414,9 +415,14 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
       st->idle[FT_IDLE_STEP_START] += ns;
       char what[160];
       snprintf(what, sizeof what, "device idle at the step's start while %s ran", str_of(m, start_op));
-      if (ns)
-        credit(c, FT_RULE_STEP_START, name_of(m, start_op), 0, what, str_of(m, start_op), s, start_op, t0,
-               first_dev - t0, ns);
+      /* one finding a rank: it names the op of its costliest step */
+      if (ns) credit(c, FT_RULE_STEP_START, 0, 0, what, str_of(m, start_op), s, start_op, t0, first_dev - t0, ns);
+      if (ns > c->start_best && !c->oom) {
+        ft_advise_finding *f = &c->t.f[ft__finding(&c->t, FT_RULE_STEP_START, 0, 0, NULL)];
+        snprintf(f->what, sizeof f->what, "%s", what);
+        snprintf(f->where, sizeof f->where, "%s", str_of(m, start_op));
+        c->start_best = ns;
+      }
     }
     causes_in_gap(c, &c->sync, s, a, b, &st->idle[FT_IDLE_SYNC]);
     causes_in_gap(c, &c->h2d, s, a, b, &st->idle[FT_IDLE_H2D]);

@@ -146,7 +146,8 @@ bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga
     ft_advise_finding *fd = &t->f[fi];
     uint32_t op = m->op ? m->op[f.k[tab[c].first]] : FT_MODEL_NONE;
     seq_what(&f, tab[c].first, (double)no / (double)m->n_steps, fd->what, sizeof fd->what);
-    snprintf(fd->where, sizeof fd->where, "%s", op == FT_MODEL_NONE ? "(no op)" : ft_model_str(m, m->name[op]));
+    const char *where = op == FT_MODEL_NONE ? "(no op)" : ft_model_str(m, m->name[op]);
+    snprintf(fd->where, sizeof fd->where, "%s", strncmp(where, "ProfilerStep#", 13) ? where : "(no op)");
     snprintf(fd->suggestion, sizeof fd->suggestion, "%s",
              "fuse the sequence (torch.compile, a fused kernel) or capture the loop in a CUDA graph");
     for (size_t q = 0; q < no; q++) {
