@@ -1,4 +1,5 @@
-/* `flagtrace _hta TRACE`: the numbers advise shares with HTA, as JSON, for tests/gpu/hta_advise_compare.py (not listed in --help). */
+/* `flagtrace _hta TRACE`: the numbers advise shares with HTA, as JSON, for tests/gpu/hta_advise_compare.py (not listed
+ * in --help). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
