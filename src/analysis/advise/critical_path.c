@@ -217,6 +217,43 @@ static void stack_edges(cp *c, const uint8_t *in) {
   free(stack);
 }
 
+/* A cuda_sync slice's call: the runtime or driver call of its correlation id (the
+ * model links launches only; HTA's index_correlation pairs syncs too). */
+typedef struct callref {
+  int64_t corr;
+  uint32_t s;
+} callref;
+static int cmp_callref(const void *x, const void *y) {
+  const callref *a = x, *b = y;
+  if (a->corr != b->corr) return a->corr < b->corr ? -1 : 1;
+  return a->s < b->s ? -1 : a->s > b->s;
+}
+static bool sync_calls(const ft_model *m, uint32_t *call) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->n; i++) n += m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER;
+  callref *r = malloc((n + 1) * sizeof *r);
+  if (!r) return false;
+  n = 0;
+  for (size_t i = 0; i < m->n; i++)
+    if ((m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER) && ft_model_corr(m, i) != FT_MODEL_NO_ID)
+      r[n++] = (callref){ft_model_corr(m, i), (uint32_t)i};
+  qsort(r, n, sizeof *r, cmp_callref);
+  for (size_t i = 0; i < m->n; i++) {
+    call[i] = m->link[i];
+    if (m->kind[i] != FT_MK_SYNC) continue;
+    int64_t c = ft_model_corr(m, i);
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (r[mid].corr < c) lo = mid + 1;
+      else hi = mid;
+    }
+    call[i] = c != FT_MODEL_NO_ID && lo < n && r[lo].corr == c ? r[lo].s : FT_MODEL_NONE;
+  }
+  free(r);
+  return true;
+}
+
 /* Per stream id, in start order: where the stream's queue stood (HTA's
  * _get_queue_length_time_series_for_rank over the whole trace): after each launch
  * counted (+1) and after each of their device work's start (-1). */
@@ -285,10 +322,10 @@ static int cmp_row(const void *x, const void *y) {
  * last work ended before the launch; else a kernel-kernel edge from the last work
  * under the threshold. Stream and context syncs: an edge from the last work on the
  * stream (on every stream) to the end of the call that waited. */
-static void kernel_edges(cp *c, const uint8_t *in, streams *q, const int32_t *qlen) {
+static void kernel_edges(cp *c, const uint8_t *in, const uint32_t *call, streams *q, const int32_t *qlen) {
   const ft_model *m = c->m;
   size_t n = 0;
-  for (size_t i = 0; i < m->n; i++) n += in[i] && on_stream(m, i);
+  for (size_t i = 0; i < m->n; i++) n += in[i] && (on_stream(m, i) || m->kind[i] == FT_MK_SYNC);
   struct row *r = malloc((n + 1) * sizeof *r);
   if (!r) {
     c->oom = true;
@@ -296,12 +333,12 @@ static void kernel_edges(cp *c, const uint8_t *in, streams *q, const int32_t *ql
   }
   size_t k = 0;
   for (size_t i = 0; i < m->n; i++)
-    if (in[i] && on_stream(m, i)) /* syncs sort by their end */
+    if (in[i] && (on_stream(m, i) || m->kind[i] == FT_MK_SYNC)) /* syncs sort by their end */
       r[k++] = (struct row){m->ts[i] + (m->kind[i] == FT_MK_SYNC ? m->dur[i] : 0), (uint32_t)i};
   qsort(r, k, sizeof *r, cmp_row);
   for (size_t i = 0; i < k; i++) {
-    uint32_t s = r[i].s, l = m->link[s];
-    size_t st = stream_ix(q, stream_of(m, s));
+    uint32_t s = r[i].s, l = call[s];
+    size_t st = on_stream(m, s) ? stream_ix(q, stream_of(m, s)) : SIZE_MAX;
     if (m->kind[s] == FT_MK_SYNC) {
       if (l == FT_MODEL_NONE || c->node_of[l] == FT_MODEL_NONE) continue;
       const char *nm = ft_model_str(m, m->name[s]);
@@ -309,7 +346,7 @@ static void kernel_edges(cp *c, const uint8_t *in, streams *q, const int32_t *ql
       if (!strcmp(nm, "Context Sync")) {
         for (size_t x = 0; x < q->n; x++)
           if (q->last[x] != UINT32_MAX) edge(c, q->last[x], to, true);
-      } else if (!strcmp(nm, "Stream Sync")) {
+      } else if (!strcmp(nm, "Stream Sync") && st < q->n) {
         if (q->last[st] != UINT32_MAX) edge(c, q->last[st], to, true);
       }
       continue;
@@ -392,18 +429,19 @@ uint64_t ft__critical_path_ns(const ft_model *m, size_t step) {
   cp c = {.m = m};
   uint8_t *in = calloc(m->n, 1);
   int32_t *qlen = malloc(m->n * sizeof *qlen);
+  uint32_t *call = malloc(m->n * sizeof *call);
   streams q = {0};
   c.node_of = malloc(m->n * sizeof *c.node_of);
   c.ev = malloc(m->n * sizeof *c.ev);
   uint64_t len = 0;
-  if (!in || !qlen || !c.node_of || !c.ev || !queue_lengths(m, &q, qlen)) goto out;
+  if (!in || !qlen || !call || !c.node_of || !c.ev || !queue_lengths(m, &q, qlen) || !sync_calls(m, call)) goto out;
   /* critical_path_analysis's window: CPU events starting in it (lasting > 0), device
    * work and syncs whose CPU call started in it (lasting > 0) */
   for (size_t i = 0; i < m->n; i++) {
     if (!on_stream(m, i)) {
       in[i] = m->ts[i] >= ws && m->ts[i] <= we && m->dur[i] > 0;
     } else {
-      uint32_t l = m->link[i];
+      uint32_t l = call[i];
       in[i] = l != FT_MODEL_NONE && !on_stream(m, l) && m->ts[l] >= ws && m->ts[l] <= we && m->dur[l] > 0;
     }
   }
@@ -420,11 +458,12 @@ uint64_t ft__critical_path_ns(const ft_model *m, size_t step) {
   }
   lock_edges(&c);
   stack_edges(&c, in);
-  kernel_edges(&c, in, &q, qlen);
+  kernel_edges(&c, in, call, &q, qlen);
   if (!c.oom) len = longest(&c);
 out:
   free(in);
   free(qlen);
+  free(call);
   free(q.id);
   free(q.len);
   free(q.last);
