@@ -5,12 +5,6 @@
 
 #include "advise_internal.h"
 
-/* The hta branch's critical_path.c replaces this stand-in: until then a step can save
- * at most its wall time. */
-__attribute__((weak)) uint64_t ft__critical_path_ns(const ft_model *m, size_t step) {
-  return (uint64_t)(m->steps[step].end - m->steps[step].start);
-}
-
 void ft_advise_opts_default(ft_advise_opts *o) {
   o->gap_ns = 100000;
   o->min_share = 0.01;
@@ -529,6 +523,17 @@ ft_status ft_advise(const ft_model *m, const ft_advise_opts *o, ft_advice *out, 
     ceil[s] = cp && cp < w ? cp : w;
   }
   if (c.oom) goto oom;
+  uint64_t(*hta)[3] = malloc((m->n_steps + 1) * sizeof *hta);
+  if (!hta || !ft__hta_idle_steps(m, hta)) {
+    free(hta);
+    goto oom;
+  }
+  for (size_t s = 0; s < m->n_steps; s++) {
+    out->steps[s].hta_host_wait_ns = hta[s][0];
+    out->steps[s].hta_kernel_wait_ns = hta[s][1];
+    out->steps[s].hta_other_ns = hta[s][2];
+  }
+  free(hta);
   /* prefix sums of the idle gaps: fuse measures the idle inside a kernel sequence */
   uint64_t *pre = malloc((c.idle_all.n + 1) * sizeof *pre);
   int64_t *ga = malloc((c.idle_all.n + 1) * sizeof *ga), *gb = malloc((c.idle_all.n + 1) * sizeof *gb);
