@@ -265,6 +265,31 @@ static void test_gap(void **state) {
   ft_model_free(m);
 }
 
+/* Two gaps under one op are two occurrences: 100-310 and 400-710 while MyLoss runs. */
+static void test_gap_twice(void **state) {
+  (void)state;
+  ft_model mm, *m = &mm;
+  ft_model_init(m, NULL);
+  STEP(0, 1000);
+  LAUNCH(0, 5, 1);
+  KERNEL("k1", 5, 95, 1);
+  OP("MyLoss", 100, 800);
+  LAUNCH(300, 5, 2);
+  KERNEL("k2", 310, 90, 2);
+  LAUNCH(700, 5, 3);
+  KERNEL("k3", 710, 290, 3);
+  ft_advice a;
+  advise(m, &a);
+  idle_is(&a.steps[0], 5, 0, 0, 510, 10);
+  assert_int_equal(a.n_findings, 1);
+  const ft_advise_finding *f = finding(&a, 0, FT_RULE_GAP, "MyLoss", 520, 2);
+  assert_int_equal(f->n_occ, 2);
+  assert_int_equal(f->occ[1].ts, 400 * US);
+  assert_int_equal(f->occ[1].dur, 310 * US);
+  ft_advice_free(&a);
+  ft_model_free(m);
+}
+
 /* aten::mm of 64x64x64 (524288 FLOPs) whose kernel takes 100 µs, on a 989 TFLOP/s device:
  * it costs its time over what 5 % of the peak would take (10.6 ns). */
 static void test_low_flops(void **state) {
@@ -417,6 +442,7 @@ int main(void) {
       cmocka_unit_test(test_launch_bound),
       cmocka_unit_test(test_sync_memop),
       cmocka_unit_test(test_gap),
+      cmocka_unit_test(test_gap_twice),
       cmocka_unit_test(test_low_flops),
       cmocka_unit_test(test_clean),
       cmocka_unit_test(test_straggler),

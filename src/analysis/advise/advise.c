@@ -68,18 +68,16 @@ uint32_t ft__finding(ft__findings *t, enum ft_rule rule, uint32_t k1, uint32_t k
     if (f) t->f = f;
     void *kk = f ? realloc(t->keys, cap * sizeof(fkey)) : NULL;
     if (kk) t->keys = kk;
-    uint32_t *ls = kk ? realloc(t->last_slice, cap * sizeof *ls) : NULL;
-    if (ls) t->last_slice = ls;
-    uint32_t *lt = ls ? realloc(t->last_step, cap * sizeof *lt) : NULL;
-    if (!lt) return UINT32_MAX;
-    t->last_step = lt;
+    struct ft__last *ls = kk ? realloc(t->last, cap * sizeof *ls) : NULL;
+    if (!ls) return UINT32_MAX;
+    t->last = ls;
     t->cap = cap;
   }
   size_t i = t->n++;
   memset(&t->f[i], 0, sizeof t->f[i]);
   t->f[i].rule = rule;
   ((fkey *)t->keys)[i] = (fkey){rule, k1, k2};
-  t->last_slice[i] = t->last_step[i] = UINT32_MAX;
+  t->last[i] = (struct ft__last){FT_MODEL_NONE, UINT32_MAX, INT64_MIN};
   t->slot[h] = (uint32_t)i + 1;
   if (is_new) *is_new = true;
   return (uint32_t)i;
@@ -89,9 +87,9 @@ bool ft__credit_add(ft__findings *t, uint32_t fi, const ft_model *m, size_t step
                     int64_t dur, uint64_t ns) {
   if (!grow((void **)&t->cr, &t->cap_cr, t->n_cr + 1, sizeof *t->cr)) return false;
   t->cr[t->n_cr++] = (ft__credit){fi, (uint32_t)step, ns};
-  if (t->last_slice[fi] == slice && t->last_step[fi] == step && slice != FT_MODEL_NONE) return true;
-  t->last_slice[fi] = slice;
-  t->last_step[fi] = (uint32_t)step;
+  struct ft__last *l = &t->last[fi];
+  if (l->slice == slice && l->step == step && l->ts == ts) return true;
+  *l = (struct ft__last){slice, (uint32_t)step, ts};
   ft_advise_finding *f = &t->f[fi];
   f->count++;
   if (f->n_occ >= FT_ADVISE_KEEP_OCC) return true;
@@ -105,8 +103,7 @@ void ft__findings_free(ft__findings *t) {
   free(t->f);
   free(t->slot);
   free(t->keys);
-  free(t->last_slice);
-  free(t->last_step);
+  free(t->last);
   free(t->cr);
   memset(t, 0, sizeof *t);
 }
@@ -148,6 +145,11 @@ static uint64_t iv_overlap(const ivs *x, const ivs *y) {
     else j++;
   }
   return t;
+}
+
+static int by_start(const void *x, const void *y) {
+  const iv *a = x, *b = y;
+  return a->a < b->a ? -1 : a->a > b->a;
 }
 
 /* Removes [a, b) from rem (into tmp, then swapped) and returns how much it held. */
@@ -394,7 +396,10 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
   int64_t first_dev = c->busy.n ? c->busy.v[0].a : t1, at = t0;
   for (size_t k = 0; k <= c->busy.n; k++) {
     int64_t b = k < c->busy.n ? c->busy.v[k].a : t1;
-    if (!iv_push(&c->gaps, at, b) || !iv_push(&c->idle_all, at, b)) c->oom = true;
+    if (!iv_push(&c->gaps, at, b)) c->oom = true;
+    if (b > at && grow((void **)&c->idle_all.v, &c->idle_all.cap, c->idle_all.n + 1, sizeof(iv)))
+      c->idle_all.v[c->idle_all.n++] = (iv){at, b};
+    else if (b > at) c->oom = true;
     if (k < c->busy.n) at = c->busy.v[k].b;
   }
   st->idle_ns = iv_len(&c->gaps);
@@ -534,7 +539,18 @@ ft_status ft_advise(const ft_model *m, const ft_advise_opts *o, ft_advice *out, 
     out->steps[s].hta_other_ns = hta[s][2];
   }
   free(hta);
-  /* prefix sums of the idle gaps: fuse measures the idle inside a kernel sequence */
+  /* prefix sums of the idle gaps: fuse measures the idle inside a kernel sequence (sorted
+   * and merged first: steps named by --step may overlap) */
+  qsort(c.idle_all.v, c.idle_all.n, sizeof *c.idle_all.v, by_start);
+  size_t nm = 0;
+  for (size_t k = 0; k < c.idle_all.n; k++) {
+    if (nm && c.idle_all.v[k].a <= c.idle_all.v[nm - 1].b) {
+      if (c.idle_all.v[k].b > c.idle_all.v[nm - 1].b) c.idle_all.v[nm - 1].b = c.idle_all.v[k].b;
+    } else {
+      c.idle_all.v[nm++] = c.idle_all.v[k];
+    }
+  }
+  c.idle_all.n = nm;
   uint64_t *pre = malloc((c.idle_all.n + 1) * sizeof *pre);
   int64_t *ga = malloc((c.idle_all.n + 1) * sizeof *ga), *gb = malloc((c.idle_all.n + 1) * sizeof *gb);
   bool ok = pre && ga && gb;

@@ -1,4 +1,5 @@
-/* advise's internals shared between its files: HTA's idle-time breakdown and critical path, the vendors' call classes, the finding table. */
+/* advise's internals shared between its files: HTA's idle-time breakdown and critical path, the vendors' call classes,
+ * the finding table. */
 #ifndef FLAGTRACE_ANALYSIS_ADVISE_INTERNAL_H
 #define FLAGTRACE_ANALYSIS_ADVISE_INTERNAL_H
 
@@ -73,14 +74,17 @@ typedef struct ft__findings {
   uint32_t *slot; /* hash of keys -> finding index + 1 */
   size_t n_slot;
   uint64_t *keys; /* per finding: (rule, k1, k2) packed */
-  uint32_t *last_slice, *last_step;
+  struct ft__last {
+    uint32_t slice, step;
+    int64_t ts;
+  } * last; /* per finding: its latest occurrence */
   ft__credit *cr;
   size_t n_cr, cap_cr;
 } ft__findings;
 /* The finding of key (rule, k1, k2), made when new (then *is_new); UINT32_MAX without memory. */
 uint32_t ft__finding(ft__findings *t, enum ft_rule rule, uint32_t k1, uint32_t k2, bool *is_new);
-/* One occurrence's cost: counted and kept once per slice and step (a call that leaves
- * the device idle in two gaps is one occurrence). False without memory. */
+/* One occurrence's cost: counted and kept once per (slice, step, ts) in a row (a call
+ * that leaves the device idle in two gaps is one occurrence). False without memory. */
 bool ft__credit_add(ft__findings *t, uint32_t finding, const ft_model *m, size_t step, uint32_t slice, int64_t ts,
                     int64_t dur, uint64_t ns);
 
