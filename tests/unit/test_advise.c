@@ -151,6 +151,54 @@ static void test_h2d_blocking(void **state) {
   ft_model_free(m);
 }
 
+/* Each vendor's copy and memset calls by their device work: a call 200-500, its work
+ * 400-450, the next kernel at 505 (255 µs idle after k1). An async call to pinned memory
+ * blocks nothing: its idle is launch wait, and the long gap before its work a gap finding. */
+static void test_copy_calls(void **state) {
+  (void)state;
+  static const struct {
+    const char *call, *work;
+    enum ft__sec sec;
+    enum ft_idle_cause cause;
+    enum ft_rule rule;
+    uint64_t cost_us;
+  } cases[] = {
+      {"cudaMemcpy", "Memcpy HtoD (Pinned -> Device)", FT__SEC_MEMCPY, FT_IDLE_H2D, FT_RULE_H2D_COPY, 255},
+      {"cudaMemcpy", "Memcpy DtoH (Device -> Pageable)", FT__SEC_MEMCPY, FT_IDLE_SYNC, FT_RULE_SYNC, 255},
+      {"cudaMemcpy", "Memcpy DtoD (Device -> Device)", FT__SEC_MEMCPY, FT_IDLE_SYNC, FT_RULE_SYNC_MEMOP, 255},
+      {"aclrtMemcpy", "Memcpy", FT__SEC_MEMCPY, FT_IDLE_SYNC, FT_RULE_SYNC_MEMOP, 255},
+      {"hipMemcpyHtoD", "Memcpy", FT__SEC_MEMCPY, FT_IDLE_H2D, FT_RULE_H2D_COPY, 255},
+      {"cuMemcpyDtoH_v2", "Memcpy", FT__SEC_MEMCPY, FT_IDLE_SYNC, FT_RULE_SYNC, 255},
+      {"mcMemcpyAsync", "Memcpy HtoD (Pageable -> Device)", FT__SEC_MEMCPY, FT_IDLE_H2D, FT_RULE_H2D_COPY, 255},
+      {"musaMemcpyAsync", "Memcpy DtoH (Device -> Pageable)", FT__SEC_MEMCPY, FT_IDLE_SYNC, FT_RULE_SYNC, 255},
+      {"topsMemcpyAsync", "Memcpy HtoD (Pinned -> Device)", FT__SEC_MEMCPY, FT_IDLE_LAUNCH, FT_RULE_GAP, 200},
+      {"cudaMemset", "Memset (Device)", FT__SEC_MEMSET, FT_IDLE_SYNC, FT_RULE_SYNC_MEMOP, 255},
+      {"hipMemsetD32", "Memset", FT__SEC_MEMSET, FT_IDLE_SYNC, FT_RULE_SYNC_MEMOP, 255},
+      {"aclrtMemsetAsync", "Memset", FT__SEC_MEMSET, FT_IDLE_LAUNCH, FT_RULE_GAP, 200},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    ft_model mm, *m = &mm;
+    ft_model_init(m, NULL);
+    STEP(0, 1000);
+    LAUNCH(0, 5, 1);
+    KERNEL("k1", 5, 195, 1);
+    CALL(cases[i].call, 200, 300, 2);
+    ev(m, cases[i].sec, cases[i].work, 400, 50, 2, NULL);
+    LAUNCH(500, 5, 3);
+    KERNEL("k2", 505, 495, 3);
+    ft_advice a;
+    advise(m, &a);
+    if (a.steps[0].idle[cases[i].cause] != 255 * US || a.n_findings != 1 || a.findings[0].rule != cases[i].rule ||
+        a.findings[0].cost_ns != cases[i].cost_us * US)
+      fail_msg("%s + %s: cause %d has %llu ns; %zu findings, the first %s of %llu ns", cases[i].call, cases[i].work,
+               (int)cases[i].cause, (unsigned long long)a.steps[0].idle[cases[i].cause], a.n_findings,
+               a.n_findings ? ft_rule_name(a.findings[0].rule) : "-",
+               a.n_findings ? (unsigned long long)a.findings[0].cost_ns : 0ull);
+    ft_advice_free(&a);
+    ft_model_free(m);
+  }
+}
+
 /* The data loader runs 10-400; the first work starts at 420. */
 static void test_step_start(void **state) {
   (void)state;
@@ -434,19 +482,11 @@ static void test_vendor_names(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sync),
-      cmocka_unit_test(test_h2d_pageable),
-      cmocka_unit_test(test_h2d_blocking),
-      cmocka_unit_test(test_step_start),
-      cmocka_unit_test(test_step_start_steps),
-      cmocka_unit_test(test_launch_bound),
-      cmocka_unit_test(test_sync_memop),
-      cmocka_unit_test(test_gap),
-      cmocka_unit_test(test_gap_twice),
-      cmocka_unit_test(test_low_flops),
-      cmocka_unit_test(test_clean),
-      cmocka_unit_test(test_straggler),
-      cmocka_unit_test(test_vendor_names),
+      cmocka_unit_test(test_sync),         cmocka_unit_test(test_h2d_pageable), cmocka_unit_test(test_h2d_blocking),
+      cmocka_unit_test(test_copy_calls),   cmocka_unit_test(test_step_start),   cmocka_unit_test(test_step_start_steps),
+      cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_sync_memop),   cmocka_unit_test(test_gap),
+      cmocka_unit_test(test_gap_twice),    cmocka_unit_test(test_low_flops),    cmocka_unit_test(test_clean),
+      cmocka_unit_test(test_straggler),    cmocka_unit_test(test_vendor_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
