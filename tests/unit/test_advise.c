@@ -247,6 +247,27 @@ static void test_step_start_steps(void **state) {
   ft_model_free(m);
 }
 
+/* Nothing runs before the launch at 800: 810 µs of idle at the start, but the step's
+ * critical path (launch, kernel) is shorter, and no finding claims more than it. */
+static void test_cap(void **state) {
+  (void)state;
+  ft_model mm, *m = &mm;
+  ft_model_init(m, NULL);
+  STEP(0, 1000);
+  LAUNCH(800, 5, 1);
+  KERNEL("k", 810, 190, 1);
+  ft_advice a;
+  advise(m, &a);
+  idle_is(&a.steps[0], 810, 0, 0, 0, 0);
+  uint64_t cp = a.steps[0].critical_path_ns;
+  assert_true(cp >= 190 * US && cp < 810 * US);
+  assert_int_equal(a.n_findings, 1);
+  assert_int_equal(a.findings[0].rule, FT_RULE_STEP_START);
+  assert_int_equal(a.findings[0].cost_ns, cp);
+  ft_advice_free(&a);
+  ft_model_free(m);
+}
+
 /* 100 kernels of 2 µs, each launched by a 10 µs call: 8 µs idle before each but the first. */
 static void test_launch_bound(void **state) {
   (void)state;
@@ -482,11 +503,11 @@ static void test_vendor_names(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sync),         cmocka_unit_test(test_h2d_pageable), cmocka_unit_test(test_h2d_blocking),
-      cmocka_unit_test(test_copy_calls),   cmocka_unit_test(test_step_start),   cmocka_unit_test(test_step_start_steps),
-      cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_sync_memop),   cmocka_unit_test(test_gap),
-      cmocka_unit_test(test_gap_twice),    cmocka_unit_test(test_low_flops),    cmocka_unit_test(test_clean),
-      cmocka_unit_test(test_straggler),    cmocka_unit_test(test_vendor_names),
+      cmocka_unit_test(test_sync),       cmocka_unit_test(test_h2d_pageable), cmocka_unit_test(test_h2d_blocking),
+      cmocka_unit_test(test_copy_calls), cmocka_unit_test(test_step_start),   cmocka_unit_test(test_step_start_steps),
+      cmocka_unit_test(test_cap),        cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_sync_memop),
+      cmocka_unit_test(test_gap),        cmocka_unit_test(test_gap_twice),    cmocka_unit_test(test_low_flops),
+      cmocka_unit_test(test_clean),      cmocka_unit_test(test_straggler),    cmocka_unit_test(test_vendor_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
