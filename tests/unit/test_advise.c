@@ -130,6 +130,32 @@ static void test_h2d_pageable(void **state) {
   ft_model_free(m);
 }
 
+/* torch's copy_ from pageable memory: cudaMemcpyAsync 210-260, then the stream's sync
+ * 262-400 under the same op; the copy runs 300-390. The sync is the copy's: one h2d-copy
+ * finding, named by the copy's call. */
+static void test_h2d_pageable_sync(void **state) {
+  (void)state;
+  ft_model mm, *m = &mm;
+  ft_model_init(m, NULL);
+  STEP(0, 1000);
+  LAUNCH(0, 5, 1);
+  KERNEL("k1", 5, 195, 1);
+  OP("aten::copy_", 205, 400);
+  CALL("cudaMemcpyAsync", 210, 50, 2);
+  ev(m, FT__SEC_MEMCPY, "Memcpy HtoD (Pageable -> Device)", 300, 90, 2, NULL);
+  CALL("cudaStreamSynchronize", 262, 138, 0);
+  LAUNCH(410, 5, 3);
+  KERNEL("k2", 420, 580, 3);
+  ft_advice a;
+  advise(m, &a);
+  idle_is(&a.steps[0], 5, 0, 120, 10, 0);
+  assert_int_equal(a.n_findings, 1);
+  const ft_advise_finding *f = finding(&a, 0, FT_RULE_H2D_COPY, "aten::copy_", 120, 1);
+  assert_string_equal(f->what, "cudaMemcpyAsync under aten::copy_");
+  ft_advice_free(&a);
+  ft_model_free(m);
+}
+
 /* A synchronous cudaMemcpy from pinned memory (its copy's name says HtoD) blocks as well. */
 static void test_h2d_blocking(void **state) {
   (void)state;
@@ -503,11 +529,22 @@ static void test_vendor_names(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sync),       cmocka_unit_test(test_h2d_pageable), cmocka_unit_test(test_h2d_blocking),
-      cmocka_unit_test(test_copy_calls), cmocka_unit_test(test_step_start),   cmocka_unit_test(test_step_start_steps),
-      cmocka_unit_test(test_cap),        cmocka_unit_test(test_launch_bound), cmocka_unit_test(test_sync_memop),
-      cmocka_unit_test(test_gap),        cmocka_unit_test(test_gap_twice),    cmocka_unit_test(test_low_flops),
-      cmocka_unit_test(test_clean),      cmocka_unit_test(test_straggler),    cmocka_unit_test(test_vendor_names),
+      cmocka_unit_test(test_sync),
+      cmocka_unit_test(test_h2d_pageable),
+      cmocka_unit_test(test_h2d_pageable_sync),
+      cmocka_unit_test(test_h2d_blocking),
+      cmocka_unit_test(test_copy_calls),
+      cmocka_unit_test(test_step_start),
+      cmocka_unit_test(test_step_start_steps),
+      cmocka_unit_test(test_cap),
+      cmocka_unit_test(test_launch_bound),
+      cmocka_unit_test(test_sync_memop),
+      cmocka_unit_test(test_gap),
+      cmocka_unit_test(test_gap_twice),
+      cmocka_unit_test(test_low_flops),
+      cmocka_unit_test(test_clean),
+      cmocka_unit_test(test_straggler),
+      cmocka_unit_test(test_vendor_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -175,7 +175,7 @@ static uint64_t take(ivs *rem, ivs *tmp, int64_t a, int64_t b, bool *oom) {
 /* ---- one rank's pass ---- */
 
 typedef struct cause {
-  uint32_t slice;
+  uint32_t slice, owner; /* owner: the call that names the finding (a copy's own sync: the copy) */
   uint8_t rule;
 } cause;
 typedef struct causes {
@@ -280,8 +280,15 @@ static bool classify(ctx *c) {
     uint8_t cls, dir;
   } cache[1024];
   for (size_t k = 0; k < 1024; k++) cache[k].id = FT_MODEL_NONE;
+  /* per thread: the host-to-device copy call just made, whose sync (torch's copy_ from
+   * pageable memory: cudaMemcpyAsync, then cudaStreamSynchronize) is the copy's */
+  uint32_t *pending = malloc((m->n_tracks + 1) * sizeof *pending);
+  if (!pending) return false;
+  for (size_t k = 0; k < m->n_tracks; k++) pending[k] = FT_MODEL_NONE;
   for (size_t i = 0; i < m->n; i++) {
     if (m->kind[i] != FT_MK_RUNTIME && m->kind[i] != FT_MK_DRIVER) continue;
+    uint32_t copy = pending[m->track[i]];
+    pending[m->track[i]] = FT_MODEL_NONE;
     uint32_t id = m->name[i];
     size_t h = id & 1023;
     if (cache[h].id != id) {
@@ -292,6 +299,7 @@ static bool classify(ctx *c) {
     }
     enum ft__call_class cls = cache[h].cls;
     if (cls == FT__CALL_NONE) continue;
+    uint32_t owner = (uint32_t)i;
     enum ft__copy_dir dir = cache[h].dir;
     bool pageable = false;
     uint32_t w = m->link ? m->link[i] : FT_MODEL_NONE;
@@ -308,11 +316,21 @@ static bool classify(ctx *c) {
     else if (pageable && dir == FT__DIR_H2D) rule = FT_RULE_H2D_COPY;
     else if (pageable && dir == FT__DIR_D2H) rule = FT_RULE_SYNC;
     else continue;
+    if (cls == FT__CALL_SYNC && copy != FT_MODEL_NONE && op_of(c, copy) == op_of(c, (uint32_t)i)) {
+      rule = FT_RULE_H2D_COPY;
+      owner = copy;
+    } else if (rule == FT_RULE_H2D_COPY) {
+      pending[m->track[i]] = (uint32_t)i;
+    }
     if (rule == FT_RULE_H2D_COPY) to = &c->h2d;
-    if (!grow((void **)&to->v, &to->cap, to->n + 1, sizeof *to->v)) return false;
-    to->v[to->n++] = (cause){(uint32_t)i, rule};
+    if (!grow((void **)&to->v, &to->cap, to->n + 1, sizeof *to->v)) {
+      free(pending);
+      return false;
+    }
+    to->v[to->n++] = (cause){(uint32_t)i, owner, rule};
     if (m->dur[i] > to->max_dur) to->max_dur = m->dur[i];
   }
+  free(pending);
   return true;
 }
 
@@ -364,11 +382,11 @@ static void causes_in_gap(ctx *c, const causes *l, size_t s, int64_t a, int64_t 
     uint64_t ns = take(&c->rem, &c->tmp, m->ts[i], until, &c->oom);
     if (!ns) continue;
     *idle += ns;
-    uint32_t op = op_of(c, i);
+    uint32_t o = l->v[k].owner, op = op_of(c, o);
     char what[160];
-    snprintf(what, sizeof what, "%s under %s", ft_model_str(m, m->name[i]), str_of(m, op));
-    credit(c, l->v[k].rule, m->name[i], name_of(m, op), what,
-           op != FT_MODEL_NONE ? str_of(m, op) : ft_model_str(m, m->name[i]), s, i, m->ts[i], m->dur[i], ns);
+    snprintf(what, sizeof what, "%s under %s", ft_model_str(m, m->name[o]), str_of(m, op));
+    credit(c, l->v[k].rule, m->name[o], name_of(m, op), what,
+           op != FT_MODEL_NONE ? str_of(m, op) : ft_model_str(m, m->name[o]), s, o, m->ts[o], m->dur[o], ns);
   }
 }
 
