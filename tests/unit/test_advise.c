@@ -156,6 +156,43 @@ static void test_h2d_pageable_sync(void **state) {
   ft_model_free(m);
 }
 
+/* A read to pageable memory and its sync (.item() on some builds): one sync occurrence,
+ * the copy's; a sync after a copy to pinned memory is its own. */
+static void test_d2h_sync(void **state) {
+  (void)state;
+  for (int pinned = 0; pinned < 2; pinned++) {
+    ft_model mm, *m = &mm;
+    ft_model_init(m, NULL);
+    STEP(0, 1000);
+    LAUNCH(0, 5, 1);
+    KERNEL("k1", 5, 195, 1);
+    OP("aten::_local_scalar_dense", 205, 300);
+    CALL("cudaMemcpyAsync", 210, 150, 2);
+    ev(m, FT__SEC_MEMCPY, pinned ? "Memcpy DtoH (Device -> Pinned)" : "Memcpy DtoH (Device -> Pageable)", 215, 5, 2,
+       NULL);
+    CALL("cudaStreamSynchronize", 362, 138, 0);
+    LAUNCH(510, 5, 3);
+    KERNEL("k2", 520, 480, 3);
+    ft_advice a;
+    advise(m, &a);
+    /* pageable: the call holds 210-215, and 220-520 (it returns inside that gap); 200-210
+     * waits for its launch. Pinned: the sync alone, 362-520. */
+    idle_is(&a.steps[0], 5, pinned ? 158 : 305, 0, pinned ? 157 : 10, 0);
+    if (!pinned) {
+      assert_int_equal(a.n_findings, 1);
+      const ft_advise_finding *f = finding(&a, 0, FT_RULE_SYNC, "aten::_local_scalar_dense", 305, 1);
+      assert_string_equal(f->what, "cudaMemcpyAsync under aten::_local_scalar_dense");
+    } else {
+      assert_int_equal(a.n_findings, 2);
+      finding(&a, 0, FT_RULE_SYNC, "aten::_local_scalar_dense", 158, 1);
+      assert_string_equal(a.findings[0].what, "cudaStreamSynchronize under aten::_local_scalar_dense");
+      finding(&a, 1, FT_RULE_GAP, "aten::_local_scalar_dense", 142, 1);
+    }
+    ft_advice_free(&a);
+    ft_model_free(m);
+  }
+}
+
 /* A synchronous cudaMemcpy from pinned memory (its copy's name says HtoD) blocks as well. */
 static void test_h2d_blocking(void **state) {
   (void)state;
@@ -533,6 +570,7 @@ int main(void) {
       cmocka_unit_test(test_h2d_pageable),
       cmocka_unit_test(test_h2d_pageable_sync),
       cmocka_unit_test(test_h2d_blocking),
+      cmocka_unit_test(test_d2h_sync),
       cmocka_unit_test(test_copy_calls),
       cmocka_unit_test(test_step_start),
       cmocka_unit_test(test_step_start_steps),

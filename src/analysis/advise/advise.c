@@ -280,10 +280,15 @@ static bool classify(ctx *c) {
     uint8_t cls, dir;
   } cache[1024];
   for (size_t k = 0; k < 1024; k++) cache[k].id = FT_MODEL_NONE;
-  /* per thread: the host-to-device copy call just made, whose sync (torch's copy_ from
-   * pageable memory: cudaMemcpyAsync, then cudaStreamSynchronize) is the copy's */
+  /* per thread: the blocking copy call just made, whose sync (torch's copy_ from pageable
+   * memory: cudaMemcpyAsync, then cudaStreamSynchronize) is the copy's */
   uint32_t *pending = malloc((m->n_tracks + 1) * sizeof *pending);
-  if (!pending) return false;
+  uint8_t *pending_rule = malloc(m->n_tracks + 1);
+  if (!pending || !pending_rule) {
+    free(pending);
+    free(pending_rule);
+    return false;
+  }
   for (size_t k = 0; k < m->n_tracks; k++) pending[k] = FT_MODEL_NONE;
   for (size_t i = 0; i < m->n; i++) {
     if (m->kind[i] != FT_MK_RUNTIME && m->kind[i] != FT_MK_DRIVER) continue;
@@ -317,20 +322,23 @@ static bool classify(ctx *c) {
     else if (pageable && dir == FT__DIR_D2H) rule = FT_RULE_SYNC;
     else continue;
     if (cls == FT__CALL_SYNC && copy != FT_MODEL_NONE && op_of(c, copy) == op_of(c, (uint32_t)i)) {
-      rule = FT_RULE_H2D_COPY;
+      rule = pending_rule[m->track[i]];
       owner = copy;
-    } else if (rule == FT_RULE_H2D_COPY) {
+    } else if (cls == FT__CALL_SYNC_COPY || cls == FT__CALL_ASYNC_COPY) {
       pending[m->track[i]] = (uint32_t)i;
+      pending_rule[m->track[i]] = rule;
     }
     if (rule == FT_RULE_H2D_COPY) to = &c->h2d;
     if (!grow((void **)&to->v, &to->cap, to->n + 1, sizeof *to->v)) {
       free(pending);
+      free(pending_rule);
       return false;
     }
     to->v[to->n++] = (cause){(uint32_t)i, owner, rule};
     if (m->dur[i] > to->max_dur) to->max_dur = m->dur[i];
   }
   free(pending);
+  free(pending_rule);
   return true;
 }
 
