@@ -474,6 +474,28 @@ static void test_clean(void **state) {
   ft_model_free(m);
 }
 
+/* Compute 0-500 and an all-reduce 300-800: 200 µs of it hidden under compute, 300 exposed. */
+static void test_comm(void **state) {
+  (void)state;
+  ft_model mm, *m = &mm;
+  ft_model_init(m, NULL);
+  STEP(0, 1000);
+  KERNEL("gemm", 0, 500, 0);
+  KERNEL("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 300, 500, 0);
+  ev(m, FT__SEC_MEMCPY, "Memcpy DtoD (Device -> Device)", 900, 50, 0, NULL);
+  ft_advice a;
+  advise(m, &a);
+  const ft_advise_step *s = &a.steps[0];
+  assert_int_equal(s->busy_ns, 850 * US);
+  assert_int_equal(s->compute_ns, 500 * US);
+  assert_int_equal(s->comm_ns, 500 * US);
+  assert_int_equal(s->copy_ns, 50 * US);
+  assert_int_equal(s->exposed_comm_ns, 300 * US);
+  idle_is(s, 0, 0, 0, 0, 150); /* no launches: nothing to wait on */
+  ft_advice_free(&a);
+  ft_model_free(m);
+}
+
 /* Three ranks, two steps: rank 2 takes 300 µs longer, and the others wait for it in
  * their collectives (exposed communication 300 µs against its 0). */
 static void test_straggler(void **state) {
@@ -484,13 +506,14 @@ static void test_straggler(void **state) {
   for (int k = 0; k < 3; k++) {
     for (int s = 0; s < 2; s++) {
       int64_t wall = (k == 2 ? 1300 : 1000) * US;
-      steps[k][s] = (ft_advise_step){.rank = k, .number = s, .start = 2000 * US * s, .end = 2000 * US * s + wall};
+      steps[k][s] =
+          (ft_advise_step){.rank = k == 2 ? -1 : k, .number = s, .start = 2000 * US * s, .end = 2000 * US * s + wall};
       steps[k][s].exposed_comm_ns = k == 2 ? 0 : 300 * US;
     }
     r[k] = (ft_advice){.steps = steps[k], .n_steps = 2};
     rp[k] = &r[k];
   }
-  ft_advice job = {0};
+  ft_advice job = {0}; /* rank 2's trace names no rank: its position names it */
   ft_advise_opts o;
   ft_advise_opts_default(&o);
   assert_int_equal(ft_advise_job(rp, 3, &o, &job, NULL, 0), FT_OK);
@@ -581,6 +604,7 @@ int main(void) {
       cmocka_unit_test(test_gap_twice),
       cmocka_unit_test(test_low_flops),
       cmocka_unit_test(test_clean),
+      cmocka_unit_test(test_comm),
       cmocka_unit_test(test_straggler),
       cmocka_unit_test(test_vendor_names),
   };

@@ -196,6 +196,10 @@ typedef struct ctx {
   ivs idle_all;           /* every step's idle gaps, for fuse */
   unsigned char *is_step; /* a bit per slice: a step's range */
   uint64_t start_best;    /* the costliest step start so far: its op names the finding */
+  struct {
+    uint32_t id;
+    bool comm;
+  } comm_cache[256]; /* ft_stats_is_comm by kernel name id (three substring searches a call) */
   bool oom;
 } ctx;
 
@@ -398,6 +402,15 @@ static void causes_in_gap(ctx *c, const causes *l, size_t s, int64_t a, int64_t 
   }
 }
 
+static bool is_comm(ctx *c, uint32_t id) {
+  size_t h = id & 255;
+  if (c->comm_cache[h].id != id) {
+    c->comm_cache[h].id = id;
+    c->comm_cache[h].comm = ft_stats_is_comm(ft_model_str(c->m, id));
+  }
+  return c->comm_cache[h].comm;
+}
+
 static void one_step(ctx *c, size_t s, ft_advise_step *st) {
   const ft_model *m = c->m;
   const ft_model_step *ms = &m->steps[s];
@@ -408,9 +421,7 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
     uint32_t i = c->dev[k];
     int64_t a = m->ts[i] > t0 ? m->ts[i] : t0, b = end_of(m, i) < t1 ? end_of(m, i) : t1;
     if (b <= a) continue;
-    ivs *kind = m->kind[i] != FT_MK_KERNEL                      ? &c->copy
-                : ft_stats_is_comm(ft_model_str(m, m->name[i])) ? &c->comm
-                                                                : &c->comp;
+    ivs *kind = m->kind[i] != FT_MK_KERNEL ? &c->copy : is_comm(c, m->name[i]) ? &c->comm : &c->comp;
     if (!iv_push(&c->busy, a, b) || !iv_push(kind, a, b)) c->oom = true;
   }
   st->busy_ns = iv_len(&c->busy);
@@ -540,6 +551,7 @@ ft_status ft_advise(const ft_model *m, const ft_advise_opts *o, ft_advice *out, 
     o = &def;
   }
   ctx c = {.m = m, .o = o};
+  for (size_t k = 0; k < 256; k++) c.comm_cache[k].id = FT_MODEL_NONE;
   uint64_t *ceil = NULL;
   if (!index_slices(&c) || !classify(&c)) goto oom;
   out->steps = calloc(m->n_steps + 1, sizeof *out->steps);
