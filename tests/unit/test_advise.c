@@ -354,6 +354,29 @@ static void test_launch_bound(void **state) {
   ft_model_free(m);
 }
 
+/* A, B, C ten times (23 µs each, 10 µs apart), launched well ahead: A>B>C is the
+ * sequence (10 runs, 20 µs idle inside each); B>C>A and C>A>B are the same kernels and
+ * give no finding of their own. */
+static void test_fuse(void **state) {
+  (void)state;
+  ft_model mm, *m = &mm;
+  ft_model_init(m, NULL);
+  STEP(0, 1000);
+  static const char *const names[] = {"A", "B", "C"};
+  for (int i = 0; i < 30; i++) LAUNCH(i, 1, i + 1);
+  for (int i = 0; i < 30; i++) KERNEL(names[i % 3], 5 + 33 * i, 23, i + 1);
+  ft_advice a;
+  advise(m, &a);
+  idle_is(&a.steps[0], 5, 0, 0, 0, 305);
+  assert_int_equal(a.n_findings, 1);
+  const ft_advise_finding *f = finding(&a, 0, FT_RULE_FUSE, "(no op)", 200, 10);
+  assert_string_equal(f->what, "A > B > C x10.0/step");
+  assert_int_equal(f->occ[1].ts, (5 + 99) * US);
+  assert_int_equal(f->occ[1].dur, 89 * US);
+  ft_advice_free(&a);
+  ft_model_free(m);
+}
+
 /* A synchronous cudaMemset 100-300 (its work 200-210); the next kernel at 310. */
 static void test_sync_memop(void **state) {
   (void)state;
@@ -599,6 +622,7 @@ int main(void) {
       cmocka_unit_test(test_step_start_steps),
       cmocka_unit_test(test_cap),
       cmocka_unit_test(test_launch_bound),
+      cmocka_unit_test(test_fuse),
       cmocka_unit_test(test_sync_memop),
       cmocka_unit_test(test_gap),
       cmocka_unit_test(test_gap_twice),

@@ -453,8 +453,9 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
       snprintf(what, sizeof what, "device idle at the step's start while %s ran", str_of(m, start_op));
       /* one finding a rank: it names the op of its costliest step */
       if (ns) credit(c, FT_RULE_STEP_START, 0, 0, what, str_of(m, start_op), s, start_op, t0, first_dev - t0, ns);
-      if (ns > c->start_best && !c->oom) {
-        ft_advise_finding *f = &c->t.f[ft__finding(&c->t, FT_RULE_STEP_START, 0, 0, NULL)];
+      uint32_t fi = ns > c->start_best && !c->oom ? ft__finding(&c->t, FT_RULE_STEP_START, 0, 0, NULL) : UINT32_MAX;
+      if (fi != UINT32_MAX) {
+        ft_advise_finding *f = &c->t.f[fi];
         snprintf(f->what, sizeof f->what, "%s", what);
         snprintf(f->where, sizeof f->where, "%s", str_of(m, start_op));
         c->start_best = ns;
