@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "advise.h"
+#include "advise_internal.h"
 #include "stats_internal.h"
 
 #define US 1000 /* the model's times are ns; the cases are written in µs */
@@ -608,6 +609,23 @@ static void test_vendor_names(void **state) {
   static const char *const rules[FT_RULE_N] = {"sync", "h2d-copy",  "step-start", "launch-bound", "sync-memop",
                                                "gap",  "straggler", "fuse",       "low-flops"};
   for (int r = 0; r < FT_RULE_N; r++) assert_string_equal(ft_rule_name((enum ft_rule)r), rules[r]);
+  /* the peaks table (docs/advise.md), by deviceProperties' name */
+  static const struct {
+    const char *name;
+    double tflops;
+  } peaks[] = {{"NVIDIA H200", 989},
+               {"NVIDIA H100 80GB HBM3", 989},
+               {"NVIDIA H100 PCIe", 756},
+               {"NVIDIA H100 NVL", 835},
+               {"NVIDIA H20", 148},
+               {"NVIDIA L40S", 362},
+               {"NVIDIA L40", 181},
+               {"NVIDIA L4", 121},
+               {"NVIDIA A100-SXM4-80GB", 312},
+               {"MetaX C500", 0},
+               {"", 0}};
+  for (size_t i = 0; i < sizeof peaks / sizeof *peaks; i++)
+    assert_true(ft__advise_peak_flops(peaks[i].name) == peaks[i].tflops * 1e12);
 }
 
 int main(void) {
