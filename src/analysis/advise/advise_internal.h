@@ -62,7 +62,10 @@ enum ft__copy_dir ft__advise_copy_dir(const char *work_name, bool *pageable);
 /* A device's peak dense bf16 FLOP/s by its name (docs/advise.md's table); 0 unknown. */
 double ft__advise_peak_flops(const char *device_name);
 
-/* advise.c: the findings under construction, one per key (rule, two name ids),
+/* *p with room for need items of size bytes (doubling); false without memory. */
+bool ft__advise_grow(void **p, size_t *cap, size_t need, size_t size);
+
+/* advise_findings.c: the findings under construction, one per key (rule, two name ids),
  * and each occurrence's cost in its step. */
 typedef struct ft__credit {
   uint32_t finding, step; /* step: index into m->steps */
