@@ -143,6 +143,9 @@ static void test_critical_path(void **state) {
   assert_int_equal(ft__critical_path_ns(&m, SIZE_MAX), 10 + 10 + 40 + 20 + 220 + 10);
   /* the step's window holds A and its launches, not the sync or B */
   assert_int_equal(ft__critical_path_ns(&m, 0), 10 + 10 + 40 + 20 + 220);
+  uint64_t all[1];
+  assert_true(ft__critical_paths(&m, all)); /* every step at once: the same */
+  assert_int_equal(all[0], 10 + 10 + 40 + 20 + 220);
   ft_model_free(&m);
   build_cp(&m, false); /* no sync event: B hangs off the CPU chain only, K2's end is the longest */
   assert_int_equal(ft__critical_path_ns(&m, SIZE_MAX), 300);
