@@ -222,8 +222,10 @@ static void stack_edges(cp *c) {
   free(stack);
 }
 
-/* A cuda_sync slice's call: the runtime or driver call of its correlation id (the
- * model links launches only; HTA's index_correlation pairs syncs too). */
+/* HTA's index_correlation, by correlation id (transform_correlation_to_index): device
+ * work's and a sync's call is the last CPU event with its id; a CPU event's device side
+ * is the last device event with its id (a launch of several kernels clips in only that
+ * one). The model links launches only, one piece of work each. */
 typedef struct callref {
   int64_t corr;
   uint32_t s;
@@ -233,28 +235,37 @@ static int cmp_callref(const void *x, const void *y) {
   if (a->corr != b->corr) return a->corr < b->corr ? -1 : 1;
   return a->s < b->s ? -1 : a->s > b->s;
 }
-static bool sync_calls(const ft_model *m, uint32_t *call, callref **pairs, size_t *n_pairs) {
-  size_t n = 0;
-  for (size_t i = 0; i < m->n; i++) n += m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER;
-  callref *r = malloc((m->n + 1) * sizeof *r);
-  if (!r) return false;
-  n = 0;
-  for (size_t i = 0; i < m->n; i++)
-    if ((m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER) && ft_model_corr(m, i) != FT_MODEL_NO_ID)
-      r[n++] = (callref){ft_model_corr(m, i), (uint32_t)i};
-  qsort(r, n, sizeof *r, cmp_callref);
-  for (size_t i = 0; i < m->n; i++) {
-    call[i] = m->link[i];
-    if (m->kind[i] != FT_MK_SYNC) continue;
-    int64_t c = ft_model_corr(m, i);
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-      size_t mid = (lo + hi) / 2;
-      if (r[mid].corr < c) lo = mid + 1;
-      else hi = mid;
-    }
-    call[i] = c != FT_MODEL_NO_ID && lo < n && r[lo].corr == c ? r[lo].s : FT_MODEL_NONE;
+static uint32_t last_with(const callref *r, size_t n, int64_t c) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) { /* past the last with c */
+    size_t mid = (lo + hi) / 2;
+    if (r[mid].corr <= c) lo = mid + 1;
+    else hi = mid;
   }
+  return c != FT_MODEL_NO_ID && lo && r[lo - 1].corr == c ? r[lo - 1].s : FT_MODEL_NONE;
+}
+static bool hta_pairs(const ft_model *m, uint32_t *call, uint32_t *work, callref **pairs, size_t *n_pairs) {
+  callref *r = malloc((m->n + 1) * sizeof *r), *d = malloc((m->n + 1) * sizeof *d);
+  if (!r || !d) {
+    free(r);
+    free(d);
+    return false;
+  }
+  size_t nr = 0, nd = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    int64_t c = ft_model_corr(m, i);
+    if (c == FT_MODEL_NO_ID) continue;
+    if (!on_stream(m, i)) r[nr++] = (callref){c, (uint32_t)i};
+    else if (c >= 0) d[nd++] = (callref){c, (uint32_t)i};
+  }
+  qsort(r, nr, sizeof *r, cmp_callref);
+  qsort(d, nd, sizeof *d, cmp_callref);
+  for (size_t i = 0; i < m->n; i++) {
+    bool gpu = on_stream(m, i) || m->kind[i] == FT_MK_SYNC;
+    call[i] = gpu ? last_with(r, nr, ft_model_corr(m, i)) : FT_MODEL_NONE;
+    work[i] = gpu ? FT_MODEL_NONE : last_with(d, nd, ft_model_corr(m, i));
+  }
+  free(d);
   /* the syncs by their call's index (r reused: corr holds the call, s the sync) */
   size_t k = 0;
   for (size_t i = 0; i < m->n; i++)
@@ -431,7 +442,8 @@ out:
  * per-slice scratch that a window sets and clears again. */
 typedef struct prep {
   int32_t *qlen;
-  uint32_t *call; /* device work's launch, a sync's call; FT_MODEL_NONE */
+  uint32_t *call; /* device work's and a sync's call; FT_MODEL_NONE */
+  uint32_t *work; /* a CPU event's device work (HTA's pairing); FT_MODEL_NONE */
   callref *syncs; /* (call, sync) by call */
   size_t n_syncs;
   streams q;
@@ -441,6 +453,7 @@ typedef struct prep {
 static void prep_free(prep *p) {
   free(p->qlen);
   free(p->call);
+  free(p->work);
   free(p->syncs);
   free(p->q.id);
   free(p->q.len);
@@ -455,11 +468,12 @@ static bool prep_make(const ft_model *m, prep *p) {
   size_t n = m->n + 1;
   p->qlen = malloc(n * sizeof *p->qlen);
   p->call = malloc(n * sizeof *p->call);
+  p->work = malloc(n * sizeof *p->work);
   p->node_of = malloc(n * sizeof *p->node_of);
   p->win = malloc(2 * n * sizeof *p->win);
   p->ev = malloc(n * sizeof *p->ev);
-  if (!p->qlen || !p->call || !p->node_of || !p->win || !p->ev || !queue_lengths(m, &p->q, p->qlen) ||
-      !sync_calls(m, p->call, &p->syncs, &p->n_syncs)) {
+  if (!p->qlen || !p->call || !p->work || !p->node_of || !p->win || !p->ev || !queue_lengths(m, &p->q, p->qlen) ||
+      !hta_pairs(m, p->call, p->work, &p->syncs, &p->n_syncs)) {
     prep_free(p);
     return false;
   }
@@ -492,8 +506,8 @@ static uint64_t window(const ft_model *m, prep *p, size_t lo, size_t hi, bool *o
   for (size_t i = lo; i < hi; i++) {
     if (on_stream(m, i) || m->dur[i] <= 0) continue;
     p->win[n++] = (uint32_t)i;
-    uint32_t l = m->link[i];
-    if (l != FT_MODEL_NONE && on_stream(m, l)) p->win[n++] = l;
+    uint32_t l = p->work[i];
+    if (l != FT_MODEL_NONE) p->win[n++] = l;
   }
   size_t a = 0, b = p->n_syncs; /* the syncs whose call is in [lo, hi) */
   while (a < b) {
