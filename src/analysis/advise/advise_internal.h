@@ -42,6 +42,8 @@ bool ft__hta_idle_steps(const ft_model *m, uint64_t (*out)[3]);
  * edges under FT_HTA_CP_KERNEL_DELAY_NS; sync edges from device work to the end of
  * the synchronizing call. docs/advise.md "Against HTA" lists what differs. */
 uint64_t ft__critical_path_ns(const ft_model *m, size_t step);
+/* Every step's (out: m->n_steps entries), the per-trace part done once. False without memory. */
+bool ft__critical_paths(const ft_model *m, uint64_t *out);
 
 /* vendor_calls.c: what a runtime or driver call is, by its vendor's name (any of
  * cuda/cu, hip, mc, musa/mu, tops, aclrt; version suffixes such as _v3020 and
