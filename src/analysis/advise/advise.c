@@ -360,7 +360,6 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
   st->comm_ns = iv_len(&c->comm);
   st->copy_ns = iv_len(&c->copy);
   st->exposed_comm_ns = st->comm_ns - iv_overlap(&c->comm, &c->comp);
-  st->critical_path_ns = ft__critical_path_ns(m, s);
   int64_t first_dev = c->busy.n ? c->busy.v[0].a : t1, at = t0;
   for (size_t k = 0; k <= c->busy.n; k++) {
     int64_t b = k < c->busy.n ? c->busy.v[k].a : t1;
@@ -449,10 +448,12 @@ ft_status ft_advise(const ft_model *m, const ft_advise_opts *o, ft_advice *out, 
   if (!index_slices(&c) || !classify(&c)) goto oom;
   out->steps = calloc(m->n_steps + 1, sizeof *out->steps);
   ceil = calloc(m->n_steps + 1, sizeof *ceil);
-  if (!out->steps || !ceil) goto oom;
+  /* every step's critical path at once (critical_path.c: the per-trace part once) */
+  if (!out->steps || !ceil || !ft__critical_paths(m, ceil)) goto oom;
   double wall = 0;
   for (size_t s = 0; s < m->n_steps && !c.oom; s++) {
     one_step(&c, s, &out->steps[s]);
+    out->steps[s].critical_path_ns = ceil[s];
     out->n_steps++;
     wall += (double)(m->steps[s].end - m->steps[s].start);
     uint64_t w = (uint64_t)(m->steps[s].end - m->steps[s].start), cp = out->steps[s].critical_path_ns;
