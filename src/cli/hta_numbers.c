@@ -1,5 +1,4 @@
-/* `flagtrace _hta TRACE`: the numbers advise shares with HTA, as JSON, for tests/gpu/hta_advise_compare.py (not listed
- * in --help). */
+/* `flagtrace _hta TRACE` (unlisted): the numbers advise shares with HTA, as JSON, for the comparison with HTA. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,8 @@
 /* The events that get nodes, each a start node (2k) and an end node (2k + 1). */
 typedef struct cp {
   const ft_model *m;
-  const uint32_t *win; /* the window's slices, ascending */
+  const struct names *nm; /* HTA's names (below) */
+  const uint32_t *win;    /* the window's slices, ascending */
   size_t n_win;
   uint32_t *ev; /* node-event k's slice */
   size_t n_ev;
@@ -47,40 +48,40 @@ static void edge(cp *c, uint32_t u, uint32_t v, bool zero) {
   c->n_e++;
 }
 
-static bool name_in(const char *s, const char *const *set, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (!strcmp(s, set[i])) return true;
-  return false;
-}
-
-/* CUDA_RUNTIME_EVENTS: the calls that take the CUDA runtime's lock. */
-static bool is_lock(const cp *c, uint32_t node) {
+/* The names HTA looks for, as the model's string ids (FT_MODEL_NONE: not in the trace):
+ * CUDA_RUNTIME_EVENTS (the calls that take the CUDA runtime's lock), BLOCKING_SYNC_CALLS
+ * (a call stack edge into their end weighs nothing), get_runtime_launch_events_mask's
+ * (the launches the queue length counts). */
+typedef struct names {
+  uint32_t lock[3], blk[6], queue[12];
+} names;
+static void names_find(const ft_model *m, names *nm) {
   static const char *const lock[] = {"cudaHostAlloc", "cudaLaunchKernel", "cudaMemcpyAsync"};
-  return name_in(ft_model_str(c->m, c->m->name[c->ev[node / 2]]), lock, 3);
-}
-/* BLOCKING_SYNC_CALLS: a call stack edge into their end weighs nothing. */
-static bool is_blocking(const ft_model *m, uint32_t s) {
   static const char *const blk[] = {
       "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize", "cudaMemcpy",
       "cudaMemcpyAsync"};
-  return name_in(ft_model_str(m, m->name[s]), blk, 6);
+  static const char *const queue[] = {"cudaLaunchKernel",
+                                      "cudaLaunchKernelExC",
+                                      "cuLaunchKernel",
+                                      "cuLaunchKernelEx",
+                                      "cudaMemcpyAsync",
+                                      "cudaMemsetAsync",
+                                      "runFunction - job_prep_and_submit_for_execution",
+                                      "hipLaunchKernel",
+                                      "hipExtModuleLaunchKernel",
+                                      "hipMemcpyAsync",
+                                      "hipMemsetAsync",
+                                      "hipMemcpyWithStream"};
+  for (size_t i = 0; i < 3; i++) nm->lock[i] = ft_model_find_str(m, lock[i]);
+  for (size_t i = 0; i < 6; i++) nm->blk[i] = ft_model_find_str(m, blk[i]);
+  for (size_t i = 0; i < 12; i++) nm->queue[i] = ft_model_find_str(m, queue[i]);
 }
-/* get_runtime_launch_events_mask's names: the launches the queue length counts. */
-static bool is_queue_launch(const ft_model *m, uint32_t s) {
-  static const char *const q[] = {"cudaLaunchKernel",
-                                  "cudaLaunchKernelExC",
-                                  "cuLaunchKernel",
-                                  "cuLaunchKernelEx",
-                                  "cudaMemcpyAsync",
-                                  "cudaMemsetAsync",
-                                  "runFunction - job_prep_and_submit_for_execution",
-                                  "hipLaunchKernel",
-                                  "hipExtModuleLaunchKernel",
-                                  "hipMemcpyAsync",
-                                  "hipMemsetAsync",
-                                  "hipMemcpyWithStream"};
-  return name_in(ft_model_str(m, m->name[s]), q, sizeof q / sizeof *q);
+static bool id_in(uint32_t id, const uint32_t *set, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (set[i] == id && id != FT_MODEL_NONE) return true;
+  return false;
 }
+static bool is_lock(const cp *c, uint32_t node) { return id_in(c->m->name[c->ev[node / 2]], c->nm->lock, 3); }
 
 static bool on_stream(const ft_model *m, size_t i) { return m->tracks[m->track[i]].kind == FT_TRACK_STREAM; }
 static int64_t stream_of(const ft_model *m, size_t i) { return m->tracks[m->track[i]].tid; }
@@ -213,7 +214,7 @@ static void stack_edges(cp *c) {
     uint32_t node = 2 * ev + (v[i].end ? 1 : 0);
     if (last != UINT32_MAX && !shares_lock(c, last, node)) {
       if (!v[i].end) edge(c, last, node, depth == 0); /* top-level ops: a dependency */
-      else edge(c, last, node, is_blocking(m, s));
+      else edge(c, last, node, id_in(m->name[s], c->nm->blk, 6));
     }
     last = node;
     depth += v[i].end ? -1 : 1;
@@ -301,7 +302,7 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static bool queue_lengths(const ft_model *m, streams *q, int32_t *qlen) {
+static bool queue_lengths(const ft_model *m, const names *nm, streams *q, int32_t *qlen) {
   q->id = malloc((m->n_tracks + 1) * sizeof *q->id);
   q->len = calloc(m->n_tracks + 1, sizeof *q->len);
   q->last = malloc((m->n_tracks + 1) * sizeof *q->last);
@@ -321,7 +322,7 @@ static bool queue_lengths(const ft_model *m, streams *q, int32_t *qlen) {
     if (l == FT_MODEL_NONE) continue;
     bool work = on_stream(m, i);
     uint32_t launch = work ? l : (uint32_t)i, dev = work ? (uint32_t)i : l;
-    if (!on_stream(m, dev) || on_stream(m, launch) || !is_queue_launch(m, launch)) continue;
+    if (!on_stream(m, dev) || on_stream(m, launch) || !id_in(m->name[launch], nm->queue, 12)) continue;
     size_t s = stream_ix(q, stream_of(m, dev));
     q->len[s] += work ? -1 : 1;
     qlen[i] = (int32_t)q->len[s];
@@ -447,6 +448,7 @@ typedef struct prep {
   callref *syncs; /* (call, sync) by call */
   size_t n_syncs;
   streams q;
+  names nm;
   uint32_t *node_of, *win, *ev; /* node_of: FT_MODEL_NONE outside a window */
 } prep;
 
@@ -465,6 +467,7 @@ static void prep_free(prep *p) {
 
 static bool prep_make(const ft_model *m, prep *p) {
   memset(p, 0, sizeof *p);
+  names_find(m, &p->nm);
   size_t n = m->n + 1;
   p->qlen = malloc(n * sizeof *p->qlen);
   p->call = malloc(n * sizeof *p->call);
@@ -472,8 +475,8 @@ static bool prep_make(const ft_model *m, prep *p) {
   p->node_of = malloc(n * sizeof *p->node_of);
   p->win = malloc(2 * n * sizeof *p->win);
   p->ev = malloc(n * sizeof *p->ev);
-  if (!p->qlen || !p->call || !p->work || !p->node_of || !p->win || !p->ev || !queue_lengths(m, &p->q, p->qlen) ||
-      !hta_pairs(m, p->call, p->work, &p->syncs, &p->n_syncs)) {
+  if (!p->qlen || !p->call || !p->work || !p->node_of || !p->win || !p->ev ||
+      !queue_lengths(m, &p->nm, &p->q, p->qlen) || !hta_pairs(m, p->call, p->work, &p->syncs, &p->n_syncs)) {
     prep_free(p);
     return false;
   }
@@ -501,7 +504,7 @@ static size_t first_at(const ft_model *m, int64_t t, bool after) {
  * starting in it and lasting > 0; device work and syncs whose call is one of those),
  * its graph, its longest path. p's scratch is clear again on return. */
 static uint64_t window(const ft_model *m, prep *p, size_t lo, size_t hi, bool *oom) {
-  cp c = {.m = m, .win = p->win, .node_of = p->node_of, .ev = p->ev};
+  cp c = {.m = m, .nm = &p->nm, .win = p->win, .node_of = p->node_of, .ev = p->ev};
   size_t n = 0;
   for (size_t i = lo; i < hi; i++) {
     if (on_stream(m, i) || m->dur[i] <= 0) continue;
