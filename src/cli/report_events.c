@@ -161,7 +161,7 @@ static ft_status put_col(FILE *out, const col *c) {
 typedef struct tl_row {
   int64_t pid, tid;
   uint32_t slice;
-  int32_t cls;
+  uint8_t cls, launch; /* launch: the slice has a kernel's grid and block */
 } tl_row;
 
 static int by_row_ts(const void *a, const void *b, void *arg) {
@@ -206,12 +206,11 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
     if (cls < 0) continue;
     const ft_model_track *t = &m->tracks[m->track[i]];
     int64_t tid = t->tid < 0 ? 0 : t->tid;
-    if (cls >= TL_DEVICE) { /* device work: one row per (device, stream) */
-      struct ft_model_kernel_args a;
-      ft_model_kernel_args(m, i, &a);
-      tid = a.stream >= 0 ? a.stream : 0;
-    }
-    ev[k++] = (tl_row){t->pid, tid, (uint32_t)i, cls};
+    struct ft_model_kernel_args a;
+    bool args = ft_model_kernel_args(m, i, &a);
+    if (cls >= TL_DEVICE) tid = a.stream >= 0 ? a.stream : 0; /* device work: one row per (device, stream) */
+    bool launch = args && (a.grid[0] | a.grid[1] | a.grid[2]) && (a.block[0] | a.block[1] | a.block[2]);
+    ev[k++] = (tl_row){t->pid, tid, (uint32_t)i, (uint8_t)cls, launch};
     if (m->name[i] != FT_MODEL_NONE) ids[m->name[i]] = 0; /* used */
   }
   /* into the page's names in the model's order of them (the file's): the page the read's own collector made */
@@ -225,7 +224,8 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
   fprintf(out, "{\"rank\": %lld, \"offset_ns\": %lld, \"rows\": [", (long long)rank, (long long)offset_ns);
   for (size_t i = 0, j = 0; i < n; i = j) {
     for (j = i + 1; j < n && ev[j].cls == ev[i].cls && ev[j].pid == ev[i].pid && ev[j].tid == ev[i].tid;) j++;
-    fprintf(out, "%s[%d,%lld,%lld,%zu]", i ? "," : "", ev[i].cls, (long long)ev[i].pid, (long long)ev[i].tid, j - i);
+    fprintf(out, "%s[%d,%lld,%lld,%zu]", i ? "," : "", (int)ev[i].cls, (long long)ev[i].pid, (long long)ev[i].tid,
+            j - i);
   }
   fputs("]", out);
   /* columns: start, duration, name, correlation, External id; then the launches (g, gn of them) */
@@ -244,8 +244,7 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
          varint(&cols[4], ext - prev_ext);
     prev_corr = corr, prev_ext = ext;
     struct ft_model_kernel_args a;
-    if (ok && ft_model_kernel_args(m, sl, &a) && (a.grid[0] | a.grid[1] | a.grid[2]) &&
-        (a.block[0] | a.block[1] | a.block[2])) {
+    if (ok && e->launch && ft_model_kernel_args(m, sl, &a)) {
       ok = varint(&cols[5], (int64_t)i);
       for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], a.grid[d]);
       for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], a.block[d]);
