@@ -134,6 +134,11 @@ int ft__cli_diff_by_step(const char *const path[2], int fmt, const char *output,
       ft_cli_error("diff", "%s: %s", s ? "B" : "A", mr[s].err);
       rc = mr[s].st == FT_ENOMEM ? 1 : FT_CLI_USAGE;
     }
+  for (int s = 0; s < 2 && !rc; s++)
+    if (!mr[s].m.n) { /* as the plain diff refuses a side with nothing to compare */
+      ft_cli_error("diff", "%s (%s) has no ops, kernels or copies to compare", s ? "B" : "A", path[s]);
+      rc = FT_CLI_USAGE;
+    }
   ft_diff_step d;
   bool built = false;
   const ft_model *m[2] = {&mr[0].m, &mr[1].m};

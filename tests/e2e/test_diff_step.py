@@ -143,6 +143,30 @@ def test_op_inserted_in_b():
     assert "aten::relu" in r.stdout and "1 break (a name mismatch" in r.stdout, r.stdout
 
 
+def test_many_edits():
+    """300 distinct ops, B without every 7th and with a new op after every 11th: the
+    shortest edit script keeps the 257 others aligned, each at its place; past 1024
+    edits (1200 ops renamed) the rest is paired by position, where names agree."""
+    fwd = [(f"op{i}", 1) for i in range(300)]
+    ins = []
+    for i, o in enumerate(fwd):
+        if i % 7:
+            ins.append(o)
+        if i % 11 == 0:
+            ins.append((f"new{i}", 1))
+    doc = step_json(trace("edit_a.json", [(fwd, [])]), trace("edit_b.json", [(ins, [])]))
+    al = doc["alignment"]
+    assert (al["ops_a"], al["ops_b"], al["ops_matched"]) == (300, len(ins), 257), al
+    assert sorted(u["name"] for u in doc["unmatched"] if u["side"] == "A") == sorted(f"op{i}" for i in range(0, 300, 7))
+    assert sum(u["side"] == "B" for u in doc["unmatched"]) == 28
+    assert all(ins[x["b_pos"] - 1][0] == x["name"] == f"op{x['a_pos'] - 1}" for x in doc["ops"]), doc["ops"][:3]
+    big_a = [(f"a{i}", 1) for i in range(1200)]
+    big_b = [(f"a{i}" if i % 2 else f"b{i}", 1) for i in range(1200)]
+    doc = step_json(trace("big_a.json", [(big_a, [])]), trace("big_b.json", [(big_b, [])]))
+    assert doc["alignment"]["ops_matched"] == 600 and len(doc["unmatched"]) == 1200, doc["alignment"]
+    assert all(x["a_pos"] == x["b_pos"] for x in doc["ops"])
+
+
 def test_step_numbers_differ():
     """A's steps 4, 5 against B's 10, 11: paired by position, and the output says so."""
     a = trace("num_a.json", [(STEP, [])] * 2, [4, 5])
@@ -198,6 +222,11 @@ def test_batch_pair():
 def test_formats_and_refusals():
     a = trace("f_a.json", [(STEP, BACKWARD)] * 2)
     trace("f_b.json", [(STEP, BACKWARD)])
+    empty, bad = os.path.join(TMP, "empty.json"), os.path.join(TMP, "bad.json")
+    with open(empty, "w") as f:
+        json.dump({"traceEvents": []}, f)
+    with open(bad, "w") as f:
+        f.write('{"traceEvents": [{"ph": "X", "ts": ')
     r = run("-f", "csv", a, a)
     assert r.returncode == 0, r.stderr
     parts = r.stdout.split("\n\n")
@@ -207,7 +236,8 @@ def test_formats_and_refusals():
     for args, words in ((["-f", "html", a, a], "no -f html"), (["--shapes", a, a], "no --shapes"),
                         (["--a", os.path.join(TMP, "f_*.json"), "--b", a], "--by-step compares one trace a side"),
                         ([a, d("workload_h200.json.gz")], "ProfilerStep ranges and B none"),
-                        (["--step", "train", a, a], "no range named 'train'")):
+                        (["--step", "train", a, a], "no range named 'train'"),
+                        ([a, empty], "B ("), ([a, bad], "B: ")):
         r = run(*args)
         assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1, (args, r.stderr)
         assert words in r.stderr, (words, r.stderr)
