@@ -83,6 +83,7 @@ static void write_table(FILE *f, const ft_diff_step *d, const char *const path[2
     if (d->ops_at[k] == d->ops_at[k + 1]) fprintf(f, "== %s ==\n(none aligned)\n", title);
     else sub_table(f, &d->reps[FT_DSTEP_OPS], d->ops_at[k], d->ops_at[k + 1], title, &to);
     if (d->unmatched_at[k] == d->unmatched_at[k + 1]) continue;
+    fputc('\n', f);
     snprintf(title, sizeof title, "step %zu: ops only in A or only in B", k + 1);
     sub_table(f, &d->reps[FT_DSTEP_UNMATCHED], d->unmatched_at[k], d->unmatched_at[k + 1], title, &to);
   }
