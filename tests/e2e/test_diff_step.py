@@ -39,8 +39,9 @@ STEP = [("aten::linear", 20), ("aten::add", 10), ("aten::softmax", 30), ("aten::
 BACKWARD = [("autograd::engine::evaluate_function: MmBackward0", 40), ("Optimizer.step#SGD.step", 5)]
 
 
-def trace(name, steps, numbers=None):
-    """steps: per step (thread 1's ops, thread 2's ops); numbers: ProfilerStep#N's N."""
+def trace(name, steps, numbers=None, step_name=None):
+    """steps: per step (thread 1's ops, thread 2's ops); numbers: ProfilerStep#N's N;
+    step_name: the steps are user ranges of that name instead."""
     ev, t, ext = [], 0, 0
     numbers = numbers or list(range(len(steps)))
 
@@ -71,7 +72,7 @@ def trace(name, steps, numbers=None):
             op(1, *o)
         for o in bwd:
             op(2, *o)
-        ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 1,
+        ev.append({"ph": "X", "cat": "user_annotation", "name": step_name or f"ProfilerStep#{n}", "pid": 1, "tid": 1,
                    "ts": step_start, "dur": t - step_start})
         t += 3
     path = os.path.join(TMP, name)
@@ -183,6 +184,14 @@ def test_step_numbers_differ():
     assert doc["steps"][2]["a_name"] == "" and doc["steps"][2]["b_name"] == "ProfilerStep#6"
     assert doc["steps"][2]["ops_a"] == 0 and doc["steps"][2]["ops_b"] == 5
     assert [u["side"] for u in doc["unmatched"]] == ["B"] * 5
+    # --step NAME: a user range's occurrences, the k-th with the k-th
+    slow = [(n, 90 if n == "aten::add" else us) for n, us in STEP]
+    doc = step_json("--step", "train", trace("u_a.json", [(STEP, [])] * 3, step_name="train"),
+                    trace("u_b.json", [(STEP, []), (STEP, []), (slow, [])], step_name="train"))
+    assert doc["alignment"]["step"] == "train" and doc["alignment"]["steps_by"] == "position", doc["alignment"]
+    assert [s["a_name"] for s in doc["steps"]] == ["train"] * 3 and doc["alignment"]["ops_matched"] == 15
+    changed = [(o["step"], o["name"], o["a_pos"], o["device_b_us"]) for o in doc["ops"] if o["device_ratio"] != 1]
+    assert changed == [(3, "aten::add", 2, 90.0), (3, "aten::add", 5, 90.0)], changed
     # --step all: each trace whole, one step
     doc = step_json("--step", "all", a, c)
     assert doc["alignment"]["steps_by"] == "whole" and doc["alignment"]["step"] is None
