@@ -438,7 +438,8 @@ ft_status ft_diff_step_build(ft_diff_step *d, const ft_model *a, const ft_model 
   side sd[2];
   uint32_t *pa = NULL, *pb = NULL, *grp[2] = {NULL, NULL};
   size_t np = 0;
-  bool ok = side_init(&sd[0], a, o->whole) & side_init(&sd[1], b, o->whole);
+  bool ok0 = side_init(&sd[0], a, o->whole), ok1 = side_init(&sd[1], b, o->whole); /* both: both are freed */
+  bool ok = ok0 && ok1;
   ok = ok && pair_steps(sd, &pa, &pb, &np, &d->by, o->step != NULL);
   for (int s = 0; s < 2 && ok; s++) {
     d->steps[s] = sd[s].n_steps;
