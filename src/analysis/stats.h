@@ -317,6 +317,7 @@ typedef struct ft_stat_read_opts {
   bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
   void **on_event_ctx;
   bool model; /* each file through the event model (model.h): read into it, then replayed into its summary */
+  struct ft_model *models; /* with model: file f's model kept in models[f] (the caller frees each), not freed */
 } ft_stat_read_opts;
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, const ft_stat_read_opts *o, char *err,
                            size_t errlen);

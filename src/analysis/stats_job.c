@@ -140,7 +140,8 @@ static ft_status read_one(worker *w, size_t f) {
       file->model_bytes_distinct = ft_model_bytes_distinct(&m);
       s = ft_model_replay(&m, &st);
     }
-    ft_model_free(&m);
+    if (!s && w->o.models) w->o.models[f] = m; /* the report's slices (report_events.c) */
+    else ft_model_free(&m);
   } else {
     s = w->mem ? ft_stats_read_mem(&st, w->mem, w->mem_len, err, sizeof w->errs[f])
                : ft_stats_read(&st, w->paths[f], err, sizeof w->errs[f]);

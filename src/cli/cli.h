@@ -3,6 +3,7 @@
 #define FLAGTRACE_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Each returns the process exit status; argv[0] is the subcommand's name. */
 int ft_cli_record(int argc, char **argv);
@@ -11,6 +12,11 @@ int ft_cli_stats(int argc, char **argv);
 int ft_cli_report(int argc, char **argv);
 int ft_cli_diff(int argc, char **argv);
 int ft_cli_hta_numbers(int argc, char **argv); /* `_hta`: HTA's shared numbers as JSON (tests) */
+
+/* diff --by-step (diff_step.c), on one trace per side: fmt 0 table, 1 csv, 2 json;
+ * step: --step's value or NULL. Returns the exit status. */
+int ft__cli_diff_by_step(const char *const path[2], int fmt, const char *output, bool overwrite, const char *step,
+                         size_t limit);
 
 /* Exit status for usage errors and unreadable input. */
 #define FT_CLI_USAGE 2

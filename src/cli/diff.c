@@ -59,6 +59,11 @@ static const char usage[] =
     "      --kernels MODE  auto (default), name (match kernels by name) or group\n"
     "                      (compare each op's kernels as a group)\n"
     "      --force         compare even when fewer than half the op names match\n"
+    "      --by-step       step N of A against step N of B (by ProfilerStep#N, by\n"
+    "                      position when the numbers differ; --step: a user range),\n"
+    "                      each thread's top-level ops aligned by name in call order;\n"
+    "                      per step its wall time and the -n ops that changed most\n"
+    "                      (one trace a side; table, csv or json)\n"
     "  -q, --quiet         no notes on stderr (skipped events, incomplete traces)\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -70,7 +75,7 @@ static const char usage[] =
     "  flagtrace diff cuda.json.gz musa.json.gz\n"
     "  flagtrace diff -f json -n 0 --a 'base/*.json.gz' --b 'opt/*.json.gz' > diff.json\n";
 
-enum { OPT_A = 256, OPT_B, OPT_STEP, OPT_SHAPES, OPT_KERNELS, OPT_FORCE, OPT_OVERWRITE };
+enum { OPT_A = 256, OPT_B, OPT_STEP, OPT_SHAPES, OPT_KERNELS, OPT_FORCE, OPT_OVERWRITE, OPT_BY_STEP };
 enum fmt { FMT_TABLE, FMT_CSV, FMT_JSON, FMT_HTML };
 
 /* A side's files: operands as stats takes them (directories expanded), a glob pattern expanded first. */
@@ -220,6 +225,31 @@ static ft_status write_html(FILE *f, const ft_diff *d, const ft_stat_job *job[2]
   return st;
 }
 
+/* --by-step: one trace a side (a pattern or directory that names one), read into its event model. */
+static int by_step_sides(const char *side[2], enum fmt fmt, const char *output, bool overwrite, const char *step,
+                         size_t limit) {
+  ft_trace_args t[2] = {{0}, {0}};
+  glob_t g[2];
+  memset(g, 0, sizeof g);
+  char err[640];
+  int rc = 0;
+  for (int s = 0; s < 2 && !rc; s++) {
+    ft_status st = side_files(&t[s], &g[s], side[s], err, sizeof err);
+    if (st) ft_cli_error("diff", "%s: %s", s ? "B" : "A", err), rc = st == FT_ENOMEM ? 1 : FT_CLI_USAGE;
+    else if (t[s].n != 1)
+      rc = ft_cli_usage_error("diff", "--by-step compares one trace a side, %s has %zu files", s ? "B" : "A", t[s].n);
+  }
+  if (!rc) {
+    const char *paths[2] = {t[0].paths[0], t[1].paths[0]};
+    rc = ft__cli_diff_by_step(paths, fmt == FMT_CSV ? 1 : fmt == FMT_JSON ? 2 : 0, output, overwrite, step, limit);
+  }
+  for (int s = 0; s < 2; s++) {
+    ft_trace_args_free(&t[s]);
+    if (g[s].gl_pathv) globfree(&g[s]);
+  }
+  return rc;
+}
+
 static int parse_count(const char *s, size_t *out) {
   char *end;
   if (!*s || *s == '-') return -1;
@@ -233,7 +263,7 @@ int ft_cli_diff(int argc, char **argv) {
   const char *side[2] = {NULL, NULL}, *output = NULL;
   enum fmt fmt = FMT_TABLE;
   ft_diff_opts o = {.limit = 20};
-  bool quiet = false, overwrite = false;
+  bool quiet = false, overwrite = false, by_step = false, kernels_set = false;
   static const struct option longs[] = {{"a", required_argument, NULL, OPT_A},
                                         {"b", required_argument, NULL, OPT_B},
                                         {"format", required_argument, NULL, 'f'},
@@ -243,6 +273,7 @@ int ft_cli_diff(int argc, char **argv) {
                                         {"shapes", no_argument, NULL, OPT_SHAPES},
                                         {"kernels", required_argument, NULL, OPT_KERNELS},
                                         {"force", no_argument, NULL, OPT_FORCE},
+                                        {"by-step", no_argument, NULL, OPT_BY_STEP},
                                         {"force-overwrite", no_argument, NULL, OPT_OVERWRITE},
                                         {"quiet", no_argument, NULL, 'q'},
                                         {"help", no_argument, NULL, 'h'},
@@ -282,8 +313,10 @@ int ft_cli_diff(int argc, char **argv) {
       else if (!strcmp(optarg, "name")) o.kernels = FT_DIFF_KERNELS_NAME;
       else if (!strcmp(optarg, "group")) o.kernels = FT_DIFF_KERNELS_GROUP;
       else return ft_cli_usage_error("diff", "--kernels takes auto, name or group, not '%s'", optarg);
+      kernels_set = true;
       break;
     case OPT_FORCE: o.force = true; break;
+    case OPT_BY_STEP: by_step = true; break;
     case OPT_OVERWRITE: overwrite = true; break;
     case 'q': quiet = true; break;
     case ':': return ft_cli_usage_error("diff", "option '%s' needs a value", bad);
@@ -302,6 +335,12 @@ int ft_cli_diff(int argc, char **argv) {
   if (!side[0]) side[0] = argv[optind], side[1] = argv[optind + 1];
   if (!strcmp(side[0], "-") && !strcmp(side[1], "-"))
     return ft_cli_usage_error("diff", "\"-\" (stdin) can be read once");
+  if (by_step && (fmt == FMT_HTML || o.shapes || kernels_set))
+    return ft_cli_usage_error("diff", "--by-step writes table, csv or json and aligns ops by name: no %s",
+                              fmt == FMT_HTML ? "-f html"
+                              : o.shapes      ? "--shapes"
+                                              : "--kernels");
+  if (by_step) return by_step_sides(side, fmt, output, overwrite, o.step, o.limit);
   char err[640];
   bool exists = false;
   const char *names[1] = {output};

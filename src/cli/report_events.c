@@ -1,4 +1,4 @@
-/* The report's timeline: each file's events collected as it is read, written as compact columnar JSON. */
+/* The report's timeline: each file's slices from its event model, written as compact columnar JSON. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdlib.h>
@@ -7,117 +7,59 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "model.h"
 #include "report_events.h"
 #include "stats_internal.h"
 #include "stats_out.h"
 
-/* One slice as the page needs it: 56 B here (the S of docs/guarantees.md's formula),
- * about 20-30 B of JSON in the page. A kernel's launch (grid, block) is kept apart:
- * most slices have none. */
-typedef struct tl_ev {
-  int64_t ts, dur, pid, tid, corr, ext;
-  uint32_t name;
-  uint32_t launch; /* cls (FT__TL_*) in the top 2 bits; below, its launch's index + 1 (0: none) */
-} tl_ev;
-_Static_assert(sizeof(tl_ev) == 56, "the per-slice cost docs/report.md states");
-typedef struct tl_launch {
-  int32_t grid[3], block[3];
-} tl_launch;
-#define CLS_SHIFT 30
-#define CLS(e) ((int)((e)->launch >> CLS_SHIFT))
-#define LAUNCH(e) ((e)->launch & ((1u << CLS_SHIFT) - 1))
-
 enum { TL_OPS, TL_RUNTIME, TL_DEVICE, TL_DEV_RANGE };
 
-struct ft__tl_file {
-  ft__vec ev;       /* tl_ev */
-  ft__vec launches; /* tl_launch */
-  ft__strtab names;
-  int64_t first; /* the earliest slice's ts (INT64_MAX: none) */
-};
-
-static int cls_of(int sec) {
-  switch (sec) {
-  case FT__SEC_OP:
-  case FT__SEC_RANGE:
-  case FT__SEC_OVERHEAD:
-  case FT__SEC_PYFUNC: return TL_OPS;
-  case FT__SEC_RUNTIME:
-  case FT__SEC_DRIVER: return TL_RUNTIME;
-  case FT__SEC_KERNEL:
-  case FT__SEC_MEMCPY:
-  case FT__SEC_MEMSET:
-  case FT__SEC_SYNC: return TL_DEVICE;
-  case FT__SEC_GPU_RANGE: return TL_DEV_RANGE;
+/* The page's class of a model slice: its row kind. python_function slices are not
+ * drawn: the report's read never asked for them (nn.Module nesting is stats -r modules'). */
+static int cls_of(uint8_t kind) {
+  switch (kind) {
+  case FT_MK_OP:
+  case FT_MK_RANGE:
+  case FT_MK_OVERHEAD: return TL_OPS;
+  case FT_MK_RUNTIME:
+  case FT_MK_DRIVER: return TL_RUNTIME;
+  case FT_MK_KERNEL:
+  case FT_MK_MEMCPY:
+  case FT_MK_MEMSET:
+  case FT_MK_SYNC: return TL_DEVICE;
+  case FT_MK_GPU_RANGE: return TL_DEV_RANGE;
   default: return -1;
   }
-}
-
-static bool collect(void *ctx, const ft__ev *e, const char *name, const char *cat) {
-  (void)cat;
-  struct ft__tl_file *f = ctx;
-  int cls = cls_of(e->sec);
-  if (cls < 0) return true;
-  tl_ev *v = ft__vec_push(&f->ev);
-  if (!v || ft__intern(&f->names, name, e->name_len, &v->name)) return false;
-  v->ts = e->ts;
-  if (e->ts < f->first) f->first = e->ts;
-  v->dur = e->dur;
-  v->pid = e->dev;
-  v->launch = (uint32_t)cls << CLS_SHIFT;
-  bool dev = cls >= TL_DEVICE;
-  /* device work: one row per (device, stream); host calls: per (process, thread) */
-  v->tid = dev ? (e->has_stream ? e->stream : 0) : (e->has_tid ? e->tid : 0);
-  /* ids the page can hold exactly (below 2^52), as differences from the previous slice's */
-  v->corr = e->has_corr && e->corr > 0 && e->corr < (1ll << 52) ? e->corr : 0;
-  v->ext = e->has_ext && e->ext > 0 && e->ext < (1ll << 52) ? e->ext : 0;
-  if (e->has_grid && e->has_block) {
-    if (f->launches.len >= (1u << CLS_SHIFT) - 1) return true; /* past 2^30 launches: shown without */
-    tl_launch *l = ft__vec_push(&f->launches);
-    if (!l) return false;
-    memcpy(l->grid, e->grid, sizeof l->grid);
-    memcpy(l->block, e->block, sizeof l->block);
-    v->launch |= (uint32_t)f->launches.len;
-  }
-  return true;
 }
 
 ft_status ft__tl_new(ft__tl *tl, size_t n_files) {
   memset(tl, 0, sizeof *tl);
   tl->n = n_files;
-  tl->files = calloc(n_files ? n_files : 1, sizeof *tl->files);
-  tl->ctx = calloc(n_files ? n_files : 1, sizeof *tl->ctx);
+  tl->models = calloc(n_files ? n_files : 1, sizeof *tl->models);
   tl->base_ns = calloc(n_files ? n_files : 1, sizeof *tl->base_ns);
-  if (!tl->files || !tl->ctx || !tl->base_ns) return FT_ENOMEM;
-  for (size_t i = 0; i < n_files; i++) {
-    tl->files[i] = calloc(1, sizeof **tl->files);
-    if (!tl->files[i]) return FT_ENOMEM;
-    ft__vec_init(&tl->files[i]->ev, sizeof(tl_ev), 14);
-    ft__vec_init(&tl->files[i]->launches, sizeof(tl_launch), 12);
-    ft__intern_init(&tl->files[i]->names);
-    tl->files[i]->first = INT64_MAX;
-    tl->ctx[i] = tl->files[i];
-  }
+  if (!tl->models || !tl->base_ns) return FT_ENOMEM;
+  for (size_t i = 0; i < n_files; i++) tl->models[i].rank = -1;
   return FT_OK;
 }
 
 void ft__tl_opts(ft__tl *tl, ft_stat_read_opts *o) {
-  o->on_event = collect;
-  o->on_event_ctx = tl->ctx;
+  o->model = true;
+  o->models = tl->models;
 }
 
 void ft__tl_free(ft__tl *tl) {
-  for (size_t i = 0; tl->files && i < tl->n; i++) {
-    if (!tl->files[i]) continue;
-    ft__vec_free(&tl->files[i]->ev);
-    ft__vec_free(&tl->files[i]->launches);
-    ft__intern_free(&tl->files[i]->names);
-    free(tl->files[i]);
-  }
-  free(tl->files);
-  free(tl->ctx);
+  for (size_t i = 0; tl->models && i < tl->n; i++) ft_model_free(&tl->models[i]);
+  free(tl->models);
   free(tl->base_ns);
   memset(tl, 0, sizeof *tl);
+}
+
+/* The earliest slice's start, INT64_MAX when the file has none. */
+static int64_t first_ts(const ft_model *m) {
+  int64_t first = INT64_MAX;
+  for (size_t i = 0; i < m->n; i++)
+    if (m->ts[i] < first && cls_of(m->kind[i]) >= 0) first = m->ts[i];
+  return first;
 }
 
 /* The trace's top-level "baseTimeNanoseconds" (our traces write it before the events,
@@ -214,58 +156,98 @@ static ft_status put_col(FILE *out, const col *c) {
   return FT_OK;
 }
 
-static int by_row_ts(const void *a, const void *b) {
-  const tl_ev *x = *(tl_ev *const *)a, *y = *(tl_ev *const *)b;
-  int xd = CLS(x) >= TL_DEVICE, yd = CLS(y) >= TL_DEVICE;
+/* A slice's row while its file is written (24 B, freed after the file): the page's
+ * row is (class, pid, tid), a device row's tid its stream (0: none given). */
+typedef struct tl_row {
+  int64_t pid, tid;
+  uint32_t slice;
+  uint8_t cls, launch; /* launch: the slice has a kernel's grid and block */
+} tl_row;
+
+static int by_row_ts(const void *a, const void *b, void *arg) {
+  const tl_row *x = a, *y = b;
+  const ft_model *m = arg;
+  int xd = x->cls >= TL_DEVICE, yd = y->cls >= TL_DEVICE;
 #define CMP(u, v) \
   if ((u) != (v)) return (u) < (v) ? -1 : 1;
   CMP(xd, yd)
   CMP(x->pid, y->pid)
   CMP(x->tid, y->tid)
-  CMP(CLS(x), CLS(y))
-  CMP(x->ts, y->ts)
-  CMP(y->dur, x->dur) /* the outer call first: its children nest under it */
+  CMP(x->cls, y->cls)
+  CMP(m->ts[x->slice], m->ts[y->slice])
+  CMP(m->dur[y->slice], m->dur[x->slice]) /* the outer call first: its children nest under it */
+  CMP(x->slice, y->slice)                 /* then the model's order: the same page every time */
 #undef CMP
   return 0;
 }
+
+/* A correlation or External id the page can hold exactly (below 2^52), else 0. */
+static int64_t page_id(int64_t v) { return v > 0 && v < (1ll << 52) ? v : 0; }
 
 /* One file: its rows (class, pid, tid or stream, slices), then columns of its slices
  * (b64 above) in row order: start (ns from the row's previous slice; the first from the file's
  * first event), duration ns, name id, correlation and External id (0: none; each as
  * the difference from the previous slice's), and the launches [index, grid xyz,
  * block xyz]. */
-static ft_status write_file(FILE *out, struct ft__tl_file *f, ft__strtab *names, int64_t offset_ns, int64_t rank) {
-  size_t n = f->ev.len;
-  tl_ev **ev = malloc((n ? n : 1) * sizeof *ev);
-  uint32_t *ids = malloc((f->names.n ? f->names.n : 1) * sizeof *ids);
+static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int64_t offset_ns, int64_t rank) {
+  size_t n = 0;
+  uint32_t max_name = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    n += cls_of(m->kind[i]) >= 0;
+    if (m->name[i] != FT_MODEL_NONE && m->name[i] > max_name) max_name = m->name[i];
+  }
+  tl_row *ev = malloc((n ? n : 1) * sizeof *ev);
+  uint32_t *ids = malloc(((size_t)max_name + 1) * sizeof *ids); /* the model's name id -> the page's */
   if (!ev || !ids) return free(ev), free(ids), FT_ENOMEM;
-  for (uint32_t i = 0; i < f->names.n; i++)
-    if (ft__intern(names, ft__intern_str(&f->names, i), ft__intern_len(&f->names, i), &ids[i]))
-      return free(ev), free(ids), FT_ENOMEM;
-  int64_t first = f->first;
-  for (size_t i = 0; i < n; i++) ev[i] = ft__vec_at(&f->ev, i);
-  qsort(ev, n, sizeof *ev, by_row_ts);
+  for (size_t i = 0; i <= max_name; i++) ids[i] = FT_MODEL_NONE;
+  size_t k = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    int cls = cls_of(m->kind[i]);
+    if (cls < 0) continue;
+    const ft_model_track *t = &m->tracks[m->track[i]];
+    int64_t tid = t->tid < 0 ? 0 : t->tid;
+    struct ft_model_kernel_args a;
+    bool args = ft_model_kernel_args(m, i, &a);
+    if (cls >= TL_DEVICE) tid = a.stream >= 0 ? a.stream : 0; /* device work: one row per (device, stream) */
+    bool launch = args && (a.grid[0] | a.grid[1] | a.grid[2]) && (a.block[0] | a.block[1] | a.block[2]);
+    ev[k++] = (tl_row){t->pid, tid, (uint32_t)i, (uint8_t)cls, launch};
+    if (m->name[i] != FT_MODEL_NONE) ids[m->name[i]] = 0; /* used */
+  }
+  /* into the page's names in the model's order of them (the file's): the page the read's own collector made */
+  for (uint32_t nm = 0; n && nm <= max_name; nm++) {
+    if (ids[nm] == FT_MODEL_NONE) continue;
+    const char *str = ft_model_str(m, nm);
+    if (ft__intern(names, str, strlen(str), &ids[nm])) return free(ev), free(ids), FT_ENOMEM;
+  }
+  int64_t first = first_ts(m);
+  qsort_r(ev, n, sizeof *ev, by_row_ts, (void *)m);
   fprintf(out, "{\"rank\": %lld, \"offset_ns\": %lld, \"rows\": [", (long long)rank, (long long)offset_ns);
-  for (size_t i = 0, k = 0; i < n; i = k) {
-    for (k = i + 1; k < n && CLS(ev[k]) == CLS(ev[i]) && ev[k]->pid == ev[i]->pid && ev[k]->tid == ev[i]->tid;) k++;
-    fprintf(out, "%s[%d,%lld,%lld,%zu]", i ? "," : "", CLS(ev[i]), (long long)ev[i]->pid, (long long)ev[i]->tid, k - i);
+  for (size_t i = 0, j = 0; i < n; i = j) {
+    for (j = i + 1; j < n && ev[j].cls == ev[i].cls && ev[j].pid == ev[i].pid && ev[j].tid == ev[i].tid;) j++;
+    fprintf(out, "%s[%d,%lld,%lld,%zu]", i ? "," : "", (int)ev[i].cls, (long long)ev[i].pid, (long long)ev[i].tid,
+            j - i);
   }
   fputs("]", out);
   /* columns: start, duration, name, correlation, External id; then the launches (g, gn of them) */
   col cols[6] = {{0}};
   bool ok = true;
   size_t launches = 0;
+  int64_t prev_corr = 0, prev_ext = 0;
   for (size_t i = 0; i < n && ok; i++) {
-    const tl_ev *e = ev[i], *p = i ? ev[i - 1] : NULL;
-    bool row_start = !p || CLS(e) != CLS(p) || e->pid != p->pid || e->tid != p->tid;
-    ok = varint(&cols[0], e->ts - (row_start ? first : p->ts)) && varint(&cols[1], e->dur) &&
-         varint(&cols[2], ids[e->name]) && varint(&cols[3], e->corr - (p ? p->corr : 0)) &&
-         varint(&cols[4], e->ext - (p ? p->ext : 0));
-    if (ok && LAUNCH(e)) {
-      const tl_launch *l = ft__vec_at(&f->launches, LAUNCH(e) - 1);
+    const tl_row *e = &ev[i], *p = i ? &ev[i - 1] : NULL;
+    size_t sl = e->slice;
+    bool row_start = !p || e->cls != p->cls || e->pid != p->pid || e->tid != p->tid;
+    int64_t corr = page_id(ft_model_corr(m, sl)), ext = page_id(ft_model_ext(m, sl));
+    uint32_t nm = m->name[sl];
+    ok = varint(&cols[0], m->ts[sl] - (row_start ? first : m->ts[p->slice])) && varint(&cols[1], m->dur[sl]) &&
+         varint(&cols[2], nm == FT_MODEL_NONE ? 0 : ids[nm]) && varint(&cols[3], corr - prev_corr) &&
+         varint(&cols[4], ext - prev_ext);
+    prev_corr = corr, prev_ext = ext;
+    struct ft_model_kernel_args a;
+    if (ok && e->launch && ft_model_kernel_args(m, sl, &a)) {
       ok = varint(&cols[5], (int64_t)i);
-      for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], l->grid[d]);
-      for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], l->block[d]);
+      for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], a.grid[d]);
+      for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], a.block[d]);
       launches++;
     }
   }
@@ -288,7 +270,8 @@ ft_status ft__tl_write(FILE *out, ft__tl *tl, const ft_stat_job *job) {
   int64_t origin = INT64_MAX, *abs = calloc(tl->n ? tl->n : 1, sizeof *abs);
   if (!abs) return FT_ENOMEM;
   for (size_t i = 0; i < tl->n && !why; i++) {
-    int64_t first = tl->files[i]->first == INT64_MAX ? 0 : tl->files[i]->first;
+    int64_t first = first_ts(&tl->models[i]);
+    if (first == INT64_MAX) first = 0;
     if (tl->base_ns[i] == -2) why = "was read once (stdin, a FIFO or a pipe): no base time", why_file = i;
     else if (tl->base_ns[i] < 0) why = "states no baseTimeNanoseconds", why_file = i;
     else if (__builtin_add_overflow(tl->base_ns[i], first, &abs[i])) why = "has a base time out of range", why_file = i;
@@ -315,7 +298,7 @@ ft_status ft__tl_write(FILE *out, ft__tl *tl, const ft_stat_job *job) {
   for (size_t i = 0; i < tl->n && !s; i++) {
     fputs(i ? ",\n" : "\n", out);
     bool aligned = !why && tl->n > 1;
-    s = write_file(out, tl->files[i], &names, aligned ? abs[i] - origin : 0, job->files[i].rank);
+    s = write_file(out, &tl->models[i], &names, aligned ? abs[i] - origin : 0, job->files[i].rank);
   }
   fputs("],\n \"names\": [", out);
   for (uint32_t i = 0; i < names.n && !s; i++) {

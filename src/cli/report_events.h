@@ -1,4 +1,4 @@
-/* The report's timeline data (report_events.c): every slice of each file, collected while the job is read. */
+/* The report's timeline data (report_events.c): every slice of each file, from its event model. */
 #ifndef FLAGTRACE_CLI_REPORT_EVENTS_H
 #define FLAGTRACE_CLI_REPORT_EVENTS_H
 
@@ -6,16 +6,16 @@
 
 #include "stats.h"
 
+struct ft_model;
 typedef struct ft__tl {
-  struct ft__tl_file **files;
-  void **ctx;       /* ft_stat_read_opts.on_event_ctx: one per file */
-  int64_t *base_ns; /* each trace's baseTimeNanoseconds, -1 where it states none */
+  struct ft_model *models; /* each file's event model, kept by the job's read (ft_stat_read_opts.models) */
+  int64_t *base_ns;        /* each trace's baseTimeNanoseconds, -1 where it states none */
   size_t n;
 } ft__tl;
 
 /* For n_files files; FT_ENOMEM (free it all the same). */
 ft_status ft__tl_new(ft__tl *tl, size_t n_files);
-/* Points the read's on_event at tl (each file's events to its own collector). */
+/* Has the job's read keep each file's event model in tl (the read goes through the model). */
 void ft__tl_opts(ft__tl *tl, ft_stat_read_opts *o);
 /* Reads each trace's base time (a second pass over files that state it after their events). */
 void ft__tl_base_times(ft__tl *tl, const ft_stat_job *job);
