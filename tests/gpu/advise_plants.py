@@ -1,0 +1,311 @@
+"""`flagtrace advise` on torch programs with one bottleneck planted on purpose (issue 50's H200 test).
+
+One program, a well-fed bf16 GEMM loop (LAYERS layers of relu(h @ w), a batch of COPIES small
+tensors copied from pinned memory without blocking halfway through, a device synchronize at the
+step's end), and four plants, each added to it alone:
+
+  item      `.item()` after every layer (a device-to-host read: the host waits, the queue drains)
+  pageable  the batch copied from pageable memory, blocking (torch's default `.to()`/`.copy_()`)
+  tiny      a loop of TINY one-element kernels at the step's start, a little Python between them
+  loader    a sleep of SLEEP_S at the step's start (a slow data loader), in a range "load_batch"
+
+Each is recorded twice: through torch.profiler with `import flagtrace.torch` (one process, one
+profile per variant, ProfilerStep#N steps; the clean loop profiled before, between and after the
+plants) and through `flagtrace record` (one process per plant, its planted steps in NVTX ranges
+"step" and the clean loop's steps in ranges "clean", taking turns, so that a plant is timed beside
+its clean twin; `advise --step step`). Checks, one PASS/FAIL line each:
+  - the planted cause is advise's first finding (sync, h2d-copy, launch-bound, step-start);
+  - its cost per step is within 20 % of what the plant costs: the median step wall time of the
+    planted steps less that of the clean ones (profiler: the clean profiles before and after it);
+  - the clean loop (its own profile; its own recorded process) has no finding over 5 % of its step.
+
+  advise_plants.py --flagtrace FT --out-dir DIR            record, profile, advise, check (~1 min)
+  advise_plants.py --flagtrace FT --out-dir DIR --check    advise and check the traces already in DIR
+  advise_plants.py prog-profiler DIR | prog-record VARIANT  the programs themselves (what the above runs)
+"""
+import argparse
+import gzip
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+# bf16 GEMMs of 4096 x 4096 x 4096: ~0.2 ms each on an H100/H200, several times what the host
+# takes to launch a layer even under the profiler: the clean loop keeps the device fed
+LAYERS, BATCH, DIM = 16, 4096, 4096
+COPIES, COPY_ELEMS = 32, 16384  # the batch: 32 tensors of 64 KiB (their DMA ~2 us: the host's part dominates)
+TINY = 100  # one-element kernels (~1.5 us each on the device) per step
+SLEEP_S = 0.001
+PLANTS = {"item": "sync", "pageable": "h2d-copy", "tiny": "launch-bound", "loader": "step-start"}
+VARIANTS = ["none"] + list(PLANTS)
+STEPS = 20  # profiled (active) steps per profile; recorded steps per kind in each process
+WARMUP = 3
+# the profiles' order: every plant between two profiles of the clean loop (drift of the device's
+# clocks over the run is taken out by comparing with both)
+PROFILE_ORDER = ["none", "item", "none", "pageable", "none", "tiny", "none", "loader", "none"]
+COST_TOLERANCE = 0.20
+CLEAN_MAX_SHARE = 0.05
+ME = os.path.abspath(__file__)
+
+
+def host_logic(i):
+    """The loop's own Python between two tiny kernels (a few us): a launch-bound loop is one whose
+    host side, not its kernels, sets the pace."""
+    a = float(i)
+    for j in range(48):
+        a = a * 0.5 + j
+    return a * 1e-9
+
+
+class Work:
+    def __init__(self, torch, mark):
+        self.torch, self.mark = torch, mark
+        torch.manual_seed(0)
+        scale = (2.0 / DIM) ** 0.5  # keeps relu(h @ w)'s scale from layer to layer
+        self.w = [(torch.randn(DIM, DIM, device="cuda") * scale).to(torch.bfloat16) for _ in range(LAYERS)]
+        self.x = torch.randn(BATCH, DIM, device="cuda").to(torch.bfloat16)
+        self.pinned = [torch.randn(COPY_ELEMS).pin_memory() for _ in range(COPIES)]
+        self.pageable = [torch.randn(COPY_ELEMS) for _ in range(COPIES)]
+        assert all(p.is_pinned() for p in self.pinned) and not any(p.is_pinned() for p in self.pageable)
+        self.dev = [torch.empty(COPY_ELEMS, device="cuda") for _ in range(COPIES)]
+        self.s = torch.zeros(1, device="cuda")
+        torch.cuda.synchronize()
+
+    def step(self, plant):
+        torch = self.torch
+        if plant == "loader":
+            with self.mark("load_batch"):
+                time.sleep(SLEEP_S)
+        if plant == "tiny":
+            for i in range(TINY):
+                self.s.add_(host_logic(i))
+        h = self.x
+        for k, w in enumerate(self.w):
+            h = torch.relu(torch.mm(h, w))
+            if plant == "item":
+                h[0, 0].item()
+            if k == LAYERS // 2 - 1:  # the batch, halfway: a queue of layers ahead of it
+                if plant == "pageable":
+                    for d, src in zip(self.dev, self.pageable):
+                        d.copy_(src)  # pageable and blocking: cudaMemcpyAsync, then the stream's sync
+                else:
+                    for d, src in zip(self.dev, self.pinned):
+                        d.copy_(src, non_blocking=True)
+        torch.cuda.synchronize()
+
+
+def prog_profiler(out):
+    """One process: a torch.profiler profile per entry of PROFILE_ORDER, ProfilerStep#N steps."""
+    import flagtrace.torch  # noqa: F401  (before the first profile)
+    assert flagtrace.torch.available, flagtrace.torch.reason
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
+    work = Work(torch, record_function)
+    for v in VARIANTS:
+        for _ in range(WARMUP):
+            work.step(v)
+    sessions = []
+    for k, v in enumerate(PROFILE_ORDER):
+        path = os.path.join(out, f"prof-{k}-{v}.json.gz")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                     schedule=schedule(wait=1, warmup=1, active=STEPS, repeat=1),
+                     on_trace_ready=lambda p, path=path: p.export_chrome_trace(path)) as prof:
+            for _ in range(STEPS + 2):
+                work.step(v)
+                prof.step()
+        assert os.path.exists(path), f"the profile of {v} wrote no {path}"
+        sessions.append({"variant": v, "trace": path})
+    with open(os.path.join(out, "prof-sessions.json"), "w") as f:
+        json.dump(sessions, f)
+
+
+def prog_record(variant):
+    """One process under `flagtrace record`: the plant's steps in NVTX ranges "step", the clean
+    loop's in ranges "clean", taking turns (variant none: the clean loop alone, in ranges "step")."""
+    import torch
+    nvtx = torch.cuda.nvtx
+    work = Work(torch, nvtx.range)
+    for v in ("none", variant):
+        for _ in range(WARMUP):
+            work.step(v)
+    turns = [("step", "none")] if variant == "none" else [("step", variant), ("clean", "none")]
+    for i in range(STEPS):
+        for name, v in (turns if i % 2 == 0 else turns[::-1]):
+            nvtx.range_push(name)
+            work.step(v)
+            nvtx.range_pop()
+
+
+# ---- the checks ----
+
+def load_events(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        doc = json.load(f)
+    return doc["traceEvents"] if isinstance(doc, dict) else doc
+
+
+def step_walls_us(path, match):
+    """Wall time (us) of each host range whose name match() accepts (ProfilerStep#N, NVTX "step")."""
+    return [float(e["dur"]) for e in load_events(path)
+            if e.get("ph") == "X" and e.get("cat") == "user_annotation" and match(str(e.get("name", "")))]
+
+
+def is_profiler_step(name):
+    return re.fullmatch(r"ProfilerStep#\d+", name) is not None
+
+
+def advise(ft, trace, step, keep):
+    cmd = [ft, "advise", "-f", "json"] + (["--step", step] if step else []) + [trace]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()[-500:]}")
+    doc = json.loads(r.stdout)
+    with open(keep, "w") as f:
+        f.write(r.stdout)
+    if doc.get("schema") != 1 or not isinstance(doc.get("findings"), list):
+        raise RuntimeError(f"{' '.join(cmd)}: not advise's schema 1 ({r.stdout[:200]})")
+    return doc["findings"]
+
+
+def summary(findings, wall_us, n=4):
+    out = [f"{f['rule']} {f['cost_ns'] / 1e3:.1f} us {100 * share(f, wall_us):.1f} %" + (
+        f" at {f['where']}" if f.get("where") else "") for f in findings[:n]]
+    return "; ".join(out) or "none"
+
+
+def share(f, wall_us):
+    """A finding's share of its step: advise's own, else its cost over the median step wall time."""
+    s = f.get("share")
+    return float(s) if isinstance(s, (int, float)) else f["cost_ns"] / 1e3 / wall_us
+
+
+class Checks:
+    def __init__(self):
+        self.failed = 0
+        self.passed = 0
+
+    def say(self, ok, text):
+        print(f"{'PASS' if ok else 'FAIL'} {text}", flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+
+
+def check_plant(c, ft, mode, plant, trace, step, planted_us, clean_us, out):
+    rule = PLANTS[plant]
+    walls = statistics.median(planted_us)
+    plant_cost = walls - clean_us
+    try:
+        findings = advise(ft, trace, step, os.path.join(out, f"advise-{mode}-{plant}.json"))
+    except (RuntimeError, ValueError, KeyError) as e:
+        c.say(False, f"[{mode}] {plant}: advise failed: {e}")
+        c.say(False, f"[{mode}] {plant}: no cost to compare (advise failed)")
+        return
+    first = findings[0]["rule"] if findings else None
+    c.say(first == rule, f"[{mode}] {plant}: first finding {first or 'none'}, expected {rule} "
+          f"(findings: {summary(findings, walls)})")
+    mine = [f for f in findings if f["rule"] == rule]
+    cost = mine[0]["cost_ns"] / 1e3 if mine else 0.0
+    ratio = cost / plant_cost if plant_cost > 0 else float("inf")
+    ok = plant_cost > 0 and abs(ratio - 1) <= COST_TOLERANCE
+    c.say(ok, f"[{mode}] {plant}: {rule} costs {cost:.1f} us/step, the plant {plant_cost:.1f} us/step "
+          f"(median step {clean_us:.1f} us clean -> {walls:.1f} us planted, {len(planted_us)} steps): "
+          f"x{ratio:.3f}, bound {1 - COST_TOLERANCE:.2f}-{1 + COST_TOLERANCE:.2f}")
+
+
+def check_clean(c, ft, mode, trace, step, walls_us, out):
+    wall = statistics.median(walls_us)
+    try:
+        findings = advise(ft, trace, step, os.path.join(out, f"advise-{mode}-clean.json"))
+    except (RuntimeError, ValueError, KeyError) as e:
+        c.say(False, f"[{mode}] clean: advise failed: {e}")
+        return
+    worst = max(findings, key=lambda f: share(f, wall), default=None)
+    top = share(worst, wall) if worst else 0.0
+    c.say(top <= CLEAN_MAX_SHARE, f"[{mode}] clean: no finding over {100 * CLEAN_MAX_SHARE:.0f} % of its "
+          f"{wall:.1f} us step (largest: {worst['rule'] + f' {100 * top:.1f} %' if worst else 'none'}; "
+          f"findings: {summary(findings, wall)})")
+
+
+def check_profiles(c, ft, out):
+    with open(os.path.join(out, "prof-sessions.json")) as f:
+        sessions = json.load(f)
+    walls = [step_walls_us(s["trace"], is_profiler_step) for s in sessions]
+    for s, w in zip(sessions, walls):
+        print(f"     [profiler] {os.path.basename(s['trace'])}: {len(w)} steps, median "
+              f"{statistics.median(w) if w else float('nan'):.1f} us, min {min(w, default=0):.1f}, "
+              f"max {max(w, default=0):.1f}")
+        if len(w) != STEPS:
+            c.say(False, f"[profiler] {s['trace']}: {len(w)} ProfilerStep# ranges, expected {STEPS}")
+            return
+    clean = [i for i, s in enumerate(sessions) if s["variant"] == "none"]
+    check_clean(c, ft, "profiler", sessions[clean[0]]["trace"], None, walls[clean[0]], out)
+    for i, s in enumerate(sessions):
+        if s["variant"] == "none":
+            continue
+        around = [statistics.median(walls[j]) for j in (i - 1, i + 1) if j in clean]
+        check_plant(c, ft, "profiler", s["variant"], s["trace"], None, walls[i], statistics.mean(around), out)
+
+
+def check_records(c, ft, out, plants):
+    for v in ["none"] + plants:
+        trace = os.path.join(out, f"rec-{v}.json.gz")
+        planted = step_walls_us(trace, lambda n: n == "step")
+        clean = step_walls_us(trace, lambda n: n == "clean")
+        print(f"     [record] {os.path.basename(trace)}: {len(planted)} 'step' ranges, median "
+              f"{statistics.median(planted) if planted else float('nan'):.1f} us; {len(clean)} 'clean' ranges, "
+              f"median {statistics.median(clean) if clean else float('nan'):.1f} us")
+        want_clean = 0 if v == "none" else STEPS
+        if len(planted) != STEPS or len(clean) != want_clean:
+            c.say(False, f"[record] {trace}: {len(planted)} 'step' and {len(clean)} 'clean' ranges, expected "
+                  f"{STEPS} and {want_clean}")
+            continue
+        if v == "none":
+            check_clean(c, ft, "record", trace, "step", planted, out)
+        else:
+            check_plant(c, ft, "record", v, trace, "step", planted, statistics.median(clean), out)
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "prog-profiler":
+        return prog_profiler(sys.argv[2])
+    if len(sys.argv) == 3 and sys.argv[1] == "prog-record" and sys.argv[2] in VARIANTS:
+        return prog_record(sys.argv[2])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--flagtrace", required=True, help="the flagtrace binary")
+    ap.add_argument("--out-dir", required=True, help="traces and advise's JSON go here")
+    ap.add_argument("--check", action="store_true", help="only advise and check the traces already in --out-dir")
+    ap.add_argument("--mode", choices=("both", "profiler", "record"), default="both")
+    a = ap.parse_args()
+    os.makedirs(a.out_dir, exist_ok=True)
+    out = os.path.abspath(a.out_dir)
+    ft = os.path.abspath(a.flagtrace)
+    plants = list(PLANTS)
+    t0 = time.perf_counter()
+    if not a.check:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if a.mode in ("both", "profiler"):
+            subprocess.run([sys.executable, ME, "prog-profiler", out], check=True, env=env)
+            print(f"     profiled {len(PROFILE_ORDER)} variants in {time.perf_counter() - t0:.0f} s", flush=True)
+        if a.mode in ("both", "record"):
+            for v in ["none"] + plants:
+                t1 = time.perf_counter()
+                subprocess.run([ft, "record", "--force-overwrite", "-o", os.path.join(out, f"rec-{v}.json.gz"), "--",
+                                sys.executable, ME, "prog-record", v], check=True, env=env)
+                print(f"     recorded {v} in {time.perf_counter() - t1:.0f} s", flush=True)
+    c = Checks()
+    if a.mode in ("both", "profiler"):
+        check_profiles(c, ft, out)
+    if a.mode in ("both", "record"):
+        check_records(c, ft, out, plants)
+    print(f"advise plants: {c.passed} passed, {c.failed} failed ({time.perf_counter() - t0:.0f} s)")
+    return 1 if c.failed or not c.passed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main() or 0)
