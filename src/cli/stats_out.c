@@ -144,7 +144,8 @@ void ft_json_string(FILE *f, const char *s) {
   size_t n = strlen(s), take;
   bool first = true;
   do {
-    fwrite(buf, 1, ft__json_escape_piece(buf, s, n, first, &take), f);
+    size_t w = ft__json_escape_piece(buf, s, n, first, &take);
+    fwrite(buf, 1, w, f);
     s += take;
     n -= take;
     first = false;
