@@ -1,25 +1,27 @@
 """`flagtrace advise` on torch programs with one bottleneck planted on purpose (issue 50's H200 test).
 
-One program, a well-fed bf16 GEMM loop (LAYERS layers of relu(h @ w), a batch of COPIES small
-tensors copied from pinned memory without blocking halfway through, a device synchronize at the
-step's end), and four plants, each added to it alone:
+One program, a well-fed bf16 GEMM loop (LAYERS layers of relu(h @ w), a device synchronize at the
+step's end), and four plants, each added to it alone and timed beside its clean twin:
 
   item      `.item()` after every layer (a device-to-host read: the host waits, the queue drains)
-  pageable  the batch copied from pageable memory, blocking (torch's default `.to()`/`.copy_()`)
+  pageable  a batch of COPIES small tensors copied halfway through from pageable memory, blocking
+            (torch's default `.to()`/`.copy_()`); its twin, "pinned", copies them from pinned memory
+            with non_blocking=True (the fix). The other plants' twin has no copies: behind a queue
+            that `.item()` drained, their host time would be idle that no rule could name.
   tiny      a loop of TINY one-element kernels at the step's start, HOST_US of Python between them
   loader    a sleep of SLEEP_S at the step's start (a slow data loader), in a range "load_batch"
 
 Each is recorded twice: through torch.profiler with `import flagtrace.torch` (one process, one
-profile per variant, ProfilerStep#N steps; the clean loop profiled before, between and after the
-plants) and through `flagtrace record` (one process per plant, its planted steps in NVTX ranges
-"step" and the clean loop's steps in ranges "clean", taking turns, so that a plant is timed beside
-its clean twin; `advise --step step`). Checks, one PASS/FAIL line each:
+profile per variant, ProfilerStep#N steps; each plant profiled between two profiles of its twin)
+and through `flagtrace record` (one process per plant, its planted steps in NVTX ranges "step" and
+its twin's in ranges "clean", taking turns; `advise --step step`). Checks, one PASS/FAIL line each:
   - the planted cause is advise's first finding (sync, h2d-copy, launch-bound, step-start);
   - its cost per step is within 20 % of what the plant costs: the median step wall time of the
-    planted steps less that of the clean ones (profiler: the clean profiles before and after it);
-  - the clean loop (its own profile; its own recorded process) has no finding over 5 % of its step.
+    planted steps less that of its twin's (profiler: the twin's profiles before and after it);
+  - the clean loop (its own profile; its own recorded process) and the pinned twin have no finding
+    over 5 % of their step.
 
-  advise_plants.py --flagtrace FT --out-dir DIR            record, profile, advise, check (~1 min)
+  advise_plants.py --flagtrace FT --out-dir DIR            record, profile, advise, check (~1-2 min)
   advise_plants.py --flagtrace FT --out-dir DIR --check    advise and check the traces already in DIR
   advise_plants.py prog-profiler DIR | prog-record VARIANT  the programs themselves (what the above runs)
 """
@@ -40,13 +42,15 @@ COPIES, COPY_ELEMS = 32, 16384  # the batch: 32 tensors of 64 KiB (their DMA ~2 
 TINY = 100  # one-element kernels (~1.5 us each on the device) per step
 HOST_US = 30  # the Python between two of them
 SLEEP_S = 0.001
-PLANTS = {"item": "sync", "pageable": "h2d-copy", "tiny": "launch-bound", "loader": "step-start"}
-VARIANTS = ["none"] + list(PLANTS)
+# plant: (the rule advise must put first, the clean twin it is timed beside)
+PLANTS = {"item": ("sync", "none"), "pageable": ("h2d-copy", "pinned"), "tiny": ("launch-bound", "none"),
+          "loader": ("step-start", "none")}
+VARIANTS = ["none", "pinned"] + list(PLANTS)
 STEPS = 20  # profiled (active) steps per profile; recorded steps per kind in each process
 WARMUP = 3
-# the profiles' order: every plant between two profiles of the clean loop (drift of the device's
-# clocks over the run is taken out by comparing with both)
-PROFILE_ORDER = ["none", "item", "none", "pageable", "none", "tiny", "none", "loader", "none"]
+# the profiles' order: every plant between two profiles of its twin (drift of the device's clocks
+# over the run is taken out by comparing with both)
+PROFILE_ORDER = ["none", "item", "none", "tiny", "none", "loader", "none", "pinned", "pageable", "pinned"]
 COST_TOLERANCE = 0.20
 CLEAN_MAX_SHARE = 0.05
 ME = os.path.abspath(__file__)
@@ -90,13 +94,12 @@ class Work:
             h = torch.relu(torch.mm(h, w))
             if plant == "item":
                 h[0, 0].item()
-            if k == LAYERS // 2 - 1:  # the batch, halfway: a queue of layers ahead of it
-                if plant == "pageable":
-                    for d, src in zip(self.dev, self.pageable):
-                        d.copy_(src)  # pageable and blocking: cudaMemcpyAsync, then the stream's sync
-                else:
-                    for d, src in zip(self.dev, self.pinned):
-                        d.copy_(src, non_blocking=True)
+            if k == LAYERS // 2 - 1 and plant == "pageable":  # the batch, halfway: layers queued ahead of it
+                for d, src in zip(self.dev, self.pageable):
+                    d.copy_(src)  # pageable and blocking: cudaMemcpyAsync, then the stream's sync
+            elif k == LAYERS // 2 - 1 and plant == "pinned":
+                for d, src in zip(self.dev, self.pinned):
+                    d.copy_(src, non_blocking=True)
         torch.cuda.synchronize()
 
 
@@ -126,15 +129,16 @@ def prog_profiler(out):
 
 
 def prog_record(variant):
-    """One process under `flagtrace record`: the plant's steps in NVTX ranges "step", the clean
-    loop's in ranges "clean", taking turns (variant none: the clean loop alone, in ranges "step")."""
+    """One process under `flagtrace record`: the plant's steps in NVTX ranges "step", its twin's in
+    ranges "clean", taking turns (variant none: the clean loop alone, in ranges "step")."""
     import torch
     nvtx = torch.cuda.nvtx
     work = Work(torch, nvtx.range)
-    for v in ("none", variant):
+    twin = PLANTS[variant][1] if variant in PLANTS else variant
+    for v in (twin, variant):
         for _ in range(WARMUP):
             work.step(v)
-    turns = [("step", "none")] if variant == "none" else [("step", variant), ("clean", "none")]
+    turns = [("step", variant)] if variant == twin else [("step", variant), ("clean", twin)]
     for i in range(STEPS):
         for name, v in (turns if i % 2 == 0 else turns[::-1]):
             nvtx.range_push(name)
@@ -205,7 +209,7 @@ class Checks:
 
 
 def check_plant(c, ft, mode, plant, trace, step, planted_us, clean_us, out):
-    rule = PLANTS[plant]
+    rule = PLANTS[plant][0]
     walls = statistics.median(planted_us)
     plant_cost = walls - clean_us
     try:
@@ -226,16 +230,16 @@ def check_plant(c, ft, mode, plant, trace, step, planted_us, clean_us, out):
           f"x{ratio:.3f}, bound {1 - COST_TOLERANCE:.2f}-{1 + COST_TOLERANCE:.2f}")
 
 
-def check_clean(c, ft, mode, trace, step, walls_us, out):
+def check_clean(c, ft, mode, trace, step, walls_us, out, what="clean"):
     wall = statistics.median(walls_us)
     try:
-        findings = advise(ft, trace, step, os.path.join(out, f"advise-{mode}-clean.json"))
+        findings = advise(ft, trace, step, os.path.join(out, f"advise-{mode}-{what.split()[0]}.json"))
     except (RuntimeError, ValueError, KeyError) as e:
-        c.say(False, f"[{mode}] clean: advise failed: {e}")
+        c.say(False, f"[{mode}] {what}: advise failed: {e}")
         return
     worst = max(findings, key=lambda f: share(f, wall), default=None)
     top = share(worst, wall) if worst else 0.0
-    c.say(top <= CLEAN_MAX_SHARE, f"[{mode}] clean: no finding over {100 * CLEAN_MAX_SHARE:.0f} % of its "
+    c.say(top <= CLEAN_MAX_SHARE, f"[{mode}] {what}: no finding over {100 * CLEAN_MAX_SHARE:.0f} % of its "
           f"{wall:.1f} us step (largest: {worst['rule'] + f' {100 * top:.1f} %' if worst else 'none'}; "
           f"findings: {summary(findings, wall)})")
 
@@ -251,12 +255,15 @@ def check_profiles(c, ft, out):
         if len(w) != STEPS:
             c.say(False, f"[profiler] {s['trace']}: {len(w)} ProfilerStep# ranges, expected {STEPS}")
             return
-    clean = [i for i, s in enumerate(sessions) if s["variant"] == "none"]
-    check_clean(c, ft, "profiler", sessions[clean[0]]["trace"], None, walls[clean[0]], out)
+    for twin, what in (("none", "clean"), ("pinned", "pinned twin")):
+        i = next(i for i, s in enumerate(sessions) if s["variant"] == twin)
+        check_clean(c, ft, "profiler", sessions[i]["trace"], None, walls[i], out, what)
     for i, s in enumerate(sessions):
-        if s["variant"] == "none":
+        if s["variant"] not in PLANTS:
             continue
-        around = [statistics.median(walls[j]) for j in (i - 1, i + 1) if j in clean]
+        twin = PLANTS[s["variant"]][1]
+        around = [statistics.median(walls[j]) for j in (i - 1, i + 1) if 0 <= j < len(sessions)
+                  and sessions[j]["variant"] == twin]
         check_plant(c, ft, "profiler", s["variant"], s["trace"], None, walls[i], statistics.mean(around), out)
 
 
@@ -276,6 +283,8 @@ def check_records(c, ft, out, plants):
         if v == "none":
             check_clean(c, ft, "record", trace, "step", planted, out)
         else:
+            if PLANTS[v][1] == "pinned":  # its twin's steps, the fix: clean too
+                check_clean(c, ft, "record", trace, "clean", clean, out, "pinned twin")
             check_plant(c, ft, "record", v, trace, "step", planted, statistics.median(clean), out)
 
 
