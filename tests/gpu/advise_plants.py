@@ -24,6 +24,7 @@ its twin's in ranges "clean", taking turns; `advise --step step`). Checks, one P
   advise_plants.py --flagtrace FT --out-dir DIR            record, profile, advise, check (~1-2 min)
   advise_plants.py --flagtrace FT --out-dir DIR --check    advise and check the traces already in DIR
   advise_plants.py prog-profiler DIR | prog-record VARIANT  the programs themselves (what the above runs)
+  advise_plants.py synth DIR      traces in the programs' shape written by hand, for --check without a GPU
 """
 import argparse
 import gzip
@@ -288,11 +289,100 @@ def check_records(c, ft, out, plants):
             check_plant(c, ft, "record", v, trace, "step", planted, statistics.median(clean), out)
 
 
+# ---- synthetic traces shaped like the programs' (the checks above without a GPU) ----
+
+class SynthTrace:
+    """A record-style trace written by hand: one host thread's runtime calls, one stream's device work
+    (each starts 5 us after its call, or when the stream is free), the launch paced by the host."""
+
+    def __init__(self):
+        self.ev, self.corr, self.dev_end, self.h = [], 0, 0.0, 1000.0
+
+    def call(self, name, dur):
+        self.corr += 1
+        self.ev.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 1, "tid": 1, "ts": self.h, "dur": dur,
+                        "args": {"correlation": self.corr}})
+        self.h += dur
+        return self.h - dur
+
+    def work(self, cat, name, dur, call_start):
+        start = max(self.dev_end, call_start + 5)
+        self.ev.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": start, "dur": dur,
+                        "args": {"correlation": self.corr, "device": 0, "stream": 7}})
+        self.dev_end = start + dur
+
+    def launch(self, name, dur, py=7):
+        self.h += py
+        self.work("kernel", name, dur, self.call("cudaLaunchKernel", 3))
+
+    def sync(self, name="cudaStreamSynchronize", after=5):
+        self.call(name, max(2, self.dev_end + after - self.h))
+
+    def copy(self, name, call_us, dur, then_sync):
+        self.work("gpu_memcpy", name, dur, self.call("cudaMemcpyAsync", call_us))
+        if then_sync:
+            self.sync(after=4)
+
+    def step(self, plant, name):
+        t0 = self.h
+        if plant == "loader":
+            self.ev.append({"ph": "X", "cat": "user_annotation", "name": "load_batch", "pid": 1, "tid": 1,
+                            "ts": self.h, "dur": SLEEP_S * 1e6})
+            self.h += SLEEP_S * 1e6
+        for _ in range(TINY if plant == "tiny" else 0):
+            self.h += HOST_US
+            self.launch("vectorized_elementwise_kernel<add>", 1.5, py=2)
+        for k in range(LAYERS):
+            self.launch("gemm_bf16", 200)
+            self.launch("relu_kernel", 20)
+            if plant == "item":
+                self.copy("Memcpy DtoH (Device -> Pageable)", 3, 2, True)
+                self.h += 15
+            if k == LAYERS // 2 - 1 and plant in ("pinned", "pageable"):
+                for _ in range(COPIES):
+                    self.h += 8
+                    self.copy(f"Memcpy HtoD ({'Pageable' if plant == 'pageable' else 'Pinned'} -> Device)",
+                              8 if plant == "pageable" else 4, 3, plant == "pageable")
+        self.sync("cudaDeviceSynchronize")
+        self.h += 1
+        self.ev.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 1, "tid": 1, "ts": t0,
+                        "dur": self.h - t0})
+        self.h += 2
+
+    def write(self, path):
+        with gzip.open(path, "wt") as f:
+            json.dump({"traceEvents": self.ev, "distributedInfo": {"rank": 0}}, f)
+
+
+def synth(out):
+    """The traces --check reads, written by hand in the programs' shape (the device's and the host's
+    times made up: a GEMM 200 us, a launch call 3 us, Python between calls 7 us, ...)."""
+    sessions = []
+    for k, v in enumerate(PROFILE_ORDER):
+        t = SynthTrace()
+        for i in range(STEPS):
+            t.step(v, f"ProfilerStep#{i + 2}")
+        sessions.append({"variant": v, "trace": os.path.join(out, f"prof-{k}-{v}.json.gz")})
+        t.write(sessions[-1]["trace"])
+    with open(os.path.join(out, "prof-sessions.json"), "w") as f:
+        json.dump(sessions, f)
+    for v in ["none"] + list(PLANTS):
+        t, twin = SynthTrace(), PLANTS[v][1] if v in PLANTS else v
+        turns = [("step", v)] if v == twin else [("step", v), ("clean", twin)]
+        for i in range(STEPS):
+            for name, tv in (turns if i % 2 == 0 else turns[::-1]):
+                t.step(tv, name)
+        t.write(os.path.join(out, f"rec-{v}.json.gz"))
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "prog-profiler":
         return prog_profiler(sys.argv[2])
     if len(sys.argv) == 3 and sys.argv[1] == "prog-record" and sys.argv[2] in VARIANTS:
         return prog_record(sys.argv[2])
+    if len(sys.argv) == 3 and sys.argv[1] == "synth":
+        os.makedirs(sys.argv[2], exist_ok=True)
+        return synth(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flagtrace", required=True, help="the flagtrace binary")
     ap.add_argument("--out-dir", required=True, help="traces and advise's JSON go here")
