@@ -575,9 +575,9 @@ def has_advise(ft, pin=()):
 
 
 def advise_timed(ft, trace, reps, rss_reps, pin=()):
-    """`flagtrace advise -f json TRACE`, whole process: reps wall times (s) and the least peak RSS (KiB) of
+    """`flagtrace advise -q -f json TRACE`, whole process: reps wall times (s) and the least peak RSS (KiB) of
     rss_reps more runs (None when rss_reps is 0)."""
-    cmd = list(pin) + [ft, "advise", "-f", "json", trace]
+    cmd = list(pin) + [ft, "advise", "-q", "-f", "json", trace]
     t = []
     for _ in range(reps):
         t0 = time.perf_counter()
