@@ -309,6 +309,10 @@ class SynthTrace:
         start = max(self.dev_end, call_start + 5)
         self.ev.append({"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": start, "dur": dur,
                         "args": {"correlation": self.corr, "device": 0, "stream": 7}})
+        # the launch's flow, as record writes it (ac2g: call to device work)
+        self.ev.append({"ph": "s", "id": self.corr, "pid": 1, "tid": 1, "ts": call_start, "cat": "ac2g", "name": "ac2g"})
+        self.ev.append({"ph": "f", "id": self.corr, "pid": 0, "tid": 7, "ts": start, "cat": "ac2g", "name": "ac2g",
+                        "bp": "e"})
         self.dev_end = start + dur
 
     def launch(self, name, dur, py=7):
