@@ -5,6 +5,8 @@ TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# more ctest arguments, e.g. -LE vendor-neutral (.ci/run's vendor builds)
+CTEST_ARGS ?=
 
 .PHONY: demo uninstall lint format-check test test-sanitize test-tsan test-valgrind fuzz-regress fuzz bench deps deps-build deps-test clean
 
@@ -29,13 +31,13 @@ test: deps-test tests/browser/node_modules/.package-lock.json
 	cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=ON $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 	python3 scripts/codegen/gen_cupti_runtime_cbid.py --check
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 	python3 bench/run.py --quick --build $(BUILD) --out $(BUILD)/bench-quick
 
 test-sanitize: deps-test
 	cmake -S . -B $(ASAN_BUILD) -DFT_BUILD_TESTS=ON -DFT_SANITIZE=address,undefined -DFT_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 # The threaded tests (16 threads, ranges, the fake CUPTI) and the CPU path under TSan.
 test-tsan: deps-test

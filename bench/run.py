@@ -351,7 +351,7 @@ def cpu_part(build, quick, gpu=False):
     doc += ["## P5 join: crafted External ids against sequential ones (bench/bench_stats.c --join)", "",
             run("bench_stats", "--join"), ""]
     doc += stats_memory(build, quick) + stats_split(build, quick) + stats_merge(build, quick) + stats_hta(build, quick)
-    doc += stats_ops(build, quick) + stats_model(build, quick) + stats_diff(build, quick)
+    doc += stats_ops(build, quick) + stats_model(build, quick) + stats_diff(build, quick) + stats_advise(build, quick)
     doc += fake_capture(build, quick)
     doc += report_view.section(build, quick)  # the HTML report's timeline in headless chromium
     if os.path.exists(os.path.join(build, "bench", "bench_kineto")):  # built with -DFT_KINETO_SRC
@@ -529,6 +529,139 @@ def stats_hta(build, quick):
         else:
             rows += ["HTA not measured: set FT_HTA_PATH to its source (and install python3-pandas).", ""]
         return rows
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+HTA_ADVISE_SCRIPT = r"""
+import io, json, os, sys, tempfile, time
+from contextlib import redirect_stderr, redirect_stdout
+os.environ["HTA_DISABLE_NS_ROUNDING"] = "1"
+sys.path.insert(0, sys.argv[1])
+say = lambda **kv: (sys.__stdout__.write(json.dumps(kv) + "\n"), sys.__stdout__.flush())
+t0 = time.perf_counter()
+from hta.trace_analysis import TraceAnalysis
+with tempfile.TemporaryDirectory() as d:
+    os.symlink(os.path.abspath(sys.argv[2]), os.path.join(d, os.path.basename(sys.argv[2])))
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        t1 = time.perf_counter()
+        a = TraceAnalysis(trace_dir=d)
+        say(load_s=time.perf_counter() - t1)
+        rank = sorted(a.t.traces)[0]
+        t2 = time.perf_counter()
+        try:
+            a.get_idle_time_breakdown(ranks=[rank], visualize=False)
+            say(idle_s=time.perf_counter() - t2)
+        except Exception as e:
+            say(idle_error=f"{type(e).__name__}: {e}"[:160])
+        t3 = time.perf_counter()
+        try:
+            got = a.critical_path_analysis(rank=rank, annotation="", instance_id=None)  # "": the whole trace
+            say(**({"critical_path_s": time.perf_counter() - t3} if got and got[1] else
+                   {"critical_path_error": "no critical path (returned None or not successful)"}))
+        except Exception as e:
+            say(critical_path_error=f"{type(e).__name__}: {e}"[:160])
+say(whole_s=time.perf_counter() - t0)
+"""
+
+
+def has_advise(ft, pin=()):
+    """Whether this flagtrace has the advise command (issue 50)."""
+    try:
+        sh(list(pin) + [ft, "advise", "--help"])
+        return True
+    except (RuntimeError, OSError):
+        return False
+
+
+def advise_timed(ft, trace, reps, rss_reps, pin=()):
+    """`flagtrace advise -q -f json TRACE`, whole process: reps wall times (s) and the least peak RSS (KiB) of
+    rss_reps more runs (None when rss_reps is 0)."""
+    cmd = list(pin) + [ft, "advise", "-q", "-f", "json", trace]
+    t = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        sh(cmd)
+        t.append(time.perf_counter() - t0)
+    return t, (min(peak_rss_kb(cmd) for _ in range(rss_reps)) if rss_reps else None)
+
+
+def hta_idle_critical_path(trace, timeout=None):
+    """HTA's get_idle_time_breakdown and critical_path_analysis (the whole trace: annotation "") on trace,
+    once, with its trace load apart: a dict of seconds (load_s, idle_s, critical_path_s, whole_s) and of
+    *_error where HTA raised; parts it had not reached at the time limit (FT_HTA_TIMEOUT, default 600 s)
+    are missing and timed_out_s is set. None when FT_HTA_PATH does not name HTA's source or
+    /usr/bin/python3 has no pandas."""
+    path = os.environ.get("FT_HTA_PATH", "")
+    if not os.path.isfile(os.path.join(path, "hta", "trace_analysis.py")) or subprocess.run(
+            ["/usr/bin/python3", "-c", "import pandas"], capture_output=True).returncode:
+        return None
+    timeout = timeout or float(os.environ.get("FT_HTA_TIMEOUT", "600"))
+    got = {}
+    try:
+        text = subprocess.run(["/usr/bin/python3", "-c", HTA_ADVISE_SCRIPT, path, trace], capture_output=True,
+                              text=True, timeout=timeout).stdout
+    except subprocess.TimeoutExpired as e:
+        text = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        got["timed_out_s"] = timeout
+    for line in text.splitlines():
+        if line.startswith("{"):
+            got.update(json.loads(line))
+    return got
+
+
+def advise_rows(what, times, rss_kb, hta, quick):
+    """P5 advise's markdown: advise's whole-process time (target < 1 s) and peak RSS, HTA's idle-time
+    breakdown and critical path on the same trace beside it (or why not)."""
+    mn, med = mm(times)
+    verdict = "(quick mode, not judged)" if quick else "pass" if med < 1 else "MISS"
+    rows = ["## P5 advise: `flagtrace advise` (whole process) and HTA's idle time and critical path", "",
+            f"{what}; advise: {len(times)} run{'s' if len(times) != 1 else ''}.", "",
+            "| what | min s | median s | peak RSS (MiB) | target |", "|---|---|---|---|---|",
+            f"| `flagtrace advise -f json` | {mn:.3f} | {med:.3f} | {'-' if rss_kb is None else f'{rss_kb / 1024:.1f}'} | "
+            f"< 1 s: {verdict} |", ""]
+    if hta is None:
+        return rows + ["HTA not measured: set FT_HTA_PATH to its source (and install python3-pandas).", ""]
+
+    def cell(key):
+        if key in hta:
+            return f"{hta[key]:.3f}"
+        if key.replace("_s", "_error") in hta:
+            return "failed: " + hta[key.replace("_s", "_error")].replace("|", "/")
+        return f"not reached in {hta['timed_out_s']:.0f} s" if "timed_out_s" in hta else "-"
+
+    rows += ["HTA (its source at FT_HTA_PATH, Debian's pandas) on the same trace, once; advise gives both "
+             "(its steps' idle by cause with HTA's host wait / kernel wait / other, and the critical path) in the "
+             "process above, its read included:", "",
+             "| HTA | time (s) |", "|---|---|",
+             f"| trace load (TraceAnalysis) | {cell('load_s')} |",
+             f"| get_idle_time_breakdown (load excluded) | {cell('idle_s')} |",
+             f"| critical_path_analysis, the whole trace (load excluded) | {cell('critical_path_s')} |",
+             f"| whole process (python start, import, load, the two) | {cell('whole_s')} |", ""]
+    if "whole_s" in hta and not quick:
+        rows += [f"advise's median against HTA's whole process: {hta['whole_s'] / med:.0f}x faster.", ""]
+    return rows
+
+
+def stats_advise(build, quick):
+    """P5 advise (issue 50): `flagtrace advise -f json` on the 1 M-event synthetic trace (bench_stats --write
+    476190; quick: 50 000 launches), whole process, median of 5, with its peak RSS; HTA's idle-time breakdown
+    and critical path on the same trace beside it when FT_HTA_PATH names HTA's source. Target: < 1 s."""
+    ft, exe = os.path.join(build, "flagtrace"), os.path.join(build, "bench", "bench_stats")
+    if not os.path.exists(ft) or not os.path.exists(exe):
+        return []
+    if not has_advise(ft):
+        return ["## P5 advise", "", f"skipped: {ft} has no advise command", ""]
+    tmp = tempfile.mkdtemp(prefix="ftbench.")
+    try:
+        launches = 50000 if quick else 476190
+        trace = os.path.join(tmp, "advise.json.gz")
+        sh([exe, "--write", trace, str(launches)], env={"FLAGOS_TRACER_LIBRARY": "/nonexistent"})
+        times, rss = advise_timed(ft, trace, 1 if quick else 5, 1 if quick else 3)
+        hta = None if quick else hta_idle_critical_path(trace)
+        return advise_rows(f"Synthetic gzip trace, bench_stats --write {launches} ({2.1 * launches / 1e6:.1f} M "
+                           "events: a runtime call and a kernel per launch, an op range per 10 launches)",
+                           times, rss, hta, quick)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -1013,6 +1146,22 @@ class Gpu:
             rows.append(row("P5", f"P5 model: `flagtrace stats --engine=model` on the same trace, seconds "
                             f"({statistics.median(sm) / statistics.median(st):.2f}x the row above)", "-",
                             f"{m_mm[0]:.3f} / {m_mm[1]:.3f} s", ci_m, "< 1 s", 1.0, True, q, 3, " s"))
+            # issue 50: advise on the same trace (whole process), HTA's idle time and critical path beside it
+            cap = os.path.join(self.tmp, "cap1m.json.gz")
+            if has_advise(self.ft, self.pin_io):
+                # its peak RSS is the CPU part's (bench/run.py without --gpu: the synthetic 1 M-event trace)
+                at, a_rss = advise_timed(self.ft, cap, 1 if self.quick else max(7, self.reps), 0, self.pin_io)
+                self.note("advise (1 M)", {"s": at})
+                a_mm = mm(at)
+                rows.append(row("P5", f"`flagtrace advise` on the same {big['events']:,}-event trace (whole process), "
+                                "seconds", "-", f"{a_mm[0]:.3f} / {a_mm[1]:.3f} s", bootstrap(at, statistics.median),
+                                "< 1 s", 1.0, True, q, 3, " s"))
+                hta = None if q else hta_idle_critical_path(cap)
+                if hta is not None:
+                    self.note("HTA idle time and critical path (1 M)", hta)
+                self.split += advise_rows(f"The real {big['events']:,}-event capture of P5 (gzip)", at, a_rss, hta, q)
+            else:
+                self.split += ["## P5 advise", "", f"skipped: {self.ft} has no advise command", ""]
         if "P6" in want:
             # CUPTI's own memory is the floor's growth with small buffers: with its 8 MiB ones
             # (P2's floor), 1 or 2 in flight made it 13 or 21 MB, and subtracting those counted

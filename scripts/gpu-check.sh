@@ -181,6 +181,14 @@ step "training step: torch-cuda vs flagtrace (device events, gpu_user_annotation
 step "diff: batch 8 vs 16 recorded now: ~2x device time on aten::mm/addmm, equal calls; torch-cuda = flagtrace.torch op for op" \
   bash -c "python3 tests/gpu/torch_batch_pair.py --out '$OUT/diff' &&
   FT_DIFF_PAIR_DIR='$OUT/diff' FT_TEST_ONLY='batch_8_vs_16|same_step' python3 tests/e2e/test_diff.py $FT tests/data"
+# issue 50: torch programs with one bottleneck planted each (.item() per layer, pageable blocking
+# copies, a loop of tiny kernels, a sleep at the step's start) and the clean GEMM loop, through
+# torch.profiler + flagtrace.torch and through record: advise's first finding is the plant, its
+# cost within 20 % of the plant's (timed beside it), the clean loop has none over 5 % (~1 min).
+# flagtrace.torch comes from the python package step: installed here when that step was not run
+step "advise plants: the planted cause first, its cost within 20 %, the clean loop clean (profiler + record)" bash -c "
+  { python3 -c 'import flagtrace._C' 2>/dev/null || python3 -m pip install --no-build-isolation --no-deps ./python >/dev/null; } &&
+  PYTHONUNBUFFERED=1 python3 tests/gpu/advise_plants.py --flagtrace $FT --out-dir $BUILD/plants"
 
 # ---- issue 13: two GPUs (nvidia-h200-x2); the rest of this script needs one ----
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')

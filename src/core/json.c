@@ -239,34 +239,36 @@ size_t ft__json_escape(char *dst, const char *str, size_t n) {
   return (size_t)(d - dst);
 }
 
+size_t ft__json_escape_piece(char *dst, const char *str, size_t n, bool first, size_t *taken) {
+  /* Pieces are cut before a UTF-8 lead byte so no sequence is split. Each piece is one
+   * JSON string body, so the quotes written by ft__json_escape are dropped between pieces. */
+  size_t take = n;
+  if (take > FT__JSON_PIECE) {
+    take = FT__JSON_PIECE;
+    for (int back = 0; back < 3 && ((unsigned char)str[take] & 0xC0) == 0x80; back++) take--;
+  }
+  size_t w = ft__json_escape(dst, str, take);
+  /* drop the opening quote of continuation pieces and the closing one of all but the last */
+  size_t skip = first ? 0 : 1;
+  size_t keep = w - skip - (take == n ? 0 : 1);
+  if (skip) memmove(dst, dst + 1, keep);
+  *taken = take;
+  return keep;
+}
+
 void ft__out_json_string(ft__out *o, const char *str, size_t n) {
-  /* Escape straight into the output buffer; long strings go in pieces cut before
-   * a UTF-8 lead byte so no sequence is split. Each piece is one JSON string body,
-   * so the quotes written by ft__json_escape are dropped between pieces. */
-  enum { PIECE = 4096 };
-  const size_t worst = 6 * PIECE + 2;
+  /* Escape straight into the output buffer, a piece at a time. */
+  const size_t worst = 6 * FT__JSON_PIECE + 2;
   bool first = true;
   if (!o->head.buf) return; /* written after the end: dropped */
   do {
-    size_t take = n;
-    if (take > PIECE) {
-      take = PIECE;
-      for (int back = 0; back < 3 && ((unsigned char)str[take] & 0xC0) == 0x80; back++) take--;
-    }
     if (o->head.cap - o->head.used < worst) {
       if (!o->grow) flush_buf(o);
       else if (!grow_to(o, o->head.used + worst))
         o->head.used = 0; /* out of memory: the error fails the trace, keep in bounds */
     }
-    char *d = o->head.buf + o->head.used;
-    size_t w = ft__json_escape(d, str, take);
-    bool last = take == n;
-    /* drop the opening quote of continuation pieces and the closing one of all
-     * but the last */
-    size_t skip = first ? 0 : 1;
-    size_t keep = w - skip - (last ? 0 : 1);
-    if (skip) memmove(d, d + 1, keep);
-    o->head.used += keep;
+    size_t take;
+    o->head.used += ft__json_escape_piece(o->head.buf + o->head.used, str, n, first, &take);
     str += take;
     n -= take;
     first = false;

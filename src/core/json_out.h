@@ -69,6 +69,12 @@ void ft__out_json_string(ft__out *o, const char *s, size_t n);
 /* The one escaping function: writes s as a quoted JSON string into dst, which must
  * hold 6 * n + 2 bytes; returns the bytes written. */
 size_t ft__json_escape(char *dst, const char *s, size_t n);
+/* Long strings are escaped in pieces of at most FT__JSON_PIECE bytes: the next piece of
+ * s[0..n) (never splitting a UTF-8 sequence) escaped into dst (6 * FT__JSON_PIECE + 2
+ * bytes), its opening quote only when first, its closing one only when it ends s; *taken:
+ * the bytes of s it used. Returns the bytes written. */
+enum { FT__JSON_PIECE = 4096 };
+size_t ft__json_escape_piece(char *dst, const char *s, size_t n, bool first, size_t *taken);
 /* A metadata value: raw if ft__json_is_literal, else a JSON string. */
 void ft__out_json_value(ft__out *o, const char *s, size_t n);
 

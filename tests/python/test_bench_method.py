@@ -275,7 +275,7 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
     def test_every_row_of_a_whole_run(self):
         want = set(run.IDS)
         rows = self.g.p1_p2(30000, want) + self.g.p1_p3_torch(want) + self.g.p4_p5_p6(45000, 500000, want)
-        self.assertEqual([r["id"] for r in rows], ["P1"] * 5 + ["P2", "P1", "P3", "P3"] + ["P4"] * 4 + ["P5"] * 2
+        self.assertEqual([r["id"] for r in rows], ["P1"] * 5 + ["P2", "P1", "P3", "P3"] + ["P4"] * 4 + ["P5"] * 3
                          + ["P6"] * 2)
         # the fake's waiting costs 0.02 of 3.5 µs with the shim or preload, 0.1 under CUPTI (judged or
         # not, as labelled), exactly: each turn against the bare turns on either side of it, the
@@ -335,6 +335,11 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
                             and sv.cmd[sv.cmd.index("--iters") + 1] == str(run.TORCH_ITERS) for sv in torch))
         # P4-P6 (captures, writes, stats) on the io cores; the split reader unpinned
         self.assertTrue(all(c[:3] == ["taskset", "-c", "2,3,4"] for c, _ in self.calls if c and c[0] != "/b/bench/bench_stats"))
+        # P5 (issue 50): advise on the 1 M-event capture, whole process, 7 runs, judged against 1 s
+        adv = [r for r in rows if "`flagtrace advise`" in r["what"]]
+        self.assertEqual([(r["id"], r["target"], r["verdict"]) for r in adv], [("P5", "< 1 s", "pass")])
+        self.assertEqual(sum(c[3:5] == ["/b/flagtrace", "advise"] and c[-1].endswith("cap1m.json.gz")
+                             for c, _ in self.calls), 7)
         cap, cap_env = next((c, e) for c, e in self.calls if "capture" in c and any(x.endswith("torch_bench.py") for x in c))
         self.assertEqual(cap_env.get("TMPDIR"), self.tmp.name)  # kineto's exports where our captures go
         self.assertTrue(any(any(x.endswith("capture_bench") for x in c) and c[-1] == "30" for c, _ in self.calls))
