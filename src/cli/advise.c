@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "advise_cli.h"
+#include "advise_partial.h"
 #include "cli.h"
 #include "stats_out.h"
 #include "trace_dir.h"
@@ -46,6 +47,9 @@ static const char usage[] =
     "  -n, --limit N       the N costliest findings (default 20; 0: all of them)\n"
     "      --width N       fit the table to N characters (default: the terminal's\n"
     "                      width when stdout is one, else no limit)\n"
+    "      --partial       write the files' per-rank advice as JSON (for --merge)\n"
+    "      --merge         the files are --partial outputs: reduce them to the job's\n"
+    "                      advice (stragglers), printed as advise prints it\n"
     "  -q, --quiet         no notes on stderr\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -60,7 +64,7 @@ static const char usage[] =
     "  flagtrace advise train.json.gz\n"
     "  flagtrace advise -f json -n 0 -o advice.json run/\n";
 
-enum { OPT_STEP = 256, OPT_GAP, OPT_SHARE, OPT_WIDTH, OPT_OVERWRITE };
+enum { OPT_STEP = 256, OPT_GAP, OPT_SHARE, OPT_WIDTH, OPT_OVERWRITE, OPT_PARTIAL, OPT_MERGE };
 enum fmt { FMT_TABLE, FMT_JSON, FMT_CSV };
 
 static size_t terminal_width(void) {
@@ -104,7 +108,7 @@ int ft_cli_advise(int argc, char **argv) {
   const char *output = NULL, *step = NULL;
   size_t top = 20, v;
   long width = -1;
-  bool quiet = false, overwrite = false;
+  bool quiet = false, overwrite = false, partial = false, merge = false;
   ft_advise_opts ao;
   ft_advise_opts_default(&ao);
   static const struct option longs[] = {{"format", required_argument, NULL, 'f'},
@@ -116,6 +120,8 @@ int ft_cli_advise(int argc, char **argv) {
                                         {"limit", required_argument, NULL, 'n'},
                                         {"width", required_argument, NULL, OPT_WIDTH},
                                         {"quiet", no_argument, NULL, 'q'},
+                                        {"partial", no_argument, NULL, OPT_PARTIAL},
+                                        {"merge", no_argument, NULL, OPT_MERGE},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   opterr = 0;
@@ -161,6 +167,8 @@ int ft_cli_advise(int argc, char **argv) {
       width = (long)v;
       break;
     case 'q': quiet = true; break;
+    case OPT_PARTIAL: partial = true; break;
+    case OPT_MERGE: merge = true; break;
     case ':': return ft_cli_usage_error("advise", "option '%s' needs a value", bad);
     default:
       if (optopt && optopt != '?' && bad[0] == '-' && bad[1] != '-')
@@ -171,6 +179,7 @@ int ft_cli_advise(int argc, char **argv) {
     }
   }
   if (optind >= argc) return ft_cli_usage_error("advise", "no trace file given");
+  if (partial && merge) return ft_cli_usage_error("advise", "--partial and --merge: one or the other");
   char err[640];
   bool exists = false;
   const char *names[1] = {output};
@@ -188,7 +197,15 @@ int ft_cli_advise(int argc, char **argv) {
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
   ft_cli_advice a;
-  s = ft_cli_advice_read(&a, files.paths, files.n, step, &ao, err, sizeof err);
+  ft_advise_partial parts = {0};
+  const char *const *merged = NULL;
+  if (merge) { /* the files are partials (a directory: the .json files in it) */
+    s = ft_cli_advice_merge(&a, &parts, files.paths, files.n, &ao, err,
+                            sizeof err);
+    merged = a.paths;
+  } else {
+    s = ft_cli_advice_read(&a, files.paths, files.n, step, &ao, err, sizeof err);
+  }
   int rc = 0;
   if (s) {
     ft_cli_error("advise", "%s", err);
@@ -203,7 +220,7 @@ int ft_cli_advise(int argc, char **argv) {
     } else {
       if (output) f = out.f;
       size_t w = width >= 0 ? (size_t)width : output ? 0 : terminal_width();
-      if (write_out(f, &a, fmt, w, top)) {
+      if (partial ? ft_cli_advice_write_partial(f, &a, &ao) != FT_OK : write_out(f, &a, fmt, w, top) != 0) {
         ft_cli_error("advise", "out of memory");
         rc = 1;
         if (output) ft_outfile_discard(&out);
@@ -214,6 +231,8 @@ int ft_cli_advise(int argc, char **argv) {
     }
   }
   ft_cli_advice_free(&a);
+  free((void *)merged);
+  ft_advise_partial_free(&parts);
   ft_trace_args_free(&files);
   return rc;
 }

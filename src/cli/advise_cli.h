@@ -36,6 +36,16 @@ typedef struct ft_cli_advice {
 ft_status ft_cli_advice_read(ft_cli_advice *a, const char *const *paths, size_t n, const char *step,
                              const ft_advise_opts *o, char *err, size_t errlen);
 void ft_cli_advice_free(ft_cli_advice *a);
+/* After per, ranks and n_files are set: the job's part (2+ files) and the findings ranked. */
+ft_status ft_cli_advice_finish(ft_cli_advice *a, const ft_advise_opts *o, char *err, size_t errlen);
+
+/* advise --partial / --merge (advise_partial_cli.c; the file: advise_partial.h). */
+struct ft_advise_partial;
+ft_status ft_cli_advice_write_partial(FILE *f, const ft_cli_advice *a, const ft_advise_opts *o);
+/* The partials at paths read into a (per-rank advice moved from *p, which keeps the names
+ * a borrows: free p after a), the job's part reduced on them; o: the partials' options. */
+ft_status ft_cli_advice_merge(ft_cli_advice *a, struct ft_advise_partial *p, const char *const *paths, size_t n,
+                              ft_advise_opts *o, char *err, size_t errlen);
 
 /* The findings as report rows: rank, rule, cost per step, share, count, where, what,
  * suggestion; at most top of them (0: all). full false: without what and suggestion

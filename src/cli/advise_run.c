@@ -121,7 +121,13 @@ ft_status ft_cli_advice_read(ft_cli_advice *a, const char *const *paths, size_t 
     }
   }
   free(jobs);
-  if (!st && n > 1) { /* the cross-rank part reduces on the per-rank results */
+  return st ? st : ft_cli_advice_finish(a, o, err, errlen);
+}
+
+ft_status ft_cli_advice_finish(ft_cli_advice *a, const ft_advise_opts *o, char *err, size_t errlen) {
+  ft_status st = FT_OK;
+  size_t n = a->n_files;
+  if (n > 1) { /* the cross-rank part reduces on the per-rank results */
     ft_advice **ptr = malloc(n * sizeof *ptr);
     if (!ptr) st = FT_ENOMEM, snprintf(err, errlen, "out of memory");
     for (size_t i = 0; ptr && i < n; i++) ptr[i] = &a->per[i];

@@ -1,4 +1,5 @@
-/* advise --partial / --merge: per-rank advice as JSON (written here, read back with json_scan), and two results compared. */
+/* advise --partial / --merge: per-rank advice as JSON (written here, read back with json_scan), and two results
+ * compared. */
 #include "advise_partial.h"
 
 #include <errno.h>
@@ -14,12 +15,9 @@
 static void put_str(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p < 0x20)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+    else fputc(*p, f);
   }
   fputc('"', f);
 }
@@ -55,10 +53,8 @@ static void json_finding(FILE *f, const ft_advise_finding *x) {
     const ft_advise_occurrence *o = &x->occ[i];
     fprintf(f, "%s{\"rank\":%" PRId64 ",\"step\":%" PRId64 ",\"ts_ns\":%" PRId64 ",\"dur_ns\":%" PRId64, i ? "," : "",
             o->rank, o->step, o->ts, o->dur);
-    if (o->slice == FT_MODEL_NONE)
-      fputs(",\"slice\":null}", f);
-    else
-      fprintf(f, ",\"slice\":%" PRIu32 "}", o->slice);
+    if (o->slice == FT_MODEL_NONE) fputs(",\"slice\":null}", f);
+    else fprintf(f, ",\"slice\":%" PRIu32 "}", o->slice);
   }
   fputs("]}", f);
 }
@@ -66,21 +62,16 @@ static void json_finding(FILE *f, const ft_advise_finding *x) {
 ft_status ft_advise_partial_write(FILE *f, const ft_advise_partial *p) {
   const ft_advise_opts *o = &p->opts;
   fprintf(f, "{\"schema\":%d,\"partial\":true,\"step\":", FT_ADVISE_JSON_SCHEMA);
-  if (p->step)
-    put_str(f, p->step);
-  else
-    fputs("null", f);
+  if (p->step) put_str(f, p->step);
+  else fputs("null", f);
   fprintf(f,
-          ",\"whole_trace\":%s,\"opts\":{\"gap_ns\":%" PRIu64
-          ",\"min_share\":%.17g,\"fuse_min_len\":%u},\"ranks\":[",
+          ",\"whole_trace\":%s,\"opts\":{\"gap_ns\":%" PRIu64 ",\"min_share\":%.17g,\"fuse_min_len\":%u},\"ranks\":[",
           p->whole_trace ? "true" : "false", o->gap_ns, o->min_share, o->fuse_min_len);
   for (size_t r = 0; r < p->n; r++) {
     const ft_advice *a = &p->parts[r].advice;
     fputs(r ? ",\n{\"file\":" : "\n{\"file\":", f);
-    if (p->parts[r].file)
-      put_str(f, p->parts[r].file);
-    else
-      fputs("null", f);
+    if (p->parts[r].file) put_str(f, p->parts[r].file);
+    else fputs("null", f);
     fprintf(f, ",\"rank\":%" PRId64 ",\"steps\":[", p->parts[r].rank);
     for (size_t i = 0; i < a->n_steps; i++) {
       fputs(i ? ",\n" : "\n", f);
@@ -118,8 +109,8 @@ typedef struct rd {
   char key[40];
   bool key_cut;
   ft_advise_partial *p;
-  size_t first;   /* the first part this file adds */
-  bool top_rank;  /* the file is one advice: steps/findings at the top */
+  size_t first;  /* the first part this file adds */
+  bool top_rank; /* the file is one advice: steps/findings at the top */
   ft_advise_opts opts;
   bool has_opts, has_schema, has_findings, whole, has_step;
   char *step;
@@ -262,8 +253,8 @@ static bool to_double(const char *s, size_t n, double *v) {
   return true;
 }
 
-static const char *const idle_keys[FT_IDLE_N] = {"idle_step_start_ns", "idle_sync_ns", "idle_h2d_ns",
-                                                 "idle_launch_ns", "idle_other_ns"};
+static const char *const idle_keys[FT_IDLE_N] = {"idle_step_start_ns", "idle_sync_ns", "idle_h2d_ns", "idle_launch_ns",
+                                                 "idle_other_ns"};
 
 static int number(void *ctx, const char *t, size_t n) {
   rd *r = ctx;
@@ -393,7 +384,7 @@ static int boolean(void *ctx, int v) {
   return 1;
 }
 
-static const ft__json_callbacks callbacks = {null_value, boolean,   number,    string,     start_map,
+static const ft__json_callbacks callbacks = {null_value, boolean,   number,      string,   start_map,
                                              map_key,    end_value, start_array, end_value};
 
 static bool same_opts(const ft_advise_opts *a, const ft_advise_opts *b) {
@@ -404,7 +395,8 @@ static bool same_opts(const ft_advise_opts *a, const ft_advise_opts *b) {
 static bool join_header(rd *r, ft_advise_partial *p) {
   bool first = !p->files_read;
   if (r->has_opts) {
-    if (p->has_opts && !same_opts(&p->opts, &r->opts)) return fail(r, "advised with other options than the files before it");
+    if (p->has_opts && !same_opts(&p->opts, &r->opts))
+      return fail(r, "advised with other options than the files before it");
     p->opts = r->opts, p->has_opts = true;
   }
   if (r->has_step) {
@@ -449,19 +441,15 @@ static ft_status read_any(src *in, const char *label, ft_advise_partial *p, char
   }
   if (js == FT__JSON_OK && !io) js = ft__json_finish(&j);
   ft_status st = FT_OK;
-  if (io)
-    snprintf(err, errlen, "%s: read error", label), st = FT_EIO;
+  if (io) snprintf(err, errlen, "%s: read error", label), st = FT_EIO;
   else if (!r.msg[0] && js == FT__JSON_OK && (!r.has_schema || !r.has_findings))
     snprintf(err, errlen, "%s: not advise JSON (no \"schema\" and \"findings\")", label), st = FT_EINVAL;
-  else if (!r.msg[0] && js == FT__JSON_OK && !join_header(&r, p))
-    st = FT_EINVAL;
+  else if (!r.msg[0] && js == FT__JSON_OK && !join_header(&r, p)) st = FT_EINVAL;
   if (!st && r.msg[0]) st = FT_EINVAL; /* join_header's */
   if (st == FT_EINVAL || r.msg[0] || js != FT__JSON_OK) {
-    if (r.msg[0])
-      snprintf(err, errlen, "%s: %s", label, r.msg);
+    if (r.msg[0]) snprintf(err, errlen, "%s: %s", label, r.msg);
     else if (js != FT__JSON_OK)
-      snprintf(err, errlen, "%s: not JSON (%s at byte %" PRIu64 ")", label, j.err_msg ? j.err_msg : "error",
-               j.err_at);
+      snprintf(err, errlen, "%s: not JSON (%s at byte %" PRIu64 ")", label, j.err_msg ? j.err_msg : "error", j.err_at);
     st = st ? st : FT_EINVAL;
   }
   ft__json_free(&j);
@@ -568,8 +556,8 @@ ft_status ft_advise_compare(const ft_advise_partial *a, const ft_advise_partial 
       /* "same": within the tolerance or within a microsecond */
       uint64_t dd = absdiff(r.cost_a, r.cost_b);
       r.change = dd <= 1000 || (double)dd <= tolerance * (double)r.cost_a ? FT_ADV_SAME
-                 : r.cost_b > r.cost_a                                   ? FT_ADV_GREW
-                                                                         : FT_ADV_SHRANK;
+                 : r.cost_b > r.cost_a                                    ? FT_ADV_GREW
+                                                                          : FT_ADV_SHRANK;
     } else {
       r.change = c < 0 ? FT_ADV_GONE : FT_ADV_NEW;
     }
