@@ -200,8 +200,7 @@ int ft_cli_advise(int argc, char **argv) {
   ft_advise_partial parts = {0};
   const char *const *merged = NULL;
   if (merge) { /* the files are partials (a directory: the .json files in it) */
-    s = ft_cli_advice_merge(&a, &parts, files.paths, files.n, &ao, err,
-                            sizeof err);
+    s = ft_cli_advice_merge(&a, &parts, files.paths, files.n, &ao, err, sizeof err);
     merged = a.paths;
   } else {
     s = ft_cli_advice_read(&a, files.paths, files.n, step, &ao, err, sizeof err);
