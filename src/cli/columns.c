@@ -1,6 +1,5 @@
-/* `flagtrace columns TRACE`: the event model's columns as raw little-endian arrays, what flagtrace.analysis.get_trace
+/* `flagtrace columns TRACE`: the event model's columns as raw little-endian arrays (get_trace's feed). */
 #define _GNU_SOURCE /* open_memstream */
- * reads. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
