@@ -177,8 +177,9 @@ int ft_cli_columns(int argc, char **argv) {
   size_t nt = m.n_tracks, ns = m.n_steps;
   int64_t *tr = malloc((nt ? nt : 1) * 3 * sizeof *tr), *st = malloc((ns ? ns : 1) * 3 * sizeof *st);
   uint8_t *tk = malloc(nt ? nt : 1);
+  int64_t *ids = malloc((m.n ? m.n : 1) * 2 * sizeof *ids); /* corr, ext: the full ids, -1 for none */
   int rc = 0;
-  if (!tr || !st || !tk || build_strings(&m, &t)) {
+  if (!tr || !st || !tk || !ids || build_strings(&m, &t)) {
     ft_cli_error("columns", "out of memory");
     rc = 1;
     goto out;
@@ -189,11 +190,15 @@ int ft_cli_columns(int argc, char **argv) {
   for (size_t i = 0; i < ns; i++)
     st[i] = m.steps[i].number, st[ns + i] = m.steps[i].start, st[2 * ns + i] = m.steps[i].end;
   size_t n = m.n;
+  for (size_t i = 0; i < n; i++) {
+    int64_t c = ft_model_corr(&m, i), e = ft_model_ext(&m, i);
+    ids[i] = c == FT_MODEL_NO_ID ? -1 : c, ids[n + i] = e == FT_MODEL_NO_ID ? -1 : e;
+  }
   col cols[] = {
       {"ts", "<i8", m.ts, n, 8},
       {"dur", "<i8", m.dur, n, 8},
-      {"corr", "<i8", m.corr, n, 8},
-      {"ext", "<i8", m.ext, n, 8},
+      {"corr", "<i8", ids, n, 8},
+      {"ext", "<i8", ids + n, n, 8},
       {"arg", "<u8", m.arg, n, 8},
       {"name", "<i4", t.name_code, n, 4},
       {"track", "<u4", m.track, n, 4},
@@ -228,7 +233,7 @@ int ft_cli_columns(int argc, char **argv) {
     rc = 1;
   }
 out:
-  free(tr), free(st), free(tk);
+  free(tr), free(st), free(tk), free(ids);
   free(t.name_code), free(t.track_name), free(t.offs), free(t.blob);
   ft_model_free(&m);
   return rc;
