@@ -223,9 +223,11 @@ typedef struct ft_stats {
   size_t segments, segments_taken; /* diagnostics: segments read, those whose worker's parse was used */
   struct ft__hta *hta;             /* HTA's analyses' state while the file is read (stats_hta.c); NULL unless asked */
   /* every summarized complete event, in file order, as ft__stats_apply sees it (the
-   * report's timeline); false stops the read for want of memory. NULL: none */
+   * report's timeline), and those of a category not read (sec FT__SEC_UNKNOWN, the
+   * category in cat); false stops the read for want of memory. NULL: none */
   bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
   void *on_event_ctx;
+  bool events_only; /* the events to on_event, nothing summarized (the event model's read: model.c) */
 } ft_stats;
 
 ft_status ft_stats_init(ft_stats *st);
@@ -310,6 +312,7 @@ typedef struct ft_stat_read_opts {
    * files are read in parallel: one ctx each); NULL: none */
   bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
   void **on_event_ctx;
+  bool model; /* each file through the event model (model.h): read into it, then replayed into its summary */
 } ft_stat_read_opts;
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, const ft_stat_read_opts *o, char *err,
                            size_t errlen);

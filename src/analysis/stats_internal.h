@@ -56,6 +56,7 @@ typedef struct ft__ev {
   uint32_t name_off, name_len, cat_off;
   uint8_t sec;
   bool has_ext;
+  bool name_cut; /* the name was cut to FT_STATS_KEEP bytes (the event model's replay counts it) */
   /* the event's tid and args: correlation, stream, grid, block, registers per
    * thread, Input Dims (as Python's str() of the list: dims, dims_len bytes; in a
    * batch at dims_off of its text). Each has_* says it was given (a dim3 only

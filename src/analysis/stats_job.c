@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "deflate.h" /* ft__cpus */
+#include "model.h"
 #include "stats.h"
 #include "stats_hta.h"
 #include "stats_internal.h"
@@ -127,8 +128,18 @@ static ft_status read_one(worker *w, size_t f) {
     return FT_ENOMEM;
   }
   st.file_threads = (int)w->n_threads;
-  ft_status s = w->mem ? ft_stats_read_mem(&st, w->mem, w->mem_len, err, sizeof w->errs[f])
-                       : ft_stats_read(&st, w->paths[f], err, sizeof w->errs[f]);
+  ft_status s;
+  if (w->o.model) { /* the file into the event model, then the model into the summary (stats --engine=model) */
+    ft_model m;
+    ft_model_opts mo = {.source = w->o.source};
+    s = w->mem ? ft_model_read_mem(&m, w->mem, w->mem_len, &mo, NULL, err, sizeof w->errs[f])
+               : ft_model_read(&m, w->paths[f], &mo, NULL, err, sizeof w->errs[f]);
+    if (!s) s = ft_model_replay(&m, &st);
+    ft_model_free(&m);
+  } else {
+    s = w->mem ? ft_stats_read_mem(&st, w->mem, w->mem_len, err, sizeof w->errs[f])
+               : ft_stats_read(&st, w->paths[f], err, sizeof w->errs[f]);
+  }
   if (!s) {
     ft_stats_finish(&st);
     if (!ft__hta_finish(&st, &file->hta)) s = FT_ENOMEM;

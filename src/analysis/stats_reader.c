@@ -106,7 +106,8 @@ static bool process_event(reader *r) {
               .bytes = r->bytes,
               .name_len = (uint32_t)r->name_len,
               .sec = (uint8_t)r->cats[cat].sec,
-              .has_ext = r->has_ext};
+              .has_ext = r->has_ext,
+              .name_cut = r->name_cut};
   e.tid = r->tid;
   e.corr = r->corr;
   e.stream = r->stream;

@@ -167,9 +167,8 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
   enum ft__sec sec = (enum ft__sec)e->sec;
   int64_t dur = e->dur;
   ft_stat_row *row_p = NULL;
-  if (st->on_event && sec != FT__SEC_IGNORED && sec != FT__SEC_UNKNOWN &&
-      !st->on_event(st->on_event_ctx, e, name, cat_s))
-    return false;
+  if (st->on_event && sec != FT__SEC_IGNORED && !st->on_event(st->on_event_ctx, e, name, cat_s)) return false;
+  if (st->events_only) return true;
   switch (sec) {
   case FT__SEC_IGNORED: return true;
   case FT__SEC_SYNC: return !st->hta || ft__hta_event(st, e, name, NULL); /* HTA's GPU event, no row of ours */

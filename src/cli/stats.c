@@ -124,6 +124,11 @@ static const char usage[] =
     "      --merge         the FILEs are partial summaries: print what one run over\n"
     "                      all of their traces prints; with --partial, write them\n"
     "                      merged into one partial (a tree of merges)\n"
+    "      --engine E      stream (default): each file summarized as it is parsed;\n"
+    "                      model: each file read into the event model (typed\n"
+    "                      columns, up to 61 B a slice) and replayed into the\n"
+    "                      summary in file order: the same numbers (a check of\n"
+    "                      the model; docs/stats.md)\n"
     "  -h, --help          show this help\n"
     "\n"
     "Options follow getopt_long: anywhere among the files, -oFILE, --opt=value,\n"
@@ -190,7 +195,7 @@ static const char usage[] =
     "stdout) or memory runs out.\n";
 
 enum fmt { FMT_TABLE, FMT_CSV, FMT_TSV, FMT_JSON };
-enum { OPT_PARTIAL = 0x100, OPT_MERGE }; /* long options without a letter */
+enum { OPT_PARTIAL = 0x100, OPT_MERGE, OPT_ENGINE }; /* long options without a letter */
 #define REP_DEFAULT ((1u << REP_N) - 1 - (1u << REP_TRACE) - (1u << REP_OPS_MODULES) - FT_REP_HTA)
 /* advise's findings: a report of the CLI's (advise_out.c), built from the event model, not the job */
 #define REP_ADVICE REP_N
@@ -374,6 +379,7 @@ int ft_cli_stats(int argc, char **argv) {
   int unit = FT_UNIT_US;
   bool limit_given = false, force = false, quiet = false;
   bool partial = false, merge = false; /* --partial, --merge (stats_partial.c) */
+  bool model = false;                  /* --engine=model: each file through the event model (model.h) */
   static const struct option longs[] = {{"report", required_argument, NULL, 'r'},
                                         {"format", required_argument, NULL, 'f'},
                                         {"output", required_argument, NULL, 'o'},
@@ -388,6 +394,7 @@ int ft_cli_stats(int argc, char **argv) {
                                         {"quiet", no_argument, NULL, 'q'},
                                         {"partial", no_argument, NULL, OPT_PARTIAL},
                                         {"merge", no_argument, NULL, OPT_MERGE},
+                                        {"engine", required_argument, NULL, OPT_ENGINE},
                                         {NULL, 0, NULL, 0}};
   opterr = 0;
   optind = 1;
@@ -432,6 +439,11 @@ int ft_cli_stats(int argc, char **argv) {
     case 'q': quiet = true; break;
     case OPT_PARTIAL: partial = true; break;
     case OPT_MERGE: merge = true; break;
+    case OPT_ENGINE:
+      if (!strcmp(optarg, "stream")) model = false;
+      else if (!strcmp(optarg, "model")) model = true;
+      else return ft_cli_usage_error("stats", "--engine takes stream or model, not '%s'", optarg);
+      break;
     case 's': {
       int k = -1;
       for (int i = 0; i < SORT_N; i++)
@@ -531,7 +543,8 @@ int ft_cli_stats(int argc, char **argv) {
         .hta = partial || (report & FT_REP_HTA) != 0,
         .ops = partial || (report & (1u << REP_OPS | 1u << REP_OPS_SHAPES | 1u << REP_OPS_MODULES)) != 0,
         .modules = partial || (report & 1u << REP_OPS_MODULES) != 0,
-        .source = partial}; /* a partial names each trace's source: a merge refuses one given twice */
+        .source = partial, /* a partial names each trace's source: a merge refuses one given twice */
+        .model = model};
     s = ft_stat_job_read(&job, files.paths, n_files, &o, err, sizeof err);
   }
   if (!s && merge && !partial)

@@ -1,4 +1,5 @@
-/* The event model: one trace file held as typed columns that every analysis reads (docs/design.md "The event model"). */
+/* The event model: one trace file held as typed columns that every analysis reads (docs/design.md "The event model").
+ */
 #ifndef FLAGTRACE_ANALYSIS_MODEL_H
 #define FLAGTRACE_ANALYSIS_MODEL_H
 
@@ -15,8 +16,10 @@
  * file's clock. At most 64 bytes are held per slice, names and tracks included
  * (ft_model_bytes; test_model checks it on every committed trace). */
 
-#define FT_MODEL_NONE UINT32_MAX /* an index column's "no such slice / step / op" */
-#define FT_MODEL_NO_ID INT64_MIN /* corr/ext column: the event had none */
+#define FT_MODEL_NONE UINT32_MAX /* an index column's "no such slice / step / op"; corr32/ext32: none */
+#define FT_MODEL_NO_ID INT64_MIN /* ft_model_corr/ft_model_ext: the event had none */
+/* corr32/ext32: the id is outside [0, FT_MODEL_WIDE), held in a side table (ft_model_corr/ext read it) */
+#define FT_MODEL_WIDE (UINT32_MAX - 1)
 
 /* What a slice is: the stats reader's sections (enum ft__sec in stats_internal.h),
  * narrowed to what analyses ask. */
@@ -38,10 +41,10 @@ static inline bool ft_model_is_device(uint8_t k) { return k == FT_MK_KERNEL || k
 
 enum ft_track_kind { FT_TRACK_THREAD, FT_TRACK_STREAM };
 typedef struct ft_model_track {
-  int64_t pid, tid;  /* the trace's; for a stream, tid is the stream id */
-  int64_t device;    /* a stream's device (its pid in kineto traces); -1 on a thread */
-  uint32_t name;     /* thread or stream name when the trace names it, else FT_MODEL_NONE */
-  uint8_t kind;      /* enum ft_track_kind */
+  int64_t pid, tid; /* the trace's; for a stream, tid is the stream id */
+  int64_t device;   /* a stream's device (its pid in kineto traces); -1 on a thread */
+  uint32_t name;    /* thread or stream name when the trace names it, else FT_MODEL_NONE */
+  uint8_t kind;     /* enum ft_track_kind */
 } ft_model_track;
 
 /* A step: ProfilerStep#N (number N), a range named by the caller (ft_model_opts.step:
@@ -56,37 +59,42 @@ typedef struct ft_model {
   size_t n; /* slices */
   /* columns, n entries each */
   int64_t *ts, *dur; /* ns */
-  int64_t *corr;     /* correlation id, FT_MODEL_NO_ID when absent */
-  int64_t *ext;      /* External id (the op join), FT_MODEL_NO_ID when absent */
-  uint64_t *arg;     /* copies and memsets: bytes; else 0 */
-  uint32_t *name;    /* string id: ft_model_str */
-  uint32_t *track;   /* index into tracks */
-  uint32_t *link;    /* a launch's device work, device work's launch (by correlation id, one launch per id,
-                      * the same pairing as stats_hta.c's join_id); FT_MODEL_NONE */
-  uint32_t *op;      /* the innermost op or range on the launching thread around the launch (device work:
-                      * its launch's; a CPU slice: its parent), FT_MODEL_NONE */
-  uint32_t *step;    /* the step the slice starts in (device work: its launch's step when linked), FT_MODEL_NONE */
-  uint8_t *kind;     /* enum ft_model_kind */
+  /* correlation id and External id (the op join), 32 bits a slice to fit the 64 B bound: the id itself
+   * below FT_MODEL_WIDE, FT_MODEL_NONE when absent, FT_MODEL_WIDE when wider (then ft_model_corr/ext
+   * give it). Read them through ft_model_corr(m, i) and ft_model_ext(m, i). */
+  uint32_t *corr32;
+  uint32_t *ext32;
+  uint64_t *arg;   /* args.bytes: copies' and memsets' bytes; 0 when absent (other slices have none) */
+  uint32_t *name;  /* string id: ft_model_str */
+  uint32_t *track; /* index into tracks */
+  uint32_t *link;  /* a launch's device work, device work's launch (by correlation id, one launch per id,
+                    * the same pairing as stats_hta.c's join_id); FT_MODEL_NONE */
+  uint32_t *op;    /* the innermost op or range on the launching thread around the launch (device work:
+                    * its launch's; a CPU slice: its parent), FT_MODEL_NONE */
+  uint32_t *step;  /* the step the slice starts in (device work: its launch's step when linked), FT_MODEL_NONE */
+  uint8_t *kind;   /* enum ft_model_kind */
   /* kernels only, through ft_model_kernel_args (a side table: kernels are a fraction of slices) */
   ft_model_track *tracks;
   size_t n_tracks;
   ft_model_step *steps;
   size_t n_steps;
   /* what the file's "flagtrace"/"distributedInfo" blocks say */
-  int64_t rank;             /* -1 when not named */
-  double peak_flops;        /* the device's peak FLOP/s from deviceProperties or the docs' table; 0 unknown */
-  char device_name[64];     /* deviceProperties' name, "" when absent */
-  struct ft_model_priv *p;  /* strings, kernel args, build state */
+  int64_t rank;            /* -1 when not named */
+  double peak_flops;       /* the device's peak FLOP/s from deviceProperties or the docs' table; 0 unknown */
+  char device_name[64];    /* deviceProperties' name, "" when absent */
+  struct ft_model_priv *p; /* strings, kernel args, build state */
 } ft_model;
 
-typedef struct ft_model_kernel_args {
+/* (a struct tag only: a typedef of this name would clash with the function's) */
+struct ft_model_kernel_args {
   int32_t grid[3], block[3]; /* 0s when absent */
   int64_t stream, regs;      /* -1 when absent */
   const char *dims;          /* an op's Input Dims as Python prints them, NULL when absent (ops only) */
-} ft_model_kernel_args;
+};
 
 typedef struct ft_model_opts {
   const char *step; /* a range name whose occurrences are the steps; NULL: ProfilerStep#N */
+  bool source;      /* ft_model_read: keep the file's source (its bytes' digest) for a replay into a st that wants it */
 } ft_model_opts;
 
 /* Reads one trace (.json/.json.gz, "-" stdin) into m and, when st is not NULL, the
@@ -107,9 +115,25 @@ ft_status ft_model_finish(ft_model *m);
 const char *ft_model_str(const ft_model *m, uint32_t id); /* "" for FT_MODEL_NONE */
 /* The id of a name, FT_MODEL_NONE when no slice has it. */
 uint32_t ft_model_find_str(const ft_model *m, const char *s);
-bool ft_model_kernel_args(const ft_model *m, size_t slice, ft_model_kernel_args *a); /* false: none held */
+bool ft_model_kernel_args(const ft_model *m, size_t slice, struct ft_model_kernel_args *a); /* false: none held */
 /* Bytes held (columns, strings, tracks, side tables), for the 64 B/slice bound. */
 size_t ft_model_bytes(const ft_model *m);
+/* Of which the tables that grow with distinct names and launch configurations, not with
+ * slices (names, Input Dims texts, categories, the kernel-args variants): on a trace of
+ * few slices (a 107-slice trace holds 7 kB of kernel names) these alone exceed 64 B a
+ * slice; the rest is at most 61 B a slice plus tracks, steps and wide ids. */
+size_t ft_model_bytes_distinct(const ft_model *m);
+
+/* The full correlation / External id of slice i, FT_MODEL_NO_ID when it has none. */
+int64_t ft__model_wide(const ft_model *m, size_t i, bool ext);
+static inline int64_t ft_model_corr(const ft_model *m, size_t i) {
+  uint32_t v = m->corr32[i];
+  return v < FT_MODEL_WIDE ? (int64_t)v : v == FT_MODEL_NONE ? FT_MODEL_NO_ID : ft__model_wide(m, i, false);
+}
+static inline int64_t ft_model_ext(const ft_model *m, size_t i) {
+  uint32_t v = m->ext32[i];
+  return v < FT_MODEL_WIDE ? (int64_t)v : v == FT_MODEL_NONE ? FT_MODEL_NO_ID : ft__model_wide(m, i, true);
+}
 
 /* Every slice into st in the file's order, as the streaming read added it. The
  * numbers equal a streaming read's of the same file: test_model checks every

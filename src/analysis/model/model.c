@@ -1,0 +1,414 @@
+/* The event model's builder, accessors, read (one parse with the summary) and replay into a summary. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+void ft_model_init(ft_model *m, const ft_model_opts *o) {
+  memset(m, 0, sizeof *m);
+  m->rank = -1;
+  struct ft_model_priv *p = calloc(1, sizeof *p);
+  if (!p) return; /* ft_model_add then fails: no memory */
+  ft__intern_init(&p->names);
+  ft__intern_init(&p->text);
+  ft__intern_init(&p->vars);
+  ft__intern_init(&p->tkeys);
+  if (o && o->step && !(p->step_name = strdup(o->step))) {
+    ft__intern_free(&p->names), ft__intern_free(&p->text), ft__intern_free(&p->vars), ft__intern_free(&p->tkeys);
+    free(p);
+    return;
+  }
+  p->first_ns = INT64_MAX;
+  p->last_ns = INT64_MIN;
+  p->meta.rank = -1;
+  p->meta.device_activity = -1;
+  m->p = p;
+}
+
+void ft__model_free_build(struct ft_model_priv *p) {
+  free(p->ts), free(p->dur), free(p->corr), free(p->ext), free(p->bytes);
+  free(p->name), free(p->track), free(p->var), free(p->kind);
+  p->ts = p->dur = p->corr = p->ext = NULL;
+  p->bytes = NULL;
+  p->name = p->track = p->var = NULL;
+  p->kind = NULL;
+  p->cap = 0;
+}
+
+void ft_model_free(ft_model *m) {
+  struct ft_model_priv *p = m->p;
+  free(m->ts), free(m->dur), free(m->corr32), free(m->ext32), free(m->arg);
+  free(m->name), free(m->track), free(m->link), free(m->op), free(m->step), free(m->kind);
+  free(m->tracks), free(m->steps);
+  if (p) {
+    ft__model_free_build(p);
+    ft__intern_free(&p->names);
+    ft__intern_free(&p->text);
+    ft__intern_free(&p->vars);
+    ft__intern_free(&p->tkeys);
+    free(p->var_col), free(p->order), free(p->wide), free(p->unk), free(p->step_name);
+    free(p);
+  }
+  memset(m, 0, sizeof *m);
+  m->rank = -1;
+}
+
+/* The build arrays with room for one more slice; false without memory. */
+static bool build_room(struct ft_model_priv *p, size_t n) {
+  if (n < p->cap) return true;
+  size_t cap = p->cap ? 2 * p->cap : 1024;
+#define GROW(f)                                  \
+  do {                                           \
+    void *q = realloc(p->f, cap * sizeof *p->f); \
+    if (!q) return false;                        \
+    p->f = q;                                    \
+  } while (0)
+  GROW(ts);
+  GROW(dur);
+  GROW(corr);
+  GROW(ext);
+  GROW(bytes);
+  GROW(name);
+  GROW(track);
+  GROW(var);
+  GROW(kind);
+#undef GROW
+  p->cap = cap;
+  return true;
+}
+
+/* A category the reader does not know: counted where it was first seen. */
+static bool add_unknown(struct ft_model_priv *p, size_t before, const char *cat) {
+  uint32_t id;
+  if (ft__intern(&p->text, cat, strlen(cat), &id)) return false;
+  for (size_t i = 0; i < p->n_unk; i++)
+    if (p->unk[i].cat == id) return ++p->unk[i].count, true;
+  if (p->n_unk == p->cap_unk) {
+    size_t cap = p->cap_unk ? 2 * p->cap_unk : 4;
+    ft__munknown *u = realloc(p->unk, cap * sizeof *u);
+    if (!u) return false;
+    p->unk = u;
+    p->cap_unk = cap;
+  }
+  p->unk[p->n_unk++] = (ft__munknown){(uint32_t)before, id, 1};
+  return true;
+}
+
+static bool is_stream_kind(int k) { return ft_model_is_device((uint8_t)k) || k == FT_MK_GPU_RANGE || k == FT_MK_SYNC; }
+
+static bool track_of(ft_model *m, const ft__ev *e, int kind, uint32_t *out) {
+  struct ft_model_priv *p = m->p;
+  bool stream = is_stream_kind(kind);
+  ft__mtrack_key k;
+  memset(&k, 0, sizeof k);
+  k.dev = e->dev;
+  k.tid = stream ? (e->has_stream ? e->stream : e->has_tid ? e->tid : -1) : (e->has_tid ? e->tid : -1);
+  k.kind = stream ? FT_TRACK_STREAM : FT_TRACK_THREAD;
+  if (p->has_last_track) {
+    const ft_model_track *t = &m->tracks[p->last_track];
+    if (t->pid == k.dev && t->tid == k.tid && t->kind == k.kind) return *out = p->last_track, true;
+  }
+  uint32_t id;
+  if (ft__intern(&p->tkeys, (const char *)&k, 17, &id)) return false;
+  if (id == m->n_tracks) {
+    if (m->n_tracks == p->cap_tracks) {
+      size_t cap = p->cap_tracks ? 2 * p->cap_tracks : 16;
+      ft_model_track *t = realloc(m->tracks, cap * sizeof *t);
+      if (!t) return false;
+      m->tracks = t;
+      p->cap_tracks = cap;
+    }
+    m->tracks[m->n_tracks++] = (ft_model_track){
+        .pid = k.dev, .tid = k.tid, .device = stream ? k.dev : -1, .name = FT_MODEL_NONE, .kind = k.kind};
+  }
+  p->last_track = id;
+  p->has_last_track = true;
+  *out = id;
+  return true;
+}
+
+static bool var_of(struct ft_model_priv *p, const ft__ev *e, uint32_t *out) {
+  ft__mvar v;
+  memset(&v, 0, sizeof v);
+  if (e->has_tid) v.flags |= V_TID, v.tid = e->tid;
+  if (e->has_stream) v.flags |= V_STREAM, v.stream = e->stream;
+  if (e->has_regs) v.flags |= V_REGS, v.regs = e->regs;
+  if (e->has_grid) v.flags |= V_GRID, memcpy(v.grid, e->grid, sizeof v.grid);
+  if (e->has_block) v.flags |= V_BLOCK, memcpy(v.block, e->block, sizeof v.block);
+  if (e->has_dims) {
+    v.flags |= V_DIMS;
+    if (ft__intern(&p->text, e->dims, e->dims_len, &v.dims)) return false;
+  }
+  if (p->has_last_var && !memcmp(ft__intern_str(&p->vars, p->last_var), &v, sizeof v)) return *out = p->last_var, true;
+  if (ft__intern(&p->vars, (const char *)&v, sizeof v, out)) return false;
+  p->last_var = *out;
+  p->has_last_var = true;
+  return true;
+}
+
+bool ft_model_add(ft_model *m, const ft__ev *e, const char *name, const char *cat) {
+  struct ft_model_priv *p = m->p;
+  if (!p || p->finished) return false;
+  if (e->sec == FT__SEC_IGNORED) return true;
+  if (e->sec == FT__SEC_UNKNOWN) return add_unknown(p, m->n, cat ? cat : "");
+  if (e->sec < FT__SEC_KERNEL || e->sec > FT__SEC_PYFUNC) return true;
+  if (m->n >= FT_MODEL_NONE - 1 || !build_room(p, m->n)) return false; /* slice indexes are 32-bit */
+  int kind = e->sec - FT__SEC_KERNEL;
+  size_t i = m->n;
+  uint32_t id;
+  if (p->has_last_name && ft__intern_len(&p->names, p->last_name) == e->name_len &&
+      !memcmp(ft__intern_str(&p->names, p->last_name), name, e->name_len))
+    id = p->last_name;
+  else if (ft__intern(&p->names, name, e->name_len, &id)) return false;
+  p->last_name = id;
+  p->has_last_name = true;
+  if (!track_of(m, e, kind, &p->track[i]) || !var_of(p, e, &p->var[i])) return false;
+  p->name[i] = id;
+  p->ts[i] = e->ts;
+  p->dur[i] = e->dur;
+  p->corr[i] = e->has_corr ? e->corr : FT_MODEL_NO_ID;
+  p->ext[i] = e->has_ext ? e->ext : FT_MODEL_NO_ID;
+  /* INT64_MIN given as an id: told apart from none by a flag bit in the kind */
+  p->kind[i] = (uint8_t)(kind | (e->has_corr && e->corr == FT_MODEL_NO_ID ? 0x40 : 0) |
+                         (e->has_ext && e->ext == FT_MODEL_NO_ID ? 0x80 : 0));
+  p->bytes[i] = e->bytes;
+  if (e->name_cut && kind == FT_MK_PYFUNC) p->cut_pyfunc++;
+  m->n++;
+  return true;
+}
+
+ft_status ft_model_finish(ft_model *m) {
+  if (!m->p) return FT_ENOMEM;
+  if (m->p->finished) return FT_EINVAL;
+  ft_status s = ft__model_finish(m);
+  if (!s) m->p->finished = true;
+  return s;
+}
+
+const char *ft_model_str(const ft_model *m, uint32_t id) {
+  if (!m->p || id >= m->p->names.n) return "";
+  return ft__intern_str(&m->p->names, id);
+}
+
+uint32_t ft_model_find_str(const ft_model *m, const char *s) {
+  const ft__strtab *t = m->p ? &m->p->names : NULL;
+  if (!t || !t->n) return FT_MODEL_NONE;
+  size_t len = strlen(s);
+  for (uint32_t i = (uint32_t)ft__hash_bytes_keyed(s, len) & (t->tcap - 1); t->table[i]; i = (i + 1) & (t->tcap - 1)) {
+    uint32_t c = t->table[i] - 1;
+    if (t->lens[c] == len && !memcmp(t->strs[c], s, len)) return c;
+  }
+  return FT_MODEL_NONE;
+}
+
+bool ft_model_kernel_args(const ft_model *m, size_t slice, struct ft_model_kernel_args *a) {
+  memset(a, 0, sizeof *a);
+  a->stream = a->regs = -1;
+  if (!m->p || !m->p->finished || slice >= m->n) return false;
+  ft__mvar v;
+  memcpy(&v, ft__intern_str(&m->p->vars, m->p->var_col[slice]), sizeof v);
+  if (v.flags & V_GRID) memcpy(a->grid, v.grid, sizeof a->grid);
+  if (v.flags & V_BLOCK) memcpy(a->block, v.block, sizeof a->block);
+  if (v.flags & V_STREAM) a->stream = v.stream;
+  if (v.flags & V_REGS) a->regs = v.regs;
+  if (v.flags & V_DIMS) a->dims = ft__intern_str(&m->p->text, v.dims);
+  return (v.flags & (V_GRID | V_BLOCK | V_STREAM | V_REGS | V_DIMS)) != 0;
+}
+
+int64_t ft__model_wide(const ft_model *m, size_t i, bool ext) {
+  const struct ft_model_priv *p = m->p;
+  size_t lo = 0, hi = p ? p->n_wide : 0;
+  while (lo < hi) { /* by slice, corr before ext */
+    size_t mid = (lo + hi) / 2;
+    const ft__mwide *w = &p->wide[mid];
+    if (w->slice < i || (w->slice == i && w->ext < ext)) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < (p ? p->n_wide : 0) && p->wide[lo].slice == i && p->wide[lo].ext == ext) return p->wide[lo].v;
+  return FT_MODEL_NO_ID;
+}
+
+static size_t strtab_bytes(const ft__strtab *t) {
+  return t->arena.bytes + (size_t)t->cap * (sizeof *t->strs + sizeof *t->lens) + (size_t)t->tcap * sizeof *t->table;
+}
+
+size_t ft_model_bytes_distinct(const ft_model *m) {
+  const struct ft_model_priv *p = m->p;
+  if (!p) return 0;
+  return strtab_bytes(&p->names) + strtab_bytes(&p->text) + strtab_bytes(&p->vars);
+}
+
+size_t ft_model_bytes(const ft_model *m) {
+  const struct ft_model_priv *p = m->p;
+  if (!p) return 0;
+  size_t per =
+      3 * sizeof(int64_t) + 9 * sizeof(uint32_t) + 1; /* ts dur arg; corr ext name track link op step var order; kind */
+  size_t b = sizeof *m + sizeof *p + m->n * per + p->cap * (5 * 8 + 3 * 4 + 1); /* the build, until finished */
+  b += p->cap_tracks * sizeof *m->tracks + strtab_bytes(&p->tkeys) + m->n_steps * sizeof *m->steps;
+  b += p->n_wide * sizeof *p->wide + p->cap_unk * sizeof *p->unk;
+  if (p->step_name) b += strlen(p->step_name) + 1;
+  return b + ft_model_bytes_distinct(m);
+}
+
+/* ---- the read: the stats reader's parse, its on_event hook into the model ---- */
+
+typedef struct hook_ctx {
+  ft_model *m;
+  bool (*prev)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
+  void *prev_ctx;
+} hook_ctx;
+
+static bool hook(void *ctx, const struct ft__ev *e, const char *name, const char *cat) {
+  hook_ctx *h = ctx;
+  return ft_model_add(h->m, e, name, cat) && (!h->prev || h->prev(h->prev_ctx, e, name, cat));
+}
+
+static ft_status model_read(ft_model *m, const char *path, const char *data, size_t len, const ft_model_opts *o,
+                            ft_stats *st, char *err, size_t errlen) {
+  ft_model_init(m, o);
+  ft_stats tmp;
+  ft_stats *s = st;
+  if (!m->p) {
+    snprintf(err, errlen, "out of memory");
+    return FT_ENOMEM;
+  }
+  if (!st) { /* the model alone: the reader hands events over and sums nothing */
+    if (ft_stats_init(&tmp)) {
+      ft_stats_free(&tmp);
+      ft_model_free(m);
+      snprintf(err, errlen, "out of memory");
+      return FT_ENOMEM;
+    }
+    tmp.events_only = true;
+    tmp.want_ops = false;
+    tmp.want_modules = true; /* python_function events too: a replay drops them unless its st wants them */
+    tmp.want_source = o && o->source;
+    s = &tmp;
+  }
+  hook_ctx h = {m, s->on_event, s->on_event_ctx};
+  bool args = s->want_args;
+  s->on_event = hook;
+  s->on_event_ctx = &h;
+  s->want_args = true; /* correlation, stream, grid, block, registers: the model's columns */
+  ft_status r = path ? ft_stats_read(s, path, err, errlen) : ft_stats_read_mem(s, data, len, err, errlen);
+  s->on_event = h.prev;
+  s->on_event_ctx = h.prev_ctx;
+  s->want_args = args;
+  struct ft_model_priv *p = m->p;
+  if (!r) {
+    p->read = true;
+    p->events = s->events;
+    p->skipped = s->skipped;
+    p->cut_strings = s->cut_strings;
+    p->first_ns = s->first_ns;
+    p->last_ns = s->last_ns;
+    p->meta = s->meta;
+    p->source = s->source;
+    p->skipped.unknown_cat = 0; /* counted again by a replay, from the model's categories */
+    p->skipped.unpaired = 0;    /* HTA's, at the summary's finish */
+    m->rank = s->meta.rank;
+    if (!s->want_modules) p->cut_pyfunc = 0;
+    r = ft_model_finish(m);
+    if (r) snprintf(err, errlen, "out of memory");
+  }
+  if (!st) ft_stats_free(&tmp);
+  if (r) ft_model_free(m);
+  return r;
+}
+
+ft_status ft_model_read(ft_model *m, const char *path, const ft_model_opts *o, ft_stats *st, char *err, size_t errlen) {
+  return model_read(m, path, NULL, 0, o, st, err, errlen);
+}
+
+ft_status ft_model_read_mem(ft_model *m, const char *data, size_t len, const ft_model_opts *o, ft_stats *st, char *err,
+                            size_t errlen) {
+  return model_read(m, NULL, data ? data : "", len, o, st, err, errlen);
+}
+
+/* ---- the replay: each slice's event as the reader handed it over ---- */
+
+static const char *const kind_cat[FT_MK_N] = {"kernel",      "gpu_memcpy", "gpu_memset",      "cuda_runtime",
+                                              "cuda_driver", "cpu_op",     "user_annotation", "gpu_user_annotation",
+                                              "cuda_sync",   "overhead",   "python_function"};
+
+/* A slice's id as given (INT64_MIN too: a wide one); the slice has one. */
+static int64_t id_of(const ft_model *m, size_t i, bool ext) {
+  uint32_t v = ext ? m->ext32[i] : m->corr32[i];
+  return v < FT_MODEL_WIDE ? (int64_t)v : ft__model_wide(m, i, ext);
+}
+
+/* The event of slice i (name in *name). */
+static void slice_ev(const ft_model *m, size_t i, bool args, ft__ev *e, const char **name) {
+  const struct ft_model_priv *p = m->p;
+  memset(e, 0, sizeof *e);
+  uint8_t k = m->kind[i];
+  e->sec = (uint8_t)(k + FT__SEC_KERNEL);
+  e->ts = m->ts[i];
+  e->dur = m->dur[i];
+  e->bytes = m->arg[i];
+  const ft_model_track *t = &m->tracks[m->track[i]];
+  e->dev = t->pid;
+  e->name_len = ft__intern_len(&p->names, m->name[i]);
+  *name = ft__intern_str(&p->names, m->name[i]);
+  if (m->ext32[i] != FT_MODEL_NONE) e->has_ext = true, e->ext = id_of(m, i, true);
+  if (args && m->corr32[i] != FT_MODEL_NONE) e->has_corr = true, e->corr = id_of(m, i, false);
+  ft__mvar v;
+  memcpy(&v, ft__intern_str(&p->vars, p->var_col[i]), sizeof v);
+  e->has_tid = v.flags & V_TID;
+  e->tid = v.tid;
+  if (args) {
+    e->has_stream = v.flags & V_STREAM;
+    e->stream = v.stream;
+    e->has_regs = v.flags & V_REGS;
+    e->regs = v.regs;
+    e->has_grid = v.flags & V_GRID;
+    e->has_block = v.flags & V_BLOCK;
+    memcpy(e->grid, v.grid, sizeof e->grid);
+    memcpy(e->block, v.block, sizeof e->block);
+  }
+  if (v.flags & V_DIMS) {
+    e->has_dims = true;
+    e->dims = ft__intern_str(&p->text, v.dims);
+    e->dims_len = ft__intern_len(&p->text, v.dims);
+  }
+}
+
+ft_status ft_model_replay(const ft_model *m, ft_stats *st) {
+  const struct ft_model_priv *p = m->p;
+  if (!p || !p->finished) return FT_EINVAL;
+  size_t u = 0;
+  bool ok = true;
+  for (size_t f = 0; ok && f <= m->n; f++) {
+    for (; ok && u < p->n_unk && p->unk[u].before == f; u++) { /* its category's count, where it was first seen */
+      ft__ev e = {.sec = FT__SEC_UNKNOWN};
+      for (uint64_t c = 0; ok && c < p->unk[u].count; c++)
+        ok = ft__stats_apply(st, &e, "", ft__intern_str(&p->text, p->unk[u].cat));
+    }
+    if (f == m->n) break;
+    size_t i = p->order[f];
+    if (m->kind[i] == FT_MK_PYFUNC && !st->want_modules) continue; /* the reader ignores them then */
+    ft__ev e;
+    const char *name;
+    slice_ev(m, i, st->want_args, &e, &name);
+    ok = ok && ft__stats_apply(st, &e, name, kind_cat[m->kind[i]]);
+  }
+  if (p->read) { /* what the reader counts itself */
+    st->events += p->events;
+    st->skipped.bad_time += p->skipped.bad_time;
+    st->skipped.time_range += p->skipped.time_range;
+    st->skipped.no_dur += p->skipped.no_dur;
+    st->skipped.neg_dur += p->skipped.neg_dur;
+    st->skipped.bad_bytes += p->skipped.bad_bytes;
+    st->skipped.bad_ext += p->skipped.bad_ext;
+    st->cut_strings += p->cut_strings - (st->want_modules ? 0 : p->cut_pyfunc);
+    if (st->first_ns > p->first_ns) st->first_ns = p->first_ns;
+    if (st->last_ns < p->last_ns) st->last_ns = p->last_ns;
+    st->meta = p->meta;
+    if (st->want_source) st->source = p->source;
+  }
+  /* the parse's end: the op join and the calls' nesting are per file */
+  ok = ft__ops_file_end(st) && ok;
+  ft__join_free(&st->ext_op);
+  return ok ? FT_OK : FT_ENOMEM;
+}

@@ -1,0 +1,347 @@
+/* The event model's finish: slices sorted by start, launches linked to their device work, ops and steps assigned. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+/* A stable sort of the build's slices by ts: perm[k] is the file position of the
+ * k-th slice by start. LSD radix over 11-bit digits of ts - min (passes whose digit
+ * is the same for every slice are skipped), O(n) whatever the order: traces write
+ * CPU and device events in separate runs. */
+typedef struct rkey {
+  uint64_t k;
+  uint32_t i, pad;
+} rkey;
+
+static bool sort_by_ts(const int64_t *ts, size_t n, uint32_t *perm) {
+  if (!n) return true;
+  int64_t lo = ts[0], hi = ts[0];
+  bool sorted = true;
+  for (size_t i = 1; i < n; i++) {
+    if (ts[i] < lo) lo = ts[i];
+    if (ts[i] > hi) hi = ts[i];
+    sorted &= ts[i] >= ts[i - 1];
+  }
+  if (sorted) {
+    for (size_t i = 0; i < n; i++) perm[i] = (uint32_t)i;
+    return true;
+  }
+  rkey *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+  size_t *cnt = malloc(2048 * sizeof *cnt);
+  if (!a || !b || !cnt) {
+    free(a), free(b), free(cnt);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++) a[i] = (rkey){(uint64_t)ts[i] - (uint64_t)lo, (uint32_t)i, 0};
+  uint64_t span = (uint64_t)hi - (uint64_t)lo;
+  for (unsigned shift = 0; shift < 64 && (span >> shift); shift += 11) {
+    memset(cnt, 0, 2048 * sizeof *cnt);
+    for (size_t i = 0; i < n; i++) cnt[(a[i].k >> shift) & 2047]++;
+    size_t sum = 0;
+    for (size_t d = 0; d < 2048; d++) {
+      size_t c = cnt[d];
+      cnt[d] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; i++) b[cnt[(a[i].k >> shift) & 2047]++] = a[i];
+    rkey *t = a;
+    a = b;
+    b = t;
+  }
+  for (size_t i = 0; i < n; i++) perm[i] = a[i].i;
+  free(a), free(b), free(cnt);
+  return true;
+}
+
+/* ---- launches and device work, by correlation id ---- */
+
+typedef struct cref {
+  int64_t corr;
+  uint32_t i; /* slice; slices are in start order, so i orders by ts (ties: file order) */
+  uint32_t pad;
+} cref;
+
+static int cref_cmp(const void *a, const void *b) {
+  const cref *x = a, *y = b;
+  if (x->corr != y->corr) return (x->corr > y->corr) - (x->corr < y->corr);
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+static void link_pair(ft_model *m, uint32_t call, uint32_t work) {
+  m->link[call] = work;
+  m->link[work] = call;
+}
+
+/* One id's calls c[0, nc) and device work g[0, ng), in start order: stats_hta.c's
+ * join_id. Each piece of work pairs with the nearest unpaired call before it, then
+ * the work no call preceded with the calls left, nearest first. */
+static void join_id(ft_model *m, const cref *c, size_t nc, const cref *g, size_t ng, uint32_t *stack, uint32_t *lone) {
+  size_t top = 0, n_lone = 0, a = 0;
+  for (size_t b = 0; b < ng; b++) {
+    while (a < nc && m->ts[c[a].i] <= m->ts[g[b].i]) stack[top++] = c[a++].i;
+    if (!top) lone[n_lone++] = g[b].i;
+    else link_pair(m, stack[--top], g[b].i);
+  }
+  while (a < nc) stack[top++] = c[a++].i;
+  size_t k_max = top < n_lone ? top : n_lone;
+  for (size_t k = 0; k < k_max; k++) link_pair(m, stack[k], lone[n_lone - 1 - k]);
+}
+
+static bool link_all(ft_model *m, const int64_t *corr, const uint8_t *has_corr) {
+  size_t n = m->n, nc = 0, ng = 0;
+  for (size_t i = 0; i < n; i++) {
+    m->link[i] = FT_MODEL_NONE;
+    if (!has_corr[i]) continue;
+    if (ft_model_is_device(m->kind[i])) ng++;
+    else if (m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER) nc++;
+  }
+  if (!nc || !ng) return true;
+  cref *c = malloc(nc * sizeof *c), *g = malloc(ng * sizeof *g);
+  uint32_t *stack = malloc(nc * sizeof *stack), *lone = malloc(ng * sizeof *lone);
+  bool ok = c && g && stack && lone;
+  if (ok) {
+    nc = ng = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (!has_corr[i]) continue;
+      if (ft_model_is_device(m->kind[i])) g[ng++] = (cref){corr[i], (uint32_t)i, 0};
+      else if (m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER) c[nc++] = (cref){corr[i], (uint32_t)i, 0};
+    }
+    qsort(c, nc, sizeof *c, cref_cmp);
+    qsort(g, ng, sizeof *g, cref_cmp);
+    for (size_t i = 0, j = 0; i < nc && j < ng;) {
+      if (c[i].corr != g[j].corr) {
+        if (c[i].corr < g[j].corr) i++;
+        else j++;
+        continue;
+      }
+      size_t i1 = i, j1 = j;
+      while (i1 < nc && c[i1].corr == c[i].corr) i1++;
+      while (j1 < ng && g[j1].corr == c[i].corr) j1++;
+      join_id(m, c + i, i1 - i, g + j, j1 - j, stack, lone);
+      i = i1, j = j1;
+    }
+  }
+  free(c), free(g), free(stack), free(lone);
+  return ok;
+}
+
+/* ---- ops: the innermost op or range around a call on its thread ---- */
+
+static const ft_model *cmp_m; /* for qsort's comparator: finish runs on one thread per model */
+static int by_longer(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  int64_t dx = cmp_m->dur[x], dy = cmp_m->dur[y];
+  if (dx != dy) return (dx < dy) - (dx > dy);
+  return (x > y) - (x < y);
+}
+
+/* Each thread's slices by start, the longer first at one start (the parent, as
+ * torch nests calls); a call's op is the innermost open op or range it starts
+ * before the end of and does not outlast. */
+static bool ops_on_threads(ft_model *m) {
+  size_t n = m->n, nt = m->n_tracks;
+  uint32_t *start = calloc(nt + 1, sizeof *start), *at = malloc((n ? n : 1) * sizeof *at),
+           *stack = malloc((n ? n : 1) * sizeof *stack);
+  bool ok = start && at && stack;
+  if (!ok) goto out;
+  for (size_t i = 0; i < n; i++) start[m->track[i] + 1]++;
+  for (size_t t = 0; t < nt; t++) start[t + 1] += start[t];
+  {
+    uint32_t *fill = malloc((nt ? nt : 1) * sizeof *fill);
+    if (!(ok = fill != NULL)) goto out;
+    memcpy(fill, start, nt * sizeof *fill);
+    for (size_t i = 0; i < n; i++) at[fill[m->track[i]]++] = (uint32_t)i;
+    free(fill);
+  }
+  cmp_m = m;
+  for (size_t t = 0; t < nt; t++) {
+    if (m->tracks[t].kind != FT_TRACK_THREAD) continue;
+    uint32_t *s = at + start[t];
+    size_t len = start[t + 1] - start[t], depth = 0;
+    for (size_t k = 0; k < len;) { /* runs of one start: the longer first */
+      size_t e = k + 1;
+      while (e < len && m->ts[s[e]] == m->ts[s[k]]) e++;
+      if (e - k > 1) qsort(s + k, e - k, sizeof *s, by_longer);
+      k = e;
+    }
+    for (size_t k = 0; k < len; k++) {
+      uint32_t i = s[k];
+      int64_t end = m->ts[i] + m->dur[i];
+      while (depth) {
+        uint32_t p = stack[depth - 1];
+        int64_t pend = m->ts[p] + m->dur[p];
+        if (m->ts[i] < pend && end <= pend) break;
+        depth--;
+      }
+      m->op[i] = depth ? stack[depth - 1] : FT_MODEL_NONE;
+      if (m->kind[i] == FT_MK_OP || m->kind[i] == FT_MK_RANGE) stack[depth++] = i;
+    }
+  }
+out:
+  free(start), free(at), free(stack);
+  return ok;
+}
+
+/* Work on a stream: its launch's op; without a launch, the op or range of its
+ * External id (the latest in file order, as stats_ops.c's join keeps it). */
+static bool ops_on_streams(ft_model *m, const int64_t *ext, const uint8_t *has_ext, const uint32_t *order) {
+  ft__map by_ext = {0};
+  bool ok = true;
+  for (size_t f = 0; ok && f < m->n; f++) {
+    uint32_t i = order[f];
+    if ((m->kind[i] != FT_MK_OP && m->kind[i] != FT_MK_RANGE) || !has_ext[i]) continue;
+    uint64_t *v = ft__map_upsert(&by_ext, (uint64_t)ext[i]);
+    if (!v) ok = false;
+    else *v = (uint64_t)i + 1;
+  }
+  for (size_t i = 0; ok && i < m->n; i++) {
+    if (m->tracks[m->track[i]].kind != FT_TRACK_STREAM) continue;
+    m->op[i] = FT_MODEL_NONE;
+    if (m->link[i] != FT_MODEL_NONE) m->op[i] = m->op[m->link[i]];
+    else if (has_ext[i] && by_ext.len) {
+      uint64_t *v = ft__map_find(&by_ext, (uint64_t)ext[i]);
+      if (v) m->op[i] = (uint32_t)(*v - 1);
+    }
+  }
+  ft__map_free(&by_ext);
+  return ok;
+}
+
+/* ---- steps ---- */
+
+/* "ProfilerStep#N": N, else -1. */
+static int64_t profiler_step(const char *s, size_t len) {
+  static const char pre[] = "ProfilerStep#";
+  size_t k = sizeof pre - 1;
+  if (len <= k || len > k + 18 || memcmp(s, pre, k)) return -1;
+  int64_t v = 0;
+  for (size_t i = k; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+static bool find_steps(ft_model *m) {
+  struct ft_model_priv *p = m->p;
+  uint32_t want = p->step_name ? ft_model_find_str(m, p->step_name) : FT_MODEL_NONE;
+  size_t n_steps = 0, cap = 0;
+  ft_model_step *steps = NULL;
+  for (size_t i = 0; i < m->n && (!p->step_name || want != FT_MODEL_NONE); i++) {
+    if (m->kind[i] != FT_MK_RANGE) continue;
+    int64_t num;
+    if (p->step_name) {
+      if (m->name[i] != want) continue;
+      num = (int64_t)n_steps;
+    } else if ((num = profiler_step(ft__intern_str(&p->names, m->name[i]), ft__intern_len(&p->names, m->name[i]))) <
+               0) {
+      continue;
+    }
+    if (n_steps == cap) {
+      cap = cap ? 2 * cap : 16;
+      ft_model_step *g = realloc(steps, cap * sizeof *g);
+      if (!g) return free(steps), false;
+      steps = g;
+    }
+    steps[n_steps++] = (ft_model_step){num, m->ts[i], m->ts[i] + m->dur[i], (uint32_t)i};
+  }
+  if (!n_steps && m->n) { /* the whole trace */
+    if (!(steps = malloc(sizeof *steps))) return false;
+    int64_t end = m->ts[0];
+    for (size_t i = 0; i < m->n; i++)
+      if (m->ts[i] + m->dur[i] > end) end = m->ts[i] + m->dur[i];
+    steps[0] = (ft_model_step){-1, m->ts[0], end, FT_MODEL_NONE};
+    n_steps = 1;
+  } else if (n_steps < cap) {
+    ft_model_step *g = realloc(steps, n_steps * sizeof *g);
+    if (g) steps = g;
+  }
+  m->steps = steps;
+  m->n_steps = n_steps;
+  bool whole = n_steps == 1 && steps[0].slice == FT_MODEL_NONE;
+  /* slices and steps both by start: the latest step started by each slice's start */
+  size_t k = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    while (k + 1 < n_steps && steps[k + 1].start <= m->ts[i]) k++;
+    m->step[i] =
+        n_steps && (whole || (steps[k].start <= m->ts[i] && m->ts[i] < steps[k].end)) ? (uint32_t)k : FT_MODEL_NONE;
+  }
+  for (size_t i = 0; i < m->n; i++) /* linked device work: its launch's step */
+    if (ft_model_is_device(m->kind[i]) && m->link[i] != FT_MODEL_NONE) m->step[i] = m->step[m->link[i]];
+  return true;
+}
+
+/* ---- the columns ---- */
+
+static bool wide_push(struct ft_model_priv *p, size_t *cap, uint32_t slice, uint8_t ext, int64_t v) {
+  if (p->n_wide == *cap) {
+    size_t c = *cap ? 2 * *cap : 16;
+    ft__mwide *w = realloc(p->wide, c * sizeof *w);
+    if (!w) return false;
+    p->wide = w;
+    *cap = c;
+  }
+  p->wide[p->n_wide++] = (ft__mwide){slice, ext, v};
+  return true;
+}
+
+/* A 32-bit id column's value; wider ones to the side table. */
+static bool id32(struct ft_model_priv *p, size_t *cap, uint32_t slice, uint8_t ext, int64_t v, bool has,
+                 uint32_t *out) {
+  if (!has) return *out = FT_MODEL_NONE, true;
+  if (v >= 0 && v < (int64_t)FT_MODEL_WIDE) return *out = (uint32_t)v, true;
+  *out = FT_MODEL_WIDE;
+  return wide_push(p, cap, slice, ext, v);
+}
+
+ft_status ft__model_finish(ft_model *m) {
+  struct ft_model_priv *p = m->p;
+  size_t n = m->n, nn = n ? n : 1, wcap = 0;
+  uint32_t *perm = malloc(nn * sizeof *perm);
+  int64_t *corr = malloc(nn * sizeof *corr), *ext = malloc(nn * sizeof *ext);
+  uint8_t *has_corr = malloc(nn), *has_ext = malloc(nn);
+  m->ts = malloc(nn * sizeof *m->ts), m->dur = malloc(nn * sizeof *m->dur), m->arg = malloc(nn * sizeof *m->arg);
+  m->corr32 = malloc(nn * sizeof *m->corr32), m->ext32 = malloc(nn * sizeof *m->ext32);
+  m->name = malloc(nn * sizeof *m->name), m->track = malloc(nn * sizeof *m->track);
+  m->link = malloc(nn * sizeof *m->link), m->op = malloc(nn * sizeof *m->op), m->step = malloc(nn * sizeof *m->step);
+  m->kind = malloc(nn);
+  p->var_col = malloc(nn * sizeof *p->var_col), p->order = malloc(nn * sizeof *p->order);
+  bool ok = perm && corr && ext && has_corr && has_ext && m->ts && m->dur && m->arg && m->corr32 && m->ext32 &&
+            m->name && m->track && m->link && m->op && m->step && m->kind && p->var_col && p->order;
+  ok = ok && sort_by_ts(p->ts, n, perm);
+  for (size_t i = 0; ok && i < n; i++) {
+    uint32_t f = perm[i];
+    p->order[f] = (uint32_t)i;
+    m->ts[i] = p->ts[f];
+    m->dur[i] = p->dur[f];
+    m->arg[i] = p->bytes[f];
+    m->name[i] = p->name[f];
+    m->track[i] = p->track[f];
+    p->var_col[i] = p->var[f];
+    uint8_t k = p->kind[f];
+    m->kind[i] = k & 0x3f;
+    corr[i] = p->corr[f], ext[i] = p->ext[f];
+    has_corr[i] = corr[i] != FT_MODEL_NO_ID || (k & 0x40);
+    has_ext[i] = ext[i] != FT_MODEL_NO_ID || (k & 0x80);
+    ok = id32(p, &wcap, (uint32_t)i, 0, corr[i], has_corr[i], &m->corr32[i]) &&
+         id32(p, &wcap, (uint32_t)i, 1, ext[i], has_ext[i], &m->ext32[i]);
+  }
+  if (ok) ft__model_free_build(p);
+  ok = ok && link_all(m, corr, has_corr) && ops_on_threads(m) && ops_on_streams(m, ext, has_ext, p->order) &&
+       find_steps(m);
+  if (ok && p->n_wide < wcap) { /* its exact size: it is held */
+    ft__mwide *w = realloc(p->wide, (p->n_wide ? p->n_wide : 1) * sizeof *w);
+    if (w) p->wide = w;
+  }
+  if (ok && m->n_tracks < p->cap_tracks) {
+    ft_model_track *t = realloc(m->tracks, (m->n_tracks ? m->n_tracks : 1) * sizeof *t);
+    if (t) m->tracks = t, p->cap_tracks = m->n_tracks;
+  }
+  if (ok) { /* the variants' and tracks' lookup tables: no more adds */
+    free(p->vars.table), p->vars.table = NULL, p->vars.tcap = 0;
+    free(p->tkeys.table), p->tkeys.table = NULL, p->tkeys.tcap = 0;
+  }
+  free(perm), free(corr), free(ext), free(has_corr), free(has_ext);
+  return ok ? FT_OK : FT_ENOMEM;
+}
