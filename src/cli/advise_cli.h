@@ -50,10 +50,13 @@ ft_status ft_cli_advice_merge(ft_cli_advice *a, struct ft_advise_partial *p, con
 /* The findings as report rows: rank, rule, cost per step, share, count, where, what,
  * suggestion; at most top of them (0: all). full false: without what and suggestion
  * (advise's table writes them under it). */
+extern const char ft_cli_advice_key[]; /* the report's key: "advice" */
 ft_status ft_cli_advice_report(ft_report *rep, const ft_cli_advice *a, size_t top, bool full);
 
 /* advise's outputs (docs/advise.md "## Output"): width 0 is no limit. */
 int ft_cli_advice_table(FILE *f, const ft_cli_advice *a, size_t width, size_t top);
+/* The table's findings part alone (stats -r advice's table): ranked rows, then each one's what and fix. */
+int ft_cli_advice_findings(FILE *f, const ft_cli_advice *a, size_t width, size_t top);
 void ft_cli_advice_json(FILE *f, const ft_cli_advice *a, size_t top);
 int ft_cli_advice_csv(FILE *f, const ft_cli_advice *a, size_t top);
 

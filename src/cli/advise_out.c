@@ -13,7 +13,7 @@ static void put_us(FILE *f, int64_t ns) {
 }
 
 static const ft_col full_cols[] = {{"rank", "Rank", COL_I64, 4},
-                                   {"rule", "Rule", COL_STR, 12},
+                                   {"rule", "Rule", COL_STR, -1},
                                    {"cost_per_step_us", "Cost/step(us)", COL_US, 0},
                                    {"share_pct", "Share(%)", COL_PCT, 0},
                                    {"count", "Count", COL_U64, 0},
@@ -22,15 +22,17 @@ static const ft_col full_cols[] = {{"rank", "Rank", COL_I64, 4},
                                    {"suggestion", "Suggestion", COL_STR, 0}};
 static const ft_col short_cols[] = {
     {"finding", "#", COL_U64, 2},          {"rank", "Rank", COL_I64, 4},
-    {"rule", "Rule", COL_STR, 12},         {"cost_per_step_us", "Cost/step(us)", COL_US, 0},
+    {"rule", "Rule", COL_STR, -1},         {"cost_per_step_us", "Cost/step(us)", COL_US, 0},
     {"share_pct", "Share(%)", COL_PCT, 0}, {"count", "Count", COL_U64, 0},
     {"where", "Where", COL_STR, 0}};
+
+const char ft_cli_advice_key[] = "advice";
 
 static size_t shown(const ft_cli_advice *a, size_t top) { return top && top < a->n_ranked ? top : a->n_ranked; }
 
 ft_status ft_cli_advice_report(ft_report *rep, const ft_cli_advice *a, size_t top, bool full) {
   memset(rep, 0, sizeof *rep);
-  rep->key = "advice";
+  rep->key = ft_cli_advice_key;
   rep->title = "advice: findings by cost per step (docs/advise.md)";
   rep->cols = full ? full_cols : short_cols;
   rep->n_cols = full ? (int)(sizeof full_cols / sizeof *full_cols) : (int)(sizeof short_cols / sizeof *short_cols);
@@ -244,24 +246,15 @@ static void wrapped(FILE *f, const char *lead, const char *text, size_t width) {
   fputc('\n', f);
 }
 
-int ft_cli_advice_table(FILE *f, const ft_cli_advice *a, size_t width, size_t top) {
-  fprintf(f, "flagtrace advise: %zu file%s; steps: %s\n", a->n_files, a->n_files == 1 ? "" : "s",
-          a->whole_trace ? "none, each trace is one"
-          : a->step      ? a->step
-                         : "ProfilerStep#N");
-  for (size_t i = 0; i < a->n_files; i++) {
-    fputc('\n', f);
-    steps_block(f, a, i, width);
-  }
-  fputc('\n', f);
+int ft_cli_advice_findings(FILE *f, const ft_cli_advice *a, size_t width, size_t top) {
   if (!a->n_ranked) {
-    fputs("no finding over its threshold\n", f);
+    fputs("== advice: findings by cost per step ==\nno finding over its threshold\n", f);
     return 0;
   }
   ft_report rep;
   if (ft_cli_advice_report(&rep, a, top, false)) return -1;
   char title[96];
-  snprintf(title, sizeof title, "findings by cost per step: %zu of %zu", rep.n_rows, a->n_ranked);
+  snprintf(title, sizeof title, "advice: findings by cost per step, %zu of %zu", rep.n_rows, a->n_ranked);
   rep.title = title;
   ft_table_opts to = {width, 0, FT_UNIT_US};
   int rc = ft_report_table(f, &rep, &to);
@@ -274,4 +267,17 @@ int ft_cli_advice_table(FILE *f, const ft_cli_advice *a, size_t width, size_t to
   }
   ft_report_free(&rep);
   return rc;
+}
+
+int ft_cli_advice_table(FILE *f, const ft_cli_advice *a, size_t width, size_t top) {
+  fprintf(f, "flagtrace advise: %zu file%s; steps: %s\n", a->n_files, a->n_files == 1 ? "" : "s",
+          a->whole_trace ? "none, each trace is one"
+          : a->step      ? a->step
+                         : "ProfilerStep#N");
+  for (size_t i = 0; i < a->n_files; i++) {
+    fputc('\n', f);
+    steps_block(f, a, i, width);
+  }
+  fputc('\n', f);
+  return ft_cli_advice_findings(f, a, width, top);
 }

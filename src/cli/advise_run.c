@@ -28,8 +28,11 @@ static void advise_file(file_job *j) {
   ft_model m;
   ft_model_opts mo = {.step = j->step};
   memset(&m, 0, sizeof m);
-  j->st = ft_model_read(&m, j->path, &mo, NULL, j->err, sizeof j->err);
-  if (j->st) {
+  char err[512];
+  j->st = ft_model_read(&m, j->path, &mo, NULL, err, sizeof err);
+  if (j->st) { /* one line naming the file, whether or not the reader's message does */
+    bool named = !strncmp(err, j->path, strlen(j->path)) && err[strlen(j->path)] == ':';
+    snprintf(j->err, sizeof j->err, "%s%s%s", named ? "" : j->path, named ? "" : ": ", err);
     ft_model_free(&m);
     return;
   }
@@ -42,7 +45,6 @@ static void advise_file(file_job *j) {
   }
   if (m.rank < 0) m.rank = (int64_t)j->pos; /* as stats: a file without a rank takes its position */
   j->rank = m.rank;
-  char err[512];
   j->st = ft_advise(&m, j->o, j->out, err, sizeof err);
   if (j->st) snprintf(j->err, sizeof j->err, "%s: %s", j->path, err);
   ft_model_free(&m);

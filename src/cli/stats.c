@@ -281,7 +281,8 @@ static void files_csv(FILE *f, const ft_stat_job *job, char sep) {
  * or FIFO a csv PREFIX names), or with set one file per report and the files
  * table. Write errors stay in the streams, for the caller's flush to find. */
 static int write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enum fmt fmt, FILE *const *fs, bool set,
-                     const ft_table_opts *to, const char *head, size_t head_len) {
+                     const ft_table_opts *to, const char *head, size_t head_len, const ft_cli_advice *adv,
+                     size_t limit) {
   FILE *f = fs[0];
   if (!set) fwrite(head, 1, head_len, f);
   for (size_t r = 0; r < n_reps; r++) {
@@ -289,7 +290,10 @@ static int write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enu
     if (set) f = fs[r];
     if (fmt == FMT_TABLE) {
       fputc('\n', f);
-      if (ft_report_table(f, rep, to)) return -1;
+      /* advice: its rows, then each finding's what and fix wrapped under them, as advise writes it */
+      if (rep->key == ft_cli_advice_key ? ft_cli_advice_findings(f, adv, to->width, limit)
+                                        : ft_report_table(f, rep, to))
+        return -1;
     } else if (fmt == FMT_JSON) {
       fprintf(f, ",\n  \"%s\": ", rep->key);
       ft_report_json_unit(f, rep, to->unit);
@@ -618,7 +622,7 @@ int ft_cli_stats(int argc, char **argv) {
                         : output   ? 0
                                    : terminal_width(),
                         name_width >= 0 ? (size_t)name_width : 0, unit};
-    if (write_all(&job, reps, n_reps, fmt, fs, set, &to, hbuf, hlen)) {
+    if (write_all(&job, reps, n_reps, fmt, fs, set, &to, hbuf, hlen, &adv, ro.limit)) {
       ft_cli_error("stats", "out of memory");
       rc = 1;
       for (size_t i = 0; i < n_out; i++) ft_outfile_discard(&outs[i]);

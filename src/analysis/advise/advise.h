@@ -22,6 +22,7 @@ typedef struct ft_advise_step {
   int64_t rank, number; /* number: ft_model_step's */
   int64_t start, end;   /* wall = end - start */
   uint64_t busy_ns, compute_ns, comm_ns, copy_ns; /* busy: the union; the others: each kind's union */
+  uint64_t exposed_comm_ns;                        /* communication not overlapped by compute (stragglers) */
   uint64_t idle_ns, idle[FT_IDLE_N];
   uint64_t critical_path_ns; /* the longest dependent chain (HTA's definition); the ceiling of any saving */
   /* HTA's idle-time breakdown per the same step (all streams): host wait, kernel wait, other */

@@ -1,0 +1,565 @@
+/* advise: each step's wall time split into device busy and idle by cause, the idle causes' findings, the ranking. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advise_internal.h"
+
+/* The hta branch's critical_path.c replaces this stand-in: until then a step can save
+ * at most its wall time. */
+__attribute__((weak)) uint64_t ft__critical_path_ns(const ft_model *m, size_t step) {
+  return (uint64_t)(m->steps[step].end - m->steps[step].start);
+}
+
+void ft_advise_opts_default(ft_advise_opts *o) {
+  o->gap_ns = 100000;
+  o->min_share = 0.01;
+  o->fuse_min_len = 3;
+}
+
+/* ---- the finding table ---- */
+
+typedef struct fkey {
+  uint32_t rule, k1, k2;
+} fkey;
+
+static uint64_t key_hash(uint32_t rule, uint32_t k1, uint32_t k2) {
+  uint64_t x = ((uint64_t)k1 << 32 | k2) ^ ((uint64_t)rule * 0x9e3779b97f4a7c15ull);
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+static bool grow(void **p, size_t *cap, size_t need, size_t size) {
+  if (need <= *cap) return true;
+  size_t c = *cap ? *cap : 16;
+  while (c < need) c *= 2;
+  void *q = realloc(*p, c * size);
+  if (!q) return false;
+  *p = q;
+  *cap = c;
+  return true;
+}
+
+static bool rehash(ft__findings *t) {
+  size_t ns = t->n_slot ? t->n_slot * 2 : 64;
+  uint32_t *s = calloc(ns, sizeof *s);
+  if (!s) return false;
+  const fkey *k = (const fkey *)t->keys;
+  for (size_t i = 0; i < t->n; i++) {
+    size_t h = key_hash(k[i].rule, k[i].k1, k[i].k2) & (ns - 1);
+    while (s[h]) h = (h + 1) & (ns - 1);
+    s[h] = (uint32_t)i + 1;
+  }
+  free(t->slot);
+  t->slot = s;
+  t->n_slot = ns;
+  return true;
+}
+
+uint32_t ft__finding(ft__findings *t, enum ft_rule rule, uint32_t k1, uint32_t k2, bool *is_new) {
+  if (is_new) *is_new = false;
+  if ((t->n + 1) * 2 > t->n_slot && !rehash(t)) return UINT32_MAX;
+  size_t h = key_hash(rule, k1, k2) & (t->n_slot - 1);
+  fkey *keys = (fkey *)t->keys;
+  for (; t->slot[h]; h = (h + 1) & (t->n_slot - 1)) {
+    const fkey *k = &keys[t->slot[h] - 1];
+    if (k->rule == (uint32_t)rule && k->k1 == k1 && k->k2 == k2) return t->slot[h] - 1;
+  }
+  size_t cap = t->cap;
+  if (t->n == t->cap) {
+    cap = t->cap ? t->cap * 2 : 16;
+    ft_advise_finding *f = realloc(t->f, cap * sizeof *f);
+    if (f) t->f = f;
+    void *kk = f ? realloc(t->keys, cap * sizeof(fkey)) : NULL;
+    if (kk) t->keys = kk;
+    uint32_t *ls = kk ? realloc(t->last_slice, cap * sizeof *ls) : NULL;
+    if (ls) t->last_slice = ls;
+    uint32_t *lt = ls ? realloc(t->last_step, cap * sizeof *lt) : NULL;
+    if (!lt) return UINT32_MAX;
+    t->last_step = lt;
+    t->cap = cap;
+  }
+  size_t i = t->n++;
+  memset(&t->f[i], 0, sizeof t->f[i]);
+  t->f[i].rule = rule;
+  ((fkey *)t->keys)[i] = (fkey){rule, k1, k2};
+  t->last_slice[i] = t->last_step[i] = UINT32_MAX;
+  t->slot[h] = (uint32_t)i + 1;
+  if (is_new) *is_new = true;
+  return (uint32_t)i;
+}
+
+bool ft__credit_add(ft__findings *t, uint32_t fi, const ft_model *m, size_t step, uint32_t slice, int64_t ts,
+                    int64_t dur, uint64_t ns) {
+  if (!grow((void **)&t->cr, &t->cap_cr, t->n_cr + 1, sizeof *t->cr)) return false;
+  t->cr[t->n_cr++] = (ft__credit){fi, (uint32_t)step, ns};
+  if (t->last_slice[fi] == slice && t->last_step[fi] == step && slice != FT_MODEL_NONE) return true;
+  t->last_slice[fi] = slice;
+  t->last_step[fi] = (uint32_t)step;
+  ft_advise_finding *f = &t->f[fi];
+  f->count++;
+  if (f->n_occ >= FT_ADVISE_KEEP_OCC) return true;
+  if (!f->occ && !(f->occ = malloc(FT_ADVISE_KEEP_OCC * sizeof *f->occ))) return false;
+  f->occ[f->n_occ++] = (ft_advise_occurrence){m->rank, m->steps[step].number, ts, dur, slice};
+  return true;
+}
+
+void ft__findings_free(ft__findings *t) {
+  for (size_t i = 0; i < t->n; i++) free(t->f[i].occ);
+  free(t->f);
+  free(t->slot);
+  free(t->keys);
+  free(t->last_slice);
+  free(t->last_step);
+  free(t->cr);
+  memset(t, 0, sizeof *t);
+}
+
+/* ---- interval sets: sorted, disjoint [a, b) ---- */
+
+typedef struct iv {
+  int64_t a, b;
+} iv;
+typedef struct ivs {
+  iv *v;
+  size_t n, cap;
+} ivs;
+
+static bool iv_push(ivs *s, int64_t a, int64_t b) {
+  if (b <= a) return true;
+  if (s->n && a <= s->v[s->n - 1].b) { /* input sorted by a: merge with the last */
+    if (b > s->v[s->n - 1].b) s->v[s->n - 1].b = b;
+    return true;
+  }
+  if (!grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) return false;
+  s->v[s->n++] = (iv){a, b};
+  return true;
+}
+
+static uint64_t iv_len(const ivs *s) {
+  uint64_t t = 0;
+  for (size_t i = 0; i < s->n; i++) t += (uint64_t)(s->v[i].b - s->v[i].a);
+  return t;
+}
+
+static uint64_t iv_overlap(const ivs *x, const ivs *y) {
+  uint64_t t = 0;
+  for (size_t i = 0, j = 0; i < x->n && j < y->n;) {
+    int64_t a = x->v[i].a > y->v[j].a ? x->v[i].a : y->v[j].a;
+    int64_t b = x->v[i].b < y->v[j].b ? x->v[i].b : y->v[j].b;
+    if (b > a) t += (uint64_t)(b - a);
+    if (x->v[i].b < y->v[j].b) i++;
+    else j++;
+  }
+  return t;
+}
+
+/* Removes [a, b) from rem (into tmp, then swapped) and returns how much it held. */
+static uint64_t take(ivs *rem, ivs *tmp, int64_t a, int64_t b, bool *oom) {
+  uint64_t got = 0;
+  tmp->n = 0;
+  for (size_t i = 0; i < rem->n; i++) {
+    iv r = rem->v[i];
+    int64_t lo = r.a > a ? r.a : a, hi = r.b < b ? r.b : b;
+    if (hi <= lo) {
+      if (!iv_push(tmp, r.a, r.b)) *oom = true;
+      continue;
+    }
+    got += (uint64_t)(hi - lo);
+    if (!iv_push(tmp, r.a, lo) || !iv_push(tmp, hi, r.b)) *oom = true;
+  }
+  ivs t = *rem;
+  *rem = *tmp;
+  *tmp = t;
+  return got;
+}
+
+/* ---- one rank's pass ---- */
+
+typedef struct cause {
+  uint32_t slice;
+  uint8_t rule;
+} cause;
+typedef struct causes {
+  cause *v;
+  size_t n, cap;
+  int64_t max_dur;
+} causes;
+
+typedef struct ctx {
+  const ft_model *m;
+  const ft_advise_opts *o;
+  uint32_t *dev, *ops; /* device work, ops and user ranges (not steps): start order */
+  size_t n_dev, n_ops;
+  int64_t dev_max, ops_max;
+  causes sync, h2d;
+  ft__findings t;
+  ivs busy, comp, comm, copy, gaps, rem, tmp;
+  ivs idle_all; /* every step's idle gaps, for fuse */
+  bool oom;
+} ctx;
+
+static int64_t end_of(const ft_model *m, uint32_t i) { return m->ts[i] + m->dur[i]; }
+
+/* First index in idx (start order) whose slice starts at or after t. */
+static size_t lower(const ft_model *m, const uint32_t *idx, size_t n, int64_t t) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (m->ts[idx[mid]] < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* The op or user range running in [a, b): the one overlapping it most; among those
+ * within 10 % of that, the shortest (the innermost). FT_MODEL_NONE when none. */
+static uint32_t op_during(const ctx *c, int64_t a, int64_t b) {
+  const ft_model *m = c->m;
+  size_t hi = lower(m, c->ops, c->n_ops, b);
+  int64_t best = 0;
+  for (size_t k = hi; k-- > 0 && m->ts[c->ops[k]] + c->ops_max > a;) {
+    uint32_t i = c->ops[k];
+    int64_t lo = m->ts[i] > a ? m->ts[i] : a, e = end_of(m, i) < b ? end_of(m, i) : b;
+    if (e - lo > best) best = e - lo;
+  }
+  uint32_t pick = FT_MODEL_NONE;
+  for (size_t k = hi; best > 0 && k-- > 0 && m->ts[c->ops[k]] + c->ops_max > a;) {
+    uint32_t i = c->ops[k];
+    int64_t lo = m->ts[i] > a ? m->ts[i] : a, e = end_of(m, i) < b ? end_of(m, i) : b;
+    if ((e - lo) * 10 >= best * 9 && (pick == FT_MODEL_NONE || m->dur[i] < m->dur[pick])) pick = i;
+  }
+  return pick;
+}
+
+static uint32_t name_of(const ft_model *m, uint32_t slice) {
+  return slice == FT_MODEL_NONE ? FT_MODEL_NONE : m->name[slice];
+}
+static const char *str_of(const ft_model *m, uint32_t slice) {
+  return slice == FT_MODEL_NONE ? "(no op)" : ft_model_str(m, m->name[slice]);
+}
+static uint32_t op_of(const ft_model *m, uint32_t slice) { return m->op ? m->op[slice] : FT_MODEL_NONE; }
+
+static const char *const suggest[FT_RULE_N] = {
+    [FT_RULE_SYNC] = "remove the sync or move it off the step's path (no .item()/.cpu() inside the loop)",
+    [FT_RULE_H2D_COPY] = "pin the host memory (pin_memory=True) and copy with non_blocking=True",
+    [FT_RULE_STEP_START] = "feed the device sooner: more DataLoader workers, prefetching, pinned memory",
+    [FT_RULE_LAUNCH_BOUND] = "launch fewer, larger kernels: fuse (torch.compile) or capture in a CUDA graph",
+    [FT_RULE_SYNC_MEMOP] = "use the async memset/memcpy on a stream instead of the synchronous call",
+    [FT_RULE_GAP] = "the CPU op named keeps the device waiting: move its work off the step or overlap it",
+};
+
+/* An idle-cause occurrence: the finding of (rule, k1, k2), named when new. */
+static void credit(ctx *c, enum ft_rule rule, uint32_t k1, uint32_t k2, const char *what, const char *where,
+                   size_t step, uint32_t slice, int64_t ts, int64_t dur, uint64_t ns) {
+  bool is_new;
+  uint32_t fi = ft__finding(&c->t, rule, k1, k2, &is_new);
+  if (fi == UINT32_MAX) {
+    c->oom = true;
+    return;
+  }
+  if (is_new) {
+    ft_advise_finding *f = &c->t.f[fi];
+    snprintf(f->what, sizeof f->what, "%s", what);
+    snprintf(f->where, sizeof f->where, "%s", where);
+    snprintf(f->suggestion, sizeof f->suggestion, "%s", suggest[rule] ? suggest[rule] : "");
+  }
+  if (!ft__credit_add(&c->t, fi, c->m, step, slice, ts, dur, ns)) c->oom = true;
+}
+
+/* The sync and host-to-device causes: each runtime/driver call by its vendor name,
+ * a copy's direction from its name or its device work's. */
+static bool classify(ctx *c) {
+  const ft_model *m = c->m;
+  struct {
+    uint32_t id;
+    uint8_t cls, dir;
+  } cache[1024];
+  for (size_t k = 0; k < 1024; k++) cache[k].id = FT_MODEL_NONE;
+  for (size_t i = 0; i < m->n; i++) {
+    if (m->kind[i] != FT_MK_RUNTIME && m->kind[i] != FT_MK_DRIVER) continue;
+    uint32_t id = m->name[i];
+    size_t h = id & 1023;
+    if (cache[h].id != id) {
+      enum ft__copy_dir d;
+      cache[h].cls = (uint8_t)ft__advise_call_class(ft_model_str(m, id), &d);
+      cache[h].dir = (uint8_t)d;
+      cache[h].id = id;
+    }
+    enum ft__call_class cls = cache[h].cls;
+    if (cls == FT__CALL_NONE) continue;
+    enum ft__copy_dir dir = cache[h].dir;
+    bool pageable = false;
+    uint32_t w = m->link ? m->link[i] : FT_MODEL_NONE;
+    if (w != FT_MODEL_NONE) {
+      enum ft__copy_dir wd = ft__advise_copy_dir(ft_model_str(m, m->name[w]), &pageable);
+      if (dir == FT__DIR_UNKNOWN) dir = wd;
+    }
+    causes *to = &c->sync;
+    uint8_t rule;
+    if (cls == FT__CALL_SYNC) rule = FT_RULE_SYNC;
+    else if (cls == FT__CALL_SYNC_MEMSET) rule = FT_RULE_SYNC_MEMOP;
+    else if (cls == FT__CALL_SYNC_COPY)
+      rule = dir == FT__DIR_H2D ? FT_RULE_H2D_COPY : dir == FT__DIR_D2H ? FT_RULE_SYNC : FT_RULE_SYNC_MEMOP;
+    else if (pageable && dir == FT__DIR_H2D) rule = FT_RULE_H2D_COPY;
+    else if (pageable && dir == FT__DIR_D2H) rule = FT_RULE_SYNC;
+    else continue;
+    if (rule == FT_RULE_H2D_COPY) to = &c->h2d;
+    if (!grow((void **)&to->v, &to->cap, to->n + 1, sizeof *to->v)) return false;
+    to->v[to->n++] = (cause){(uint32_t)i, rule};
+    if (m->dur[i] > to->max_dur) to->max_dur = m->dur[i];
+  }
+  return true;
+}
+
+static bool index_slices(ctx *c) {
+  const ft_model *m = c->m;
+  unsigned char *is_step = calloc(m->n / 8 + 1, 1);
+  if (!is_step) return false;
+  for (size_t s = 0; s < m->n_steps; s++)
+    if (m->steps[s].slice != FT_MODEL_NONE) is_step[m->steps[s].slice / 8] |= (unsigned char)(1u << (m->steps[s].slice % 8));
+  size_t nd = 0, no = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    if (ft_model_is_device(m->kind[i])) nd++;
+    else if (m->kind[i] == FT_MK_OP || m->kind[i] == FT_MK_RANGE) no++;
+  }
+  c->dev = malloc((nd + 1) * sizeof *c->dev);
+  c->ops = malloc((no + 1) * sizeof *c->ops);
+  if (!c->dev || !c->ops) {
+    free(is_step);
+    return false;
+  }
+  for (size_t i = 0; i < m->n; i++) {
+    if (ft_model_is_device(m->kind[i])) {
+      c->dev[c->n_dev++] = (uint32_t)i;
+      if (m->dur[i] > c->dev_max) c->dev_max = m->dur[i];
+    } else if ((m->kind[i] == FT_MK_OP || m->kind[i] == FT_MK_RANGE) && !(is_step[i / 8] & (1u << (i % 8)))) {
+      c->ops[c->n_ops++] = (uint32_t)i;
+      if (m->dur[i] > c->ops_max) c->ops_max = m->dur[i];
+    }
+  }
+  free(is_step);
+  return true;
+}
+
+/* The calls of list l that hold at some instant of gap [a, b), each taking what is
+ * left of it: a call holds from its start until it returns or, when it returns inside
+ * the gap, until the gap ends (the device stays idle until the next launch after it). */
+static void causes_in_gap(ctx *c, const causes *l, size_t s, int64_t a, int64_t b, uint64_t *idle) {
+  const ft_model *m = c->m;
+  size_t lo = 0, hi = l->n;
+  while (lo < hi) { /* first call starting at or after b */
+    size_t mid = lo + (hi - lo) / 2;
+    if (m->ts[l->v[mid].slice] < b) lo = mid + 1;
+    else hi = mid;
+  }
+  size_t first = lo;
+  while (first > 0 && m->ts[l->v[first - 1].slice] + l->max_dur >= a) first--;
+  for (size_t k = first; k < lo; k++) {
+    uint32_t i = l->v[k].slice;
+    int64_t e = end_of(m, i);
+    if (e < a) continue;
+    int64_t until = e <= b ? b : e;
+    uint64_t ns = take(&c->rem, &c->tmp, m->ts[i], until, &c->oom);
+    if (!ns) continue;
+    *idle += ns;
+    uint32_t op = op_of(m, i);
+    char what[160];
+    snprintf(what, sizeof what, "%s under %s", ft_model_str(m, m->name[i]), str_of(m, op));
+    credit(c, l->v[k].rule, m->name[i], name_of(m, op), what,
+           op != FT_MODEL_NONE ? str_of(m, op) : ft_model_str(m, m->name[i]), s, i, m->ts[i], m->dur[i], ns);
+  }
+}
+
+static void one_step(ctx *c, size_t s, ft_advise_step *st) {
+  const ft_model *m = c->m;
+  const ft_model_step *ms = &m->steps[s];
+  int64_t t0 = ms->start, t1 = ms->end;
+  *st = (ft_advise_step){.rank = m->rank, .number = ms->number, .start = t0, .end = t1};
+  c->busy.n = c->comp.n = c->comm.n = c->copy.n = c->gaps.n = 0;
+  for (size_t k = lower(m, c->dev, c->n_dev, t0 - c->dev_max); k < c->n_dev && m->ts[c->dev[k]] < t1; k++) {
+    uint32_t i = c->dev[k];
+    int64_t a = m->ts[i] > t0 ? m->ts[i] : t0, b = end_of(m, i) < t1 ? end_of(m, i) : t1;
+    if (b <= a) continue;
+    ivs *kind = m->kind[i] != FT_MK_KERNEL                      ? &c->copy
+                : ft_stats_is_comm(ft_model_str(m, m->name[i])) ? &c->comm
+                                                                : &c->comp;
+    if (!iv_push(&c->busy, a, b) || !iv_push(kind, a, b)) c->oom = true;
+  }
+  st->busy_ns = iv_len(&c->busy);
+  st->compute_ns = iv_len(&c->comp);
+  st->comm_ns = iv_len(&c->comm);
+  st->copy_ns = iv_len(&c->copy);
+  st->exposed_comm_ns = st->comm_ns - iv_overlap(&c->comm, &c->comp);
+  st->critical_path_ns = ft__critical_path_ns(m, s);
+  int64_t first_dev = c->busy.n ? c->busy.v[0].a : t1, at = t0;
+  for (size_t k = 0; k <= c->busy.n; k++) {
+    int64_t b = k < c->busy.n ? c->busy.v[k].a : t1;
+    if (!iv_push(&c->gaps, at, b) || !iv_push(&c->idle_all, at, b)) c->oom = true;
+    if (k < c->busy.n) at = c->busy.v[k].b;
+  }
+  st->idle_ns = iv_len(&c->gaps);
+  uint32_t start_op = FT_MODEL_NONE;
+  if (first_dev > t0) start_op = op_during(c, t0, first_dev);
+  for (size_t g = 0; g < c->gaps.n && !c->oom; g++) {
+    int64_t a = c->gaps.v[g].a, b = c->gaps.v[g].b;
+    c->rem.n = 0;
+    iv_push(&c->rem, a, b);
+    if (a < first_dev) {
+      uint64_t ns = take(&c->rem, &c->tmp, a, first_dev, &c->oom);
+      st->idle[FT_IDLE_STEP_START] += ns;
+      char what[160];
+      snprintf(what, sizeof what, "device idle at the step's start while %s ran", str_of(m, start_op));
+      if (ns)
+        credit(c, FT_RULE_STEP_START, name_of(m, start_op), 0, what, str_of(m, start_op), s, start_op, t0,
+               first_dev - t0, ns);
+    }
+    causes_in_gap(c, &c->sync, s, a, b, &st->idle[FT_IDLE_SYNC]);
+    causes_in_gap(c, &c->h2d, s, a, b, &st->idle[FT_IDLE_H2D]);
+    /* the device work that ends the gap, and whether its launch had returned */
+    size_t nk = lower(m, c->dev, c->n_dev, b);
+    uint32_t d = nk < c->n_dev ? c->dev[nk] : FT_MODEL_NONE;
+    uint32_t l = d != FT_MODEL_NONE && m->link ? m->link[d] : FT_MODEL_NONE;
+    bool long_gap = (uint64_t)(b - a) > c->o->gap_ns;
+    uint64_t launch = 0;
+    if (l != FT_MODEL_NONE && (m->kind[l] == FT_MK_RUNTIME || m->kind[l] == FT_MK_DRIVER))
+      launch = take(&c->rem, &c->tmp, a, end_of(m, l), &c->oom);
+    st->idle[FT_IDLE_LAUNCH] += launch;
+    uint64_t other = iv_len(&c->rem);
+    st->idle[FT_IDLE_OTHER] += other;
+    char what[160];
+    if (long_gap && launch + other) {
+      uint32_t op = op_during(c, a, b);
+      snprintf(what, sizeof what, "device idle over %.0f us while %s ran", c->o->gap_ns / 1e3, str_of(m, op));
+      credit(c, FT_RULE_GAP, name_of(m, op), 0, what, str_of(m, op), s, op, a, b - a, launch + other);
+    } else if (launch && m->kind[d] == FT_MK_KERNEL && m->dur[d] < m->dur[l]) {
+      uint32_t op = op_of(m, d);
+      snprintf(what, sizeof what, "kernels shorter than their launch (%s) under %s", ft_model_str(m, m->name[l]),
+               str_of(m, op));
+      credit(c, FT_RULE_LAUNCH_BOUND, name_of(m, op), m->name[l], what, str_of(m, op), s, d, m->ts[d], m->dur[d],
+             launch);
+    }
+  }
+}
+
+/* ---- ranking ---- */
+
+static int by_finding_step(const void *x, const void *y) {
+  const ft__credit *a = x, *b = y;
+  if (a->finding != b->finding) return a->finding < b->finding ? -1 : 1;
+  return a->step < b->step ? -1 : a->step > b->step;
+}
+
+static int by_cost(const void *x, const void *y) {
+  const ft_advise_finding *a = x, *b = y;
+  if (a->cost_ns != b->cost_ns) return a->cost_ns > b->cost_ns ? -1 : 1;
+  if (a->rule != b->rule) return a->rule < b->rule ? -1 : 1;
+  return strcmp(a->where, b->where);
+}
+
+/* Each finding's cost: per step the sum of its occurrences' costs, capped at the
+ * step's ceiling (ceil[step]), summed over steps and divided by their number. */
+void ft__cost_findings(ft__findings *t, const uint64_t *ceil, size_t n_steps, double mean_wall) {
+  qsort(t->cr, t->n_cr, sizeof *t->cr, by_finding_step);
+  for (size_t k = 0; k < t->n_cr;) {
+    uint32_t f = t->cr[k].finding;
+    uint64_t total = 0;
+    while (k < t->n_cr && t->cr[k].finding == f) {
+      uint32_t s = t->cr[k].step;
+      uint64_t sum = 0;
+      for (; k < t->n_cr && t->cr[k].finding == f && t->cr[k].step == s; k++) sum += t->cr[k].ns;
+      total += ceil && sum > ceil[s] ? ceil[s] : sum;
+    }
+    t->f[f].cost_ns = n_steps ? total / n_steps : 0;
+    t->f[f].cost_share = mean_wall > 0 ? (double)t->f[f].cost_ns / mean_wall : 0;
+  }
+}
+
+/* Keeps the findings at or over min_share (a straggler's or fuse's too), largest cost first. */
+void ft__rank_findings(ft_advise_finding *f, size_t *n, double min_share) {
+  size_t k = 0;
+  for (size_t i = 0; i < *n; i++) {
+    if (f[i].cost_ns > 0 && f[i].cost_share >= min_share) f[k++] = f[i];
+    else free(f[i].occ);
+  }
+  *n = k;
+  qsort(f, k, sizeof *f, by_cost);
+}
+
+static void ctx_free(ctx *c) {
+  free(c->dev);
+  free(c->ops);
+  free(c->sync.v);
+  free(c->h2d.v);
+  ivs *all[] = {&c->busy, &c->comp, &c->comm, &c->copy, &c->gaps, &c->rem, &c->tmp, &c->idle_all};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]->v);
+  ft__findings_free(&c->t);
+}
+
+ft_status ft_advise(const ft_model *m, const ft_advise_opts *o, ft_advice *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  ft_advise_opts def;
+  if (!o) {
+    ft_advise_opts_default(&def);
+    o = &def;
+  }
+  ctx c = {.m = m, .o = o};
+  uint64_t *ceil = NULL;
+  if (!index_slices(&c) || !classify(&c)) goto oom;
+  out->steps = calloc(m->n_steps + 1, sizeof *out->steps);
+  ceil = calloc(m->n_steps + 1, sizeof *ceil);
+  if (!out->steps || !ceil) goto oom;
+  double wall = 0;
+  for (size_t s = 0; s < m->n_steps && !c.oom; s++) {
+    one_step(&c, s, &out->steps[s]);
+    out->n_steps++;
+    wall += (double)(m->steps[s].end - m->steps[s].start);
+    uint64_t w = (uint64_t)(m->steps[s].end - m->steps[s].start), cp = out->steps[s].critical_path_ns;
+    ceil[s] = cp && cp < w ? cp : w;
+  }
+  if (c.oom) goto oom;
+  /* prefix sums of the idle gaps: fuse measures the idle inside a kernel sequence */
+  uint64_t *pre = malloc((c.idle_all.n + 1) * sizeof *pre);
+  int64_t *ga = malloc((c.idle_all.n + 1) * sizeof *ga), *gb = malloc((c.idle_all.n + 1) * sizeof *gb);
+  bool ok = pre && ga && gb;
+  if (ok) {
+    pre[0] = 0;
+    for (size_t k = 0; k < c.idle_all.n; k++) {
+      ga[k] = c.idle_all.v[k].a;
+      gb[k] = c.idle_all.v[k].b;
+      pre[k + 1] = pre[k] + (uint64_t)(gb[k] - ga[k]);
+    }
+    double peak = m->peak_flops > 0 ? m->peak_flops : ft__advise_peak_flops(m->device_name);
+    ok = ft__rule_fuse(m, o, ga, gb, pre, c.idle_all.n, &c.t) && ft__rule_low_flops(m, peak, &c.t);
+  }
+  free(pre);
+  free(ga);
+  free(gb);
+  if (!ok) goto oom;
+  double mean_wall = m->n_steps ? wall / (double)m->n_steps : 0;
+  ft__cost_findings(&c.t, ceil, m->n_steps, mean_wall);
+  out->findings = c.t.f;
+  out->n_findings = c.t.n;
+  c.t.f = NULL;
+  c.t.n = 0;
+  ft__rank_findings(out->findings, &out->n_findings, o->min_share);
+  free(ceil);
+  ctx_free(&c);
+  return FT_OK;
+oom:
+  free(ceil);
+  ctx_free(&c);
+  ft_advice_free(out);
+  if (err && errlen) snprintf(err, errlen, "advise: out of memory");
+  return FT_ENOMEM;
+}
+
+void ft_advice_free(ft_advice *a) {
+  if (!a) return;
+  for (size_t i = 0; i < a->n_findings; i++) free(a->findings[i].occ);
+  free(a->findings);
+  free(a->steps);
+  memset(a, 0, sizeof *a);
+}

@@ -1,0 +1,66 @@
+/* What advise's files share: the vendors' call classes, the critical path it caps costs by, the finding table. */
+#ifndef FT_ADVISE_INTERNAL_H
+#define FT_ADVISE_INTERNAL_H
+
+#include "advise.h"
+
+/* critical_path.c (the hta branch): HTA's longest dependent chain through step (an
+ * index into m->steps), ns. advise.c holds a weak stand-in (the step's wall time)
+ * until that file is merged. */
+uint64_t ft__critical_path_ns(const ft_model *m, size_t step);
+
+/* vendor_calls.c: what a runtime or driver call is, by its vendor's name (any of
+ * cuda/cu, hip, mc, musa/mu, tops, aclrt; version suffixes such as _v3020 and
+ * _ptsz ignored). */
+enum ft__call_class {
+  FT__CALL_NONE,
+  FT__CALL_SYNC,        /* waits for the device: cudaDeviceSynchronize, aclrtSynchronizeStream, ... */
+  FT__CALL_SYNC_COPY,   /* a copy that returns when done: cudaMemcpy, aclrtMemcpy, cuMemcpyDtoH, ... */
+  FT__CALL_SYNC_MEMSET, /* a memset that returns when done: cudaMemset, aclrtMemset, cuMemsetD32, ... */
+  FT__CALL_ASYNC_COPY   /* cudaMemcpyAsync and kin: blocks only for pageable host memory */
+};
+enum ft__copy_dir { FT__DIR_UNKNOWN, FT__DIR_H2D, FT__DIR_D2H, FT__DIR_D2D };
+/* The class of a call and, for a copy whose name says it (cuMemcpyHtoD), its direction. */
+enum ft__call_class ft__advise_call_class(const char *name, enum ft__copy_dir *dir);
+/* Device copy work's direction and host memory from its name as kineto and flagtrace
+ * write it ("Memcpy HtoD (Pageable -> Device)"). */
+enum ft__copy_dir ft__advise_copy_dir(const char *work_name, bool *pageable);
+/* A device's peak dense bf16 FLOP/s by its name (docs/advise.md's table); 0 unknown. */
+double ft__advise_peak_flops(const char *device_name);
+
+/* advise.c: the findings under construction, one per key (rule, two name ids),
+ * and each occurrence's cost in its step. */
+typedef struct ft__credit {
+  uint32_t finding, step; /* step: index into m->steps */
+  uint64_t ns;
+} ft__credit;
+typedef struct ft__findings {
+  ft_advise_finding *f;
+  size_t n, cap;
+  uint32_t *slot; /* hash of keys -> finding index + 1 */
+  size_t n_slot;
+  uint64_t *keys; /* per finding: (rule, k1, k2) packed */
+  uint32_t *last_slice, *last_step;
+  ft__credit *cr;
+  size_t n_cr, cap_cr;
+} ft__findings;
+/* The finding of key (rule, k1, k2), made when new (then *is_new); UINT32_MAX without memory. */
+uint32_t ft__finding(ft__findings *t, enum ft_rule rule, uint32_t k1, uint32_t k2, bool *is_new);
+/* One occurrence's cost: counted and kept once per slice and step (a call that leaves
+ * the device idle in two gaps is one occurrence). False without memory. */
+bool ft__credit_add(ft__findings *t, uint32_t finding, const ft_model *m, size_t step, uint32_t slice, int64_t ts,
+                    int64_t dur, uint64_t ns);
+
+void ft__findings_free(ft__findings *t);
+/* Each finding's cost (mean over n_steps of its per-step sums, each capped at
+ * ceil[step] when ceil is not NULL) and share of mean_wall; then the ranking: those
+ * under min_share dropped, the rest by cost, largest first. */
+void ft__cost_findings(ft__findings *t, const uint64_t *ceil, size_t n_steps, double mean_wall);
+void ft__rank_findings(ft_advise_finding *f, size_t *n, double min_share);
+
+/* advise_rules.c: the rules that are not idle causes, over the whole model. */
+bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *idle_a, const int64_t *idle_b,
+                   const uint64_t *idle_pre, size_t n_idle, ft__findings *t);
+bool ft__rule_low_flops(const ft_model *m, double peak, ft__findings *t);
+
+#endif

@@ -1,0 +1,268 @@
+"""End-to-end: `flagtrace advise` (and `stats -r advice`) on hand-made kineto-shaped traces,
+one per rule, each planting one cause whose cost per step is worked out by hand in its
+comment and checked to the ns in the JSON; a clean trace with no finding over its
+threshold; the sync trace in each vendor's runtime names giving the same finding; bad
+input in one line with exit 2; and every committed trace's steps adding up.
+
+usage: test_advise.py FLAGTRACE DATA_DIR
+FT_TEST_ONLY / FT_TEST_EXCLUDE: regexes of the checks to run."""
+import csv
+import glob
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+from trace_checks import Results  # noqa: E402
+
+FT, DATA = sys.argv[1], sys.argv[2]
+WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()
+TMP = tempfile.mkdtemp(prefix="ft-advise-")
+results = Results()
+case = results.case
+
+STEP = 10000  # us: every synthetic step is 10 ms
+STEPS = 3     # ProfilerStep#1..#3, the same plant in each: mean cost = one step's
+RULES = {"sync", "h2d-copy", "step-start", "launch-bound", "sync-memop", "gap", "straggler", "fuse", "low-flops"}
+
+
+class Trace:
+    """A kineto-shaped trace: ProfilerStep#N ranges (user_annotation) on the CPU thread,
+    ops (cpu_op) and runtime calls (cuda_runtime) there, device work on device 0
+    stream 7, launches paired by correlation id and ops by External id. Times in us."""
+
+    def __init__(self, rank=None, runtime="cuda"):
+        self.ev, self.corr, self.ext, self.rank = [], 0, 100, rank
+        self.launch_name = {"cuda": "cudaLaunchKernel", "ascend": "aclrtLaunchKernel", "hip": "hipLaunchKernel",
+                            "metax": "mcLaunchKernel", "musa": "musaLaunchKernel", "tops": "topsLaunchKernel"}[runtime]
+
+    def x(self, cat, name, ts, dur, pid=1, tid=1, **args):
+        self.ev.append({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur,
+                        "args": args})
+
+    def step(self, n, ts, dur=STEP):
+        self.ext += 1
+        self.x("user_annotation", f"ProfilerStep#{n}", ts, dur, **{"External id": self.ext})
+
+    def op(self, name, ts, dur):
+        self.ext += 1
+        self.x("cpu_op", name, ts, dur, **{"External id": self.ext})
+        return self.ext
+
+    def call(self, name, ts, dur, ext=None):
+        """A runtime call with nothing on the device (a sync, a blocking copy's call)."""
+        self.corr += 1
+        self.x("cuda_runtime", name, ts, dur, correlation=self.corr, **{"External id": ext or self.ext})
+        return self.corr
+
+    def kernel(self, name, call_ts, ts, dur, call_dur=4, cat="kernel", call=None, stream=7, **args):
+        """A launch [call_ts, +call_dur) and its device work [ts, +dur)."""
+        c = self.call(call or self.launch_name, call_ts, call_dur)
+        self.x(cat, name, ts, dur, pid=0, tid=stream, correlation=c, stream=stream, device=0,
+               **{"External id": self.ext}, **args)
+
+    def write(self, name):
+        doc = {"schemaVersion": 1, "traceEvents": self.ev}
+        if self.rank is not None:
+            doc["distributedInfo"] = {"rank": self.rank, "world_size": 2}
+        p = os.path.join(TMP, name)
+        with open(p, "w") as f:
+            json.dump(doc, f)
+        return p
+
+
+def step_starts():
+    return [1000 + k * STEP for k in range(STEPS)]
+
+
+def fed(t, s, start, end, n, prefix="gemm", launch_at=None):
+    """n kernels back to back on [s+start, s+end) (end - start divisible by n), each
+    launched well ahead, 5 us apart from launch_at (default: s + start - 5 - 5n... kept
+    before its kernel): the device never waits for them."""
+    d = (end - start) // n
+    assert d * n == end - start
+    at = s + start - 5 * n if launch_at is None else launch_at
+    for i in range(n):
+        t.kernel(f"{prefix}_{i}", at + 5 * i, s + start + i * d, d)
+
+
+def advise(paths, *args, rc=0):
+    r = subprocess.run([*WRAP, FT, "advise", *args, *paths], capture_output=True, text=True)
+    assert r.returncode == rc, (r.returncode, r.stderr[-2000:])
+    return r
+
+
+def js(paths, *args):
+    return json.loads(advise(paths, "-f", "json", "-n", "0", *args).stdout)
+
+
+def check_steps(doc, where):
+    """Structure: busy + idle = wall, the idle causes add up to idle, kinds within busy."""
+    for s in doc["steps"]:
+        ns = {k: round(v * 1000) for k, v in s.items() if k.endswith("_us")}
+        causes = {k: round(v * 1000) for k, v in s["idle_by_cause"].items()}
+        assert ns["wall_us"] == ns["end_us"] - ns["start_us"] >= 0, (where, s)
+        assert ns["busy_us"] + ns["idle_us"] == ns["wall_us"], (where, s)
+        assert sum(causes.values()) == ns["idle_us"], (where, s)
+        for k in ("compute_us", "comm_us", "copy_us"):
+            assert 0 <= ns[k] <= ns["busy_us"], (where, k, s)
+        assert ns["busy_us"] <= ns["compute_us"] + ns["comm_us"] + ns["copy_us"], (where, s)
+        assert 0 <= ns["critical_path_us"] <= ns["wall_us"], (where, s)
+
+
+def first(doc):
+    assert doc["findings"], doc
+    return doc["findings"][0]
+
+
+def finding(doc, rule):
+    got = [f for f in doc["findings"] if f["rule"] == rule]
+    assert got, (rule, [(f["rule"], f["cost_us"]) for f in doc["findings"]])
+    return got[0]
+
+
+# ---- the traces ----
+
+def sync_trace(runtime="cuda", sync_name="cudaDeviceSynchronize", rank=None):
+    """Per step s: 5 kernels [s+5, s+5000); aten::item [s+4980, s+7002) whose sync call
+    runs [s+4990, s+7000): the device idles [s+5000, s+7000) = 2000 us under it; then 5
+    kernels launched from s+7000 run [s+7005, s+9995). Sync cost 2000 us per step."""
+    t = Trace(rank=rank, runtime=runtime)
+    for n, s in enumerate(step_starts(), 1):
+        t.step(n, s)
+        fed(t, s, 5, 5000, 5, launch_at=s)
+        e = t.op("aten::item", s + 4980, 2022)
+        t.call(sync_name, s + 4990, 2010, ext=e)
+        fed(t, s, 7005, 9995, 5, prefix="elementwise", launch_at=s + 7000)
+    return t
+
+
+def clean_trace():
+    """Per step: 10 kernels back to back on [s+5, s+9995), launched from s: the device
+    idles 5 us at the start and 5 at the end (0.1 % of the step)."""
+    t = Trace()
+    for n, s in enumerate(step_starts(), 1):
+        t.step(n, s)
+        fed(t, s, 5, 9995, 10, launch_at=s)
+    return t
+
+
+VENDORS = [("cuda", "cudaDeviceSynchronize"), ("cuda", "cudaStreamSynchronize"), ("ascend", "aclrtSynchronizeStream"),
+           ("ascend", "aclrtSynchronizeDevice"), ("hip", "hipDeviceSynchronize"), ("hip", "hipStreamSynchronize"),
+           ("metax", "mcDeviceSynchronize"), ("metax", "mcStreamSynchronize"), ("musa", "musaDeviceSynchronize"),
+           ("musa", "musaStreamSynchronize"), ("tops", "topsDeviceSynchronize"), ("tops", "topsStreamSynchronize")]
+
+
+@case("sync: the idle under a synchronizing call, 2000 us per step, first")
+def _():
+    doc = js([sync_trace().write("sync.json")])
+    check_steps(doc, "sync")
+    assert len(doc["steps"]) == STEPS and [s["step"] for s in doc["steps"]] == [1, 2, 3], doc["steps"]
+    for s in doc["steps"]:
+        assert s["wall_us"] == STEP and s["idle_by_cause"]["sync_us"] == 2000.0, s
+    f = first(doc)
+    assert f["rule"] == "sync" and f["cost_us"] == 2000.0 and f["count"] == STEPS, f
+    assert f["share"] == 0.2 and f["rank"] == 0, f
+    assert "cudaDeviceSynchronize" in f["what"] + f["where"] and "aten::item" in f["what"] + f["where"], f
+    occ = f["occurrences"]
+    assert [(o["step"], o["ts_us"], o["dur_us"]) for o in occ] == [(n + 1, s + 5000, 2000.0) for n, s in
+                                                                    enumerate(step_starts())], occ
+
+
+@case("clean: no finding over its threshold, the idle only the step's edges")
+def _():
+    doc = js([clean_trace().write("clean.json")])
+    check_steps(doc, "clean")
+    assert doc["findings"] == [], doc["findings"]
+    for s in doc["steps"]:
+        assert s["busy_us"] == 9990.0 and s["idle_us"] == 10.0 and s["idle_by_cause"]["step_start_us"] == 5.0, s
+    # with no threshold the small things show, each under 1 % of the step
+    doc = js([clean_trace().write("clean.json")], "--min-share", "0")
+    assert all(f["share"] < 0.01 for f in doc["findings"]), doc["findings"]
+
+
+@case("vendors: the sync trace in each vendor's runtime names gives the same finding")
+def _():
+    want = None
+    for runtime, name in VENDORS:
+        doc = js([sync_trace(runtime, name).write(f"sync_{name}.json")])
+        f = first(doc)
+        got = (f["rule"], f["cost_us"], f["count"], [(o["step"], o["ts_us"], o["dur_us"]) for o in f["occurrences"]])
+        assert name in f["what"] + f["where"], (name, f)
+        assert want is None or got == want, (name, got, want)
+        want = got
+
+
+@case("formats: the table fits its width, csv holds the findings, stats -r advice the same rows")
+def _():
+    p = sync_trace().write("sync_fmt.json")
+    for w in (60, 80, 120):
+        out = advise([p], "--width", str(w)).stdout
+        assert all(len(line) <= w for line in out.splitlines()), (w, out)
+        assert "sync" in out and "2000.000" in out, out
+    rows = list(csv.DictReader(io.StringIO(advise([p], "-f", "csv").stdout)))
+    assert rows and rows[0]["rule"] == "sync" and rows[0]["cost_per_step_us"] == "2000.000", rows
+    r = subprocess.run([*WRAP, FT, "stats", "-r", "advice", "-f", "csv", p], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert list(csv.DictReader(io.StringIO(r.stdout))) == rows, r.stdout
+    r = subprocess.run([*WRAP, FT, "stats", "-r", "advice", "-f", "json", p], capture_output=True, text=True)
+    assert r.returncode == 0 and json.loads(r.stdout)["advice"][0]["rule"] == "sync", r.stdout[-2000:]
+    # -n: the costliest N; -o writes the same text
+    out = os.path.join(TMP, "advice.json")
+    advise([p], "-f", "json", "-n", "1", "-o", out)
+    doc = json.load(open(out))
+    assert doc["schema"] == 1 and len(doc["findings"]) == 1 and doc["findings_total"] >= 1, doc
+
+
+def one_line_error(args, want, rc=2):
+    r = subprocess.run([*WRAP, FT, "advise", *args], capture_output=True, text=True)
+    assert r.returncode == rc and r.stdout == "", (args, r.returncode, r.stdout[:500])
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("flagtrace advise: ") and re.search(want, lines[0]), (args, lines)
+
+
+@case("bad input: one line, exit 2")
+def _():
+    p = sync_trace().write("sync_bad.json")
+    one_line_error([os.path.join(TMP, "missing.json")], "missing.json")
+    notrace = os.path.join(TMP, "notrace.json")
+    with open(notrace, "w") as f:
+        f.write("this is not json\n")
+    one_line_error([notrace], "notrace.json")
+    one_line_error(["--step", "NoSuchRange", p], "NoSuchRange")
+    empty = tempfile.mkdtemp(dir=TMP)
+    one_line_error([empty], re.escape(empty))
+    one_line_error([], "no trace file given")
+    one_line_error(["-f", "xml", p], "--format takes table, json or csv")
+    one_line_error(["--min-share", "2", p], "--min-share")
+    one_line_error(["--gap-us", "x", p], "--gap-us")
+    one_line_error(["--bogus", p], "unknown option '--bogus'")
+    one_line_error(["-", "-"], "stdin")
+    r = subprocess.run([*WRAP, FT, "advise", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("usage: flagtrace advise") and "--step NAME" in r.stdout, r
+
+
+@case("the committed traces: every step's busy and idle add up to its wall time")
+def _():
+    paths = sorted(glob.glob(os.path.join(DATA, "*.json.gz")))
+    assert len(paths) >= 6, paths
+    for p in paths:
+        doc = js([p])
+        assert doc["steps"], p
+        check_steps(doc, p)
+        costs = [f["cost_us"] for f in doc["findings"]]
+        assert costs == sorted(costs, reverse=True), (p, costs)
+        for f in doc["findings"]:
+            assert f["rule"] in RULES and f["count"] >= 1 and f["share"] >= 0.01, (p, f)
+            assert len(f["occurrences"]) == min(f["count"], 64), (p, f)
+    # the batch pair as one job of two ranks: each file's steps under its own rank
+    pair = [os.path.join(DATA, n) for n in ("batch8_torch_cuda.json.gz", "batch16_torch_cuda.json.gz")]
+    doc = js(pair)
+    assert [f["rank"] for f in doc["files"]] == [0, 1], doc["files"]
+    assert {s["rank"] for s in doc["steps"]} == {0, 1}, doc["steps"]
+
+results.finish()
