@@ -42,6 +42,7 @@ static void make(ft_advice *a, int64_t rank) {
                           .compute_ns = 12,
                           .comm_ns = 13,
                           .copy_ns = 14,
+                          .exposed_comm_ns = 19,
                           .idle_ns = 15,
                           .critical_path_ns = 16,
                           .hta_host_wait_ns = 17,

@@ -26,9 +26,9 @@ static void json_step(FILE *f, const ft_advise_step *s) {
   fprintf(f,
           "{\"rank\":%" PRId64 ",\"step\":%" PRId64 ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64
           ",\"wall_ns\":%" PRId64 ",\"busy_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64 ",\"comm_ns\":%" PRIu64
-          ",\"copy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64,
+          ",\"copy_ns\":%" PRIu64 ",\"exposed_comm_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64,
           s->rank, s->number, s->start, s->end, s->end - s->start, s->busy_ns, s->compute_ns, s->comm_ns, s->copy_ns,
-          s->idle_ns);
+          s->exposed_comm_ns, s->idle_ns);
   static const char *const idle[FT_IDLE_N] = {"idle_step_start_ns", "idle_sync_ns", "idle_h2d_ns", "idle_launch_ns",
                                               "idle_other_ns"};
   for (int i = 0; i < FT_IDLE_N; i++) fprintf(f, ",\"%s\":%" PRIu64, idle[i], s->idle[i]);
@@ -293,6 +293,7 @@ static int number(void *ctx, const char *t, size_t n) {
     if (key_is(r, "compute_ns")) u = &s->compute_ns;
     if (key_is(r, "comm_ns")) u = &s->comm_ns;
     if (key_is(r, "copy_ns")) u = &s->copy_ns;
+    if (key_is(r, "exposed_comm_ns")) u = &s->exposed_comm_ns;
     if (key_is(r, "idle_ns")) u = &s->idle_ns;
     for (int k = 0; k < FT_IDLE_N; k++)
       if (key_is(r, idle_keys[k])) u = &s->idle[k];
