@@ -20,6 +20,7 @@ typedef struct ft_cli_advice {
   size_t n_files;
   const char *const *paths; /* borrowed */
   int64_t *ranks;           /* the trace's rank, else its position */
+  bool *positional;         /* the trace named no rank: ranks[i] is its position (--partial says so) */
   ft_advice *per;           /* n_files */
   ft_advice job;            /* 2+ files: the cross-rank part (stragglers) */
   bool has_job;

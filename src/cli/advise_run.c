@@ -18,6 +18,7 @@ typedef struct file_job {
   const ft_advise_opts *o;
   ft_advice *out;
   int64_t rank;
+  bool positional;
   bool whole; /* the model had no step: the whole trace is one */
   ft_status st;
   char err[640];
@@ -43,6 +44,7 @@ static void advise_file(file_job *j) {
     ft_model_free(&m);
     return;
   }
+  j->positional = m.rank < 0;
   if (m.rank < 0) m.rank = (int64_t)j->pos; /* as stats: a file without a rank takes its position */
   j->rank = m.rank;
   j->st = ft_advise(&m, j->o, j->out, err, sizeof err);
@@ -93,8 +95,9 @@ ft_status ft_cli_advice_read(ft_cli_advice *a, const char *const *paths, size_t 
   a->step = step;
   a->per = calloc(n ? n : 1, sizeof *a->per);
   a->ranks = calloc(n ? n : 1, sizeof *a->ranks);
+  a->positional = calloc(n ? n : 1, sizeof *a->positional);
   file_job *jobs = calloc(n ? n : 1, sizeof *jobs);
-  if (!a->per || !a->ranks || !jobs) {
+  if (!a->per || !a->ranks || !a->positional || !jobs) {
     free(jobs);
     snprintf(err, errlen, "out of memory");
     return FT_ENOMEM;
@@ -116,6 +119,7 @@ ft_status ft_cli_advice_read(ft_cli_advice *a, const char *const *paths, size_t 
   a->whole_trace = n > 0;
   for (size_t i = 0; i < n; i++) {
     a->ranks[i] = jobs[i].rank;
+    a->positional[i] = jobs[i].positional;
     a->whole_trace = a->whole_trace && jobs[i].whole;
     if (!st && jobs[i].st) {
       st = jobs[i].st;
@@ -148,6 +152,7 @@ void ft_cli_advice_free(ft_cli_advice *a) {
   ft_advice_free(&a->job); /* zeroed when there was none */
   free(a->per);
   free(a->ranks);
+  free(a->positional);
   free(a->ranked);
   memset(a, 0, sizeof *a);
 }

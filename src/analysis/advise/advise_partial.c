@@ -72,7 +72,8 @@ ft_status ft_advise_partial_write(FILE *f, const ft_advise_partial *p) {
     fputs(r ? ",\n{\"file\":" : "\n{\"file\":", f);
     if (p->parts[r].file) put_str(f, p->parts[r].file);
     else fputs("null", f);
-    fprintf(f, ",\"rank\":%" PRId64 ",\"steps\":[", p->parts[r].rank);
+    if (p->parts[r].positional) fputs(",\"rank\":null,\"steps\":[", f);
+    else fprintf(f, ",\"rank\":%" PRId64 ",\"steps\":[", p->parts[r].rank);
     for (size_t i = 0; i < a->n_steps; i++) {
       fputs(i ? ",\n" : "\n", f);
       json_step(f, &a->steps[i]);
@@ -377,6 +378,7 @@ static int string(void *ctx, const unsigned char *s, size_t n) {
 static int null_value(void *ctx) {
   rd *r = ctx;
   if (!r->skip && r->depth == 1 && key_is(r, "step")) r->has_step = true; /* null: ProfilerStep#N */
+  if (!r->skip && r->depth && r->fr[r->depth - 1] == F_RANK && key_is(r, "rank")) cur_part(r)->positional = true;
   return 1;
 }
 static int boolean(void *ctx, int v) {

@@ -17,6 +17,7 @@ typedef struct ft_advise_part {
   ft_advice advice;
   char *file; /* malloc'd; NULL when not named */
   int64_t rank;
+  bool positional; /* the trace named no rank: rank is its position, written as null (--merge renumbers) */
 } ft_advise_part;
 
 typedef struct ft_advise_partial {
