@@ -502,6 +502,43 @@ def _(d):
             assert e.returncode is None, (i, e.returncode)
 
 
+@case("pandas: get_trace(): the model's slices, kernels' times as stats's, launches and device work linked both ways")
+def _():
+    need_pandas()
+    t = analysis.get_trace(SAMPLE, exe=cli)
+    assert len(t) == 79 and list(t.columns) == [
+        "ts", "dur", "name", "kind", "pid", "tid", "stream", "device", "track", "step", "op", "op_index", "link",
+        "correlation", "external_id", "bytes"], list(t.columns)
+    assert str(t["name"].dtype) == "category" and str(t["ts"].dtype) == "int64"
+    assert (t["ts"].diff().fillna(0) >= 0).all()  # start order
+    k = t[t["kind"] == "kernel"]
+    want = {r["name"]: round(r["total_us"] * 1000) for r in cli_json("-r", "kernels", SAMPLE)[0]["kernels"]}
+    assert k.groupby("name", observed=True)["dur"].sum().to_dict() == want, want
+    linked = t[t["link"] >= 0]
+    assert (t.loc[linked["link"], "link"].to_numpy() == linked.index.to_numpy()).all()  # both ways
+    assert (t.loc[k["link"], "correlation"].to_numpy() == k["correlation"].to_numpy()).all()
+    assert set(t.loc[k["link"], "name"]) == {"cudaLaunchKernel"} and (k["stream"] == 7).all()
+    assert t[t["kind"] == "memcpy"]["bytes"].iloc[0] == 4194304
+    assert (t[t["kind"] == "runtime"]["stream"] == -1).all()
+
+
+@case("advise(): exactly `flagtrace advise -f json -n 0` of the same files, steps and findings as rows")
+def _():
+    pair = [os.path.join(data, "batch8_torch_cuda.json.gz"), os.path.join(data, "batch16_torch_cuda.json.gz")]
+    a = analysis.advise(pair, exe=cli)
+    r = subprocess.run([cli, "advise", "-f", "json", "-n", "0", *pair], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    want = json.loads(r.stdout)
+    same(a.steps, want["steps"], "steps")
+    same(a.findings, want["findings"], "findings")
+    assert a.findings[0]["rule"] == "straggler" and len(a.steps) == 6
+    try:
+        analysis.advise(pair[0], step="no such range", exe=cli)
+        raise AssertionError("no Error")
+    except analysis.Error as e:
+        assert e.returncode == 2 and "no range named 'no such range'" in str(e), str(e)
+
+
 @case("docs/python-analysis.md: its python blocks without DataFrames run and print what the page shows")
 def _():
     blocks = doc_blocks()
