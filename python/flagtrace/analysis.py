@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 
 __all__ = ["Error", "Summary", "Advice", "find_exe", "load", "diff", "advise", "get_trace", "SCHEMAS",
            "DIFF_SCHEMAS", "ADVISE_SCHEMAS", "ENV"]
@@ -186,13 +187,15 @@ def _run(cmd, argv, what, schemas):
     return Summary(data, notes=lines, argv=argv)
 
 
-def _run_cli(cmd, argv, what):
-    """Runs argv; (stdout bytes, stderr text, its non-blank lines), or raises Error with the CLI's one line."""
+def _run_cli(cmd, argv, what, stdout=None):
+    """Runs argv; (stdout bytes, stderr text, its non-blank lines), or raises Error with the CLI's one line.
+    stdout: a file to send the output to instead (then None comes back for it)."""
     for a in argv:
         _no_nul("an argument", a)
     try:
         # stdin closed: "-" would otherwise read the caller's terminal
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True)
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=stdout or subprocess.PIPE,
+                              stderr=subprocess.PIPE)
     except OSError as e:
         raise Error(f"flagtrace.analysis: cannot run {cmd}: {e.strerror or e}", argv=argv) from None
     stderr = proc.stderr.decode("utf-8", "replace")
@@ -357,8 +360,14 @@ def get_trace(path, step=None, *, exe=None):
     cmd = find_exe(exe)
     p = _no_nul("a path", os.fsdecode(os.fspath(path)))
     argv = [cmd, "columns", *(["--step", os.fsdecode(step)] if step is not None else []), "--", p]
-    out, _, _ = _run_cli(cmd, argv, "columns")
-    header, c = _columns(bytearray(out))  # a bytearray: the frame's arrays stay writable
+    # through a temporary file, not a pipe: one copy of the arrays into Python (a pipe's reads
+    # and joins cost more than the rest of the frame), into a bytearray: the arrays stay writable
+    with tempfile.TemporaryFile() as f:
+        _run_cli(cmd, argv, "columns", stdout=f)
+        buf = bytearray(f.seek(0, os.SEEK_END))
+        f.seek(0)
+        f.readinto(buf)
+    header, c = _columns(buf)
     offs, blob = c["string_offsets"], bytes(c["string_bytes"])
     names = [blob[offs[i]:offs[i + 1]].decode("utf-8", "surrogateescape") for i in range(len(offs) - 1)]
     codes = c["name"]
