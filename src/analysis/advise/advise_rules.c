@@ -286,7 +286,7 @@ bool ft__rule_low_flops(const ft_model *m, double peak, ft__findings *t) {
   bool ok = false;
   for (size_t i = 0; i < m->n; i++) {
     if (m->kind[i] != FT_MK_OP || m->step[i] == FT_MODEL_NONE) continue;
-    ft_model_kernel_args a;
+    struct ft_model_kernel_args a;
     shapes sh;
     if (!ft_model_kernel_args(m, i, &a) || !a.dims || !parse_dims(a.dims, &sh)) continue;
     double fl = op_flops(ft_model_str(m, m->name[i]), &sh);
@@ -328,7 +328,7 @@ bool ft__rule_low_flops(const ft_model *m, double peak, ft__findings *t) {
     if (!ops[k].ns) continue;
     double eff = ops[k].flops / ((double)ops[k].ns * 1e-9) / peak;
     if (eff >= LOW_FLOPS_EFF) continue;
-    ft_model_kernel_args a;
+    struct ft_model_kernel_args a;
     ft_model_kernel_args(m, ops[k].slice, &a);
     bool is_new;
     uint32_t fi = ft__finding(t, FT_RULE_LOW_FLOPS, m->name[ops[k].slice], str_hash32(a.dims), &is_new);
