@@ -129,8 +129,12 @@ def finding(doc, rule):
 
 def sync_trace(runtime="cuda", sync_name="cudaDeviceSynchronize", rank=None):
     """Per step s: 5 kernels [s+5, s+5000); aten::item [s+4980, s+7002) whose sync call
-    runs [s+4990, s+7000): the device idles [s+5000, s+7000) = 2000 us under it; then 5
-    kernels launched from s+7000 run [s+7005, s+9995). Sync cost 2000 us per step."""
+    runs [s+4990, s+7000); then 5 kernels launched from s+7000 run [s+7005, s+9995).
+    The device idles [s+5000, s+7005): the sync holds from its start until the device
+    work after it (a call that returns inside a gap holds to the gap's end: the device
+    waits for the next launch because of it), so sync costs 2005 us per step; the
+    other idle is 5 us at the step's start and 5 at its end (launch, or other after
+    the last step)."""
     t = Trace(rank=rank, runtime=runtime)
     for n, s in enumerate(step_starts(), 1):
         t.step(n, s)
@@ -157,20 +161,23 @@ VENDORS = [("cuda", "cudaDeviceSynchronize"), ("cuda", "cudaStreamSynchronize"),
            ("musa", "musaStreamSynchronize"), ("tops", "topsDeviceSynchronize"), ("tops", "topsStreamSynchronize")]
 
 
-@case("sync: the idle under a synchronizing call, 2000 us per step, first")
+@case("sync: the idle under a synchronizing call, 2005 us per step")
 def _():
     doc = js([sync_trace().write("sync.json")])
     check_steps(doc, "sync")
     assert len(doc["steps"]) == STEPS and [s["step"] for s in doc["steps"]] == [1, 2, 3], doc["steps"]
-    for s in doc["steps"]:
-        assert s["wall_us"] == STEP and s["idle_by_cause"]["sync_us"] == 2000.0, s
+    for k, s in enumerate(doc["steps"]):
+        assert s["wall_us"] == STEP and s["busy_us"] == 7985.0 and s["idle_us"] == 2015.0, s
+        assert s["idle_by_cause"] == {"step_start_us": 5.0, "sync_us": 2005.0, "h2d_us": 0.0,
+                                      "launch_us": 5.0 if k < STEPS - 1 else 0.0,
+                                      "other_us": 0.0 if k < STEPS - 1 else 5.0}, s
+    assert [(f["rule"], f["cost_us"]) for f in doc["findings"]] == [("sync", 2005.0)], doc["findings"]
     f = first(doc)
-    assert f["rule"] == "sync" and f["cost_us"] == 2000.0 and f["count"] == STEPS, f
-    assert f["share"] == 0.2 and f["rank"] == 0, f
-    assert "cudaDeviceSynchronize" in f["what"] + f["where"] and "aten::item" in f["what"] + f["where"], f
-    occ = f["occurrences"]
-    assert [(o["step"], o["ts_us"], o["dur_us"]) for o in occ] == [(n + 1, s + 5000, 2000.0) for n, s in
-                                                                    enumerate(step_starts())], occ
+    assert f["count"] == STEPS and f["share"] == 0.2005 and f["rank"] == 0, f
+    assert f["where"] == "aten::item" and f["what"] == "cudaDeviceSynchronize under aten::item", f
+    occ = f["occurrences"]  # each the call: its start and duration
+    assert [(o["rank"], o["step"], o["ts_us"], o["dur_us"]) for o in occ] == \
+        [(0, n + 1, s + 4990, 2010.0) for n, s in enumerate(step_starts())], occ
 
 
 @case("clean: no finding over its threshold, the idle only the step's edges")
@@ -203,9 +210,9 @@ def _():
     for w in (60, 80, 120):
         out = advise([p], "--width", str(w)).stdout
         assert all(len(line) <= w for line in out.splitlines()), (w, out)
-        assert "sync" in out and "2000.000" in out, out
+        assert "sync" in out and "2005.000" in out, out
     rows = list(csv.DictReader(io.StringIO(advise([p], "-f", "csv").stdout)))
-    assert rows and rows[0]["rule"] == "sync" and rows[0]["cost_per_step_us"] == "2000.000", rows
+    assert rows and rows[0]["rule"] == "sync" and rows[0]["cost_per_step_us"] == "2005.000", rows
     r = subprocess.run([*WRAP, FT, "stats", "-r", "advice", "-f", "csv", p], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert list(csv.DictReader(io.StringIO(r.stdout))) == rows, r.stdout
