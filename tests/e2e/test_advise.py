@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -485,4 +486,5 @@ def _():
     assert [f["rank"] for f in doc["files"]] == [0, 1], doc["files"]
     assert {s["rank"] for s in doc["steps"]} == {0, 1}, doc["steps"]
 
+shutil.rmtree(TMP, ignore_errors=True)
 results.finish()
