@@ -439,6 +439,36 @@ def _():
     assert doc["schema"] == 1 and len(doc["findings"]) == 1 and doc["findings_total"] >= 1, doc
 
 
+@case("inputs: --step NAME (numbered from 0), a directory, stdin, a trace without steps")
+def _():
+    t = sync_trace()
+    for n, s in enumerate(step_starts()):  # the same steps, as a user range of another name
+        t.x("user_annotation", "train_step", s, STEP, **{"External id": 900 + n})
+    p = t.write("sync_named.json")
+    doc = js([p], "--step", "train_step")
+    assert doc["step_name"] == "train_step" and [s["step"] for s in doc["steps"]] == [0, 1, 2], doc["steps"]
+    f = first(doc)
+    assert (f["rule"], f["cost_us"], [o["step"] for o in f["occurrences"]]) == ("sync", 2005.0, [0, 1, 2]), f
+    # a directory stands for the traces in it, by name; stdin is "-"
+    d = tempfile.mkdtemp(dir=TMP)
+    for name in ("b.json", "a.json"):
+        shutil.copy(p, os.path.join(d, name))
+    doc = js([d])
+    assert [os.path.basename(x["file"]) for x in doc["files"]] == ["a.json", "b.json"], doc["files"]
+    assert [x["rank"] for x in doc["files"]] == [0, 1], doc["files"]  # no rank in them: their positions
+    with open(p) as f:
+        r = subprocess.run([*WRAP, FT, "advise", "-f", "json", "-"], stdin=f, capture_output=True, text=True)
+    assert r.returncode == 0 and first(json.loads(r.stdout))["cost_us"] == 2005.0, r.stderr
+    # no ProfilerStep#N: the whole trace is one step (number -1: its first start, the launch at 1000 us,
+    # to its last end, the last kernel at 10995 us), said once on stderr
+    t = Trace()
+    fed(t, 1000, 5, 9995, 10, launch_at=1000)
+    r = advise([t.write("no_steps.json")], "-f", "json")
+    doc = json.loads(r.stdout)
+    assert doc["step_name"] is None and [(s["step"], s["start_us"], s["wall_us"]) for s in doc["steps"]] == [(-1, 1000.0, 9995.0)], doc
+    assert r.stderr == "flagtrace advise: note: no ProfilerStep#N range: each trace is one step\n", r.stderr
+
+
 def one_line_error(args, want, rc=2):
     r = subprocess.run([*WRAP, FT, "advise", *args], capture_output=True, text=True)
     assert r.returncode == rc and r.stdout == "", (args, r.returncode, r.stdout[:500])
