@@ -283,6 +283,9 @@ typedef struct ft_stat_file {
   size_t n_busy;
   struct ft_stats *own; /* this file's rows (by rank only); devices and joins freed */
   ft_stat_hta hta;      /* HTA's analyses (kept: asked for) */
+  /* read through the event model (ft_stat_read_opts.model): its slices, the bytes it held
+   * (ft_model_bytes) and of those the names' and launch configurations' */
+  uint64_t model_slices, model_bytes, model_bytes_distinct;
 } ft_stat_file;
 
 typedef struct ft_stat_job {

@@ -134,7 +134,12 @@ static ft_status read_one(worker *w, size_t f) {
     ft_model_opts mo = {.source = w->o.source};
     s = w->mem ? ft_model_read_mem(&m, w->mem, w->mem_len, &mo, NULL, err, sizeof w->errs[f])
                : ft_model_read(&m, w->paths[f], &mo, NULL, err, sizeof w->errs[f]);
-    if (!s) s = ft_model_replay(&m, &st);
+    if (!s) {
+      file->model_slices = m.n;
+      file->model_bytes = ft_model_bytes(&m);
+      file->model_bytes_distinct = ft_model_bytes_distinct(&m);
+      s = ft_model_replay(&m, &st);
+    }
     ft_model_free(&m);
   } else {
     s = w->mem ? ft_stats_read_mem(&st, w->mem, w->mem_len, err, sizeof w->errs[f])

@@ -574,6 +574,15 @@ int ft_cli_stats(int argc, char **argv) {
   if (!quiet) { /* -q: errors only */
     ft_stat_job_notes(stderr, &job, "flagtrace stats: ");
     ft_summary_lines(stderr, &job, "flagtrace stats: ");
+    for (size_t f = 0; model && f < job.n_files; f++) { /* what the model held (docs/stats.md, --engine) */
+      const ft_stat_file *fl = &job.files[f];
+      fprintf(stderr,
+              "flagtrace stats: %s: event model of %llu slices held %llu bytes (%.1f B a slice; %llu of them "
+              "names and launch configurations)\n",
+              fl->path, (unsigned long long)fl->model_slices, (unsigned long long)fl->model_bytes,
+              fl->model_slices ? (double)fl->model_bytes / (double)fl->model_slices : 0.0,
+              (unsigned long long)fl->model_bytes_distinct);
+    }
   }
   ft_report reps[REP_ALL];
   int rc = 0;

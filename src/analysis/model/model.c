@@ -26,57 +26,67 @@ void ft_model_init(ft_model *m, const ft_model_opts *o) {
   m->p = p;
 }
 
-void ft__model_free_build(struct ft_model_priv *p) {
-  free(p->ts), free(p->dur), free(p->corr), free(p->ext), free(p->bytes);
-  free(p->name), free(p->track), free(p->var), free(p->kind);
-  p->ts = p->dur = p->corr = p->ext = NULL;
-  p->bytes = NULL;
-  p->name = p->track = p->var = NULL;
-  p->kind = NULL;
-  p->cap = 0;
-}
-
 void ft_model_free(ft_model *m) {
   struct ft_model_priv *p = m->p;
   free(m->ts), free(m->dur), free(m->corr32), free(m->ext32), free(m->arg);
   free(m->name), free(m->track), free(m->link), free(m->op), free(m->step), free(m->kind);
   free(m->tracks), free(m->steps);
   if (p) {
-    ft__model_free_build(p);
     ft__intern_free(&p->names);
     ft__intern_free(&p->text);
     ft__intern_free(&p->vars);
     ft__intern_free(&p->tkeys);
-    free(p->var_col), free(p->order), free(p->wide), free(p->unk), free(p->step_name);
+    free(p->var), free(p->order), free(p->wide), free(p->unk), free(p->step_name);
     free(p);
   }
   memset(m, 0, sizeof *m);
   m->rank = -1;
 }
 
-/* The build arrays with room for one more slice; false without memory. */
-static bool build_room(struct ft_model_priv *p, size_t n) {
-  if (n < p->cap) return true;
+/* The columns with room for one more slice (doubling: large blocks grow in place
+ * by mremap, without a copy); false without memory. */
+static bool build_room(ft_model *m) {
+  struct ft_model_priv *p = m->p;
+  if (m->n < p->cap) return true;
   size_t cap = p->cap ? 2 * p->cap : 1024;
-#define GROW(f)                                  \
-  do {                                           \
-    void *q = realloc(p->f, cap * sizeof *p->f); \
-    if (!q) return false;                        \
-    p->f = q;                                    \
+#define GROW(f)                            \
+  do {                                     \
+    void *q = realloc(f, cap * sizeof *f); \
+    if (!q) return false;                  \
+    f = q;                                 \
   } while (0)
-  GROW(ts);
-  GROW(dur);
-  GROW(corr);
-  GROW(ext);
-  GROW(bytes);
-  GROW(name);
-  GROW(track);
-  GROW(var);
-  GROW(kind);
+  GROW(m->ts);
+  GROW(m->dur);
+  GROW(m->arg);
+  GROW(m->corr32);
+  GROW(m->ext32);
+  GROW(m->name);
+  GROW(m->track);
+  GROW(m->kind);
+  GROW(p->var);
 #undef GROW
   p->cap = cap;
   return true;
 }
+
+/* A 32-bit id column's value; a wider one (or INT64_MIN, which reads as none) to
+ * the side table, by file position until finish sorts. */
+static bool id32(struct ft_model_priv *p, uint32_t at, uint8_t ext, bool has, int64_t v, uint32_t *out) {
+  if (!has) return *out = FT_MODEL_NONE, true;
+  if (v >= 0 && v < (int64_t)FT_MODEL_WIDE) return *out = (uint32_t)v, true;
+  *out = FT_MODEL_WIDE;
+  if (p->n_wide == p->cap_wide) {
+    size_t c = p->cap_wide ? 2 * p->cap_wide : 16;
+    ft__mwide *w = realloc(p->wide, c * sizeof *w);
+    if (!w) return false;
+    p->wide = w;
+    p->cap_wide = c;
+  }
+  p->wide[p->n_wide++] = (ft__mwide){at, ext, v};
+  return true;
+}
+
+static uint32_t mix_slot(uint64_t x) { return (uint32_t)(ft__cache_mix(x) % MODEL_CACHE); }
 
 /* A category the reader does not know: counted where it was first seen. */
 static bool add_unknown(struct ft_model_priv *p, size_t before, const char *cat) {
@@ -105,9 +115,10 @@ static bool track_of(ft_model *m, const ft__ev *e, int kind, uint32_t *out) {
   k.dev = e->dev;
   k.tid = stream ? (e->has_stream ? e->stream : e->has_tid ? e->tid : -1) : (e->has_tid ? e->tid : -1);
   k.kind = stream ? FT_TRACK_STREAM : FT_TRACK_THREAD;
-  if (p->has_last_track) {
-    const ft_model_track *t = &m->tracks[p->last_track];
-    if (t->pid == k.dev && t->tid == k.tid && t->kind == k.kind) return *out = p->last_track, true;
+  uint32_t *c = &p->track_cache[mix_slot((uint64_t)k.dev * 31 + (uint64_t)k.tid * 7 + k.kind)];
+  if (*c) {
+    const ft_model_track *t = &m->tracks[*c - 1];
+    if (t->pid == k.dev && t->tid == k.tid && t->kind == k.kind) return *out = *c - 1, true;
   }
   uint32_t id;
   if (ft__intern(&p->tkeys, (const char *)&k, 17, &id)) return false;
@@ -122,8 +133,7 @@ static bool track_of(ft_model *m, const ft__ev *e, int kind, uint32_t *out) {
     m->tracks[m->n_tracks++] = (ft_model_track){
         .pid = k.dev, .tid = k.tid, .device = stream ? k.dev : -1, .name = FT_MODEL_NONE, .kind = k.kind};
   }
-  p->last_track = id;
-  p->has_last_track = true;
+  *c = id + 1;
   *out = id;
   return true;
 }
@@ -140,10 +150,25 @@ static bool var_of(struct ft_model_priv *p, const ft__ev *e, uint32_t *out) {
     v.flags |= V_DIMS;
     if (ft__intern(&p->text, e->dims, e->dims_len, &v.dims)) return false;
   }
-  if (p->has_last_var && !memcmp(ft__intern_str(&p->vars, p->last_var), &v, sizeof v)) return *out = p->last_var, true;
+  uint64_t w[7], h = 0;
+  memcpy(w, &v, sizeof w);
+  for (int i = 0; i < 7; i++) h = h * 0x9e3779b97f4a7c15ull + w[i];
+  uint32_t *c = &p->var_cache[mix_slot(h)];
+  if (*c && !memcmp(ft__intern_str(&p->vars, *c - 1), &v, sizeof v)) return *out = *c - 1, true;
   if (ft__intern(&p->vars, (const char *)&v, sizeof v, out)) return false;
-  p->last_var = *out;
-  p->has_last_var = true;
+  *c = *out + 1;
+  return true;
+}
+
+static bool name_of(struct ft_model_priv *p, const char *name, size_t len, uint32_t *out) {
+  uint64_t head = 0, tail = 0; /* a cheap key: the length, the first and last 8 bytes */
+  memcpy(&head, name, len < 8 ? len : 8);
+  if (len > 8) memcpy(&tail, name + len - 8, 8);
+  uint32_t *c = &p->name_cache[mix_slot(head ^ (tail * 31) ^ len)];
+  if (*c && ft__intern_len(&p->names, *c - 1) == len && !memcmp(ft__intern_str(&p->names, *c - 1), name, len))
+    return *out = *c - 1, true;
+  if (ft__intern(&p->names, name, len, out)) return false;
+  *c = *out + 1;
   return true;
 }
 
@@ -153,31 +178,21 @@ bool ft_model_add(ft_model *m, const ft__ev *e, const char *name, const char *ca
   if (e->sec == FT__SEC_IGNORED) return true;
   if (e->sec == FT__SEC_UNKNOWN) return add_unknown(p, m->n, cat ? cat : "");
   if (e->sec < FT__SEC_KERNEL || e->sec > FT__SEC_PYFUNC) return true;
-  if (m->n >= FT_MODEL_NONE - 1 || !build_room(p, m->n)) return false; /* slice indexes are 32-bit */
+  if (m->n >= FT_MODEL_NONE - 1 || !build_room(m)) return false; /* slice indexes are 32-bit */
   int kind = e->sec - FT__SEC_KERNEL;
   size_t i = m->n;
-  uint32_t id;
-  if (p->has_last_name && ft__intern_len(&p->names, p->last_name) == e->name_len &&
-      !memcmp(ft__intern_str(&p->names, p->last_name), name, e->name_len))
-    id = p->last_name;
-  else if (ft__intern(&p->names, name, e->name_len, &id)) return false;
-  p->last_name = id;
-  p->has_last_name = true;
-  if (!track_of(m, e, kind, &p->track[i]) || !var_of(p, e, &p->var[i])) return false;
-  p->name[i] = id;
-  p->ts[i] = e->ts;
-  p->dur[i] = e->dur;
-  p->corr[i] = e->has_corr ? e->corr : FT_MODEL_NO_ID;
-  p->ext[i] = e->has_ext ? e->ext : FT_MODEL_NO_ID;
-  /* INT64_MIN given as an id: told apart from none by a flag bit in the kind */
-  p->kind[i] = (uint8_t)(kind | (e->has_corr && e->corr == FT_MODEL_NO_ID ? 0x40 : 0) |
-                         (e->has_ext && e->ext == FT_MODEL_NO_ID ? 0x80 : 0));
-  p->bytes[i] = e->bytes;
+  if (!name_of(p, name, e->name_len, &m->name[i]) || !track_of(m, e, kind, &m->track[i]) || !var_of(p, e, &p->var[i]) ||
+      !id32(p, (uint32_t)i, 0, e->has_corr, e->corr, &m->corr32[i]) ||
+      !id32(p, (uint32_t)i, 1, e->has_ext, e->ext, &m->ext32[i]))
+    return false;
+  m->ts[i] = e->ts;
+  m->dur[i] = e->dur;
+  m->arg[i] = e->bytes;
+  m->kind[i] = (uint8_t)kind;
   if (e->name_cut && kind == FT_MK_PYFUNC) p->cut_pyfunc++;
   m->n++;
   return true;
 }
-
 ft_status ft_model_finish(ft_model *m) {
   if (!m->p) return FT_ENOMEM;
   if (m->p->finished) return FT_EINVAL;
@@ -207,7 +222,7 @@ bool ft_model_kernel_args(const ft_model *m, size_t slice, struct ft_model_kerne
   a->stream = a->regs = -1;
   if (!m->p || !m->p->finished || slice >= m->n) return false;
   ft__mvar v;
-  memcpy(&v, ft__intern_str(&m->p->vars, m->p->var_col[slice]), sizeof v);
+  memcpy(&v, ft__intern_str(&m->p->vars, m->p->var[slice]), sizeof v);
   if (v.flags & V_GRID) memcpy(a->grid, v.grid, sizeof a->grid);
   if (v.flags & V_BLOCK) memcpy(a->block, v.block, sizeof a->block);
   if (v.flags & V_STREAM) a->stream = v.stream;
@@ -233,21 +248,22 @@ static size_t strtab_bytes(const ft__strtab *t) {
   return t->arena.bytes + (size_t)t->cap * (sizeof *t->strs + sizeof *t->lens) + (size_t)t->tcap * sizeof *t->table;
 }
 
+/* What does not grow with slices: names and texts, variants, tracks, the model's own structs. */
 size_t ft_model_bytes_distinct(const ft_model *m) {
   const struct ft_model_priv *p = m->p;
   if (!p) return 0;
-  return strtab_bytes(&p->names) + strtab_bytes(&p->text) + strtab_bytes(&p->vars);
+  size_t b = sizeof *m + sizeof *p + strtab_bytes(&p->names) + strtab_bytes(&p->text) + strtab_bytes(&p->vars);
+  b += p->cap_tracks * sizeof *m->tracks + strtab_bytes(&p->tkeys) + p->cap_unk * sizeof *p->unk;
+  return b + (p->step_name ? strlen(p->step_name) + 1 : 0);
 }
 
 size_t ft_model_bytes(const ft_model *m) {
   const struct ft_model_priv *p = m->p;
   if (!p) return 0;
-  size_t per =
-      3 * sizeof(int64_t) + 9 * sizeof(uint32_t) + 1; /* ts dur arg; corr ext name track link op step var order; kind */
-  size_t b = sizeof *m + sizeof *p + m->n * per + p->cap * (5 * 8 + 3 * 4 + 1); /* the build, until finished */
-  b += p->cap_tracks * sizeof *m->tracks + strtab_bytes(&p->tkeys) + m->n_steps * sizeof *m->steps;
-  b += p->n_wide * sizeof *p->wide + p->cap_unk * sizeof *p->unk;
-  if (p->step_name) b += strlen(p->step_name) + 1;
+  /* ts dur arg; corr ext name track link op step var order; kind */
+  size_t per = 3 * sizeof(int64_t) + 9 * sizeof(uint32_t) + 1;
+  size_t b = (p->finished ? m->n : p->cap) * per; /* the build's room until finished */
+  b += m->n_steps * sizeof *m->steps + p->n_wide * sizeof *p->wide;
   return b + ft_model_bytes_distinct(m);
 }
 
@@ -354,7 +370,7 @@ static void slice_ev(const ft_model *m, size_t i, bool args, ft__ev *e, const ch
   if (m->ext32[i] != FT_MODEL_NONE) e->has_ext = true, e->ext = id_of(m, i, true);
   if (args && m->corr32[i] != FT_MODEL_NONE) e->has_corr = true, e->corr = id_of(m, i, false);
   ft__mvar v;
-  memcpy(&v, ft__intern_str(&p->vars, p->var_col[i]), sizeof v);
+  memcpy(&v, ft__intern_str(&p->vars, p->var[i]), sizeof v);
   e->has_tid = v.flags & V_TID;
   e->tid = v.tid;
   if (args) {

@@ -13,8 +13,10 @@
 /* Perfetto's trace processor is the pattern: the file is imported once (by the stats
  * reader's parse, through its on_event hook), then every analysis is a pass over these
  * arrays. Slices are held in start order (ties: file order). Times are ns on the
- * file's clock. At most 64 bytes are held per slice, names and tracks included
- * (ft_model_bytes; test_model checks it on every committed trace). */
+ * file's clock. What grows with slices is at most 64 bytes a slice (61 B of columns, plus
+ * steps and wide ids); names, texts, launch configurations and tracks are held once each
+ * (ft_model_bytes, ft_model_bytes_distinct; test_model.py checks both on every committed
+ * trace, and the whole at most 64 B a slice on a generated 1 M-event trace). */
 
 #define FT_MODEL_NONE UINT32_MAX /* an index column's "no such slice / step / op"; corr32/ext32: none */
 #define FT_MODEL_NO_ID INT64_MIN /* ft_model_corr/ft_model_ext: the event had none */
@@ -118,10 +120,10 @@ uint32_t ft_model_find_str(const ft_model *m, const char *s);
 bool ft_model_kernel_args(const ft_model *m, size_t slice, struct ft_model_kernel_args *a); /* false: none held */
 /* Bytes held (columns, strings, tracks, side tables), for the 64 B/slice bound. */
 size_t ft_model_bytes(const ft_model *m);
-/* Of which the tables that grow with distinct names and launch configurations, not with
- * slices (names, Input Dims texts, categories, the kernel-args variants): on a trace of
- * few slices (a 107-slice trace holds 7 kB of kernel names) these alone exceed 64 B a
- * slice; the rest is at most 61 B a slice plus tracks, steps and wide ids. */
+/* Of which what does not grow with slices: names and Input Dims texts, the kernel-args
+ * variants, tracks, the model's own structs. A trace of few slices holds more of these
+ * than 64 B a slice (a 107-slice trace has 7 kB of kernel names); what grows with slices
+ * (ft_model_bytes less this) is 61 B a slice plus steps and ids wider than 32 bits. */
 size_t ft_model_bytes_distinct(const ft_model *m);
 
 /* The full correlation / External id of slice i, FT_MODEL_NO_ID when it has none. */

@@ -88,11 +88,11 @@ static void join_id(ft_model *m, const cref *c, size_t nc, const cref *g, size_t
   for (size_t k = 0; k < k_max; k++) link_pair(m, stack[k], lone[n_lone - 1 - k]);
 }
 
-static bool link_all(ft_model *m, const int64_t *corr, const uint8_t *has_corr) {
+static bool link_all(ft_model *m) {
   size_t n = m->n, nc = 0, ng = 0;
   for (size_t i = 0; i < n; i++) {
     m->link[i] = FT_MODEL_NONE;
-    if (!has_corr[i]) continue;
+    if (m->corr32[i] == FT_MODEL_NONE) continue;
     if (ft_model_is_device(m->kind[i])) ng++;
     else if (m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER) nc++;
   }
@@ -103,9 +103,10 @@ static bool link_all(ft_model *m, const int64_t *corr, const uint8_t *has_corr) 
   if (ok) {
     nc = ng = 0;
     for (size_t i = 0; i < n; i++) {
-      if (!has_corr[i]) continue;
-      if (ft_model_is_device(m->kind[i])) g[ng++] = (cref){corr[i], (uint32_t)i, 0};
-      else if (m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER) c[nc++] = (cref){corr[i], (uint32_t)i, 0};
+      if (m->corr32[i] == FT_MODEL_NONE) continue;
+      if (ft_model_is_device(m->kind[i])) g[ng++] = (cref){ft__model_id(m, i, false), (uint32_t)i, 0};
+      else if (m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER)
+        c[nc++] = (cref){ft__model_id(m, i, false), (uint32_t)i, 0};
     }
     qsort(c, nc, sizeof *c, cref_cmp);
     qsort(g, ng, sizeof *g, cref_cmp);
@@ -185,13 +186,13 @@ out:
 
 /* Work on a stream: its launch's op; without a launch, the op or range of its
  * External id (the latest in file order, as stats_ops.c's join keeps it). */
-static bool ops_on_streams(ft_model *m, const int64_t *ext, const uint8_t *has_ext, const uint32_t *order) {
+static bool ops_on_streams(ft_model *m, const uint32_t *order) {
   ft__map by_ext = {0};
   bool ok = true;
   for (size_t f = 0; ok && f < m->n; f++) {
     uint32_t i = order[f];
-    if ((m->kind[i] != FT_MK_OP && m->kind[i] != FT_MK_RANGE) || !has_ext[i]) continue;
-    uint64_t *v = ft__map_upsert(&by_ext, (uint64_t)ext[i]);
+    if ((m->kind[i] != FT_MK_OP && m->kind[i] != FT_MK_RANGE) || m->ext32[i] == FT_MODEL_NONE) continue;
+    uint64_t *v = ft__map_upsert(&by_ext, (uint64_t)ft__model_id(m, i, true));
     if (!v) ok = false;
     else *v = (uint64_t)i + 1;
   }
@@ -199,8 +200,8 @@ static bool ops_on_streams(ft_model *m, const int64_t *ext, const uint8_t *has_e
     if (m->tracks[m->track[i]].kind != FT_TRACK_STREAM) continue;
     m->op[i] = FT_MODEL_NONE;
     if (m->link[i] != FT_MODEL_NONE) m->op[i] = m->op[m->link[i]];
-    else if (has_ext[i] && by_ext.len) {
-      uint64_t *v = ft__map_find(&by_ext, (uint64_t)ext[i]);
+    else if (m->ext32[i] != FT_MODEL_NONE && by_ext.len) {
+      uint64_t *v = ft__map_find(&by_ext, (uint64_t)ft__model_id(m, i, true));
       if (v) m->op[i] = (uint32_t)(*v - 1);
     }
   }
@@ -274,74 +275,87 @@ static bool find_steps(ft_model *m) {
 
 /* ---- the columns ---- */
 
-static bool wide_push(struct ft_model_priv *p, size_t *cap, uint32_t slice, uint8_t ext, int64_t v) {
-  if (p->n_wide == *cap) {
-    size_t c = *cap ? 2 * *cap : 16;
-    ft__mwide *w = realloc(p->wide, c * sizeof *w);
-    if (!w) return false;
-    p->wide = w;
-    *cap = c;
-  }
-  p->wide[p->n_wide++] = (ft__mwide){slice, ext, v};
-  return true;
+static int wide_cmp(const void *a, const void *b) {
+  const ft__mwide *x = a, *y = b;
+  if (x->slice != y->slice) return (x->slice > y->slice) - (x->slice < y->slice);
+  return (x->ext > y->ext) - (x->ext < y->ext);
 }
 
-/* A 32-bit id column's value; wider ones to the side table. */
-static bool id32(struct ft_model_priv *p, size_t *cap, uint32_t slice, uint8_t ext, int64_t v, bool has,
-                 uint32_t *out) {
-  if (!has) return *out = FT_MODEL_NONE, true;
-  if (v >= 0 && v < (int64_t)FT_MODEL_WIDE) return *out = (uint32_t)v, true;
-  *out = FT_MODEL_WIDE;
-  return wide_push(p, cap, slice, ext, v);
-}
+/* Shrinks a column to n entries (in place: no copy). */
+#define FIT(col, n)                               \
+  do {                                            \
+    void *q_ = realloc(col, (n) * sizeof *(col)); \
+    if (q_) col = q_;                             \
+  } while (0)
 
 ft_status ft__model_finish(ft_model *m) {
   struct ft_model_priv *p = m->p;
-  size_t n = m->n, nn = n ? n : 1, wcap = 0;
+  size_t n = m->n, nn = n ? n : 1;
+  if (!n) { /* columns of one entry, never read: every pointer is valid */
+    m->ts = calloc(1, 8), m->dur = calloc(1, 8), m->arg = calloc(1, 8), m->corr32 = calloc(1, 4);
+    m->ext32 = calloc(1, 4), m->name = calloc(1, 4), m->track = calloc(1, 4), m->kind = calloc(1, 1);
+    p->var = calloc(1, 4);
+  }
   uint32_t *perm = malloc(nn * sizeof *perm);
-  int64_t *corr = malloc(nn * sizeof *corr), *ext = malloc(nn * sizeof *ext);
-  uint8_t *has_corr = malloc(nn), *has_ext = malloc(nn);
-  m->ts = malloc(nn * sizeof *m->ts), m->dur = malloc(nn * sizeof *m->dur), m->arg = malloc(nn * sizeof *m->arg);
-  m->corr32 = malloc(nn * sizeof *m->corr32), m->ext32 = malloc(nn * sizeof *m->ext32);
-  m->name = malloc(nn * sizeof *m->name), m->track = malloc(nn * sizeof *m->track);
+  p->order = malloc(nn * sizeof *p->order);
+  bool ok = perm && p->order && m->ts && m->dur && m->arg && m->corr32 && m->ext32 && m->name && m->track && m->kind &&
+            p->var && sort_by_ts(m->ts, n, perm);
+  bool moved = false;
+  for (size_t i = 0; ok && i < n; i++) moved |= perm[i] != i;
+  if (ok && moved) { /* each column gathered into one scratch buffer, then copied back */
+    void *scratch = malloc(nn * sizeof(int64_t));
+    if (!(ok = scratch != NULL)) goto out;
+#define PERMUTE(col)                                       \
+  do {                                                     \
+    __typeof__(*(col)) *s_ = scratch;                      \
+    for (size_t i = 0; i < n; i++) s_[i] = (col)[perm[i]]; \
+    memcpy(col, s_, n * sizeof *(col));                    \
+  } while (0)
+    PERMUTE(m->ts);
+    PERMUTE(m->dur);
+    PERMUTE(m->arg);
+    PERMUTE(m->corr32);
+    PERMUTE(m->ext32);
+    PERMUTE(m->name);
+    PERMUTE(m->track);
+    PERMUTE(m->kind);
+    PERMUTE(p->var);
+#undef PERMUTE
+    free(scratch);
+  }
+  for (size_t i = 0; ok && i < n; i++) p->order[perm[i]] = (uint32_t)i;
+  for (size_t k = 0; ok && k < p->n_wide; k++) p->wide[k].slice = p->order[p->wide[k].slice];
+  if (ok && p->n_wide) qsort(p->wide, p->n_wide, sizeof *p->wide, wide_cmp);
+  if (ok) { /* held from now on: their exact size */
+    FIT(m->ts, nn);
+    FIT(m->dur, nn);
+    FIT(m->arg, nn);
+    FIT(m->corr32, nn);
+    FIT(m->ext32, nn);
+    FIT(m->name, nn);
+    FIT(m->track, nn);
+    FIT(m->kind, nn);
+    FIT(p->var, nn);
+    p->cap = n;
+    if (p->n_wide < p->cap_wide) {
+      FIT(p->wide, p->n_wide ? p->n_wide : 1);
+      p->cap_wide = p->n_wide;
+    }
+    if (m->n_tracks < p->cap_tracks) {
+      FIT(m->tracks, m->n_tracks ? m->n_tracks : 1);
+      p->cap_tracks = m->n_tracks;
+    }
+  }
+  free(perm);
+  perm = NULL;
   m->link = malloc(nn * sizeof *m->link), m->op = malloc(nn * sizeof *m->op), m->step = malloc(nn * sizeof *m->step);
-  m->kind = malloc(nn);
-  p->var_col = malloc(nn * sizeof *p->var_col), p->order = malloc(nn * sizeof *p->order);
-  bool ok = perm && corr && ext && has_corr && has_ext && m->ts && m->dur && m->arg && m->corr32 && m->ext32 &&
-            m->name && m->track && m->link && m->op && m->step && m->kind && p->var_col && p->order;
-  ok = ok && sort_by_ts(p->ts, n, perm);
-  for (size_t i = 0; ok && i < n; i++) {
-    uint32_t f = perm[i];
-    p->order[f] = (uint32_t)i;
-    m->ts[i] = p->ts[f];
-    m->dur[i] = p->dur[f];
-    m->arg[i] = p->bytes[f];
-    m->name[i] = p->name[f];
-    m->track[i] = p->track[f];
-    p->var_col[i] = p->var[f];
-    uint8_t k = p->kind[f];
-    m->kind[i] = k & 0x3f;
-    corr[i] = p->corr[f], ext[i] = p->ext[f];
-    has_corr[i] = corr[i] != FT_MODEL_NO_ID || (k & 0x40);
-    has_ext[i] = ext[i] != FT_MODEL_NO_ID || (k & 0x80);
-    ok = id32(p, &wcap, (uint32_t)i, 0, corr[i], has_corr[i], &m->corr32[i]) &&
-         id32(p, &wcap, (uint32_t)i, 1, ext[i], has_ext[i], &m->ext32[i]);
-  }
-  if (ok) ft__model_free_build(p);
-  ok = ok && link_all(m, corr, has_corr) && ops_on_threads(m) && ops_on_streams(m, ext, has_ext, p->order) &&
+  ok = ok && m->link && m->op && m->step && link_all(m) && ops_on_threads(m) && ops_on_streams(m, p->order) &&
        find_steps(m);
-  if (ok && p->n_wide < wcap) { /* its exact size: it is held */
-    ft__mwide *w = realloc(p->wide, (p->n_wide ? p->n_wide : 1) * sizeof *w);
-    if (w) p->wide = w;
-  }
-  if (ok && m->n_tracks < p->cap_tracks) {
-    ft_model_track *t = realloc(m->tracks, (m->n_tracks ? m->n_tracks : 1) * sizeof *t);
-    if (t) m->tracks = t, p->cap_tracks = m->n_tracks;
-  }
   if (ok) { /* the variants' and tracks' lookup tables: no more adds */
     free(p->vars.table), p->vars.table = NULL, p->vars.tcap = 0;
     free(p->tkeys.table), p->tkeys.table = NULL, p->tkeys.tcap = 0;
   }
-  free(perm), free(corr), free(ext), free(has_corr), free(has_ext);
+out:
+  free(perm);
   return ok ? FT_OK : FT_ENOMEM;
 }

@@ -33,28 +33,26 @@ typedef struct ft__munknown {
 } ft__munknown;
 
 typedef struct ft__mwide {
-  uint32_t slice;
-  uint8_t ext; /* 0: corr, 1: ext */
+  uint32_t slice; /* its file position until finish, then the slice */
+  uint8_t ext;    /* 0: corr, 1: ext */
   int64_t v;
 } ft__mwide;
 
+#define MODEL_CACHE 64
 struct ft_model_priv {
   ft__strtab names; /* slice names: ft_model_str */
   ft__strtab text;  /* Input Dims texts, unknown categories */
   ft__strtab vars;  /* ft__mvar bytes */
   ft__strtab tkeys; /* ft__mtrack_key bytes, ids = track indexes */
   size_t cap_tracks;
-  /* the build, in file order (freed by finish) */
-  int64_t *ts, *dur, *corr, *ext;
-  uint64_t *bytes;
-  uint32_t *name, *track, *var;
-  uint8_t *kind;
+  /* the build, in file order: the columns ts, dur, arg, corr32, ext32, name, track, kind
+   * and var are filled as events come, then sorted in place by finish */
+  uint32_t *var; /* per slice: its variant */
   size_t cap;
+  size_t cap_wide;
   bool finished;
-  /* held after finish */
-  uint32_t *var_col; /* per slice (sorted): its variant */
-  uint32_t *order;   /* file position -> slice */
-  ft__mwide *wide;   /* by slice, then corr before ext */
+  uint32_t *order; /* file position -> slice */
+  ft__mwide *wide; /* by slice, then corr before ext */
   size_t n_wide;
   ft__munknown *unk;
   size_t n_unk, cap_unk;
@@ -66,13 +64,16 @@ struct ft_model_priv {
   ft_stat_meta meta;
   ft_stat_source source;
   char *step_name; /* opts.step, copied */
-  /* the latest lookups: consecutive events mostly share them */
-  uint32_t last_name, last_var, last_track;
-  bool has_last_name, has_last_var, has_last_track;
+  /* recent lookups (id + 1, 0: empty), by a cheap hash of the key: a trace's events
+   * alternate among a few names, threads and launch configurations */
+  uint32_t name_cache[MODEL_CACHE], var_cache[MODEL_CACHE], track_cache[MODEL_CACHE];
 };
 
-/* model.c: frees the build arrays (file order) */
-void ft__model_free_build(struct ft_model_priv *p);
+/* A slice's id as given, its code not FT_MODEL_NONE (a wide one from the side table). */
+static inline int64_t ft__model_id(const ft_model *m, size_t i, bool ext) {
+  uint32_t v = ext ? m->ext32[i] : m->corr32[i];
+  return v < FT_MODEL_WIDE ? (int64_t)v : ft__model_wide(m, i, ext);
+}
 /* model_finish.c */
 ft_status ft__model_finish(ft_model *m);
 
