@@ -11,6 +11,7 @@ int ft_cli_stats(int argc, char **argv);
 int ft_cli_report(int argc, char **argv);
 int ft_cli_diff(int argc, char **argv);
 int ft_cli_advise(int argc, char **argv);
+int ft_cli_hta_numbers(int argc, char **argv); /* `_hta`: HTA's shared numbers as JSON (tests) */
 
 /* Exit status for usage errors and unreadable input. */
 #define FT_CLI_USAGE 2

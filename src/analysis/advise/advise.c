@@ -5,12 +5,6 @@
 
 #include "advise_internal.h"
 
-/* The hta branch's critical_path.c replaces this stand-in: until then a step can save
- * at most its wall time. */
-__attribute__((weak)) uint64_t ft__critical_path_ns(const ft_model *m, size_t step) {
-  return (uint64_t)(m->steps[step].end - m->steps[step].start);
-}
-
 void ft_advise_opts_default(ft_advise_opts *o) {
   o->gap_ns = 100000;
   o->min_share = 0.01;
@@ -74,18 +68,16 @@ uint32_t ft__finding(ft__findings *t, enum ft_rule rule, uint32_t k1, uint32_t k
     if (f) t->f = f;
     void *kk = f ? realloc(t->keys, cap * sizeof(fkey)) : NULL;
     if (kk) t->keys = kk;
-    uint32_t *ls = kk ? realloc(t->last_slice, cap * sizeof *ls) : NULL;
-    if (ls) t->last_slice = ls;
-    uint32_t *lt = ls ? realloc(t->last_step, cap * sizeof *lt) : NULL;
-    if (!lt) return UINT32_MAX;
-    t->last_step = lt;
+    struct ft__last *ls = kk ? realloc(t->last, cap * sizeof *ls) : NULL;
+    if (!ls) return UINT32_MAX;
+    t->last = ls;
     t->cap = cap;
   }
   size_t i = t->n++;
   memset(&t->f[i], 0, sizeof t->f[i]);
   t->f[i].rule = rule;
   ((fkey *)t->keys)[i] = (fkey){rule, k1, k2};
-  t->last_slice[i] = t->last_step[i] = UINT32_MAX;
+  t->last[i] = (struct ft__last){FT_MODEL_NONE, UINT32_MAX, INT64_MIN};
   t->slot[h] = (uint32_t)i + 1;
   if (is_new) *is_new = true;
   return (uint32_t)i;
@@ -95,9 +87,9 @@ bool ft__credit_add(ft__findings *t, uint32_t fi, const ft_model *m, size_t step
                     int64_t dur, uint64_t ns) {
   if (!grow((void **)&t->cr, &t->cap_cr, t->n_cr + 1, sizeof *t->cr)) return false;
   t->cr[t->n_cr++] = (ft__credit){fi, (uint32_t)step, ns};
-  if (t->last_slice[fi] == slice && t->last_step[fi] == step && slice != FT_MODEL_NONE) return true;
-  t->last_slice[fi] = slice;
-  t->last_step[fi] = (uint32_t)step;
+  struct ft__last *l = &t->last[fi];
+  if (l->slice == slice && l->step == step && l->ts == ts) return true;
+  *l = (struct ft__last){slice, (uint32_t)step, ts};
   ft_advise_finding *f = &t->f[fi];
   f->count++;
   if (f->n_occ >= FT_ADVISE_KEEP_OCC) return true;
@@ -111,8 +103,7 @@ void ft__findings_free(ft__findings *t) {
   free(t->f);
   free(t->slot);
   free(t->keys);
-  free(t->last_slice);
-  free(t->last_step);
+  free(t->last);
   free(t->cr);
   memset(t, 0, sizeof *t);
 }
@@ -156,6 +147,11 @@ static uint64_t iv_overlap(const ivs *x, const ivs *y) {
   return t;
 }
 
+static int by_start(const void *x, const void *y) {
+  const iv *a = x, *b = y;
+  return a->a < b->a ? -1 : a->a > b->a;
+}
+
 /* Removes [a, b) from rem (into tmp, then swapped) and returns how much it held. */
 static uint64_t take(ivs *rem, ivs *tmp, int64_t a, int64_t b, bool *oom) {
   uint64_t got = 0;
@@ -197,7 +193,9 @@ typedef struct ctx {
   causes sync, h2d;
   ft__findings t;
   ivs busy, comp, comm, copy, gaps, rem, tmp;
-  ivs idle_all; /* every step's idle gaps, for fuse */
+  ivs idle_all;           /* every step's idle gaps, for fuse */
+  unsigned char *is_step; /* a bit per slice: a step's range */
+  uint64_t start_best;    /* the costliest step start so far: its op names the finding */
   bool oom;
 } ctx;
 
@@ -237,10 +235,14 @@ static uint32_t op_during(const ctx *c, int64_t a, int64_t b) {
 static uint32_t name_of(const ft_model *m, uint32_t slice) {
   return slice == FT_MODEL_NONE ? FT_MODEL_NONE : m->name[slice];
 }
+/* The op around a slice; a step's range is none (it says nothing of what ran). */
+static uint32_t op_of(const ctx *c, uint32_t slice) {
+  uint32_t op = c->m->op ? c->m->op[slice] : FT_MODEL_NONE;
+  return op != FT_MODEL_NONE && (c->is_step[op / 8] & (1u << (op % 8))) ? FT_MODEL_NONE : op;
+}
 static const char *str_of(const ft_model *m, uint32_t slice) {
   return slice == FT_MODEL_NONE ? "(no op)" : ft_model_str(m, m->name[slice]);
 }
-static uint32_t op_of(const ft_model *m, uint32_t slice) { return m->op ? m->op[slice] : FT_MODEL_NONE; }
 
 static const char *const suggest[FT_RULE_N] = {
     [FT_RULE_SYNC] = "remove the sync or move it off the step's path (no .item()/.cpu() inside the loop)",
@@ -316,10 +318,11 @@ static bool classify(ctx *c) {
 
 static bool index_slices(ctx *c) {
   const ft_model *m = c->m;
-  unsigned char *is_step = calloc(m->n / 8 + 1, 1);
+  unsigned char *is_step = c->is_step = calloc(m->n / 8 + 1, 1);
   if (!is_step) return false;
   for (size_t s = 0; s < m->n_steps; s++)
-    if (m->steps[s].slice != FT_MODEL_NONE) is_step[m->steps[s].slice / 8] |= (unsigned char)(1u << (m->steps[s].slice % 8));
+    if (m->steps[s].slice != FT_MODEL_NONE)
+      is_step[m->steps[s].slice / 8] |= (unsigned char)(1u << (m->steps[s].slice % 8));
   size_t nd = 0, no = 0;
   for (size_t i = 0; i < m->n; i++) {
     if (ft_model_is_device(m->kind[i])) nd++;
@@ -327,10 +330,7 @@ static bool index_slices(ctx *c) {
   }
   c->dev = malloc((nd + 1) * sizeof *c->dev);
   c->ops = malloc((no + 1) * sizeof *c->ops);
-  if (!c->dev || !c->ops) {
-    free(is_step);
-    return false;
-  }
+  if (!c->dev || !c->ops) return false;
   for (size_t i = 0; i < m->n; i++) {
     if (ft_model_is_device(m->kind[i])) {
       c->dev[c->n_dev++] = (uint32_t)i;
@@ -340,7 +340,6 @@ static bool index_slices(ctx *c) {
       if (m->dur[i] > c->ops_max) c->ops_max = m->dur[i];
     }
   }
-  free(is_step);
   return true;
 }
 
@@ -365,7 +364,7 @@ static void causes_in_gap(ctx *c, const causes *l, size_t s, int64_t a, int64_t 
     uint64_t ns = take(&c->rem, &c->tmp, m->ts[i], until, &c->oom);
     if (!ns) continue;
     *idle += ns;
-    uint32_t op = op_of(m, i);
+    uint32_t op = op_of(c, i);
     char what[160];
     snprintf(what, sizeof what, "%s under %s", ft_model_str(m, m->name[i]), str_of(m, op));
     credit(c, l->v[k].rule, m->name[i], name_of(m, op), what,
@@ -397,7 +396,10 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
   int64_t first_dev = c->busy.n ? c->busy.v[0].a : t1, at = t0;
   for (size_t k = 0; k <= c->busy.n; k++) {
     int64_t b = k < c->busy.n ? c->busy.v[k].a : t1;
-    if (!iv_push(&c->gaps, at, b) || !iv_push(&c->idle_all, at, b)) c->oom = true;
+    if (!iv_push(&c->gaps, at, b)) c->oom = true;
+    if (b > at && grow((void **)&c->idle_all.v, &c->idle_all.cap, c->idle_all.n + 1, sizeof(iv)))
+      c->idle_all.v[c->idle_all.n++] = (iv){at, b};
+    else if (b > at) c->oom = true;
     if (k < c->busy.n) at = c->busy.v[k].b;
   }
   st->idle_ns = iv_len(&c->gaps);
@@ -412,9 +414,14 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
       st->idle[FT_IDLE_STEP_START] += ns;
       char what[160];
       snprintf(what, sizeof what, "device idle at the step's start while %s ran", str_of(m, start_op));
-      if (ns)
-        credit(c, FT_RULE_STEP_START, name_of(m, start_op), 0, what, str_of(m, start_op), s, start_op, t0,
-               first_dev - t0, ns);
+      /* one finding a rank: it names the op of its costliest step */
+      if (ns) credit(c, FT_RULE_STEP_START, 0, 0, what, str_of(m, start_op), s, start_op, t0, first_dev - t0, ns);
+      if (ns > c->start_best && !c->oom) {
+        ft_advise_finding *f = &c->t.f[ft__finding(&c->t, FT_RULE_STEP_START, 0, 0, NULL)];
+        snprintf(f->what, sizeof f->what, "%s", what);
+        snprintf(f->where, sizeof f->where, "%s", str_of(m, start_op));
+        c->start_best = ns;
+      }
     }
     causes_in_gap(c, &c->sync, s, a, b, &st->idle[FT_IDLE_SYNC]);
     causes_in_gap(c, &c->h2d, s, a, b, &st->idle[FT_IDLE_H2D]);
@@ -435,7 +442,7 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
       snprintf(what, sizeof what, "device idle over %.0f us while %s ran", c->o->gap_ns / 1e3, str_of(m, op));
       credit(c, FT_RULE_GAP, name_of(m, op), 0, what, str_of(m, op), s, op, a, b - a, launch + other);
     } else if (launch && m->kind[d] == FT_MK_KERNEL && m->dur[d] < m->dur[l]) {
-      uint32_t op = op_of(m, d);
+      uint32_t op = op_of(c, d);
       snprintf(what, sizeof what, "kernels shorter than their launch (%s) under %s", ft_model_str(m, m->name[l]),
                str_of(m, op));
       credit(c, FT_RULE_LAUNCH_BOUND, name_of(m, op), m->name[l], what, str_of(m, op), s, d, m->ts[d], m->dur[d],
@@ -491,6 +498,7 @@ void ft__rank_findings(ft_advise_finding *f, size_t *n, double min_share) {
 static void ctx_free(ctx *c) {
   free(c->dev);
   free(c->ops);
+  free(c->is_step);
   free(c->sync.v);
   free(c->h2d.v);
   ivs *all[] = {&c->busy, &c->comp, &c->comm, &c->copy, &c->gaps, &c->rem, &c->tmp, &c->idle_all};
@@ -520,7 +528,29 @@ ft_status ft_advise(const ft_model *m, const ft_advise_opts *o, ft_advice *out, 
     ceil[s] = cp && cp < w ? cp : w;
   }
   if (c.oom) goto oom;
-  /* prefix sums of the idle gaps: fuse measures the idle inside a kernel sequence */
+  uint64_t(*hta)[3] = malloc((m->n_steps + 1) * sizeof *hta);
+  if (!hta || !ft__hta_idle_steps(m, hta)) {
+    free(hta);
+    goto oom;
+  }
+  for (size_t s = 0; s < m->n_steps; s++) {
+    out->steps[s].hta_host_wait_ns = hta[s][0];
+    out->steps[s].hta_kernel_wait_ns = hta[s][1];
+    out->steps[s].hta_other_ns = hta[s][2];
+  }
+  free(hta);
+  /* prefix sums of the idle gaps: fuse measures the idle inside a kernel sequence (sorted
+   * and merged first: steps named by --step may overlap) */
+  qsort(c.idle_all.v, c.idle_all.n, sizeof *c.idle_all.v, by_start);
+  size_t nm = 0;
+  for (size_t k = 0; k < c.idle_all.n; k++) {
+    if (nm && c.idle_all.v[k].a <= c.idle_all.v[nm - 1].b) {
+      if (c.idle_all.v[k].b > c.idle_all.v[nm - 1].b) c.idle_all.v[nm - 1].b = c.idle_all.v[k].b;
+    } else {
+      c.idle_all.v[nm++] = c.idle_all.v[k];
+    }
+  }
+  c.idle_all.n = nm;
   uint64_t *pre = malloc((c.idle_all.n + 1) * sizeof *pre);
   int64_t *ga = malloc((c.idle_all.n + 1) * sizeof *ga), *gb = malloc((c.idle_all.n + 1) * sizeof *gb);
   bool ok = pre && ga && gb;

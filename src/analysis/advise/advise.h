@@ -1,4 +1,5 @@
-/* `flagtrace advise`: a step's time split into busy and idle by cause, and findings ranked by what fixing each saves. */
+/* `flagtrace advise`: a step's time split into busy and idle by cause, and findings ranked by what fixing each saves.
+ */
 #ifndef FLAGTRACE_ANALYSIS_ADVISE_H
 #define FLAGTRACE_ANALYSIS_ADVISE_H
 
@@ -19,10 +20,10 @@ enum ft_idle_cause {
 };
 
 typedef struct ft_advise_step {
-  int64_t rank, number; /* number: ft_model_step's */
-  int64_t start, end;   /* wall = end - start */
+  int64_t rank, number;                           /* number: ft_model_step's */
+  int64_t start, end;                             /* wall = end - start */
   uint64_t busy_ns, compute_ns, comm_ns, copy_ns; /* busy: the union; the others: each kind's union */
-  uint64_t exposed_comm_ns;                        /* communication not overlapped by compute (stragglers) */
+  uint64_t exposed_comm_ns;                       /* communication not overlapped by compute (stragglers) */
   uint64_t idle_ns, idle[FT_IDLE_N];
   uint64_t critical_path_ns; /* the longest dependent chain (HTA's definition); the ceiling of any saving */
   /* HTA's idle-time breakdown per the same step (all streams): host wait, kernel wait, other */
@@ -64,9 +65,9 @@ typedef struct ft_advise_finding {
 #define FT_ADVISE_KEEP_OCC 64
 
 typedef struct ft_advise_opts {
-  uint64_t gap_ns;        /* FT_RULE_GAP threshold (default 100 us) */
-  double min_share;       /* findings under this share of the step are dropped (default 0.01) */
-  unsigned fuse_min_len;  /* FT_RULE_FUSE: sequence length (default 3) */
+  uint64_t gap_ns;       /* FT_RULE_GAP threshold (default 100 us) */
+  double min_share;      /* findings under this share of the step are dropped (default 0.01) */
+  unsigned fuse_min_len; /* FT_RULE_FUSE: sequence length (default 3) */
 } ft_advise_opts;
 void ft_advise_opts_default(ft_advise_opts *o);
 

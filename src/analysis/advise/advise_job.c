@@ -1,4 +1,5 @@
-/* advise's cross-rank part: a rank slower than the others on the same step, by wall time and by exposed communication. */
+/* advise's cross-rank part: a rank slower than the others on the same step, by wall time and by exposed communication.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,8 @@ ft_status ft_advise_job(ft_advice *const *ranks, size_t n, const ft_advise_opts 
       f->count++;
       if (f->n_occ < FT_ADVISE_KEEP_OCC) {
         if (!f->occ && !(f->occ = malloc(FT_ADVISE_KEEP_OCC * sizeof *f->occ))) goto oom;
-        f->occ[f->n_occ++] = (ft_advise_occurrence){st->rank, st->number, st->start, st->end - st->start, FT_MODEL_NONE};
+        f->occ[f->n_occ++] =
+            (ft_advise_occurrence){st->rank, st->number, st->start, st->end - st->start, FT_MODEL_NONE};
       }
     }
     if (!f->count) continue;

@@ -1,4 +1,5 @@
-/* advise's rules that are not idle causes: repeated kernel sequences (fuse), low FLOP/s ops, stragglers across ranks. */
+/* advise's rules that are not idle causes: repeated kernel sequences (fuse), low FLOP/s ops, stragglers across ranks.
+ */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,7 +92,10 @@ static void seq_what(const fuse_ctx *f, size_t p, double per_step, char *out, si
 
 bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga, const int64_t *gb,
                    const uint64_t *pre, size_t n_idle, ft__findings *t) {
-  fuse_ctx f = {.m = m, .len = o->fuse_min_len < 2 ? 2 : o->fuse_min_len > FUSE_MAX_LEN ? FUSE_MAX_LEN : o->fuse_min_len};
+  fuse_ctx f = {.m = m,
+                .len = o->fuse_min_len < 2              ? 2
+                       : o->fuse_min_len > FUSE_MAX_LEN ? FUSE_MAX_LEN
+                                                        : o->fuse_min_len};
   size_t nk = 0;
   for (size_t i = 0; i < m->n; i++) nk += m->kind[i] == FT_MK_KERNEL && m->step[i] != FT_MODEL_NONE;
   if (nk < f.len || !m->n_steps) return true;
@@ -142,7 +146,8 @@ bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga
     ft_advise_finding *fd = &t->f[fi];
     uint32_t op = m->op ? m->op[f.k[tab[c].first]] : FT_MODEL_NONE;
     seq_what(&f, tab[c].first, (double)no / (double)m->n_steps, fd->what, sizeof fd->what);
-    snprintf(fd->where, sizeof fd->where, "%s", op == FT_MODEL_NONE ? "(no op)" : ft_model_str(m, m->name[op]));
+    const char *where = op == FT_MODEL_NONE ? "(no op)" : ft_model_str(m, m->name[op]);
+    snprintf(fd->where, sizeof fd->where, "%s", strncmp(where, "ProfilerStep#", 13) ? where : "(no op)");
     snprintf(fd->suggestion, sizeof fd->suggestion, "%s",
              "fuse the sequence (torch.compile, a fused kernel) or capture the loop in a CUDA graph");
     for (size_t q = 0; q < no; q++) {
@@ -228,10 +233,8 @@ static double op_flops(const char *name, const shapes *s) {
 #define T(i, n) (s->nt > (i) && s->nd[i] == (n))
   if (!strcmp(name, "mm") && T(0, 2) && T(1, 2)) return 2.0 * s->d[0][0] * s->d[0][1] * s->d[1][1];
   if (!strcmp(name, "addmm") && T(1, 2) && T(2, 2)) return 2.0 * s->d[1][0] * s->d[1][1] * s->d[2][1];
-  if (!strcmp(name, "bmm") && T(0, 3) && T(1, 3))
-    return 2.0 * s->d[0][0] * s->d[0][1] * s->d[0][2] * s->d[1][2];
-  if (!strcmp(name, "baddbmm") && T(1, 3) && T(2, 3))
-    return 2.0 * s->d[1][0] * s->d[1][1] * s->d[1][2] * s->d[2][2];
+  if (!strcmp(name, "bmm") && T(0, 3) && T(1, 3)) return 2.0 * s->d[0][0] * s->d[0][1] * s->d[0][2] * s->d[1][2];
+  if (!strcmp(name, "baddbmm") && T(1, 3) && T(2, 3)) return 2.0 * s->d[1][0] * s->d[1][1] * s->d[1][2] * s->d[2][2];
   if (!strcmp(name, "matmul") && s->nt >= 2 && s->nd[0] >= 2 && s->nd[1] >= 2) {
     int a = s->nd[0], b = s->nd[1];
     return 2.0 * prod(s->d[0], 0, a - 2) * s->d[0][a - 2] * s->d[0][a - 1] * s->d[1][b - 1];
@@ -303,7 +306,8 @@ bool ft__rule_low_flops(const ft_model *m, double peak, ft__findings *t) {
     ok = true;
     goto done;
   }
-  for (n_slot = 64; n_slot < n * 2; n_slot *= 2) {}
+  for (n_slot = 64; n_slot < n * 2; n_slot *= 2) {
+  }
   if (!(slot = calloc(n_slot, sizeof *slot))) goto done;
   for (size_t k = 0; k < n; k++) {
     size_t h = (ops[k].slice * 2654435761u) & (n_slot - 1);
@@ -346,7 +350,8 @@ bool ft__rule_low_flops(const ft_model *m, double peak, ft__findings *t) {
     uint64_t ideal = (uint64_t)(ops[k].flops / (peak * LOW_FLOPS_EFF) * 1e9);
     uint32_t sl = ops[k].slice;
     if ((fail = !ft__credit_add(t, fi, m, m->step[sl], sl, m->ts[sl], (int64_t)ops[k].ns,
-                                        ops[k].ns > ideal ? ops[k].ns - ideal : 0))) break;
+                                ops[k].ns > ideal ? ops[k].ns - ideal : 0)))
+      break;
     ft_advise_finding *f = &t->f[fi];
     snprintf(f->where, sizeof f->where, "%s", ft_model_str(m, m->name[sl]));
     snprintf(f->suggestion, sizeof f->suggestion, "%s",

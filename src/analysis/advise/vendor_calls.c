@@ -47,7 +47,7 @@ static const char *const acl_sync_stems[] = {"SynchronizeStream",
                                              "SynchronizeDeviceWithTimeout",
                                              "SynchronizeEventWithTimeout",
                                              NULL};
-static const char *const memset_stems[] = {"Memset",    "Memset2D",   "Memset3D",   "MemsetD8", "MemsetD16",
+static const char *const memset_stems[] = {"Memset",    "Memset2D",   "Memset3D",    "MemsetD8",    "MemsetD16",
                                            "MemsetD32", "MemsetD2D8", "MemsetD2D16", "MemsetD2D32", NULL};
 
 enum ft__call_class ft__advise_call_class(const char *name, enum ft__copy_dir *dir) {
@@ -59,8 +59,8 @@ enum ft__call_class ft__advise_call_class(const char *name, enum ft__copy_dir *d
   if (in(s, acl ? acl_sync_stems : sync_stems)) return FT__CALL_SYNC;
   if (!strncmp(s, "Memcpy", 6)) {
     if (dir) {
-      *dir = strstr(s, "HtoD") ? FT__DIR_H2D
-             : strstr(s, "DtoH") ? FT__DIR_D2H
+      *dir = strstr(s, "HtoD")                          ? FT__DIR_H2D
+             : strstr(s, "DtoH")                        ? FT__DIR_D2H
              : (strstr(s, "DtoD") || strstr(s, "Peer")) ? FT__DIR_D2D
                                                         : FT__DIR_UNKNOWN;
     }
@@ -92,10 +92,10 @@ enum ft__copy_dir ft__advise_copy_dir(const char *work_name, bool *pageable) {
 static const struct {
   const char *name;
   double tflops;
-} peaks[] = {{"H200", 989.0}, {"H100 SXM", 989.0}, {"H100 80GB HBM3", 989.0}, {"H100 NVL", 835.0},
-             {"H100 PCIe", 756.0}, {"H100", 756.0}, {"H800", 989.0},  {"H20", 148.0},
-             {"A100", 312.0},   {"A800", 312.0},  {"L40S", 362.0},  {"L4", 121.0},
-             {"B200", 2250.0},  {"V100", 125.0}};
+} peaks[] = {{"H200", 989.0},      {"H100 SXM", 989.0}, {"H100 80GB HBM3", 989.0}, {"H100 NVL", 835.0},
+             {"H100 PCIe", 756.0}, {"H100", 756.0},     {"H800", 989.0},           {"H20", 148.0},
+             {"A100", 312.0},      {"A800", 312.0},     {"L40S", 362.0},           {"L4", 121.0},
+             {"B200", 2250.0},     {"V100", 125.0}};
 
 double ft__advise_peak_flops(const char *device_name) {
   if (!device_name) return 0;
@@ -105,7 +105,7 @@ double ft__advise_peak_flops(const char *device_name) {
 }
 
 const char *ft_rule_name(enum ft_rule r) {
-  static const char *const names[FT_RULE_N] = {"sync",       "h2d-copy", "step-start", "launch-bound", "sync-memop",
-                                               "gap",        "straggler", "fuse",      "low-flops"};
+  static const char *const names[FT_RULE_N] = {"sync", "h2d-copy",  "step-start", "launch-bound", "sync-memop",
+                                               "gap",  "straggler", "fuse",       "low-flops"};
   return (unsigned)r < FT_RULE_N ? names[r] : "unknown";
 }

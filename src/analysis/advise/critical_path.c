@@ -1,0 +1,474 @@
+/* HTA's critical path (critical_path_analysis.py) through a step, on the event model: its graph, then its longest path.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "advise_internal.h"
+
+/* The events that get nodes, each a start node (2k) and an end node (2k + 1). */
+typedef struct cp {
+  const ft_model *m;
+  uint32_t *ev; /* node-event k's slice */
+  size_t n_ev;
+  uint32_t *node_of; /* slice -> k, FT_MODEL_NONE */
+  struct edge {
+    uint32_t u, v;
+    int64_t w;
+    size_t seq;
+  } * e;
+  size_t n_e, cap_e;
+  bool oom;
+} cp;
+
+static int64_t node_ts(const cp *c, uint32_t node) {
+  uint32_t s = c->ev[node / 2];
+  return c->m->ts[s] + (node & 1 ? c->m->dur[s] : 0);
+}
+
+/* networkx's add_edge: a second edge between the same nodes replaces the first
+ * (dedup() keeps the last). Dependency and sync edges weigh nothing. */
+static void edge(cp *c, uint32_t u, uint32_t v, bool zero) {
+  if (c->oom || u == v) return;
+  if (c->n_e == c->cap_e) {
+    size_t cap = c->cap_e ? 2 * c->cap_e : 1024;
+    void *p = realloc(c->e, cap * sizeof *c->e);
+    if (!p) {
+      c->oom = true;
+      return;
+    }
+    c->e = p;
+    c->cap_e = cap;
+  }
+  int64_t w = zero ? 0 : node_ts(c, v) - node_ts(c, u);
+  if (w <= -1000) w = 0; /* _validate_graph: a weight of -1 us or less counts 0 (HTA's non-strict default) */
+  c->e[c->n_e] = (struct edge){u, v, w, c->n_e};
+  c->n_e++;
+}
+
+static bool name_in(const char *s, const char *const *set, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(s, set[i])) return true;
+  return false;
+}
+
+/* CUDA_RUNTIME_EVENTS: the calls that take the CUDA runtime's lock. */
+static bool is_lock(const cp *c, uint32_t node) {
+  static const char *const lock[] = {"cudaHostAlloc", "cudaLaunchKernel", "cudaMemcpyAsync"};
+  return name_in(ft_model_str(c->m, c->m->name[c->ev[node / 2]]), lock, 3);
+}
+/* BLOCKING_SYNC_CALLS: a call stack edge into their end weighs nothing. */
+static bool is_blocking(const ft_model *m, uint32_t s) {
+  static const char *const blk[] = {
+      "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize", "cudaMemcpy",
+      "cudaMemcpyAsync"};
+  return name_in(ft_model_str(m, m->name[s]), blk, 6);
+}
+/* get_runtime_launch_events_mask's names: the launches the queue length counts. */
+static bool is_queue_launch(const ft_model *m, uint32_t s) {
+  static const char *const q[] = {"cudaLaunchKernel",
+                                  "cudaLaunchKernelExC",
+                                  "cuLaunchKernel",
+                                  "cuLaunchKernelEx",
+                                  "cudaMemcpyAsync",
+                                  "cudaMemsetAsync",
+                                  "runFunction - job_prep_and_submit_for_execution",
+                                  "hipLaunchKernel",
+                                  "hipExtModuleLaunchKernel",
+                                  "hipMemcpyAsync",
+                                  "hipMemsetAsync",
+                                  "hipMemcpyWithStream"};
+  return name_in(ft_model_str(m, m->name[s]), q, sizeof q / sizeof *q);
+}
+
+static bool on_stream(const ft_model *m, size_t i) { return m->tracks[m->track[i]].kind == FT_TRACK_STREAM; }
+static int64_t stream_of(const ft_model *m, size_t i) { return m->tracks[m->track[i]].tid; }
+
+/* _shares_cuda_runtime_lock */
+static bool shares_lock(const cp *c, uint32_t a, uint32_t b) {
+  return is_lock(c, a) && is_lock(c, b) && (!(a & 1) || (b & 1));
+}
+
+static const cp *sort_cp;
+static int cmp_node(const void *x, const void *y) { /* (ts, event index), a start before its end */
+  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+  int64_t ta = node_ts(sort_cp, a), tb = node_ts(sort_cp, b);
+  if (ta != tb) return ta < tb ? -1 : 1;
+  uint32_t sa = sort_cp->ev[a / 2], sb = sort_cp->ev[b / 2];
+  if (sa != sb) return sa < sb ? -1 : 1;
+  return (int)(a & 1) - (int)(b & 1);
+}
+
+/* _construct_graph_from_cuda_runtime_events: the lock's path through the calls' ends. */
+static void lock_edges(cp *c) {
+  uint32_t *nodes = malloc((2 * c->n_ev + 1) * sizeof *nodes), *starts = malloc((c->n_ev + 1) * sizeof *starts);
+  if (!nodes || !starts) {
+    c->oom = true;
+    free(nodes);
+    free(starts);
+    return;
+  }
+  size_t n = 0, top = 0;
+  for (uint32_t k = 0; k < c->n_ev; k++)
+    if (is_lock(c, 2 * k)) nodes[n++] = 2 * k, nodes[n++] = 2 * k + 1;
+  sort_cp = c;
+  qsort(nodes, n, sizeof *nodes, cmp_node);
+  uint32_t last = UINT32_MAX;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t v = nodes[i];
+    if (!(v & 1)) {
+      starts[top++] = v;
+    } else {
+      while (top) {
+        uint32_t s = starts[--top];
+        edge(c, s, v, s / 2 != v / 2); /* its own start: the call's span; another's: a dependency */
+      }
+      if (last != UINT32_MAX && (last & 1)) edge(c, last, v, true);
+    }
+    last = v;
+  }
+  free(nodes);
+  free(starts);
+}
+
+/* A CPU event of the window as the call stack sorts it (call_stack.py compare_events,
+ * every event lasting > 0): by time, ends before starts, longer starts first, shorter ends first. */
+typedef struct csev {
+  int64_t pid, tid, t, dur;
+  uint32_t s;
+  bool end;
+} csev;
+static int cmp_cs(const void *x, const void *y) {
+  const csev *a = x, *b = y;
+  if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+  if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+  if (a->s == b->s) return (int)a->end - (int)b->end;
+  if (a->t != b->t) return a->t < b->t ? -1 : 1;
+  if (a->end != b->end) return a->end ? -1 : 1;
+  if (a->dur != b->dur) return (a->dur < b->dur) == a->end ? -1 : 1;
+  return (a->s < b->s) == !a->end ? -1 : 1;
+}
+
+/* _get_tid_for_event: the one thread whose ops or ranges have word in their name, else -1 (none or several). */
+static bool tid_with(const ft_model *m, const uint8_t *in, const char *word, int64_t *tid) {
+  bool found = false;
+  for (size_t i = 0; i < m->n; i++) {
+    if (!in[i] || (m->kind[i] != FT_MK_OP && m->kind[i] != FT_MK_RANGE)) continue;
+    if (!strstr(ft_model_str(m, m->name[i]), word)) continue;
+    int64_t t = m->tracks[m->track[i]].tid;
+    if (found && t != *tid) return false;
+    found = true;
+    *tid = t;
+  }
+  return found;
+}
+
+/* _construct_graph_from_call_stacks: per thread (the backward thread merged into the
+ * forward one when each is the only one with such ops), the events in the order of a
+ * depth-first walk of HTA's call stack, edges between consecutive ones with nodes. */
+static void stack_edges(cp *c, const uint8_t *in) {
+  const ft_model *m = c->m;
+  int64_t fwd = -1, bwd = -1;
+  bool remap = tid_with(m, in, "forward", &fwd) && tid_with(m, in, "autograd", &bwd) && fwd != bwd;
+  size_t n = 0;
+  for (size_t i = 0; i < m->n; i++) n += in[i] && !on_stream(m, i);
+  csev *v = malloc((2 * n + 1) * sizeof *v);
+  uint32_t *stack = malloc((n + 1) * sizeof *stack);
+  if (!v || !stack) {
+    c->oom = true;
+    free(v);
+    free(stack);
+    return;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    if (!in[i] || on_stream(m, i)) continue;
+    const ft_model_track *t = &m->tracks[m->track[i]];
+    int64_t tid = remap && t->tid == bwd ? fwd : t->tid;
+    v[k++] = (csev){t->pid, tid, m->ts[i], m->dur[i], (uint32_t)i, false};
+    v[k++] = (csev){t->pid, tid, m->ts[i] + m->dur[i], m->dur[i], (uint32_t)i, true};
+  }
+  qsort(v, k, sizeof *v, cmp_cs);
+  /* Walking HTA's tree depth first meets the events as the sorted list does, each end
+   * exiting whatever the stack's top is (the tree's parent is the top at a start). */
+  size_t top = 0;
+  uint32_t last = UINT32_MAX;
+  int depth = 0;
+  for (size_t i = 0; i < k; i++) {
+    if (i && (v[i].pid != v[i - 1].pid || v[i].tid != v[i - 1].tid)) top = 0, last = UINT32_MAX, depth = 0;
+    uint32_t s;
+    if (!v[i].end) {
+      s = v[i].s;
+      stack[top++] = s;
+    } else {
+      if (!top) continue;
+      s = stack[--top];
+    }
+    uint32_t ev = c->node_of[s];
+    if (ev == FT_MODEL_NONE) continue;
+    uint32_t node = 2 * ev + (v[i].end ? 1 : 0);
+    if (last != UINT32_MAX && !shares_lock(c, last, node)) {
+      if (!v[i].end) edge(c, last, node, depth == 0); /* top-level ops: a dependency */
+      else edge(c, last, node, is_blocking(m, s));
+    }
+    last = node;
+    depth += v[i].end ? -1 : 1;
+  }
+  free(v);
+  free(stack);
+}
+
+/* A cuda_sync slice's call: the runtime or driver call of its correlation id (the
+ * model links launches only; HTA's index_correlation pairs syncs too). */
+typedef struct callref {
+  int64_t corr;
+  uint32_t s;
+} callref;
+static int cmp_callref(const void *x, const void *y) {
+  const callref *a = x, *b = y;
+  if (a->corr != b->corr) return a->corr < b->corr ? -1 : 1;
+  return a->s < b->s ? -1 : a->s > b->s;
+}
+static bool sync_calls(const ft_model *m, uint32_t *call) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->n; i++) n += m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER;
+  callref *r = malloc((n + 1) * sizeof *r);
+  if (!r) return false;
+  n = 0;
+  for (size_t i = 0; i < m->n; i++)
+    if ((m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER) && ft_model_corr(m, i) != FT_MODEL_NO_ID)
+      r[n++] = (callref){ft_model_corr(m, i), (uint32_t)i};
+  qsort(r, n, sizeof *r, cmp_callref);
+  for (size_t i = 0; i < m->n; i++) {
+    call[i] = m->link[i];
+    if (m->kind[i] != FT_MK_SYNC) continue;
+    int64_t c = ft_model_corr(m, i);
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (r[mid].corr < c) lo = mid + 1;
+      else hi = mid;
+    }
+    call[i] = c != FT_MODEL_NO_ID && lo < n && r[lo].corr == c ? r[lo].s : FT_MODEL_NONE;
+  }
+  free(r);
+  return true;
+}
+
+/* Per stream id, in start order: where the stream's queue stood (HTA's
+ * _get_queue_length_time_series_for_rank over the whole trace): after each launch
+ * counted (+1) and after each of their device work's start (-1). */
+typedef struct streams {
+  int64_t *id;
+  int64_t *len;   /* per stream */
+  uint32_t *last; /* per stream: the end node of its last work, UINT32_MAX */
+  size_t n;
+} streams;
+
+static size_t stream_ix(const streams *q, int64_t id) {
+  size_t lo = 0, hi = q->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (q->id[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static bool queue_lengths(const ft_model *m, streams *q, int32_t *qlen) {
+  q->id = malloc((m->n_tracks + 1) * sizeof *q->id);
+  q->len = calloc(m->n_tracks + 1, sizeof *q->len);
+  q->last = malloc((m->n_tracks + 1) * sizeof *q->last);
+  if (!q->id || !q->len || !q->last) return false;
+  q->n = 0;
+  for (size_t t = 0; t < m->n_tracks; t++)
+    if (m->tracks[t].kind == FT_TRACK_STREAM) q->id[q->n++] = m->tracks[t].tid;
+  qsort(q->id, q->n, sizeof *q->id, cmp_i64);
+  size_t u = 0;
+  for (size_t i = 0; i < q->n; i++)
+    if (!u || q->id[u - 1] != q->id[i]) q->id[u++] = q->id[i];
+  q->n = u;
+  for (size_t i = 0; i < q->n; i++) q->last[i] = UINT32_MAX;
+  for (size_t i = 0; i < m->n; i++) {
+    qlen[i] = INT32_MIN;
+    uint32_t l = m->link[i];
+    if (l == FT_MODEL_NONE) continue;
+    bool work = on_stream(m, i);
+    uint32_t launch = work ? l : (uint32_t)i, dev = work ? (uint32_t)i : l;
+    if (!on_stream(m, dev) || on_stream(m, launch) || !is_queue_launch(m, launch)) continue;
+    size_t s = stream_ix(q, stream_of(m, dev));
+    q->len[s] += work ? -1 : 1;
+    qlen[i] = (int32_t)q->len[s];
+  }
+  return true;
+}
+
+struct row {
+  int64_t key; /* start; a sync's end (HTA sorts them so) */
+  uint32_t s;
+};
+static int cmp_row(const void *x, const void *y) {
+  const struct row *a = x, *b = y;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return a->s < b->s ? -1 : a->s > b->s;
+}
+
+/* _construct_graph_from_kernels: each device work's span; a launch delay edge when its
+ * stream's queue was empty at the launch and is again at its start and the stream's
+ * last work ended before the launch; else a kernel-kernel edge from the last work
+ * under the threshold. Stream and context syncs: an edge from the last work on the
+ * stream (on every stream) to the end of the call that waited. */
+static void kernel_edges(cp *c, const uint8_t *in, const uint32_t *call, streams *q, const int32_t *qlen) {
+  const ft_model *m = c->m;
+  size_t n = 0;
+  for (size_t i = 0; i < m->n; i++) n += in[i] && (on_stream(m, i) || m->kind[i] == FT_MK_SYNC);
+  struct row *r = malloc((n + 1) * sizeof *r);
+  if (!r) {
+    c->oom = true;
+    return;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < m->n; i++)
+    if (in[i] && (on_stream(m, i) || m->kind[i] == FT_MK_SYNC)) /* syncs sort by their end */
+      r[k++] = (struct row){m->ts[i] + (m->kind[i] == FT_MK_SYNC ? m->dur[i] : 0), (uint32_t)i};
+  qsort(r, k, sizeof *r, cmp_row);
+  for (size_t i = 0; i < k; i++) {
+    uint32_t s = r[i].s, l = call[s];
+    size_t st = on_stream(m, s) ? stream_ix(q, stream_of(m, s)) : SIZE_MAX;
+    if (m->kind[s] == FT_MK_SYNC) {
+      if (l == FT_MODEL_NONE || c->node_of[l] == FT_MODEL_NONE) continue;
+      const char *nm = ft_model_str(m, m->name[s]);
+      uint32_t to = 2 * c->node_of[l] + 1;
+      if (!strcmp(nm, "Context Sync")) {
+        for (size_t x = 0; x < q->n; x++)
+          if (q->last[x] != UINT32_MAX) edge(c, q->last[x], to, true);
+      } else if (!strcmp(nm, "Stream Sync") && st < q->n) {
+        if (q->last[st] != UINT32_MAX) edge(c, q->last[st], to, true);
+      }
+      continue;
+    }
+    uint32_t ev = c->node_of[s];
+    if (ev == FT_MODEL_NONE) continue;
+    uint32_t a = 2 * ev, b = a + 1, last = q->last[st];
+    edge(c, a, b, false);
+    bool launch_ok = l != FT_MODEL_NONE && c->node_of[l] != FT_MODEL_NONE && qlen[s] == 0 && qlen[l] == 1 &&
+                     (last == UINT32_MAX || node_ts(c, last) < m->ts[l]);
+    if (launch_ok) edge(c, 2 * c->node_of[l], a, false);
+    else if (last != UINT32_MAX && m->ts[s] - node_ts(c, last) < FT_HTA_CP_KERNEL_DELAY_NS) edge(c, last, a, false);
+    q->last[st] = b;
+  }
+  free(r);
+}
+
+static int cmp_edge(const void *x, const void *y) {
+  const struct edge *a = x, *b = y;
+  if (a->u != b->u) return a->u < b->u ? -1 : 1;
+  if (a->v != b->v) return a->v < b->v ? -1 : 1;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* networkx's dag_longest_path: in topological order, each node's distance is the best
+ * predecessor's plus the edge, restarting at 0 where that is negative. */
+static uint64_t longest(cp *c) {
+  size_t nn = 2 * c->n_ev;
+  qsort(c->e, c->n_e, sizeof *c->e, cmp_edge);
+  size_t w = 0;
+  for (size_t i = 0; i < c->n_e; i++) {
+    if (w && c->e[w - 1].u == c->e[i].u && c->e[w - 1].v == c->e[i].v)
+      c->e[w - 1] = c->e[i]; /* the later edge replaces the earlier */
+    else c->e[w++] = c->e[i];
+  }
+  c->n_e = w;
+  size_t *first = calloc(nn + 1, sizeof *first);
+  uint32_t *indeg = calloc(nn + 1, sizeof *indeg), *order = malloc((nn + 1) * sizeof *order);
+  int64_t *dist = calloc(nn + 1, sizeof *dist);
+  uint64_t best = 0;
+  if (!first || !indeg || !order || !dist) goto out;
+  for (size_t i = 0; i < c->n_e; i++) first[c->e[i].u + 1]++, indeg[c->e[i].v]++;
+  for (size_t i = 0; i < nn; i++) first[i + 1] += first[i];
+  size_t head = 0, tail = 0;
+  for (uint32_t i = 0; i < nn; i++)
+    if (!indeg[i]) order[tail++] = i;
+  while (head < tail) {
+    uint32_t u = order[head++];
+    if (dist[u] < 0) dist[u] = 0;
+    if ((uint64_t)dist[u] > best) best = (uint64_t)dist[u];
+    for (size_t j = first[u]; j < first[u + 1]; j++) {
+      uint32_t v = c->e[j].v;
+      int64_t d = dist[u] + c->e[j].w;
+      if (d > dist[v]) dist[v] = d;
+      if (!--indeg[v]) order[tail++] = v;
+    }
+  }
+  if (tail != nn) best = 0; /* a cycle: HTA's validation fails too */
+out:
+  free(first);
+  free(indeg);
+  free(order);
+  free(dist);
+  return best;
+}
+
+/* (advise_internal.h) */
+uint64_t ft__critical_path_ns(const ft_model *m, size_t step) {
+  if (!m->n) return 0;
+  int64_t ws, we;
+  if (step < m->n_steps) {
+    ws = m->steps[step].start, we = m->steps[step].end;
+  } else { /* annotation "": the trace's first start to its last end */
+    ws = INT64_MAX, we = INT64_MIN;
+    for (size_t i = 0; i < m->n; i++) {
+      if (m->ts[i] < ws) ws = m->ts[i];
+      if (m->ts[i] + m->dur[i] > we) we = m->ts[i] + m->dur[i];
+    }
+  }
+  cp c = {.m = m};
+  uint8_t *in = calloc(m->n, 1);
+  int32_t *qlen = malloc(m->n * sizeof *qlen);
+  uint32_t *call = malloc(m->n * sizeof *call);
+  streams q = {0};
+  c.node_of = malloc(m->n * sizeof *c.node_of);
+  c.ev = malloc(m->n * sizeof *c.ev);
+  uint64_t len = 0;
+  if (!in || !qlen || !call || !c.node_of || !c.ev || !queue_lengths(m, &q, qlen) || !sync_calls(m, call)) goto out;
+  /* critical_path_analysis's window: CPU events starting in it (lasting > 0), device
+   * work and syncs whose CPU call started in it (lasting > 0) */
+  for (size_t i = 0; i < m->n; i++) {
+    if (!on_stream(m, i)) {
+      in[i] = m->ts[i] >= ws && m->ts[i] <= we && m->dur[i] > 0;
+    } else {
+      uint32_t l = call[i];
+      in[i] = l != FT_MODEL_NONE && !on_stream(m, l) && m->ts[l] >= ws && m->ts[l] <= we && m->dur[l] > 0;
+    }
+  }
+  /* _create_event_nodes: ops, runtime and driver calls, device work with a correlation */
+  for (size_t i = 0; i < m->n; i++) {
+    c.node_of[i] = FT_MODEL_NONE;
+    uint8_t k = m->kind[i];
+    bool cpu = k == FT_MK_OP || k == FT_MK_RUNTIME || k == FT_MK_DRIVER;
+    bool gpu = ft_model_is_device(k) && on_stream(m, i) && ft_model_corr(m, i) >= 0;
+    if (in[i] && (cpu || gpu)) {
+      c.node_of[i] = (uint32_t)c.n_ev;
+      c.ev[c.n_ev++] = (uint32_t)i;
+    }
+  }
+  lock_edges(&c);
+  stack_edges(&c, in);
+  kernel_edges(&c, in, call, &q, qlen);
+  if (!c.oom) len = longest(&c);
+out:
+  free(in);
+  free(qlen);
+  free(call);
+  free(q.id);
+  free(q.len);
+  free(q.last);
+  free(c.node_of);
+  free(c.ev);
+  free(c.e);
+  return len;
+}
