@@ -376,13 +376,14 @@ def _():
 
 @case("straggler: rank 1's steps 2000 us longer than rank 0's, by wall time")
 def _():
-    """Rank 0: the clean trace. Rank 1: the same with each step 12 ms (its kernels
-    stretched over [s+5, s+11995)). Rank 1's excess over the others' median (rank 0's
+    """Rank 0: the clean trace. Rank 1: the same with each step 12 ms (its steps from
+    1000 us, 12 ms apart, its kernels stretched over [s+5, s+11995)). Rank 1's excess over the others' median (rank 0's
     10 ms) is 2000 us a step; the share is over the job's mean step, 11 ms."""
     r0 = clean_trace()
     r0.rank = 0
     r1 = Trace(rank=1)
-    for n, s in enumerate(step_starts(), 1):
+    for n in range(1, STEPS + 1):
+        s = 1000 + (n - 1) * 12000
         r1.step(n, s, 12000)
         fed(r1, s, 5, 11995, 10, launch_at=s)
     doc = js([r0.write("rank0.json"), r1.write("rank1.json")])
@@ -391,7 +392,7 @@ def _():
     f = doc["findings"][0]
     assert f["where"] == "rank 1" and f["count"] == STEPS and f["share"] == round(2000 / 11000, 6), f
     assert [(o["rank"], o["step"], o["ts_us"], o["dur_us"]) for o in f["occurrences"]] == \
-        [(1, n + 1, s, 12000.0) for n, s in enumerate(step_starts())], f
+        [(1, n, 1000 + (n - 1) * 12000, 12000.0) for n in range(1, STEPS + 1)], f
 
 
 @case("clean: no finding over its threshold, the idle only the step's edges")
