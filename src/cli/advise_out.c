@@ -247,18 +247,14 @@ static void wrapped(FILE *f, const char *lead, const char *text, size_t width) {
 }
 
 int ft_cli_advice_findings(FILE *f, const ft_cli_advice *a, size_t width, size_t top) {
-  if (!a->n_ranked) {
-    fputs("== advice: findings by cost per step ==\nno finding over its threshold\n", f);
-    return 0;
-  }
   ft_report rep;
   if (ft_cli_advice_report(&rep, a, top, false)) return -1;
-  char title[96];
-  snprintf(title, sizeof title, "advice: findings by cost per step, %zu of %zu", rep.n_rows, a->n_ranked);
-  rep.title = title;
+  rep.title = "advice: findings by cost per step"; /* one title whatever the count: scripts find the table by it */
   ft_table_opts to = {width, 0, FT_UNIT_US};
-  int rc = ft_report_table(f, &rep, &to);
-  fputc('\n', f);
+  int rc = ft_report_table(f, &rep, &to); /* no finding: "(none)" under the header, as every report */
+  if (!rc && rep.n_rows < a->n_ranked)
+    fprintf(f, "(%zu more under --limit %zu; -n 0 shows them all)\n", a->n_ranked - rep.n_rows, top);
+  if (!rc && rep.n_rows) fputc('\n', f);
   for (size_t i = 0; !rc && i < rep.n_rows; i++) {
     char lead[32];
     snprintf(lead, sizeof lead, "%2zu. ", i + 1);

@@ -47,7 +47,7 @@ expect "kernels,cuda_api_sum kernels,cuda_gpu_kern_sum kernels,cuda_gpu_mem_size
 expect "nvtx_sum " stats -r nvtx_s
 expect "ms " stats --timeunit m
 expect "max median min " stats --sort m
-expect "--by-rank --force-overwrite --format --help --limit --merge --name-width --output --partial --quiet --report --sort --timeunit --width -f -h -n -o -q -r -s -w " stats -
+expect "--by-rank --engine --force-overwrite --format --help --limit --merge --name-width --output --partial --quiet --report --sort --timeunit --width -f -h -n -o -q -r -s -w " stats -
 expect "--a --b --diff-json --force-overwrite --help --output --quiet --regress -h -o -q " report -
 # after --, record completes a command, then that command's arguments
 expect "echo " record -o x.json -- ech
