@@ -522,6 +522,18 @@ def _():
     assert (t[t["kind"] == "runtime"]["stream"] == -1).all()
 
 
+@case("pandas: get_trace() of a file that is not a trace: the CLI's one line as Error, exit status 2")
+def _():
+    need_pandas()
+    bad = os.path.join(data, "profiler_cuda_baseline.json")
+    try:
+        analysis.get_trace(bad, exe=cli)
+        raise AssertionError("no Error")
+    except analysis.Error as e:
+        assert str(e).startswith("flagtrace columns: ") and "traceEvents" in str(e), str(e)
+        assert e.returncode == 2
+
+
 @case("advise(): exactly `flagtrace advise -f json -n 0` of the same files, steps and findings as rows")
 def _():
     pair = [os.path.join(data, "batch8_torch_cuda.json.gz"), os.path.join(data, "batch16_torch_cuda.json.gz")]
