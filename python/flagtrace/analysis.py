@@ -347,7 +347,8 @@ def get_trace(path, step=None, *, exe=None):
     op or range that issued it: a launch's enclosing op, device work's launch's op) and
     op_index (its row, -1 when none); link (the row of the other side: a launch's device
     work, device work's launch; -1 when none); correlation, external_id (-1 when none);
-    bytes (copies and memsets, else 0). attrs: file, rank, device_name, peak_flops, steps
+    bytes (copies and memsets, else 0); grid, block (kernels: "[x, y, z]") and input_dims (ops
+    recorded with shapes: Input Dims as the trace writes them), categoricals, NaN when absent. attrs: file, rank, device_name, peak_flops, steps
     (a list of {step, start_ns, end_ns}).
 
     step: the range whose occurrences are the steps (--step; None: ProfilerStep#N)."""
@@ -368,8 +369,12 @@ def get_trace(path, step=None, *, exe=None):
         f.seek(0)
         f.readinto(buf)
     header, c = _columns(buf)
-    offs, blob = c["string_offsets"], bytes(c["string_bytes"])
-    names = [blob[offs[i]:offs[i + 1]].decode("utf-8", "surrogateescape") for i in range(len(offs) - 1)]
+    def table(prefix):  # a string table: its texts in code order
+        offs, blob = c[prefix + "_offsets"], bytes(c[prefix + "_bytes"])
+        return [blob[offs[i]:offs[i + 1]].decode("utf-8", "surrogateescape") for i in range(len(offs) - 1)]
+
+    names = table("string")
+    arg_cats = pandas.Index(table("arg_string"), dtype=object)  # distinct texts by construction
     codes = c["name"]
     cats = pandas.Index(names, dtype=object)
     if not cats.is_unique:  # one text under two ids: one category
@@ -400,6 +405,9 @@ def get_trace(path, step=None, *, exe=None):
         "op": pandas.Categorical.from_codes(op_codes, categories=cats), "op_index": op_index,
         "link": rows_of(c["link"]),
         "correlation": c["corr"], "external_id": c["ext"], "bytes": c["arg"].view(numpy.int64),
+        # one table for the three: each column keeps only its own texts as categories
+        **{k: pandas.Categorical.from_codes(c[k], categories=arg_cats).remove_unused_categories()
+           for k in ("grid", "block", "input_dims")},
     }, copy=False)
     df.attrs.update(file=header["file"], rank=header["rank"], device_name=header["device_name"],
                     peak_flops=header["peak_flops"],

@@ -124,6 +124,98 @@ static int build_strings(const ft_model *m, strtab *t) {
   return 0;
 }
 
+/* The launch configurations and Input Dims texts, each distinct text once (a table of its
+ * own: few texts, many slices), by an open-addressing hash of their bytes. */
+typedef struct argtab {
+  int32_t *grid, *block, *dims; /* per slice: a code, -1 none */
+  uint64_t *offs;               /* n + 1 */
+  char *blob;
+  size_t n, cap, blob_len, blob_cap;
+  int32_t *slot; /* hash slots: code, -1 empty */
+  size_t n_slot;
+} argtab;
+
+static uint64_t hash_text(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+  return h;
+}
+
+static bool grow_slots(argtab *t) {
+  size_t n = t->n_slot ? t->n_slot * 2 : 64;
+  int32_t *s = malloc(n * sizeof *s);
+  if (!s) return false;
+  memset(s, 0xff, n * sizeof *s);
+  for (size_t c = 0; c < t->n; c++) { /* rehash every text */
+    uint64_t h = hash_text(t->blob + t->offs[c], t->offs[c + 1] - t->offs[c]);
+    size_t k = h & (n - 1);
+    while (s[k] >= 0) k = (k + 1) & (n - 1);
+    s[k] = (int32_t)c;
+  }
+  free(t->slot);
+  t->slot = s, t->n_slot = n;
+  return true;
+}
+
+/* text's code, added when new; -1 without memory */
+static int32_t arg_code(argtab *t, const char *text) {
+  size_t len = strlen(text);
+  if (2 * (t->n + 1) > t->n_slot && !grow_slots(t)) return -1;
+  uint64_t h = hash_text(text, len);
+  size_t k = h & (t->n_slot - 1);
+  for (; t->slot[k] >= 0; k = (k + 1) & (t->n_slot - 1)) {
+    size_t c = (size_t)t->slot[k];
+    if (t->offs[c + 1] - t->offs[c] == len && !memcmp(t->blob + t->offs[c], text, len)) return (int32_t)c;
+  }
+  if (t->n + 2 > t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : 64;
+    uint64_t *o = realloc(t->offs, cap * sizeof *o);
+    if (!o) return -1;
+    t->offs = o, t->cap = cap;
+  }
+  if (t->blob_len + len > t->blob_cap) {
+    size_t cap = t->blob_cap ? 2 * t->blob_cap : 4096;
+    while (cap < t->blob_len + len) cap *= 2;
+    char *b = realloc(t->blob, cap);
+    if (!b) return -1;
+    t->blob = b, t->blob_cap = cap;
+  }
+  if (!t->n) t->offs[0] = 0;
+  memcpy(t->blob + t->blob_len, text, len);
+  t->blob_len += len;
+  t->offs[++t->n] = t->blob_len;
+  t->slot[k] = (int32_t)(t->n - 1);
+  return (int32_t)(t->n - 1);
+}
+
+/* Kernels: grid and block as "[x, y, z]" (kineto's spelling); ops: their Input Dims. */
+static int build_args(const ft_model *m, argtab *t) {
+  size_t n = m->n ? m->n : 1;
+  t->grid = malloc(n * sizeof *t->grid), t->block = malloc(n * sizeof *t->block), t->dims = malloc(n * sizeof *t->dims);
+  if (!t->grid || !t->block || !t->dims) return -1;
+  for (size_t i = 0; i < m->n; i++) {
+    struct ft_model_kernel_args a;
+    t->grid[i] = t->block[i] = t->dims[i] = -1;
+    if (!ft_model_kernel_args(m, i, &a)) continue;
+    char text[96];
+    if (a.grid[0] || a.grid[1] || a.grid[2]) {
+      snprintf(text, sizeof text, "[%d, %d, %d]", a.grid[0], a.grid[1], a.grid[2]);
+      if ((t->grid[i] = arg_code(t, text)) < 0) return -1;
+    }
+    if (a.block[0] || a.block[1] || a.block[2]) {
+      snprintf(text, sizeof text, "[%d, %d, %d]", a.block[0], a.block[1], a.block[2]);
+      if ((t->block[i] = arg_code(t, text)) < 0) return -1;
+    }
+    if (a.dims && (t->dims[i] = arg_code(t, a.dims)) < 0) return -1;
+  }
+  if (!t->offs && !(t->offs = calloc(1, sizeof *t->offs))) return -1;
+  return 0;
+}
+
+static void argtab_free(argtab *t) {
+  free(t->grid), free(t->block), free(t->dims), free(t->offs), free(t->blob), free(t->slot);
+}
+
 int ft_cli_columns(int argc, char **argv) {
   const char *output = NULL, *step = NULL;
   bool overwrite = false;
@@ -174,12 +266,13 @@ int ft_cli_columns(int argc, char **argv) {
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
   strtab t = {0};
+  argtab at = {0};
   size_t nt = m.n_tracks, ns = m.n_steps;
   int64_t *tr = malloc((nt ? nt : 1) * 3 * sizeof *tr), *st = malloc((ns ? ns : 1) * 3 * sizeof *st);
   uint8_t *tk = malloc(nt ? nt : 1);
   int64_t *ids = malloc((m.n ? m.n : 1) * 2 * sizeof *ids); /* corr, ext: the full ids, -1 for none */
   int rc = 0;
-  if (!tr || !st || !tk || !ids || build_strings(&m, &t)) {
+  if (!tr || !st || !tk || !ids || build_strings(&m, &t) || build_args(&m, &at)) {
     ft_cli_error("columns", "out of memory");
     rc = 1;
     goto out;
@@ -206,6 +299,9 @@ int ft_cli_columns(int argc, char **argv) {
       {"op", "<u4", m.op, n, 4},
       {"step", "<u4", m.step, n, 4},
       {"kind", "|u1", m.kind, n, 1},
+      {"grid", "<i4", at.grid, n, 4},
+      {"block", "<i4", at.block, n, 4},
+      {"input_dims", "<i4", at.dims, n, 4},
       {"track_pid", "<i8", tr, nt, 8},
       {"track_tid", "<i8", tr + nt, nt, 8},
       {"track_device", "<i8", tr + 2 * nt, nt, 8},
@@ -216,6 +312,8 @@ int ft_cli_columns(int argc, char **argv) {
       {"step_end", "<i8", st + 2 * ns, ns, 8},
       {"string_offsets", "<u8", t.offs, t.n_str + 1, 8},
       {"string_bytes", "|u1", t.blob, t.blob_len, 1},
+      {"arg_string_offsets", "<u8", at.offs, at.n + 1, 8},
+      {"arg_string_bytes", "|u1", at.blob, at.blob_len, 1},
   };
   ft_outfile of;
   FILE *f = stdout;
@@ -235,6 +333,7 @@ int ft_cli_columns(int argc, char **argv) {
 out:
   free(tr), free(st), free(tk), free(ids);
   free(t.name_code), free(t.track_name), free(t.offs), free(t.blob);
+  argtab_free(&at);
   ft_model_free(&m);
   return rc;
 }

@@ -508,7 +508,7 @@ def _():
     t = analysis.get_trace(SAMPLE, exe=cli)
     assert len(t) == 79 and list(t.columns) == [
         "ts", "dur", "name", "kind", "pid", "tid", "stream", "device", "track", "step", "op", "op_index", "link",
-        "correlation", "external_id", "bytes"], list(t.columns)
+        "correlation", "external_id", "bytes", "grid", "block", "input_dims"], list(t.columns)
     assert str(t["name"].dtype) == "category" and str(t["ts"].dtype) == "int64"
     assert (t["ts"].diff().fillna(0) >= 0).all()  # start order
     k = t[t["kind"] == "kernel"]
