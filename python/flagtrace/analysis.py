@@ -337,6 +337,17 @@ def _columns(buf):
     return header, cols
 
 
+def _own_categories(codes, cats):
+    """A categorical of codes into cats (one table for several columns) with only the texts
+    this column uses as its categories (a count per code: no sort of the rows)."""
+    import numpy
+    import pandas
+    used = numpy.flatnonzero(numpy.bincount(codes + 1, minlength=len(cats) + 1)[1:])
+    remap = numpy.full(len(cats) + 1, -1, numpy.int32)
+    remap[used + 1] = numpy.arange(len(used), dtype=numpy.int32)
+    return pandas.Categorical.from_codes(remap[codes + 1], categories=cats[used])
+
+
 def get_trace(path, step=None, *, exe=None):
     """One trace file's event model as a pandas.DataFrame, one row per slice in start order
     (HTA's get_trace() frame), fed by `flagtrace columns` as raw arrays (no JSON per event).
@@ -405,9 +416,7 @@ def get_trace(path, step=None, *, exe=None):
         "op": pandas.Categorical.from_codes(op_codes, categories=cats), "op_index": op_index,
         "link": rows_of(c["link"]),
         "correlation": c["corr"], "external_id": c["ext"], "bytes": c["arg"].view(numpy.int64),
-        # one table for the three: each column keeps only its own texts as categories
-        **{k: pandas.Categorical.from_codes(c[k], categories=arg_cats).remove_unused_categories()
-           for k in ("grid", "block", "input_dims")},
+        **{k: _own_categories(c[k], arg_cats) for k in ("grid", "block", "input_dims")},
     }, copy=False)
     df.attrs.update(file=header["file"], rank=header["rank"], device_name=header["device_name"],
                     peak_flops=header["peak_flops"],

@@ -520,6 +520,11 @@ def _():
     assert set(t.loc[k["link"], "name"]) == {"cudaLaunchKernel"} and (k["stream"] == 7).all()
     assert t[t["kind"] == "memcpy"]["bytes"].iloc[0] == 4194304
     assert (t[t["kind"] == "runtime"]["stream"] == -1).all()
+    assert (t["grid"].notna() == (t["kind"] == "kernel")).all()  # launch configurations on kernels only
+    assert t[k.index.min():].loc[k.index.min(), ["grid", "block"]].tolist() == ["[4096, 1, 1]", "[256, 1, 1]"]
+    assert sorted(t["grid"].cat.categories) == ["[10486, 1, 1]", "[4096, 1, 1]"]  # its own texts only
+    b8 = analysis.get_trace(os.path.join(data, "batch8_torch_cuda.json.gz"), exe=cli)
+    assert b8[b8["name"] == "aten::mm"]["input_dims"].iloc[0] == "[[2048, 1024], [1024, 4096]]"
 
 
 @case("pandas: get_trace() of a file that is not a trace: the CLI's one line as Error, exit status 2")
