@@ -301,7 +301,11 @@ class Advice(Summary):
     def df(self, name):
         """As Summary.df, with each nested object's values as columns of their own
         ("idle_by_cause.sync_us", "hta_idle.host_wait_us"); occurrences stay a list per row."""
-        import pandas  # noqa: F401 (Summary.df says how to install it)
+        try:
+            import pandas
+        except ImportError as e:
+            raise ImportError("flagtrace.analysis: DataFrames need pandas (Debian: apt-get install python3-pandas; "
+                              "or pip install pandas); rows() gives the same values without it") from e
         rows = self.rows(name)
         flat = []
         for r in rows:
