@@ -324,6 +324,8 @@ static ft_status model_read(ft_model *m, const char *path, const char *data, siz
     p->skipped.unknown_cat = 0; /* counted again by a replay, from the model's categories */
     p->skipped.unpaired = 0;    /* HTA's, at the summary's finish */
     m->rank = s->meta.rank;
+    /* the peak: advise's table by this name (ft__advise_peak_flops) */
+    snprintf(m->device_name, sizeof m->device_name, "%s", s->device_name);
     if (!s->want_modules) p->cut_pyfunc = 0;
     r = ft_model_finish(m);
     if (r) snprintf(err, errlen, "out of memory");
