@@ -351,7 +351,7 @@ def cpu_part(build, quick, gpu=False):
     doc += ["## P5 join: crafted External ids against sequential ones (bench/bench_stats.c --join)", "",
             run("bench_stats", "--join"), ""]
     doc += stats_memory(build, quick) + stats_split(build, quick) + stats_merge(build, quick) + stats_hta(build, quick)
-    doc += stats_ops(build, quick) + stats_diff(build, quick)
+    doc += stats_ops(build, quick) + stats_model(build, quick) + stats_diff(build, quick)
     doc += fake_capture(build, quick)
     doc += report_view.section(build, quick)  # the HTML report's timeline in headless chromium
     if os.path.exists(os.path.join(build, "bench", "bench_kineto")):  # built with -DFT_KINETO_SRC
@@ -550,6 +550,25 @@ def stats_ops(build, quick):
                 "| what | time (s) | peak RSS (MiB) | vs kernels,api |", "|---|---|---|---|",
                 f"| `stats -r kernels,api` (baseline) | {base[0]:.3f} | {base[1] / 1024:.1f} | - |",
                 f"| `stats -r ops,ops_shapes` | {ops[0]:.3f} | {ops[1] / 1024:.1f} | {ops[0] / base[0]:.2f}x |", ""]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def stats_model(build, quick):
+    """P5 model (issue 50): `flagtrace stats --engine=model` (each file read into the event model, then replayed
+    into the summary) against the default streaming read on the 1 M-event synthetic trace (bench_stats --write
+    476190), whole process, median of 5, peak RSS: what holding the model costs."""
+    ft, tmp, big = synthetic_1m(build)
+    if not ft:
+        return []
+    reps = 1 if quick else 5
+    try:
+        base, model = (stats_timed(ft, [f"--engine={e}"], big, reps, 1) for e in ("stream", "model"))
+        return ["## P5 model: `flagtrace stats --engine=model` against the streaming read (whole process)", "",
+                f"Synthetic gzip trace, bench_stats --write 476190 (1 M events); median of {reps}.", "",
+                "| what | time (s) | peak RSS (MiB) | vs stream |", "|---|---|---|---|",
+                f"| `stats` (stream, baseline) | {base[0]:.3f} | {base[1] / 1024:.1f} | - |",
+                f"| `stats --engine=model` | {model[0]:.3f} | {model[1] / 1024:.1f} | {model[0] / base[0]:.2f}x |", ""]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -913,7 +932,7 @@ class Gpu:
                                env={"FLAGOS_TRACE": "1"} if mode == "flagtrace" else None))
             self.note("exit split", got)
 
-    def stats_times(self, path, reps):
+    def stats_times(self, path, reps, engine="stream"):
         """Whole-process `flagtrace stats` times. The capture before it leaves a 381 MB
         JSON twin of the trace being written back to disk: it is deleted and the page
         cache flushed first, so that the kernel's writeback is not timed as ours (the
@@ -925,7 +944,7 @@ class Gpu:
         t = []
         for _ in range(reps):
             t0 = time.perf_counter()
-            sh(self.pin_io + [self.ft, "stats", path])
+            sh(self.pin_io + [self.ft, "stats", f"--engine={engine}", path])
             t.append(time.perf_counter() - t0)
         return t
 
@@ -985,6 +1004,15 @@ class Gpu:
             rows.append(row("P5", f"`flagtrace stats` on a real {big['events']:,}-event trace (gzip, "
                             f"{big['bytes_gzip'] / 1e6:.0f} MB, whole process), seconds", "-",
                             f"{s_mm[0]:.3f} / {s_mm[1]:.3f} s", ci, "< 1 s", 1.0, True, q, 3, " s"))
+            # P5 model: the same trace through the event model (read into it, then replayed into the
+            # summary: `stats --engine=model`, docs/stats.md); its ratio to the row above beside it
+            sm = self.stats_times(os.path.join(self.tmp, "cap1m.json.gz"), 1 if self.quick else max(7, self.reps),
+                                  "model")
+            m_mm = mm(sm)
+            ci_m = bootstrap(sm, statistics.median)
+            rows.append(row("P5", f"P5 model: `flagtrace stats --engine=model` on the same trace, seconds "
+                            f"({statistics.median(sm) / statistics.median(st):.2f}x the row above)", "-",
+                            f"{m_mm[0]:.3f} / {m_mm[1]:.3f} s", ci_m, "< 1 s", 1.0, True, q, 3, " s"))
         if "P6" in want:
             # CUPTI's own memory is the floor's growth with small buffers: with its 8 MiB ones
             # (P2's floor), 1 or 2 in flight made it 13 or 21 MB, and subtracting those counted
