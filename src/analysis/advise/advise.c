@@ -175,7 +175,7 @@ static uint64_t take(ivs *rem, ivs *tmp, int64_t a, int64_t b, bool *oom) {
 /* ---- one rank's pass ---- */
 
 typedef struct cause {
-  uint32_t slice;
+  uint32_t slice, owner; /* owner: the call that names the finding (a copy's own sync: the copy) */
   uint8_t rule;
 } cause;
 typedef struct causes {
@@ -196,6 +196,10 @@ typedef struct ctx {
   ivs idle_all;           /* every step's idle gaps, for fuse */
   unsigned char *is_step; /* a bit per slice: a step's range */
   uint64_t start_best;    /* the costliest step start so far: its op names the finding */
+  struct {
+    uint32_t id;
+    bool comm;
+  } comm_cache[256]; /* ft_stats_is_comm by kernel name id (three substring searches a call) */
   bool oom;
 } ctx;
 
@@ -280,8 +284,20 @@ static bool classify(ctx *c) {
     uint8_t cls, dir;
   } cache[1024];
   for (size_t k = 0; k < 1024; k++) cache[k].id = FT_MODEL_NONE;
+  /* per thread: the blocking copy call just made, whose sync (torch's copy_ from pageable
+   * memory: cudaMemcpyAsync, then cudaStreamSynchronize) is the copy's */
+  uint32_t *pending = malloc((m->n_tracks + 1) * sizeof *pending);
+  uint8_t *pending_rule = malloc(m->n_tracks + 1);
+  if (!pending || !pending_rule) {
+    free(pending);
+    free(pending_rule);
+    return false;
+  }
+  for (size_t k = 0; k < m->n_tracks; k++) pending[k] = FT_MODEL_NONE;
   for (size_t i = 0; i < m->n; i++) {
     if (m->kind[i] != FT_MK_RUNTIME && m->kind[i] != FT_MK_DRIVER) continue;
+    uint32_t copy = pending[m->track[i]];
+    pending[m->track[i]] = FT_MODEL_NONE;
     uint32_t id = m->name[i];
     size_t h = id & 1023;
     if (cache[h].id != id) {
@@ -292,6 +308,7 @@ static bool classify(ctx *c) {
     }
     enum ft__call_class cls = cache[h].cls;
     if (cls == FT__CALL_NONE) continue;
+    uint32_t owner = (uint32_t)i;
     enum ft__copy_dir dir = cache[h].dir;
     bool pageable = false;
     uint32_t w = m->link ? m->link[i] : FT_MODEL_NONE;
@@ -308,11 +325,24 @@ static bool classify(ctx *c) {
     else if (pageable && dir == FT__DIR_H2D) rule = FT_RULE_H2D_COPY;
     else if (pageable && dir == FT__DIR_D2H) rule = FT_RULE_SYNC;
     else continue;
+    if (cls == FT__CALL_SYNC && copy != FT_MODEL_NONE && op_of(c, copy) == op_of(c, (uint32_t)i)) {
+      rule = pending_rule[m->track[i]];
+      owner = copy;
+    } else if (cls == FT__CALL_SYNC_COPY || cls == FT__CALL_ASYNC_COPY) {
+      pending[m->track[i]] = (uint32_t)i;
+      pending_rule[m->track[i]] = rule;
+    }
     if (rule == FT_RULE_H2D_COPY) to = &c->h2d;
-    if (!grow((void **)&to->v, &to->cap, to->n + 1, sizeof *to->v)) return false;
-    to->v[to->n++] = (cause){(uint32_t)i, rule};
+    if (!grow((void **)&to->v, &to->cap, to->n + 1, sizeof *to->v)) {
+      free(pending);
+      free(pending_rule);
+      return false;
+    }
+    to->v[to->n++] = (cause){(uint32_t)i, owner, rule};
     if (m->dur[i] > to->max_dur) to->max_dur = m->dur[i];
   }
+  free(pending);
+  free(pending_rule);
   return true;
 }
 
@@ -364,12 +394,21 @@ static void causes_in_gap(ctx *c, const causes *l, size_t s, int64_t a, int64_t 
     uint64_t ns = take(&c->rem, &c->tmp, m->ts[i], until, &c->oom);
     if (!ns) continue;
     *idle += ns;
-    uint32_t op = op_of(c, i);
+    uint32_t o = l->v[k].owner, op = op_of(c, o);
     char what[160];
-    snprintf(what, sizeof what, "%s under %s", ft_model_str(m, m->name[i]), str_of(m, op));
-    credit(c, l->v[k].rule, m->name[i], name_of(m, op), what,
-           op != FT_MODEL_NONE ? str_of(m, op) : ft_model_str(m, m->name[i]), s, i, m->ts[i], m->dur[i], ns);
+    snprintf(what, sizeof what, "%s under %s", ft_model_str(m, m->name[o]), str_of(m, op));
+    credit(c, l->v[k].rule, m->name[o], name_of(m, op), what,
+           op != FT_MODEL_NONE ? str_of(m, op) : ft_model_str(m, m->name[o]), s, o, m->ts[o], m->dur[o], ns);
   }
+}
+
+static bool is_comm(ctx *c, uint32_t id) {
+  size_t h = id & 255;
+  if (c->comm_cache[h].id != id) {
+    c->comm_cache[h].id = id;
+    c->comm_cache[h].comm = ft_stats_is_comm(ft_model_str(c->m, id));
+  }
+  return c->comm_cache[h].comm;
 }
 
 static void one_step(ctx *c, size_t s, ft_advise_step *st) {
@@ -382,9 +421,7 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
     uint32_t i = c->dev[k];
     int64_t a = m->ts[i] > t0 ? m->ts[i] : t0, b = end_of(m, i) < t1 ? end_of(m, i) : t1;
     if (b <= a) continue;
-    ivs *kind = m->kind[i] != FT_MK_KERNEL                      ? &c->copy
-                : ft_stats_is_comm(ft_model_str(m, m->name[i])) ? &c->comm
-                                                                : &c->comp;
+    ivs *kind = m->kind[i] != FT_MK_KERNEL ? &c->copy : is_comm(c, m->name[i]) ? &c->comm : &c->comp;
     if (!iv_push(&c->busy, a, b) || !iv_push(kind, a, b)) c->oom = true;
   }
   st->busy_ns = iv_len(&c->busy);
@@ -416,8 +453,9 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
       snprintf(what, sizeof what, "device idle at the step's start while %s ran", str_of(m, start_op));
       /* one finding a rank: it names the op of its costliest step */
       if (ns) credit(c, FT_RULE_STEP_START, 0, 0, what, str_of(m, start_op), s, start_op, t0, first_dev - t0, ns);
-      if (ns > c->start_best && !c->oom) {
-        ft_advise_finding *f = &c->t.f[ft__finding(&c->t, FT_RULE_STEP_START, 0, 0, NULL)];
+      uint32_t fi = ns > c->start_best && !c->oom ? ft__finding(&c->t, FT_RULE_STEP_START, 0, 0, NULL) : UINT32_MAX;
+      if (fi != UINT32_MAX) {
+        ft_advise_finding *f = &c->t.f[fi];
         snprintf(f->what, sizeof f->what, "%s", what);
         snprintf(f->where, sizeof f->where, "%s", str_of(m, start_op));
         c->start_best = ns;
@@ -514,6 +552,7 @@ ft_status ft_advise(const ft_model *m, const ft_advise_opts *o, ft_advice *out, 
     o = &def;
   }
   ctx c = {.m = m, .o = o};
+  for (size_t k = 0; k < 256; k++) c.comm_cache[k].id = FT_MODEL_NONE;
   uint64_t *ceil = NULL;
   if (!index_slices(&c) || !classify(&c)) goto oom;
   out->steps = calloc(m->n_steps + 1, sizeof *out->steps);

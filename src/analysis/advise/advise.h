@@ -57,7 +57,7 @@ typedef struct ft_advise_finding {
   char suggestion[160]; /* one line */
   uint64_t count;       /* occurrences */
   uint64_t cost_ns;     /* device idle it causes per step (mean over the steps): what fixing it saves,
-                         * capped at the step's critical-path slack */
+                         * each step's part capped at its critical_path_ns (docs/advise.md) */
   double cost_share;    /* cost_ns over the mean step wall time */
   ft_advise_occurrence *occ;
   size_t n_occ; /* the first FT_ADVISE_KEEP_OCC kept */
