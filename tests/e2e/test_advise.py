@@ -422,6 +422,12 @@ def _():
 @case("formats: the table fits its width, csv holds the findings, stats -r advice the same rows")
 def _():
     p = sync_trace().write("sync_fmt.json")
+    longdir = os.path.join(TMP, "a_directory_whose_name_is_longer_than_the_table_is_wide_" * 2)
+    os.mkdir(longdir)
+    shutil.copy(p, longdir)
+    out = advise([os.path.join(longdir, "sync_fmt.json")], "--width", "60").stdout
+    assert all(len(line) <= 60 for line in out.splitlines()), out  # the path cut in its middle
+    assert re.search(r"^rank 0 \(/.*\.\.\..*sync_fmt\.json\): 3 steps$", out, re.M), out
     for w in (60, 80, 120):
         out = advise([p], "--width", str(w)).stdout
         assert all(len(line) <= w for line in out.splitlines()), (w, out)
