@@ -257,12 +257,12 @@ static void wrapped(FILE *f, const char *lead, const char *text, size_t width) {
   fputc('\n', f);
 }
 
-int ft_cli_advice_findings(FILE *f, const ft_cli_advice *a, size_t width, size_t top) {
+int ft_cli_advice_findings(FILE *f, const ft_cli_advice *a, size_t width, size_t top, int unit) {
   ft_report rep;
   if (ft_cli_advice_report(&rep, a, top, false)) return -1;
   rep.title = "advice: findings by cost per step"; /* one title whatever the count: scripts find the table by it */
-  ft_table_opts to = {width, 0, FT_UNIT_US};
-  int rc = ft_report_table(f, &rep, &to); /* no finding: "(none)" under the header, as every report */
+  ft_table_opts to = {width, 0, unit};             /* stats --timeunit: the cost column in it */
+  int rc = ft_report_table(f, &rep, &to);          /* no finding: "(none)" under the header, as every report */
   if (!rc && rep.n_rows < a->n_ranked)
     fprintf(f, "(%zu more under --limit %zu; -n 0 shows them all)\n", a->n_ranked - rep.n_rows, top);
   if (!rc && rep.n_rows) fputc('\n', f);
@@ -286,5 +286,5 @@ int ft_cli_advice_table(FILE *f, const ft_cli_advice *a, size_t width, size_t to
     steps_block(f, a, i, width);
   }
   fputc('\n', f);
-  return ft_cli_advice_findings(f, a, width, top);
+  return ft_cli_advice_findings(f, a, width, top, FT_UNIT_US);
 }
