@@ -437,6 +437,8 @@ def _():
     r = subprocess.run([*WRAP, FT, "stats", "-r", "advice", "-f", "csv", p], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert list(csv.DictReader(io.StringIO(r.stdout))) == rows, r.stdout
+    r = subprocess.run([*WRAP, FT, "stats", "-r", "advice", "--timeunit", "ms", p], capture_output=True, text=True)
+    assert r.returncode == 0 and re.search(r"^1 +0 sync +2\.005000 +20\.05 +3  aten::item$", r.stdout, re.M), r.stdout
     r = subprocess.run([*WRAP, FT, "stats", "-r", "advice", "-f", "json", p], capture_output=True, text=True)
     assert r.returncode == 0 and json.loads(r.stdout)["advice"][0]["rule"] == "sync", r.stdout[-2000:]
     # -n: the costliest N; -o writes the same text
