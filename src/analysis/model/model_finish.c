@@ -166,7 +166,7 @@ static bool link_all(ft_model *m, void *work, uint32_t *spare) {
 
 /* ---- ops: the innermost op or range around a call on its thread ---- */
 
-static const ft_model *cmp_m; /* for qsort's comparator: finish runs on one thread per model */
+static _Thread_local const ft_model *cmp_m; /* for qsort's comparator: files are finished on parallel threads */
 static int by_longer(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   int64_t dx = cmp_m->dur[x], dy = cmp_m->dur[y];
