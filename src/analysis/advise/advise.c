@@ -318,12 +318,11 @@ static bool classify(ctx *c) {
     }
     causes *to = &c->sync;
     uint8_t rule;
-    if (cls == FT__CALL_SYNC) rule = FT_RULE_SYNC;
-    else if (cls == FT__CALL_SYNC_MEMSET) rule = FT_RULE_SYNC_MEMOP;
+    if (cls == FT__CALL_SYNC_MEMSET) rule = FT_RULE_SYNC_MEMOP;
     else if (cls == FT__CALL_SYNC_COPY)
       rule = dir == FT__DIR_H2D ? FT_RULE_H2D_COPY : dir == FT__DIR_D2H ? FT_RULE_SYNC : FT_RULE_SYNC_MEMOP;
+    else if (cls == FT__CALL_SYNC || (pageable && dir == FT__DIR_D2H)) rule = FT_RULE_SYNC; /* async: pageable */
     else if (pageable && dir == FT__DIR_H2D) rule = FT_RULE_H2D_COPY;
-    else if (pageable && dir == FT__DIR_D2H) rule = FT_RULE_SYNC;
     else continue;
     if (cls == FT__CALL_SYNC && copy != FT_MODEL_NONE && op_of(c, copy) == op_of(c, (uint32_t)i)) {
       rule = pending_rule[m->track[i]];
