@@ -203,6 +203,9 @@ typedef struct ft_stats {
   ft_stat_skips skipped;
   ft__map unknown_cats; /* name id of an unread category -> events */
   ft_stat_meta meta;
+  /* deviceProperties' first device's name, "" when absent: the model's (advise's peak FLOP/s), not
+   * the summary's (ft_stat_meta is written into partials field by field) */
+  char device_name[64];
   /* options of the read */
   bool timeline;        /* keep copy intervals and bin the busy time (report) */
   bool want_args;       /* read device work's correlation, stream, grid, block, registers (trace, HTA's reports) */

@@ -198,6 +198,10 @@ static int cb_start_map(void *ctx) {
     r->meta_depth = 2;
     if (r->key == K_FLAGTRACE) r->st->meta.has_flagtrace = true;
   }
+  if (r->devprops_depth && r->depth == r->devprops_depth + 1 && !r->meta_depth && !r->st->device_name[0]) {
+    r->meta_depth = r->depth; /* the first device's map: its name */
+    r->devprops_map = true;
+  }
   if (r->events_depth && r->depth == r->events_depth + 1) {
     r->ev_depth = r->depth;
     r->is_x = r->has_cat = false;
@@ -228,6 +232,7 @@ static int cb_end_map(void *ctx) {
     r->args_depth = 0;
   } else if (r->depth == r->meta_depth) {
     r->meta_depth = 0;
+    r->devprops_map = false;
   }
   r->depth--;
   r->key = K_OTHER;
@@ -239,6 +244,7 @@ static int cb_start_array(void *ctx) {
   r->j->keep = 0; /* its elements have no key: none is kept */
   non_number(r);
   r->depth++;
+  if (r->depth == 2 && r->key == K_DEVPROPS) r->devprops_depth = 2;
   if (r->args_depth && r->depth == r->args_depth + 1 && (r->key == K_GRID || r->key == K_BLOCK || r->key == K_DIMS)) {
     r->arr_depth = r->depth; /* its elements are read: numbers are short */
     r->arr_key = r->key;
@@ -273,6 +279,7 @@ static int cb_end_array(void *ctx) {
     return 0;
   }
   if (r->depth == r->events_depth) r->events_depth = 0;
+  if (r->depth == r->devprops_depth) r->devprops_depth = 0;
   if (r->arr_depth && r->depth >= r->arr_depth) {
     if (r->arr_key == K_DIMS) {
       if (!dims_put(r, "]", 1)) return 0;
@@ -303,7 +310,11 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
       r->key = K_FLAGTRACE;
     } else if (IS("distributedInfo")) {
       r->key = K_DIST;
+    } else if (IS("deviceProperties")) {
+      r->key = K_DEVPROPS;
     }
+  } else if (r->devprops_map && r->depth == r->meta_depth) {
+    if (IS("name")) r->key = K_DEVNAME;
   } else if (r->meta_depth && r->depth == r->meta_depth) {
     if (IS("rank")) r->key = K_RANK;
     else if (IS("tracer")) r->key = K_TRACER;
@@ -342,7 +353,8 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
                                    [K_EXT] = FT_STATS_KEEP,    [K_BYTES] = FT_STATS_KEEP,  [K_RANK] = FT_STATS_KEEP,
                                    [K_TRACER] = FT_STATS_KEEP, [K_STATUS] = FT_STATS_KEEP, [K_DROPPED] = FT_STATS_KEEP,
                                    [K_WINDOW] = FT_STATS_KEEP, [K_TID] = FT_STATS_KEEP,    [K_CORR] = FT_STATS_KEEP,
-                                   [K_STREAM] = FT_STATS_KEEP, [K_REGS] = FT_STATS_KEEP,   [K_EVENTS] = 0};
+                                   [K_STREAM] = FT_STATS_KEEP, [K_REGS] = FT_STATS_KEEP,   [K_EVENTS] = 0,
+                                   [K_DEVNAME] = FT_STATS_KEEP};
   r->j->keep = keep_of[r->key];
   return 1;
 }
@@ -367,6 +379,8 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
     if (r->arr_key == K_DIMS) { /* not a shape: kept as Python shows a str */
       if (!dims_value(r, "'", 1) || !dims_put(r, (const char *)s, n) || !dims_put(r, "'", 1)) return 0;
     } else if (r->arr_key != K_OTHER) arr_spoil(r);
+  } else if (r->meta_depth && r->depth == r->meta_depth && r->key == K_DEVNAME) {
+    copy_cut(r->st->device_name, sizeof r->st->device_name, s, n);
   } else if (r->meta_depth && r->depth == r->meta_depth && (r->key == K_TRACER || r->key == K_STATUS)) {
     if (r->key == K_TRACER) copy_cut(r->st->meta.tracer, sizeof r->st->meta.tracer, s, n);
     else copy_cut(r->st->meta.device_status, sizeof r->st->meta.device_status, s, n);
@@ -472,7 +486,8 @@ static const ft__json_callbacks callbacks = {
  * worker started from); its category cache and name buffer are kept. */
 static void reader_between(reader *r, unsigned d) {
   r->depth = r->events_depth = (int)d;
-  r->ev_depth = r->args_depth = r->meta_depth = r->arr_depth = 0;
+  r->ev_depth = r->args_depth = r->meta_depth = r->arr_depth = r->devprops_depth = 0;
+  r->devprops_map = false;
   r->saw_events = true;
   r->top_array = d == 1;
   r->key = K_OTHER;

@@ -57,7 +57,7 @@ ft_status ft_cli_advice_report(ft_report *rep, const ft_cli_advice *a, size_t to
 /* advise's outputs (docs/advise.md "## Output"): width 0 is no limit. */
 int ft_cli_advice_table(FILE *f, const ft_cli_advice *a, size_t width, size_t top);
 /* The table's findings part alone (stats -r advice's table): ranked rows, then each one's what and fix. */
-int ft_cli_advice_findings(FILE *f, const ft_cli_advice *a, size_t width, size_t top);
+int ft_cli_advice_findings(FILE *f, const ft_cli_advice *a, size_t width, size_t top, int unit);
 void ft_cli_advice_json(FILE *f, const ft_cli_advice *a, size_t top);
 int ft_cli_advice_csv(FILE *f, const ft_cli_advice *a, size_t top);
 

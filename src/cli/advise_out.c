@@ -183,9 +183,20 @@ static void step_head(char *buf, size_t cap, const char *pre, int64_t number) {
 /* One rank's steps: each as a column when they fit (4 at most), else their mean and the slowest. */
 static void steps_block(FILE *f, const ft_cli_advice *a, size_t i, size_t width) {
   const ft_advice *ad = &a->per[i];
-  fprintf(f, "rank %lld (", (long long)a->ranks[i]);
-  ft_put_visible(f, a->paths[i]);
-  fprintf(f, "): %zu step%s\n", ad->n_steps, ad->n_steps == 1 ? "" : "s");
+  char head[64], tail[32], path[1024];
+  snprintf(head, sizeof head, "rank %lld (", (long long)a->ranks[i]);
+  snprintf(tail, sizeof tail, "): %zu step%s", ad->n_steps, ad->n_steps == 1 ? "" : "s");
+  size_t n = ft__visible(path, sizeof path, a->paths[i]), fixed = strlen(head) + strlen(tail);
+  if (n >= sizeof path) n = sizeof path - 1;
+  /* a path too long for the width: its start and end, cut between characters (escapes are ASCII) */
+  if (width && fixed + n > width && width > fixed + 11) {
+    size_t keep = width - fixed - 3, h = keep / 2, t = n - (keep - h);
+    while (h > 0 && ((unsigned char)path[h] & 0xC0) == 0x80) h--;
+    while (t < n && ((unsigned char)path[t] & 0xC0) == 0x80) t++;
+    fprintf(f, "%s%.*s...%s%s\n", head, (int)h, path, path + t, tail);
+  } else {
+    fprintf(f, "%s%s%s\n", head, path, tail);
+  }
   if (!ad->n_steps) return;
   size_t fit = width ? (width > LABEL_W + VALUE_W ? (width - LABEL_W) / VALUE_W : 1) : SIZE_MAX;
   col cols[4];
@@ -246,12 +257,12 @@ static void wrapped(FILE *f, const char *lead, const char *text, size_t width) {
   fputc('\n', f);
 }
 
-int ft_cli_advice_findings(FILE *f, const ft_cli_advice *a, size_t width, size_t top) {
+int ft_cli_advice_findings(FILE *f, const ft_cli_advice *a, size_t width, size_t top, int unit) {
   ft_report rep;
   if (ft_cli_advice_report(&rep, a, top, false)) return -1;
   rep.title = "advice: findings by cost per step"; /* one title whatever the count: scripts find the table by it */
-  ft_table_opts to = {width, 0, FT_UNIT_US};
-  int rc = ft_report_table(f, &rep, &to); /* no finding: "(none)" under the header, as every report */
+  ft_table_opts to = {width, 0, unit};             /* stats --timeunit: the cost column in it */
+  int rc = ft_report_table(f, &rep, &to);          /* no finding: "(none)" under the header, as every report */
   if (!rc && rep.n_rows < a->n_ranked)
     fprintf(f, "(%zu more under --limit %zu; -n 0 shows them all)\n", a->n_ranked - rep.n_rows, top);
   if (!rc && rep.n_rows) fputc('\n', f);
@@ -275,5 +286,5 @@ int ft_cli_advice_table(FILE *f, const ft_cli_advice *a, size_t width, size_t to
     steps_block(f, a, i, width);
   }
   fputc('\n', f);
-  return ft_cli_advice_findings(f, a, width, top);
+  return ft_cli_advice_findings(f, a, width, top, FT_UNIT_US);
 }

@@ -291,7 +291,7 @@ static int write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enu
     if (fmt == FMT_TABLE) {
       fputc('\n', f);
       /* advice: its rows, then each finding's what and fix wrapped under them, as advise writes it */
-      if (rep->key == ft_cli_advice_key ? ft_cli_advice_findings(f, adv, to->width, limit)
+      if (rep->key == ft_cli_advice_key ? ft_cli_advice_findings(f, adv, to->width, limit, to->unit)
                                         : ft_report_table(f, rep, to))
         return -1;
     } else if (fmt == FMT_JSON) {

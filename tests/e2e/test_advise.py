@@ -261,16 +261,16 @@ def fuse_trace():
 
 def low_flops_trace():
     """An H100 PCIe (756 TFLOP/s in docs/advise.md's table). Per step s: aten::mm
-    [s+1, s+10) with Input Dims [[4096, 4096], [4096, 4096]] (2 x 4096^3 FLOPs) launches
-    its kernel [s+5, s+8005): 8 ms, 2.27 % of the peak, under 5 %. What 5 % would take:
-    2 x 4096^3 / (756e12 x 0.05) s = 3635951 ns (whole ns, rounded down), so low-flops
-    costs 8000000 - 3635951 = 4364049 ns: 4364.049 us per step. 2 kernels [s+8005,
-    s+9995) after it."""
+    [s+1, s+10) with Input Dims [[2048, 4096], [4096, 4096]] (2 x 2048 x 4096^2 FLOPs)
+    launches its kernel [s+5, s+8005): 8 ms, 1.14 % of the peak, under 2 %. What 2 %
+    would take: 2 x 2048 x 4096^2 / (756e12 x 0.02) s = 4544938 ns (whole ns, rounded
+    down), so low-flops costs 8000000 - 4544938 = 3455062 ns: 3455.062 us per step.
+    2 kernels [s+8005, s+9995) after it."""
     t = Trace(device="NVIDIA H100 PCIe")
     for n, s in enumerate(step_starts(), 1):
         t.step(n, s)
         t.ext += 1
-        t.x("cpu_op", "aten::mm", s + 1, 9, **{"External id": t.ext, "Input Dims": [[4096, 4096], [4096, 4096]],
+        t.x("cpu_op", "aten::mm", s + 1, 9, **{"External id": t.ext, "Input Dims": [[2048, 4096], [4096, 4096]],
                                                  "Input type": ["float", "float"]})
         t.kernel("sm90_xmma_gemm_f32f32", s + 2, s + 5, 8000)
         fed(t, s, 8005, 9995, 2, prefix="elementwise", launch_at=s + 20)
@@ -367,11 +367,11 @@ def _():
     only(doc, "fuse", 200.0, "aten::gelu_chain", "add > mul > relu x5.0/step", count=5 * STEPS)
 
 
-@case("low-flops: a GEMM at 2.27 % of the device's peak, 4364.049 us per step")
+@case("low-flops: a GEMM at 1.14 % of the device's peak, 3455.062 us per step")
 def _():
     doc = js([low_flops_trace().write("low_flops.json")])
     check_steps(doc, "low_flops")
-    only(doc, "low-flops", 4364.049, "aten::mm", "aten::mm [[4096, 4096], [4096, 4096]] at 2.3% of 756 TFLOP/s")
+    only(doc, "low-flops", 3455.062, "aten::mm", "aten::mm [[2048, 4096], [4096, 4096]] at 1.1% of 756 TFLOP/s")
 
 
 @case("straggler: rank 1's steps 2000 us longer than rank 0's, by wall time")
@@ -422,6 +422,12 @@ def _():
 @case("formats: the table fits its width, csv holds the findings, stats -r advice the same rows")
 def _():
     p = sync_trace().write("sync_fmt.json")
+    longdir = os.path.join(TMP, "a_directory_whose_name_is_longer_than_the_table_is_wide_" * 2)
+    os.mkdir(longdir)
+    shutil.copy(p, longdir)
+    out = advise([os.path.join(longdir, "sync_fmt.json")], "--width", "60").stdout
+    assert all(len(line) <= 60 for line in out.splitlines()), out  # the path cut in its middle
+    assert re.search(r"^rank 0 \(/.*\.\.\..*sync_fmt\.json\): 3 steps$", out, re.M), out
     for w in (60, 80, 120):
         out = advise([p], "--width", str(w)).stdout
         assert all(len(line) <= w for line in out.splitlines()), (w, out)
@@ -431,6 +437,8 @@ def _():
     r = subprocess.run([*WRAP, FT, "stats", "-r", "advice", "-f", "csv", p], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert list(csv.DictReader(io.StringIO(r.stdout))) == rows, r.stdout
+    r = subprocess.run([*WRAP, FT, "stats", "-r", "advice", "--timeunit", "ms", p], capture_output=True, text=True)
+    assert r.returncode == 0 and re.search(r"^1 +0 sync +2\.005000 +20\.05 +3  aten::item$", r.stdout, re.M), r.stdout
     r = subprocess.run([*WRAP, FT, "stats", "-r", "advice", "-f", "json", p], capture_output=True, text=True)
     assert r.returncode == 0 and json.loads(r.stdout)["advice"][0]["rule"] == "sync", r.stdout[-2000:]
     # -n: the costliest N; -o writes the same text

@@ -48,6 +48,7 @@ expect "nvtx_sum " stats -r nvtx_s
 expect "ms " stats --timeunit m
 expect "max median min " stats --sort m
 expect "--by-rank --engine --force-overwrite --format --help --limit --merge --name-width --output --partial --quiet --report --sort --timeunit --width -f -h -n -o -q -r -s -w " stats -
+expect "model " stats --engine m
 expect "--a --b --diff-json --force-overwrite --help --output --quiet --regress -h -o -q " report -
 # after --, record completes a command, then that command's arguments
 expect "echo " record -o x.json -- ech

@@ -117,7 +117,7 @@ static char *trace_data;
 static size_t trace_len;
 
 static int read_step(void *ctx, char **out) {
-  (void)ctx;
+  bool model = ctx != NULL; /* through the event model: read into it, then replayed (stats --engine=model) */
   ft_stat_job j;
   char err[512];
   ft_stat_read_opts o = {.trace_limit = 100,
@@ -126,7 +126,8 @@ static int read_step(void *ctx, char **out) {
                          .ops = true,
                          .modules = true,
                          .op_kernels = true,
-                         .timeline = true};
+                         .timeline = true,
+                         .model = model};
   ft_status s = ft_stat_job_read_mem(&j, "sample_h200.json.gz", trace_data, trace_len, &o, err, sizeof err);
   stop_failing();
   if (s != FT_OK && s != FT_ENOMEM) fail_msg("read: status %d, not FT_ENOMEM: %s", (int)s, err);
@@ -148,6 +149,14 @@ static void test_read(void **state) {
   trace_len = fread(trace_data, 1, 1 << 24, f);
   fclose(f);
   assert_true(every_failure("trace read", read_step, NULL) >= 20); /* failures were tried */
+  /* the same through the event model, whose result is the streaming read's */
+  char *stream = NULL, *model = NULL;
+  assert_int_equal(read_step(NULL, &stream), 0);
+  assert_int_equal(read_step(&trace_len, &model), 0);
+  assert_string_equal(stream, model);
+  free(stream), free(model);
+  long k = every_failure("trace read through the model", read_step, &trace_len);
+  assert_true(k >= 40);
   free(trace_data);
 }
 

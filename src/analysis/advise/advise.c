@@ -196,6 +196,10 @@ typedef struct ctx {
   ivs idle_all;           /* every step's idle gaps, for fuse */
   unsigned char *is_step; /* a bit per slice: a step's range */
   uint64_t start_best;    /* the costliest step start so far: its op names the finding */
+  struct {
+    uint32_t id;
+    bool comm;
+  } comm_cache[256]; /* ft_stats_is_comm by kernel name id (three substring searches a call) */
   bool oom;
 } ctx;
 
@@ -314,12 +318,11 @@ static bool classify(ctx *c) {
     }
     causes *to = &c->sync;
     uint8_t rule;
-    if (cls == FT__CALL_SYNC) rule = FT_RULE_SYNC;
-    else if (cls == FT__CALL_SYNC_MEMSET) rule = FT_RULE_SYNC_MEMOP;
+    if (cls == FT__CALL_SYNC_MEMSET) rule = FT_RULE_SYNC_MEMOP;
     else if (cls == FT__CALL_SYNC_COPY)
       rule = dir == FT__DIR_H2D ? FT_RULE_H2D_COPY : dir == FT__DIR_D2H ? FT_RULE_SYNC : FT_RULE_SYNC_MEMOP;
+    else if (cls == FT__CALL_SYNC || (pageable && dir == FT__DIR_D2H)) rule = FT_RULE_SYNC; /* async: pageable */
     else if (pageable && dir == FT__DIR_H2D) rule = FT_RULE_H2D_COPY;
-    else if (pageable && dir == FT__DIR_D2H) rule = FT_RULE_SYNC;
     else continue;
     if (cls == FT__CALL_SYNC && copy != FT_MODEL_NONE && op_of(c, copy) == op_of(c, (uint32_t)i)) {
       rule = pending_rule[m->track[i]];
@@ -398,6 +401,15 @@ static void causes_in_gap(ctx *c, const causes *l, size_t s, int64_t a, int64_t 
   }
 }
 
+static bool is_comm(ctx *c, uint32_t id) {
+  size_t h = id & 255;
+  if (c->comm_cache[h].id != id) {
+    c->comm_cache[h].id = id;
+    c->comm_cache[h].comm = ft_stats_is_comm(ft_model_str(c->m, id));
+  }
+  return c->comm_cache[h].comm;
+}
+
 static void one_step(ctx *c, size_t s, ft_advise_step *st) {
   const ft_model *m = c->m;
   const ft_model_step *ms = &m->steps[s];
@@ -408,9 +420,7 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
     uint32_t i = c->dev[k];
     int64_t a = m->ts[i] > t0 ? m->ts[i] : t0, b = end_of(m, i) < t1 ? end_of(m, i) : t1;
     if (b <= a) continue;
-    ivs *kind = m->kind[i] != FT_MK_KERNEL                      ? &c->copy
-                : ft_stats_is_comm(ft_model_str(m, m->name[i])) ? &c->comm
-                                                                : &c->comp;
+    ivs *kind = m->kind[i] != FT_MK_KERNEL ? &c->copy : is_comm(c, m->name[i]) ? &c->comm : &c->comp;
     if (!iv_push(&c->busy, a, b) || !iv_push(kind, a, b)) c->oom = true;
   }
   st->busy_ns = iv_len(&c->busy);
@@ -442,8 +452,9 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
       snprintf(what, sizeof what, "device idle at the step's start while %s ran", str_of(m, start_op));
       /* one finding a rank: it names the op of its costliest step */
       if (ns) credit(c, FT_RULE_STEP_START, 0, 0, what, str_of(m, start_op), s, start_op, t0, first_dev - t0, ns);
-      if (ns > c->start_best && !c->oom) {
-        ft_advise_finding *f = &c->t.f[ft__finding(&c->t, FT_RULE_STEP_START, 0, 0, NULL)];
+      uint32_t fi = ns > c->start_best && !c->oom ? ft__finding(&c->t, FT_RULE_STEP_START, 0, 0, NULL) : UINT32_MAX;
+      if (fi != UINT32_MAX) {
+        ft_advise_finding *f = &c->t.f[fi];
         snprintf(f->what, sizeof f->what, "%s", what);
         snprintf(f->where, sizeof f->where, "%s", str_of(m, start_op));
         c->start_best = ns;
@@ -540,6 +551,7 @@ ft_status ft_advise(const ft_model *m, const ft_advise_opts *o, ft_advice *out, 
     o = &def;
   }
   ctx c = {.m = m, .o = o};
+  for (size_t k = 0; k < 256; k++) c.comm_cache[k].id = FT_MODEL_NONE;
   uint64_t *ceil = NULL;
   if (!index_slices(&c) || !classify(&c)) goto oom;
   out->steps = calloc(m->n_steps + 1, sizeof *out->steps);

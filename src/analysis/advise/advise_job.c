@@ -18,7 +18,9 @@ static uint64_t median(uint64_t *v, size_t n) {
   return v[(n - 1) / 2];
 }
 
-static const ft_advise_step *step_of(const ft_advice *a, int64_t number) {
+/* The step numbered number, looked for first at index hint (ranks step in lockstep). */
+static const ft_advise_step *step_of(const ft_advice *a, int64_t number, size_t hint) {
+  if (hint < a->n_steps && a->steps[hint].number == number) return &a->steps[hint];
   for (size_t s = 0; s < a->n_steps; s++)
     if (a->steps[s].number == number) return &a->steps[s];
   return NULL;
@@ -50,11 +52,13 @@ ft_status ft_advise_job(ft_advice *const *ranks, size_t n, const ft_advise_opts 
     uint64_t total = 0, by_wall = 0, by_comm = 0;
     size_t compared = 0;
     ft_advise_finding *f = &add[n_add];
+    /* a trace that names no rank: its position among the files */
+    int64_t rank = a->n_steps && a->steps[0].rank >= 0 ? a->steps[0].rank : (int64_t)r;
     for (size_t s = 0; s < a->n_steps; s++) {
       const ft_advise_step *st = &a->steps[s];
       size_t k = 0;
       for (size_t q = 0; q < n; q++) {
-        const ft_advise_step *other = q == r ? NULL : step_of(ranks[q], st->number);
+        const ft_advise_step *other = q == r ? NULL : step_of(ranks[q], st->number, s);
         if (!other) continue;
         walls[k] = (uint64_t)(other->end - other->start);
         exps[k++] = other->exposed_comm_ns;
@@ -71,12 +75,10 @@ ft_status ft_advise_job(ft_advice *const *ranks, size_t n, const ft_advise_opts 
       f->count++;
       if (f->n_occ < FT_ADVISE_KEEP_OCC) {
         if (!f->occ && !(f->occ = malloc(FT_ADVISE_KEEP_OCC * sizeof *f->occ))) goto oom;
-        f->occ[f->n_occ++] =
-            (ft_advise_occurrence){st->rank, st->number, st->start, st->end - st->start, FT_MODEL_NONE};
+        f->occ[f->n_occ++] = (ft_advise_occurrence){rank, st->number, st->start, st->end - st->start, FT_MODEL_NONE};
       }
     }
     if (!f->count) continue;
-    int64_t rank = a->n_steps ? a->steps[0].rank : (int64_t)r;
     f->rule = FT_RULE_STRAGGLER;
     f->cost_ns = total / compared;
     f->cost_share = mean_wall > 0 ? (double)f->cost_ns / mean_wall : 0;

@@ -92,10 +92,11 @@ enum ft__copy_dir ft__advise_copy_dir(const char *work_name, bool *pageable) {
 static const struct {
   const char *name;
   double tflops;
-} peaks[] = {{"H200", 989.0},      {"H100 SXM", 989.0}, {"H100 80GB HBM3", 989.0}, {"H100 NVL", 835.0},
-             {"H100 PCIe", 756.0}, {"H100", 756.0},     {"H800", 989.0},           {"H20", 148.0},
-             {"A100", 312.0},      {"A800", 312.0},     {"L40S", 362.0},           {"L4", 121.0},
-             {"B200", 2250.0},     {"V100", 125.0}};
+} peaks[] = {{"H200", 989.0},     {"H100 SXM", 989.0},  {"H100 80GB HBM3", 989.0},
+             {"H100 NVL", 835.0}, {"H100 PCIe", 756.0}, {"H100", 756.0},
+             {"H800", 989.0},     {"H20", 148.0},       {"A100", 312.0},
+             {"A800", 312.0},     {"L40S", 362.0},      {"L40", 181.0},
+             {"L4", 121.0},       {"B200", 2250.0},     {"V100", 125.0}};
 
 double ft__advise_peak_flops(const char *device_name) {
   if (!device_name) return 0;

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "model_internal.h"
 
@@ -43,6 +44,17 @@ void ft_model_free(ft_model *m) {
   m->rank = -1;
 }
 
+void ft__model_huge(void *p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  if (!p || bytes < 2 * huge) return;
+  uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
+  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice: refused or not, the same */
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 /* The columns with room for one more slice (doubling: large blocks grow in place
  * by mremap, without a copy); false without memory. */
 static bool build_room(ft_model *m) {
@@ -54,6 +66,7 @@ static bool build_room(ft_model *m) {
     void *q = realloc(f, cap * sizeof *f); \
     if (!q) return false;                  \
     f = q;                                 \
+    ft__model_huge(f, cap * sizeof *f);    \
   } while (0)
   GROW(m->ts);
   GROW(m->dur);
@@ -324,6 +337,8 @@ static ft_status model_read(ft_model *m, const char *path, const char *data, siz
     p->skipped.unknown_cat = 0; /* counted again by a replay, from the model's categories */
     p->skipped.unpaired = 0;    /* HTA's, at the summary's finish */
     m->rank = s->meta.rank;
+    /* the peak: advise's table by this name (ft__advise_peak_flops) */
+    snprintf(m->device_name, sizeof m->device_name, "%s", s->device_name);
     if (!s->want_modules) p->cut_pyfunc = 0;
     r = ft_model_finish(m);
     if (r) snprintf(err, errlen, "out of memory");

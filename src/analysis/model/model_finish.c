@@ -31,7 +31,17 @@ typedef struct rkey32 { /* a span below 2^32 ns (4.3 s): half the bytes moved */
     for (size_t i_ = 0; i_ < (n); i_++) (b)[(cnt)[((a)[i_].k >> (shift)) & 2047]++] = (a)[i_]; \
   } while (0)
 
-static bool sort_by_ts(const int64_t *ts, size_t n, uint32_t *perm) {
+/* The span of ts (the sort's key width): work needs 16 B a slice below 2^32 ns, else 32. */
+static uint64_t ts_span(const int64_t *ts, size_t n) {
+  int64_t lo = n ? ts[0] : 0, hi = lo;
+  for (size_t i = 1; i < n; i++) {
+    if (ts[i] < lo) lo = ts[i];
+    if (ts[i] > hi) hi = ts[i];
+  }
+  return (uint64_t)hi - (uint64_t)lo;
+}
+
+static bool sort_by_ts(const int64_t *ts, size_t n, uint32_t *perm, void *work) {
   if (!n) return true;
   int64_t lo = ts[0], hi = ts[0];
   bool sorted = true;
@@ -47,12 +57,9 @@ static bool sort_by_ts(const int64_t *ts, size_t n, uint32_t *perm) {
   uint64_t span = (uint64_t)hi - (uint64_t)lo;
   bool narrow = span <= UINT32_MAX;
   size_t elem = narrow ? sizeof(rkey32) : sizeof(rkey);
-  void *a = malloc(n * elem), *b = malloc(n * elem);
+  void *a = work, *b = (char *)work + n * elem;
   size_t *cnt = malloc(2048 * sizeof *cnt);
-  if (!a || !b || !cnt) {
-    free(a), free(b), free(cnt);
-    return false;
-  }
+  if (!cnt) return false;
   if (narrow) {
     rkey32 *x = a, *y = b;
     for (size_t i = 0; i < n; i++) x[i] = (rkey32){(uint32_t)((uint64_t)ts[i] - (uint64_t)lo), (uint32_t)i};
@@ -72,7 +79,7 @@ static bool sort_by_ts(const int64_t *ts, size_t n, uint32_t *perm) {
     }
     for (size_t i = 0; i < n; i++) perm[i] = x[i].i;
   }
-  free(a), free(b), free(cnt);
+  free(cnt);
   return true;
 }
 
@@ -119,7 +126,8 @@ static void join_id(ft_model *m, const cref *c, size_t nc, const cref *g, size_t
   for (size_t k = 0; k < k_max; k++) link_pair(m, stack[k], lone[n_lone - 1 - k]);
 }
 
-static bool link_all(ft_model *m) {
+/* work: 16 B a slice; spare: 4 B a slice. */
+static bool link_all(ft_model *m, void *work, uint32_t *spare) {
   size_t n = m->n, nc = 0, ng = 0;
   for (size_t i = 0; i < n; i++) {
     m->link[i] = FT_MODEL_NONE;
@@ -128,10 +136,9 @@ static bool link_all(ft_model *m) {
     else if (m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER) nc++;
   }
   if (!nc || !ng) return true;
-  cref *c = malloc(nc * sizeof *c), *g = malloc(ng * sizeof *g);
-  uint32_t *stack = malloc(nc * sizeof *stack), *lone = malloc(ng * sizeof *lone);
-  bool ok = c && g && stack && lone;
-  if (ok) {
+  cref *c = work, *g = c + nc;
+  uint32_t *stack = spare, *lone = spare + nc;
+  {
     nc = ng = 0;
     for (size_t i = 0; i < n; i++) {
       if (m->corr32[i] == FT_MODEL_NONE) continue;
@@ -154,13 +161,12 @@ static bool link_all(ft_model *m) {
       i = i1, j = j1;
     }
   }
-  free(c), free(g), free(stack), free(lone);
-  return ok;
+  return true;
 }
 
 /* ---- ops: the innermost op or range around a call on its thread ---- */
 
-static const ft_model *cmp_m; /* for qsort's comparator: finish runs on one thread per model */
+static _Thread_local const ft_model *cmp_m; /* for qsort's comparator: files are finished on parallel threads */
 static int by_longer(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   int64_t dx = cmp_m->dur[x], dy = cmp_m->dur[y];
@@ -171,11 +177,11 @@ static int by_longer(const void *a, const void *b) {
 /* Each thread's slices by start, the longer first at one start (the parent, as
  * torch nests calls); a call's op is the innermost open op or range it starts
  * before the end of and does not outlast. */
-static bool ops_on_threads(ft_model *m) {
+/* work: 8 B a slice. */
+static bool ops_on_threads(ft_model *m, uint32_t *work) {
   size_t n = m->n, nt = m->n_tracks;
-  uint32_t *start = calloc(nt + 1, sizeof *start), *at = malloc((n ? n : 1) * sizeof *at),
-           *stack = malloc((n ? n : 1) * sizeof *stack);
-  bool ok = start && at && stack;
+  uint32_t *start = calloc(nt + 1, sizeof *start), *at = work, *stack = work + n;
+  bool ok = start != NULL;
   if (!ok) goto out;
   for (size_t i = 0; i < n; i++) start[m->track[i] + 1]++;
   for (size_t t = 0; t < nt; t++) start[t + 1] += start[t];
@@ -211,7 +217,7 @@ static bool ops_on_threads(ft_model *m) {
     }
   }
 out:
-  free(start), free(at), free(stack);
+  free(start);
   return ok;
 }
 
@@ -327,15 +333,21 @@ ft_status ft__model_finish(ft_model *m) {
     m->ext32 = calloc(1, 4), m->name = calloc(1, 4), m->track = calloc(1, 4), m->kind = calloc(1, 1);
     p->var = calloc(1, 4);
   }
+  /* one scratch buffer for the sort, the permutation, the links and the nesting: every
+   * fresh page costs a fault */
+  size_t work_bytes = nn * (ts_span(m->ts, n) <= UINT32_MAX ? 16 : 32);
+  void *work = malloc(work_bytes);
   uint32_t *perm = malloc(nn * sizeof *perm);
   p->order = malloc(nn * sizeof *p->order);
-  bool ok = perm && p->order && m->ts && m->dur && m->arg && m->corr32 && m->ext32 && m->name && m->track && m->kind &&
-            p->var && sort_by_ts(m->ts, n, perm);
+  ft__model_huge(work, work_bytes);
+  ft__model_huge(perm, nn * sizeof *perm);
+  ft__model_huge(p->order, nn * sizeof *p->order);
+  bool ok = work && perm && p->order && m->ts && m->dur && m->arg && m->corr32 && m->ext32 && m->name && m->track &&
+            m->kind && p->var && sort_by_ts(m->ts, n, perm, work);
   bool moved = false;
   for (size_t i = 0; ok && i < n; i++) moved |= perm[i] != i;
   if (ok && moved) { /* each column gathered into one scratch buffer, then copied back */
-    void *scratch = malloc(nn * sizeof(int64_t));
-    if (!(ok = scratch != NULL)) goto out;
+    void *scratch = work;
 #define PERMUTE(col)                                       \
   do {                                                     \
     __typeof__(*(col)) *s_ = scratch;                      \
@@ -352,7 +364,6 @@ ft_status ft__model_finish(ft_model *m) {
     PERMUTE(m->kind);
     PERMUTE(p->var);
 #undef PERMUTE
-    free(scratch);
   }
   for (size_t i = 0; ok && i < n; i++) p->order[perm[i]] = (uint32_t)i;
   for (size_t k = 0; ok && k < p->n_wide; k++) p->wide[k].slice = p->order[p->wide[k].slice];
@@ -377,16 +388,17 @@ ft_status ft__model_finish(ft_model *m) {
       p->cap_tracks = m->n_tracks;
     }
   }
-  free(perm);
-  perm = NULL;
   m->link = malloc(nn * sizeof *m->link), m->op = malloc(nn * sizeof *m->op), m->step = malloc(nn * sizeof *m->step);
-  ok = ok && m->link && m->op && m->step && link_all(m) && ops_on_threads(m) && ops_on_streams(m, p->order) &&
-       find_steps(m);
+  ft__model_huge(m->link, nn * sizeof *m->link);
+  ft__model_huge(m->op, nn * sizeof *m->op);
+  ft__model_huge(m->step, nn * sizeof *m->step);
+  ok = ok && m->link && m->op && m->step && link_all(m, work, perm) && ops_on_threads(m, work) &&
+       ops_on_streams(m, p->order) && find_steps(m);
   if (ok) { /* the variants' and tracks' lookup tables: no more adds */
     free(p->vars.table), p->vars.table = NULL, p->vars.tcap = 0;
     free(p->tkeys.table), p->tkeys.table = NULL, p->tkeys.tcap = 0;
   }
-out:
   free(perm);
+  free(work);
   return ok ? FT_OK : FT_ENOMEM;
 }
