@@ -180,17 +180,29 @@ typedef struct cause {
 } cause;
 typedef struct causes {
   cause *v;
-  size_t n, cap;
-  int64_t max_dur;
+  uint32_t *sl; /* v's slices, for the sweep */
+  size_t n, cap, cap_sl;
 } causes;
+
+/* The slices of a list in start order that may hold in the window [a, b) of a query:
+ * those started before b that had not ended before a. Queries come in the order of a
+ * (steps, then gaps; a query with a smaller a starts over), so each slice enters and
+ * leaves once: a long call costs nothing per gap it does not touch. */
+typedef struct sweep {
+  size_t p;      /* the next slice to enter */
+  uint32_t *act; /* positions in the list, in start order */
+  size_t n_act, cap;
+  int64_t last_a;
+} sweep;
 
 typedef struct ctx {
   const ft_model *m;
   const ft_advise_opts *o;
   uint32_t *dev, *ops; /* device work, ops and user ranges (not steps): start order */
   size_t n_dev, n_ops;
-  int64_t dev_max, ops_max;
+  int64_t dev_max;
   causes sync, h2d;
+  sweep sw_sync, sw_h2d, sw_ops;
   ft__findings t;
   ivs busy, comp, comm, copy, gaps, rem, tmp;
   ivs idle_all;           /* every step's idle gaps, for fuse */
@@ -216,20 +228,40 @@ static size_t lower(const ft_model *m, const uint32_t *idx, size_t n, int64_t t)
   return lo;
 }
 
+/* Brings s to the query [a, b) over list sl (n slices in start order). False without memory. */
+static bool sweep_to(const ft_model *m, const uint32_t *sl, size_t n, sweep *s, int64_t a, int64_t b) {
+  if (a < s->last_a) s->p = s->n_act = 0;
+  s->last_a = a;
+  size_t k = 0;
+  for (size_t i = 0; i < s->n_act; i++)
+    if (end_of(m, sl[s->act[i]]) >= a) s->act[k++] = s->act[i];
+  s->n_act = k;
+  for (; s->p < n && m->ts[sl[s->p]] < b; s->p++) {
+    if (end_of(m, sl[s->p]) < a) continue;
+    if (!grow((void **)&s->act, &s->cap, s->n_act + 1, sizeof *s->act)) return false;
+    s->act[s->n_act++] = (uint32_t)s->p;
+  }
+  return true;
+}
+
 /* The op or user range running in [a, b): the one overlapping it most; among those
  * within 10 % of that, the shortest (the innermost). FT_MODEL_NONE when none. */
-static uint32_t op_during(const ctx *c, int64_t a, int64_t b) {
+static uint32_t op_during(ctx *c, int64_t a, int64_t b) {
   const ft_model *m = c->m;
-  size_t hi = lower(m, c->ops, c->n_ops, b);
+  sweep *sw = &c->sw_ops;
+  if (!sweep_to(m, c->ops, c->n_ops, sw, a, b)) {
+    c->oom = true;
+    return FT_MODEL_NONE;
+  }
   int64_t best = 0;
-  for (size_t k = hi; k-- > 0 && m->ts[c->ops[k]] + c->ops_max > a;) {
-    uint32_t i = c->ops[k];
+  for (size_t k = 0; k < sw->n_act; k++) {
+    uint32_t i = c->ops[sw->act[k]];
     int64_t lo = m->ts[i] > a ? m->ts[i] : a, e = end_of(m, i) < b ? end_of(m, i) : b;
     if (e - lo > best) best = e - lo;
   }
   uint32_t pick = FT_MODEL_NONE;
-  for (size_t k = hi; best > 0 && k-- > 0 && m->ts[c->ops[k]] + c->ops_max > a;) {
-    uint32_t i = c->ops[k];
+  for (size_t k = 0; best > 0 && k < sw->n_act; k++) {
+    uint32_t i = c->ops[sw->act[k]];
     int64_t lo = m->ts[i] > a ? m->ts[i] : a, e = end_of(m, i) < b ? end_of(m, i) : b;
     if ((e - lo) * 10 >= best * 9 && (pick == FT_MODEL_NONE || m->dur[i] < m->dur[pick])) pick = i;
   }
@@ -332,13 +364,14 @@ static bool classify(ctx *c) {
       pending_rule[m->track[i]] = rule;
     }
     if (rule == FT_RULE_H2D_COPY) to = &c->h2d;
-    if (!grow((void **)&to->v, &to->cap, to->n + 1, sizeof *to->v)) {
+    if (!grow((void **)&to->v, &to->cap, to->n + 1, sizeof *to->v) ||
+        !grow((void **)&to->sl, &to->cap_sl, to->n + 1, sizeof *to->sl)) {
       free(pending);
       free(pending_rule);
       return false;
     }
+    to->sl[to->n] = (uint32_t)i;
     to->v[to->n++] = (cause){(uint32_t)i, owner, rule};
-    if (m->dur[i] > to->max_dur) to->max_dur = m->dur[i];
   }
   free(pending);
   free(pending_rule);
@@ -366,7 +399,6 @@ static bool index_slices(ctx *c) {
       if (m->dur[i] > c->dev_max) c->dev_max = m->dur[i];
     } else if ((m->kind[i] == FT_MK_OP || m->kind[i] == FT_MK_RANGE) && !(is_step[i / 8] & (1u << (i % 8)))) {
       c->ops[c->n_ops++] = (uint32_t)i;
-      if (m->dur[i] > c->ops_max) c->ops_max = m->dur[i];
     }
   }
   return true;
@@ -375,17 +407,14 @@ static bool index_slices(ctx *c) {
 /* The calls of list l that hold at some instant of gap [a, b), each taking what is
  * left of it: a call holds from its start until it returns or, when it returns inside
  * the gap, until the gap ends (the device stays idle until the next launch after it). */
-static void causes_in_gap(ctx *c, const causes *l, size_t s, int64_t a, int64_t b, uint64_t *idle) {
+static void causes_in_gap(ctx *c, const causes *l, sweep *sw, size_t s, int64_t a, int64_t b, uint64_t *idle) {
   const ft_model *m = c->m;
-  size_t lo = 0, hi = l->n;
-  while (lo < hi) { /* first call starting at or after b */
-    size_t mid = lo + (hi - lo) / 2;
-    if (m->ts[l->v[mid].slice] < b) lo = mid + 1;
-    else hi = mid;
+  if (!sweep_to(m, l->sl, l->n, sw, a, b)) {
+    c->oom = true;
+    return;
   }
-  size_t first = lo;
-  while (first > 0 && m->ts[l->v[first - 1].slice] + l->max_dur >= a) first--;
-  for (size_t k = first; k < lo; k++) {
+  for (size_t q = 0; q < sw->n_act; q++) {
+    size_t k = sw->act[q];
     uint32_t i = l->v[k].slice;
     int64_t e = end_of(m, i);
     if (e < a) continue;
@@ -460,8 +489,8 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
         c->start_best = ns;
       }
     }
-    causes_in_gap(c, &c->sync, s, a, b, &st->idle[FT_IDLE_SYNC]);
-    causes_in_gap(c, &c->h2d, s, a, b, &st->idle[FT_IDLE_H2D]);
+    causes_in_gap(c, &c->sync, &c->sw_sync, s, a, b, &st->idle[FT_IDLE_SYNC]);
+    causes_in_gap(c, &c->h2d, &c->sw_h2d, s, a, b, &st->idle[FT_IDLE_H2D]);
     /* the device work that ends the gap, and whether its launch had returned */
     size_t nk = lower(m, c->dev, c->n_dev, b);
     uint32_t d = nk < c->n_dev ? c->dev[nk] : FT_MODEL_NONE;
@@ -538,6 +567,11 @@ static void ctx_free(ctx *c) {
   free(c->is_step);
   free(c->sync.v);
   free(c->h2d.v);
+  free(c->sync.sl);
+  free(c->h2d.sl);
+  free(c->sw_sync.act);
+  free(c->sw_h2d.act);
+  free(c->sw_ops.act);
   ivs *all[] = {&c->busy, &c->comp, &c->comm, &c->copy, &c->gaps, &c->rem, &c->tmp, &c->idle_all};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]->v);
   ft__findings_free(&c->t);
