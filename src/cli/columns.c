@@ -265,6 +265,12 @@ int ft_cli_columns(int argc, char **argv) {
     ft_model_free(&m);
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
+  if (step && (m.n_steps == 0 || (m.n_steps == 1 && m.steps[0].slice == FT_MODEL_NONE))) {
+    /* as advise: a name that names nothing is a mistake, not a whole-trace step */
+    ft_cli_error("columns", "%s: no range named '%s' (--step)", path, step);
+    ft_model_free(&m);
+    return FT_CLI_USAGE;
+  }
   strtab t = {0};
   argtab at = {0};
   size_t nt = m.n_tracks, ns = m.n_steps;

@@ -537,6 +537,13 @@ def _():
     except analysis.Error as e:
         assert str(e).startswith("flagtrace columns: ") and "traceEvents" in str(e), str(e)
         assert e.returncode == 2
+    try:
+        analysis.get_trace(SAMPLE, step="no such range", exe=cli)
+        raise AssertionError("no Error")
+    except analysis.Error as e:
+        assert str(e) == f"flagtrace columns: {SAMPLE}: no range named 'no such range' (--step)", str(e)
+    steps = analysis.get_trace(SAMPLE, step="step", exe=cli).attrs["steps"]
+    assert [s["step"] for s in steps] == list(range(8)), steps  # the range's occurrences, from 0
 
 
 @case("advise(): exactly `flagtrace advise -f json -n 0` of the same files, steps and findings as rows")
