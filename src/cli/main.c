@@ -124,7 +124,7 @@ static int run(int argc, char **argv) {
   if (!strcmp(cmd, "report")) return ft_cli_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "diff")) return ft_cli_diff(argc - 1, argv + 1);
   if (!strcmp(cmd, "advise")) return ft_cli_advise(argc - 1, argv + 1);
-  if (!strcmp(cmd, "columns")) return ft_cli_columns(argc - 1, argv + 1); /* unlisted: the Python API's feed */
+  if (!strcmp(cmd, "columns")) return ft_cli_columns(argc - 1, argv + 1);  /* unlisted: the Python API's feed */
   if (!strcmp(cmd, "_hta")) return ft_cli_hta_numbers(argc - 1, argv + 1); /* a testing aid, not in --help */
   if (cmd[0] == '-') ft_cli_error(NULL, "unknown option '%s' (see flagtrace --help)", cmd);
   else {
