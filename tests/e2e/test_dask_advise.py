@@ -51,7 +51,7 @@ with tempfile.TemporaryDirectory() as d:
 
     @results.case("dask_advise: 200 rank files on 2 worker processes: the JSON of one advise run, stragglers included")
     def _():
-        out, line = dask("-f", "json", "-n", "0")
+        out, line = dask("-f", "json", "-n", "0", "--chunk", "5")  # 40 tasks: both workers get some
         want = direct("-f", "json", "-n", "0")
         assert out == want, (len(out), len(want), line)
         assert "(2 worker processes ran tasks)" in line, line
