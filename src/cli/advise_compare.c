@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "advise_cli.h"
 #include "advise_partial.h"
@@ -11,9 +12,12 @@
 
 #define SAME_WITHIN 0.05 /* a cost within 5 % (or 1 us) of A's is "same" (docs/advise.md "## Comparing") */
 
-/* An argument diff may hand over: a plain file that is not stdin. */
+/* Only a regular file is looked into: a pipe or FIFO (`<(zcat a.json)`) read here would
+ * lose its first bytes to diff's own read. */
 static bool is_advice(const char *path, ft_advise_partial *p, char *err, size_t errlen) {
-  if (!strcmp(path, "-")) return false;
+  struct stat sb;
+  snprintf(err, errlen, "%s: not a regular file, not advice", path);
+  if (stat(path, &sb) || !S_ISREG(sb.st_mode)) return false;
   return ft_advise_partial_read(path, p, err, errlen) == FT_OK;
 }
 
