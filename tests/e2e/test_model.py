@@ -88,6 +88,15 @@ for t in TRACES:
             assert b'"digest"' in outs[0] or b'"source"' in outs[0], outs[0][:300]
 
 
+@case("--engine takes stream or model; model with --merge is refused")
+def _():
+    r = subprocess.run([*WRAP, flagtrace, "stats", "--engine=fast", TRACES[0]], capture_output=True, text=True)
+    assert r.returncode == 2 and "--engine takes stream or model, not 'fast'" in r.stderr, r
+    r = subprocess.run([*WRAP, flagtrace, "stats", "--engine=model", "--merge", TRACES[0]], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "--merge reads partial summaries" in r.stderr, r
+
+
 # the model's slices: every complete event of a category the reader summarizes
 # (stats_summary.c's list; python_function too: the model holds them all)
 KNOWN = {"kernel", "mtia_ccp_events", "gpu_memcpy", "memcpy", "gpu_memset", "memset", "cuda_runtime",
