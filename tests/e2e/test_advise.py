@@ -476,6 +476,14 @@ def _():
     doc = json.loads(r.stdout)
     assert doc["step_name"] is None and [(s["step"], s["start_us"], s["wall_us"]) for s in doc["steps"]] == [(-1, 1000.0, 9995.0)], doc
     assert r.stderr == "flagtrace advise: note: no ProfilerStep#N range: each trace is one step\n", r.stderr
+    # a trace with no device work: said, not advised on silently; -q: no notes
+    t = Trace()
+    t.op("aten::empty", 1000, 100)
+    p = t.write("cpu_only.json")
+    r = advise([p], "-f", "json")
+    assert r.stderr.splitlines()[-1] == f"flagtrace advise: note: {p} has no device work in its steps: the device " \
+        "reads as idle", r.stderr
+    assert advise([p], "-q").stderr == ""
 
 
 def one_line_error(args, want, rc=2):
