@@ -435,8 +435,8 @@ def _():
     # piped: whole lines; under each finding what, fix and where on the timeline (step-relative)
     out = advise([p]).stdout
     assert " 1. cudaDeviceSynchronize under aten::item\n    fix: " in out, out
-    assert "    at: rank 0 step 1 +3990.000 us for 2010.000 us, rank 0 step 2 +3990.000 us for 2010.000 us, " \
-        "rank 0 step 3 +3990.000 us for 2010.000 us\n" in out, out
+    assert "    at: rank 0 step 1 +4990.000 us for 2010.000 us, rank 0 step 2 +4990.000 us for 2010.000 us, " \
+        "rank 0 step 3 +4990.000 us for 2010.000 us\n" in out, out
     rows = list(csv.DictReader(io.StringIO(advise([p], "-f", "csv").stdout)))
     assert rows and rows[0]["rule"] == "sync" and rows[0]["cost_per_step_us"] == "2005.000", rows
     r = subprocess.run([*WRAP, FT, "stats", "-r", "advice", "-f", "csv", p], capture_output=True, text=True)
