@@ -50,7 +50,4 @@ int ft_cli_advice_findings(FILE *f, const ft_cli_advice *a, size_t width, size_t
 void ft_cli_advice_json(FILE *f, const ft_cli_advice *a, size_t top);
 int ft_cli_advice_csv(FILE *f, const ft_cli_advice *a, size_t top);
 
-/* The readable names of ft_idle_cause, in its order ("step start", "sync", ...). */
-extern const char *const ft_cli_idle_names[FT_IDLE_N];
-
 #endif
