@@ -498,6 +498,30 @@ static void test_clean(void **state) {
   ft_model_free(m);
 }
 
+/* Steps named by a range may overlap: iter 0-1000 and iter 200-600. The sync 100-350
+ * (returning in the gap 300-370) holds in both; the second step's gaps come after the
+ * first's last one (900-1000) and are looked at afresh. */
+static void test_overlapping_steps(void **state) {
+  (void)state;
+  ft_model mm, *m = &mm;
+  ft_model_opts mo = {.step = "iter"};
+  ft_model_init(m, &mo);
+  ev(m, FT__SEC_RANGE, "iter", 0, 1000, 0, NULL);
+  ev(m, FT__SEC_RANGE, "iter", 200, 400, 0, NULL);
+  LAUNCH(0, 5, 1);
+  KERNEL("k1", 5, 295, 1);
+  CALL("cudaStreamSynchronize", 100, 250, 0);
+  LAUNCH(360, 5, 2);
+  KERNEL("k2", 370, 530, 2);
+  ft_advice a;
+  advise(m, &a);
+  assert_int_equal(a.n_steps, 2);
+  idle_is(&a.steps[0], 5, 70, 0, 0, 100);
+  idle_is(&a.steps[1], 0, 70, 0, 0, 0);
+  ft_advice_free(&a);
+  ft_model_free(m);
+}
+
 /* Compute 0-500 and an all-reduce 300-800: 200 µs of it hidden under compute, 300 exposed. */
 static void test_comm(void **state) {
   (void)state;
@@ -647,6 +671,7 @@ int main(void) {
       cmocka_unit_test(test_low_flops),
       cmocka_unit_test(test_clean),
       cmocka_unit_test(test_comm),
+      cmocka_unit_test(test_overlapping_steps),
       cmocka_unit_test(test_straggler),
       cmocka_unit_test(test_vendor_names),
   };
