@@ -90,9 +90,9 @@ typedef struct ft_model {
   size_t n_steps;
   /* what the file's "flagtrace"/"distributedInfo" blocks say */
   int64_t rank;            /* -1 when not named */
-  double peak_flops;       /* the device's peak FLOP/s from deviceProperties or the docs' table; 0 unknown
-                            * (not read yet: the stats reader skips deviceProperties) */
-  char device_name[64];    /* deviceProperties' name, "" when absent (not read yet, as peak_flops) */
+  double peak_flops;       /* the device's dense BF16/FP16 tensor peak FLOP/s by its name, from the table in
+                            * docs/design.md §13; 0 unknown */
+  char device_name[64];    /* the first deviceProperties entry's name, "" when absent */
   struct ft_model_priv *p; /* strings, kernel args, build state */
 } ft_model;
 
