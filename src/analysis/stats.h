@@ -285,7 +285,7 @@ typedef struct ft_stat_file {
   struct ft_stats *own; /* this file's rows (by rank only); devices and joins freed */
   ft_stat_hta hta;      /* HTA's analyses (kept: asked for) */
   /* read through the event model (ft_stat_read_opts.model): its slices, the bytes it held
-   * (ft_model_bytes) and of those the names' and launch configurations' */
+   * (ft_model_bytes) and of those what is held once (ft_model_bytes_distinct) */
   uint64_t model_slices, model_bytes, model_bytes_distinct;
 } ft_stat_file;
 
