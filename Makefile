@@ -85,8 +85,10 @@ bench: deps-test
 	cmake --build $(BUILD) -j $(JOBS) --target bench_writer bench_stats flagtrace_cli
 	python3 bench/run.py --build $(BUILD) --out bench/results
 
+# the layout's rules (scripts/check-layout.py: 700 lines a file, no include circle of 3+);
 # clang-tidy and cppcheck, zero findings (scripts/lint.sh); the format (.clang-format)
 lint: deps
+	python3 scripts/check-layout.py
 	JOBS=$(JOBS) scripts/lint.sh build-lint
 format-check: deps
 	scripts/check-format.sh

@@ -203,9 +203,6 @@ typedef struct ft_stats {
   ft_stat_skips skipped;
   ft__map unknown_cats; /* name id of an unread category -> events */
   ft_stat_meta meta;
-  /* deviceProperties' first device's name, "" when absent: the model's (advise's peak FLOP/s), not
-   * the summary's (ft_stat_meta is written into partials field by field) */
-  char device_name[64];
   /* options of the read */
   bool timeline;        /* keep copy intervals and bin the busy time (report) */
   bool want_args;       /* read device work's correlation, stream, grid, block, registers (trace, HTA's reports) */
@@ -230,7 +227,8 @@ typedef struct ft_stats {
    * category in cat); false stops the read for want of memory. NULL: none */
   bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
   void *on_event_ctx;
-  bool events_only; /* the events to on_event, nothing summarized (the event model's read: model.c) */
+  bool events_only;     /* the events to on_event, nothing summarized (the event model's read: model.c) */
+  char device_name[64]; /* the trace's first deviceProperties entry's name ("NVIDIA H200"), "" when none */
 } ft_stats;
 
 ft_status ft_stats_init(ft_stats *st);
@@ -287,7 +285,7 @@ typedef struct ft_stat_file {
   struct ft_stats *own; /* this file's rows (by rank only); devices and joins freed */
   ft_stat_hta hta;      /* HTA's analyses (kept: asked for) */
   /* read through the event model (ft_stat_read_opts.model): its slices, the bytes it held
-   * (ft_model_bytes) and of those the names' and launch configurations' */
+   * (ft_model_bytes) and of those what is held once (ft_model_bytes_distinct) */
   uint64_t model_slices, model_bytes, model_bytes_distinct;
 } ft_stat_file;
 

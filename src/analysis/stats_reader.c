@@ -198,10 +198,6 @@ static int cb_start_map(void *ctx) {
     r->meta_depth = 2;
     if (r->key == K_FLAGTRACE) r->st->meta.has_flagtrace = true;
   }
-  if (r->devprops_depth && r->depth == r->devprops_depth + 1 && !r->meta_depth && !r->st->device_name[0]) {
-    r->meta_depth = r->depth; /* the first device's map: its name */
-    r->devprops_map = true;
-  }
   if (r->events_depth && r->depth == r->events_depth + 1) {
     r->ev_depth = r->depth;
     r->is_x = r->has_cat = false;
@@ -232,7 +228,6 @@ static int cb_end_map(void *ctx) {
     r->args_depth = 0;
   } else if (r->depth == r->meta_depth) {
     r->meta_depth = 0;
-    r->devprops_map = false;
   }
   r->depth--;
   r->key = K_OTHER;
@@ -244,7 +239,6 @@ static int cb_start_array(void *ctx) {
   r->j->keep = 0; /* its elements have no key: none is kept */
   non_number(r);
   r->depth++;
-  if (r->depth == 2 && r->key == K_DEVPROPS) r->devprops_depth = 2;
   if (r->args_depth && r->depth == r->args_depth + 1 && (r->key == K_GRID || r->key == K_BLOCK || r->key == K_DIMS)) {
     r->arr_depth = r->depth; /* its elements are read: numbers are short */
     r->arr_key = r->key;
@@ -267,6 +261,8 @@ static int cb_start_array(void *ctx) {
   } else if (r->depth == 2 && r->key == K_EVENTS) {
     r->saw_events = true;
     r->events_depth = 2;
+  } else if (r->depth == 2 && r->key == K_DEVPROPS) {
+    r->devprops_depth = 2;
   }
   r->key = K_OTHER;
   return 1;
@@ -313,7 +309,7 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
     } else if (IS("deviceProperties")) {
       r->key = K_DEVPROPS;
     }
-  } else if (r->devprops_map && r->depth == r->meta_depth) {
+  } else if (r->devprops_depth && r->depth == r->devprops_depth + 1) {
     if (IS("name")) r->key = K_DEVNAME;
   } else if (r->meta_depth && r->depth == r->meta_depth) {
     if (IS("rank")) r->key = K_RANK;
@@ -348,13 +344,16 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
    * is scanned, never held. Only a key makes keep nonzero; the next token after
    * its value is another key or the map's end, which resets it, and an array
    * (whose elements have no key) resets it at its start. */
-  static const size_t keep_of[] = {[K_PH] = FT_STATS_KEEP,     [K_CAT] = FT_STATS_KEEP,    [K_NAME] = FT_STATS_KEEP,
-                                   [K_TS] = FT_STATS_KEEP,     [K_DUR] = FT_STATS_KEEP,    [K_PID] = FT_STATS_KEEP,
-                                   [K_EXT] = FT_STATS_KEEP,    [K_BYTES] = FT_STATS_KEEP,  [K_RANK] = FT_STATS_KEEP,
-                                   [K_TRACER] = FT_STATS_KEEP, [K_STATUS] = FT_STATS_KEEP, [K_DROPPED] = FT_STATS_KEEP,
-                                   [K_WINDOW] = FT_STATS_KEEP, [K_TID] = FT_STATS_KEEP,    [K_CORR] = FT_STATS_KEEP,
-                                   [K_STREAM] = FT_STATS_KEEP, [K_REGS] = FT_STATS_KEEP,   [K_EVENTS] = 0,
-                                   [K_DEVNAME] = FT_STATS_KEEP};
+  static const size_t keep_of[] = {[K_PH] = FT_STATS_KEEP,      [K_CAT] = FT_STATS_KEEP,
+                                   [K_NAME] = FT_STATS_KEEP,    [K_TS] = FT_STATS_KEEP,
+                                   [K_DUR] = FT_STATS_KEEP,     [K_PID] = FT_STATS_KEEP,
+                                   [K_EXT] = FT_STATS_KEEP,     [K_BYTES] = FT_STATS_KEEP,
+                                   [K_RANK] = FT_STATS_KEEP,    [K_TRACER] = FT_STATS_KEEP,
+                                   [K_STATUS] = FT_STATS_KEEP,  [K_DROPPED] = FT_STATS_KEEP,
+                                   [K_WINDOW] = FT_STATS_KEEP,  [K_TID] = FT_STATS_KEEP,
+                                   [K_CORR] = FT_STATS_KEEP,    [K_STREAM] = FT_STATS_KEEP,
+                                   [K_REGS] = FT_STATS_KEEP,    [K_EVENTS] = 0,
+                                   [K_DEVNAME] = FT_STATS_KEEP, [K_DEVPROPS] = 0};
   r->j->keep = keep_of[r->key];
   return 1;
 }
@@ -379,7 +378,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
     if (r->arr_key == K_DIMS) { /* not a shape: kept as Python shows a str */
       if (!dims_value(r, "'", 1) || !dims_put(r, (const char *)s, n) || !dims_put(r, "'", 1)) return 0;
     } else if (r->arr_key != K_OTHER) arr_spoil(r);
-  } else if (r->meta_depth && r->depth == r->meta_depth && r->key == K_DEVNAME) {
+  } else if (r->key == K_DEVNAME && r->st && !r->st->device_name[0]) { /* the first device's: a rank's GPU */
     copy_cut(r->st->device_name, sizeof r->st->device_name, s, n);
   } else if (r->meta_depth && r->depth == r->meta_depth && (r->key == K_TRACER || r->key == K_STATUS)) {
     if (r->key == K_TRACER) copy_cut(r->st->meta.tracer, sizeof r->st->meta.tracer, s, n);
@@ -487,7 +486,6 @@ static const ft__json_callbacks callbacks = {
 static void reader_between(reader *r, unsigned d) {
   r->depth = r->events_depth = (int)d;
   r->ev_depth = r->args_depth = r->meta_depth = r->arr_depth = r->devprops_depth = 0;
-  r->devprops_map = false;
   r->saw_events = true;
   r->top_array = d == 1;
   r->key = K_OTHER;

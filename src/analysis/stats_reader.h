@@ -25,15 +25,15 @@ enum key {
   K_DIMS,
   K_EVENTS,
   K_FLAGTRACE,
-  K_DIST,     /* top-level blocks */
-  K_DEVPROPS, /* "deviceProperties": [{"name": ...}, ...] */
-  K_DEVNAME,  /* its first device's "name" */
+  K_DIST, /* top-level blocks */
   K_RANK,
   K_TRACER,
   K_ACTIVITY,
   K_STATUS,
   K_DROPPED,
-  K_WINDOW /* keys inside them */
+  K_WINDOW,   /* keys inside them */
+  K_DEVPROPS, /* the top-level "deviceProperties" array */
+  K_DEVNAME   /* a device's "name" in it */
 };
 
 typedef struct reader {
@@ -43,8 +43,7 @@ typedef struct reader {
   int events_depth; /* depth of the traceEvents array; events are maps one deeper */
   int ev_depth, args_depth;
   int meta_depth;     /* depth of the "flagtrace" or "distributedInfo" map */
-  int devprops_depth; /* depth of the "deviceProperties" array; its first map is a meta map */
-  bool devprops_map;  /* meta_depth is deviceProperties' first map: only "name" is read */
+  int devprops_depth; /* depth of the "deviceProperties" array (its devices are maps one deeper) */
   bool saw_events, top_array;
   enum key key;
   char err[256]; /* a callback's error; the parser names the offending token's offset */

@@ -212,6 +212,12 @@ int ft_cli_advise(int argc, char **argv) {
   } else {
     if (!quiet && a.whole_trace && fmt != FMT_TABLE) /* the table's first line says it */
       fprintf(stderr, "flagtrace advise: note: no ProfilerStep#N range: each trace is one step\n");
+    for (size_t i = 0; !quiet && i < a.n_files; i++) { /* all idle reads as advice on nothing */
+      uint64_t busy = 0;
+      for (size_t k = 0; k < a.per[i].n_steps; k++) busy += a.per[i].steps[k].busy_ns;
+      if (!busy)
+        ft_cli_error("advise", "note: %s has no device work in its steps: the device reads as idle", files.paths[i]);
+    }
     ft_outfile out;
     FILE *f = stdout;
     if (output && ft_outputs_open(&out, names, 1, overwrite, &exists, err, sizeof err)) {

@@ -65,7 +65,4 @@ int ft_cli_advice_csv(FILE *f, const ft_cli_advice *a, size_t top);
  * them (*rc: the exit status), 0 when they are for diff's own parse (traces). */
 int ft_cli_diff_advice(int argc, char **argv, int *rc);
 
-/* The readable names of ft_idle_cause, in its order ("step start", "sync", ...). */
-extern const char *const ft_cli_idle_names[FT_IDLE_N];
-
 #endif

@@ -257,6 +257,34 @@ static void wrapped(FILE *f, const char *lead, const char *text, size_t width) {
   fputc('\n', f);
 }
 
+/* An occurrence's step start (the step of its rank's file), for times relative to it; 0 when not found. */
+static int64_t step_start(const ft_cli_advice *a, int64_t rank, int64_t number) {
+  for (size_t i = 0; i < a->n_files; i++)
+    for (size_t s = 0; a->ranks[i] == rank && s < a->per[i].n_steps; s++)
+      if (a->per[i].steps[s].number == number) return a->per[i].steps[s].start;
+  return 0;
+}
+
+/* "at: rank R step N +T us for D us, ..." for the first few occurrences: where to look on the timeline. */
+static void occ_line(FILE *f, const ft_cli_advice *a, const ft_advise_finding *g, size_t width) {
+  char buf[512];
+  size_t o = 0;
+  for (size_t k = 0; k < g->n_occ && k < 3 && o < sizeof buf; k++) {
+    const ft_advise_occurrence *x = &g->occ[k];
+    int64_t rel = x->ts - step_start(a, x->rank, x->step);
+    char step[32];
+    if (x->step < 0) snprintf(step, sizeof step, "the trace");
+    else snprintf(step, sizeof step, "step %lld", (long long)x->step);
+    uint64_t m = rel < 0 ? 0 - (uint64_t)rel : (uint64_t)rel; /* an op that began before its step: minus */
+    o += (size_t)snprintf(buf + o, sizeof buf - o, "%srank %lld %s %c%llu.%03llu us for %lld.%03lld us", k ? ", " : "",
+                          (long long)x->rank, step, rel < 0 ? '-' : '+', (unsigned long long)(m / 1000),
+                          (unsigned long long)(m % 1000), (long long)(x->dur / 1000), (long long)(x->dur % 1000));
+  }
+  if (o < sizeof buf && g->count > (g->n_occ < 3 ? g->n_occ : 3))
+    snprintf(buf + o, sizeof buf - o, ", ... (%llu in all)", (unsigned long long)g->count);
+  if (g->n_occ) wrapped(f, "    at: ", buf, width);
+}
+
 int ft_cli_advice_findings(FILE *f, const ft_cli_advice *a, size_t width, size_t top, int unit) {
   ft_report rep;
   if (ft_cli_advice_report(&rep, a, top, false)) return -1;
@@ -271,6 +299,7 @@ int ft_cli_advice_findings(FILE *f, const ft_cli_advice *a, size_t width, size_t
     snprintf(lead, sizeof lead, "%2zu. ", i + 1);
     wrapped(f, lead, a->ranked[i].f->what, width);
     wrapped(f, "    fix: ", a->ranked[i].f->suggestion, width);
+    occ_line(f, a, a->ranked[i].f, width);
   }
   ft_report_free(&rep);
   return rc;

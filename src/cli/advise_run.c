@@ -1,5 +1,4 @@
-/* advise's reading: each trace into the event model and advised (files in parallel), the job's part, findings ranked.
- */
+/* advise's reading: each trace into the model and advised (in parallel), then the job's part, findings ranked. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -8,8 +7,6 @@
 #include <unistd.h>
 
 #include "advise_cli.h"
-
-const char *const ft_cli_idle_names[FT_IDLE_N] = {"step start", "sync", "h2d copy", "launch", "other"};
 
 typedef struct file_job {
   const char *path;

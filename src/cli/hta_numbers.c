@@ -38,33 +38,39 @@ int ft_cli_hta_numbers(int argc, char **argv) {
   ft_model_opts o = {.step = step};
   char err[256];
   if (ft_model_read(&m, argv[first], &o, NULL, err, sizeof err) != FT_OK) {
-    ft_cli_error("_hta", "%s", err);
+    ft_cli_error("_hta", "%s: %s", argv[first], err);
     return 1;
   }
-  int rc = 0;
   ft__hta_idle *r = NULL;
   size_t n = 0;
-  if (!ft__hta_idle_streams(&m, SIZE_MAX, &r, &n)) goto oom;
+  uint64_t *cp = malloc((m.n_steps + 1) * sizeof *cp);
+  uint64_t(*idle)[3] = malloc((m.n_steps + 1) * sizeof *idle);
+  if (!cp || !idle || !ft__critical_paths(&m, cp) || !ft__hta_idle_steps(&m, idle) ||
+      !ft__hta_idle_streams(&m, SIZE_MAX, &r, &n))
+    goto oom;
   printf("{\"rank\": %" PRId64 ", \"idle\": ", m.rank);
   print_idle(r, n);
   free(r);
   printf(", \"critical_path_ns\": %" PRIu64 ", \"steps\": [", ft__critical_path_ns(&m, SIZE_MAX));
   for (size_t s = 0; s < m.n_steps; s++) {
-    uint64_t h, k, x;
-    ft__hta_idle_step(&m, s, &h, &k, &x);
     if (!ft__hta_idle_streams(&m, s, &r, &n)) goto oom;
     printf("%s{\"number\": %" PRId64 ", \"start\": %" PRId64 ", \"end\": %" PRId64 ", \"critical_path_ns\": %" PRIu64
            ", \"hta_host_wait_ns\": %" PRIu64 ", \"hta_kernel_wait_ns\": %" PRIu64 ", \"hta_other_ns\": %" PRIu64
            ", \"idle\": ",
-           s ? ", " : "", m.steps[s].number, m.steps[s].start, m.steps[s].end, ft__critical_path_ns(&m, s), h, k, x);
+           s ? ", " : "", m.steps[s].number, m.steps[s].start, m.steps[s].end, cp[s], idle[s][0], idle[s][1],
+           idle[s][2]);
     print_idle(r, n);
     free(r);
     printf("}");
   }
   printf("]}\n");
+  free(cp);
+  free(idle);
   ft_model_free(&m);
-  return rc;
+  return 0;
 oom:
+  free(cp);
+  free(idle);
   ft_model_free(&m);
   ft_cli_error("_hta", "out of memory");
   return 1;

@@ -480,6 +480,8 @@ int ft_cli_stats(int argc, char **argv) {
   }
   if (optind >= argc) return ft_cli_usage_error("stats", merge ? "no partial summary given" : "no trace file given");
   if (partial && fmt != FMT_TABLE) return ft_cli_usage_error("stats", "--partial writes its own JSON: no --format");
+  if (merge && model)
+    return ft_cli_usage_error("stats", "--engine=model reads traces: --merge reads partial summaries");
   char err[640];
   ft_trace_args files; /* a directory: the traces in it */
   ft_status s =

@@ -44,7 +44,8 @@ static const ft__hta_idle *of(const ft__hta_idle *r, size_t n, int64_t stream) {
 /* Stream 7: K1 then K2 10 ns later, launched while K1 ran (kernel wait); K3 launched
  * after K2 ended (host wait 150); K4 40 us after K3, launched before (other); K5
  * 29999 ns after K4 (kernel wait, just under HTA's 30 us). Stream 9: K7 has no
- * launch in the trace (never host wait): kernel wait 40. Stream 11: K9 starts inside
+ * launch in the trace (never host wait): kernel wait 40; K10's launch starts right
+ * at K7's end (not after it): kernel wait 10. Stream 11: K9 starts inside
  * K8 (HTA sums the -500). A cuda_sync on stream 7 is no device work. Steps: #0 holds
  * the launches of K1, K2, K6; #1 those of K3, K4, K5. */
 static void build_idle(ft_model *m) {
@@ -59,6 +60,8 @@ static void build_idle(ft_model *m) {
   kernel(m, 210, 90, 2, 7);
   kernel(m, 250, 10, 6, 9);
   kernel(m, 300, 10, 99, 9);
+  launch(m, 310, 5, 10); /* at K7's very end: HTA's host wait is "after", so kernel wait */
+  kernel(m, 320, 5, 10, 9);
   add(m, "cuda_sync", "Stream Sync", 305, 10, 55, 7);
   add(m, "user_annotation", "ProfilerStep#1", 395, 105, -1, -1);
   launch(m, 400, 10, 3);
@@ -89,7 +92,8 @@ static void test_idle_streams(void **state) {
   assert_int_equal(s7->n_kernel, 2);
   assert_int_equal(s7->n_other, 1);
   assert_int_equal(s9->host_ns, 0);
-  assert_int_equal(s9->kernel_ns, 40);
+  assert_int_equal(s9->kernel_ns, 40 + 10);
+  assert_int_equal(s9->n_kernel, 2);
   assert_int_equal(s9->other_ns, 0);
   assert_int_equal(s11->kernel_ns, -500);
   free(r);
@@ -119,9 +123,11 @@ static void test_idle_steps(void **state) {
 }
 
 /* op A [0,100] launches K1 (launch edge: the queue was empty, 20) and K2 (launch edge
- * again: K1 ended before), then cudaDeviceSynchronize [110,310] waits for K2 (Context
- * Sync: K2's end to the call's end), then op B [320,330]. The path: A's start, L1 (10),
- * L1's span (10), to L2 (40), K2's launch delay (20), K2 (220), the sync (0), B (10). */
+ * again: K1 ended before), then cudaDeviceSynchronize [110,320] waits for K2 (Context
+ * Sync: K2's end to the call's end), then op B [330,340]. The path: A's start, L1 (10),
+ * L1's span (10: the runtime lock's edge), to L2 (40), K2's launch delay (20), K2
+ * (220), the sync (0), B (10). The synchronize call's own span weighs 0 (blocking):
+ * else A, the call and B (320) would be longer. */
 static void build_cp(ft_model *m, bool sync) {
   ft_model_init(m, NULL);
   add(m, "user_annotation", "ProfilerStep#0", 0, 105, -1, -1);
@@ -130,9 +136,9 @@ static void build_cp(ft_model *m, bool sync) {
   kernel(m, 30, 20, 1, 7);
   launch(m, 60, 10, 2);
   kernel(m, 80, 220, 2, 7);
-  add(m, "cuda_runtime", "cudaDeviceSynchronize", 110, 200, 3, -1);
+  add(m, "cuda_runtime", "cudaDeviceSynchronize", 110, 210, 3, -1);
   if (sync) add(m, "cuda_sync", "Context Sync", 112, 198, 3, 7);
-  add(m, "cpu_op", "B", 320, 10, -1, -1);
+  add(m, "cpu_op", "B", 330, 10, -1, -1);
   assert_int_equal(ft_model_finish(m), FT_OK);
 }
 
@@ -143,6 +149,9 @@ static void test_critical_path(void **state) {
   assert_int_equal(ft__critical_path_ns(&m, SIZE_MAX), 10 + 10 + 40 + 20 + 220 + 10);
   /* the step's window holds A and its launches, not the sync or B */
   assert_int_equal(ft__critical_path_ns(&m, 0), 10 + 10 + 40 + 20 + 220);
+  uint64_t all[1];
+  assert_true(ft__critical_paths(&m, all)); /* every step at once: the same */
+  assert_int_equal(all[0], 10 + 10 + 40 + 20 + 220);
   ft_model_free(&m);
   build_cp(&m, false); /* no sync event: B hangs off the CPU chain only, K2's end is the longest */
   assert_int_equal(ft__critical_path_ns(&m, SIZE_MAX), 300);

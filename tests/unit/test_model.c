@@ -230,7 +230,8 @@ static void test_named_steps(void **state) {
 }
 
 static const char TRACE[] =
-    "{\"distributedInfo\": {\"rank\": 3}, \"traceEvents\": ["
+    "{\"distributedInfo\": {\"rank\": 3}, \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H200\","
+    " \"numSms\": 132}, {\"id\": 1, \"name\": \"other\"}], \"traceEvents\": ["
     "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 1.5, \"dur\": 0.3,"
     " \"args\": {\"correlation\": 7, \"External id\": 10, \"stream\": 7, \"grid\": [1, 2, 3], \"block\": [4, 5, 6]}},"
     "{\"ph\": \"X\", \"cat\": \"mystery\", \"name\": \"t\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 10},"
@@ -252,6 +253,8 @@ static void test_read_and_replay(void **state) {
   ft_stats_finish(&st);
   assert_int_equal(m.n, 3);
   assert_int_equal(m.rank, 3);
+  assert_string_equal(m.device_name, "NVIDIA H200");
+  assert_true(m.peak_flops == 989.4e12);
   size_t mm = slice_of(&m, "aten::mm"), gemm = slice_of(&m, "gemm");
   assert_int_equal(m.ts[mm], 1100);
   assert_int_equal(m.op[gemm], mm);
@@ -295,6 +298,42 @@ static void test_read_and_replay(void **state) {
   ft_model_free(&m); /* after a failed read: freed already, harmless again */
 }
 
+/* A committed torch trace (H200, batch 8): its device, three profiler steps, every kernel
+ * linked to its launch and attributed to an op, in a step. */
+static void test_committed_trace(void **state) {
+  (void)state;
+  const char *dir = getenv("FT_TEST_DATA");
+  char path[4096], err[256];
+  snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/data", "batch8_torch_cuda.json.gz");
+  ft_model m;
+  assert_int_equal(ft_model_read(&m, path, NULL, NULL, err, sizeof err), FT_OK);
+  assert_string_equal(m.device_name, "NVIDIA H200");
+  assert_true(m.peak_flops == 989.4e12);
+  assert_int_equal(m.rank, -1);
+  assert_int_equal(m.n_steps, 3);
+  for (size_t k = 0; k < 3; k++) {
+    assert_int_equal(m.steps[k].number, (int64_t)k + 2);
+    assert_int_equal(m.kind[m.steps[k].slice], FT_MK_RANGE);
+  }
+  assert_int_equal(m.steps[0].start, 5543922162058073);
+  assert_int_equal(m.steps[0].end, 5543922162058073 + 2791486);
+  size_t kernels = 0;
+  for (size_t i = 0; i < m.n; i++) {
+    if (i) assert_true(m.ts[i - 1] <= m.ts[i]);
+    if (m.kind[i] != FT_MK_KERNEL) continue;
+    kernels++;
+    assert_int_not_equal(m.link[i], FT_MODEL_NONE);
+    assert_int_equal(m.link[m.link[i]], i);
+    assert_int_equal(ft_model_corr(&m, i), ft_model_corr(&m, m.link[i]));
+    assert_int_not_equal(m.op[i], FT_MODEL_NONE);
+    assert_int_equal(m.op[i], m.op[m.link[i]]);
+    assert_int_equal(m.tracks[m.track[i]].kind, FT_TRACK_STREAM);
+    assert_int_equal(m.tracks[m.track[m.link[i]]].kind, FT_TRACK_THREAD);
+  }
+  assert_int_equal(kernels, 81);
+  ft_model_free(&m);
+}
+
 /* 100 000 slices of a few names: at most 64 B a slice, all held. */
 static void test_bytes_per_slice(void **state) {
   (void)state;
@@ -323,6 +362,7 @@ int main(void) {
       cmocka_unit_test(test_named_steps),
       cmocka_unit_test(test_read_and_replay),
       cmocka_unit_test(test_bytes_per_slice),
+      cmocka_unit_test(test_committed_trace),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,6 +42,8 @@ bool ft__hta_idle_steps(const ft_model *m, uint64_t (*out)[3]);
  * edges under FT_HTA_CP_KERNEL_DELAY_NS; sync edges from device work to the end of
  * the synchronizing call. docs/advise.md "Against HTA" lists what differs. */
 uint64_t ft__critical_path_ns(const ft_model *m, size_t step);
+/* Every step's (out: m->n_steps entries), the per-trace part done once. False without memory. */
+bool ft__critical_paths(const ft_model *m, uint64_t *out);
 
 /* vendor_calls.c: what a runtime or driver call is, by its vendor's name (any of
  * cuda/cu, hip, mc, musa/mu, tops, aclrt; version suffixes such as _v3020 and
@@ -62,7 +64,10 @@ enum ft__copy_dir ft__advise_copy_dir(const char *work_name, bool *pageable);
 /* A device's peak dense bf16 FLOP/s by its name (docs/advise.md's table); 0 unknown. */
 double ft__advise_peak_flops(const char *device_name);
 
-/* advise.c: the findings under construction, one per key (rule, two name ids),
+/* *p with room for need items of size bytes (doubling); false without memory. */
+bool ft__advise_grow(void **p, size_t *cap, size_t need, size_t size);
+
+/* advise_findings.c: the findings under construction, one per key (rule, two name ids),
  * and each occurrence's cost in its step. */
 typedef struct ft__credit {
   uint32_t finding, step; /* step: index into m->steps */

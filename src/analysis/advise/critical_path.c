@@ -8,6 +8,8 @@
 /* The events that get nodes, each a start node (2k) and an end node (2k + 1). */
 typedef struct cp {
   const ft_model *m;
+  const uint32_t *win; /* the window's slices, ascending */
+  size_t n_win;
   uint32_t *ev; /* node-event k's slice */
   size_t n_ev;
   uint32_t *node_of; /* slice -> k, FT_MODEL_NONE */
@@ -149,10 +151,12 @@ static int cmp_cs(const void *x, const void *y) {
 }
 
 /* _get_tid_for_event: the one thread whose ops or ranges have word in their name, else -1 (none or several). */
-static bool tid_with(const ft_model *m, const uint8_t *in, const char *word, int64_t *tid) {
+static bool tid_with(const cp *c, const char *word, int64_t *tid) {
+  const ft_model *m = c->m;
   bool found = false;
-  for (size_t i = 0; i < m->n; i++) {
-    if (!in[i] || (m->kind[i] != FT_MK_OP && m->kind[i] != FT_MK_RANGE)) continue;
+  for (size_t w = 0; w < c->n_win; w++) {
+    uint32_t i = c->win[w];
+    if (m->kind[i] != FT_MK_OP && m->kind[i] != FT_MK_RANGE) continue;
     if (!strstr(ft_model_str(m, m->name[i]), word)) continue;
     int64_t t = m->tracks[m->track[i]].tid;
     if (found && t != *tid) return false;
@@ -165,12 +169,12 @@ static bool tid_with(const ft_model *m, const uint8_t *in, const char *word, int
 /* _construct_graph_from_call_stacks: per thread (the backward thread merged into the
  * forward one when each is the only one with such ops), the events in the order of a
  * depth-first walk of HTA's call stack, edges between consecutive ones with nodes. */
-static void stack_edges(cp *c, const uint8_t *in) {
+static void stack_edges(cp *c) {
   const ft_model *m = c->m;
   int64_t fwd = -1, bwd = -1;
-  bool remap = tid_with(m, in, "forward", &fwd) && tid_with(m, in, "autograd", &bwd) && fwd != bwd;
+  bool remap = tid_with(c, "forward", &fwd) && tid_with(c, "autograd", &bwd) && fwd != bwd;
   size_t n = 0;
-  for (size_t i = 0; i < m->n; i++) n += in[i] && !on_stream(m, i);
+  for (size_t w = 0; w < c->n_win; w++) n += !on_stream(m, c->win[w]);
   csev *v = malloc((2 * n + 1) * sizeof *v);
   uint32_t *stack = malloc((n + 1) * sizeof *stack);
   if (!v || !stack) {
@@ -180,8 +184,9 @@ static void stack_edges(cp *c, const uint8_t *in) {
     return;
   }
   size_t k = 0;
-  for (size_t i = 0; i < m->n; i++) {
-    if (!in[i] || on_stream(m, i)) continue;
+  for (size_t w = 0; w < c->n_win; w++) {
+    uint32_t i = c->win[w];
+    if (on_stream(m, i)) continue;
     const ft_model_track *t = &m->tracks[m->track[i]];
     int64_t tid = remap && t->tid == bwd ? fwd : t->tid;
     v[k++] = (csev){t->pid, tid, m->ts[i], m->dur[i], (uint32_t)i, false};
@@ -217,8 +222,10 @@ static void stack_edges(cp *c, const uint8_t *in) {
   free(stack);
 }
 
-/* A cuda_sync slice's call: the runtime or driver call of its correlation id (the
- * model links launches only; HTA's index_correlation pairs syncs too). */
+/* HTA's index_correlation, by correlation id (transform_correlation_to_index): device
+ * work's and a sync's call is the last CPU event with its id; a CPU event's device side
+ * is the last device event with its id (a launch of several kernels clips in only that
+ * one). The model links launches only, one piece of work each. */
 typedef struct callref {
   int64_t corr;
   uint32_t s;
@@ -228,29 +235,44 @@ static int cmp_callref(const void *x, const void *y) {
   if (a->corr != b->corr) return a->corr < b->corr ? -1 : 1;
   return a->s < b->s ? -1 : a->s > b->s;
 }
-static bool sync_calls(const ft_model *m, uint32_t *call) {
-  size_t n = 0;
-  for (size_t i = 0; i < m->n; i++) n += m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER;
-  callref *r = malloc((n + 1) * sizeof *r);
-  if (!r) return false;
-  n = 0;
-  for (size_t i = 0; i < m->n; i++)
-    if ((m->kind[i] == FT_MK_RUNTIME || m->kind[i] == FT_MK_DRIVER) && ft_model_corr(m, i) != FT_MODEL_NO_ID)
-      r[n++] = (callref){ft_model_corr(m, i), (uint32_t)i};
-  qsort(r, n, sizeof *r, cmp_callref);
-  for (size_t i = 0; i < m->n; i++) {
-    call[i] = m->link[i];
-    if (m->kind[i] != FT_MK_SYNC) continue;
-    int64_t c = ft_model_corr(m, i);
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-      size_t mid = (lo + hi) / 2;
-      if (r[mid].corr < c) lo = mid + 1;
-      else hi = mid;
-    }
-    call[i] = c != FT_MODEL_NO_ID && lo < n && r[lo].corr == c ? r[lo].s : FT_MODEL_NONE;
+static uint32_t last_with(const callref *r, size_t n, int64_t c) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) { /* past the last with c */
+    size_t mid = (lo + hi) / 2;
+    if (r[mid].corr <= c) lo = mid + 1;
+    else hi = mid;
   }
-  free(r);
+  return c != FT_MODEL_NO_ID && lo && r[lo - 1].corr == c ? r[lo - 1].s : FT_MODEL_NONE;
+}
+static bool hta_pairs(const ft_model *m, uint32_t *call, uint32_t *work, callref **pairs, size_t *n_pairs) {
+  callref *r = malloc((m->n + 1) * sizeof *r), *d = malloc((m->n + 1) * sizeof *d);
+  if (!r || !d) {
+    free(r);
+    free(d);
+    return false;
+  }
+  size_t nr = 0, nd = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    int64_t c = ft_model_corr(m, i);
+    if (c == FT_MODEL_NO_ID) continue;
+    if (!on_stream(m, i)) r[nr++] = (callref){c, (uint32_t)i};
+    else if (c >= 0) d[nd++] = (callref){c, (uint32_t)i};
+  }
+  qsort(r, nr, sizeof *r, cmp_callref);
+  qsort(d, nd, sizeof *d, cmp_callref);
+  for (size_t i = 0; i < m->n; i++) {
+    bool gpu = on_stream(m, i) || m->kind[i] == FT_MK_SYNC;
+    call[i] = gpu ? last_with(r, nr, ft_model_corr(m, i)) : FT_MODEL_NONE;
+    work[i] = gpu ? FT_MODEL_NONE : last_with(d, nd, ft_model_corr(m, i));
+  }
+  free(d);
+  /* the syncs by their call's index (r reused: corr holds the call, s the sync) */
+  size_t k = 0;
+  for (size_t i = 0; i < m->n; i++)
+    if (m->kind[i] == FT_MK_SYNC && call[i] != FT_MODEL_NONE) r[k++] = (callref){call[i], (uint32_t)i};
+  qsort(r, k, sizeof *r, cmp_callref);
+  *pairs = r;
+  *n_pairs = k;
   return true;
 }
 
@@ -322,20 +344,23 @@ static int cmp_row(const void *x, const void *y) {
  * last work ended before the launch; else a kernel-kernel edge from the last work
  * under the threshold. Stream and context syncs: an edge from the last work on the
  * stream (on every stream) to the end of the call that waited. */
-static void kernel_edges(cp *c, const uint8_t *in, const uint32_t *call, streams *q, const int32_t *qlen) {
+static void kernel_edges(cp *c, const uint32_t *call, streams *q, const int32_t *qlen) {
   const ft_model *m = c->m;
   size_t n = 0;
-  for (size_t i = 0; i < m->n; i++) n += in[i] && (on_stream(m, i) || m->kind[i] == FT_MK_SYNC);
+  for (size_t w = 0; w < c->n_win; w++) n += on_stream(m, c->win[w]) || m->kind[c->win[w]] == FT_MK_SYNC;
   struct row *r = malloc((n + 1) * sizeof *r);
   if (!r) {
     c->oom = true;
     return;
   }
   size_t k = 0;
-  for (size_t i = 0; i < m->n; i++)
-    if (in[i] && (on_stream(m, i) || m->kind[i] == FT_MK_SYNC)) /* syncs sort by their end */
-      r[k++] = (struct row){m->ts[i] + (m->kind[i] == FT_MK_SYNC ? m->dur[i] : 0), (uint32_t)i};
+  for (size_t w = 0; w < c->n_win; w++) {
+    uint32_t i = c->win[w];
+    if (on_stream(m, i) || m->kind[i] == FT_MK_SYNC) /* syncs sort by their end */
+      r[k++] = (struct row){m->ts[i] + (m->kind[i] == FT_MK_SYNC ? m->dur[i] : 0), i};
+  }
   qsort(r, k, sizeof *r, cmp_row);
+  for (size_t x = 0; x < q->n; x++) q->last[x] = UINT32_MAX;
   for (size_t i = 0; i < k; i++) {
     uint32_t s = r[i].s, l = call[s];
     size_t st = on_stream(m, s) ? stream_ix(q, stream_of(m, s)) : SIZE_MAX;
@@ -413,62 +438,146 @@ out:
   return best;
 }
 
-/* (advise_internal.h) */
-uint64_t ft__critical_path_ns(const ft_model *m, size_t step) {
-  if (!m->n) return 0;
-  int64_t ws, we;
-  if (step < m->n_steps) {
-    ws = m->steps[step].start, we = m->steps[step].end;
-  } else { /* annotation "": the trace's first start to its last end */
-    ws = INT64_MAX, we = INT64_MIN;
-    for (size_t i = 0; i < m->n; i++) {
-      if (m->ts[i] < ws) ws = m->ts[i];
-      if (m->ts[i] + m->dur[i] > we) we = m->ts[i] + m->dur[i];
-    }
+/* What every window shares: the whole trace's queue lengths, each sync's call, and
+ * per-slice scratch that a window sets and clears again. */
+typedef struct prep {
+  int32_t *qlen;
+  uint32_t *call; /* device work's and a sync's call; FT_MODEL_NONE */
+  uint32_t *work; /* a CPU event's device work (HTA's pairing); FT_MODEL_NONE */
+  callref *syncs; /* (call, sync) by call */
+  size_t n_syncs;
+  streams q;
+  uint32_t *node_of, *win, *ev; /* node_of: FT_MODEL_NONE outside a window */
+} prep;
+
+static void prep_free(prep *p) {
+  free(p->qlen);
+  free(p->call);
+  free(p->work);
+  free(p->syncs);
+  free(p->q.id);
+  free(p->q.len);
+  free(p->q.last);
+  free(p->node_of);
+  free(p->win);
+  free(p->ev);
+}
+
+static bool prep_make(const ft_model *m, prep *p) {
+  memset(p, 0, sizeof *p);
+  size_t n = m->n + 1;
+  p->qlen = malloc(n * sizeof *p->qlen);
+  p->call = malloc(n * sizeof *p->call);
+  p->work = malloc(n * sizeof *p->work);
+  p->node_of = malloc(n * sizeof *p->node_of);
+  p->win = malloc(2 * n * sizeof *p->win);
+  p->ev = malloc(n * sizeof *p->ev);
+  if (!p->qlen || !p->call || !p->work || !p->node_of || !p->win || !p->ev || !queue_lengths(m, &p->q, p->qlen) ||
+      !hta_pairs(m, p->call, p->work, &p->syncs, &p->n_syncs)) {
+    prep_free(p);
+    return false;
   }
-  cp c = {.m = m};
-  uint8_t *in = calloc(m->n, 1);
-  int32_t *qlen = malloc(m->n * sizeof *qlen);
-  uint32_t *call = malloc(m->n * sizeof *call);
-  streams q = {0};
-  c.node_of = malloc(m->n * sizeof *c.node_of);
-  c.ev = malloc(m->n * sizeof *c.ev);
-  uint64_t len = 0;
-  if (!in || !qlen || !call || !c.node_of || !c.ev || !queue_lengths(m, &q, qlen) || !sync_calls(m, call)) goto out;
-  /* critical_path_analysis's window: CPU events starting in it (lasting > 0), device
-   * work and syncs whose CPU call started in it (lasting > 0) */
-  for (size_t i = 0; i < m->n; i++) {
-    if (!on_stream(m, i)) {
-      in[i] = m->ts[i] >= ws && m->ts[i] <= we && m->dur[i] > 0;
-    } else {
-      uint32_t l = call[i];
-      in[i] = l != FT_MODEL_NONE && !on_stream(m, l) && m->ts[l] >= ws && m->ts[l] <= we && m->dur[l] > 0;
-    }
+  for (size_t i = 0; i < m->n; i++) p->node_of[i] = FT_MODEL_NONE;
+  return true;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The first slice starting at or after t (slices are in start order). */
+static size_t first_at(const ft_model *m, int64_t t, bool after) {
+  size_t lo = 0, hi = m->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (m->ts[mid] < t || (after && m->ts[mid] == t)) lo = mid + 1;
+    else hi = mid;
   }
+  return lo;
+}
+
+/* One window [lo, hi) of slices by start: critical_path_analysis's clip (CPU events
+ * starting in it and lasting > 0; device work and syncs whose call is one of those),
+ * its graph, its longest path. p's scratch is clear again on return. */
+static uint64_t window(const ft_model *m, prep *p, size_t lo, size_t hi, bool *oom) {
+  cp c = {.m = m, .win = p->win, .node_of = p->node_of, .ev = p->ev};
+  size_t n = 0;
+  for (size_t i = lo; i < hi; i++) {
+    if (on_stream(m, i) || m->dur[i] <= 0) continue;
+    p->win[n++] = (uint32_t)i;
+    uint32_t l = p->work[i];
+    if (l != FT_MODEL_NONE) p->win[n++] = l;
+  }
+  size_t a = 0, b = p->n_syncs; /* the syncs whose call is in [lo, hi) */
+  while (a < b) {
+    size_t mid = (a + b) / 2;
+    if (p->syncs[mid].corr < (int64_t)lo) a = mid + 1;
+    else b = mid;
+  }
+  for (; a < p->n_syncs && p->syncs[a].corr < (int64_t)hi; a++)
+    if (m->dur[p->syncs[a].corr] > 0) p->win[n++] = p->syncs[a].s;
+  qsort(p->win, n, sizeof *p->win, cmp_u32);
+  size_t u = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!u || p->win[u - 1] != p->win[i]) p->win[u++] = p->win[i];
+  c.n_win = u;
   /* _create_event_nodes: ops, runtime and driver calls, device work with a correlation */
-  for (size_t i = 0; i < m->n; i++) {
-    c.node_of[i] = FT_MODEL_NONE;
+  for (size_t w = 0; w < u; w++) {
+    uint32_t i = p->win[w];
     uint8_t k = m->kind[i];
     bool cpu = k == FT_MK_OP || k == FT_MK_RUNTIME || k == FT_MK_DRIVER;
     bool gpu = ft_model_is_device(k) && on_stream(m, i) && ft_model_corr(m, i) >= 0;
-    if (in[i] && (cpu || gpu)) {
-      c.node_of[i] = (uint32_t)c.n_ev;
-      c.ev[c.n_ev++] = (uint32_t)i;
+    if (cpu || gpu) {
+      p->node_of[i] = (uint32_t)c.n_ev;
+      p->ev[c.n_ev++] = i;
     }
   }
   lock_edges(&c);
-  stack_edges(&c, in);
-  kernel_edges(&c, in, call, &q, qlen);
-  if (!c.oom) len = longest(&c);
-out:
-  free(in);
-  free(qlen);
-  free(call);
-  free(q.id);
-  free(q.len);
-  free(q.last);
-  free(c.node_of);
-  free(c.ev);
+  stack_edges(&c);
+  kernel_edges(&c, p->call, &p->q, p->qlen);
+  uint64_t len = c.oom ? 0 : longest(&c);
+  *oom = c.oom;
+  for (size_t w = 0; w < u; w++) p->node_of[p->win[w]] = FT_MODEL_NONE;
   free(c.e);
   return len;
+}
+
+static void step_range(const ft_model *m, size_t step, size_t *lo, size_t *hi) {
+  if (step >= m->n_steps) { /* annotation "": the trace's first start to its last end */
+    *lo = 0, *hi = m->n;
+    return;
+  }
+  *lo = first_at(m, m->steps[step].start, false);
+  *hi = first_at(m, m->steps[step].end, true);
+}
+
+/* (advise_internal.h) */
+uint64_t ft__critical_path_ns(const ft_model *m, size_t step) {
+  prep p;
+  if (!m->n || !prep_make(m, &p)) return 0;
+  size_t lo, hi;
+  bool oom;
+  step_range(m, step, &lo, &hi);
+  uint64_t len = window(m, &p, lo, hi, &oom);
+  prep_free(&p);
+  return len;
+}
+
+/* (advise_internal.h) */
+bool ft__critical_paths(const ft_model *m, uint64_t *out) {
+  prep p;
+  if (!m->n) {
+    for (size_t s = 0; s < m->n_steps; s++) out[s] = 0;
+    return true;
+  }
+  if (!prep_make(m, &p)) return false;
+  bool oom = false;
+  for (size_t s = 0; s < m->n_steps && !oom; s++) {
+    size_t lo, hi;
+    step_range(m, s, &lo, &hi);
+    out[s] = window(m, &p, lo, hi, &oom);
+  }
+  prep_free(&p);
+  return !oom;
 }

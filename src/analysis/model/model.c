@@ -38,6 +38,7 @@ void ft_model_free(ft_model *m) {
     ft__intern_free(&p->vars);
     ft__intern_free(&p->tkeys);
     free(p->var), free(p->order), free(p->wide), free(p->unk), free(p->step_name);
+    ft__map_free(&p->unk_index);
     free(p);
   }
   memset(m, 0, sizeof *m);
@@ -105,8 +106,9 @@ static uint32_t mix_slot(uint64_t x) { return (uint32_t)(ft__cache_mix(x) % MODE
 static bool add_unknown(struct ft_model_priv *p, size_t before, const char *cat) {
   uint32_t id;
   if (ft__intern(&p->text, cat, strlen(cat), &id)) return false;
-  for (size_t i = 0; i < p->n_unk; i++)
-    if (p->unk[i].cat == id) return ++p->unk[i].count, true;
+  uint64_t *at = ft__map_upsert(&p->unk_index, id); /* a hash: a trace may name many categories */
+  if (!at) return false;
+  if (*at) return ++p->unk[*at - 1].count, true;
   if (p->n_unk == p->cap_unk) {
     size_t cap = p->cap_unk ? 2 * p->cap_unk : 4;
     ft__munknown *u = realloc(p->unk, cap * sizeof *u);
@@ -115,6 +117,7 @@ static bool add_unknown(struct ft_model_priv *p, size_t before, const char *cat)
     p->cap_unk = cap;
   }
   p->unk[p->n_unk++] = (ft__munknown){(uint32_t)before, id, 1};
+  *at = p->n_unk;
   return true;
 }
 
@@ -280,6 +283,21 @@ size_t ft_model_bytes(const ft_model *m) {
   return b + ft_model_bytes_distinct(m);
 }
 
+/* Dense BF16/FP16 tensor FLOP/s of the devices a trace names, from the vendors' datasheets
+ * (docs/design.md §13 lists them); the first name found in the device's name, in this
+ * order (H200 before H20, H100 PCIe before H100). 0: not in the table. */
+static double peak_of(const char *device) {
+  static const struct {
+    const char *name;
+    double flops;
+  } peaks[] = {{"H200", 989.4e12},  {"H100 PCIe", 756.5e12}, {"H100", 989.4e12}, {"H800", 989.4e12},
+               {"H20", 148.0e12},   {"A100", 312.0e12},      {"A800", 312.0e12}, {"L40S", 362.05e12},
+               {"B200", 2250.0e12}, {"MI300X", 1307.4e12}};
+  for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; i++)
+    if (strstr(device, peaks[i].name)) return peaks[i].flops;
+  return 0;
+}
+
 /* ---- the read: the stats reader's parse, its on_event hook into the model ---- */
 
 typedef struct hook_ctx {
@@ -337,8 +355,9 @@ static ft_status model_read(ft_model *m, const char *path, const char *data, siz
     p->skipped.unknown_cat = 0; /* counted again by a replay, from the model's categories */
     p->skipped.unpaired = 0;    /* HTA's, at the summary's finish */
     m->rank = s->meta.rank;
-    /* the peak: advise's table by this name (ft__advise_peak_flops) */
-    snprintf(m->device_name, sizeof m->device_name, "%s", s->device_name);
+    memcpy(m->device_name, s->device_name, sizeof m->device_name);
+    m->device_name[sizeof m->device_name - 1] = '\0';
+    m->peak_flops = peak_of(m->device_name);
     if (!s->want_modules) p->cut_pyfunc = 0;
     r = ft_model_finish(m);
     if (r) snprintf(err, errlen, "out of memory");

@@ -43,14 +43,17 @@ static inline bool ft_model_is_device(uint8_t k) { return k == FT_MK_KERNEL || k
 
 enum ft_track_kind { FT_TRACK_THREAD, FT_TRACK_STREAM };
 typedef struct ft_model_track {
-  int64_t pid, tid; /* the trace's; for a stream, tid is the stream id */
+  int64_t pid, tid; /* the trace's (pid -1: none or not a number; tid -1: none); a stream's tid is its
+                     * stream: args.stream, else the event's tid */
   int64_t device;   /* a stream's device (its pid in kineto traces); -1 on a thread */
-  uint32_t name;    /* thread or stream name when the trace names it, else FT_MODEL_NONE */
+  uint32_t name;    /* thread or stream name when the trace names it, else FT_MODEL_NONE (not read yet:
+                     * metadata events never reach the model) */
   uint8_t kind;     /* enum ft_track_kind */
 } ft_model_track;
 
-/* A step: ProfilerStep#N (number N), a range named by the caller (ft_model_opts.step:
- * numbered in order from 0), or, when the trace has neither, the whole trace (number -1). */
+/* A step: a user range (FT_MK_RANGE) ProfilerStep#N (number N), a range named by the caller
+ * (ft_model_opts.step: numbered in order of start from 0), or, when the trace has neither,
+ * the whole trace (number -1: first start to last end). Steps are in start order. */
 typedef struct ft_model_step {
   int64_t number;
   int64_t start, end; /* ns */
@@ -68,22 +71,28 @@ typedef struct ft_model {
   uint32_t *ext32;
   uint64_t *arg;   /* args.bytes: copies' and memsets' bytes; 0 when absent (other slices have none) */
   uint32_t *name;  /* string id: ft_model_str */
-  uint32_t *track; /* index into tracks */
-  uint32_t *link;  /* a launch's device work, device work's launch (by correlation id, one launch per id,
-                    * the same pairing as stats_hta.c's join_id); FT_MODEL_NONE */
-  uint32_t *op;    /* the innermost op or range on the launching thread around the launch (device work:
-                    * its launch's; a CPU slice: its parent), FT_MODEL_NONE */
-  uint32_t *step;  /* the step the slice starts in (device work: its launch's step when linked), FT_MODEL_NONE */
+  uint32_t *track; /* index into tracks: device work, GPU ranges and syncs on streams, the rest on threads */
+  uint32_t *link;  /* a launch's device work, device work's launch: runtime and driver calls paired with
+                    * kernels, copies and memsets by correlation id, one launch per id (the same pairing as
+                    * stats_hta.c's join_id: each piece of work with the nearest unpaired call before it);
+                    * FT_MODEL_NONE */
+  uint32_t *op;    /* a slice on a thread: the innermost op or range around it there (torch's nesting: by
+                    * start, the longer first; it starts before the op's end and does not outlast it), not
+                    * itself; on a stream: its launch's op when linked, else the op or range of its External
+                    * id (the latest in the file, as stats_ops.c joins them); FT_MODEL_NONE */
+  uint32_t *step;  /* index into steps: the step the slice starts in ([start, end)), linked device work its
+                    * launch's; FT_MODEL_NONE */
   uint8_t *kind;   /* enum ft_model_kind */
-  /* kernels only, through ft_model_kernel_args (a side table: kernels are a fraction of slices) */
+  /* each slice's launch arguments and Input Dims: through ft_model_kernel_args (deduplicated) */
   ft_model_track *tracks;
   size_t n_tracks;
   ft_model_step *steps;
   size_t n_steps;
   /* what the file's "flagtrace"/"distributedInfo" blocks say */
   int64_t rank;            /* -1 when not named */
-  double peak_flops;       /* the device's peak FLOP/s from deviceProperties or the docs' table; 0 unknown */
-  char device_name[64];    /* deviceProperties' name, "" when absent */
+  double peak_flops;       /* the device's dense BF16/FP16 tensor peak FLOP/s by its name, from the table in
+                            * docs/design.md §13; 0 unknown */
+  char device_name[64];    /* the first deviceProperties entry's name, "" when absent */
   struct ft_model_priv *p; /* strings, kernel args, build state */
 } ft_model;
 
@@ -100,7 +109,9 @@ typedef struct ft_model_opts {
 } ft_model_opts;
 
 /* Reads one trace (.json/.json.gz, "-" stdin) into m and, when st is not NULL, the
- * same parse's summary into st (one parse, both results). Errors as ft_stats_read's. */
+ * same parse's summary into st (one parse, both results; st fresh from ft_stats_init,
+ * its options set: python_function slices come only when st->want_modules). Errors as
+ * ft_stats_read's; m is then empty (ft_model_free is harmless). */
 ft_status ft_model_read(ft_model *m, const char *path, const ft_model_opts *o, ft_stats *st, char *err, size_t errlen);
 ft_status ft_model_read_mem(ft_model *m, const char *data, size_t len, const ft_model_opts *o, ft_stats *st, char *err,
                             size_t errlen);

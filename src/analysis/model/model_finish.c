@@ -394,6 +394,8 @@ ft_status ft__model_finish(ft_model *m) {
   ft__model_huge(m->step, nn * sizeof *m->step);
   ok = ok && m->link && m->op && m->step && link_all(m, work, perm) && ops_on_threads(m, work) &&
        ops_on_streams(m, p->order) && find_steps(m);
+  ft__map_free(&p->unk_index);
+  memset(&p->unk_index, 0, sizeof p->unk_index);
   if (ok) { /* the variants' and tracks' lookup tables: no more adds */
     free(p->vars.table), p->vars.table = NULL, p->vars.tcap = 0;
     free(p->tkeys.table), p->tkeys.table = NULL, p->tkeys.tcap = 0;

@@ -56,6 +56,7 @@ struct ft_model_priv {
   size_t n_wide;
   ft__munknown *unk;
   size_t n_unk, cap_unk;
+  ft__map unk_index; /* category text id -> index + 1 into unk; freed by finish */
   /* the reader's file-level results, for a replay */
   bool read;
   uint64_t events, cut_strings, cut_pyfunc;
