@@ -352,6 +352,7 @@ def cpu_part(build, quick, gpu=False):
             run("bench_stats", "--join"), ""]
     doc += stats_memory(build, quick) + stats_split(build, quick) + stats_merge(build, quick) + stats_hta(build, quick)
     doc += stats_ops(build, quick) + stats_model(build, quick) + stats_diff(build, quick) + stats_advise(build, quick)
+    doc += python_get_trace(build, quick)
     doc += fake_capture(build, quick)
     doc += report_view.section(build, quick)  # the HTML report's timeline in headless chromium
     if os.path.exists(os.path.join(build, "bench", "bench_kineto")):  # built with -DFT_KINETO_SRC
@@ -737,6 +738,45 @@ def stats_diff(build, quick):
                 f"| `stats -r ops A B` (baseline: the same read) | {base[0]:.3f} | {base[1] / 1024:.1f} | - |",
                 f"| `diff A B` | {diff[0]:.3f} | {diff[1] / 1024:.1f} | {diff[0] / base[0]:.2f}x |", "",
                 f"Issue 37's bound, under 2 s: {verdict} ({diff[0]:.3f} s).", ""]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+GET_TRACE_SCRIPT = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+t0 = time.perf_counter()
+from flagtrace import analysis
+import pandas
+t1 = time.perf_counter()
+df = analysis.get_trace(sys.argv[2])
+t2 = time.perf_counter()
+print(len(df), t1 - t0, t2 - t1)
+"""
+
+
+def python_get_trace(build, quick):
+    """P5 get_trace (issue 50): flagtrace.analysis.get_trace() of the 1 M-event synthetic trace into a pandas
+    DataFrame, one row per slice (`flagtrace columns` as raw arrays, numpy.frombuffer; the read into the model
+    included), the imports apart; median of 5, with /usr/bin/python3 (Debian's numpy and pandas). Target < 2 s."""
+    ft, tmp, big = synthetic_1m(build)
+    if not ft or subprocess.run(["/usr/bin/python3", "-c", "import pandas"], capture_output=True).returncode:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return ["## P5 get_trace: not measured (no build, or no pandas in /usr/bin/python3)", ""]
+    reps = 1 if quick else 5
+    try:
+        env = dict(os.environ, FLAGTRACE_EXE=ft)
+        runs = [sh(["/usr/bin/python3", "-c", GET_TRACE_SCRIPT, os.path.join(ROOT, "python"), big], env=env).split()
+                for _ in range(reps)]
+        rows, imp, t = int(runs[0][0]), statistics.median(float(r[1]) for r in runs), \
+            statistics.median(float(r[2]) for r in runs)
+        return ["## P5 get_trace: the event model into pandas (flagtrace.analysis.get_trace)", "",
+                f"Synthetic gzip trace, bench_stats --write 476190 (1 M events, {rows:,} slices); median of {reps}.", "",
+                "| what | time (s) | target |", "|---|---|---|",
+                f"| `get_trace()`: `flagtrace columns` (read, model) + numpy/pandas frame | {t:.3f} | < 2 s "
+                f"({'pass' if t < 2 else 'MISS'}) |",
+                f"| `import flagtrace.analysis, pandas` (apart) | {imp:.3f} | - |", ""]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -9,18 +9,25 @@ nor pandas is imported unless asked for (pandas by Summary.df() only).
     s = analysis.load("tests/data/sample_h200.json.gz")
     s.rows("kernels")[0]["total_us"]        # 59.105
     s.df("kernels")                         # the same rows, a pandas.DataFrame
+
+get_trace() gives the event model itself, one row per slice (HTA's get_trace() frame),
+from `flagtrace columns` (raw arrays, no JSON per event; numpy and pandas needed);
+advise() runs `flagtrace advise -f json` (steps and findings as rows).
 """
 import glob
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 
-__all__ = ["Error", "Summary", "find_exe", "load", "diff", "SCHEMAS", "DIFF_SCHEMAS", "ENV"]
+__all__ = ["Error", "Summary", "Advice", "find_exe", "load", "diff", "advise", "get_trace", "SCHEMAS",
+           "DIFF_SCHEMAS", "ADVISE_SCHEMAS", "ENV"]
 
 #: The versions of stats' JSON this module reads (its "schema" key).
 SCHEMAS = (2,)
 DIFF_SCHEMAS = (1,)  # `flagtrace diff -f json` (docs/diff.md)
+ADVISE_SCHEMAS = (1,)  # `flagtrace advise -f json` (docs/advise.md)
 #: The environment variable naming the flagtrace command to run.
 ENV = "FLAGTRACE_EXE"
 #: What a directory argument reads: its plain files with these endings (a name longer than
@@ -151,13 +158,44 @@ def diff(a, b, *, args=(), exe=None):
     return _run(cmd, argv, "diff", DIFF_SCHEMAS)
 
 
+def advise(paths, *, step=None, args=(), exe=None):
+    """Runs `flagtrace advise -f json -n 0` over paths (as load() takes them) and returns
+    its Advice: .steps and .findings as rows (dicts), .df("steps") / .df("findings") as
+    pandas DataFrames (the nested idle_by_cause / hta_idle objects flattened into columns
+    named "idle_by_cause.sync_us" and so on), .files, .header (schema, step_name, ...).
+
+    step: the range whose occurrences are the steps (--step; None: ProfilerStep#N, else
+    the whole trace). args: further advise options (["--gap-us", "50"], ["--min-share",
+    "0.05"], ["-n", "5"]). Two or more files are one job: stragglers come with them."""
+    if isinstance(args, (str, bytes)):
+        raise TypeError("flagtrace.analysis.advise: args is a list of arguments, not one string")
+    cmd = find_exe(exe)
+    files = _expand(paths)
+    if not files:
+        raise Error("flagtrace.analysis: no trace given")
+    argv = [cmd, "advise", "-n", "0", *map(os.fsdecode, args)]
+    if step is not None:
+        argv += ["--step", os.fsdecode(step)]
+    argv += ["--format", "json", "--", *files]
+    data, notes = _run_json(cmd, argv, "advise", ADVISE_SCHEMAS)
+    return Advice(data, notes=notes, argv=argv)
+
+
 def _run(cmd, argv, what, schemas):
     """Runs argv (`flagtrace WHAT ... --format json`) and returns its Summary, or raises Error."""
+    data, lines = _run_json(cmd, argv, what, schemas)
+    return Summary(data, notes=lines, argv=argv)
+
+
+def _run_cli(cmd, argv, what, stdout=None):
+    """Runs argv; (stdout bytes, stderr text, its non-blank lines), or raises Error with the CLI's one line.
+    stdout: a file to send the output to instead (then None comes back for it)."""
     for a in argv:
         _no_nul("an argument", a)
     try:
         # stdin closed: "-" would otherwise read the caller's terminal
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True)
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=stdout or subprocess.PIPE,
+                              stderr=subprocess.PIPE)
     except OSError as e:
         raise Error(f"flagtrace.analysis: cannot run {cmd}: {e.strerror or e}", argv=argv) from None
     stderr = proc.stderr.decode("utf-8", "replace")
@@ -170,9 +208,15 @@ def _run(cmd, argv, what, schemas):
         else:
             msg = f"flagtrace {what}: exited with status {proc.returncode} and said nothing"
         raise Error(msg, returncode=proc.returncode, stderr=stderr, argv=argv)
+    return proc.stdout, stderr, lines
+
+
+def _run_json(cmd, argv, what, schemas):
+    """Runs argv (`flagtrace WHAT ... --format json`): (its JSON, its stderr lines), or raises Error."""
+    out, stderr, lines = _run_cli(cmd, argv, what)
     try:
         # surrogateescape: a name that is not UTF-8 keeps its bytes (os.fsencode gives them back)
-        data = json.loads(proc.stdout.decode("utf-8", "surrogateescape"))
+        data = json.loads(out.decode("utf-8", "surrogateescape"))
     except ValueError as e:
         raise Error(f"flagtrace.analysis: {cmd} {what} printed no JSON on stdout ({e}); "
                     "an -o/--output in args sends it elsewhere", returncode=0, stderr=stderr, argv=argv) from None
@@ -181,7 +225,7 @@ def _run(cmd, argv, what, schemas):
         raise Error(f"flagtrace.analysis: {cmd} {what} printed JSON schema {schema!r}, this module reads schema "
                     f"{' or '.join(map(str, schemas))}: use a flagtrace command and Python package of the same version",
                     returncode=0, stderr=stderr, argv=argv)
-    return Summary(data, notes=lines, argv=argv)
+    return data, lines
 
 
 def _is_report(value):
@@ -229,3 +273,157 @@ class Summary:
         rows = self.rows(name)
         columns = list(dict.fromkeys(k for r in rows for k in r))  # every key, first-seen order
         return pandas.DataFrame.from_records(rows, columns=columns)
+
+
+class Advice(Summary):
+    """What one `flagtrace advise -f json` run printed (docs/advise.md "Output"): steps (one
+    row per rank and step: wall, busy and idle times, the idle by cause) and findings (one
+    row per finding, costliest first: rule, rank, cost_us per step, share, count, where,
+    what, suggestion, occurrences)."""
+
+    def __repr__(self):
+        return (f"<flagtrace.analysis.Advice: {len(self.files)} file(s), {len(self.steps)} step(s), "
+                f"{len(self.findings)} finding(s)>")
+
+    @property
+    def steps(self):
+        return self.rows("steps") if "steps" in self.reports else []
+
+    @property
+    def findings(self):
+        return self.rows("findings") if "findings" in self.reports else []
+
+    def rows(self, name):
+        if name in ("steps", "findings") and name not in self.reports:
+            return []  # an empty list is no "report" to Summary: no rows
+        return super().rows(name)
+
+    def df(self, name):
+        """As Summary.df, with each nested object's values as columns of their own
+        ("idle_by_cause.sync_us", "hta_idle.host_wait_us"); occurrences stay a list per row."""
+        try:
+            import pandas
+        except ImportError as e:
+            raise ImportError("flagtrace.analysis: DataFrames need pandas (Debian: apt-get install python3-pandas; "
+                              "or pip install pandas); rows() gives the same values without it") from e
+        rows = self.rows(name)
+        flat = []
+        for r in rows:
+            f = {}
+            for k, v in r.items():
+                if isinstance(v, dict):
+                    f.update((f"{k}.{k2}", v2) for k2, v2 in v.items())
+                else:
+                    f[k] = v
+            flat.append(f)
+        columns = list(dict.fromkeys(k for r in flat for k in r))
+        return pandas.DataFrame.from_records(flat, columns=columns)
+
+
+#: get_trace()'s "kind" categories, in the model's order (enum ft_model_kind, model.h)
+KINDS = ("kernel", "memcpy", "memset", "runtime", "driver", "cpu_op", "user_annotation", "gpu_user_annotation",
+         "cuda_sync", "overhead", "python_function")
+_NONE = 0xFFFFFFFF  # the model's "no such slice / step / op" (FT_MODEL_NONE)
+
+
+def _columns(buf):
+    """`flagtrace columns` output -> (header dict, {name: numpy array over buf})."""
+    import numpy
+    if len(buf) < 16 or bytes(buf[:8]) != b"FTCOLS1\n":
+        raise Error("flagtrace.analysis: flagtrace columns printed no column data (wrong magic)")
+    hlen = int(numpy.frombuffer(buf, "<u8", 1, 8)[0])
+    header = json.loads(bytes(buf[16:16 + hlen]).decode("utf-8", "surrogateescape"))
+    if header.get("version") != 1:
+        raise Error(f"flagtrace.analysis: flagtrace columns version {header.get('version')!r}, this module reads 1")
+    base = 16 + hlen
+    cols = {c["name"]: numpy.frombuffer(buf, numpy.dtype(c["dtype"]), c["count"], base + c["offset"])
+            for c in header["columns"]}
+    return header, cols
+
+
+def _own_categories(codes, cats):
+    """A categorical of codes into cats (one table for several columns) with only the texts
+    this column uses as its categories (a count per code: no sort of the rows)."""
+    import numpy
+    import pandas
+    used = numpy.flatnonzero(numpy.bincount(codes + 1, minlength=len(cats) + 1)[1:])
+    remap = numpy.full(len(cats) + 1, -1, numpy.int32)
+    remap[used + 1] = numpy.arange(len(used), dtype=numpy.int32)
+    return pandas.Categorical.from_codes(remap[codes + 1], categories=cats[used])
+
+
+def get_trace(path, step=None, *, exe=None):
+    """One trace file's event model as a pandas.DataFrame, one row per slice in start order
+    (HTA's get_trace() frame), fed by `flagtrace columns` as raw arrays (no JSON per event).
+
+    Columns: ts, dur (ns, the file's clock); name, kind (categoricals); pid, tid, stream
+    (-1 on a CPU thread), device (-1 on a CPU thread), track (the model's track index);
+    step (the ProfilerStep#N number the slice starts in, -1 when none); op (the name of the
+    op or range that issued it: a launch's enclosing op, device work's launch's op) and
+    op_index (its row, -1 when none); link (the row of the other side: a launch's device
+    work, device work's launch; -1 when none); correlation, external_id (-1 when none);
+    bytes (copies and memsets, else 0); grid, block (kernels: "[x, y, z]") and input_dims (ops
+    recorded with shapes: Input Dims as the trace writes them), categoricals, NaN when absent. attrs: file, rank, device_name, peak_flops, steps
+    (a list of {step, start_ns, end_ns}).
+
+    step: the range whose occurrences are the steps (--step; None: ProfilerStep#N)."""
+    try:
+        import numpy
+        import pandas
+    except ImportError as e:
+        raise ImportError("flagtrace.analysis.get_trace needs numpy and pandas (Debian: apt-get install "
+                          "python3-pandas)") from e
+    cmd = find_exe(exe)
+    p = _no_nul("a path", os.fsdecode(os.fspath(path)))
+    argv = [cmd, "columns", *(["--step", os.fsdecode(step)] if step is not None else []), "--", p]
+    # through a temporary file, not a pipe: one copy of the arrays into Python (a pipe's reads
+    # and joins cost more than the rest of the frame), into a bytearray: the arrays stay writable
+    with tempfile.TemporaryFile() as f:
+        _run_cli(cmd, argv, "columns", stdout=f)
+        buf = bytearray(f.seek(0, os.SEEK_END))
+        f.seek(0)
+        f.readinto(buf)
+    header, c = _columns(buf)
+    def table(prefix):  # a string table: its texts in code order
+        offs, blob = c[prefix + "_offsets"], bytes(c[prefix + "_bytes"])
+        return [blob[offs[i]:offs[i + 1]].decode("utf-8", "surrogateescape") for i in range(len(offs) - 1)]
+
+    names = table("string")
+    arg_cats = pandas.Index(table("arg_string"), dtype=object)  # distinct texts by construction
+    codes = c["name"]
+    cats = pandas.Index(names, dtype=object)
+    if not cats.is_unique:  # one text under two ids: one category
+        cats, inverse = numpy.unique(numpy.array(names, dtype=object), return_inverse=True)
+        codes = numpy.where(codes < 0, -1, inverse[numpy.maximum(codes, 0)]).astype(numpy.int32)
+        cats = pandas.Index(cats, dtype=object)
+
+    def rows_of(idx):  # a u4 index column -> int64 rows, -1 for none
+        return numpy.where(idx == _NONE, -1, idx.astype(numpy.int64))
+
+    track = c["track"].astype(numpy.int64)
+    stream_track = c["track_kind"][track] == 1 if len(track) else numpy.zeros(0, bool)
+    tid = c["track_tid"][track]
+    step_idx = c["step"]
+    if len(c["step_number"]):
+        step_no = numpy.where(step_idx == _NONE, -1, c["step_number"][numpy.minimum(step_idx, len(c["step_number"]) - 1)])
+    else:
+        step_no = numpy.full(len(step_idx), -1, numpy.int64)
+    op_index = rows_of(c["op"])
+    op_codes = numpy.where(op_index < 0, -1, codes[numpy.maximum(op_index, 0)]) if len(codes) else codes
+    df = pandas.DataFrame({
+        "ts": c["ts"], "dur": c["dur"],
+        "name": pandas.Categorical.from_codes(codes, categories=cats),
+        "kind": pandas.Categorical.from_codes(c["kind"].astype(numpy.int8), categories=list(KINDS)),
+        "pid": c["track_pid"][track], "tid": tid,
+        "stream": numpy.where(stream_track, tid, -1), "device": c["track_device"][track], "track": track,
+        "step": step_no,
+        "op": pandas.Categorical.from_codes(op_codes, categories=cats), "op_index": op_index,
+        "link": rows_of(c["link"]),
+        "correlation": c["corr"], "external_id": c["ext"], "bytes": c["arg"].view(numpy.int64),
+        **{k: _own_categories(c[k], arg_cats) for k in ("grid", "block", "input_dims")},
+    }, copy=False)
+    df.attrs.update(file=header["file"], rank=header["rank"], device_name=header["device_name"],
+                    peak_flops=header["peak_flops"],
+                    steps=[{"step": int(n), "start_ns": int(a), "end_ns": int(b)} for n, a, b in
+                           zip(c["step_number"], c["step_start"], c["step_end"])])
+    return df

@@ -11,6 +11,8 @@ int ft_cli_capture(int argc, char **argv);
 int ft_cli_stats(int argc, char **argv);
 int ft_cli_report(int argc, char **argv);
 int ft_cli_diff(int argc, char **argv);
+int ft_cli_advise(int argc, char **argv);
+int ft_cli_columns(int argc, char **argv);     /* not listed in --help: get_trace's feed */
 int ft_cli_hta_numbers(int argc, char **argv); /* `_hta`: HTA's shared numbers as JSON (tests) */
 
 /* diff --by-step (diff_step.c), on one trace per side: fmt 0 table, 1 csv, 2 json;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "advise_cli.h"
 #include "cli.h"
 #include "diff.h"
 #include "report.h"
@@ -260,6 +261,8 @@ static int parse_count(const char *s, size_t *out) {
 }
 
 int ft_cli_diff(int argc, char **argv) {
+  int advice_rc;
+  if (ft_cli_diff_advice(argc, argv, &advice_rc)) return advice_rc; /* two advise results (advise_compare.c) */
   const char *side[2] = {NULL, NULL}, *output = NULL;
   enum fmt fmt = FMT_TABLE;
   ft_diff_opts o = {.limit = 20};

@@ -29,6 +29,7 @@ static const char usage[] =
     "  stats [options] FILE...             summarize traces (flagtrace's or torch.profiler's)\n"
     "  report [options] FILE...            write one HTML report of traces (-o report.html)\n"
     "  diff [options] A B                  compare two runs op by op and kernel by kernel\n"
+    "  advise [options] FILE...            why each step is slow: idle by cause, findings by cost\n"
     "\n"
     "  flagtrace <command> --help shows the command's options.\n"
     "\n"
@@ -43,7 +44,8 @@ static const char usage[] =
     "example:\n"
     "  flagtrace record -o train-%p.json.gz -- python train.py\n"
     "  flagtrace stats train-*.json.gz\n"
-    "  flagtrace report -o report.html train-*.json.gz\n";
+    "  flagtrace report -o report.html train-*.json.gz\n"
+    "  flagtrace advise train-*.json.gz\n";
 
 /* Every command's output is checked: a full disk or a closed stdout is one line
  * and a non-zero status, never a silent exit 0 with the output lost. */
@@ -121,6 +123,8 @@ static int run(int argc, char **argv) {
   if (!strcmp(cmd, "stats")) return ft_cli_stats(argc - 1, argv + 1);
   if (!strcmp(cmd, "report")) return ft_cli_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "diff")) return ft_cli_diff(argc - 1, argv + 1);
+  if (!strcmp(cmd, "advise")) return ft_cli_advise(argc - 1, argv + 1);
+  if (!strcmp(cmd, "columns")) return ft_cli_columns(argc - 1, argv + 1);  /* unlisted: the Python API's feed */
   if (!strcmp(cmd, "_hta")) return ft_cli_hta_numbers(argc - 1, argv + 1); /* a testing aid, not in --help */
   if (cmd[0] == '-') ft_cli_error(NULL, "unknown option '%s' (see flagtrace --help)", cmd);
   else {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "advise_cli.h"
 #include "cli.h"
 #include "stats_out.h"
 #include "trace_dir.h"
@@ -62,6 +63,12 @@ static const char usage[] =
     "                        queue       launches outstanding per stream, sampled at\n"
     "                                    each launch and kernel start: mean, stddev,\n"
     "                                    min, median, max; time at 1024 or more\n"
+    "                      advise's (asked for only; docs/advise.md):\n"
+    "                        advice      findings by what each costs per step, as\n"
+    "                                    flagtrace advise ranks them (rank, rule,\n"
+    "                                    cost, share, count, where, what,\n"
+    "                                    suggestion); each trace is read again for\n"
+    "                                    it (no stdin, no --merge or --partial)\n"
     "                      time reports: Time(%), total, calls, avg, median, min, max,\n"
     "                      stddev (sample); times in us, sizes in bytes\n"
     "                      nsys's names work too: cuda_gpu_kern_sum (kernels),\n"
@@ -190,6 +197,10 @@ static const char usage[] =
 enum fmt { FMT_TABLE, FMT_CSV, FMT_TSV, FMT_JSON };
 enum { OPT_PARTIAL = 0x100, OPT_MERGE, OPT_ENGINE }; /* long options without a letter */
 #define REP_DEFAULT ((1u << REP_N) - 1 - (1u << REP_TRACE) - (1u << REP_OPS_MODULES) - FT_REP_HTA)
+/* advise's findings: a report of the CLI's (advise_out.c), built from the event model, not the job */
+#define REP_ADVICE REP_N
+#define REP_ALL (REP_N + 1)
+static const char *rep_name(int r) { return r == REP_ADVICE ? "advice" : ft_report_names[r]; }
 
 /* A bad name is copied to bad (empty when the list itself is empty or too long). */
 static int parse_report(const char *list, unsigned *out, char *bad, size_t bad_len) {
@@ -213,6 +224,7 @@ static int parse_report(const char *list, unsigned *out, char *bad, size_t bad_l
         {"cuda_gpu_trace", REP_TRACE}};
     for (size_t i = 0; i < sizeof nsys / sizeof *nsys; i++)
       if (!strcmp(tok, nsys[i].alias)) bit = 1u << nsys[i].r;
+    if (!strcmp(tok, "advice")) bit = 1u << REP_ADVICE;
     if (!strcmp(tok, "all")) bit = REP_DEFAULT;
     if (!bit) {
       snprintf(bad, bad_len, "%s", tok);
@@ -269,7 +281,8 @@ static void files_csv(FILE *f, const ft_stat_job *job, char sep) {
  * or FIFO a csv PREFIX names), or with set one file per report and the files
  * table. Write errors stay in the streams, for the caller's flush to find. */
 static int write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enum fmt fmt, FILE *const *fs, bool set,
-                     const ft_table_opts *to, const char *head, size_t head_len) {
+                     const ft_table_opts *to, const char *head, size_t head_len, const ft_cli_advice *adv,
+                     size_t limit) {
   FILE *f = fs[0];
   if (!set) fwrite(head, 1, head_len, f);
   for (size_t r = 0; r < n_reps; r++) {
@@ -277,7 +290,10 @@ static int write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enu
     if (set) f = fs[r];
     if (fmt == FMT_TABLE) {
       fputc('\n', f);
-      if (ft_report_table(f, rep, to)) return -1;
+      /* advice: its rows, then each finding's what and fix wrapped under them, as advise writes it */
+      if (rep->key == ft_cli_advice_key ? ft_cli_advice_findings(f, adv, to->width, limit, to->unit)
+                                        : ft_report_table(f, rep, to))
+        return -1;
     } else if (fmt == FMT_JSON) {
       fprintf(f, ",\n  \"%s\": ", rep->key);
       ft_report_json_unit(f, rep, to->unit);
@@ -296,9 +312,9 @@ static int write_all(const ft_stat_job *job, ft_report *reps, size_t n_reps, enu
 static int output_names(char **names, const char *output, unsigned report, bool set, const char *ext) {
   if (!set) return (names[0] = strdup(output)) ? 0 : -1;
   size_t n = 0;
-  for (int r = 0; r < REP_N; r++) {
+  for (int r = 0; r < REP_ALL; r++) {
     if (!(report & (1u << r))) continue;
-    if (asprintf(&names[n], "%s_%s.%s", output, ft_report_names[r], ext) < 0) {
+    if (asprintf(&names[n], "%s_%s.%s", output, rep_name(r), ext) < 0) {
       names[n] = NULL;
       return -1;
     }
@@ -395,7 +411,7 @@ int ft_cli_stats(int argc, char **argv) {
         return ft_cli_usage_error("stats",
                                   "--report: %s%s%s; it takes a comma-separated subset of kernels,api,memory,memsize,"
                                   "ranges,gpu_ranges,ops,ops_shapes,ops_modules,gpu,ranks,trace,temporal,overlap,"
-                                  "launch,queue or nsys's names (--help)",
+                                  "launch,queue,advice or nsys's names (--help)",
                                   bad_name[0] ? "no report named '" : "not a list of reports: '",
                                   bad_name[0] ? bad_name : optarg, "'");
       break;
@@ -484,7 +500,17 @@ int ft_cli_stats(int argc, char **argv) {
   }
   ro.reports = report;
   size_t n_reps = 0;
-  for (int r = 0; r < REP_N; r++) n_reps += (report >> r) & 1;
+  for (int r = 0; r < REP_ALL; r++) n_reps += (report >> r) & 1;
+  bool advice = report & (1u << REP_ADVICE);
+  if (advice && (merge || partial)) {
+    ft_trace_args_free(&files);
+    return ft_cli_usage_error("stats", "-r advice reads the traces themselves: not with --%s",
+                              merge ? "merge" : "partial");
+  }
+  if (advice && n_stdin) { /* the model is a second read of each trace */
+    ft_trace_args_free(&files);
+    return ft_cli_usage_error("stats", "-r advice reads each trace twice: \"-\" (stdin) cannot be one");
+  }
   /* the trace report: the earliest N device events of each file, kept while reading
    * (100 unless --limit says; 0: all of them) */
   size_t trace_rows = limit_given ? ro.limit : 100;
@@ -494,7 +520,7 @@ int ft_cli_stats(int argc, char **argv) {
    * every table as one stream, as stdout does. */
   bool set = (fmt == FMT_CSV || fmt == FMT_TSV) && output && n_reps > 1 && !ft__ofile_is_stream(output);
   size_t n_out = !output ? 0 : set ? n_reps + 1 : 1;
-  char *names[REP_N + 1] = {0};
+  char *names[REP_ALL + 1] = {0};
   bool exists = false;
   if (output && output_names(names, output, report, set, fmt == FMT_TSV ? "tsv" : "csv")) {
     for (size_t i = 0; i < n_out; i++) free(names[i]);
@@ -525,8 +551,16 @@ int ft_cli_stats(int argc, char **argv) {
   }
   if (!s && merge && !partial)
     s = merged_ok(&job, report, trace_rows ? trace_rows : UINT64_MAX, part_limit, err, sizeof err);
+  ft_cli_advice adv;
+  memset(&adv, 0, sizeof adv);
+  if (!s && advice) {
+    ft_advise_opts ao;
+    ft_advise_opts_default(&ao);
+    s = ft_cli_advice_read(&adv, files.paths, n_files, NULL, &ao, err, sizeof err);
+  }
   if (s) {
     ft_cli_error("stats", "%s", err);
+    ft_cli_advice_free(&adv);
     ft_stat_job_free(&job);
     ft_trace_args_free(&files);
     for (size_t i = 0; i < n_out; i++) free(names[i]);
@@ -552,11 +586,15 @@ int ft_cli_stats(int argc, char **argv) {
               (unsigned long long)fl->model_bytes_distinct);
     }
   }
-  ft_report reps[REP_N];
+  ft_report reps[REP_ALL];
   int rc = 0;
   n_reps = 0;
-  for (int r = 0; r < REP_N && !rc; r++) {
+  for (int r = 0; r < REP_ALL && !rc; r++) {
     if (!(report & (1u << r))) continue;
+    if (r == REP_ADVICE) {
+      if (ft_cli_advice_report(&reps[n_reps++], &adv, ro.limit, true)) rc = 1;
+      continue;
+    }
     ft_report_opts o = ro;
     if (r == REP_TRACE) o.limit = trace_rows;
     if (ft_report_build(&reps[n_reps++], r, &job, &o)) rc = 1;
@@ -581,8 +619,8 @@ int ft_cli_stats(int argc, char **argv) {
     }
     fclose(head);
   }
-  ft_outfile outs[REP_N + 1];
-  FILE *fs[REP_N + 1] = {stdout};
+  ft_outfile outs[REP_ALL + 1];
+  FILE *fs[REP_ALL + 1] = {stdout};
   if (rc || !hbuf) {
     ft_cli_error("stats", "out of memory");
     rc = 1;
@@ -595,7 +633,7 @@ int ft_cli_stats(int argc, char **argv) {
                         : output   ? 0
                                    : terminal_width(),
                         name_width >= 0 ? (size_t)name_width : 0, unit};
-    if (write_all(&job, reps, n_reps, fmt, fs, set, &to, hbuf, hlen)) {
+    if (write_all(&job, reps, n_reps, fmt, fs, set, &to, hbuf, hlen, &adv, ro.limit)) {
       ft_cli_error("stats", "out of memory");
       rc = 1;
       for (size_t i = 0; i < n_out; i++) ft_outfile_discard(&outs[i]);
@@ -608,6 +646,7 @@ int ft_cli_stats(int argc, char **argv) {
   for (size_t i = 0; i < n_out; i++) free(names[i]);
   free(hbuf);
   for (size_t r = 0; r < n_reps; r++) ft_report_free(&reps[r]);
+  ft_cli_advice_free(&adv);
   ft_stat_job_free(&job);
   ft_trace_args_free(&files);
   return rc;

@@ -25,7 +25,9 @@ expect() { # expected-reply words...
 expect "stats " st
 expect "report " rep
 expect "record " rec
-expect "--help --version -V -h capture diff record report stats " ""
+expect "--help --version -V -h advise capture diff record report stats " ""
+expect "advise " adv
+expect "csv json table " advise -f ""
 expect "diff " di
 expect "auto group name " diff --kernels ""
 expect "--capture-range= " record --ca
@@ -56,8 +58,9 @@ expect "x.json " stats x
 expect "x.json " report x
 expect "x.json " diff x
 expect "x.json " diff --a x
+expect "x.json " advise x
 # every option a command's --help lists is offered, and nothing else
-for cmd in record capture stats report diff; do
+for cmd in record capture stats report diff advise; do
   want=$("$exe" "$cmd" --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z-]+=?' | grep -oE -- '--?[a-z-]+=?' | sort -u | tr '\n' ' ')
   got=$(complete_line "$cmd" -)
   for o in $want; do

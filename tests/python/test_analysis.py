@@ -445,7 +445,7 @@ def run_doc(with_pandas):
     os.chdir(ROOT)
     try:
         for i, (code, want) in enumerate(doc_blocks()):
-            if ".df(" in code and not with_pandas:
+            if (".df(" in code or "get_trace(" in code) and not with_pandas:
                 continue
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
@@ -502,11 +502,72 @@ def _(d):
             assert e.returncode is None, (i, e.returncode)
 
 
+@case("pandas: get_trace(): the model's slices, kernels' times as stats's, launches and device work linked both ways")
+def _():
+    need_pandas()
+    t = analysis.get_trace(SAMPLE, exe=cli)
+    assert len(t) == 79 and list(t.columns) == [
+        "ts", "dur", "name", "kind", "pid", "tid", "stream", "device", "track", "step", "op", "op_index", "link",
+        "correlation", "external_id", "bytes", "grid", "block", "input_dims"], list(t.columns)
+    assert str(t["name"].dtype) == "category" and str(t["ts"].dtype) == "int64"
+    assert (t["ts"].diff().fillna(0) >= 0).all()  # start order
+    k = t[t["kind"] == "kernel"]
+    want = {r["name"]: round(r["total_us"] * 1000) for r in cli_json("-r", "kernels", SAMPLE)[0]["kernels"]}
+    assert k.groupby("name", observed=True)["dur"].sum().to_dict() == want, want
+    linked = t[t["link"] >= 0]
+    assert (t.loc[linked["link"], "link"].to_numpy() == linked.index.to_numpy()).all()  # both ways
+    assert (t.loc[k["link"], "correlation"].to_numpy() == k["correlation"].to_numpy()).all()
+    assert set(t.loc[k["link"], "name"]) == {"cudaLaunchKernel"} and (k["stream"] == 7).all()
+    assert t[t["kind"] == "memcpy"]["bytes"].iloc[0] == 4194304
+    assert (t[t["kind"] == "runtime"]["stream"] == -1).all()
+    assert (t["grid"].notna() == (t["kind"] == "kernel")).all()  # launch configurations on kernels only
+    assert t[k.index.min():].loc[k.index.min(), ["grid", "block"]].tolist() == ["[4096, 1, 1]", "[256, 1, 1]"]
+    assert sorted(t["grid"].cat.categories) == ["[10486, 1, 1]", "[4096, 1, 1]"]  # its own texts only
+    b8 = analysis.get_trace(os.path.join(data, "batch8_torch_cuda.json.gz"), exe=cli)
+    assert b8[b8["name"] == "aten::mm"]["input_dims"].iloc[0] == "[[2048, 1024], [1024, 4096]]"
+
+
+@case("pandas: get_trace() of a file that is not a trace: the CLI's one line as Error, exit status 2")
+def _():
+    need_pandas()
+    bad = os.path.join(data, "profiler_cuda_baseline.json")
+    try:
+        analysis.get_trace(bad, exe=cli)
+        raise AssertionError("no Error")
+    except analysis.Error as e:
+        assert str(e).startswith("flagtrace columns: ") and "traceEvents" in str(e), str(e)
+        assert e.returncode == 2
+    try:
+        analysis.get_trace(SAMPLE, step="no such range", exe=cli)
+        raise AssertionError("no Error")
+    except analysis.Error as e:
+        assert str(e) == f"flagtrace columns: {SAMPLE}: no range named 'no such range' (--step)", str(e)
+    steps = analysis.get_trace(SAMPLE, step="step", exe=cli).attrs["steps"]
+    assert [s["step"] for s in steps] == list(range(8)), steps  # the range's occurrences, from 0
+
+
+@case("advise(): exactly `flagtrace advise -f json -n 0` of the same files, steps and findings as rows")
+def _():
+    pair = [os.path.join(data, "batch8_torch_cuda.json.gz"), os.path.join(data, "batch16_torch_cuda.json.gz")]
+    a = analysis.advise(pair, exe=cli)
+    r = subprocess.run([cli, "advise", "-f", "json", "-n", "0", *pair], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    want = json.loads(r.stdout)
+    same(a.steps, want["steps"], "steps")
+    same(a.findings, want["findings"], "findings")
+    assert a.findings[0]["rule"] == "straggler" and len(a.steps) == 6
+    try:
+        analysis.advise(pair[0], step="no such range", exe=cli)
+        raise AssertionError("no Error")
+    except analysis.Error as e:
+        assert e.returncode == 2 and "no range named 'no such range'" in str(e), str(e)
+
+
 @case("docs/python-analysis.md: its python blocks without DataFrames run and print what the page shows")
 def _():
     blocks = doc_blocks()
     assert len(blocks) >= 6 and all(want for _, want in blocks), [want for _, want in blocks]
-    assert run_doc(False) == sum(".df(" not in code for code, _ in blocks) >= 4
+    assert run_doc(False) == sum(".df(" not in code and "get_trace(" not in code for code, _ in blocks) >= 4
 
 
 @case("pandas: docs/python-analysis.md: every python block runs and prints what the page shows")

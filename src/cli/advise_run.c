@@ -1,0 +1,155 @@
+/* advise's reading: each trace into the model and advised (in parallel), then the job's part, findings ranked. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "advise_cli.h"
+
+typedef struct file_job {
+  const char *path;
+  size_t pos;
+  const char *step;
+  const ft_advise_opts *o;
+  ft_advice *out;
+  int64_t rank;
+  bool positional;
+  bool whole; /* the model had no step: the whole trace is one */
+  ft_status st;
+  char err[640];
+} file_job;
+
+/* One file: the model is held only while it is advised (the advice keeps no index into it that is read later). */
+static void advise_file(file_job *j) {
+  ft_model m;
+  ft_model_opts mo = {.step = j->step};
+  memset(&m, 0, sizeof m);
+  char err[512];
+  j->st = ft_model_read(&m, j->path, &mo, NULL, err, sizeof err);
+  if (j->st) { /* one line naming the file, whether or not the reader's message does */
+    bool named = !strncmp(err, j->path, strlen(j->path)) && err[strlen(j->path)] == ':';
+    snprintf(j->err, sizeof j->err, "%s%s%s", named ? "" : j->path, named ? "" : ": ", err);
+    ft_model_free(&m);
+    return;
+  }
+  j->whole = m.n_steps == 0 || (m.n_steps == 1 && m.steps[0].number == -1 && m.steps[0].slice == FT_MODEL_NONE);
+  if (j->step && j->whole) { /* a name that names nothing is a mistake, not a whole-trace step */
+    snprintf(j->err, sizeof j->err, "%s: no range named '%s' (--step)", j->path, j->step);
+    j->st = FT_ENOTFOUND;
+    ft_model_free(&m);
+    return;
+  }
+  j->positional = m.rank < 0;
+  if (m.rank < 0) m.rank = (int64_t)j->pos; /* as stats: a file without a rank takes its position */
+  j->rank = m.rank;
+  j->st = ft_advise(&m, j->o, j->out, err, sizeof err);
+  if (j->st) snprintf(j->err, sizeof j->err, "%s: %s", j->path, err);
+  ft_model_free(&m);
+}
+
+typedef struct pool {
+  file_job *jobs;
+  size_t n;
+  atomic_size_t next;
+} pool;
+
+static void *worker(void *arg) {
+  pool *p = arg;
+  for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < p->n;) advise_file(&p->jobs[i]);
+  return NULL;
+}
+
+static int by_cost(const void *a, const void *b) {
+  const ft_cli_finding *x = a, *y = b;
+  if (x->f->cost_ns != y->f->cost_ns) return x->f->cost_ns < y->f->cost_ns ? 1 : -1;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1; /* the job's (-1) first */
+  if (x->f->rule != y->f->rule) return x->f->rule < y->f->rule ? -1 : 1;
+  return strcmp(x->f->where, y->f->where);
+}
+
+static ft_status rank_findings(ft_cli_advice *a) {
+  size_t n = a->job.n_findings;
+  for (size_t i = 0; i < a->n_files; i++) n += a->per[i].n_findings;
+  a->ranked = calloc(n ? n : 1, sizeof *a->ranked);
+  if (!a->ranked) return FT_ENOMEM;
+  for (size_t i = 0; i < a->n_files; i++)
+    for (size_t k = 0; k < a->per[i].n_findings; k++)
+      a->ranked[a->n_ranked++] = (ft_cli_finding){&a->per[i].findings[k], a->ranks[i]};
+  for (size_t k = 0; k < a->job.n_findings; k++) { /* a straggler: the rank its occurrences name */
+    const ft_advise_finding *f = &a->job.findings[k];
+    a->ranked[a->n_ranked++] = (ft_cli_finding){f, f->n_occ ? f->occ[0].rank : -1};
+  }
+  qsort(a->ranked, a->n_ranked, sizeof *a->ranked, by_cost);
+  return FT_OK;
+}
+
+ft_status ft_cli_advice_read(ft_cli_advice *a, const char *const *paths, size_t n, const char *step,
+                             const ft_advise_opts *o, char *err, size_t errlen) {
+  memset(a, 0, sizeof *a);
+  a->paths = paths;
+  a->step = step;
+  a->per = calloc(n ? n : 1, sizeof *a->per);
+  a->ranks = calloc(n ? n : 1, sizeof *a->ranks);
+  a->positional = calloc(n ? n : 1, sizeof *a->positional);
+  file_job *jobs = calloc(n ? n : 1, sizeof *jobs);
+  if (!a->per || !a->ranks || !a->positional || !jobs) {
+    free(jobs);
+    snprintf(err, errlen, "out of memory");
+    return FT_ENOMEM;
+  }
+  a->n_files = n;
+  for (size_t i = 0; i < n; i++)
+    jobs[i] = (file_job){.path = paths[i], .pos = i, .step = step, .o = o, .out = &a->per[i]};
+  pool p = {jobs, n, 0};
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t nt = cores > 1 ? (size_t)cores : 1;
+  if (nt > n) nt = n;
+  pthread_t tid[64];
+  size_t started = 0;
+  for (; nt > 1 && started < nt - 1 && started < 64; started++) /* this thread is one more */
+    if (pthread_create(&tid[started], NULL, worker, &p)) break;
+  worker(&p);
+  for (size_t t = 0; t < started; t++) pthread_join(tid[t], NULL);
+  ft_status st = FT_OK;
+  a->whole_trace = n > 0;
+  for (size_t i = 0; i < n; i++) {
+    a->ranks[i] = jobs[i].rank;
+    a->positional[i] = jobs[i].positional;
+    a->whole_trace = a->whole_trace && jobs[i].whole;
+    if (!st && jobs[i].st) {
+      st = jobs[i].st;
+      snprintf(err, errlen, "%s", jobs[i].err);
+    }
+  }
+  free(jobs);
+  return st ? st : ft_cli_advice_finish(a, o, err, errlen);
+}
+
+ft_status ft_cli_advice_finish(ft_cli_advice *a, const ft_advise_opts *o, char *err, size_t errlen) {
+  ft_status st = FT_OK;
+  size_t n = a->n_files;
+  if (n > 1) { /* the cross-rank part reduces on the per-rank results */
+    ft_advice **ptr = malloc(n * sizeof *ptr);
+    if (!ptr) st = FT_ENOMEM, snprintf(err, errlen, "out of memory");
+    for (size_t i = 0; ptr && i < n; i++) ptr[i] = &a->per[i];
+    char jerr[512];
+    if (ptr && (st = ft_advise_job((ft_advice *const *)ptr, n, o, &a->job, jerr, sizeof jerr)))
+      snprintf(err, errlen, "%s", jerr);
+    a->has_job = ptr && !st;
+    free(ptr);
+  }
+  if (!st && rank_findings(a)) st = FT_ENOMEM, snprintf(err, errlen, "out of memory");
+  return st;
+}
+
+void ft_cli_advice_free(ft_cli_advice *a) {
+  for (size_t i = 0; a->per && i < a->n_files; i++) ft_advice_free(&a->per[i]);
+  ft_advice_free(&a->job); /* zeroed when there was none */
+  free(a->per);
+  free(a->ranks);
+  free(a->positional);
+  free(a->ranked);
+  memset(a, 0, sizeof *a);
+}
