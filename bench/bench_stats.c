@@ -163,7 +163,7 @@ static int split(const char *path) {
   yajl_free(h);
   double c = cpu_s() - c0, w = now_s() - w0;
   printf("| yajl alone (no callbacks) | %.3f | %.3f | %.0f |\n", c, w, (double)len / 1e6 / w);
-  /* the reader's own parser (src/analysis/json_scan.c), no callbacks, in the reader's 1 MiB chunks */
+  /* the reader's own parser (src/analysis/read/json_scan.c), no callbacks, in the reader's 1 MiB chunks */
   c0 = cpu_s(), w0 = now_s();
   static const ft__json_callbacks none;
   ft__json *jp = malloc(sizeof *jp);

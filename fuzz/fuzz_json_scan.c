@@ -1,4 +1,4 @@
-/* libFuzzer harness for the stats reader's JSON parser (src/analysis/json_scan.c): the
+/* libFuzzer harness for the stats reader's JSON parser (src/analysis/read/json_scan.c): the
  * same events as yajl on any bytes, whole and in chunks (tests/unit/json_diff.c). */
 #include <stdint.h>
 #include <stdio.h>

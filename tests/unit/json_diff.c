@@ -1,4 +1,4 @@
-/* The differential check of src/analysis/json_scan.c against yajl (see json_diff.h). */
+/* The differential check of src/analysis/read/json_scan.c against yajl (see json_diff.h). */
 #include "json_diff.h"
 
 #include <stdio.h>

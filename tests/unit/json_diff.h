@@ -1,4 +1,4 @@
-/* The differential check of src/analysis/json_scan.c against yajl, shared by tests/unit/test_json_diff.c and
+/* The differential check of src/analysis/read/json_scan.c against yajl, shared by tests/unit/test_json_diff.c and
  * fuzz/fuzz_json_scan.c. */
 #ifndef FT_JSON_DIFF_H
 #define FT_JSON_DIFF_H

@@ -1,4 +1,4 @@
-/* Unit tests of the stats reader's JSON parser (src/analysis/json_scan.c): tokens, escapes, chunk splits, errors,
+/* Unit tests of the stats reader's JSON parser (src/analysis/read/json_scan.c): tokens, escapes, chunk splits, errors,
  * depth. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -33,7 +33,7 @@ static void test_serialized_structs_unchanged(void **state) {
   /* source: 48; skips unpaired, bad_ext: 16; model_*: 24 (and 8 of padding), not written (a --engine=model read's
    * note on stderr, not the summary's) */
   assert_int_equal(sizeof(ft_stat_file), 864);
-  assert_int_equal(FT_STAT_N_SECTIONS, 10);    /* op_kernels (diff): written and read as op_shapes is */
+  assert_int_equal(FT_STAT_N_SECTIONS, 10); /* op_kernels (diff): written and read as op_shapes is */
 }
 
 static char *data_path(const char *name) {

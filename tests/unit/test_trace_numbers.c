@@ -1,4 +1,5 @@
-/* The trace reader's numbers (src/analysis/trace_numbers.c): exact values, and a cost bounded by the number's length.
+/* The trace reader's numbers (src/analysis/read/trace_numbers.c): exact values, and a cost bounded by the number's
+ * length.
  */
 #include <setjmp.h>
 #include <stdarg.h>
