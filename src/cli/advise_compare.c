@@ -96,8 +96,7 @@ int ft_cli_diff_advice(int argc, char **argv, int *rc) {
     else if (!strcmp(a, "--force")) {
       overwrite = true;
       continue;
-    } else if (a[0] == '-' && a[1]) return 0;
-    else if (npos < 2) {
+    } else if ((a[0] != '-' || !a[1]) && npos < 2) { /* a file or "-"; an unknown option, a third file: not ours */
       pos[npos++] = a;
       continue;
     } else return 0;

@@ -91,7 +91,8 @@ static bool shares_lock(const cp *c, uint32_t a, uint32_t b) {
   return is_lock(c, a) && is_lock(c, b) && (!(a & 1) || (b & 1));
 }
 
-static const cp *sort_cp;
+/* qsort has no context argument, and advise reads a job's files on parallel threads */
+static _Thread_local const cp *sort_cp;
 static int cmp_node(const void *x, const void *y) { /* (ts, event index), a start before its end */
   uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
   int64_t ta = node_ts(sort_cp, a), tb = node_ts(sort_cp, b);
