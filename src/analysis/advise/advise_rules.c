@@ -45,7 +45,7 @@ typedef struct fuse_ctx {
   unsigned len;
 } fuse_ctx;
 
-static const ft_model *sort_m;
+static _Thread_local const ft_model *sort_m; /* qsort has no context argument; files are advised on parallel threads */
 static int by_track_start(const void *x, const void *y) {
   uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
   if (sort_m->track[a] != sort_m->track[b]) return sort_m->track[a] < sort_m->track[b] ? -1 : 1;
