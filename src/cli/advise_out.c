@@ -155,11 +155,11 @@ void ft_cli_advice_json(FILE *f, const ft_cli_advice *a, size_t top) {
 #define LABEL_W 16
 #define VALUE_W 14
 
+enum { R_WALL, R_BUSY, R_BUSY_PCT, R_COMPUTE, R_COMM, R_COPY, R_IDLE, R_IDLE0, R_CP = R_IDLE0 + FT_IDLE_N, R_N };
 typedef struct col {
   char head[32];
-  double v[12]; /* the rows below, in us (busy % in %) */
+  double v[R_N]; /* the rows below, in us (busy % in %) */
 } col;
-enum { R_WALL, R_BUSY, R_BUSY_PCT, R_COMPUTE, R_COMM, R_COPY, R_IDLE, R_IDLE0, R_CP = R_IDLE0 + FT_IDLE_N, R_N };
 static const char *const row_label[R_N] = {"wall",     "busy",    "  busy %",     "  compute", "  communication",
                                            "  copy",   "idle",    "  step start", "  sync",    "  h2d copy",
                                            "  launch", "  other", "critical path"};

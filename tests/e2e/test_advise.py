@@ -453,6 +453,26 @@ def _():
     assert doc["schema"] == 1 and len(doc["findings"]) == 1 and doc["findings_total"] >= 1, doc
 
 
+@case("table: past 4 steps, the mean column is the JSON's mean on every row (the critical path too)")
+def _():
+    t = Trace()
+    starts = [1000 + k * STEP for k in range(6)]
+    for n, s in enumerate(starts, 1):  # 6 steps: the table prints their mean and the slowest
+        t.step(n, s)
+        fed(t, s, 5, 9995, 10, launch_at=s)
+    p = t.write("six_steps.json")
+    doc = js([p])
+    assert len(doc["steps"]) == 6, doc["steps"]
+    out = advise([p], "--width", "120").stdout
+    assert "mean of 6" in out, out
+    for label, key in (("wall", "wall_us"), ("busy", "busy_us"), ("idle", "idle_us"),
+                       ("critical path", "critical_path_us")):
+        mean = sum(st[key] for st in doc["steps"]) / 6
+        m = re.search(r"^ +%s +([0-9.]+) +([0-9.]+)$" % re.escape(label), out, re.M)
+        assert m and abs(float(m.group(1)) - mean) < 0.001, (label, mean, out)
+    assert doc["steps"][0]["critical_path_us"] > 0, doc["steps"][0]
+
+
 @case("inputs: --step NAME (numbered from 0), a directory, stdin, a trace without steps")
 def _():
     t = sync_trace()
