@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "advise_internal.h"
+#include "stats_hta.h" /* ft__hta_queue_calls */
 
 /* The events that get nodes, each a start node (2k) and an end node (2k + 1). */
 typedef struct cp {
@@ -53,28 +54,16 @@ static void edge(cp *c, uint32_t u, uint32_t v, bool zero) {
  * (a call stack edge into their end weighs nothing), get_runtime_launch_events_mask's
  * (the launches the queue length counts). */
 typedef struct names {
-  uint32_t lock[3], blk[6], queue[12];
+  uint32_t lock[3], blk[6], queue[FT__HTA_N_QUEUE_CALLS];
 } names;
 static void names_find(const ft_model *m, names *nm) {
   static const char *const lock[] = {"cudaHostAlloc", "cudaLaunchKernel", "cudaMemcpyAsync"};
   static const char *const blk[] = {
       "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize", "cudaMemcpy",
       "cudaMemcpyAsync"};
-  static const char *const queue[] = {"cudaLaunchKernel",
-                                      "cudaLaunchKernelExC",
-                                      "cuLaunchKernel",
-                                      "cuLaunchKernelEx",
-                                      "cudaMemcpyAsync",
-                                      "cudaMemsetAsync",
-                                      "runFunction - job_prep_and_submit_for_execution",
-                                      "hipLaunchKernel",
-                                      "hipExtModuleLaunchKernel",
-                                      "hipMemcpyAsync",
-                                      "hipMemsetAsync",
-                                      "hipMemcpyWithStream"};
   for (size_t i = 0; i < 3; i++) nm->lock[i] = ft_model_find_str(m, lock[i]);
   for (size_t i = 0; i < 6; i++) nm->blk[i] = ft_model_find_str(m, blk[i]);
-  for (size_t i = 0; i < 12; i++) nm->queue[i] = ft_model_find_str(m, queue[i]);
+  for (size_t i = 0; i < FT__HTA_N_QUEUE_CALLS; i++) nm->queue[i] = ft_model_find_str(m, ft__hta_queue_calls[i]);
 }
 static bool id_in(uint32_t id, const uint32_t *set, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -323,7 +312,8 @@ static bool queue_lengths(const ft_model *m, const names *nm, streams *q, int32_
     if (l == FT_MODEL_NONE) continue;
     bool work = on_stream(m, i);
     uint32_t launch = work ? l : (uint32_t)i, dev = work ? (uint32_t)i : l;
-    if (!on_stream(m, dev) || on_stream(m, launch) || !id_in(m->name[launch], nm->queue, 12)) continue;
+    if (!on_stream(m, dev) || on_stream(m, launch) || !id_in(m->name[launch], nm->queue, FT__HTA_N_QUEUE_CALLS))
+      continue;
     size_t s = stream_ix(q, stream_of(m, dev));
     q->len[s] += work ? -1 : 1;
     qlen[i] = (int32_t)q->len[s];

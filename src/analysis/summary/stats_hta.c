@@ -92,6 +92,20 @@ int ft__hta_kernel_type(const char *s, size_t len) {
   return FT_HTA_COMPUTE;
 }
 
+/* (stats_hta.h) */
+const char *const ft__hta_queue_calls[FT__HTA_N_QUEUE_CALLS] = {"cudaLaunchKernel",
+                                                                "cudaLaunchKernelExC",
+                                                                "cuLaunchKernel",
+                                                                "cuLaunchKernelEx",
+                                                                "cudaMemcpyAsync",
+                                                                "cudaMemsetAsync",
+                                                                "runFunction - job_prep_and_submit_for_execution",
+                                                                "hipLaunchKernel",
+                                                                "hipExtModuleLaunchKernel",
+                                                                "hipMemcpyAsync",
+                                                                "hipMemsetAsync",
+                                                                "hipMemcpyWithStream"};
+
 /* A name's class byte: the kernel type, the two launch-name flags, and "done". */
 #define C_LAUNCH 0x10
 #define C_QUEUE 0x20
@@ -100,24 +114,11 @@ static uint8_t classify(const char *s, size_t len) {
   /* get_cuda_kernel_launch_stats' names (memory calls included, its default) */
   static const char *const launch[] = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync",
                                        "runFunction - job_prep_and_submit_for_execution"};
-  /* get_runtime_launch_events_mask's, for the queue length */
-  static const char *const queue[] = {"cudaLaunchKernel",
-                                      "cudaLaunchKernelExC",
-                                      "cuLaunchKernel",
-                                      "cuLaunchKernelEx",
-                                      "cudaMemcpyAsync",
-                                      "cudaMemsetAsync",
-                                      "runFunction - job_prep_and_submit_for_execution",
-                                      "hipLaunchKernel",
-                                      "hipExtModuleLaunchKernel",
-                                      "hipMemcpyAsync",
-                                      "hipMemsetAsync",
-                                      "hipMemcpyWithStream"};
   uint8_t c = (uint8_t)(C_DONE | ft__hta_kernel_type(s, len));
   for (size_t i = 0; i < sizeof launch / sizeof *launch; i++)
     if (strlen(launch[i]) == len && !memcmp(s, launch[i], len)) c |= C_LAUNCH;
-  for (size_t i = 0; i < sizeof queue / sizeof *queue; i++)
-    if (strlen(queue[i]) == len && !memcmp(s, queue[i], len)) c |= C_QUEUE;
+  for (size_t i = 0; i < FT__HTA_N_QUEUE_CALLS; i++)
+    if (strlen(ft__hta_queue_calls[i]) == len && !memcmp(s, ft__hta_queue_calls[i], len)) c |= C_QUEUE;
   return c;
 }
 

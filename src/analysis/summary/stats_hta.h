@@ -10,6 +10,11 @@
 #define FT_HTA_DELAY_CUTOFF_NS 100000
 #define FT_HTA_QUEUE_FULL 1024
 
+/* get_runtime_launch_events_mask's calls: those a stream's queue length counts (the
+ * queue report here, the critical path's launch edges in advise/critical_path.c). */
+#define FT__HTA_N_QUEUE_CALLS 12
+extern const char *const ft__hta_queue_calls[FT__HTA_N_QUEUE_CALLS];
+
 /* A read's state for them: NULL in ft_stats unless the read asked. */
 typedef struct ft__hta ft__hta;
 ft__hta *ft__hta_new(void);
