@@ -81,7 +81,7 @@ static ft_status rank_findings(ft_cli_advice *a) {
     const ft_advise_finding *f = &a->job.findings[k];
     a->ranked[a->n_ranked++] = (ft_cli_finding){f, f->n_occ ? f->occ[0].rank : -1};
   }
-  qsort(a->ranked, a->n_ranked, sizeof *a->ranked, by_cost);
+  if (a->n_ranked) qsort(a->ranked, a->n_ranked, sizeof *a->ranked, by_cost);
   return FT_OK;
 }
 

@@ -473,7 +473,7 @@ ft_status ft_advise(const ft_model *m, const ft_advise_opts *o, ft_advice *out, 
   free(hta);
   /* prefix sums of the idle gaps: fuse measures the idle inside a kernel sequence (sorted
    * and merged first: steps named by --step may overlap) */
-  qsort(c.idle_all.v, c.idle_all.n, sizeof *c.idle_all.v, by_start);
+  if (c.idle_all.n) qsort(c.idle_all.v, c.idle_all.n, sizeof *c.idle_all.v, by_start);
   size_t nm = 0;
   for (size_t k = 0; k < c.idle_all.n; k++) {
     if (nm && c.idle_all.v[k].a <= c.idle_all.v[nm - 1].b) {

@@ -120,7 +120,7 @@ static int by_cost(const void *x, const void *y) {
 /* Each finding's cost: per step the sum of its occurrences' costs, capped at the
  * step's ceiling (ceil[step]), summed over steps and divided by their number. */
 void ft__cost_findings(ft__findings *t, const uint64_t *ceil, size_t n_steps, double mean_wall) {
-  qsort(t->cr, t->n_cr, sizeof *t->cr, by_finding_step);
+  if (t->n_cr) qsort(t->cr, t->n_cr, sizeof *t->cr, by_finding_step);
   for (size_t k = 0; k < t->n_cr;) {
     uint32_t f = t->cr[k].finding;
     uint64_t total = 0;
@@ -143,5 +143,5 @@ void ft__rank_findings(ft_advise_finding *f, size_t *n, double min_share) {
     else free(f[i].occ);
   }
   *n = k;
-  qsort(f, k, sizeof *f, by_cost);
+  if (k) qsort(f, k, sizeof *f, by_cost);
 }

@@ -14,7 +14,7 @@ static int cmp_u64(const void *x, const void *y) {
 /* The median of v[0..n) (sorted in place); the lower middle when n is even, so two
  * ranks compare each with the other. */
 static uint64_t median(uint64_t *v, size_t n) {
-  qsort(v, n, sizeof *v, cmp_u64);
+  if (n) qsort(v, n, sizeof *v, cmp_u64);
   return v[(n - 1) / 2];
 }
 

@@ -516,7 +516,7 @@ static ft_advise_delta *collect(const ft_advise_partial *p, int s, size_t *out_n
                                  .share_a = s ? 0 : x->cost_share,
                                  .share_b = s ? x->cost_share : 0};
     }
-  qsort(d, k, sizeof *d, by_key);
+  if (k) qsort(d, k, sizeof *d, by_key);
   size_t m = 0; /* the same key on several ranks: summed */
   for (size_t i = 0; i < k; i++) {
     if (m && !by_key(&d[m - 1], &d[i])) {
@@ -569,7 +569,7 @@ ft_status ft_advise_compare(const ft_advise_partial *a, const ft_advise_partial 
     if (c >= 0) j++;
   }
   free(da), free(db);
-  qsort(d, m, sizeof *d, by_change);
+  if (m) qsort(d, m, sizeof *d, by_change);
   *out = d;
   *n_out = m;
   return FT_OK;

@@ -112,7 +112,7 @@ bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga
   for (size_t i = 0; i < m->n; i++)
     if (m->kind[i] == FT_MK_KERNEL && m->step[i] != FT_MODEL_NONE) f.k[f.n++] = (uint32_t)i;
   sort_m = m;
-  qsort(f.k, f.n, sizeof *f.k, by_track_start);
+  if (f.n) qsort(f.k, f.n, sizeof *f.k, by_track_start);
   /* every sequence's non-overlapping occurrences and the idle inside them */
   for (size_t p = 0; p + f.len <= f.n; p++) {
     if (!seq_at(&f, p)) continue;
@@ -128,7 +128,7 @@ bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga
   size_t nc = 0;
   for (size_t s = 0; s < n_slot; s++)
     if (tab[s].h && tab[s].count >= FUSE_MIN_PER_STEP * m->n_steps) tab[nc++] = tab[s];
-  qsort(tab, nc, sizeof *tab, by_idle);
+  if (nc) qsort(tab, nc, sizeof *tab, by_idle);
   /* the most costly first; a later one only over kernels no earlier one took */
   size_t found = 0;
   for (size_t c = 0; c < nc && found < FUSE_MAX_FINDINGS; c++) {

@@ -104,7 +104,7 @@ static void lock_edges(cp *c) {
   for (uint32_t k = 0; k < c->n_ev; k++)
     if (is_lock(c, 2 * k)) nodes[n++] = 2 * k, nodes[n++] = 2 * k + 1;
   sort_cp = c;
-  qsort(nodes, n, sizeof *nodes, cmp_node);
+  if (n) qsort(nodes, n, sizeof *nodes, cmp_node);
   uint32_t last = UINT32_MAX;
   for (size_t i = 0; i < n; i++) {
     uint32_t v = nodes[i];
@@ -183,7 +183,7 @@ static void stack_edges(cp *c) {
     v[k++] = (csev){t->pid, tid, m->ts[i], m->dur[i], (uint32_t)i, false};
     v[k++] = (csev){t->pid, tid, m->ts[i] + m->dur[i], m->dur[i], (uint32_t)i, true};
   }
-  qsort(v, k, sizeof *v, cmp_cs);
+  if (k) qsort(v, k, sizeof *v, cmp_cs);
   /* Walking HTA's tree depth first meets the events as the sorted list does, each end
    * exiting whatever the stack's top is (the tree's parent is the top at a start). */
   size_t top = 0;
@@ -249,8 +249,8 @@ static bool hta_pairs(const ft_model *m, uint32_t *call, uint32_t *work, callref
     if (!on_stream(m, i)) r[nr++] = (callref){c, (uint32_t)i};
     else if (c >= 0) d[nd++] = (callref){c, (uint32_t)i};
   }
-  qsort(r, nr, sizeof *r, cmp_callref);
-  qsort(d, nd, sizeof *d, cmp_callref);
+  if (nr) qsort(r, nr, sizeof *r, cmp_callref);
+  if (nd) qsort(d, nd, sizeof *d, cmp_callref);
   for (size_t i = 0; i < m->n; i++) {
     bool gpu = on_stream(m, i) || m->kind[i] == FT_MK_SYNC;
     call[i] = gpu ? last_with(r, nr, ft_model_corr(m, i)) : FT_MODEL_NONE;
@@ -261,7 +261,7 @@ static bool hta_pairs(const ft_model *m, uint32_t *call, uint32_t *work, callref
   size_t k = 0;
   for (size_t i = 0; i < m->n; i++)
     if (m->kind[i] == FT_MK_SYNC && call[i] != FT_MODEL_NONE) r[k++] = (callref){call[i], (uint32_t)i};
-  qsort(r, k, sizeof *r, cmp_callref);
+  if (k) qsort(r, k, sizeof *r, cmp_callref);
   *pairs = r;
   *n_pairs = k;
   return true;
@@ -300,7 +300,7 @@ static bool queue_lengths(const ft_model *m, const names *nm, streams *q, int32_
   q->n = 0;
   for (size_t t = 0; t < m->n_tracks; t++)
     if (m->tracks[t].kind == FT_TRACK_STREAM) q->id[q->n++] = m->tracks[t].tid;
-  qsort(q->id, q->n, sizeof *q->id, cmp_i64);
+  if (q->n) qsort(q->id, q->n, sizeof *q->id, cmp_i64);
   size_t u = 0;
   for (size_t i = 0; i < q->n; i++)
     if (!u || q->id[u - 1] != q->id[i]) q->id[u++] = q->id[i];
@@ -351,7 +351,7 @@ static void kernel_edges(cp *c, const uint32_t *call, streams *q, const int32_t 
     if (on_stream(m, i) || m->kind[i] == FT_MK_SYNC) /* syncs sort by their end */
       r[k++] = (struct row){m->ts[i] + (m->kind[i] == FT_MK_SYNC ? m->dur[i] : 0), i};
   }
-  qsort(r, k, sizeof *r, cmp_row);
+  if (k) qsort(r, k, sizeof *r, cmp_row);
   for (size_t x = 0; x < q->n; x++) q->last[x] = UINT32_MAX;
   for (size_t i = 0; i < k; i++) {
     uint32_t s = r[i].s, l = call[s];
@@ -392,7 +392,7 @@ static int cmp_edge(const void *x, const void *y) {
  * predecessor's plus the edge, restarting at 0 where that is negative. */
 static uint64_t longest(cp *c) {
   size_t nn = 2 * c->n_ev;
-  qsort(c->e, c->n_e, sizeof *c->e, cmp_edge);
+  if (c->n_e) qsort(c->e, c->n_e, sizeof *c->e, cmp_edge);
   size_t w = 0;
   for (size_t i = 0; i < c->n_e; i++) {
     if (w && c->e[w - 1].u == c->e[i].u && c->e[w - 1].v == c->e[i].v)
@@ -511,7 +511,7 @@ static uint64_t window(const ft_model *m, prep *p, size_t lo, size_t hi, bool *o
   }
   for (; a < p->n_syncs && p->syncs[a].corr < (int64_t)hi; a++)
     if (m->dur[p->syncs[a].corr] > 0) p->win[n++] = p->syncs[a].s;
-  qsort(p->win, n, sizeof *p->win, cmp_u32);
+  if (n) qsort(p->win, n, sizeof *p->win, cmp_u32);
   size_t u = 0;
   for (size_t i = 0; i < n; i++)
     if (!u || p->win[u - 1] != p->win[i]) p->win[u++] = p->win[i];

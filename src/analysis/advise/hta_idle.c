@@ -29,7 +29,7 @@ static bool groups_make(const ft_model *m, groups *g) {
   }
   for (size_t t = 0; t < m->n_tracks; t++)
     if (m->tracks[t].kind == FT_TRACK_STREAM) g->ids[g->n++] = m->tracks[t].tid;
-  qsort(g->ids, g->n, sizeof *g->ids, cmp_i64);
+  if (g->n) qsort(g->ids, g->n, sizeof *g->ids, cmp_i64);
   size_t k = 0;
   for (size_t i = 0; i < g->n; i++)
     if (!k || g->ids[k - 1] != g->ids[i]) g->ids[k++] = g->ids[i];

@@ -375,7 +375,7 @@ static bool pair_steps(const side sd[2], uint32_t **pa, uint32_t **pb, size_t *n
   } else if (ok) {
     for (int s = 0; s < 2; s++) {
       for (uint32_t k = 0; k < sd[s].n_steps; k++) x[s][k] = (num_ix){sd[s].m->steps[k].number, k};
-      qsort(x[s], sd[s].n_steps, sizeof(num_ix), by_num);
+      if (sd[s].n_steps) qsort(x[s], sd[s].n_steps, sizeof(num_ix), by_num);
     }
     /* by number when neither side repeats one and one side's numbers are all the other's */
     bool dup = false;

@@ -101,7 +101,7 @@ static int cref_cmp(const void *a, const void *b) {
 static void sort_if(cref *r, size_t n) {
   for (size_t i = 1; i < n; i++)
     if (cref_cmp(&r[i - 1], &r[i]) > 0) {
-      qsort(r, n, sizeof *r, cref_cmp);
+      if (n) qsort(r, n, sizeof *r, cref_cmp);
       return;
     }
 }
