@@ -312,11 +312,7 @@ typedef struct ft_stat_read_opts {
   bool modules;       /* with ops: each op's innermost nn.Module (FT_STAT_OP_MODULES; python_function events) */
   bool op_kernels;    /* with ops: device work by its op and name (FT_STAT_OP_KERNELS: `diff`) */
   bool source;        /* each file's source (its bytes' digest: the cost of a hash; stats --partial) */
-  /* each file's events (with their args) to on_event, on_event_ctx[file] its ctx (the
-   * files are read in parallel: one ctx each); NULL: none */
-  bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
-  void **on_event_ctx;
-  bool model; /* each file through the event model (model.h): read into it, then replayed into its summary */
+  bool model;         /* each file through the event model (model.h): read into it, then replayed into its summary */
   struct ft_model *models; /* with model: file f's model kept in models[f] (the caller frees each), not freed */
 } ft_stat_read_opts;
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, const ft_stat_read_opts *o, char *err,

@@ -114,10 +114,7 @@ static ft_status read_one(worker *w, size_t f) {
   }
   st.timeline = w->o.timeline;
   st.trace_limit = w->o.trace_limit;
-  st.want_args =
-      w->o.trace_limit || w->o.hta || w->o.on_event; /* the trace report's columns, HTA's launches and queues */
-  st.on_event = w->o.on_event;
-  st.on_event_ctx = w->o.on_event ? w->o.on_event_ctx[f] : NULL;
+  st.want_args = w->o.trace_limit || w->o.hta; /* the trace report's columns, HTA's launches and queues */
   st.want_ops = w->o.ops;
   st.want_modules = w->o.ops && w->o.modules;
   st.want_op_kernels = w->o.ops && w->o.op_kernels;
