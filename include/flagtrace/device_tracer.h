@@ -29,7 +29,48 @@ typedef enum ft_event_kind {
   /* Exported only (ft_session_foreach_event), never from a tracer: a CPU range
    * projected onto a device row (device, stream, external_id = the range's id). */
   FT_EVENT_GPU_USER_ANNOTATION = 6,
+  /* A device memory operation (issue 51): an allocation, a free, or a pool's
+   * reservation change, at one instant (start_ns == end_ns), on (device, stream;
+   * stream UINT32_MAX when the call names none), correlation_id the runtime call's
+   * that made it (0 when the vendor gives none; then thread_id, when non-zero,
+   * names the calling thread). The numbers are in ft_device_event.memory. */
+  FT_EVENT_MEMORY = 7,
 } ft_event_kind;
+
+/* What a memory event did. */
+typedef enum ft_memory_op {
+  FT_MEMORY_ALLOC = 1,     /* bytes at address became allocated */
+  FT_MEMORY_FREE = 2,      /* the allocation at address was released */
+  FT_MEMORY_RESERVE = 3,   /* a pool was created or grew: bytes more reserved at pool */
+  FT_MEMORY_UNRESERVE = 4, /* a pool was trimmed or destroyed: bytes less reserved at pool */
+} ft_memory_op;
+
+/* Where the memory lives, as the vendor names it (the same for every vendor). */
+typedef enum ft_memory_kind {
+  FT_MEMKIND_UNKNOWN = 0,
+  FT_MEMKIND_DEVICE = 1,   /* device memory (cudaMalloc, aclrtMalloc, hipMalloc, ...) */
+  FT_MEMKIND_PINNED = 2,   /* page-locked host memory (cudaHostAlloc, ...) */
+  FT_MEMKIND_MANAGED = 3,  /* unified / managed memory */
+  FT_MEMKIND_PAGEABLE = 4, /* ordinary host memory the vendor reported */
+  FT_MEMKIND_OTHER = 5,    /* arrays, device-static, ... */
+} ft_memory_kind;
+
+/* The numbers of one FT_EVENT_MEMORY event. The core keeps the running totals
+ * (allocated and reserved per device, in timestamp order), so a tracer reports
+ * only the operation. */
+typedef struct ft_memory_info {
+  ft_memory_op op;
+  ft_memory_kind memory_kind;
+  uint64_t address; /* the allocation's (RESERVE/UNRESERVE: the pool's base) */
+  /* ALLOC/RESERVE/UNRESERVE: the bytes of the operation. FREE: the freed
+   * allocation's size when the vendor says it, 0 when it does not (the core then
+   * finds it by address among the allocations it saw). */
+  uint64_t bytes;
+  /* The base address of the pool an ALLOC/FREE came from (stream-ordered
+   * allocators: cudaMallocAsync, ...), 0 for none: an allocation outside any pool
+   * reserves what it allocates. */
+  uint64_t pool;
+} ft_memory_info;
 
 /* A set of kinds to record: bit (1 << kind), the FT_ACTIVITY_* flags of flagtrace.h. */
 #define FT_KIND_BIT(kind) (1u << (kind))
@@ -65,6 +106,8 @@ typedef struct ft_device_event {
   const char *name;   /* already demangled; never NULL */
   const ft_kv *metadata;
   size_t n_metadata;
+  /* FT_EVENT_MEMORY only (never NULL there); NULL for every other kind. */
+  const ft_memory_info *memory;
 } ft_device_event;
 
 /* Where a tracer delivers what it decodes. Both functions are thread-safe and may

@@ -61,7 +61,10 @@ enum {
   /* synchronization waits (cuda_sync rows): recorded only when asked, as torch-cuda's
    * enable_cuda_sync_events (the vendor instruments every sync call) */
   FT_ACTIVITY_SYNC = 1 << 5,
-  FT_ACTIVITY_ALL = (1 << 6) - 1,
+  /* device memory allocations, frees and pool reservations (bit 7: FT_EVENT_MEMORY;
+   * bit 6 is an exported-only kind and never a flag) */
+  FT_ACTIVITY_MEMORY = 1 << 7,
+  FT_ACTIVITY_ALL = ((1 << 6) - 1) | (1 << 7),
   FT_ACTIVITY_DEFAULT = FT_ACTIVITY_ALL & ~FT_ACTIVITY_SYNC,
 };
 

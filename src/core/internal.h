@@ -43,7 +43,8 @@ enum {
   FT__EV_RUNTIME = FT_EVENT_RUNTIME,
   FT__EV_DRIVER = FT_EVENT_DRIVER,
   FT__EV_SYNC = FT_EVENT_SYNC,
-  FT__EV_CPU_RANGE = 7, /* 6 is FT_EVENT_GPU_USER_ANNOTATION, exported only */
+  FT__EV_MEMORY = FT_EVENT_MEMORY,
+  FT__EV_CPU_RANGE = 8, /* 6 is FT_EVENT_GPU_USER_ANNOTATION, exported only */
 };
 #define FT__F_HAS_EXTERNAL 1u
 /* a framework's user range (ft_user_range_push): projected, never written as a slice */

@@ -60,6 +60,24 @@ typedef struct ft_model_step {
   uint32_t slice;     /* the range's slice; FT_MODEL_NONE for the whole trace */
 } ft_model_step;
 
+/* One device (or CPU) memory operation (issue 51): a torch `[memory]` instant or
+ * flagtrace's own (the writer uses torch's keys, so one reader reads both). In
+ * time order (ties: file order). Not a slice: the 64 B/slice bound does not count
+ * these (ft_model_bytes does). */
+typedef struct ft_model_mem {
+  int64_t ts;                              /* ns */
+  int64_t bytes;                           /* args.Bytes: > 0 allocated, < 0 freed (torch's sign) */
+  uint64_t addr;                           /* args.Addr */
+  int64_t total_allocated, total_reserved; /* args "Total Allocated"/"Total Reserved" after it; -1 absent */
+  int32_t device;                          /* args "Device Id"; -1 absent */
+  int16_t device_type;                     /* args "Device Type" (torch's DeviceType: 0 CPU, 1 CUDA, 20 PrivateUse1) */
+  uint32_t track;                          /* the thread track it was recorded on */
+  uint32_t op;   /* the innermost op or range open around it on its thread, else (ours, with a correlation
+                  * id) the op of the runtime call that made it; FT_MODEL_NONE */
+  uint32_t call; /* the runtime call slice that made it (ours: args.correlation), FT_MODEL_NONE */
+  uint32_t step; /* the step it falls in, FT_MODEL_NONE */
+} ft_model_mem;
+
 typedef struct ft_model {
   size_t n; /* slices */
   /* columns, n entries each */
@@ -88,6 +106,8 @@ typedef struct ft_model {
   size_t n_tracks;
   ft_model_step *steps;
   size_t n_steps;
+  ft_model_mem *mem; /* memory operations, n_mem of them (issue 51) */
+  size_t n_mem;
   /* what the file's "flagtrace"/"distributedInfo" blocks say */
   int64_t rank;            /* -1 when not named */
   double peak_flops;       /* the device's dense BF16/FP16 tensor peak FLOP/s by its name, from the table in
