@@ -27,6 +27,8 @@ with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], profile_m
     torch.cuda.synchronize()
 print("max_memory_allocated", torch.cuda.max_memory_allocated(), "base", base_alloc,
       "max_reserved", torch.cuda.max_memory_reserved())
+json.dump({"max_memory_allocated": torch.cuda.max_memory_allocated(), "max_memory_reserved": torch.cuda.max_memory_reserved(),
+           "memory_allocated_before_window": base_alloc}, open(os.path.join(out, "torch_memory_h100_peaks.json"), "w"))
 p.export_chrome_trace(os.path.join(out, "mem.json"))
 with open(os.path.join(out, "mem.json"), "rb") as f, gzip.open(os.path.join(out, "torch_memory_h100.json.gz"), "wb") as g:
     shutil.copyfileobj(f, g)
