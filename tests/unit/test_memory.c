@@ -321,11 +321,151 @@ static void test_invalid_refused(void **state) {
   ft_session_destroy(s);
 }
 
+static uint64_t tick(void) {
+  static uint64_t last;
+  uint64_t t;
+  while ((t = ft__now_ns()) <= last) {
+  }
+  return last = t;
+}
+
+/* Hostile or lossy sequences: an allocation at a live address (its free dropped), an
+ * implausible size, a trim below nothing reserved. */
+static void test_replaced_implausible_clamped(void **state) {
+  (void)state;
+  ft_session *s = stopped();
+  mem(s, 0, LO + 10, FT_MEMORY_ALLOC, 0xa0, 10, 0, 0, 0);
+  mem(s, 0, LO + 20, FT_MEMORY_ALLOC, 0xa0, 20, 0, 0, 0);         /* the 10 taken as freed */
+  mem(s, 0, LO + 30, FT_MEMORY_ALLOC, 0xb0, 1ull << 51, 0, 0, 0); /* 2 PiB: skipped */
+  mem(s, 0, LO + 40, FT_MEMORY_UNRESERVE, 0xc000, 100, 0, 0, 0);  /* only 20 reserved */
+  mem(s, 0, LO + 50, FT_MEMORY_FREE, 0xb0, 0, 0, 0, 0);           /* its allocation was skipped */
+  yajl_val doc = ft_test_render(s);
+  assert_int_equal(count(doc, "i", "[memory]"), 3);
+  yajl_val a = ft_test_get(instant_at(doc, 0, LO + 20), "args");
+  assert_int_equal(int_of(a, "Bytes"), 20);
+  assert_int_equal(int_of(a, "Total Allocated"), 20);
+  assert_int_equal(int_of(a, "Total Reserved"), 20);
+  a = ft_test_get(instant_at(doc, 0, LO + 40), "args");
+  assert_int_equal(int_of(a, "Bytes"), 0);
+  assert_int_equal(int_of(a, "Pool Bytes"), -20);
+  assert_int_equal(int_of(a, "Pool"), 0xc000);
+  assert_int_equal(int_of(a, "Total Allocated"), 20);
+  assert_int_equal(int_of(a, "Total Reserved"), 0);
+  yajl_val m = ft_test_get(ft_test_get(doc, "flagtrace"), "memory");
+  assert_int_equal(int_of(m, "operations"), 5);
+  assert_int_equal(int_of(m, "written"), 3);
+  assert_int_equal(int_of(m, "replaced_live"), 1);
+  assert_int_equal(int_of(m, "skipped_implausible"), 1);
+  assert_int_equal(int_of(m, "unreserve_clamped"), 1);
+  assert_int_equal(int_of(m, "skipped_frees"), 1);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+/* A timed session's pushed ids (torch ops under flagtrace.torch, ft_correlation_push)
+ * attribute an operation that names only its thread, as its calls would be. */
+static void test_attribution_by_pushed_frames(void **state) {
+  (void)state;
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  uint32_t me = ft__gettid();
+  assert_int_equal(ft__timed_push(s, 5), FT_OK);
+  uint64_t a = tick();
+  assert_int_equal(ft__timed_push(s, 6), FT_OK);
+  uint64_t b = tick();
+  assert_int_equal(ft__timed_pop(s), FT_OK);
+  uint64_t c = tick();
+  assert_int_equal(ft__timed_pop(s), FT_OK);
+  uint64_t d = tick();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  ft__session_set_window(s, a - 1000, d + 1000);
+  mem(s, 0, a, FT_MEMORY_ALLOC, 0x10, 4, 0, 0, me);
+  mem(s, 0, b, FT_MEMORY_ALLOC, 0x20, 4, 0, 0, me);
+  mem(s, 0, c, FT_MEMORY_FREE, 0x20, 0, 0, 0, me);
+  mem(s, 0, d, FT_MEMORY_FREE, 0x10, 0, 0, 0, me);
+  mem(s, 1, b, FT_MEMORY_ALLOC, 0x30, 4, 0, 0, me + 1); /* another thread pushed nothing */
+  assert_int_equal(ft__session_attribute(s, false), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  uint64_t base = (a - 1000) - (a - 1000) % (86400ull * 1000000000ull);
+  static const long long want[] = {5, 6, 5, -1};
+  const uint64_t at[] = {a, b, c, d};
+  for (int i = 0; i < 4; i++) {
+    yajl_val x = ft_test_get(instant_at(doc, 0, (long long)(at[i] - base)), "args");
+    if (want[i] < 0) assert_null(ft_test_get(x, "External id"));
+    else assert_int_equal(int_of(x, "External id"), want[i]);
+  }
+  assert_null(ft_test_get(ft_test_get(instant_at(doc, 1, (long long)(b - base)), "args"), "External id"));
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+/* ft_session_set_collecting(s, 0): an operation in the stretch is left out, and so
+ * is one whose call was made in it. */
+static void test_collection_stopped(void **state) {
+  (void)state;
+  ft_session *s;
+  assert_int_equal(ft_session_create(&s, NULL), FT_OK);
+  assert_int_equal(ft_session_start(s), FT_OK);
+  uint64_t t1 = tick();
+  assert_int_equal(ft_session_set_collecting(s, 0), FT_OK);
+  uint64_t t2 = tick();
+  assert_int_equal(ft_session_set_collecting(s, 1), FT_OK);
+  uint64_t t3 = tick();
+  runtime_call(s, 9, 1, t2, t2);
+  mem(s, 0, t1, FT_MEMORY_ALLOC, 0x10, 4, 0, 0, 0);
+  mem(s, 0, t2, FT_MEMORY_ALLOC, 0x20, 4, 0, 0, 0);
+  mem(s, 0, t3, FT_MEMORY_ALLOC, 0x30, 8, 0, 9, 0); /* made by the call in the stretch */
+  mem(s, 0, t3 + 1, FT_MEMORY_ALLOC, 0x40, 16, 0, 0, 0);
+  tick();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  assert_int_equal(s->paused_left_out, 3);
+  yajl_val doc = ft_test_render(s);
+  assert_int_equal(count(doc, "i", "[memory]"), 2);
+  assert_int_equal(int_of(ft_test_get(ft_test_get(doc, "flagtrace"), "memory"), "operations"), 2);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+/* The body rendered on worker threads holds the serial walk's bytes. */
+static void test_parallel_render_same_bytes(void **state) {
+  (void)state;
+  ft_session *s = stopped();
+  for (uint64_t i = 0; i < 3000; i++)
+    mem(s, (uint32_t)(i % 3), LO + 1 + i, i % 2 ? FT_MEMORY_FREE : FT_MEMORY_ALLOC, 0x1000 + 64 * (i / 2),
+        i % 2 ? 0 : 64, 0, (uint32_t)i + 1, 0);
+  char *text[2];
+  size_t len[2];
+  for (int k = 0; k < 2; k++) {
+    ft__render_split(k ? 3 : 0, k ? 100 : 0);
+    ft__out *o;
+    assert_int_equal(ft__out_open_mem(&o, false), FT_OK);
+    assert_int_equal(ft__write_trace(s, o, NULL), FT_OK);
+    const char *m = ft__out_mem(o, &len[k]);
+    text[k] = malloc(len[k]);
+    memcpy(text[k], m, len[k]);
+    ft__out_abort(o);
+  }
+  ft__render_split(-1, 0);
+  assert_int_equal(len[0], len[1]);
+  assert_memory_equal(text[0], text[1], len[0]);
+  free(text[0]);
+  free(text[1]);
+  ft_session_destroy(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_totals_exact), cmocka_unit_test(test_attribution),
-      cmocka_unit_test(test_live_limit),   cmocka_unit_test(test_adaptor_visit_skips_memory),
-      cmocka_unit_test(test_env_off),      cmocka_unit_test(test_invalid_refused),
+      cmocka_unit_test(test_totals_exact),
+      cmocka_unit_test(test_attribution),
+      cmocka_unit_test(test_live_limit),
+      cmocka_unit_test(test_adaptor_visit_skips_memory),
+      cmocka_unit_test(test_env_off),
+      cmocka_unit_test(test_invalid_refused),
+      cmocka_unit_test(test_replaced_implausible_clamped),
+      cmocka_unit_test(test_attribution_by_pushed_frames),
+      cmocka_unit_test(test_collection_stopped),
+      cmocka_unit_test(test_parallel_render_same_bytes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
