@@ -393,7 +393,9 @@ static void write_header(const ft_session *s, plan *p, ft__out *o, uint64_t base
     FT__OUT_LIT(o, ", \"collection_stopped_left_out\": ");
     ft__out_u64(o, s->paused_left_out);
   }
-  if ((s->activities & FT_ACTIVITY_MEMORY) || p->n_mem) write_memory_summary(&p->mem, o);
+  /* asked and collected, or some recorded (an attached session's copies): a reader
+   * tells "nothing allocated" from "not recorded" */
+  if (((s->activities & FT_ACTIVITY_MEMORY) && collected) || p->n_mem) write_memory_summary(&p->mem, o);
   FT__OUT_LIT(o, ", \"capture_window_ns\": [");
   ft__out_u64(o, s->window_lo_ns);
   ft__out_write(o, ", ", 2);
