@@ -266,6 +266,9 @@ ft_status ft__plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi,
           f->owner_is_runtime = e->kind == FT__EV_RUNTIME;
         }
       }
+    } else if (ft__is_memory_kind(e->kind) &&
+               ft__mem_on_host(&((const ft__mem *)ft__vec_at(&s->store.mems, e->meta_first))->info)) {
+      /* host memory: written on the process, no device row */
     } else if (ft__set_add(&p->devices, e->device, &last_dev) ||
                /* a sync that names no stream (context, event) has no stream row, nor
                 * has a memory operation (an instant on its calling thread) */

@@ -50,8 +50,16 @@ typedef struct ft__mem_row {
   bool written;                 /* false: skipped, and counted in ft__mem_totals */
 } ft__mem_row;
 
+/* Host memory the vendor reports (pinned, pageable) is not the device's: it has its
+ * own totals, under this key, written as torch writes CPU memory (Device Type 0,
+ * Device Id -1), so that a device's totals are what its allocator holds. */
+#define FT__MEM_HOST UINT32_MAX
+static inline bool ft__mem_on_host(const ft_memory_info *m) {
+  return m->memory_kind == FT_MEMKIND_PINNED || m->memory_kind == FT_MEMKIND_PAGEABLE;
+}
+
 typedef struct ft__mem_device {
-  uint32_t device;
+  uint32_t device;     /* FT__MEM_HOST: the host's */
   uint64_t operations; /* written */
   uint64_t peak_allocated, peak_allocated_ns, peak_reserved, peak_reserved_ns;
   uint64_t allocated, reserved; /* at the window's end */

@@ -254,7 +254,11 @@ ft_status ft__mem_totals_build(const ft_session *s, uint64_t lo, uint64_t hi, ft
   for (size_t i = 0; i < ev->len && k < n; i++) {
     const ft__event *e = ft__vec_at(ev, i);
     if (ft__is_memory_kind(e->kind) && ft__in_window(e, lo, hi))
-      refs[k++] = (op_ref){e->start_ns, e->device, e->meta_first, i};
+      refs[k++] =
+          (op_ref){e->start_ns,
+                   ft__mem_on_host(&((const ft__mem *)ft__vec_at(&s->store.mems, e->meta_first))->info) ? FT__MEM_HOST
+                                                                                                        : e->device,
+                   e->meta_first, i};
   }
   t->operations = n;
   /* buffers arrive in any order, devices interleave: replay each device in time order */

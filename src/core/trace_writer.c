@@ -230,16 +230,18 @@ static void write_memory(const ft_session *s, const plan *p, ft__out *o, const f
   const ft__mem_row *r = p->mem.rows ? &p->mem.rows[e->meta_first] : NULL;
   if (!r || !r->written) return; /* skipped: counted in the header's memory object */
   const ft_memory_info *m = &((const ft__mem *)ft__vec_at(&s->store.mems, e->meta_first))->info;
-  bool cuda = !strcmp(s->tracer->ops->runtime_category, "cuda_runtime");
+  bool cuda = !strcmp(s->tracer->ops->runtime_category, "cuda_runtime"), host = ft__mem_on_host(m);
   FT__OUT_LIT(o, ",\n  {\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\",\"name\":\"[memory]\",\"pid\":");
   ft__out_u64(o, s->pid);
   FT__OUT_LIT(o, ",\"tid\":");
   ft__out_u64(o, r->tid);
   FT__OUT_LIT(o, ",\"ts\":");
   ft__out_us3(o, e->start_ns - base);
-  /* kineto's DeviceType: CUDA 1, PrivateUse1 20 */
-  ft__out_str(o, cuda ? ",\"args\":{\"Device Type\":1,\"Device Id\":" : ",\"args\":{\"Device Type\":20,\"Device Id\":");
-  ft__out_u64(o, e->device);
+  /* kineto's DeviceType: CPU 0 (host memory, Device Id -1 as torch's), CUDA 1, PrivateUse1 20 */
+  ft__out_str(o, host   ? ",\"args\":{\"Device Type\":0,\"Device Id\":-1"
+                 : cuda ? ",\"args\":{\"Device Type\":1,\"Device Id\":"
+                        : ",\"args\":{\"Device Type\":20,\"Device Id\":");
+  if (!host) ft__out_u64(o, e->device);
   FT__OUT_LIT(o, ",\"Addr\":");
   ft__out_u64(o, m->address);
   FT__OUT_LIT(o, ",\"Bytes\":");
@@ -272,7 +274,7 @@ static void write_memory(const ft_session *s, const plan *p, ft__out *o, const f
     ft__out_i64(o, r->pool_bytes);
   }
   FT__OUT_LIT(o, "}},\n  {\"ph\":\"C\",\"name\":\"Memory\",\"pid\":");
-  ft__out_u64(o, e->device);
+  ft__out_u64(o, host ? s->pid : e->device); /* host memory's track is under the process */
   FT__OUT_LIT(o, ",\"ts\":");
   ft__out_us3(o, e->start_ns - base);
   FT__OUT_LIT(o, ",\"args\":{\"Allocated\":");
@@ -343,7 +345,7 @@ static void write_memory_summary(const ft__mem_totals *m, ft__out *o) {
   for (size_t i = 0; i < m->n_devices; i++) {
     const ft__mem_device *d = &m->devices[i];
     ft__out_str(o, i ? ", {\"device\": " : "{\"device\": ");
-    ft__out_u64(o, d->device);
+    ft__out_i64(o, d->device == FT__MEM_HOST ? -1 : (int64_t)d->device); /* -1: the host's */
     const char *dk[] = {"operations",       "peak_allocated",   "peak_allocated_ns", "peak_reserved",
                         "peak_reserved_ns", "allocated_at_end", "reserved_at_end"};
     const uint64_t dv[] = {d->operations,       d->peak_allocated, d->peak_allocated_ns, d->peak_reserved,

@@ -24,9 +24,12 @@ static ft_session *stopped(void) {
   return s;
 }
 
+static ft_memory_kind next_kind = FT_MEMKIND_DEVICE; /* of the next mem() */
+
 static void mem(ft_session *s, uint32_t device, uint64_t t, ft_memory_op op, uint64_t addr, uint64_t bytes,
                 uint64_t pool, uint32_t corr, uint32_t tid) {
-  ft_memory_info m = {.op = op, .memory_kind = FT_MEMKIND_DEVICE, .address = addr, .bytes = bytes, .pool = pool};
+  ft_memory_info m = {.op = op, .memory_kind = next_kind, .address = addr, .bytes = bytes, .pool = pool};
+  next_kind = FT_MEMKIND_DEVICE;
   ft_device_event ev = {.kind = FT_EVENT_MEMORY,
                         .start_ns = t,
                         .end_ns = t,
@@ -322,6 +325,45 @@ static void test_invalid_refused(void **state) {
   ft_session_destroy(s);
 }
 
+/* Host memory the vendor reports (pinned, pageable) has totals of its own, written as
+ * torch writes CPU memory, so that a device's totals are its allocator's. */
+static void test_host_memory_apart(void **state) {
+  (void)state;
+  ft_session *s = stopped();
+  mem(s, 0, LO + 10, FT_MEMORY_ALLOC, 0xd000, 100, 0, 0, 0);
+  next_kind = FT_MEMKIND_PINNED;
+  mem(s, 0, LO + 20, FT_MEMORY_ALLOC, 0x7f00, 4096, 0, 0, 0);
+  next_kind = FT_MEMKIND_MANAGED; /* managed memory is the device's */
+  mem(s, 0, LO + 30, FT_MEMORY_ALLOC, 0xe000, 8, 0, 0, 0);
+  next_kind = FT_MEMKIND_PAGEABLE;
+  mem(s, 0, LO + 40, FT_MEMORY_FREE, 0x7f00, 0, 0, 0, 0);
+  yajl_val doc = ft_test_render(s);
+  yajl_val a = ft_test_get(instant_at(doc, -1, LO + 20), "args");
+  assert_int_equal(int_of(a, "Device Type"), 0);
+  assert_int_equal(int_of(a, "Total Allocated"), 4096);
+  assert_string_equal(ft_test_str(a, "Kind"), "pinned");
+  assert_int_equal(int_of(ft_test_get(counter_at(doc, getpid(), LO + 20), "args"), "Allocated"), 4096);
+  a = ft_test_get(instant_at(doc, -1, LO + 40), "args");
+  assert_int_equal(int_of(a, "Bytes"), -4096);
+  assert_int_equal(int_of(a, "Total Allocated"), 0);
+  a = ft_test_get(instant_at(doc, 0, LO + 30), "args");
+  assert_int_equal(int_of(a, "Total Allocated"), 108);
+  assert_string_equal(ft_test_str(a, "Kind"), "managed");
+  yajl_val devs = ft_test_get(ft_test_get(ft_test_get(doc, "flagtrace"), "memory"), "devices");
+  assert_int_equal(devs->u.array.len, 2);
+  assert_int_equal(int_of(devs->u.array.values[0], "device"), 0);
+  assert_int_equal(int_of(devs->u.array.values[0], "peak_allocated"), 108);
+  assert_int_equal(int_of(devs->u.array.values[1], "device"), -1);
+  assert_int_equal(int_of(devs->u.array.values[1], "peak_allocated"), 4096);
+  /* no device row for the host: the process and GPU 0 only */
+  size_t gpu_rows = 0;
+  for (size_t i = 0; nth(doc, "M", "process_name", i); i++)
+    gpu_rows += !strncmp(ft_test_str(ft_test_get(nth(doc, "M", "process_name", i), "args"), "name"), "GPU", 3);
+  assert_int_equal(gpu_rows, 1);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 static uint64_t tick(void) {
   static uint64_t last;
   uint64_t t;
@@ -465,6 +507,7 @@ int main(void) {
       cmocka_unit_test(test_invalid_refused),
       cmocka_unit_test(test_replaced_implausible_clamped),
       cmocka_unit_test(test_attribution_by_pushed_frames),
+      cmocka_unit_test(test_host_memory_apart),
       cmocka_unit_test(test_collection_stopped),
       cmocka_unit_test(test_parallel_render_same_bytes),
   };
