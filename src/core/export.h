@@ -79,10 +79,10 @@ typedef struct ft__mem_totals {
   uint64_t operations;          /* memory events in the window */
   uint64_t written;             /* of them, written ([memory] instants) */
   uint64_t skipped_frees;       /* frees of an address with no live allocation */
-  uint64_t skipped_allocs;      /* allocations past FT__MEM_LIVE_MAX live ones */
+  uint64_t skipped_allocs;      /* allocations (pool changes) past FT__MEM_LIVE_MAX live ones (pools) */
   uint64_t skipped_implausible; /* bytes above FT__MEM_BYTES_MAX */
   uint64_t replaced;            /* allocations at a live address: the older one taken as freed */
-  uint64_t unreserve_clamped;   /* pool trims below nothing reserved: reserved stays at 0 */
+  uint64_t unreserve_clamped;   /* pool trims of more than the pool was seen to reserve */
 } ft__mem_totals;
 
 /* Replays the memory events inside [lo, hi]: allocated = live ALLOC bytes (a FREE

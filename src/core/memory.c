@@ -5,7 +5,8 @@
 #include "export.h"
 #include "keyed_hash.h"
 
-/* Live allocations (or, for the pool set, pools that report reservations) by
+/* Live allocations (or, for the pool set, pools that report reservations, size
+ * their bytes reserved so far) by
  * address: open addressing under a keyed hash, since the addresses are the
  * tracer's and a crafted set must not share a slot; deletion by backward shift
  * (frees are as many as allocations). */
@@ -191,19 +192,25 @@ static void step(replay *r, ft__mem_totals *t, const ft__mem *m, ft__mem_row *ro
     table_remove(&r->live_, a);
     break;
   }
-  case FT_MEMORY_RESERVE:
-    d->reserved += x->bytes;
+  default: { /* RESERVE, UNRESERVE (the store takes no other op): the pool's own bytes */
+    live *p = table_find(&r->reserving, x->address);
+    if (!p) { /* past the limit of tracked pools */
+      t->skipped_allocs++;
+      return;
+    }
+    uint64_t delta = x->bytes;
+    if (x->op == FT_MEMORY_UNRESERVE && delta > p->size) { /* reserved before the window, or never */
+      delta = p->size;
+      t->unreserve_clamped++;
+    }
+    bool grow = x->op == FT_MEMORY_RESERVE;
+    p->size = grow ? p->size + delta : p->size - delta;
+    d->reserved = grow ? d->reserved + delta : d->reserved - delta;
     row->bytes = 0;
-    row->pool_bytes = (int64_t)x->bytes;
+    row->pool_bytes = grow ? (int64_t)delta : -(int64_t)delta;
     row->pool = x->address;
     break;
-  default: /* FT_MEMORY_UNRESERVE (the store takes no other op) */
-    if (x->bytes > d->reserved) t->unreserve_clamped++;
-    row->pool_bytes = -(int64_t)(x->bytes > d->reserved ? d->reserved : x->bytes);
-    d->reserved -= x->bytes > d->reserved ? d->reserved : x->bytes;
-    row->bytes = 0;
-    row->pool = x->address;
-    break;
+  }
   }
   row->written = true;
   row->allocated = d->allocated;
