@@ -362,6 +362,7 @@ static open_span *collect_spans(const ft_session *s, size_t *n_out) {
 
 ft_status ft__attribute_by_thread(ft_session *s) {
   ft__vec *ev = &s->store.events;
+  if (!s->store.mems.len) return FT_OK; /* no memory event: no pass over the store at stop */
   size_t nq = 0;
   for (size_t i = 0; i < ev->len; i++) {
     const ft__event *e = ft__vec_at(ev, i);
