@@ -15,6 +15,20 @@
 
 enum { LO = 1000000, HI = 2000000 };
 
+/* Allocation failures (linked with --wrap, as test_alloc_failures): the k-th
+ * malloc/calloc/realloc of this executable's objects fails while fail_at >= 0. */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+static long fail_at = -1, calls;
+static int fails(void) { return fail_at >= 0 && calls++ == fail_at; }
+void *__wrap_malloc(size_t n);
+void *__wrap_malloc(size_t n) { return fails() ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size) { return fails() ? NULL : __real_calloc(n, size); }
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n) { return fails() ? NULL : __real_realloc(p, n); }
+
 static ft_session *stopped(void) {
   ft_session *s;
   assert_int_equal(ft_session_create(&s, NULL), FT_OK);
@@ -367,6 +381,68 @@ static void test_host_memory_apart(void **state) {
   ft_session_destroy(s);
 }
 
+/* A session for the failure runs: two devices, a pool, calls, a range to attribute by. */
+static ft_session *failure_session(void) {
+  ft_session *s = stopped();
+  runtime_call(s, 3, 70, LO + 1, LO + 2);
+  uint32_t name;
+  assert_int_equal(ft__intern(&s->store.names, "op", 2, &name), FT_OK);
+  assert_int_equal(ft__store_add_range(&s->store, name, LO + 1, LO + 900, 12, 71), FT_OK);
+  for (uint32_t i = 0; i < 200; i++)
+    mem(s, i % 2, LO + 5 + i, i % 4 < 2 ? FT_MEMORY_ALLOC : FT_MEMORY_FREE, 0x1000 + 0x100 * (i / 4), 64, 0,
+        i % 3 ? 0 : 3, i % 3 ? 71 : 0);
+  mem(s, 0, LO + 300, FT_MEMORY_RESERVE, 0x9000, 4096, 0, 0, 71);
+  return s;
+}
+
+/* Out of memory while replaying the totals or attributing by thread is FT_ENOMEM
+ * or the very same result, never a crash (ASan builds see leaks too). */
+static void test_allocation_failures(void **state) {
+  (void)state;
+  ft_session *s = failure_session();
+  ft__map tids;
+  ft__mem_totals want, got;
+  assert_int_equal(ft__map_init(&tids, 4), FT_OK);
+  assert_int_equal(ft__mem_totals_build(s, LO, HI, &tids, &want), FT_OK);
+  ft__map_free(&tids);
+  long k = 0, failed = 0;
+  for (;; k++) {
+    assert_int_equal(ft__map_init(&tids, 4), FT_OK);
+    fail_at = k, calls = 0;
+    ft_status st = ft__mem_totals_build(s, LO, HI, &tids, &got);
+    fail_at = -1;
+    ft__map_free(&tids);
+    if (st) {
+      assert_int_equal(st, FT_ENOMEM);
+      failed++;
+    } else {
+      assert_int_equal(got.written, want.written);
+      assert_int_equal(got.n_devices, want.n_devices);
+      assert_memory_equal(got.devices, want.devices, want.n_devices * sizeof *want.devices);
+    }
+    ft__mem_totals_free(&got);
+    if (calls <= k) break; /* this run made fewer calls: every one has failed once */
+  }
+  assert_true(failed >= 5); /* refs, rows, devices, the threads' map, the live tables */
+  ft__mem_totals_free(&want);
+  ft_session_destroy(s);
+  for (k = 0;; k++) {
+    s = failure_session();
+    fail_at = k, calls = 0;
+    ft_status st = ft__attribute_by_thread(s);
+    fail_at = -1;
+    size_t attributed = 0;
+    for (size_t i = 0; i < s->store.events.len; i++) {
+      const ft__event *e = ft__vec_at(&s->store.events, i);
+      attributed += ft__is_memory_kind(e->kind) && (e->flags & FT__F_HAS_EXTERNAL);
+    }
+    assert_int_equal(attributed, st ? 0 : 134); /* the memory events without a call id */
+    ft_session_destroy(s);
+    if (calls <= k) break;
+  }
+  assert_true(k >= 3);
+}
+
 static uint64_t tick(void) {
   static uint64_t last;
   uint64_t t;
@@ -510,6 +586,7 @@ int main(void) {
       cmocka_unit_test(test_invalid_refused),
       cmocka_unit_test(test_replaced_implausible_clamped),
       cmocka_unit_test(test_attribution_by_pushed_frames),
+      cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_host_memory_apart),
       cmocka_unit_test(test_collection_stopped),
       cmocka_unit_test(test_parallel_render_same_bytes),
