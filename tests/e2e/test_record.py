@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-from trace_checks import (Results, killed_by, check_flows_paired, check_window, load, setuid_copy,  # noqa: E402
-                          small_tmpfs, xs)
+from trace_checks import (Results, killed_by, check_flows_paired, check_memory, check_window, load,  # noqa: E402
+                          setuid_copy, small_tmpfs, xs)
 
 flagtrace, driver = sys.argv[1], sys.argv[2]
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()  # e.g. valgrind (scripts/valgrind.sh)
@@ -45,6 +45,7 @@ def _(d):
     assert [e["name"] for e in xs(doc, ("kernel",))][0] == "saxpy(float, float const*, float*, int)"
     assert check_flows_paired(doc) == 2
     check_window(doc)
+    check_memory(doc)
     assert int(events) == len(doc["traceEvents"]) - sum(1 for e in doc["traceEvents"] if e["ph"] != "X") \
         - len(xs(doc, ("gpu_user_annotation",))) + sum(1 for e in doc["traceEvents"] if e["name"] == "[memory]"), events
 
@@ -98,6 +99,7 @@ def _(d):
         assert r.returncode == 0, (name, r)
         block = load(path)["flagtrace"]
         assert ("memory" in block) == on, (name, block)
+        check_memory(load(path))
         if on:  # the fake records no memory: nothing counted, nothing written
             assert block["memory"]["operations"] == 0 and block["memory"]["devices"] == [], block
 
