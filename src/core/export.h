@@ -69,6 +69,10 @@ typedef struct ft__mem_device {
  * holds 2^21 slots of 24 bytes at most: 48 MiB); an allocation past it is skipped,
  * and so then is its free (an unknown address). Devices are replayed one at a time. */
 enum { FT__MEM_LIVE_MAX = 1 << 20 };
+/* The live limit replays use (the trace's "live_limit"): FT__MEM_LIVE_MAX, unless a
+ * test set another (0 restores it; not thread-safe: tests only). */
+size_t ft__mem_live_max(void);
+void ft__mem_set_live_max_for_tests(size_t n);
 /* Bytes above this (1 PiB) in one operation are implausible: the operation is skipped. */
 #define FT__MEM_BYTES_MAX (1ull << 50)
 

@@ -44,10 +44,16 @@ static void put(table *t, const live *x) {
   t->len++;
 }
 
-/* Inserts x (its address not present); false when the table is full (FT__MEM_LIVE_MAX)
- * or out of memory (*nomem). */
+static size_t live_max = FT__MEM_LIVE_MAX;
+
+/* (export.h) */
+size_t ft__mem_live_max(void) { return live_max; }
+void ft__mem_set_live_max_for_tests(size_t n) { live_max = n ? n : FT__MEM_LIVE_MAX; }
+
+/* Inserts x (its address not present); false when the table is full (live_max) or
+ * out of memory (*nomem). */
 static bool table_insert(table *t, const live *x, bool *nomem) {
-  if (t->len >= FT__MEM_LIVE_MAX) return false;
+  if (t->len >= live_max) return false;
   if ((t->len + 1) * 2 > t->cap) {
     table n = {0};
     n.cap = t->cap ? t->cap * 2 : 64;

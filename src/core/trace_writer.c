@@ -340,7 +340,7 @@ static void write_memory_summary(const ft__mem_totals *m, ft__out *o) {
     ft__out_u64(o, vals[i]);
   }
   FT__OUT_LIT(o, ", \"live_limit\": ");
-  ft__out_u64(o, FT__MEM_LIVE_MAX);
+  ft__out_u64(o, ft__mem_live_max());
   FT__OUT_LIT(o, ", \"devices\": [");
   for (size_t i = 0; i < m->n_devices; i++) {
     const ft__mem_device *d = &m->devices[i];

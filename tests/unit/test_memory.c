@@ -242,13 +242,15 @@ static void test_attribution(void **state) {
   ft_session_destroy(s);
 }
 
-/* A billion distinct addresses would make the live table unbounded: past
- * FT__MEM_LIVE_MAX live allocations the rest are skipped, counted, and so are
- * their frees. */
+/* A billion distinct addresses would make the live table unbounded: past the limit
+ * (FT__MEM_LIVE_MAX, here a test's) live allocations the rest are skipped, counted,
+ * and so are their frees. */
 static void test_live_limit(void **state) {
   (void)state;
   ft_session *s = stopped();
-  size_t n = FT__MEM_LIVE_MAX + 3;
+  enum { LIMIT = 1000 }; /* the same code as at FT__MEM_LIVE_MAX, in a test valgrind can run */
+  ft__mem_set_live_max_for_tests(LIMIT);
+  size_t n = LIMIT + 3;
   for (size_t i = 0; i < n; i++) mem(s, 0, LO + 1 + i / 4, FT_MEMORY_ALLOC, 0x100000 + 16 * i, 2, 0, 0, 0);
   for (size_t i = n - 4; i < n; i++) mem(s, 0, HI - 10, FT_MEMORY_FREE, 0x100000 + 16 * i, 0, 0, 0, 0);
   ft__map tids;
@@ -258,12 +260,17 @@ static void test_live_limit(void **state) {
   assert_int_equal(t.operations, n + 4);
   assert_int_equal(t.skipped_allocs, 3);
   assert_int_equal(t.skipped_frees, 3);
-  assert_int_equal(t.written, FT__MEM_LIVE_MAX + 1); /* the allocations kept and the one tracked free */
+  assert_int_equal(t.written, LIMIT + 1); /* the allocations kept and the one tracked free */
   assert_int_equal(t.n_devices, 1);
-  assert_int_equal(t.devices[0].peak_allocated, 2ull * FT__MEM_LIVE_MAX);
-  assert_int_equal(t.devices[0].allocated, 2ull * FT__MEM_LIVE_MAX - 2);
+  assert_int_equal(t.devices[0].peak_allocated, 2ull * LIMIT);
+  assert_int_equal(t.devices[0].allocated, 2ull * LIMIT - 2);
   ft__mem_totals_free(&t);
   ft__map_free(&tids);
+  yajl_val doc = ft_test_render(s); /* the trace says the limit it was written with */
+  assert_int_equal(int_of(ft_test_get(ft_test_get(doc, "flagtrace"), "memory"), "live_limit"), LIMIT);
+  assert_int_equal(int_of(ft_test_get(ft_test_get(doc, "flagtrace"), "memory"), "skipped_allocations"), 3);
+  yajl_tree_free(doc);
+  ft__mem_set_live_max_for_tests(0);
   ft_session_destroy(s);
 }
 
