@@ -352,6 +352,8 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   t->lent_at_start = ft__pool_lent();
   /* Clock: CUPTI and the capture window must share the UNIX-epoch domain (design.md §4). */
 #ifdef FT_MCPTI
+  if (kinds & FT_KIND_BIT(FT_EVENT_MEMORY)) /* kind_map has no memory entry here */
+    FT__LOG("device memory is not recorded: MCPTI's memory record layout is not known");
   /* MCPTI stamps records with its own (device) clock: mapped affinely from samples
    * against CLOCK_REALTIME taken here and at stop. */
   t->resyncs = t->skipped_bytes = 0;
