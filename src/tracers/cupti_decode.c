@@ -443,6 +443,8 @@ static ft__cupti_pool *pool_slot(cupti_tracer *t, uint32_t device, uint64_t addr
 static void pool_to(cupti_tracer *t, ft__cupti_pool *p, uint64_t size, uint64_t at, uint32_t corr, uint32_t stream,
                     ft_memory_kind kind, ft_memory_op op_if_equal) {
   if (size == p->level && !op_if_equal) return;
+  FT__LOG("pool %#llx on device %u: %llu -> %llu bytes (correlation %u)", (unsigned long long)p->address, p->device,
+          (unsigned long long)p->level, (unsigned long long)size, corr);
   bool up = size > p->level;
   ft_memory_info m = {.op = size == p->level ? op_if_equal
                             : up             ? FT_MEMORY_RESERVE
@@ -497,6 +499,10 @@ static void decode_pool(cupti_tracer *t, const CUpti_ActivityMemoryPool2 *r) {
     t->memory_invalid++;
     return;
   }
+  /* rare (a pool's life): the raw numbers, for checking the reading on hardware */
+  FT__LOG("pool record: op %d type %d device %u address %#llx size %llu minBytesToKeep %llu utilizedSize %llu", (int)op,
+          (int)r->memoryPoolType, r->deviceId, (unsigned long long)r->address, (unsigned long long)r->size,
+          (unsigned long long)r->minBytesToKeep, (unsigned long long)r->utilizedSize);
   uint64_t at, end;
   if (!span(t, r->timestamp, r->timestamp, &at, &end)) return;
   bool local = r->memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
