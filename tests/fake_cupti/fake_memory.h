@@ -172,4 +172,40 @@ static void test_memory_refused_keeps_the_rest(void **state) {
   }
 }
 
+/* Through a session: each [memory] instant of the trace is attributed to the op open
+ * around its call, whichever attribution the build and environment chose (by time, or
+ * CUPTI's external-correlation records), and the totals follow mem_want. */
+static void test_memory_in_the_trace(void **state) {
+  (void)state;
+  ft_session *s = ft_test_started();
+  uint64_t op;
+  assert_int_equal(ft_range_push(s, "aten::empty", &op), FT_OK);
+  mem_run_script();
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  static const long long allocated[] = {1, 1, 1, 5, 13, 9, 1, 1, 0, 0},
+                         reserved[] = {1, 1, 33, 33, 33, 33, 33, 1, 0, 0};
+  size_t k = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    const char *name = ft_test_str(e, "name");
+    if (!name || strcmp(name, "[memory]")) continue;
+    yajl_val args = ft_test_get(e, "args");
+    assert_true(k < MEM_WANT);
+    assert_int_equal(YAJL_GET_INTEGER(ft_test_get(args, "External id")), (long long)op);
+    assert_int_equal(YAJL_GET_INTEGER(ft_test_get(args, "Addr")), (long long)mem_want[k].m.address);
+    if (k < 10) {
+      assert_int_equal(YAJL_GET_INTEGER(ft_test_get(args, "Total Allocated")), allocated[k] * (long long)MIB);
+      assert_int_equal(YAJL_GET_INTEGER(ft_test_get(args, "Total Reserved")), reserved[k] * (long long)MIB);
+    }
+    k++;
+  }
+  assert_int_equal(k, MEM_WANT);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 #endif

@@ -1483,6 +1483,7 @@ int main(void) {
       cmocka_unit_test(test_memory_at_the_sink),
       cmocka_unit_test(test_memory_only_when_asked),
       cmocka_unit_test(test_memory_refused_keeps_the_rest),
+      cmocka_unit_test(test_memory_in_the_trace),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
