@@ -177,7 +177,7 @@ static const struct {
     /* only when asked (FT_ACTIVITY_SYNC): CUPTI instruments every sync call for it */
     {FT_EVENT_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, true},
     /* device memory (issue 51): allocations and frees, then pool operations; a CUPTI
-     * that refuses them traces the rest without memory (said once, in last_error) */
+     * that refuses them traces the rest without them (said once, in last_error) */
     {FT_EVENT_MEMORY, CUPTI_ACTIVITY_KIND_MEMORY2, true},
     {FT_EVENT_MEMORY, CUPTI_ACTIVITY_KIND_MEMORY_POOL, true},
 #endif
@@ -256,16 +256,20 @@ static void disable_kinds(cupti_tracer *t) {
   t->api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
 }
 
-/* An older CUPTI (or a compatible library) without memory records: the session goes
- * on without them, and says so once (the warning, and last_error). */
-static void memory_refused(cupti_tracer *t, CUpti_ActivityKind kind) {
+/* An older CUPTI (or a compatible library) without memory records. Without MEMORY2
+ * the session goes on without memory; without MEMORY_POOL only the pools' own
+ * operations are missing (a pool's size still comes with each allocation and free
+ * from it). Said once: the warning, and last_error. */
+static void memory_refused(cupti_tracer *t, CUpti_ActivityKind kind, bool *no_memory) {
+  bool allocations = kind == CUPTI_ACTIVITY_KIND_MEMORY2;
   char why[sizeof t->base.err];
   snprintf(why, sizeof why, "%s", t->base.err);
-  snprintf(t->base.err, sizeof t->base.err, "device memory is not recorded: %s refused %s (%.400s)", t->base.path,
-           kind == CUPTI_ACTIVITY_KIND_MEMORY2 ? "CUPTI_ACTIVITY_KIND_MEMORY2" : "CUPTI_ACTIVITY_KIND_MEMORY_POOL",
-           why);
+  snprintf(
+      t->base.err, sizeof t->base.err, "%s: %s refused %s (%.400s)",
+      allocations ? "device memory is not recorded" : "memory pools' creation, trims and destruction are not recorded",
+      t->base.path, allocations ? "CUPTI_ACTIVITY_KIND_MEMORY2" : "CUPTI_ACTIVITY_KIND_MEMORY_POOL", why);
   FT__WARN("%s", t->base.err);
-  if (kind != CUPTI_ACTIVITY_KIND_MEMORY2) t->api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMORY2);
+  *no_memory = allocations;
 }
 
 static ft_status enable_kinds(cupti_tracer *t) {
@@ -278,13 +282,10 @@ static ft_status enable_kinds(cupti_tracer *t) {
   for (size_t i = 0; i < N_KINDS && !st; i++) {
     if (!(t->base.kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
     bool memory = kind_map[i].ft_kind == FT_EVENT_MEMORY;
-    if (memory && no_memory) continue; /* pool records without allocations would say nothing */
+    if (memory && no_memory) continue; /* pool records without allocations would mislead */
     st = ft__cuptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, kind_map[i].cupti);
     FT__LOG("enable kind %d: %s", (int)kind_map[i].cupti, st ? t->base.err : "ok");
-    if (st && memory) {
-      no_memory = true;
-      memory_refused(t, kind_map[i].cupti);
-    }
+    if (st && memory) memory_refused(t, kind_map[i].cupti, &no_memory);
     if (st && kind_map[i].optional) st = FT_OK;
     if (!st && (kind_map[i].ft_kind == FT_EVENT_RUNTIME || kind_map[i].ft_kind == FT_EVENT_DRIVER))
       quiet_apis(t, kind_map[i].ft_kind == FT_EVENT_DRIVER);
