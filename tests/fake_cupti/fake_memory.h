@@ -185,6 +185,65 @@ static void test_memory_refused_keeps_the_rest(void **state) {
   }
 }
 
+/* Sums per operation, for scripts longer than mem_seen holds. */
+typedef struct mem_sums {
+  uint64_t n[5], bytes[5];
+} mem_sums;
+
+static ft_status mem_sum_event(void *ctx, const ft_device_event *ev) {
+  mem_sums *s = ctx;
+  if (ev->kind == FT_EVENT_MEMORY && ev->memory->op >= 1 && ev->memory->op <= 4) {
+    s->n[ev->memory->op]++;
+    s->bytes[ev->memory->op] += ev->memory->bytes;
+  }
+  return FT_OK;
+}
+
+/* Hostile: more pools than the tracer follows (300 > MAX_POOLS = 256). The first 256
+ * are followed (each reserves its 2 MiB before its allocation), the rest allocate
+ * without a reservation; destroying all of them unreserves exactly what was reserved,
+ * and pools destroyed after room came back, never reserved, unreserve 0. */
+static void test_memory_many_pools_bounded(void **state) {
+  (void)state;
+  mem_sums sums = {0};
+  ft_event_sink sink = {.event = mem_sum_event, .external_id = mem_sink_external, .ctx = &sums};
+  ft_tracer *tr = NULL;
+  assert_int_equal(ft_make_device_tracer(&tr), FT_OK);
+  assert_int_equal(tr->ops->start(tr, &sink, MEM_KINDS), FT_OK);
+  enum { POOLS = 300 };
+  for (int destroy = 0; destroy < 2; destroy++)
+    for (uint64_t i = 0; i < POOLS; i++) {
+      uint64_t base = 0x100000000000ull + i * 64 * MIB;
+      fake_launch l = {.kind = FAKE_MEMORY,
+                       .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+                       .mem_op = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+                       .memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                       .address = base,
+                       .bytes = MIB,
+                       .stream = 7,
+                       .pool_type = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL,
+                       .pool_address = base,
+                       .pool_size = 2 * MIB,
+                       .pool_used = MIB};
+      if (destroy)
+        l = (fake_launch){.kind = FAKE_MEMORY_POOL,
+                          .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolDestroy_v11020,
+                          .mem_op = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED,
+                          .pool_type = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL,
+                          .pool_address = base,
+                          .pool_size = 2 * MIB};
+      launch(&l);
+    }
+  assert_int_equal(tr->ops->stop(tr), FT_OK);
+  assert_int_equal(sums.n[FT_MEMORY_ALLOC], POOLS);
+  assert_int_equal(sums.bytes[FT_MEMORY_ALLOC], POOLS * MIB);
+  assert_int_equal(sums.n[FT_MEMORY_RESERVE], 256);
+  assert_int_equal(sums.bytes[FT_MEMORY_RESERVE], 256 * 2 * MIB);
+  assert_int_equal(sums.n[FT_MEMORY_UNRESERVE], POOLS);
+  assert_int_equal(sums.bytes[FT_MEMORY_UNRESERVE], 256 * 2 * MIB);
+  tr->ops->destroy(tr);
+}
+
 /* Through a session: each [memory] instant of the trace is attributed to the op open
  * around its call, whichever attribution the build and environment chose (by time, or
  * CUPTI's external-correlation records), and the totals follow mem_want. */

@@ -1484,6 +1484,7 @@ int main(void) {
       cmocka_unit_test(test_memory_only_when_asked),
       cmocka_unit_test(test_memory_refused_keeps_the_rest),
       cmocka_unit_test(test_memory_in_the_trace),
+      cmocka_unit_test(test_memory_many_pools_bounded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
