@@ -13,12 +13,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "../fake_common/capture_sink.h"
 #include "fake_mspti.h"
 #include "internal.h"
 #include "test_support.h"
 
 static fake_ms_launch_fn launch;
 static fake_ms_drop_fn drop;
+static fake_ms_memory_fn memory;
 static bool preloaded; /* this run has the fake in LD_PRELOAD (ctest sets it) */
 
 static long long num(yajl_val o, const char *k) {
@@ -148,6 +150,80 @@ static void test_contract(void **state) {
   ft_session_destroy(s);
 }
 
+/* An allocation under an op, its release, a second (asynchronous) allocation:
+ * the exact ft_memory_info each becomes, on the instant MSPTI's record gives,
+ * linked to the call that made it. Without a process-start preload MSPTI's
+ * interposer sees no allocation, so none is armed and none comes. */
+static void test_memory_records(void **state) {
+  (void)state;
+  setenv("ASCEND_RT_VISIBLE_DEVICES", "4,5", 1);
+  ft_tracer *tr;
+  assert_int_equal(ft_make_device_tracer(&tr), FT_OK);
+  capture cap;
+  ft_event_sink sink;
+  cap_init(&cap, &sink);
+  assert_int_equal(tr->ops->start(tr, &sink, FT_KIND_BIT(FT_EVENT_MEMORY) | FT_KIND_BIT(FT_EVENT_RUNTIME)), FT_OK);
+  fake_ms_memory a = {.memory_kind = 1,
+                      .address = 0x12c0000000,
+                      .bytes = 1 << 20,
+                      .device = 5,
+                      .stream = UINT32_MAX,
+                      .api = "aclrtMalloc"};
+  fake_ms_memory f = {.release = 1,
+                      .memory_kind = 1,
+                      .address = 0x12c0000000,
+                      .bytes = 1 << 20,
+                      .device = 5,
+                      .stream = UINT32_MAX,
+                      .api = "aclrtFree"};
+  fake_ms_memory b = {
+      .memory_kind = 0, .address = 0x12c0200000, .bytes = 3000, .device = 4, .stream = 7, .api = "aclrtMallocAsync"};
+  assert_int_equal(tr->ops->push_correlation(tr, 77), FT_OK);
+  memory(&a);
+  assert_int_equal(tr->ops->pop_correlation(tr), FT_OK);
+  memory(&f);
+  memory(&b);
+  assert_int_equal(tr->ops->stop(tr), FT_OK);
+  if (!preloaded) {
+    assert_int_equal(cap_count(&cap, FT_EVENT_MEMORY), 0);
+    assert_int_equal(cap_count(&cap, FT_EVENT_RUNTIME), 3);
+    tr->ops->destroy(tr);
+    unsetenv("ASCEND_RT_VISIBLE_DEVICES");
+    return;
+  }
+  assert_int_equal(cap_count(&cap, FT_EVENT_MEMORY), 3);
+  const fake_ms_memory *want[3] = {&a, &f, &b};
+  const char *api[3] = {"aclrtMalloc", "aclrtFree", "aclrtMallocAsync"};
+  const ft_memory_info info[3] = {
+      {.op = FT_MEMORY_ALLOC, .memory_kind = FT_MEMKIND_DEVICE, .address = 0x12c0000000, .bytes = 1 << 20},
+      {.op = FT_MEMORY_FREE, .memory_kind = FT_MEMKIND_DEVICE, .address = 0x12c0000000, .bytes = 1 << 20},
+      {.op = FT_MEMORY_ALLOC, .memory_kind = FT_MEMKIND_UNKNOWN, .address = 0x12c0200000, .bytes = 3000},
+  };
+  uint32_t device[3] = {1, 1, 0}, stream[3] = {UINT32_MAX, UINT32_MAX, 7}, corr[3];
+  for (int i = 0; i < 3; i++) {
+    const cap_event *e = cap_nth(&cap, FT_EVENT_MEMORY, (size_t)i);
+    assert_non_null(e->ev.memory);
+    assert_memory_equal(e->ev.memory, &info[i], sizeof info[i]);
+    /* an allocation on its record's end, a free on its start */
+    uint64_t at = info[i].op == FT_MEMORY_ALLOC ? want[i]->end : want[i]->start;
+    assert_int_equal(e->ev.start_ns, at);
+    assert_int_equal(e->ev.end_ns, at);
+    assert_int_equal(e->ev.device, device[i]);
+    assert_int_equal(e->ev.stream, stream[i]);
+    assert_false(e->ev.has_external_id); /* the core attributes through the correlation */
+    corr[i] = e->ev.correlation_id;
+    assert_true(corr[i] > 0);
+    const cap_event *rt = cap_runtime(&cap, corr[i]);
+    assert_non_null(rt);
+    assert_string_equal(rt->ev.name, api[i]);
+  }
+  assert_true(corr[0] != corr[1] && corr[1] != corr[2]);
+  assert_int_equal(cap_external(&cap, corr[0]), 77);
+  assert_int_equal(cap_external(&cap, corr[1]), UINT64_MAX);
+  tr->ops->destroy(tr);
+  unsetenv("ASCEND_RT_VISIBLE_DEVICES");
+}
+
 static void test_missing_library(void **state) {
   (void)state;
   char *saved = strdup(getenv("FLAGOS_TRACER_LIBRARY"));
@@ -180,11 +256,13 @@ int main(void) {
   }
   launch = (fake_ms_launch_fn)dlsym(h, "fake_mspti_launch");
   drop = (fake_ms_drop_fn)dlsym(h, "fake_mspti_drop");
+  memory = (fake_ms_memory_fn)dlsym(h, "fake_mspti_memory");
   preloaded = getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "libmspti.so");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernels_runtime_and_attribution),
       cmocka_unit_test(test_copies_need_a_process_start_preload),
       cmocka_unit_test(test_contract),
+      cmocka_unit_test(test_memory_records),
       cmocka_unit_test(test_missing_library),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
