@@ -1,6 +1,7 @@
 /* Hygon DCU / AMD roctracer tracer: HIP_OPS (kernels, copies, fills) and HIP API
- * activity through one pool, external ids from EXT_API records, the roctracer clock
- * mapped onto CLOCK_REALTIME. Verified by decoding records we synthesize (CI). */
+ * activity through one pool, external ids from EXT_API records, allocations from
+ * HIP API callbacks' arguments, the roctracer clock mapped onto CLOCK_REALTIME.
+ * Verified by decoding records we synthesize (CI). */
 #define _GNU_SOURCE
 #define FT__TRACER_NAME "roctracer"
 #include <dlfcn.h>
@@ -10,10 +11,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "flagtrace/device_tracer.h"
 #include "roctracer_shim.h"
 #include "tracer_support.h"
+
+/* The HIP calls whose arguments say what was allocated or freed (hip_prof_str.h's
+ * argument structs, roctracer_shim.h's layout): the address through the first
+ * parameter (void **out at EXIT for allocations, the pointer itself at ENTER for
+ * frees) and the size after the out pointer and its __val. Pitched, 3D and array
+ * allocations are left out: their bytes are not one argument. */
+typedef struct mem_call {
+  const char *name;
+  bool free;
+  ft_memory_kind kind;
+} mem_call;
+static const mem_call mem_calls[] = {
+    {"hipMalloc", false, FT_MEMKIND_DEVICE},
+    {"hipExtMallocWithFlags", false, FT_MEMKIND_DEVICE},
+    {"hipMallocAsync", false, FT_MEMKIND_DEVICE},
+    {"hipMallocFromPoolAsync", false, FT_MEMKIND_DEVICE},
+    {"hipMallocManaged", false, FT_MEMKIND_MANAGED},
+    {"hipHostMalloc", false, FT_MEMKIND_PINNED},
+    {"hipHostAlloc", false, FT_MEMKIND_PINNED},
+    {"hipMallocHost", false, FT_MEMKIND_PINNED},
+    {"hipFree", true, FT_MEMKIND_DEVICE},
+    {"hipFreeAsync", true, FT_MEMKIND_DEVICE},
+    {"hipHostFree", true, FT_MEMKIND_PINNED},
+    {"hipFreeHost", true, FT_MEMKIND_PINNED},
+};
+enum { N_MEM_CALLS = sizeof mem_calls / sizeof mem_calls[0], N_WATCHED = N_MEM_CALLS + 1 };
+
+/* One allocation or free seen in a callback, kept until stop (the clock mapping). */
+typedef struct mem_op {
+  uint64_t ts, address, bytes;
+  uint32_t corr, tid, device;
+  uint8_t call; /* index into mem_calls */
+} mem_op;
 
 typedef struct roc_tracer {
   ft__tracer_base base; /* first: loaded, path, why, err, sink, armed, kinds, dropped */
@@ -27,7 +63,162 @@ typedef struct roc_tracer {
   size_t n_recs, recs_cap;
   uint64_t lost; /* records we could not keep (out of memory) */
   uint64_t dropped_untimed;
+  /* memory: the HIP API op ids of mem_calls (and hipGetDevice, last) this HIP
+   * has, armed for callbacks; what they saw; the correlation ids of our own
+   * hipGetDevice queries, whose HIP_API records are not the program's */
+  uint32_t watched_op[N_WATCHED];
+  bool watched[N_WATCHED];
+  mem_op *mem;
+  size_t n_mem, mem_cap;
+  uint64_t *hidden;
+  size_t n_hidden, hidden_cap;
 } roc_tracer;
+
+/* 64-bit correlation ids go to flows as 32-bit ones; roctracer counts from 1, so
+ * a larger one means 4 G calls: it keeps no flow rather than a wrong one. */
+static uint32_t corr32(uint64_t id) { return id <= UINT32_MAX ? (uint32_t)id : 0; }
+
+/* Appends one element to *arr (capacity *cap, length *n): false when out of memory. */
+static bool push(void **arr, size_t *n, size_t *cap, size_t elem, const void *v) {
+  if (*n == *cap) {
+    size_t ncap = *cap ? *cap * 2 : 256;
+    void *p = realloc(*arr, ncap * elem);
+    if (!p) return false;
+    *arr = p;
+    *cap = ncap;
+  }
+  memcpy((char *)*arr + *n * elem, v, elem);
+  (*n)++;
+  return true;
+}
+
+static __thread bool querying; /* this thread is inside our own hipGetDevice */
+typedef int (*hip_get_device_fn)(int *device);
+
+/* The calling thread's current device, asked of HIP (found in the process: the
+ * program's HIP runtime is loaded once its calls reach us); 0 when it cannot be. */
+static uint32_t current_device(void) {
+  static _Atomic(hip_get_device_fn) get;
+  hip_get_device_fn f = atomic_load(&get);
+  if (!f) {
+    f = (hip_get_device_fn)dlsym(RTLD_DEFAULT, "hipGetDevice");
+    if (!f) return 0;
+    atomic_store(&get, f);
+  }
+  int dev = 0;
+  querying = true;
+  int r = f(&dev);
+  querying = false;
+  return r == 0 && dev >= 0 ? (uint32_t)dev : 0;
+}
+
+static uint64_t rd64(const void *p, size_t off) {
+  uint64_t v;
+  memcpy(&v, (const char *)p + off, 8);
+  return v;
+}
+
+/* The HIP API callback of the watched calls: an allocation at EXIT (its address
+ * is known then), a free at ENTER; our own hipGetDevice noted to be hidden. */
+static void mem_callback(uint32_t domain, uint32_t cid, const void *data, void *arg) {
+  roc_tracer *t = arg;
+  if (domain != ACTIVITY_DOMAIN_HIP_API || !data || (ft__tracer_base *)t != ft__tracer_active()) return;
+  uint32_t phase;
+  memcpy(&phase, (const char *)data + HIP_API_DATA_PHASE, 4);
+  uint64_t corr = rd64(data, HIP_API_DATA_CORRELATION);
+  if (t->watched[N_MEM_CALLS] && cid == t->watched_op[N_MEM_CALLS]) {
+    if (querying && phase == ACTIVITY_API_PHASE_ENTER) {
+      pthread_mutex_lock(&t->mu);
+      if (!push((void **)&t->hidden, &t->n_hidden, &t->hidden_cap, sizeof corr, &corr)) t->lost++;
+      pthread_mutex_unlock(&t->mu);
+    }
+    return;
+  }
+  size_t i = 0;
+  while (i < N_MEM_CALLS && !(t->watched[i] && t->watched_op[i] == cid)) i++;
+  if (i == N_MEM_CALLS || phase != (mem_calls[i].free ? ACTIVITY_API_PHASE_ENTER : ACTIVITY_API_PHASE_EXIT)) return;
+  const char *args = (const char *)data + HIP_API_DATA_ARGS;
+  mem_op m = {.corr = corr32(corr), .tid = (uint32_t)syscall(SYS_gettid), .call = (uint8_t)i};
+  if (mem_calls[i].free) {
+    m.address = rd64(args, HIP_ARG_FIRST); /* the size is not an argument: the core finds it */
+  } else {
+    void **out;
+    memcpy(&out, args + HIP_ARG_FIRST, sizeof out);
+    m.address = out ? (uint64_t)(uintptr_t)*out : 0;
+    m.bytes = rd64(args, HIP_ARG_SIZE_AFTER_OUT_PTR);
+  }
+  if (!m.address) return; /* a failed allocation, or a free of NULL: no operation */
+  m.device = current_device();
+  if (t->api.roctracer_get_timestamp(&m.ts) != ROCTRACER_STATUS_SUCCESS) m.ts = 0;
+  pthread_mutex_lock(&t->mu);
+  if (!push((void **)&t->mem, &t->n_mem, &t->mem_cap, sizeof m, &m)) t->lost++;
+  pthread_mutex_unlock(&t->mu);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static bool is_hidden(const roc_tracer *t, uint64_t corr) {
+  return t->n_hidden && bsearch(&corr, t->hidden, t->n_hidden, sizeof corr, cmp_u64);
+}
+
+/* Arms the HIP API callbacks of the memory calls this HIP has (ids change between
+ * releases: each is looked up by name; a name it lacks is left out). */
+static ft_status arm_memory(roc_tracer *t) {
+  for (size_t i = 0; i < N_WATCHED; i++) {
+    const char *name = i < N_MEM_CALLS ? mem_calls[i].name : "hipGetDevice";
+    uint32_t op = 0;
+    t->watched[i] = false;
+    if (t->api.roctracer_op_code(ACTIVITY_DOMAIN_HIP_API, name, &op, NULL) != ROCTRACER_STATUS_SUCCESS) {
+      FT__LOG("%s: not in this HIP; its allocations are not recorded", name);
+      continue;
+    }
+    ft_status st = FT__ROC_CALL(&t->api, t->base.err, sizeof t->base.err,
+                                t->api.roctracer_enable_op_callback(ACTIVITY_DOMAIN_HIP_API, op, mem_callback, t));
+    if (st) return st;
+    t->watched_op[i] = op;
+    t->watched[i] = true;
+  }
+  return FT_OK;
+}
+
+static void disarm_memory(roc_tracer *t) {
+  for (size_t i = 0; i < N_WATCHED; i++)
+    if (t->watched[i]) t->api.roctracer_disable_op_callback(ACTIVITY_DOMAIN_HIP_API, t->watched_op[i]);
+  memset(t->watched, 0, sizeof t->watched);
+}
+
+/* The allocations and frees the callbacks saw, on the mapped clock. */
+static void emit_memory(roc_tracer *t) {
+  for (size_t i = 0; i < t->n_mem; i++) {
+    const mem_op *m = &t->mem[i];
+    uint64_t at, unused;
+    if (!ft__clock_map_span(&t->clock, m->ts, m->ts, &at, &unused)) {
+      t->dropped_untimed++;
+      continue;
+    }
+    const mem_call *c = &mem_calls[m->call];
+    ft_memory_info info = {.op = c->free ? FT_MEMORY_FREE : FT_MEMORY_ALLOC,
+                           .memory_kind = c->kind,
+                           .address = m->address,
+                           .bytes = m->bytes};
+    /* the stream argument is a hipStream_t handle, not the queue id the device
+     * rows carry: none named */
+    ft_device_event ev = {.kind = FT_EVENT_MEMORY,
+                          .start_ns = at,
+                          .end_ns = at,
+                          .correlation_id = m->corr,
+                          .device = m->device,
+                          .stream = UINT32_MAX,
+                          .thread_id = m->tid,
+                          .name = "[memory]",
+                          .memory = &info};
+    ft__tracer_emit(&t->base, &ev, NULL, 0);
+  }
+  t->n_mem = 0;
+}
 
 static void buffer_callback(const char *begin, const char *end, void *arg) {
   (void)arg;
@@ -56,10 +247,6 @@ static void buffer_callback(const char *begin, const char *end, void *arg) {
   pthread_mutex_unlock(&t->mu);
 }
 
-/* 64-bit correlation ids go to flows as 32-bit ones; roctracer counts from 1, so
- * a larger one means 4 G calls: it keeps no flow rather than a wrong one. */
-static uint32_t corr32(uint64_t id) { return id <= UINT32_MAX ? (uint32_t)id : 0; }
-
 static void decode(roc_tracer *t, const roctracer_record *r, char **demangled) {
   char a[32];
   uint64_t s, e;
@@ -74,6 +261,7 @@ static void decode(roc_tracer *t, const roctracer_record *r, char **demangled) {
     return;
   }
   if (r->domain == ACTIVITY_DOMAIN_HIP_API) {
+    if (is_hidden(t, r->correlation_id)) return; /* our own hipGetDevice, not the program's */
     const char *name = t->api.roctracer_op_string(ACTIVITY_DOMAIN_HIP_API, r->op, 0);
     snprintf(a, sizeof a, "%u", r->op);
     ft_kv md[1] = {{"cbid", a}}; /* HIP API ids change between ROCm releases: the name comes from roctracer */
@@ -129,6 +317,7 @@ static ft_status roc_start(ft_tracer *base, const ft_event_sink *sink, unsigned 
   ft_status claim = ft__tracer_claim(&t->base, sink, kinds);
   if (claim) return claim;
   t->lost = t->dropped_untimed = 0;
+  t->n_mem = t->n_hidden = 0;
   ft_status st = sample_clock(t, &t->clock.v0, &t->clock.r0) ? FT_OK : FT_EVENDOR;
   roctracer_properties_t props = {.mode = 0, .buffer_size = 4 << 20, .buffer_callback_fun = buffer_callback};
   if (!st)
@@ -143,7 +332,9 @@ static ft_status roc_start(ft_tracer *base, const ft_event_sink *sink, unsigned 
   if (!st)
     st = FT__ROC_CALL(&t->api, t->base.err, sizeof t->base.err,
                       t->api.roctracer_enable_domain_activity_expl(ACTIVITY_DOMAIN_EXT_API, t->pool));
+  if (!st && (kinds & FT_KIND_BIT(FT_EVENT_MEMORY))) st = arm_memory(t);
   if (st) {
+    disarm_memory(t);
     if (t->pool) t->api.roctracer_close_pool_expl(t->pool);
     t->pool = NULL;
     ft__tracer_release(&t->base);
@@ -157,16 +348,20 @@ static ft_status roc_stop(ft_tracer *base) {
   roc_tracer *t = (roc_tracer *)base;
   if (!t->base.armed) return FT_OK;
   static const uint32_t domains[] = {ACTIVITY_DOMAIN_HIP_OPS, ACTIVITY_DOMAIN_HIP_API, ACTIVITY_DOMAIN_EXT_API};
+  disarm_memory(t);
   for (size_t i = 0; i < 3; i++) t->api.roctracer_disable_domain_activity(domains[i]);
   ft_status st = FT__ROC_CALL(&t->api, t->base.err, sizeof t->base.err, t->api.roctracer_flush_activity_expl(t->pool));
   if (!sample_clock(t, &t->clock.v1, &t->clock.r1)) t->clock.v1 = t->clock.v0, t->clock.r1 = t->clock.r0;
   pthread_mutex_lock(&t->mu);
+  if (t->n_hidden) qsort(t->hidden, t->n_hidden, sizeof *t->hidden, cmp_u64);
   for (size_t i = 0; i < t->n_recs; i++) {
     char *demangled = NULL;
     decode(t, &t->recs[i], &demangled);
     free(demangled);
   }
   t->n_recs = 0;
+  t->n_hidden = 0;
+  emit_memory(t);
   pthread_mutex_unlock(&t->mu);
   atomic_fetch_add(&t->base.dropped, t->dropped_untimed + t->lost);
   if (t->dropped_untimed || t->lost)
@@ -201,6 +396,8 @@ static void roc_destroy(ft_tracer *base) {
   roc_tracer *t = (roc_tracer *)base;
   if (t->base.armed) roc_stop(base);
   free(t->recs);
+  free(t->mem);
+  free(t->hidden);
   pthread_mutex_destroy(&t->mu);
   free(t);
 }
