@@ -405,7 +405,7 @@ static ft_status ms_stop(ft_tracer *base) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t->api.msptiActivityDisable(all[i]);
   size_t dropped = 0;
   if (t->api.msptiActivityGetNumDroppedRecords && t->api.msptiActivityGetNumDroppedRecords(&dropped) == MSPTI_SUCCESS)
-    atomic_store(&t->base.dropped, dropped);
+    atomic_fetch_add(&t->base.dropped, dropped); /* beside those we could not decode */
   pthread_mutex_lock(&t->mu);
   emit_apis(t);
   pthread_mutex_unlock(&t->mu);

@@ -138,8 +138,7 @@ EXPORT uint64_t fake_mspti_memory(fake_ms_memory *m) {
   m->end = t0 + 300;
   if (enabled & (1u << MSPTI_ACTIVITY_KIND_MEMORY)) {
     uint8_t *r = slot(&dev_buf, MSPTI_ACTIVITY_KIND_MEMORY);
-    w32(r, MSPTI_MEMORY_OP,
-        m->release ? MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE : MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION);
+    w32(r, MSPTI_MEMORY_OP, (uint32_t)m->release); /* raw: a test may send a value MSPTI never does */
     w32(r, MSPTI_MEMORY_KIND, m->memory_kind);
     w64(r, MSPTI_MEMORY_CORRELATION, corr);
     w64(r, MSPTI_MEMORY_START, m->start);
@@ -228,6 +227,10 @@ EXPORT msptiResult msptiActivityPopExternalCorrelationId(msptiExternalCorrelatio
 }
 
 EXPORT msptiResult msptiActivityGetNumDroppedRecords(size_t *n) {
+  /* reported once, as CUPTI's count "since the last call" (MSPTI's documentation does not say) */
+  pthread_mutex_lock(&mu);
   *n = dropped;
+  dropped = 0;
+  pthread_mutex_unlock(&mu);
   return MSPTI_SUCCESS;
 }

@@ -18,7 +18,7 @@ typedef struct fake_ms_launch {
 
 /* One allocation or release (msptiActivityMemory) with the API record of its call. */
 typedef struct fake_ms_memory {
-  int release;          /* 0: MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 1: RELEASE */
+  int release;          /* the operation type: 0 ALLOCATION, 1 RELEASE (others: hostile) */
   uint32_t memory_kind; /* msptiActivityMemoryKind */
   uint64_t address, bytes;
   uint32_t device;     /* physical device id */

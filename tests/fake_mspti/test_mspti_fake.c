@@ -183,15 +183,19 @@ static void test_memory_records(void **state) {
   assert_int_equal(tr->ops->pop_correlation(tr), FT_OK);
   memory(&f);
   memory(&b);
+  fake_ms_memory bad = {.release = 9, .address = 0x1000, .bytes = 1, .api = "aclrtMalloc"};
+  memory(&bad); /* an operation type MSPTI does not define: counted, never guessed */
   assert_int_equal(tr->ops->stop(tr), FT_OK);
   if (!preloaded) {
     assert_int_equal(cap_count(&cap, FT_EVENT_MEMORY), 0);
-    assert_int_equal(cap_count(&cap, FT_EVENT_RUNTIME), 3);
+    assert_int_equal(cap_count(&cap, FT_EVENT_RUNTIME), 4);
+    assert_int_equal(tr->ops->dropped_records(tr), 0);
     tr->ops->destroy(tr);
     unsetenv("ASCEND_RT_VISIBLE_DEVICES");
     return;
   }
   assert_int_equal(cap_count(&cap, FT_EVENT_MEMORY), 3);
+  assert_int_equal(tr->ops->dropped_records(tr), 1);
   const fake_ms_memory *want[3] = {&a, &f, &b};
   const char *api[3] = {"aclrtMalloc", "aclrtFree", "aclrtMallocAsync"};
   const ft_memory_info info[3] = {
