@@ -228,6 +228,73 @@ static void test_memory_records(void **state) {
   unsetenv("ASCEND_RT_VISIBLE_DEVICES");
 }
 
+/* The same three operations through a session: the [memory] instants and Memory
+ * counter samples the trace holds, key for key (docs/memory.md's format). */
+static void test_memory_in_the_trace(void **state) {
+  (void)state;
+  setenv("ASCEND_RT_VISIBLE_DEVICES", "4,5", 1);
+  ft_session *s = ft_test_started();
+  uint64_t op;
+  assert_int_equal(ft_range_push(s, "aten::empty", &op), FT_OK);
+  fake_ms_memory a = {.memory_kind = 1,
+                      .address = 0x12c0000000,
+                      .bytes = 1 << 20,
+                      .device = 5,
+                      .stream = UINT32_MAX,
+                      .api = "aclrtMalloc"};
+  memory(&a);
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  fake_ms_memory f = a;
+  f.release = 1;
+  f.api = "aclrtFree";
+  memory(&f);
+  fake_ms_memory b = {.address = 0x12c0200000, .bytes = 3000, .device = 4, .stream = 7, .api = "aclrtMallocAsync"};
+  memory(&b);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  if (!preloaded) {
+    assert_null(ft_test_find_ph(doc, "i", "[memory]", 0));
+    assert_null(ft_test_find_ph(doc, "C", "Memory", 0));
+  } else {
+    const char *api[3] = {"aclrtMalloc", "aclrtFree", "aclrtMallocAsync"};
+    double after_call_start_us[3] = {0.3, 0.1, 0.3}; /* an allocation on its record's end, a free on its start */
+    long long corr[3];
+    for (int i = 0; i < 3; i++) {
+      yajl_val rt = ft_test_find_x(doc, "privateuse1_runtime", api[i], 0);
+      assert_non_null(rt);
+      corr[i] = num(ft_test_get(rt, "args"), "correlation");
+      yajl_val m = ft_test_find_ph(doc, "i", "[memory]", i);
+      assert_non_null(m);
+      assert_int_equal(num(m, "tid"), num(rt, "tid"));
+      double dt = YAJL_GET_DOUBLE(ft_test_get(m, "ts")) - YAJL_GET_DOUBLE(ft_test_get(rt, "ts"));
+      if (dt < after_call_start_us[i] - 5e-4 || dt > after_call_start_us[i] + 5e-4) /* ts has ns resolution */
+        fail_msg("[memory] %d at %f us after its call's start, expected %f", i, dt, after_call_start_us[i]);
+    }
+    assert_null(ft_test_find_ph(doc, "i", "[memory]", 3));
+    ft_test_memory_args(ft_test_find_ph(doc, "i", "[memory]", 0),
+                        &(ft_test_mem_want){20, 1, 0x12c0000000, 1 << 20, 1 << 20, 1 << 20, corr[0], true, false,
+                                            (long long)op, 0, "device", "alloc"});
+    ft_test_memory_args(
+        ft_test_find_ph(doc, "i", "[memory]", 1),
+        &(ft_test_mem_want){20, 1, 0x12c0000000, -(1 << 20), 0, 0, corr[1], false, false, 0, 0, "device", "free"});
+    ft_test_memory_args(
+        ft_test_find_ph(doc, "i", "[memory]", 2),
+        &(ft_test_mem_want){20, 0, 0x12c0200000, 3000, 3000, 3000, corr[2], false, true, 0, 7, "other", "alloc"});
+    long long counter[3][3] = {{1, 1 << 20, 1 << 20}, {1, 0, 0}, {0, 3000, 3000}}; /* device, allocated, reserved */
+    for (int i = 0; i < 3; i++) {
+      yajl_val c = ft_test_find_ph(doc, "C", "Memory", i);
+      assert_non_null(c);
+      assert_int_equal(num(c, "pid"), counter[i][0]);
+      assert_int_equal(num(ft_test_get(c, "args"), "Allocated"), counter[i][1]);
+      assert_int_equal(num(ft_test_get(c, "args"), "Reserved"), counter[i][2]);
+    }
+  }
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+  unsetenv("ASCEND_RT_VISIBLE_DEVICES");
+}
+
 static void test_missing_library(void **state) {
   (void)state;
   char *saved = strdup(getenv("FLAGOS_TRACER_LIBRARY"));
@@ -267,6 +334,7 @@ int main(void) {
       cmocka_unit_test(test_copies_need_a_process_start_preload),
       cmocka_unit_test(test_contract),
       cmocka_unit_test(test_memory_records),
+      cmocka_unit_test(test_memory_in_the_trace),
       cmocka_unit_test(test_missing_library),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -142,6 +142,61 @@ static void test_memory_from_api_arguments(void **state) {
   set_device(0);
 }
 
+/* The same calls through a session: the [memory] instants and Memory counter
+ * samples the trace holds, key for key; a free's size found by its address. */
+static void test_memory_in_the_trace(void **state) {
+  (void)state;
+  ft_session *s = ft_test_started();
+  set_device(2);
+  uint64_t op;
+  assert_int_equal(ft_range_push(s, "aten::empty", &op), FT_OK);
+  memory(&(fake_roc_memory){.call = "hipMalloc", .address = 0x7f0000000000, .bytes = 4096});
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  memory(&(fake_roc_memory){.call = "hipFree", .address = 0x7f0000000000});
+  memory(&(fake_roc_memory){.call = "hipMalloc", .address = 0, .bytes = 1ull << 40});
+  memory(&(fake_roc_memory){.call = "hipMallocAsync", .address = 0x7f0000200000, .bytes = 2 << 20});
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  const char *call[3] = {"hipMalloc", "hipFree", "hipMallocAsync"};
+  long long corr[3];
+  for (int i = 0; i < 3; i++) {
+    yajl_val rt = ft_test_find_x(doc, "privateuse1_runtime", call[i], 0);
+    assert_non_null(rt);
+    corr[i] = YAJL_GET_INTEGER(ft_test_get(ft_test_get(rt, "args"), "correlation"));
+    yajl_val m = ft_test_find_ph(doc, "i", "[memory]", i);
+    assert_non_null(m);
+    assert_int_equal(YAJL_GET_INTEGER(ft_test_get(m, "tid")), YAJL_GET_INTEGER(ft_test_get(rt, "tid")));
+    double ts = YAJL_GET_DOUBLE(ft_test_get(m, "ts")), start = YAJL_GET_DOUBLE(ft_test_get(rt, "ts"));
+    double end = start + YAJL_GET_DOUBLE(ft_test_get(rt, "dur"));
+    if (ts < start - 5e-4 || ts > end + 5e-4)
+      fail_msg("[memory] %d at %f us, outside its call [%f, %f]", i, ts, start, end);
+  }
+  assert_null(ft_test_find_ph(doc, "i", "[memory]", 3)); /* the failed hipMalloc made none */
+  assert_non_null(ft_test_find_x(doc, "privateuse1_runtime", "hipMalloc", 1));
+  assert_null(ft_test_find_x(doc, "privateuse1_runtime", "hipGetDevice", 0)); /* ours, not the program's */
+  ft_test_memory_args(ft_test_find_ph(doc, "i", "[memory]", 0),
+                      &(ft_test_mem_want){20, 2, 0x7f0000000000, 4096, 4096, 4096, corr[0], true, false, (long long)op,
+                                          0, "device", "alloc"});
+  ft_test_memory_args(
+      ft_test_find_ph(doc, "i", "[memory]", 1),
+      &(ft_test_mem_want){20, 2, 0x7f0000000000, -4096, 0, 0, corr[1], false, false, 0, 0, "device", "free"});
+  ft_test_memory_args(ft_test_find_ph(doc, "i", "[memory]", 2),
+                      &(ft_test_mem_want){20, 2, 0x7f0000200000, 2 << 20, 2 << 20, 2 << 20, corr[2], false, false, 0, 0,
+                                          "device", "alloc"});
+  long long counter[3][2] = {{4096, 4096}, {0, 0}, {2 << 20, 2 << 20}}; /* allocated, reserved */
+  for (int i = 0; i < 3; i++) {
+    yajl_val c = ft_test_find_ph(doc, "C", "Memory", i);
+    assert_non_null(c);
+    assert_int_equal(YAJL_GET_INTEGER(ft_test_get(c, "pid")), 2);
+    assert_int_equal(YAJL_GET_INTEGER(ft_test_get(ft_test_get(c, "args"), "Allocated")), counter[i][0]);
+    assert_int_equal(YAJL_GET_INTEGER(ft_test_get(ft_test_get(c, "args"), "Reserved")), counter[i][1]);
+  }
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+  set_device(0);
+}
+
 int main(void) {
   /* global, as a program's HIP runtime is: the tracer finds hipGetDevice in the process */
   void *h = dlopen(getenv("FLAGOS_TRACER_LIBRARY"), RTLD_NOW | RTLD_GLOBAL);
@@ -152,8 +207,8 @@ int main(void) {
   launch = (fake_roc_launch_fn)dlsym(h, "fake_roctracer_launch");
   memory = (fake_roc_memory_fn)dlsym(h, "fake_roctracer_memory");
   set_device = (fake_roc_set_device_fn)dlsym(h, "fake_roctracer_set_device");
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_hip_ops_api_and_attribution),
-                                     cmocka_unit_test(test_full_buffers),
-                                     cmocka_unit_test(test_memory_from_api_arguments)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_hip_ops_api_and_attribution), cmocka_unit_test(test_full_buffers),
+      cmocka_unit_test(test_memory_from_api_arguments), cmocka_unit_test(test_memory_in_the_trace)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
