@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #define FT__TRACER_NAME "roctracer"
 #include <dlfcn.h>
+#include <link.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -95,13 +96,37 @@ static bool push(void **arr, size_t *n, size_t *cap, size_t elem, const void *v)
 static __thread bool querying; /* this thread is inside our own hipGetDevice */
 typedef int (*hip_get_device_fn)(int *device);
 
-/* The calling thread's current device, asked of HIP (found in the process: the
- * program's HIP runtime is loaded once its calls reach us); 0 when it cannot be. */
+/* dl_iterate_phdr visitor: the path of a loaded HIP runtime (AMD's or Hygon's). */
+static int find_hip(struct dl_phdr_info *info, size_t size, void *out) {
+  (void)size;
+  const char *n = info->dlpi_name;
+  if (!n || !(strstr(n, "/libamdhip64.so") || strstr(n, "/libgalaxyhip.so"))) return 0;
+  snprintf(out, PATH_MAX, "%s", n);
+  return 1;
+}
+
+/* hipGetDevice of the program's HIP runtime: in the global scope, or in a runtime
+ * loaded privately (a Python extension's dependency is RTLD_LOCAL), which
+ * RTLD_NOLOAD reopens without loading anything. */
+static hip_get_device_fn find_get_device(void) {
+  void *f = dlsym(RTLD_DEFAULT, "hipGetDevice");
+  char path[PATH_MAX] = "";
+  if (!f && dl_iterate_phdr(find_hip, path)) {
+    void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (h) f = dlsym(h, "hipGetDevice"); /* the reference is kept: the runtime stays for the process */
+  }
+  hip_get_device_fn fn;
+  memcpy(&fn, &f, sizeof fn);
+  return fn;
+}
+
+/* The calling thread's current device, asked of HIP (loaded once its calls reach
+ * us); 0 when it cannot be. */
 static uint32_t current_device(void) {
   static _Atomic(hip_get_device_fn) get;
   hip_get_device_fn f = atomic_load(&get);
   if (!f) {
-    f = (hip_get_device_fn)dlsym(RTLD_DEFAULT, "hipGetDevice");
+    f = find_get_device();
     if (!f) return 0;
     atomic_store(&get, f);
   }
