@@ -30,6 +30,7 @@ enum {
 enum { MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION = 0, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE = 1 };
 enum { MSPTI_ACTIVITY_MEMORY_UNKNOWN = 0, MSPTI_ACTIVITY_MEMORY_DEVICE = 1 };
 #define MSPTI_INVALID_STREAM_ID UINT32_MAX
+#define MSPTI_INVALID_DEVICE_ID UINT32_MAX
 typedef int msptiExternalCorrelationKind;
 enum { MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 = 2 };
 typedef struct msptiActivity msptiActivity; /* opaque: read by byte offsets below */

@@ -95,6 +95,14 @@ static void decode_memory(mspti_tracer *t, const uint8_t *r) {
     atomic_fetch_add(&t->base.dropped, 1); /* an operation this layout does not know: counted, not guessed */
     return;
   }
+  /* MSPTI's memory reporter takes deviceId from aclrtGetDevice: the logical id the
+   * program selected (not the physical one kernels carry), or MSPTI_INVALID_DEVICE_ID
+   * when that failed: such a record names no device's memory, counted */
+  uint32_t device = rd32(r, MSPTI_MEMORY_DEVICE);
+  if (device == MSPTI_INVALID_DEVICE_ID) {
+    atomic_fetch_add(&t->base.dropped, 1);
+    return;
+  }
   bool alloc = op == MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
   uint64_t raw = rd64(r, MSPTI_MEMORY_CORRELATION);
   uint32_t corr = raw ? remap(t, raw) : 0; /* 0 is MSPTI_INVALID_CORRELATION_ID */
@@ -112,7 +120,7 @@ static void decode_memory(mspti_tracer *t, const uint8_t *r) {
                         .start_ns = at,
                         .end_ns = at,
                         .correlation_id = corr,
-                        .device = logical_device(t, rd32(r, MSPTI_MEMORY_DEVICE)),
+                        .device = device,
                         .stream = rd32(r, MSPTI_MEMORY_STREAM), /* MSPTI_INVALID_STREAM_ID = UINT32_MAX: none */
                         .name = "[memory]",
                         .memory = &m};

@@ -155,8 +155,10 @@ static void test_contract(void **state) {
  * linked to the call that made it. Without a process-start preload MSPTI's
  * interposer sees no allocation, so none is armed and none comes. */
 static void test_memory_records(void **state) {
+  /* msptiActivityMemory's deviceId is aclrtGetDevice's, a logical id already: not
+   * remapped through ASCEND_RT_VISIBLE_DEVICES as kernels' physical ids are */
   (void)state;
-  setenv("ASCEND_RT_VISIBLE_DEVICES", "4,5", 1);
+  setenv("ASCEND_RT_VISIBLE_DEVICES", "1,0", 1);
   ft_tracer *tr;
   assert_int_equal(ft_make_device_tracer(&tr), FT_OK);
   capture cap;
@@ -166,18 +168,18 @@ static void test_memory_records(void **state) {
   fake_ms_memory a = {.memory_kind = 1,
                       .address = 0x12c0000000,
                       .bytes = 1 << 20,
-                      .device = 5,
+                      .device = 1,
                       .stream = UINT32_MAX,
                       .api = "aclrtMalloc"};
   fake_ms_memory f = {.release = 1,
                       .memory_kind = 1,
                       .address = 0x12c0000000,
                       .bytes = 1 << 20,
-                      .device = 5,
+                      .device = 1,
                       .stream = UINT32_MAX,
                       .api = "aclrtFree"};
   fake_ms_memory b = {
-      .memory_kind = 0, .address = 0x12c0200000, .bytes = 3000, .device = 4, .stream = 7, .api = "aclrtMallocAsync"};
+      .memory_kind = 0, .address = 0x12c0200000, .bytes = 3000, .device = 0, .stream = 7, .api = "aclrtMallocAsync"};
   assert_int_equal(tr->ops->push_correlation(tr, 77), FT_OK);
   memory(&a);
   assert_int_equal(tr->ops->pop_correlation(tr), FT_OK);
@@ -232,14 +234,14 @@ static void test_memory_records(void **state) {
  * counter samples the trace holds, key for key (docs/memory.md's format). */
 static void test_memory_in_the_trace(void **state) {
   (void)state;
-  setenv("ASCEND_RT_VISIBLE_DEVICES", "4,5", 1);
+  setenv("ASCEND_RT_VISIBLE_DEVICES", "1,0", 1);
   ft_session *s = ft_test_started();
   uint64_t op;
   assert_int_equal(ft_range_push(s, "aten::empty", &op), FT_OK);
   fake_ms_memory a = {.memory_kind = 1,
                       .address = 0x12c0000000,
                       .bytes = 1 << 20,
-                      .device = 5,
+                      .device = 1,
                       .stream = UINT32_MAX,
                       .api = "aclrtMalloc"};
   memory(&a);
@@ -248,7 +250,7 @@ static void test_memory_in_the_trace(void **state) {
   f.release = 1;
   f.api = "aclrtFree";
   memory(&f);
-  fake_ms_memory b = {.address = 0x12c0200000, .bytes = 3000, .device = 4, .stream = 7, .api = "aclrtMallocAsync"};
+  fake_ms_memory b = {.address = 0x12c0200000, .bytes = 3000, .device = 0, .stream = 7, .api = "aclrtMallocAsync"};
   memory(&b);
   ft_test_settle();
   assert_int_equal(ft_session_stop(s), FT_OK);
