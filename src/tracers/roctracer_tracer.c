@@ -43,7 +43,15 @@ static const mem_call mem_calls[] = {
     {"hipHostFree", true, FT_MEMKIND_PINNED},
     {"hipFreeHost", true, FT_MEMKIND_PINNED},
 };
+/* hipSetDevice is watched too (last), so that a thread's device is asked again */
 enum { N_MEM_CALLS = sizeof mem_calls / sizeof mem_calls[0], N_WATCHED = N_MEM_CALLS + 1 };
+
+/* When and on which thread we asked HIP for the device: that hipGetDevice's
+ * HIP_API record (inside the window, on that thread) is ours, not the program's. */
+typedef struct query_window {
+  uint32_t tid;
+  uint64_t q0, q1; /* roctracer's clock */
+} query_window;
 
 /* One allocation or free seen in a callback, kept until stop (the clock mapping). */
 typedef struct mem_op {
@@ -64,14 +72,17 @@ typedef struct roc_tracer {
   size_t n_recs, recs_cap;
   uint64_t lost; /* records we could not keep (out of memory) */
   uint64_t dropped_untimed;
-  /* memory: the HIP API op ids of mem_calls (and hipGetDevice, last) this HIP
-   * has, armed for callbacks; what they saw; the correlation ids of our own
-   * hipGetDevice queries, whose HIP_API records are not the program's */
+  /* memory: the HIP API op ids of mem_calls (and hipSetDevice, last) this HIP
+   * has, armed for callbacks; what they saw; our own device queries; this start's
+   * number (a thread's cached device is this start's or asked again) */
   uint32_t watched_op[N_WATCHED];
   bool watched[N_WATCHED];
+  uint32_t get_device_op;
+  bool has_get_device_op;
+  uint64_t gen;
   mem_op *mem;
   size_t n_mem, mem_cap;
-  uint64_t *hidden;
+  query_window *hidden;
   size_t n_hidden, hidden_cap;
 } roc_tracer;
 
@@ -93,8 +104,12 @@ static bool push(void **arr, size_t *n, size_t *cap, size_t elem, const void *v)
   return true;
 }
 
-static __thread bool querying; /* this thread is inside our own hipGetDevice */
 typedef int (*hip_get_device_fn)(int *device);
+static _Atomic uint64_t starts; /* numbers each start: the caches' generation */
+static __thread struct {
+  uint64_t gen;
+  uint32_t device;
+} thread_device; /* the calling thread's device as last asked, for start gen */
 
 /* dl_iterate_phdr visitor: the path of a loaded HIP runtime (AMD's or Hygon's). */
 static int find_hip(struct dl_phdr_info *info, size_t size, void *out) {
@@ -120,21 +135,28 @@ static hip_get_device_fn find_get_device(void) {
   return fn;
 }
 
-/* The calling thread's current device, asked of HIP (loaded once its calls reach
- * us); 0 when it cannot be. */
-static uint32_t current_device(void) {
+/* The calling thread's current device: asked of HIP (loaded once its calls reach
+ * us) at the thread's first operation of this start and after each hipSetDevice,
+ * so that hipGetDevice, which frameworks call all the time, is never hooked; the
+ * query's window is kept to leave its row out. 0 when HIP has no hipGetDevice. */
+static uint32_t current_device(roc_tracer *t, uint32_t tid) {
+  if (thread_device.gen == t->gen) return thread_device.device;
   static _Atomic(hip_get_device_fn) get;
   hip_get_device_fn f = atomic_load(&get);
-  if (!f) {
-    f = find_get_device();
-    if (!f) return 0;
-    atomic_store(&get, f);
-  }
+  if (!f && (f = find_get_device()) != NULL) atomic_store(&get, f);
   int dev = 0;
-  querying = true;
-  int r = f(&dev);
-  querying = false;
-  return r == 0 && dev >= 0 ? (uint32_t)dev : 0;
+  query_window w = {.tid = tid};
+  if (f) {
+    t->api.roctracer_get_timestamp(&w.q0);
+    if (f(&dev) != 0 || dev < 0) dev = 0;
+    t->api.roctracer_get_timestamp(&w.q1);
+    pthread_mutex_lock(&t->mu);
+    if (!push((void **)&t->hidden, &t->n_hidden, &t->hidden_cap, sizeof w, &w)) t->lost++;
+    pthread_mutex_unlock(&t->mu);
+  }
+  thread_device.gen = t->gen;
+  thread_device.device = (uint32_t)dev;
+  return (uint32_t)dev;
 }
 
 static uint64_t rd64(const void *p, size_t off) {
@@ -144,7 +166,7 @@ static uint64_t rd64(const void *p, size_t off) {
 }
 
 /* The HIP API callback of the watched calls: an allocation at EXIT (its address
- * is known then), a free at ENTER; our own hipGetDevice noted to be hidden. */
+ * is known then), a free at ENTER; hipSetDevice makes the thread's device unknown. */
 static void mem_callback(uint32_t domain, uint32_t cid, const void *data, void *arg) {
   roc_tracer *t = arg;
   if (domain != ACTIVITY_DOMAIN_HIP_API || !data || (ft__tracer_base *)t != ft__tracer_active()) return;
@@ -152,11 +174,7 @@ static void mem_callback(uint32_t domain, uint32_t cid, const void *data, void *
   memcpy(&phase, (const char *)data + HIP_API_DATA_PHASE, 4);
   uint64_t corr = rd64(data, HIP_API_DATA_CORRELATION);
   if (t->watched[N_MEM_CALLS] && cid == t->watched_op[N_MEM_CALLS]) {
-    if (querying && phase == ACTIVITY_API_PHASE_ENTER) {
-      pthread_mutex_lock(&t->mu);
-      if (!push((void **)&t->hidden, &t->n_hidden, &t->hidden_cap, sizeof corr, &corr)) t->lost++;
-      pthread_mutex_unlock(&t->mu);
-    }
+    if (phase == ACTIVITY_API_PHASE_EXIT) thread_device.gen = 0; /* asked again at the next operation */
     return;
   }
   size_t i = 0;
@@ -173,31 +191,46 @@ static void mem_callback(uint32_t domain, uint32_t cid, const void *data, void *
     m.bytes = rd64(args, HIP_ARG_SIZE_AFTER_OUT_PTR);
   }
   if (!m.address) return; /* a failed allocation, or a free of NULL: no operation */
-  m.device = current_device();
+  m.device = current_device(t, m.tid);
   if (t->api.roctracer_get_timestamp(&m.ts) != ROCTRACER_STATUS_SUCCESS) m.ts = 0;
   pthread_mutex_lock(&t->mu);
   if (!push((void **)&t->mem, &t->n_mem, &t->mem_cap, sizeof m, &m)) t->lost++;
   pthread_mutex_unlock(&t->mu);
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
+static int by_thread_time(const void *a, const void *b) {
+  const query_window *x = a, *y = b;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  return (x->q0 > y->q0) - (x->q0 < y->q0);
 }
 
-static bool is_hidden(const roc_tracer *t, uint64_t corr) {
-  return t->n_hidden && bsearch(&corr, t->hidden, t->n_hidden, sizeof corr, cmp_u64);
+/* True for the HIP_API record of one of our own device queries (windows sorted by
+ * thread and time; one thread's windows never overlap). */
+static bool is_hidden(const roc_tracer *t, const roctracer_record *r) {
+  if (!t->has_get_device_op || r->op != t->get_device_op) return false;
+  size_t lo = 0, hi = t->n_hidden; /* the first window after (tid, begin) */
+  const query_window key = {.tid = r->u.host.tid, .q0 = r->begin_ns};
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (by_thread_time(&t->hidden[mid], &key) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  const query_window *w = lo ? &t->hidden[lo - 1] : NULL;
+  return w && w->tid == key.tid && r->end_ns <= w->q1;
 }
 
 /* Arms the HIP API callbacks of the memory calls this HIP has (ids change between
  * releases: each is looked up by name; a name it lacks is left out). */
 static ft_status arm_memory(roc_tracer *t) {
+  t->has_get_device_op = t->api.roctracer_op_code(ACTIVITY_DOMAIN_HIP_API, "hipGetDevice", &t->get_device_op, NULL) ==
+                         ROCTRACER_STATUS_SUCCESS;
+  t->gen = atomic_fetch_add(&starts, 1) + 1;
   for (size_t i = 0; i < N_WATCHED; i++) {
-    const char *name = i < N_MEM_CALLS ? mem_calls[i].name : "hipGetDevice";
+    const char *name = i < N_MEM_CALLS ? mem_calls[i].name : "hipSetDevice";
     uint32_t op = 0;
     t->watched[i] = false;
     if (t->api.roctracer_op_code(ACTIVITY_DOMAIN_HIP_API, name, &op, NULL) != ROCTRACER_STATUS_SUCCESS) {
-      FT__LOG("%s: not in this HIP; its allocations are not recorded", name);
+      FT__LOG("%s: not in this HIP; left out", name);
       continue;
     }
     ft_status st = FT__ROC_CALL(&t->api, t->base.err, sizeof t->base.err,
@@ -286,7 +319,7 @@ static void decode(roc_tracer *t, const roctracer_record *r, char **demangled) {
     return;
   }
   if (r->domain == ACTIVITY_DOMAIN_HIP_API) {
-    if (is_hidden(t, r->correlation_id)) return; /* our own hipGetDevice, not the program's */
+    if (is_hidden(t, r)) return; /* our own hipGetDevice, not the program's */
     const char *name = t->api.roctracer_op_string(ACTIVITY_DOMAIN_HIP_API, r->op, 0);
     snprintf(a, sizeof a, "%u", r->op);
     ft_kv md[1] = {{"cbid", a}}; /* HIP API ids change between ROCm releases: the name comes from roctracer */
@@ -378,7 +411,7 @@ static ft_status roc_stop(ft_tracer *base) {
   ft_status st = FT__ROC_CALL(&t->api, t->base.err, sizeof t->base.err, t->api.roctracer_flush_activity_expl(t->pool));
   if (!sample_clock(t, &t->clock.v1, &t->clock.r1)) t->clock.v1 = t->clock.v0, t->clock.r1 = t->clock.r0;
   pthread_mutex_lock(&t->mu);
-  if (t->n_hidden) qsort(t->hidden, t->n_hidden, sizeof *t->hidden, cmp_u64);
+  if (t->n_hidden) qsort(t->hidden, t->n_hidden, sizeof *t->hidden, by_thread_time);
   for (size_t i = 0; i < t->n_recs; i++) {
     char *demangled = NULL;
     decode(t, &t->recs[i], &demangled);

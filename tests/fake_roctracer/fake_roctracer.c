@@ -105,7 +105,7 @@ EXPORT uint64_t fake_roctracer_launch(const fake_roc_launch *l) {
 static const char *const op_names[] = {
     NULL,           "hipLaunchKernel",  "hipMemsetAsync",        "hipMemcpyAsync",         "hipMalloc",
     "hipFree",      "hipMallocAsync",   "hipFreeAsync",          "hipHostMalloc",          "hipHostFree",
-    "hipGetDevice", "hipMallocManaged", "hipExtMallocWithFlags", "hipMallocFromPoolAsync",
+    "hipGetDevice", "hipMallocManaged", "hipExtMallocWithFlags", "hipMallocFromPoolAsync", "hipSetDevice",
 };
 enum { N_OPS = sizeof op_names / sizeof op_names[0] };
 static roctracer_rtapi_callback_t op_cb[N_OPS];
@@ -157,7 +157,7 @@ static uint64_t hip_call(uint32_t op, fake_api_data *d, void (*body)(void *), vo
   body(ctx);
   d->phase = ACTIVITY_API_PHASE_EXIT;
   if (cb) cb(ACTIVITY_DOMAIN_HIP_API, op, d, arg);
-  uint64_t t1 = clock_ns() + 1;
+  uint64_t t1 = clock_ns();
   pthread_mutex_lock(&mu);
   if ((domains >> ACTIVITY_DOMAIN_EXT_API) & 1 && depth) {
     roctracer_record *x = add(ACTIVITY_DOMAIN_EXT_API);
@@ -196,7 +196,15 @@ EXPORT int hipGetDevice(int *device) {
   return 0;
 }
 
-EXPORT void fake_roctracer_set_device(int device) { thread_device = device; }
+static void do_set_device(void *ctx) { thread_device = *(int *)ctx; }
+
+/* hipSetDevice(device): its callbacks and records, as any HIP call's */
+EXPORT void fake_roctracer_set_device(int device) {
+  fake_api_data d;
+  memset(&d, 0, sizeof d);
+  memcpy(&d.args, &device, sizeof device);
+  hip_call(op_of("hipSetDevice"), &d, do_set_device, &device);
+}
 
 EXPORT uint64_t fake_roctracer_memory(const fake_roc_memory *m) {
   uint32_t op = op_of(m->call);

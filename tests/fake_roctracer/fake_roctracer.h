@@ -28,7 +28,7 @@ typedef struct fake_roc_memory {
 } fake_roc_memory;
 /* Returns the correlation id. */
 typedef uint64_t (*fake_roc_memory_fn)(const fake_roc_memory *m);
-/* The calling thread's device, as the fake hipGetDevice reports it. */
+/* hipSetDevice: the calling thread's device, as the fake hipGetDevice reports it. */
 typedef void (*fake_roc_set_device_fn)(int device);
 
 #endif

@@ -102,23 +102,26 @@ static void test_memory_from_api_arguments(void **state) {
   assert_int_equal(tr->ops->pop_correlation(tr), FT_OK);
   memory(&(fake_roc_memory){.call = "hipFree", .address = 0x7f0000000000});
   memory(&(fake_roc_memory){.call = "hipMalloc", .address = 0, .bytes = 1ull << 40}); /* out of memory */
+  set_device(3);                                                                      /* the device is asked again */
   memory(&(fake_roc_memory){.call = "hipMallocAsync", .address = 0x7f0000200000, .bytes = 2 << 20});
   assert_int_equal(tr->ops->stop(tr), FT_OK);
   assert_int_equal(tr->ops->dropped_records(tr), 0);
   assert_int_equal(cap_count(&cap, FT_EVENT_MEMORY), 3);
-  assert_int_equal(cap_count(&cap, FT_EVENT_RUNTIME), 4); /* no hipGetDevice among them */
+  /* four memory calls, two hipSetDevice; none of our two hipGetDevice */
+  assert_int_equal(cap_count(&cap, FT_EVENT_RUNTIME), 6);
+  for (size_t i = 0; i < 6; i++) assert_string_not_equal(cap_nth(&cap, FT_EVENT_RUNTIME, i)->ev.name, "hipGetDevice");
   const ft_memory_info info[3] = {
       {.op = FT_MEMORY_ALLOC, .memory_kind = FT_MEMKIND_DEVICE, .address = 0x7f0000000000, .bytes = 4096},
       {.op = FT_MEMORY_FREE, .memory_kind = FT_MEMKIND_DEVICE, .address = 0x7f0000000000, .bytes = 0},
       {.op = FT_MEMORY_ALLOC, .memory_kind = FT_MEMKIND_DEVICE, .address = 0x7f0000200000, .bytes = 2 << 20},
   };
   const char *call[3] = {"hipMalloc", "hipFree", "hipMallocAsync"};
-  uint32_t corr[3];
+  uint32_t corr[3], device[3] = {2, 2, 3};
   for (int i = 0; i < 3; i++) {
     const cap_event *e = cap_nth(&cap, FT_EVENT_MEMORY, (size_t)i);
     assert_non_null(e->ev.memory);
     assert_memory_equal(e->ev.memory, &info[i], sizeof info[i]);
-    assert_int_equal(e->ev.device, 2);
+    assert_int_equal(e->ev.device, device[i]);
     assert_int_equal(e->ev.stream, UINT32_MAX);
     assert_int_equal(e->ev.start_ns, e->ev.end_ns);
     assert_false(e->ev.has_external_id);
