@@ -45,8 +45,12 @@ typedef struct ft_stat_row {
    * thread (t: the calls' CPU durations, CPU total = t.total): */
   uint64_t self_cpu_ns;  /* CPU time less that of the calls and runtime calls nested in them */
   uint64_t total_dev_ns; /* device time of their work and of the calls nested in them */
-  uint32_t aux_id;       /* ft_stat_keyed_by_aux: the name id of its Input Dims text, or its module's */
-  uint8_t hta;           /* HTA's class of the name, cached by stats_hta.c (0: not yet) */
+  /* ops, memory as key_averages() counts it (stats_ops.c; docs/memory.md "Ops' memory"): bytes of the
+   * [memory] events in a call's [start, end] (CPU: Device Type 0/2/5; device: 1/6/20), and self, that
+   * less its children's; signed (frees are negative) */
+  int64_t cpu_mem, self_cpu_mem, dev_mem, self_dev_mem;
+  uint32_t aux_id; /* ft_stat_keyed_by_aux: the name id of its Input Dims text, or its module's */
+  uint8_t hta;     /* HTA's class of the name, cached by stats_hta.c (0: not yet) */
 } ft_stat_row;
 
 enum {
@@ -227,8 +231,11 @@ typedef struct ft_stats {
    * category in cat); false stops the read for want of memory. NULL: none */
   bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
   void *on_event_ctx;
-  bool events_only;     /* the events to on_event, nothing summarized (the event model's read: model.c) */
-  char device_name[64]; /* the trace's first deviceProperties entry's name ("NVIDIA H200"), "" when none */
+  bool events_only;       /* the events to on_event, nothing summarized (the event model's read: model.c) */
+  ft__vec ops_mem;        /* this file's [memory] events while its ops are nested (with want_ops; stats_ops.c) */
+  uint64_t mem_events[3]; /* [memory] events read with want_ops: [0] CPU memory, [1] device memory, [2] of
+                           * which CUDA's or HIP's (the ops' memory columns are shown when there are some) */
+  char device_name[64];   /* the trace's first deviceProperties entry's name ("NVIDIA H200"), "" when none */
 } ft_stats;
 
 ft_status ft_stats_init(ft_stats *st);

@@ -44,6 +44,8 @@ static bool merge_rows(ft_stats *dst, const ft_stats *src) {
       r->self_ns += s->self_ns;
       r->self_cpu_ns += s->self_cpu_ns;
       r->total_dev_ns += s->total_dev_ns;
+      r->cpu_mem += s->cpu_mem, r->self_cpu_mem += s->self_cpu_mem;
+      r->dev_mem += s->dev_mem, r->self_dev_mem += s->self_dev_mem;
     }
   }
   return true;
@@ -65,6 +67,7 @@ static void rows_only(ft_stats *st) {
   ft__join_free(&st->ext_rt);
   ft__vec_free(&st->op_kernel_wait);
   ft__vec_free(&st->host_early);
+  ft__vec_free(&st->ops_mem);
   ft__hta_free(st->hta);
   st->hta = NULL;
   free(st->last), free(st->host), free(st->rt), free(st->trace);
@@ -173,6 +176,7 @@ static ft_status read_one(worker *w, size_t f) {
     bool moved = job->n_files == 1 && !w->o.by_rank;
     if (moved) take_rows(&job->total, &st);
     bool ok = merge_rows(&job->total, &st);
+    for (int c = 0; c < 3; c++) job->total.mem_events[c] += st.mem_events[c];
     for (size_t i = 0; ok && i < st.unknown_cats.cap; i++) {
       if (!st.unknown_cats.used[i]) continue;
       uint32_t id = (uint32_t)st.unknown_cats.keys[i];

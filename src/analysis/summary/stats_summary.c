@@ -299,6 +299,7 @@ void ft_stats_free(ft_stats *st) {
   ft__join_free(&st->ext_rt);
   ft__vec_free(&st->op_kernel_wait);
   ft__vec_free(&st->host_early);
+  ft__vec_free(&st->ops_mem);
 }
 
 void ft_stats_finish(ft_stats *st) {
