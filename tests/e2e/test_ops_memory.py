@@ -107,7 +107,8 @@ CPU_CATS = {"cpu_op", "user_annotation", "cuda_runtime", "cuda_driver"}
 
 
 def torch_rules(events):
-    mems = sorted((e["ts"], e["args"]) for e in events if e.get("name") == "[memory]" and e.get("ph") == "i")
+    mems = sorted(((e["ts"], e["args"]) for e in events if e.get("name") == "[memory]" and e.get("ph") == "i"),
+                  key=lambda m: m[0])
     import bisect
     ts = [m[0] for m in mems]
     calls = [e for e in events if e.get("ph") == "X" and e.get("cat") in CPU_CATS]
