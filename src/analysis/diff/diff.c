@@ -313,7 +313,8 @@ ft_status ft_diff_build(ft_diff *d, const ft_stat_job *a, const ft_stat_job *b, 
   bool ok = ops_reports(&c, &pg, o->shapes);
   ft__pairing_free(&pg);
   if (ok)
-    ok = steps_report(&c) && ft__diff_kernels(&c) && ft__diff_api(&c) && ft__diff_copies(&c) && ft__diff_summary(&c);
+    ok = steps_report(&c) && ft__diff_kernels(&c) && ft__diff_api(&c) && ft__diff_copies(&c) && ft__diff_memory(&c) &&
+         ft__diff_summary(&c);
   if (!ok) {
     ft_diff_free(d);
     return FT_ENOMEM;
