@@ -341,7 +341,8 @@ typedef struct ft_stat_file {
   /* read through the event model (ft_stat_read_opts.model): its slices, the bytes it held
    * (ft_model_bytes) and of those what is held once (ft_model_bytes_distinct) */
   uint64_t model_slices, model_bytes, model_bytes_distinct;
-  ft_stat_mem mem; /* device memory (ft_stat_read_opts.memory); mem_kept: asked */
+  uint64_t mem_events[3]; /* [memory] events of the ops' memory columns (ft_stats.mem_events) */
+  ft_stat_mem mem;        /* device memory (ft_stat_read_opts.memory); mem_kept: asked */
   bool mem_kept;
 } ft_stat_file;
 

@@ -100,6 +100,23 @@ def _():
         assert all("self_device_mem_bytes" not in x and "cpu_mem_bytes" not in x for x in rows), rows[0]
 
 
+@case("ops memory: --engine=model and a --partial merged again give the columns of the streaming read")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        t = write(d, EVENTS)
+        want = stats(t)
+        r = subprocess.run([*WRAP, flagtrace, "stats", "--engine=model", "-r", "ops", "-f", "json", "-n", "0", t],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and json.loads(r.stdout)["ops"] == want, r
+        p = os.path.join(d, "p.json")
+        r = subprocess.run([*WRAP, flagtrace, "stats", "--partial", "-o", p, t], capture_output=True, text=True)
+        assert r.returncode == 0, r
+        r = subprocess.run([*WRAP, flagtrace, "stats", "--merge", "-r", "ops", "-f", "json", "-n", "0", p],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r
+        assert json.loads(r.stdout)["ops"] == want, (json.loads(r.stdout)["ops"], want)
+
+
 # ---- torch's rules, written out again (torch/autograd/profiler.py _parse_kineto_results and
 # profiler_util.py EventList._populate_cpu_children / _remove_dup_nodes), for a real trace ----
 

@@ -175,6 +175,7 @@ static ft_status read_one(worker *w, size_t f) {
     file->skipped = st.skipped;
     file->device_cap_events = st.device_cap_events;
     file->cut_strings = st.cut_strings;
+    for (int c = 0; c < 3; c++) file->mem_events[c] = st.mem_events[c];
     file->source = st.source;
     if (w->o.memory) { /* moved */
       file->mem = st.mem_sum;

@@ -138,6 +138,11 @@ static int merge_row(reader *r, ft_stats *dst, int sec, const ft_stat_row *s, bo
   d->self_ns = sum.self_ns;
   d->self_cpu_ns = sum.self_cpu_ns;
   d->total_dev_ns = sum.total_dev_ns;
+  /* the ops' memory: signed sums, wrapping as a read's do (hostile bytes) */
+  d->cpu_mem = (int64_t)((uint64_t)d->cpu_mem + (uint64_t)s->cpu_mem);
+  d->self_cpu_mem = (int64_t)((uint64_t)d->self_cpu_mem + (uint64_t)s->self_cpu_mem);
+  d->dev_mem = (int64_t)((uint64_t)d->dev_mem + (uint64_t)s->dev_mem);
+  d->self_dev_mem = (int64_t)((uint64_t)d->self_dev_mem + (uint64_t)s->self_dev_mem);
   return 1;
 }
 
@@ -193,6 +198,10 @@ int ft__partial_end_file(reader *r) {
       return fail(r, "a file's kernel_ns or comm_ns is not its kernel rows' time");
     if (!x->device_cap_events && r->file_longest > busiest)
       return fail(r, "a kernel longer than its file's busiest device was busy (busy time below kernel time)");
+  }
+  for (int c = 0; c < 3; c++) {
+    if (r->job->total.mem_events[c] > UINT64_MAX - x->mem_events[c]) return fail(r, "a count too large");
+    r->job->total.mem_events[c] += x->mem_events[c];
   }
   r->files_kernel += x->kernel_ns;
   r->files_comm += x->comm_ns;

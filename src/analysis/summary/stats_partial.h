@@ -56,7 +56,10 @@ enum {
   FI_BUSY,
   FI_HTA,
   FI_ROWS,
-  FI_SOURCE
+  FI_SOURCE,
+  FI_MEM_CPU, /* the file's [memory] events (ft_stat_file.mem_events): the ops' memory columns */
+  FI_MEM_DEV,
+  FI_MEM_CUDA
 };
 enum { S_SIZE, S_DIGEST, S_DEV, S_INO, S_MTIME };
 enum {
@@ -76,7 +79,22 @@ enum {
   H_DELAY
 };
 enum { M_RANK, M_ACTIVITY, M_TRACER, M_STATUS, M_DROPPED, M_DISCARDED, M_HAS };
-enum { R_NAME, R_AUX, R_CAT, R_COMM, R_CALLS, R_SELF, R_SELF_CPU, R_TOTAL_DEV, R_T, R_B };
+enum {
+  R_NAME,
+  R_AUX,
+  R_CAT,
+  R_COMM,
+  R_CALLS,
+  R_SELF,
+  R_SELF_CPU,
+  R_TOTAL_DEV,
+  R_T,
+  R_B,
+  R_CPU_MEM,
+  R_SELF_CPU_MEM,
+  R_DEV_MEM,
+  R_SELF_DEV_MEM
+};
 enum { D_N, D_TOTAL, D_MIN, D_MAX, D_SUMSQ, D_VALS, D_HIST_LO, D_HIST };
 
 typedef struct ft__pframe {

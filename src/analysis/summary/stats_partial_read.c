@@ -14,9 +14,24 @@
 static const char *const top_keys[] = {"flagtrace_partial",  "trace_limit", "strings", "files", "total",
                                        "unknown_categories", "trace",       NULL};
 
-static const char *const file_keys[] = {
-    "path", "events", "span_ns", "first_ns", "kernel_ns", "comm_ns", "device_cap_events", "cut_strings", "skipped",
-    "meta", "busy",   "hta",     "rows",     "source",    NULL};
+static const char *const file_keys[] = {"path",
+                                        "events",
+                                        "span_ns",
+                                        "first_ns",
+                                        "kernel_ns",
+                                        "comm_ns",
+                                        "device_cap_events",
+                                        "cut_strings",
+                                        "skipped",
+                                        "meta",
+                                        "busy",
+                                        "hta",
+                                        "rows",
+                                        "source",
+                                        "mem_cpu_events",
+                                        "mem_dev_events",
+                                        "mem_cuda_events",
+                                        NULL};
 
 static const char *const source_keys[] = {"size", "digest", "dev", "ino", "mtime_ns", NULL};
 
@@ -31,8 +46,9 @@ static const char *const skip_keys[] = {"bad_time",  "time_range", "unknown_cat"
 static const char *const meta_keys[] = {
     "rank", "device_activity", "tracer", "device_status", "dropped_records", "window_discarded", "has_flagtrace", NULL};
 
-static const char *const row_keys[] = {"name",        "aux",          "cat", "comm", "calls", "self_ns",
-                                       "self_cpu_ns", "total_dev_ns", "t",   "b",    NULL};
+static const char *const row_keys[] = {"name",        "aux",          "cat", "comm", "calls",   "self_ns",
+                                       "self_cpu_ns", "total_dev_ns", "t",   "b",    "cpu_mem", "self_cpu_mem",
+                                       "dev_mem",     "self_dev_mem", NULL};
 
 static const char *const dist_keys[] = {"n", "total", "min", "max", "sumsq", "vals", "hist_lo", "hist", NULL};
 
@@ -158,6 +174,9 @@ static int number_u(reader *r, frame *f, uint64_t v) {
     case FI_COMM: x->comm_ns = v; return 1;
     case FI_CAP: x->device_cap_events = v; return 1;
     case FI_CUT: x->cut_strings = v; return 1;
+    case FI_MEM_CPU: x->mem_events[0] = v; return 1;
+    case FI_MEM_DEV: x->mem_events[1] = v; return 1;
+    case FI_MEM_CUDA: x->mem_events[2] = v; return 1;
     }
     break;
   case F_SKIPPED: {
@@ -269,6 +288,10 @@ static int number_u(reader *r, frame *f, uint64_t v) {
 }
 
 static int number_i(reader *r, frame *f, int64_t v) {
+  if (f->kind == F_ROW && f->key >= R_CPU_MEM) { /* the ops' memory: signed bytes */
+    int64_t *to[] = {&r->row.cpu_mem, &r->row.self_cpu_mem, &r->row.dev_mem, &r->row.self_dev_mem};
+    return *to[f->key - R_CPU_MEM] = v, 1;
+  }
   if (f->kind == F_FILE && f->key == FI_FIRST) return cur_file(r)->first_ns = (uint64_t)v, 1;
   if (f->kind == F_HTA && f->key == H_GPU_FIRST) return cur_file(r)->hta.gpu_first_ns = v, 1;
   if (f->kind == F_HTA && f->key == H_GPU_LAST) return cur_file(r)->hta.gpu_last_ns = v, 1;
@@ -310,7 +333,7 @@ static int number_i(reader *r, frame *f, int64_t v) {
 }
 
 static bool signed_field(const frame *f) {
-  return (f->kind == F_FILE && f->key == FI_FIRST) ||
+  return (f->kind == F_FILE && f->key == FI_FIRST) || (f->kind == F_ROW && f->key >= R_CPU_MEM) ||
          (f->kind == F_HTA && (f->key == H_GPU_FIRST || f->key == H_GPU_LAST)) ||
          (f->kind == F_META && (f->key == M_RANK || f->key == M_ACTIVITY)) || (f->kind == F_BUSY_DEV && f->pos == 0) ||
          (f->kind == F_SOURCE && f->key == S_MTIME) || (f->kind == F_EVENT && f->pos >= 1 && f->pos <= 3) ||
