@@ -14,24 +14,9 @@
 static const char *const top_keys[] = {"flagtrace_partial",  "trace_limit", "strings", "files", "total",
                                        "unknown_categories", "trace",       NULL};
 
-static const char *const file_keys[] = {"path",
-                                        "events",
-                                        "span_ns",
-                                        "first_ns",
-                                        "kernel_ns",
-                                        "comm_ns",
-                                        "device_cap_events",
-                                        "cut_strings",
-                                        "skipped",
-                                        "meta",
-                                        "busy",
-                                        "hta",
-                                        "rows",
-                                        "source",
-                                        "mem_cpu_events",
-                                        "mem_dev_events",
-                                        "mem_cuda_events",
-                                        NULL};
+static const char *const file_keys[] = {
+    "path", "events", "span_ns", "first_ns", "kernel_ns", "comm_ns", "device_cap_events", "cut_strings", "skipped",
+    "meta", "busy",   "hta",     "rows",     "source",    "mem_cpu", "mem_dev",           "mem_cuda",    NULL};
 
 static const char *const source_keys[] = {"size", "digest", "dev", "ino", "mtime_ns", NULL};
 

@@ -233,7 +233,7 @@ ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_
       fprintf(f, ", \"dev\": %" PRIu64 ", \"ino\": %" PRIu64 ", \"mtime_ns\": %" PRId64, src->dev, src->ino,
               src->mtime_ns);
     fputc('}', f);
-    const char *const mk[] = {"mem_cpu_events", "mem_dev_events", "mem_cuda_events"};
+    const char *const mk[] = {"mem_cpu", "mem_dev", "mem_cuda"}; /* [memory] events (the ops' columns) */
     for (int k = 0; k < 3; k++)
       if (x->mem_events[k]) fprintf(f, ", \"%s\": %" PRIu64, mk[k], x->mem_events[k]);
     const ft_stat_hta *h = &x->hta;
