@@ -145,7 +145,8 @@ def load(paths, *, reports=None, by_rank=False, exe=None, args=()):
 def diff(a, b, *, args=(), exe=None):
     """Runs `flagtrace diff -f json` of side a (the baseline) against side b and returns
     its Summary (docs/diff.md): reports summary, steps, ops, unmatched, kernels, api,
-    copies; header["a"], header["b"] (files, steps) and header["alignment"].
+    copies, and memory when either side has [memory] events (docs/memory.md); header["a"],
+    header["b"] (files, steps) and header["alignment"].
 
     a, b: each a file, a directory or a glob pattern (the CLI's --a and --b; a name that
     exists is read as it is, never as a pattern). args:
