@@ -100,6 +100,28 @@ def _():
         assert all("self_device_mem_bytes" not in x and "cpu_mem_bytes" not in x for x in rows), rows[0]
 
 
+@case("ops memory: torch's bounds in doubles: an epoch clock's event at a call's very start or end is outside it")
+def _():
+    # key_averages() compares with float(ns / 1000) * 1000: at 1.7e18 ns the start 1669783687464181181 becomes
+    # ...181248 and the end ...187500 becomes ...187392, so the events at exactly those ns are the parent's
+    t0 = "1669783687464"
+    lines = [f'{{"ph": "X", "cat": "user_annotation", "name": "outer", "pid": 1, "tid": 1, "ts": {t0}180.000, '
+             f'"dur": 10.000, "args": {{}}}}',
+             f'{{"ph": "X", "cat": "cpu_op", "name": "aten::edge", "pid": 1, "tid": 1, "ts": {t0}181.181, '
+             f'"dur": 6.319, "args": {{}}}}']
+    for ts, b in (("181.181", 1), ("184.300", 20), ("187.500", 300)):
+        lines.append(f'{{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, '
+                     f'"ts": {t0}{ts}, "args": {{"Device Type": 1, "Device Id": 0, "Addr": 1, "Bytes": {b}, '
+                     f'"Total Allocated": 0, "Total Reserved": 0}}}}')
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "epoch.json")
+        with open(p, "w") as f:
+            f.write('{"traceEvents": [' + ",\n".join(lines) + "]}")
+        got = by_name(stats(p))
+    assert got["aten::edge"] == (20, 20, None, None, 1), got
+    assert got["outer"] == (321, 301, None, None, 1), got
+
+
 @case("ops memory: --engine=model and a --partial merged again give the columns of the streaming read")
 def _():
     with tempfile.TemporaryDirectory() as d:
@@ -124,15 +146,17 @@ CPU_CATS = {"cpu_op", "user_annotation", "cuda_runtime", "cuda_driver"}
 
 
 def torch_rules(events):
-    mems = sorted(((e["ts"], e["args"]) for e in events if e.get("name") == "[memory]" and e.get("ph") == "i"),
-                  key=lambda m: m[0])
+    mems = sorted(((round(e["ts"] * 1000), e["args"]) for e in events  # ns: HTA's trace has whole us
+                   if e.get("name") == "[memory]" and e.get("ph") == "i"), key=lambda m: m[0])
     import bisect
     ts = [m[0] for m in mems]
     calls = [e for e in events if e.get("ph") == "X" and e.get("cat") in CPU_CATS]
     # a runtime call sits on its op's thread (torch: f_evt.thread = fe.thread): our traces put it there too
     per = []
     for c in calls:
-        lo, hi = bisect.bisect_left(ts, c["ts"]), bisect.bisect_right(ts, c["ts"] + c["dur"])
+        # torch: in_interval(start_ns / 1000, end_ns / 1000), bisecting the events' ns with those times 1000
+        s_ns, e_ns = round(c["ts"] * 1000), round(c["ts"] * 1000) + round(c["dur"] * 1000)
+        lo, hi = bisect.bisect_left(ts, s_ns / 1000 * 1000), bisect.bisect_right(ts, e_ns / 1000 * 1000)
         dev = sum(a["Bytes"] for _, a in mems[lo:hi] if a["Device Type"] in (1, 6, 20))
         cpu = sum(a["Bytes"] for _, a in mems[lo:hi] if a["Device Type"] in (0, 2, 5))
         per.append({"name": c["name"], "tid": c["tid"], "s": c["ts"], "e": c["ts"] + c["dur"], "dev": dev,

@@ -349,6 +349,37 @@ static size_t mem_lower(const struct mem_ev *e, size_t n, int64_t t, bool after)
   return lo;
 }
 
+/* A call's bound as key_averages() compares it: torch computes float(ns / 1000) * 1000 in
+ * doubles (Python's correctly rounded true division, then a rounded product) and compares the
+ * events' whole ns with that, so an epoch clock's ns (~1.7e18, past 2^53) move by up to 128 ns
+ * there (HTA's V100 trace: 605 of 101 088 calls would take other events exactly). This is that
+ * value, exactly, rounded up (a lower bound: the first ns at or after it) or down. */
+static int bitlen(unsigned __int128 v) {
+  int n = 0;
+  for (; v; v >>= 1) n++;
+  return n;
+}
+static int64_t torch_ns(int64_t ns, bool up) {
+  bool neg = ns < 0;
+  unsigned __int128 a = neg ? (unsigned __int128)(-(ns + 1)) + 1 : (unsigned __int128)ns, one = 1;
+  if (a < 1000) return ns;       /* a quotient under 1: exact enough there (a call of the first microsecond) */
+  int k = 53 - bitlen(a / 1000); /* floor(log2(a / 1000)) = bitlen - 1: the quotient's last place is 2^-k */
+  if (k < 0) return ns;          /* past the bounded times (4e18 ns) */
+  unsigned __int128 num = a << k, q = num / 1000, rem = num % 1000;
+  if (2 * rem > 1000 || (2 * rem == 1000 && (q & 1))) q++; /* the division, to nearest, ties to even */
+  unsigned __int128 p = q * 1000;
+  int b = bitlen(p);
+  if (b > 53) { /* the product, rounded to 53 bits the same way */
+    int sh = b - 53;
+    unsigned __int128 low = p & ((one << sh) - 1), half = one << (sh - 1);
+    p >>= sh;
+    if (low > half || (low == half && (p & 1))) p++;
+    p <<= sh;
+  }
+  unsigned __int128 fl = p >> k, ce = (p + (one << k) - 1) >> k; /* the value is p * 2^-k */
+  return neg ? -(int64_t)(up ? fl : ce) : (int64_t)(up ? ce : fl);
+}
+
 /* Each call's memory: the bytes of the events in its [start, end], both ends in, on any
  * thread (torch's in_interval), into cm->total; the events in no call's interval make
  * key_averages' "[memory]" row (one call each, no time). False without memory. */
@@ -368,7 +399,8 @@ static bool mem_totals(ft_stats *st, const struct ft__host_ev *h, size_t n, call
       pre[c * (nm + 1) + i + 1] =
           (int64_t)((uint64_t)pre[c * (nm + 1) + i] + (e[i].cls == (uint32_t)c ? (uint64_t)e[i].bytes : 0));
   for (size_t k = 0; k < n; k++) {
-    size_t lo = mem_lower(e, nm, h[k].ts, false), hi = mem_lower(e, nm, h[k].end, true);
+    size_t lo = mem_lower(e, nm, torch_ns(h[k].ts, true), false),
+           hi = mem_lower(e, nm, torch_ns(h[k].end, false), true);
     if (hi < lo) hi = lo;
     for (int c = 0; c < 2; c++)
       cm->total[c][k] = (int64_t)((uint64_t)pre[c * (nm + 1) + hi] - (uint64_t)pre[c * (nm + 1) + lo]);
