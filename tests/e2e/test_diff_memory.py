@@ -62,7 +62,7 @@ def _():
         names = [r["name"] for r in out["memory"] if r["what"] == "op self memory"]
         assert names == ["aten::empty", "aten::add"], names  # the largest growth first
         text = diff(os.path.join(d, "a.json"), os.path.join(d, "b.json"), "table")
-        assert "== device memory, A vs B" in text and "peak reserved" in text, text
+        assert "== device memory, A vs B: peaks per device" in text and "peak reserved" in text, text
 
 
 @case("diff: one side with memory is compared against zeros; neither: no memory report")

@@ -102,9 +102,8 @@ bool ft__diff_memory(ft__diff_ctx *c) {
   size_t lim = c->o->limit, shown = pg.n;
   if (lim && pg.n > 2 * lim) shown = 2 * lim;
   ok = ok && ft__diff_report(c, FT_DIFF_MEMORY, "memory",
-                             "device memory, A vs B: each device's peaks (the largest over a side's files) and each "
-                             "op's self device memory (key_averages' Self CUDA Mem)",
-                             mem_cols, sizeof mem_cols / sizeof *mem_cols, 2 * nd + shown);
+                             "device memory, A vs B: peaks per device, each op's self device memory (bytes)", mem_cols,
+                             sizeof mem_cols / sizeof *mem_cols, 2 * nd + shown);
   ft_report *rep = &c->d->reps[FT_DIFF_MEMORY];
   if (ok && !(rep->strs = malloc(nd * DEV_NAME + 1))) ok = false;
   for (size_t j = 0; ok && j < nd; j++) {
