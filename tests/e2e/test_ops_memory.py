@@ -122,6 +122,22 @@ def _():
     assert got["outer"] == (321, 301, None, None, 1), got
 
 
+@case("ops memory: hostile Bytes (2^63 - 1 twice, 1 - 2^63) wrap as two's complement, never a crash")
+def _():
+    ev = [op("aten::a", 0, 100), op("aten::b", 10, 10),
+          mem(15, 2 ** 63 - 1), mem(16, 2 ** 63 - 1), mem(50, 1 - 2 ** 63), mem(200, 2 ** 63 - 1)]
+    with tempfile.TemporaryDirectory() as d:
+        p = write(d, ev)
+        got = by_name(stats(p))
+        wrap = lambda v: (v + 2 ** 63) % 2 ** 64 - 2 ** 63  # noqa: E731
+        assert got["aten::b"][:2] == (wrap(2 ** 64 - 2), wrap(2 ** 64 - 2)), got
+        assert got["aten::a"][:2] == (wrap(2 ** 63 - 1), wrap(2 ** 63 - 1 + 2)), got
+        assert got["[memory]"][:2] == (2 ** 63 - 1, 2 ** 63 - 1), got
+        for cmd in (["advise", "-f", "json"], ["stats", "-r", "ops,ops_shapes", "--engine=model"]):
+            r = subprocess.run([*WRAP, flagtrace, *cmd, p], capture_output=True, text=True)
+            assert r.returncode == 0, (cmd, r)
+
+
 @case("ops memory: --engine=model and a --partial merged again give the columns of the streaming read")
 def _():
     with tempfile.TemporaryDirectory() as d:

@@ -162,7 +162,8 @@ static bool leak(const ft_model *m, int32_t d, ft__findings *t) {
   for (size_t s = 1; s < m->n_steps; s++) {
     for (; i < m->n_mem && m->mem[i].ts < m->steps[s].end; i++) {
       if (m->mem[i].device != d || m->mem[i].device_type == 0) continue;
-      run = m->mem[i].total_allocated >= 0 ? m->mem[i].total_allocated : run + m->mem[i].bytes;
+      run = m->mem[i].total_allocated >= 0 ? m->mem[i].total_allocated
+                                           : (int64_t)((uint64_t)run + (uint64_t)m->mem[i].bytes); /* wraps */
       have = true;
     }
     if (!have) continue;
@@ -172,7 +173,8 @@ static bool leak(const ft_model *m, int32_t d, ft__findings *t) {
   }
   if (n < FT_ADVISE_LEAK_MIN_STEPS) return true;
   double den = (double)n * sxx - sx * sx, slope = den > 0 ? ((double)n * sxy - sx * sy) / den : 0;
-  if (slope < (double)FT_ADVISE_LEAK_MIN_BYTES) return true;
+  if (!(slope >= (double)FT_ADVISE_LEAK_MIN_BYTES)) return true; /* NaN too */
+  if (slope > 9e18) slope = 9e18;                                /* hostile totals: a size that fits its field */
   end = m->steps[last].end;
   /* the rows live at the end: allocations made in the steady steps, not freed before it */
   live l = {0};

@@ -45,8 +45,10 @@ static bool merge_rows(ft_stats *dst, const ft_stats *src) {
       r->self_ns += s->self_ns;
       r->self_cpu_ns += s->self_cpu_ns;
       r->total_dev_ns += s->total_dev_ns;
-      r->cpu_mem += s->cpu_mem, r->self_cpu_mem += s->self_cpu_mem;
-      r->dev_mem += s->dev_mem, r->self_dev_mem += s->self_dev_mem;
+      r->cpu_mem = ft__wrap_add(r->cpu_mem, s->cpu_mem),
+      r->self_cpu_mem = ft__wrap_add(r->self_cpu_mem, s->self_cpu_mem);
+      r->dev_mem = ft__wrap_add(r->dev_mem, s->dev_mem),
+      r->self_dev_mem = ft__wrap_add(r->self_dev_mem, s->self_dev_mem);
     }
   }
   return true;

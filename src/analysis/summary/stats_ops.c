@@ -254,8 +254,10 @@ typedef struct call_mem {
 static bool add_to_row(ft_stats *st, int sec, uint32_t i, const struct ft__host_ev *h, const call_mem *cm, size_t k) {
   ft_stat_row *r = ft__vec_at(&st->rows[sec], i);
   if (cm && cm->total[0]) {
-    r->cpu_mem += cm->total[MEM_CPU][k], r->self_cpu_mem += cm->self[MEM_CPU][k];
-    r->dev_mem += cm->total[MEM_DEV][k], r->self_dev_mem += cm->self[MEM_DEV][k];
+    r->cpu_mem = ft__wrap_add(r->cpu_mem, cm->total[MEM_CPU][k]);
+    r->self_cpu_mem = ft__wrap_add(r->self_cpu_mem, cm->self[MEM_CPU][k]);
+    r->dev_mem = ft__wrap_add(r->dev_mem, cm->total[MEM_DEV][k]);
+    r->self_dev_mem = ft__wrap_add(r->self_dev_mem, cm->self[MEM_DEV][k]);
   }
   r->calls++;
   r->self_cpu_ns += (uint64_t)(h->end - h->ts) - h->child_ns;
@@ -420,8 +422,10 @@ static bool mem_totals(ft_stats *st, const struct ft__host_ev *h, size_t n, call
     ft_stat_row *r = ft__intern(&st->names, "[memory]", 8, &id) ? NULL : ft__aux_row(st, FT_STAT_OPS, id, 0, &at);
     if (!(ok = r != NULL)) goto out;
     r->calls += n_lone;
-    r->cpu_mem += lone[MEM_CPU], r->self_cpu_mem += lone[MEM_CPU];
-    r->dev_mem += lone[MEM_DEV], r->self_dev_mem += lone[MEM_DEV];
+    r->cpu_mem = ft__wrap_add(r->cpu_mem, lone[MEM_CPU]),
+    r->self_cpu_mem = ft__wrap_add(r->self_cpu_mem, lone[MEM_CPU]);
+    r->dev_mem = ft__wrap_add(r->dev_mem, lone[MEM_DEV]),
+    r->self_dev_mem = ft__wrap_add(r->self_dev_mem, lone[MEM_DEV]);
   }
 out:
   free(e);

@@ -139,10 +139,8 @@ static int merge_row(reader *r, ft_stats *dst, int sec, const ft_stat_row *s, bo
   d->self_cpu_ns = sum.self_cpu_ns;
   d->total_dev_ns = sum.total_dev_ns;
   /* the ops' memory: signed sums, wrapping as a read's do (hostile bytes) */
-  d->cpu_mem = (int64_t)((uint64_t)d->cpu_mem + (uint64_t)s->cpu_mem);
-  d->self_cpu_mem = (int64_t)((uint64_t)d->self_cpu_mem + (uint64_t)s->self_cpu_mem);
-  d->dev_mem = (int64_t)((uint64_t)d->dev_mem + (uint64_t)s->dev_mem);
-  d->self_dev_mem = (int64_t)((uint64_t)d->self_dev_mem + (uint64_t)s->self_dev_mem);
+  d->cpu_mem = ft__wrap_add(d->cpu_mem, s->cpu_mem), d->self_cpu_mem = ft__wrap_add(d->self_cpu_mem, s->self_cpu_mem);
+  d->dev_mem = ft__wrap_add(d->dev_mem, s->dev_mem), d->self_dev_mem = ft__wrap_add(d->self_dev_mem, s->self_dev_mem);
   return 1;
 }
 
