@@ -538,7 +538,7 @@ static bool between(const reader *r, const ft__json *j, unsigned *d) {
 ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err, size_t errlen) {
   reader r;
   reader_init(&r, st);
-  r.want_args = st->want_args;
+  r.want_args = st->want_args || st->want_memory; /* runtime calls' correlation ids name the call that allocated */
   r.want_modules = st->want_modules;
   ft__json *j = malloc(sizeof *j); /* its nesting stack is 10 kB: not on a file thread's stack */
   if (!j) return FT_ENOMEM;

@@ -153,8 +153,9 @@ void ft__rd_mem_number(reader *r, const char *s, size_t n) {
   if (!ok && r->key == K_M_ADDR) { /* 2^63 and above: digits only */
     uint64_t u = 0;
     size_t i = 0;
-    for (; i < n && i < 20 && ft__is_digit(s[i]); i++) u = u * 10 + (uint64_t)(s[i] - '0');
-    if ((ok = i == n && n > 0 && n < 20)) v = (int64_t)u;
+    for (; i < n && n <= 20 && ft__is_digit(s[i]) && u <= (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10; i++)
+      u = u * 10 + (uint64_t)(s[i] - '0');
+    if ((ok = i == n && n > 0)) v = (int64_t)u;
   }
   if (!ok) {
     r->mem_bad = true;
