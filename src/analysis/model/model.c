@@ -521,7 +521,7 @@ ft_status ft_model_replay(const ft_model *m, ft_stats *st) {
     if (m->kind[i] == FT_MK_PYFUNC && !st->want_modules) continue; /* the reader ignores them then */
     ft__ev e;
     const char *name;
-    slice_ev(m, i, st->want_args, &e, &name);
+    slice_ev(m, i, st->want_args || st->want_memory, &e, &name); /* a call's correlation id: memory's too */
     ok = ok && ft__stats_apply(st, &e, name, kind_cat[m->kind[i]]);
   }
   if (p->read) { /* what the reader counts itself */

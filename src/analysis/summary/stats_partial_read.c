@@ -600,14 +600,11 @@ static int cb_end(void *ctx) {
   case F_DIST: { /* into its row, or the file's HTA analyses */
     frame *up = &r->fr[r->depth - 2];
     ft_stat_hta *h = up->kind == F_HTA ? &cur_file(r)->hta : NULL;
-    if (up->kind == F_MEM_DEV) {
-      ok = ft__partial_end_dist(r, ft__partial_mem_dist(r, up));
-      break;
-    }
-    ok = ft__partial_end_dist(r, !h                 ? (up->key == R_T ? &r->row.t : &r->row.b)
-                                 : up->key == H_CPU ? &h->cpu_ns
-                                 : up->key == H_GPU ? &h->gpu_ns
-                                                    : &h->delay_ns);
+    ok = ft__partial_end_dist(r, up->kind == F_MEM_DEV ? ft__partial_mem_dist(r, up)
+                                 : !h                  ? (up->key == R_T ? &r->row.t : &r->row.b)
+                                 : up->key == H_CPU    ? &h->cpu_ns
+                                 : up->key == H_GPU    ? &h->gpu_ns
+                                                       : &h->delay_ns);
     break;
   }
   case F_BUSY_DEV:
