@@ -14,6 +14,11 @@
 #include "stats_partial.h"
 #include "stats_internal.h"
 
+/* (stats_partial.h) the ops' memory sums last (issue 51): signed, read as signed_field says */
+const char *const ft__partial_row_keys[] = {"name",        "aux",          "cat", "comm", "calls",   "self_ns",
+                                            "self_cpu_ns", "total_dev_ns", "t",   "b",    "cpu_mem", "self_cpu_mem",
+                                            "dev_mem",     "self_dev_mem", NULL};
+
 /* The key a row is merged under in its section, as stats_job.c's merge_rows keys it. */
 static uint64_t row_key(int sec, uint32_t name_id, uint32_t aux_id, uint8_t cat) {
   return ft_stat_keyed_by_aux(sec) ? (uint64_t)aux_id << 32 | name_id : (uint64_t)cat << 32 | name_id;

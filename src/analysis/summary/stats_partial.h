@@ -105,6 +105,16 @@ enum {
 };
 enum { D_N, D_TOTAL, D_MIN, D_MAX, D_SUMSQ, D_VALS, D_HIST_LO, D_HIST };
 
+/* A row's members, in R_* order (stats_partial.c). */
+extern const char *const ft__partial_row_keys[];
+/* A row's memory sum of key k (R_CPU_MEM .. R_SELF_DEV_MEM): the ops' memory columns, signed. */
+static inline int64_t *ft__partial_row_mem(ft_stat_row *r, int k) {
+  return k == R_CPU_MEM        ? &r->cpu_mem
+         : k == R_SELF_CPU_MEM ? &r->self_cpu_mem
+         : k == R_DEV_MEM      ? &r->dev_mem
+                               : &r->self_dev_mem;
+}
+
 typedef struct ft__pframe {
   uint8_t kind;
   int key;       /* the member being read (objects), -1 before one */

@@ -32,10 +32,6 @@ static const char *const skip_keys[] = {"bad_time",  "time_range", "unknown_cat"
 static const char *const meta_keys[] = {
     "rank", "device_activity", "tracer", "device_status", "dropped_records", "window_discarded", "has_flagtrace", NULL};
 
-static const char *const row_keys[] = {"name",        "aux",          "cat", "comm", "calls",   "self_ns",
-                                       "self_cpu_ns", "total_dev_ns", "t",   "b",    "cpu_mem", "self_cpu_mem",
-                                       "dev_mem",     "self_dev_mem", NULL};
-
 static const char *const dist_keys[] = {"n", "total", "min", "max", "sumsq", "vals", "hist_lo", "hist", NULL};
 
 static const char *const hex_keys[] = {"hex", NULL};
@@ -68,7 +64,7 @@ static const char *const *keys_of(uint8_t kind) {
   case F_FILE: return file_keys;
   case F_SKIPPED: return skip_keys;
   case F_META: return meta_keys;
-  case F_ROW: return row_keys;
+  case F_ROW: return ft__partial_row_keys;
   case F_DIST: return dist_keys;
   case F_STRHEX: return hex_keys;
   case F_HTA: return hta_keys;
@@ -274,8 +270,7 @@ static int number_u(reader *r, frame *f, uint64_t v) {
 }
 
 static int number_i(reader *r, frame *f, int64_t v) {
-  int64_t *mem[] = {&r->row.cpu_mem, &r->row.self_cpu_mem, &r->row.dev_mem, &r->row.self_dev_mem}; /* signed */
-  if (f->kind == F_ROW && f->key >= R_CPU_MEM) return *mem[f->key - R_CPU_MEM] = v, 1;
+  if (f->kind == F_ROW && f->key >= R_CPU_MEM) return *ft__partial_row_mem(&r->row, f->key) = v, 1; /* signed */
   if (f->kind == F_FILE && f->key == FI_FIRST) return cur_file(r)->first_ns = (uint64_t)v, 1;
   if (f->kind == F_HTA && f->key == H_GPU_FIRST) return cur_file(r)->hta.gpu_first_ns = v, 1;
   if (f->kind == F_HTA && f->key == H_GPU_LAST) return cur_file(r)->hta.gpu_last_ns = v, 1;
