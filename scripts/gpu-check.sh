@@ -143,6 +143,9 @@ step "stats ops vs key_averages(): torch-cuda's profile (plain and by input shap
   python3 tests/gpu/torch_key_averages.py --flagtrace "$FT" --out "$BUILD/ka"
 step "stats ops vs key_averages(): flagtrace.torch's profile (PrivateUse1 adaptor)" \
   python3 tests/gpu/torch_key_averages.py --flagtrace "$FT" --out "$BUILD/ka" --import-flagtrace
+# issue 51: the ops' memory columns against key_averages() of a profile_memory=True profile, byte for byte
+step "stats ops memory columns vs key_averages(): torch-cuda's profile_memory=True" \
+  python3 tests/gpu/torch_ops_memory.py --flagtrace "$FT" --out "$BUILD/ka"
 step "profiler baseline from native torch-cuda (tests/data/gen_profiler_baseline.py)" bash -c "
   python3 tests/data/gen_profiler_baseline.py && cp tests/data/profiler_cuda_baseline.json $OUT/"
 # one pytest process per mode: torch's privateuse1 backend is renamed before the first

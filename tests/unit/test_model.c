@@ -10,6 +10,7 @@
 
 #include "model.h"
 #include "stats_internal.h"
+#include "stats_memory.h"
 
 /* One event as the stats reader hands it over. */
 typedef struct spec {
@@ -242,6 +243,94 @@ static const char TRACE[] =
     "{\"ph\": \"X\", \"cat\": \"python\", \"name\": \"ignored\", \"pid\": 1, \"tid\": 1, \"ts\": 1.2, \"dur\": 0.1}"
     "]}";
 
+/* [memory] instants (issue 51): rows in time order (not the file's), each with its op (on its thread, else by its
+ * call's), call (correlation id) and step; args read whatever the keys' order; a replay gives the streaming summary. */
+static const char MEM_TRACE[] =
+    "{\"traceEvents\": ["
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1, \"tid\": 1, \"ts\": 0,"
+    " \"dur\": 100},"
+    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::empty\", \"pid\": 1, \"tid\": 1, \"ts\": 20, \"dur\": 40},"
+    "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaMalloc\", \"pid\": 1, \"tid\": 1, \"ts\": 25, \"dur\": "
+    "10,"
+    " \"args\": {\"correlation\": 9}},"
+    "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 1,"
+    " \"ts\": 30, \"args\": {\"Device Type\": 1, \"Device Id\": 0, \"Addr\": 1, \"Bytes\": 100, \"Total Allocated\": "
+    "100,"
+    " \"Total Reserved\": 4096}},"
+    "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 5, \"ts\": 10,"
+    " \"args\": {\"Device Type\": 20, \"Device Id\": 3, \"Addr\": 18446744073709551615, \"Bytes\": 7,"
+    " \"correlation\": 9, \"Op\": \"alloc\", \"Kind\": \"device\"}},"
+    "{\"args\": {\"Device Type\": 1, \"Device Id\": 0, \"Addr\": 1, \"Bytes\": -100, \"Total Allocated\": 0},"
+    " \"ph\": \"I\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 1, \"ts\": 40},"
+    "{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 1, \"ts\": 200, \"args\": {\"Device Type\": 1,"
+    " \"Device Id\": 0, \"Addr\": 2, \"Bytes\": 50}},"
+    "{\"args\": {\"Bytes\": 5, \"Addr\": 3}, \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": "
+    "7,"
+    " \"ts\": 50, \"dur\": 1},"
+    "{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 1, \"ts\": 60, \"args\": {\"Bytes\": null}}"
+    "]}";
+
+static void test_memory_rows(void **state) {
+  (void)state;
+  ft_model m;
+  ft_stats st, re;
+  char err[256];
+  assert_int_equal(ft_stats_init(&st), FT_OK);
+  st.want_memory = true;
+  st.mem = ft__memacc_new();
+  assert_int_equal(ft_model_read_mem(&m, MEM_TRACE, strlen(MEM_TRACE), NULL, &st, err, sizeof err), FT_OK);
+  assert_int_equal(m.n, 4);
+  assert_int_equal(m.n_mem, 4);
+  const int64_t ts[] = {10000, 30000, 40000, 200000}, bytes[] = {7, 100, -100, 50};
+  const char *const op[] = {"aten::empty", "aten::empty", "aten::empty", ""};
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(m.mem[i].ts, ts[i]);
+    assert_int_equal(m.mem[i].bytes, bytes[i]);
+    assert_string_equal(ft_model_str(&m, m.mem[i].op == FT_MODEL_NONE ? FT_MODEL_NONE : m.name[m.mem[i].op]), op[i]);
+    assert_int_equal(m.mem[i].step, i < 3 ? 0 : FT_MODEL_NONE);
+    assert_int_equal(m.tracks[m.mem[i].track].tid, i ? 1 : 5);
+  }
+  assert_int_equal(m.steps[0].number, 1);
+  assert_int_equal(m.mem[0].addr, UINT64_MAX);
+  assert_int_equal(m.mem[0].device, 3);
+  assert_int_equal(m.mem[0].device_type, 20);
+  assert_int_equal(m.mem[0].total_allocated, -1);
+  assert_string_equal(ft_model_str(&m, m.name[m.mem[0].call]), "cudaMalloc");
+  assert_int_equal(m.mem[1].call, FT_MODEL_NONE);
+  assert_int_equal(m.mem[1].total_reserved, 4096);
+  assert_int_equal(m.mem[2].total_allocated, 0);
+  assert_int_equal(m.mem[2].total_reserved, -1);
+  assert_true(ft_model_bytes(&m) >= 4 * (sizeof(ft_model_mem) + 68));
+  /* what the streaming read summed: ft_model_read's parse ended the file (ft__stats_mem_file_end) */
+  const ft_stat_mem *a = &st.mem_sum;
+  assert_int_equal(a->n_devs, 2);
+  assert_int_equal(a->bad_field, 1);
+  assert_int_equal(a->devs[0].peak_alloc.bytes, 100);
+  assert_string_equal(a->devs[0].peak_alloc.op, "aten::empty");
+  assert_int_equal(a->devs[0].peak_alloc.step, 1);
+  assert_int_equal(a->devs[0].live_bytes, 50);
+  assert_string_equal(a->devs[1].peak_alloc.call, "cudaMalloc");
+  assert_string_equal(a->devs[1].peak_alloc.op, "aten::empty");
+  assert_int_equal(ft_stats_init(&re), FT_OK);
+  re.want_memory = true;
+  re.mem = ft__memacc_new();
+  assert_int_equal(ft_model_replay(&m, &re), FT_OK); /* the replay ends the file: mem_sum is set */
+  const ft_stat_mem *b = &re.mem_sum;
+  assert_int_equal(b->n_devs, 2);
+  assert_int_equal(b->bad_field, 1);
+  assert_int_equal(b->events, a->events);
+  for (size_t d = 0; d < 2; d++) {
+    assert_int_equal(b->devs[d].peak_alloc.bytes, a->devs[d].peak_alloc.bytes);
+    assert_int_equal(b->devs[d].peak_alloc.ts, a->devs[d].peak_alloc.ts);
+    assert_string_equal(b->devs[d].peak_alloc.op, a->devs[d].peak_alloc.op);
+    assert_int_equal(b->devs[d].live_n, a->devs[d].live_n);
+    assert_int_equal(b->devs[d].alloc_sizes.total, a->devs[d].alloc_sizes.total);
+  }
+  ft_stats_free(&st);
+  ft_stats_free(&re);
+  ft_model_free(&m);
+}
+
 /* One parse fills the model and the summary; a replay into a fresh summary gives the same rows. */
 static void test_read_and_replay(void **state) {
   (void)state;
@@ -361,6 +450,7 @@ int main(void) {
       cmocka_unit_test(test_ties_and_wide_ids),
       cmocka_unit_test(test_named_steps),
       cmocka_unit_test(test_read_and_replay),
+      cmocka_unit_test(test_memory_rows),
       cmocka_unit_test(test_bytes_per_slice),
       cmocka_unit_test(test_committed_trace),
   };

@@ -27,50 +27,11 @@ static unsigned cat_entry(reader *r, const unsigned char *s, size_t n) {
   return i;
 }
 
-/* Appends n bytes and a NUL to b's text; their offset, or UINT32_MAX without memory. */
-/* *buf with room for need bytes (doubling from first); false without memory. */
-static bool room(char **buf, size_t *cap, size_t need, size_t first) {
-  if (need <= *cap) return true;
-  size_t c = *cap ? 2 * *cap : first;
-  while (c < need) c *= 2;
-  char *p = realloc(*buf, c);
-  if (!p) return false;
-  *buf = p;
-  *cap = c;
-  return true;
-}
-
-static uint32_t batch_text(ft__evbatch *b, const char *s, size_t n) {
-  /* a segment is far smaller than 4 GiB: the first test is not reached */
-  if (b->len + n + 1 > UINT32_MAX || !room(&b->text, &b->tcap, b->len + n + 1, 1 << 16)) return UINT32_MAX;
-  uint32_t at = (uint32_t)b->len;
-  memcpy(b->text + at, s, n);
-  b->text[at + n] = '\0';
-  b->len += n + 1;
-  return at;
-}
-
-static bool batch_add(ft__evbatch *b, ft__ev e, const char *name, const char *cat_s) {
-  if (b->n == b->cap) {
-    size_t cap = b->cap ? 2 * b->cap : 4096;
-    ft__ev *p = realloc(b->ev, cap * sizeof *p);
-    if (!p) return false;
-    b->ev = p;
-    b->cap = cap;
-  }
-  if ((e.name_off = batch_text(b, name, e.name_len)) == UINT32_MAX) return false;
-  if (e.has_dims && (e.dims_off = batch_text(b, e.dims, e.dims_len)) == UINT32_MAX) return false;
-  e.dims = NULL; /* its text is the batch's: resolved when the batch is taken */
-  if (e.sec == FT__SEC_UNKNOWN && (e.cat_off = batch_text(b, cat_s, strlen(cat_s))) == UINT32_MAX) return false;
-  b->ev[b->n++] = e;
-  return true;
-}
-
 /* The event just read: counted, then added to st (or kept in a worker's batch). */
 static bool process_event(reader *r) {
   ft__evcounts *c = &r->cnt;
   c->events++;
-  if (!r->is_x) return true;
+  if (!r->is_x) return r->is_inst && r->is_memname ? ft__rd_memory_event(r) : true;
   if (r->time_range) {
     c->time_range++;
     return true;
@@ -111,6 +72,7 @@ static bool process_event(reader *r) {
   e.tid = r->tid;
   e.corr = r->corr;
   e.stream = r->stream;
+  if (!r->want_args) r->has_corr = r->has_stream = false; /* read for a [memory] instant's sake (ph after args) */
   e.regs = r->regs;
   memcpy(e.grid, r->grid, sizeof e.grid);
   memcpy(e.block, r->block, sizeof e.block);
@@ -123,8 +85,7 @@ static bool process_event(reader *r) {
   e.has_dims = r->has_dims;
   e.dims = r->has_dims ? r->dims : NULL;
   e.dims_len = r->has_dims ? (uint32_t)r->dims_len : 0;
-  const char *name = r->name ? r->name : "";
-  return r->sink ? batch_add(r->sink, e, name, r->cats[cat].s) : ft__stats_apply(r->st, &e, name, r->cats[cat].s);
+  return ft__rd_emit(r, &e, r->cats[cat].s);
 }
 
 static void counts_add(ft__evcounts *to, const ft__evcounts *c) {
@@ -136,11 +97,12 @@ static void counts_add(ft__evcounts *to, const ft__evcounts *c) {
   to->bad_bytes += c->bad_bytes;
   to->bad_ext += c->bad_ext;
   to->cut_strings += c->cut_strings;
+  to->mem_bad += c->mem_bad;
   if (to->first_ns > c->first_ns) to->first_ns = c->first_ns;
   if (to->last_ns < c->last_ns) to->last_ns = c->last_ns;
 }
 
-static const ft__evcounts COUNTS0 = {0, 0, 0, 0, 0, 0, 0, 0, INT64_MAX, INT64_MIN};
+static const ft__evcounts COUNTS0 = {0, 0, 0, 0, 0, 0, 0, 0, INT64_MAX, INT64_MIN, 0};
 
 /* ts or dur (or a copy's bytes) given as a string, null, list...: the event is
  * skipped and counted. */
@@ -148,42 +110,8 @@ static void non_number(reader *r) {
   if (r->ev_depth && r->depth == r->ev_depth && (r->key == K_TS || r->key == K_DUR)) r->bad_time = true;
   else if (r->args_depth && r->depth == r->args_depth && r->key == K_BYTES) r->bad_bytes = true;
   else if (r->args_depth && r->depth == r->args_depth && r->key == K_EXT) r->bad_ext = true;
-}
-
-/* Appends s[0, n) to the Input Dims text, up to FT_STATS_KEEP bytes (a longer list
- * is cut: its key stays distinct from any shorter one's). */
-static bool dims_put(reader *r, const char *s, size_t n) {
-  if (r->dims_len + n + 1 > FT_STATS_KEEP) n = r->dims_len + 1 < FT_STATS_KEEP ? FT_STATS_KEEP - r->dims_len - 1 : 0;
-  if (!room(&r->dims, &r->dims_cap, r->dims_len + n + 1, 256)) {
-    snprintf(r->err, sizeof r->err, "out of memory");
-    return false;
-  }
-  memcpy(r->dims + r->dims_len, s, n);
-  r->dims_len += n;
-  r->dims[r->dims_len] = '\0';
-  return true;
-}
-
-/* A value inside Input Dims, written as Python's str() of the list writes it
- * ("[[16, 1024], []]"): key_averages(group_by_input_shape=True) keys on that. */
-static bool dims_value(reader *r, const char *s, size_t n) {
-  if (r->arr_after && !dims_put(r, ", ", 2)) return false;
-  r->arr_after = true;
-  return dims_put(r, s, n);
-}
-
-/* grid or block held something other than three whole numbers: not shown */
-static void arr_spoil(reader *r) { *(r->arr_key == K_GRID ? &r->grid_n : &r->block_n) = 4; }
-
-/* A value of an array being read (grid, block, Input Dims); false on ENOMEM. */
-static bool arr_number(reader *r, const char *s, size_t n) {
-  if (r->arr_key == K_DIMS) return dims_value(r, s, n);
-  uint8_t *cnt = r->arr_key == K_GRID ? &r->grid_n : &r->block_n;
-  int32_t *d = r->arr_key == K_GRID ? r->grid : r->block;
-  int64_t v;
-  if (r->depth == r->arr_depth && *cnt < 3 && parse_int(s, n, &v) && v >= 0 && v <= INT32_MAX) d[(*cnt)++] = (int32_t)v;
-  else arr_spoil(r);
-  return true;
+  else if (r->args_depth && r->depth == r->args_depth && r->key >= K_M_DEVTYPE && r->key <= K_M_POOLB)
+    r->mem_bad = true;
 }
 
 static int cb_start_map(void *ctx) {
@@ -191,7 +119,7 @@ static int cb_start_map(void *ctx) {
   non_number(r);
   if (r->arr_depth) { /* a map in grid, block or Input Dims: not one we read */
     if (r->arr_key == K_DIMS) r->has_dims = false, r->arr_key = K_OTHER;
-    else arr_spoil(r);
+    else ft__rd_arr_spoil(r);
   }
   r->depth++;
   if (r->depth == 2 && (r->key == K_FLAGTRACE || r->key == K_DIST)) {
@@ -208,6 +136,13 @@ static int cb_start_map(void *ctx) {
     r->has_tid = r->has_corr = r->has_stream = r->has_regs = r->has_dims = false;
     r->grid_n = r->block_n = 0;
     r->bytes = 0;
+    r->ph_seen = r->is_inst = r->name_seen = r->is_memname = r->mem_bad = r->has_mbytes = r->has_addr = false;
+    r->mem.mem_total_alloc = r->mem.mem_total_res = -1;
+    r->mem.mem_device = -1;
+    r->mem.mem_device_type = -1;
+    r->mem.mem_pool_bytes = 0;
+    r->mem.mem_op = FT__MOP_NONE;
+    r->mem.mem_kind = FT__MKIND_NONE;
   } else if (r->ev_depth && r->depth == r->ev_depth + 1 && r->key == K_ARGS) {
     r->args_depth = r->depth;
   }
@@ -245,14 +180,14 @@ static int cb_start_array(void *ctx) {
     r->arr_after = false;
     r->dims_len = 0;
     r->j->keep = 64;
-    if (r->key == K_DIMS && !dims_put(r, "[", 1)) return 0;
+    if (r->key == K_DIMS && !ft__rd_dims_put(r, "[", 1)) return 0;
     if (r->key != K_DIMS) *(r->key == K_GRID ? &r->grid_n : &r->block_n) = 0;
   } else if (r->arr_depth) {
     r->j->keep = 64;
     if (r->arr_key == K_DIMS) {
-      if ((r->arr_after && !dims_put(r, ", ", 2)) || !dims_put(r, "[", 1)) return 0;
+      if ((r->arr_after && !ft__rd_dims_put(r, ", ", 2)) || !ft__rd_dims_put(r, "[", 1)) return 0;
       r->arr_after = false;
-    } else if (r->arr_key != K_OTHER) arr_spoil(r);
+    } else if (r->arr_key != K_OTHER) ft__rd_arr_spoil(r);
   }
   if (r->depth == 1) { /* the JSON Array Format: a bare list of events */
     r->top_array = true;
@@ -278,7 +213,7 @@ static int cb_end_array(void *ctx) {
   if (r->depth == r->devprops_depth) r->devprops_depth = 0;
   if (r->arr_depth && r->depth >= r->arr_depth) {
     if (r->arr_key == K_DIMS) {
-      if (!dims_put(r, "]", 1)) return 0;
+      if (!ft__rd_dims_put(r, "]", 1)) return 0;
       r->arr_after = true;
     }
     if (r->depth == r->arr_depth) {
@@ -325,6 +260,8 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
     case 4: r->key = IS("name") ? K_NAME : IS("args") ? K_ARGS : K_OTHER; break;
     default: break;
     }
+  } else if (r->args_depth && r->depth == r->args_depth && ft__rd_maybe_mem(r)) {
+    ft__rd_mem_key(r, k, n);
   } else if (r->args_depth && r->depth == r->args_depth) {
     switch (n) { /* by length first: a kernel has a dozen args (perf: P5) */
     case 11:
@@ -344,16 +281,35 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
    * is scanned, never held. Only a key makes keep nonzero; the next token after
    * its value is another key or the map's end, which resets it, and an array
    * (whose elements have no key) resets it at its start. */
-  static const size_t keep_of[] = {[K_PH] = FT_STATS_KEEP,      [K_CAT] = FT_STATS_KEEP,
-                                   [K_NAME] = FT_STATS_KEEP,    [K_TS] = FT_STATS_KEEP,
-                                   [K_DUR] = FT_STATS_KEEP,     [K_PID] = FT_STATS_KEEP,
-                                   [K_EXT] = FT_STATS_KEEP,     [K_BYTES] = FT_STATS_KEEP,
-                                   [K_RANK] = FT_STATS_KEEP,    [K_TRACER] = FT_STATS_KEEP,
-                                   [K_STATUS] = FT_STATS_KEEP,  [K_DROPPED] = FT_STATS_KEEP,
-                                   [K_WINDOW] = FT_STATS_KEEP,  [K_TID] = FT_STATS_KEEP,
-                                   [K_CORR] = FT_STATS_KEEP,    [K_STREAM] = FT_STATS_KEEP,
-                                   [K_REGS] = FT_STATS_KEEP,    [K_EVENTS] = 0,
-                                   [K_DEVNAME] = FT_STATS_KEEP, [K_DEVPROPS] = 0};
+  static const size_t keep_of[] = {[K_PH] = FT_STATS_KEEP,
+                                   [K_CAT] = FT_STATS_KEEP,
+                                   [K_NAME] = FT_STATS_KEEP,
+                                   [K_TS] = FT_STATS_KEEP,
+                                   [K_DUR] = FT_STATS_KEEP,
+                                   [K_PID] = FT_STATS_KEEP,
+                                   [K_EXT] = FT_STATS_KEEP,
+                                   [K_BYTES] = FT_STATS_KEEP,
+                                   [K_RANK] = FT_STATS_KEEP,
+                                   [K_TRACER] = FT_STATS_KEEP,
+                                   [K_STATUS] = FT_STATS_KEEP,
+                                   [K_DROPPED] = FT_STATS_KEEP,
+                                   [K_WINDOW] = FT_STATS_KEEP,
+                                   [K_TID] = FT_STATS_KEEP,
+                                   [K_CORR] = FT_STATS_KEEP,
+                                   [K_STREAM] = FT_STATS_KEEP,
+                                   [K_REGS] = FT_STATS_KEEP,
+                                   [K_EVENTS] = 0,
+                                   [K_DEVNAME] = FT_STATS_KEEP,
+                                   [K_DEVPROPS] = 0,
+                                   [K_M_DEVTYPE] = 64,
+                                   [K_M_DEVID] = 64,
+                                   [K_M_ADDR] = 64,
+                                   [K_M_BYTES] = 64,
+                                   [K_M_TALLOC] = 64,
+                                   [K_M_TRES] = 64,
+                                   [K_M_POOLB] = 64,
+                                   [K_M_OP] = 64,
+                                   [K_M_KIND] = 64};
   r->j->keep = keep_of[r->key];
   return 1;
 }
@@ -376,8 +332,9 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
   non_number(r);
   if (r->arr_depth) {
     if (r->arr_key == K_DIMS) { /* not a shape: kept as Python shows a str */
-      if (!dims_value(r, "'", 1) || !dims_put(r, (const char *)s, n) || !dims_put(r, "'", 1)) return 0;
-    } else if (r->arr_key != K_OTHER) arr_spoil(r);
+      if (!ft__rd_dims_value(r, "'", 1) || !ft__rd_dims_put(r, (const char *)s, n) || !ft__rd_dims_put(r, "'", 1))
+        return 0;
+    } else if (r->arr_key != K_OTHER) ft__rd_arr_spoil(r);
   } else if (r->key == K_DEVNAME && r->st && !r->st->device_name[0]) { /* the first device's: a rank's GPU */
     copy_cut(r->st->device_name, sizeof r->st->device_name, s, n);
   } else if (r->meta_depth && r->depth == r->meta_depth && (r->key == K_TRACER || r->key == K_STATUS)) {
@@ -391,11 +348,13 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
       r->has_tid = true;
     } else if (r->key == K_PH) {
       r->is_x = n == 1 && s[0] == 'X';
+      r->ph_seen = true;
+      r->is_inst = n == 1 && (s[0] == 'i' || s[0] == 'I');
     } else if (r->key == K_CAT) {
       r->cat = cat_entry(r, s, n);
       r->has_cat = true;
     } else if (r->key == K_NAME) {
-      if (!room(&r->name, &r->name_cap, n + 1, 64)) {
+      if (!ft__rd_room(&r->name, &r->name_cap, n + 1, 64)) {
         snprintf(r->err, sizeof r->err, "out of memory");
         return 0;
       }
@@ -403,7 +362,11 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
       r->name[n] = '\0';
       r->name_len = n;
       r->name_cut = r->j->cut != 0;
+      r->name_seen = true;
+      r->is_memname = n == 8 && !memcmp(s, "[memory]", 8);
     }
+  } else if (r->args_depth && r->depth == r->args_depth && (r->key == K_M_OP || r->key == K_M_KIND)) {
+    ft__rd_mem_string(r, s, n);
   }
   r->key = K_OTHER;
   return 1;
@@ -420,10 +383,11 @@ static int cb_number(void *ctx, const char *s, size_t n) {
       else if (v == FT__NUM_RANGE) r->time_range = true;
       else r->bad_time = true;
     } else if (r->key == K_PID) r->pid_num = parse_int(s, n, &r->pid);
-    else if (r->key == K_TID && (!r->has_cat || r->cats[r->cat].sec >= FT__SEC_RUNTIME)) /* host calls only */
+    else if (r->key == K_TID && (!r->has_cat || r->cats[r->cat].sec >= FT__SEC_RUNTIME || r->is_memname))
+      /* host calls and [memory] instants only */
       r->has_tid = parse_int(s, n, &r->tid);
   } else if (r->arr_depth) {
-    if (r->arr_key != K_OTHER && !arr_number(r, s, n)) return 0;
+    if (r->arr_key != K_OTHER && !ft__rd_arr_number(r, s, n)) return 0;
   } else if (r->meta_depth && r->depth == r->meta_depth) {
     int64_t v;
     ft_stat_meta *m = &r->st->meta;
@@ -446,6 +410,8 @@ static int cb_number(void *ctx, const char *s, size_t n) {
       r->has_stream = parse_int(s, n, &r->stream);
     } else if (r->key == K_REGS) {
       r->has_regs = parse_int(s, n, &r->regs);
+    } else if (r->key >= K_M_DEVTYPE && r->key <= K_M_POOLB) {
+      ft__rd_mem_number(r, s, n);
     }
   }
   r->key = K_OTHER;
@@ -457,8 +423,8 @@ static int cb_scalar(void *ctx) {
   if (r->key == K_EVENTS) return bad_events(r);
   non_number(r);
   if (r->arr_depth && r->arr_key != K_OTHER) { /* null or a boolean */
-    if (r->arr_key != K_DIMS) arr_spoil(r);
-    else if (!dims_value(r, "None", 4)) return 0;
+    if (r->arr_key != K_DIMS) ft__rd_arr_spoil(r);
+    else if (!ft__rd_dims_value(r, "None", 4)) return 0;
   }
   r->key = K_OTHER;
   return 1;
@@ -572,7 +538,7 @@ static bool between(const reader *r, const ft__json *j, unsigned *d) {
 ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err, size_t errlen) {
   reader r;
   reader_init(&r, st);
-  r.want_args = st->want_args;
+  r.want_args = st->want_args || st->want_memory; /* runtime calls' correlation ids name the call that allocated */
   r.want_modules = st->want_modules;
   ft__json *j = malloc(sizeof *j); /* its nesting stack is 10 kB: not on a file thread's stack */
   if (!j) return FT_ENOMEM;
@@ -647,6 +613,7 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   st->skipped.bad_bytes += r.cnt.bad_bytes;
   st->skipped.bad_ext += r.cnt.bad_ext;
   st->cut_strings += r.cnt.cut_strings;
+  st->mem_bad += r.cnt.mem_bad;
   if (st->first_ns > r.cnt.first_ns) st->first_ns = r.cnt.first_ns;
   if (st->last_ns < r.cnt.last_ns) st->last_ns = r.cnt.last_ns;
   free(r.name);
@@ -655,6 +622,10 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   free(j);
   /* The External id join and the calls' nesting are per file: ids restart in
    * every rank's trace. */
+  if (!ft__stats_mem_file_end(st) && !status) {
+    snprintf(err, errlen, "out of memory");
+    status = FT_ENOMEM;
+  }
   if (!ft__ops_file_end(st) && !status) {
     snprintf(err, errlen, "out of memory");
     status = FT_ENOMEM;

@@ -33,7 +33,17 @@ enum key {
   K_DROPPED,
   K_WINDOW,   /* keys inside them */
   K_DEVPROPS, /* the top-level "deviceProperties" array */
-  K_DEVNAME   /* a device's "name" in it */
+  K_DEVNAME,  /* a device's "name" in it */
+  /* a [memory] instant's args (read only when the event may be one: the_mem()) */
+  K_M_DEVTYPE,
+  K_M_DEVID,
+  K_M_ADDR,
+  K_M_BYTES,
+  K_M_TALLOC,
+  K_M_TRES,
+  K_M_POOLB,
+  K_M_OP,
+  K_M_KIND
 };
 
 typedef struct reader {
@@ -82,6 +92,12 @@ typedef struct reader {
   ft__evcounts cnt;         /* what every event adds: into st at the parse's end */
   struct ft__evbatch *sink; /* a parse worker's: events are kept here, not added to st */
   bool closed;              /* a worker's parse reached the end of the events array */
+  /* [memory] instants (issue 51): ph and name as read so far; their args are read only while the event
+   * may still be one (an "X" event whose ph comes first costs one test per args key: P5) */
+  bool ph_seen, is_inst, name_seen, is_memname;
+  bool mem_bad; /* a number field of its args was not a number */
+  bool has_mbytes, has_addr;
+  ft__ev mem; /* its mem_* fields */
 } reader;
 
 /* A segment's events as a parse worker read them (stats_internal.h). */
@@ -96,5 +112,27 @@ struct ft__evbatch {
   reader r; /* its counts (r.cnt) are the segment's */
   ft__json *j;
 };
+
+/* stats_reader_args.c: args that take more than a number (Input Dims, grid and block, a [memory] instant's),
+ * the batch a worker keeps events in, and what hands an event over. False: no memory. */
+bool ft__rd_room(char **buf, size_t *cap, size_t need, size_t first);
+bool ft__rd_batch_add(ft__evbatch *b, ft__ev e, const char *name, const char *cat_s);
+bool ft__rd_memory_event(reader *r);
+bool ft__rd_dims_put(reader *r, const char *s, size_t n);
+bool ft__rd_dims_value(reader *r, const char *s, size_t n);
+void ft__rd_arr_spoil(reader *r);
+bool ft__rd_arr_number(reader *r, const char *s, size_t n);
+void ft__rd_mem_key(reader *r, const unsigned char *k, size_t n);
+void ft__rd_mem_string(reader *r, const unsigned char *s, size_t n);
+void ft__rd_mem_number(reader *r, const char *s, size_t n);
+/* An event to the summary (st) or a worker's batch. */
+static inline bool ft__rd_emit(reader *r, ft__ev *e, const char *cat) {
+  const char *name = r->name ? r->name : "";
+  return r->sink ? ft__rd_batch_add(r->sink, *e, name, cat) : ft__stats_apply(r->st, e, name, cat);
+}
+/* The event may still be a [memory] instant: its ph and name are "i"/"I" and "[memory]", or not read yet. */
+static inline bool ft__rd_maybe_mem(const reader *r) {
+  return (!r->ph_seen || r->is_inst) && (!r->name_seen || r->is_memname);
+}
 
 #endif

@@ -130,6 +130,10 @@ static void put_rows(writer *w, const ft_stats *st, const char *indent) {
       if (r->self_ns) fprintf(f, ", \"self_ns\": %" PRIu64, r->self_ns);
       if (r->self_cpu_ns) fprintf(f, ", \"self_cpu_ns\": %" PRIu64, r->self_cpu_ns);
       if (r->total_dev_ns) fprintf(f, ", \"total_dev_ns\": %" PRIu64, r->total_dev_ns);
+      const char *const mk[] = {"cpu_mem", "self_cpu_mem", "dev_mem", "self_dev_mem"};
+      const int64_t mv[] = {r->cpu_mem, r->self_cpu_mem, r->dev_mem, r->self_dev_mem};
+      for (int k = 0; k < 4; k++) /* the ops' memory (signed bytes), when the trace has [memory] events */
+        if (mv[k]) fprintf(f, ", \"%s\": %" PRId64, mk[k], mv[k]);
       put_dist(f, "t", &r->t);
       put_dist(f, "b", &r->b);
       fputc('}', f);
@@ -137,6 +141,45 @@ static void put_rows(writer *w, const ft_stats *st, const char *indent) {
     fprintf(f, "\n%s  ]", indent);
   }
   fprintf(f, "%s}", first_sec ? "" : "\n  ");
+}
+
+/* A memory moment: [bytes, ts, step, addr, op, call], op and call string indexes + 1 (0: none). */
+static void put_mem_at(writer *w, const ft_stat_mem_at *a) {
+  fprintf(w->f, "[%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRIu64 ", %" PRIu32 ", %" PRIu32 "]", a->bytes, a->ts,
+          a->step, a->addr, a->op ? sref_c(w, a->op) + 1 : 0, a->call ? sref_c(w, a->call) + 1 : 0);
+}
+
+/* A file's device memory (issue 51), when the read kept it. */
+static void put_mem(writer *w, const ft_stat_mem *m) {
+  FILE *f = w->f;
+  fprintf(f,
+          ",\n   \"mem\": {\"counts\": [%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
+          "], \"devs\": [",
+          m->events, m->bad_field, m->bad_sign, m->unmatched, m->over_bound, m->over_devices);
+  for (size_t i = 0; i < m->n_devs; i++) {
+    const ft_stat_mem_dev *d = &m->devs[i];
+    fprintf(f,
+            "%s\n    {\"dev\": [%" PRId32 ", %d, %" PRId64 ", %" PRId64 ", %" PRIu64 ", %" PRIu64 "], \"peak_alloc\": ",
+            i ? "," : "", d->device, (int)d->device_type, d->end_alloc, d->end_res, d->live_n, d->live_bytes);
+    put_mem_at(w, &d->peak_alloc);
+    fputs(", \"peak_res\": ", f);
+    put_mem_at(w, &d->peak_res);
+    fputs(", \"live\": [", f);
+    for (size_t k = 0; k < d->n_live; k++) {
+      if (k) fputs(", ", f);
+      put_mem_at(w, &d->live[k]);
+    }
+    fputc(']', f);
+    put_dist(f, "allocs", &d->alloc_sizes);
+    put_dist(f, "frees", &d->free_sizes);
+    fputc('}', f);
+  }
+  fputs("]}", f);
+}
+
+static void collect_at(writer *w, const ft_stat_mem_at *a) {
+  if (a->op) sref_c(w, a->op);
+  if (a->call) sref_c(w, a->call);
 }
 
 /* Interns every string in document order: the strings table is then written
@@ -147,6 +190,12 @@ static void collect(writer *w, const ft_stat_job *job, bool rows) {
     sref_c(w, x->path);
     sref_c(w, x->meta.tracer);
     sref_c(w, x->meta.device_status);
+    for (size_t d = 0; x->mem_kept && d < x->mem.n_devs; d++) {
+      const ft_stat_mem_dev *v = &x->mem.devs[d];
+      collect_at(w, &v->peak_alloc);
+      collect_at(w, &v->peak_res);
+      for (size_t k = 0; k < v->n_live; k++) collect_at(w, &v->live[k]);
+    }
     if (rows) {
       for (int sec = 0; sec < FT_STAT_N_SECTIONS; sec++)
         for (size_t k = 0; k < x->own->rows[sec].len; k++) {
@@ -229,6 +278,9 @@ ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_
       fprintf(f, ", \"dev\": %" PRIu64 ", \"ino\": %" PRIu64 ", \"mtime_ns\": %" PRId64, src->dev, src->ino,
               src->mtime_ns);
     fputc('}', f);
+    const char *const mk[] = {"mem_cpu", "mem_dev", "mem_cuda"}; /* [memory] events (the ops' columns) */
+    for (int k = 0; k < 3; k++)
+      if (x->mem_events[k]) fprintf(f, ", \"%s\": %" PRIu64, mk[k], x->mem_events[k]);
     const ft_stat_hta *h = &x->hta;
     if (h->kept) { /* HTA's analyses, when the read kept them */
       fprintf(f,
@@ -243,6 +295,7 @@ ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_
       put_dist(f, "delay_ns", &h->delay_ns);
       fputc('}', f);
     }
+    if (x->mem_kept) put_mem(&w, &x->mem);
     if (rows) {
       fputs(",\n   \"rows\": ", f);
       put_rows(&w, x->own, "   ");
