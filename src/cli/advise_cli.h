@@ -37,6 +37,9 @@ typedef struct ft_cli_advice {
 ft_status ft_cli_advice_read(ft_cli_advice *a, const char *const *paths, size_t n, const char *step,
                              const ft_advise_opts *o, char *err, size_t errlen);
 void ft_cli_advice_free(ft_cli_advice *a);
+/* As ft_cli_advice_read on models already read (the report's, default step): each advised, then the job. */
+ft_status ft_cli_advice_models(ft_cli_advice *a, const ft_model *models, const char *const *paths, size_t n,
+                               const ft_advise_opts *o, char *err, size_t errlen);
 /* After per, ranks and n_files are set: the job's part (2+ files) and the findings ranked. */
 ft_status ft_cli_advice_finish(ft_cli_advice *a, const ft_advise_opts *o, char *err, size_t errlen);
 

@@ -127,6 +127,31 @@ ft_status ft_cli_advice_read(ft_cli_advice *a, const char *const *paths, size_t 
   return st ? st : ft_cli_advice_finish(a, o, err, errlen);
 }
 
+ft_status ft_cli_advice_models(ft_cli_advice *a, const ft_model *models, const char *const *paths, size_t n,
+                               const ft_advise_opts *o, char *err, size_t errlen) {
+  memset(a, 0, sizeof *a);
+  a->paths = paths;
+  a->per = calloc(n ? n : 1, sizeof *a->per);
+  a->ranks = calloc(n ? n : 1, sizeof *a->ranks);
+  a->positional = calloc(n ? n : 1, sizeof *a->positional);
+  if (!a->per || !a->ranks || !a->positional) return snprintf(err, errlen, "out of memory"), FT_ENOMEM;
+  a->n_files = n;
+  a->whole_trace = n > 0;
+  for (size_t i = 0; i < n; i++) {
+    ft_model m = models[i]; /* a shallow copy: only its rank is set, as advise_file does */
+    a->whole_trace =
+        a->whole_trace &&
+        (m.n_steps == 0 || (m.n_steps == 1 && m.steps[0].number == -1 && m.steps[0].slice == FT_MODEL_NONE));
+    a->positional[i] = m.rank < 0;
+    if (m.rank < 0) m.rank = (int64_t)i;
+    a->ranks[i] = m.rank;
+    char merr[512];
+    ft_status st = ft_advise(&m, o, &a->per[i], merr, sizeof merr);
+    if (st) return snprintf(err, errlen, "%s: %s", paths[i], merr), st;
+  }
+  return ft_cli_advice_finish(a, o, err, errlen);
+}
+
 ft_status ft_cli_advice_finish(ft_cli_advice *a, const ft_advise_opts *o, char *err, size_t errlen) {
   ft_status st = FT_OK;
   size_t n = a->n_files;

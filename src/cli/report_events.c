@@ -61,6 +61,7 @@ static int64_t first_ts(const ft_model *m) {
     if (m->ts[i] < first && cls_of(m->kind[i]) >= 0) first = m->ts[i];
   return first;
 }
+int64_t ft__tl_first_ts(const struct ft_model *m) { return first_ts(m); }
 
 /* The trace's top-level "baseTimeNanoseconds" (our traces write it before the events,
  * kineto's after them): -1 when the file states none or cannot be read again, -2 when it

@@ -20,6 +20,12 @@ void ft__tl_opts(ft__tl *tl, ft_stat_read_opts *o);
 /* Reads each trace's base time (a second pass over files that state it after their events). */
 void ft__tl_base_times(ft__tl *tl, const ft_stat_job *job);
 void ft__tl_free(ft__tl *tl);
+/* A file's first slice's start: the page's slice times are ts minus it (plus the file's offset_ns). */
+int64_t ft__tl_first_ts(const struct ft_model *m);
+/* {"findings": [...]} (or {"error": ...}): `flagtrace advise`'s findings on the files' models,
+ * ranked, each with "at": its first occurrence on the page's clock (file index, t_ns from the
+ * file's first slice as the page's columns, dur_ns), or null (report_advice.c). */
+ft_status ft__report_advice(FILE *out, ft__tl *tl, const ft_stat_job *job);
 
 /* {"clock": {"aligned", "why"}, "files": [per file: rank, offset_ns, rows, columns], "names": [...]}:
  * the files on one clock when every one states its base time, else each from its own
