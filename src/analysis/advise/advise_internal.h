@@ -82,7 +82,8 @@ typedef struct ft__findings {
   struct ft__last {
     uint32_t slice, step;
     int64_t ts;
-  } * last; /* per finding: its latest occurrence */
+    size_t cr; /* its latest credit (index into cr), SIZE_MAX: none */
+  } * last;    /* per finding: its latest occurrence */
   ft__credit *cr;
   size_t n_cr, cap_cr;
 } ft__findings;

@@ -92,6 +92,24 @@ static void seq_what(const fuse_ctx *f, size_t p, double per_step, char *out, si
   if (o < len) snprintf(out + o, len - o, " x%.1f/step", per_step);
 }
 
+/* tab's slots doubled (the distinct sequences, not the kernels, size it: a loop's
+ * kernels repeat a few sequences); false without memory */
+static bool seq_grow(seq **tab, size_t *n_slot) {
+  size_t ns = *n_slot * 2;
+  seq *t = calloc(ns, sizeof *t);
+  if (!t) return false;
+  for (size_t s = 0; s < *n_slot; s++) {
+    if (!(*tab)[s].h) continue;
+    size_t k = (*tab)[s].h & (ns - 1);
+    while (t[k].h) k = (k + 1) & (ns - 1);
+    t[k] = (*tab)[s];
+  }
+  free(*tab);
+  *tab = t;
+  *n_slot = ns;
+  return true;
+}
+
 bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga, const int64_t *gb,
                    const uint64_t *pre, size_t n_idle, ft__findings *t) {
   fuse_ctx f = {.m = m,
@@ -101,12 +119,11 @@ bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga
   size_t nk = 0;
   for (size_t i = 0; i < m->n; i++) nk += m->kind[i] == FT_MK_KERNEL && m->step[i] != FT_MODEL_NONE;
   if (nk < f.len || !m->n_steps) return true;
-  size_t n_slot = 64;
-  while (n_slot < nk * 2) n_slot *= 2;
+  size_t n_slot = 64, n_seq = 0;
   f.k = malloc(nk * sizeof *f.k);
   seq *tab = calloc(n_slot, sizeof *tab);
   unsigned char *used = calloc(nk, 1);
-  size_t *occ = malloc(nk * sizeof *occ);
+  uint32_t *occ = malloc(nk * sizeof *occ); /* positions in f.k: below nk < 2^32 */
   bool ok = f.k && tab && used && occ;
   if (!ok) goto done;
   for (size_t i = 0; i < m->n; i++)
@@ -119,8 +136,15 @@ bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga
     uint64_t h = seq_hash(&f, p);
     size_t s = h & (n_slot - 1);
     while (tab[s].h && !(tab[s].h == h && seq_eq(&f, tab[s].first, p))) s = (s + 1) & (n_slot - 1);
-    if (!tab[s].h) tab[s] = (seq){h, p, 0, 0, 0};
-    else if (p < tab[s].last) continue;
+    if (!tab[s].h) {
+      if (++n_seq * 2 > n_slot) {
+        if (!seq_grow(&tab, &n_slot)) goto oom;
+        for (s = h & (n_slot - 1); tab[s].h;) s = (s + 1) & (n_slot - 1);
+      }
+      tab[s] = (seq){h, p, 0, 0, 0};
+    } else if (p < tab[s].last) {
+      continue;
+    }
     tab[s].count++;
     tab[s].last = p + f.len;
     tab[s].idle += idle_in(ga, gb, pre, n_idle, m->ts[f.k[p]] + m->dur[f.k[p]], m->ts[f.k[p + f.len - 1]]);
@@ -138,7 +162,7 @@ bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga
       bool free_run = true;
       for (unsigned i = 0; i < f.len; i++) free_run = free_run && !used[p + i];
       if (!free_run) continue;
-      occ[no++] = p;
+      occ[no++] = (uint32_t)p;
       p += f.len - 1;
     }
     if (no < FUSE_MIN_PER_STEP * m->n_steps) continue;

@@ -15,10 +15,9 @@ typedef struct cp {
   uint32_t *ev; /* node-event k's slice */
   size_t n_ev;
   uint32_t *node_of; /* slice -> k, FT_MODEL_NONE */
-  struct edge {
+  struct edge {      /* 12 bytes: the weight is read from the nodes' times when the path is walked */
     uint32_t u, v;
-    int64_t w;
-    size_t seq;
+    uint32_t seq; /* the edge's order << 1 | 1 where it weighs nothing */
   } * e;
   size_t n_e, cap_e;
   bool oom;
@@ -33,6 +32,10 @@ static int64_t node_ts(const cp *c, uint32_t node) {
  * (dedup() keeps the last). Dependency and sync edges weigh nothing. */
 static void edge(cp *c, uint32_t u, uint32_t v, bool zero) {
   if (c->oom || u == v) return;
+  if (c->n_e == UINT32_MAX / 2) { /* seq's room: 2^31 edges are beyond any window's memory */
+    c->oom = true;
+    return;
+  }
   if (c->n_e == c->cap_e) {
     size_t cap = c->cap_e ? 2 * c->cap_e : 1024;
     void *p = realloc(c->e, cap * sizeof *c->e);
@@ -43,10 +46,12 @@ static void edge(cp *c, uint32_t u, uint32_t v, bool zero) {
     c->e = p;
     c->cap_e = cap;
   }
-  int64_t w = zero ? 0 : node_ts(c, v) - node_ts(c, u);
-  if (w <= -1000) w = 0; /* _validate_graph: a weight of -1 us or less counts 0 (HTA's non-strict default) */
-  c->e[c->n_e] = (struct edge){u, v, w, c->n_e};
+  c->e[c->n_e] = (struct edge){u, v, (uint32_t)c->n_e << 1 | zero};
   c->n_e++;
+}
+static int64_t edge_w(const cp *c, const struct edge *e) {
+  int64_t w = e->seq & 1 ? 0 : node_ts(c, e->v) - node_ts(c, e->u);
+  return w <= -1000 ? 0 : w; /* _validate_graph: a weight of -1 us or less counts 0 (HTA's non-strict default) */
 }
 
 /* The names HTA looks for, as the model's string ids (FT_MODEL_NONE: not in the trace):
@@ -123,22 +128,34 @@ static void lock_edges(cp *c) {
   free(starts);
 }
 
-/* A CPU event of the window as the call stack sorts it (call_stack.py compare_events,
- * every event lasting > 0): by time, ends before starts, longer starts first, shorter ends first. */
-typedef struct csev {
-  int64_t pid, tid, t, dur;
-  uint32_t s;
-  bool end;
-} csev;
+/* A CPU event's start or end (slice << 1 | end: 4 bytes, where a copied row took 40; the
+ * report runs advise beside its own columns) as the call stack sorts them (call_stack.py
+ * compare_events, every event lasting > 0): per thread, by time, ends before starts, longer
+ * starts first, shorter ends first. */
+typedef struct cs_sort {
+  const ft_model *m;
+  int64_t fwd, bwd; /* the backward thread's tid read as the forward one's (remap), else -1 both */
+} cs_sort;
+static _Thread_local const cs_sort *sort_cs;
+static int64_t cs_tid(const cs_sort *q, uint32_t s) {
+  int64_t t = q->m->tracks[q->m->track[s]].tid;
+  return t == q->bwd && q->bwd != q->fwd ? q->fwd : t;
+}
 static int cmp_cs(const void *x, const void *y) {
-  const csev *a = x, *b = y;
-  if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
-  if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
-  if (a->s == b->s) return (int)a->end - (int)b->end;
-  if (a->t != b->t) return a->t < b->t ? -1 : 1;
-  if (a->end != b->end) return a->end ? -1 : 1;
-  if (a->dur != b->dur) return (a->dur < b->dur) == a->end ? -1 : 1;
-  return (a->s < b->s) == !a->end ? -1 : 1;
+  const cs_sort *q = sort_cs;
+  const ft_model *m = q->m;
+  uint32_t ea = *(const uint32_t *)x, eb = *(const uint32_t *)y, sa = ea >> 1, sb = eb >> 1;
+  bool aend = ea & 1, bend = eb & 1;
+  int64_t pa = m->tracks[m->track[sa]].pid, pb = m->tracks[m->track[sb]].pid;
+  if (pa != pb) return pa < pb ? -1 : 1;
+  int64_t ta = cs_tid(q, sa), tb = cs_tid(q, sb);
+  if (ta != tb) return ta < tb ? -1 : 1;
+  if (sa == sb) return (int)aend - (int)bend;
+  int64_t da = m->dur[sa], db = m->dur[sb], a = m->ts[sa] + (aend ? da : 0), b = m->ts[sb] + (bend ? db : 0);
+  if (a != b) return a < b ? -1 : 1;
+  if (aend != bend) return aend ? -1 : 1;
+  if (da != db) return (da < db) == aend ? -1 : 1;
+  return (sa < sb) == !aend ? -1 : 1;
 }
 
 /* _get_tid_for_event: the one thread whose ops or ranges have word in their name, else -1 (none or several). */
@@ -164,10 +181,13 @@ static void stack_edges(cp *c) {
   const ft_model *m = c->m;
   int64_t fwd = -1, bwd = -1;
   bool remap = tid_with(c, "forward", &fwd) && tid_with(c, "autograd", &bwd) && fwd != bwd;
+  if (m->n > UINT32_MAX / 2) { /* an entry holds slice << 1: 2^31 slices would be 128 GiB of model anyway */
+    c->oom = true;
+    return;
+  }
   size_t n = 0;
   for (size_t w = 0; w < c->n_win; w++) n += !on_stream(m, c->win[w]);
-  csev *v = malloc((2 * n + 1) * sizeof *v);
-  uint32_t *stack = malloc((n + 1) * sizeof *stack);
+  uint32_t *v = malloc((2 * n + 1) * sizeof *v), *stack = malloc((n + 1) * sizeof *stack);
   if (!v || !stack) {
     c->oom = true;
     free(v);
@@ -178,11 +198,11 @@ static void stack_edges(cp *c) {
   for (size_t w = 0; w < c->n_win; w++) {
     uint32_t i = c->win[w];
     if (on_stream(m, i)) continue;
-    const ft_model_track *t = &m->tracks[m->track[i]];
-    int64_t tid = remap && t->tid == bwd ? fwd : t->tid;
-    v[k++] = (csev){t->pid, tid, m->ts[i], m->dur[i], (uint32_t)i, false};
-    v[k++] = (csev){t->pid, tid, m->ts[i] + m->dur[i], m->dur[i], (uint32_t)i, true};
+    v[k++] = i << 1;
+    v[k++] = i << 1 | 1;
   }
+  cs_sort q = {m, remap ? fwd : -1, remap ? bwd : -1};
+  sort_cs = &q;
   if (k) qsort(v, k, sizeof *v, cmp_cs);
   /* Walking HTA's tree depth first meets the events as the sorted list does, each end
    * exiting whatever the stack's top is (the tree's parent is the top at a start). */
@@ -190,10 +210,14 @@ static void stack_edges(cp *c) {
   uint32_t last = UINT32_MAX;
   int depth = 0;
   for (size_t i = 0; i < k; i++) {
-    if (i && (v[i].pid != v[i - 1].pid || v[i].tid != v[i - 1].tid)) top = 0, last = UINT32_MAX, depth = 0;
+    uint32_t si = v[i] >> 1;
+    bool end = v[i] & 1;
+    if (i && (m->tracks[m->track[si]].pid != m->tracks[m->track[v[i - 1] >> 1]].pid ||
+              cs_tid(&q, si) != cs_tid(&q, v[i - 1] >> 1)))
+      top = 0, last = UINT32_MAX, depth = 0;
     uint32_t s;
-    if (!v[i].end) {
-      s = v[i].s;
+    if (!end) {
+      s = si;
       stack[top++] = s;
     } else {
       if (!top) continue;
@@ -201,13 +225,13 @@ static void stack_edges(cp *c) {
     }
     uint32_t ev = c->node_of[s];
     if (ev == FT_MODEL_NONE) continue;
-    uint32_t node = 2 * ev + (v[i].end ? 1 : 0);
+    uint32_t node = 2 * ev + (end ? 1 : 0);
     if (last != UINT32_MAX && !shares_lock(c, last, node)) {
-      if (!v[i].end) edge(c, last, node, depth == 0); /* top-level ops: a dependency */
+      if (!end) edge(c, last, node, depth == 0); /* top-level ops: a dependency */
       else edge(c, last, node, id_in(m->name[s], c->nm->blk, 6));
     }
     last = node;
-    depth += v[i].end ? -1 : 1;
+    depth += end ? -1 : 1;
   }
   free(v);
   free(stack);
@@ -262,7 +286,8 @@ static bool hta_pairs(const ft_model *m, uint32_t *call, uint32_t *work, callref
   for (size_t i = 0; i < m->n; i++)
     if (m->kind[i] == FT_MK_SYNC && call[i] != FT_MODEL_NONE) r[k++] = (callref){call[i], (uint32_t)i};
   if (k) qsort(r, k, sizeof *r, cmp_callref);
-  *pairs = r;
+  callref *kept = realloc(r, (k + 1) * sizeof *r); /* the syncs only: held through every window */
+  *pairs = kept ? kept : r;
   *n_pairs = k;
   return true;
 }
@@ -400,7 +425,7 @@ static uint64_t longest(cp *c) {
     else c->e[w++] = c->e[i];
   }
   c->n_e = w;
-  size_t *first = calloc(nn + 1, sizeof *first);
+  uint32_t *first = calloc(nn + 1, sizeof *first); /* n_e < 2^31 (edge()) */
   uint32_t *indeg = calloc(nn + 1, sizeof *indeg), *order = malloc((nn + 1) * sizeof *order);
   int64_t *dist = calloc(nn + 1, sizeof *dist);
   uint64_t best = 0;
@@ -416,7 +441,7 @@ static uint64_t longest(cp *c) {
     if ((uint64_t)dist[u] > best) best = (uint64_t)dist[u];
     for (size_t j = first[u]; j < first[u + 1]; j++) {
       uint32_t v = c->e[j].v;
-      int64_t d = dist[u] + c->e[j].w;
+      int64_t d = dist[u] + edge_w(c, &c->e[j]);
       if (d > dist[v]) dist[v] = d;
       if (!--indeg[v]) order[tail++] = v;
     }
