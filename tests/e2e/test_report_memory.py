@@ -128,4 +128,27 @@ def _(d):
     assert devs == [] and more == 0
 
 
+@tmp_case("torch 2.11's profile_memory=True trace (H100): the peak is torch.cuda's max_memory_allocated")
+def _(d):
+    data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+    with open(os.path.join(data, "torch_memory_h100_peaks.json")) as f:
+        want = json.load(f)
+    with gzip.open(os.path.join(data, "torch_memory_h100.json.gz"), "rt") as f:
+        rows = [e for e in json.load(f)["traceEvents"] if e.get("name") == "[memory]"]
+    out = os.path.join(d, "r.html")
+    subprocess.run([flagtrace, "report", "-o", out, os.path.join(data, "torch_memory_h100.json.gz")], check=True,
+                   capture_output=True)
+    with open(out) as f:
+        page = json.loads(re.search(r'<script id="ft-data" type="application/json">(.*?)</script>', f.read(), re.S).group(1))
+    (devs, more), = tracks(page)
+    (dev, typ, got, peak), = devs
+    assert (dev, typ, len(got), more) == (0, 1, len(rows), 0) == (0, 1, 90, 0), (dev, typ, len(got), more)
+    assert peak["allocated"] == want["max_memory_allocated"] == 72837632, peak
+    assert max(r for _t, _a, r, *_ in got) == want["max_memory_reserved"], got
+    first = min(rows, key=lambda e: e["ts"])
+    at = next(e for e in sorted(rows, key=lambda e: e["ts"]) if e["args"]["Total Allocated"] == want["max_memory_allocated"])
+    assert peak["t_ns"] - got[0][0] == round(at["ts"] * 1000) - round(first["ts"] * 1000), (peak, got[0][0], at["ts"], first["ts"])
+    assert peak["bytes"] == at["args"]["Bytes"], (peak, at)
+
+
 results.finish()
