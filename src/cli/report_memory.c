@@ -11,13 +11,16 @@
  * each, so the rest are counted ("mem_more") and not drawn. */
 #define MEM_MAX_DEVICES 16
 
-/* A row of device memory: a device id, not the host's (torch's Device Type 0, CPU). */
 static int cmp_i64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
 }
 
-static bool on_device(const ft_model_mem *r) { return r->device >= 0 && r->device_type != 0; }
+/* A row of device memory: a device id, and not the host's (torch's DeviceType CPU 0, MKLDNN 2,
+ * IDEEP 5, as stats' memory columns tell CPU memory; -1, no type stated, is a device's). */
+static bool on_device(const ft_model_mem *r) {
+  return r->device >= 0 && r->device_type != 0 && r->device_type != 2 && r->device_type != 5;
+}
 
 /* The page's name id + 1 of slice s's name, 0 when none. */
 static ft_status name_of(const ft_model *m, uint32_t s, ft__strtab *names, int64_t *out) {
