@@ -375,7 +375,8 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
   for (size_t g = 0; g < c->gaps.n && !c->oom; g++) {
     int64_t a = c->gaps.v[g].a, b = c->gaps.v[g].b;
     c->rem.n = 0;
-    iv_push(&c->rem, a, b);
+    if (!iv_push(&c->rem, a, b))
+      c->oom = true; /* an unchecked push left the gap uncounted: findings changed, no error */
     if (a < first_dev) {
       uint64_t ns = take(&c->rem, &c->tmp, a, first_dev, &c->oom);
       st->idle[FT_IDLE_STEP_START] += ns;
