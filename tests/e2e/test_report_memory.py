@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from trace_checks import Results  # noqa: E402
 
 flagtrace = sys.argv[1]
+driver = sys.argv[2] if len(sys.argv) > 2 else None  # inject_driver, with the fake CUPTI in the environment
 results = Results()
 tmp_case = results.tmp_case
 MiB = 1 << 20
@@ -149,6 +150,31 @@ def _(d):
     at = next(e for e in sorted(rows, key=lambda e: e["ts"]) if e["args"]["Total Allocated"] == want["max_memory_allocated"])
     assert peak["t_ns"] - got[0][0] == round(at["ts"] * 1000) - round(first["ts"] * 1000), (peak, got[0][0], at["ts"], first["ts"])
     assert peak["bytes"] == at["args"]["Bytes"], (peak, at)
+
+
+if driver:
+    @tmp_case("record's own (fake CUPTI's MEMORY2 and pools): the report's samples are the trace's device Memory counter")
+    def _(d):
+        path = os.path.join(d, "t.json")
+        r = subprocess.run([flagtrace, "record", "-o", path, "--", driver, "memory"], capture_output=True, text=True)
+        assert r.returncode == 0, r
+        with open(path) as f:
+            doc = json.load(f)
+        counter = [(e["pid"], e["args"]["Allocated"], e["args"]["Reserved"]) for e in doc["traceEvents"]
+                   if e.get("ph") == "C" and e.get("name") == "Memory"]
+        out = os.path.join(d, "r.html")
+        subprocess.run([flagtrace, "report", "-o", out, path], check=True, capture_output=True)
+        with open(out) as f:
+            page = json.loads(re.search(r'<script id="ft-data" type="application/json">(.*?)</script>', f.read(), re.S).group(1))
+        (devs, more), = tracks(page)
+        got = [(dev, a, r) for dev, _typ, rows, _peak in devs for _t, a, r, *_ in rows]
+        host = {e["pid"] for e in doc["traceEvents"] if e.get("ph") == "C" and e.get("name") == "Memory"} - \
+            {dev for dev, *_ in devs}  # the pinned cudaHostAlloc's: the host's counter (the process), not drawn
+        assert len(host) == 1 and len([c for c in counter if c[0] in host]) == 1, (host, counter)
+        assert len(got) == 10 and got == [c for c in counter if c[0] not in host], (got, counter)
+        top = max(a for _dev, a, _r in counter)
+        peak = devs[0][3]
+        assert (peak["allocated"], peak["call"], peak["op"]) == (top, "cudaMallocAsync", "allocating"), peak
 
 
 results.finish()
