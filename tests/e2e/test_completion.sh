@@ -41,7 +41,7 @@ expect "kernel,memcpy kernel,memset " record -t kernel,mem
 expect "memcpy memset " record --trace mem
 expect "csv " stats --format c
 expect "csv json table tsv " stats -f ""
-expect "kernels,memory kernels,memsize " stats --report kernels,m
+expect "kernels,mem kernels,memory kernels,memsize " stats --report kernels,m
 # nsys's report names, as stats --help gives them
 expect "kernels,cuda_api_sum kernels,cuda_gpu_kern_sum kernels,cuda_gpu_mem_size_sum kernels,cuda_gpu_mem_time_sum kernels,cuda_gpu_trace " stats --report kernels,cuda_
 expect "nvtx_sum " stats -r nvtx_s

@@ -23,7 +23,7 @@ results = Results()
 case = results.case
 TRACES = sorted(glob.glob(os.path.join(data, "*.json.gz")))
 EVERY = ("kernels,api,memory,memsize,ranges,gpu_ranges,ops,ops_shapes,ops_modules,gpu,ranks,trace,"
-         "temporal,overlap,launch,queue")
+         "temporal,overlap,launch,queue,mem")
 NOTE = re.compile(r"^flagtrace stats: (.*): event model of (\d+) slices held (\d+) bytes "
                   r"\([\d.]+ B a slice; (\d+) of them held once: names, launch configurations, tracks\)$", re.M)
 
@@ -127,6 +127,59 @@ for t in TRACES:
         (n, b, dist), = held(stats(["-r", "kernels", t], "model")[1])
         assert n == slices_of(t), (n, slices_of(t))
         assert 61 * n <= b - dist <= 64 * n, (n, b, dist, (b - dist) / n)
+
+
+def memory_trace(path):
+    """A synthetic trace with [memory] instants (issue 51): torch's under ops in steps, ours by a
+    runtime call's correlation id on another thread, a reserve, hostile ones; 2 devices."""
+    ev, n_mem = [], 0
+    for step in range(3):
+        t0 = step * 1000
+        ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1, "tid": 10,
+                   "ts": t0, "dur": 900, "args": {}})
+        ev.append({"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 10, "ts": t0 + 10,
+                   "dur": 100, "args": {"External id": 100 + step}})
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaMalloc", "pid": 1, "tid": 10, "ts": t0 + 20,
+                   "dur": 30, "args": {"External id": 100 + step, "correlation": 500 + step}})
+        for k in range(4):
+            args = {"Device Type": 1, "Device Id": k % 2, "Addr": 4096 * (10 * step + k + 1), "Bytes": 512 * (k + 1),
+                    "Total Allocated": 512 * (k + 1) * (step + 1), "Total Reserved": 1 << 21}
+            if k == 3:  # ours: the call's thread differs, keys after torch's
+                args.update({"correlation": 500 + step, "External id": 100 + step, "stream": 7, "Kind": "device",
+                             "Op": "alloc"})
+            ev.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1,
+                       "tid": 10 if k < 3 else 99, "ts": t0 + 30 + k, "args": args})
+            n_mem += 1
+        ev.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 10,
+                   "ts": t0 + 500, "args": {"Device Type": 1, "Device Id": 0, "Addr": 4096 * (10 * step + 1),
+                                            "Bytes": -512, "Total Allocated": 0, "Total Reserved": 1 << 21}})
+        n_mem += 1
+    ev.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 10, "ts": 5,
+               "args": {"Device Type": 1, "Device Id": 0, "Addr": "x", "Bytes": 8}})  # skipped: not a number
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": ev}, f)
+    return n_mem
+
+
+@case("a synthetic [memory] trace: every report and the partial equal both ways; memory rows held at 132 B each")
+def _():
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "mem.json.gz")
+        n_mem = memory_trace(p)
+        out, err = same(["-r", EVERY, "-n", "0", "-f", "json", p])
+        rows = json.loads(out)["mem"]
+        peaks = [(r["device"], r["bytes"], r["step"], r["op"]) for r in rows if r["what"] == "peak_allocated"]
+        assert peaks == [("cuda:0", 4608, 2, "aten::empty"), ("cuda:1", 6144, 2, "aten::empty")], peaks  # step 2: k 2, k 3
+        assert [r["count"] for r in rows if r["what"] == "skipped"] == [1], rows
+        (n, b, dist), = held(err)
+        assert n == slices_of(p) == 9, n
+        assert b - dist == 61 * n + 32 * 3 + 132 * n_mem, (n, n_mem, b, dist)  # slices, 3 steps, memory rows
+        outs = []
+        for engine in ("stream", "model"):
+            q = os.path.join(d, f"{engine}.part")
+            stats(["--partial", "-o", q, p], engine)
+            outs.append(open(q, "rb").read())
+        assert outs[0] == outs[1] and b'"mem"' in outs[0]
 
 
 @case("a generated 1 M-event trace (bench_stats --write 476190): at most 64 B a slice in all")

@@ -113,4 +113,26 @@ struct ft__evbatch {
   ft__json *j;
 };
 
+/* stats_reader_args.c: args that take more than a number (Input Dims, grid and block, a [memory] instant's),
+ * the batch a worker keeps events in, and what hands an event over. False: no memory. */
+bool ft__rd_room(char **buf, size_t *cap, size_t need, size_t first);
+bool ft__rd_batch_add(ft__evbatch *b, ft__ev e, const char *name, const char *cat_s);
+bool ft__rd_memory_event(reader *r);
+bool ft__rd_dims_put(reader *r, const char *s, size_t n);
+bool ft__rd_dims_value(reader *r, const char *s, size_t n);
+void ft__rd_arr_spoil(reader *r);
+bool ft__rd_arr_number(reader *r, const char *s, size_t n);
+void ft__rd_mem_key(reader *r, const unsigned char *k, size_t n);
+void ft__rd_mem_string(reader *r, const unsigned char *s, size_t n);
+void ft__rd_mem_number(reader *r, const char *s, size_t n);
+/* An event to the summary (st) or a worker's batch. */
+static inline bool ft__rd_emit(reader *r, ft__ev *e, const char *cat) {
+  const char *name = r->name ? r->name : "";
+  return r->sink ? ft__rd_batch_add(r->sink, *e, name, cat) : ft__stats_apply(r->st, e, name, cat);
+}
+/* The event may still be a [memory] instant: its ph and name are "i"/"I" and "[memory]", or not read yet. */
+static inline bool ft__rd_maybe_mem(const reader *r) {
+  return (!r->ph_seen || r->is_inst) && (!r->name_seen || r->is_memname);
+}
+
 #endif
