@@ -168,6 +168,11 @@ static inline int64_t ft_model_ext(const ft_model *m, size_t i) {
   return v < FT_MODEL_WIDE ? (int64_t)v : v == FT_MODEL_NONE ? FT_MODEL_NO_ID : ft__model_wide(m, i, true);
 }
 
+/* Advice that a large buffer go in huge pages where the kernel offers them (THP
+ * "madvise"): a fresh 4 KiB page costs a fault. For the model's columns and the
+ * analyses' scratch arrays; harmless on small or NULL buffers. */
+void ft__model_huge(void *p, size_t bytes);
+
 /* Every slice into st in the file's order, as the streaming read added it. The
  * numbers equal a streaming read's of the same file: test_model checks every
  * committed trace. */
