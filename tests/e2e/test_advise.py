@@ -453,6 +453,21 @@ def _():
     assert doc["schema"] == 1 and len(doc["findings"]) == 1 and doc["findings_total"] >= 1, doc
 
 
+@case("stats -r advice: one parse for the summary and the model, so stdin reads as a file does")
+def _():
+    p = sync_trace().write("sync_stdin.json")
+    want = subprocess.run([*WRAP, FT, "stats", "-r", "kernels,advice", "-f", "json", p], capture_output=True,
+                          text=True)
+    assert want.returncode == 0, want.stderr
+    with open(p) as f:
+        r = subprocess.run([*WRAP, FT, "stats", "-r", "kernels,advice", "-f", "json", "-"], stdin=f,
+                           capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got, doc = json.loads(r.stdout), json.loads(want.stdout)
+    assert got["advice"] == doc["advice"] and got["advice"][0]["rule"] == "sync", got["advice"]
+    assert got["kernels"] == doc["kernels"], got["kernels"]
+
+
 @case("table: past 4 steps, the mean column is the JSON's mean on every row (the critical path too)")
 def _():
     t = Trace()

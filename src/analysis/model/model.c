@@ -334,20 +334,25 @@ static ft_status model_read(ft_model *m, const char *path, const char *data, siz
     s = &tmp;
   }
   hook_ctx h = {m, s->on_event, s->on_event_ctx};
-  bool args = s->want_args;
+  bool args = s->want_args, pyfunc = s->read_pyfunc;
   s->on_event = hook;
   s->on_event_ctx = &h;
-  s->want_args = true; /* correlation, stream, grid, block, registers: the model's columns */
+  s->want_args = true;   /* correlation, stream, grid, block, registers: the model's columns */
+  s->read_pyfunc = true; /* python_function slices whatever st wants: one model either way */
   ft_status r = path ? ft_stats_read(s, path, err, errlen) : ft_stats_read_mem(s, data, len, err, errlen);
   s->on_event = h.prev;
   s->on_event_ctx = h.prev_ctx;
   s->want_args = args;
+  s->read_pyfunc = pyfunc;
   struct ft_model_priv *p = m->p;
   if (!r) {
     p->read = true;
     p->events = s->events;
     p->skipped = s->skipped;
-    p->cut_strings = s->cut_strings;
+    p->cut_strings = s->cut_strings; /* python_function's cut names counted (a replay takes them out) */
+    /* the reader counted the cut names of python_function events that st's summary
+     * ignores (want_modules off): not its names */
+    if (st && !st->want_modules) st->cut_strings -= p->cut_pyfunc;
     p->first_ns = s->first_ns;
     p->last_ns = s->last_ns;
     p->meta = s->meta;
@@ -358,7 +363,6 @@ static ft_status model_read(ft_model *m, const char *path, const char *data, siz
     memcpy(m->device_name, s->device_name, sizeof m->device_name);
     m->device_name[sizeof m->device_name - 1] = '\0';
     m->peak_flops = peak_of(m->device_name);
-    if (!s->want_modules) p->cut_pyfunc = 0;
     r = ft_model_finish(m);
     if (r) snprintf(err, errlen, "out of memory");
   }

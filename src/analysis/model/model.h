@@ -130,8 +130,9 @@ typedef struct ft_model_opts {
 
 /* Reads one trace (.json/.json.gz, "-" stdin) into m and, when st is not NULL, the
  * same parse's summary into st (one parse, both results; st fresh from ft_stats_init,
- * its options set: python_function slices come only when st->want_modules). Errors as
- * ft_stats_read's; m is then empty (ft_model_free is harmless). */
+ * its options set; m is the same model either way, python_function slices included,
+ * and st the summary a read of its own gives). Errors as ft_stats_read's; m is then
+ * empty (ft_model_free is harmless). */
 ft_status ft_model_read(ft_model *m, const char *path, const ft_model_opts *o, ft_stats *st, char *err, size_t errlen);
 ft_status ft_model_read_mem(ft_model *m, const char *data, size_t len, const ft_model_opts *o, ft_stats *st, char *err,
                             size_t errlen);
