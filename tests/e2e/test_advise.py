@@ -260,7 +260,7 @@ def fuse_trace():
 
 
 def low_flops_trace():
-    """An A100 (312 TFLOP/s dense bf16, in the model's and advise's tables alike). Per step
+    """An A100 (312 TFLOP/s dense bf16, in the model's peaks table). Per step
     s: aten::mm [s+1, s+10) with Input Dims [[1024, 4096], [4096, 4096]] (2 x 1024 x
     4096^2 FLOPs) launches its kernel [s+5, s+8005): 8 ms, 1.38 % of the peak, under 2 %.
     What 2 % would take: 2 x 1024 x 4096^2 / (312e12 x 0.02) s = 5506368 ns (whole ns,

@@ -79,8 +79,6 @@ enum ft__call_class ft__advise_call_class(const char *name, enum ft__copy_dir *d
 /* Device copy work's direction and host memory from its name as kineto and flagtrace
  * write it ("Memcpy HtoD (Pageable -> Device)"). */
 enum ft__copy_dir ft__advise_copy_dir(const char *work_name, bool *pageable);
-/* A device's peak dense bf16 FLOP/s by its name (docs/advise.md's table); 0 unknown. */
-double ft__advise_peak_flops(const char *device_name);
 
 /* *p with room for need items of size bytes (doubling; large ones in huge pages); false without memory. */
 bool ft__advise_grow(void **p, size_t *cap, size_t need, size_t size);

@@ -110,8 +110,8 @@ typedef struct ft_model {
   size_t n_mem;
   /* what the file's "flagtrace"/"distributedInfo" blocks say */
   int64_t rank;            /* -1 when not named */
-  double peak_flops;       /* the device's dense BF16/FP16 tensor peak FLOP/s by its name, from the table in
-                            * docs/design.md §13; 0 unknown */
+  double peak_flops;       /* the device's dense BF16 tensor peak FLOP/s by its name (ft_model_peak_flops: the
+                            * one table, docs/advise.md "Peaks"); 0 unknown. What advise's low-flops reads */
   char device_name[64];    /* the first deviceProperties entry's name, "" when absent */
   struct ft_model_priv *p; /* strings, kernel args, build state */
 } ft_model;
@@ -147,6 +147,10 @@ bool ft_model_add(ft_model *m, const struct ft__ev *e, const char *name, const c
 ft_status ft_model_finish(ft_model *m);
 
 const char *ft_model_str(const ft_model *m, uint32_t id); /* "" for FT_MODEL_NONE */
+/* A device's dense BF16 tensor peak in FLOP/s (FP16 where it has no BF16) by its
+ * deviceProperties name, from the vendors' data sheets (model.c's table, docs/advise.md
+ * "Peaks"); 0 when the name is not in the table or NULL. */
+double ft_model_peak_flops(const char *device_name);
 /* The id of a name, FT_MODEL_NONE when no slice has it. */
 uint32_t ft_model_find_str(const ft_model *m, const char *s);
 bool ft_model_kernel_args(const ft_model *m, size_t slice, struct ft_model_kernel_args *a); /* false: none held */
