@@ -25,6 +25,7 @@ bool ft__advise_grow(void **p, size_t *cap, size_t need, size_t size) {
   while (c < need) c *= 2;
   void *q = realloc(*p, c * size);
   if (!q) return false;
+  ft__model_huge(q, c * size); /* a large one: in huge pages where offered (a fresh page costs a fault) */
   *p = q;
   *cap = c;
   return true;

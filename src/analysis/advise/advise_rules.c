@@ -45,13 +45,6 @@ typedef struct fuse_ctx {
   unsigned len;
 } fuse_ctx;
 
-static _Thread_local const ft_model *sort_m; /* qsort has no context argument; files are advised on parallel threads */
-static int by_track_start(const void *x, const void *y) {
-  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-  if (sort_m->track[a] != sort_m->track[b]) return sort_m->track[a] < sort_m->track[b] ? -1 : 1;
-  return a < b ? -1 : a > b; /* slices are in start order */
-}
-
 /* Whether a sequence starts at position p: len kernels of one stream and one step. */
 static bool seq_at(const fuse_ctx *f, size_t p) {
   if (p + f->len > f->n) return false;
@@ -76,6 +69,22 @@ typedef struct seq {
   uint64_t idle;
 } seq;
 
+/* tab in a table twice its size (frees tab; NULL without memory, tab freed). */
+static seq *rehash(seq *tab, size_t *n_slot) {
+  size_t n = 2 * *n_slot;
+  seq *t = calloc(n, sizeof *t);
+  if (t)
+    for (size_t i = 0; i < *n_slot; i++) {
+      if (!tab[i].h) continue;
+      size_t s = tab[i].h & (n - 1);
+      while (t[s].h) s = (s + 1) & (n - 1);
+      t[s] = tab[i];
+    }
+  free(tab);
+  *n_slot = n;
+  return t;
+}
+
 static int by_idle(const void *x, const void *y) {
   const seq *a = x, *b = y;
   if (a->idle != b->idle) return a->idle > b->idle ? -1 : 1;
@@ -92,24 +101,6 @@ static void seq_what(const fuse_ctx *f, size_t p, double per_step, char *out, si
   if (o < len) snprintf(out + o, len - o, " x%.1f/step", per_step);
 }
 
-/* tab's slots doubled (the distinct sequences, not the kernels, size it: a loop's
- * kernels repeat a few sequences); false without memory */
-static bool seq_grow(seq **tab, size_t *n_slot) {
-  size_t ns = *n_slot * 2;
-  seq *t = calloc(ns, sizeof *t);
-  if (!t) return false;
-  for (size_t s = 0; s < *n_slot; s++) {
-    if (!(*tab)[s].h) continue;
-    size_t k = (*tab)[s].h & (ns - 1);
-    while (t[k].h) k = (k + 1) & (ns - 1);
-    t[k] = (*tab)[s];
-  }
-  free(*tab);
-  *tab = t;
-  *n_slot = ns;
-  return true;
-}
-
 bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga, const int64_t *gb,
                    const uint64_t *pre, size_t n_idle, ft__findings *t) {
   fuse_ctx f = {.m = m,
@@ -119,17 +110,21 @@ bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga
   size_t nk = 0;
   for (size_t i = 0; i < m->n; i++) nk += m->kind[i] == FT_MK_KERNEL && m->step[i] != FT_MODEL_NONE;
   if (nk < f.len || !m->n_steps) return true;
-  size_t n_slot = 64, n_seq = 0;
+  size_t n_slot = 1024, n_used = 0; /* grown at half full: a trace repeats few sequences */
   f.k = malloc(nk * sizeof *f.k);
   seq *tab = calloc(n_slot, sizeof *tab);
   unsigned char *used = calloc(nk, 1);
-  uint32_t *occ = malloc(nk * sizeof *occ); /* positions in f.k: below nk < 2^32 */
-  bool ok = f.k && tab && used && occ;
+  size_t *occ = malloc(nk * sizeof *occ);
+  uint32_t *at = calloc(m->n_tracks + 1, sizeof *at);
+  bool ok = f.k && tab && used && occ && at;
   if (!ok) goto done;
+  /* by (stream, start): a stable counting sort by track of the kernels in start order */
   for (size_t i = 0; i < m->n; i++)
-    if (m->kind[i] == FT_MK_KERNEL && m->step[i] != FT_MODEL_NONE) f.k[f.n++] = (uint32_t)i;
-  sort_m = m;
-  if (f.n) qsort(f.k, f.n, sizeof *f.k, by_track_start);
+    if (m->kind[i] == FT_MK_KERNEL && m->step[i] != FT_MODEL_NONE) at[m->track[i] + 1]++;
+  for (size_t t = 0; t < m->n_tracks; t++) at[t + 1] += at[t];
+  for (size_t i = 0; i < m->n; i++)
+    if (m->kind[i] == FT_MK_KERNEL && m->step[i] != FT_MODEL_NONE) f.k[at[m->track[i]]++] = (uint32_t)i;
+  f.n = nk;
   /* every sequence's non-overlapping occurrences and the idle inside them */
   for (size_t p = 0; p + f.len <= f.n; p++) {
     if (!seq_at(&f, p)) continue;
@@ -137,11 +132,13 @@ bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga
     size_t s = h & (n_slot - 1);
     while (tab[s].h && !(tab[s].h == h && seq_eq(&f, tab[s].first, p))) s = (s + 1) & (n_slot - 1);
     if (!tab[s].h) {
-      if (++n_seq * 2 > n_slot) {
-        if (!seq_grow(&tab, &n_slot)) goto oom;
-        for (s = h & (n_slot - 1); tab[s].h;) s = (s + 1) & (n_slot - 1);
+      if (2 * (n_used + 1) > n_slot) {
+        if (!(tab = rehash(tab, &n_slot))) goto oom;
+        s = h & (n_slot - 1);
+        while (tab[s].h) s = (s + 1) & (n_slot - 1);
       }
       tab[s] = (seq){h, p, 0, 0, 0};
+      n_used++;
     } else if (p < tab[s].last) {
       continue;
     }
@@ -162,7 +159,7 @@ bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga
       bool free_run = true;
       for (unsigned i = 0; i < f.len; i++) free_run = free_run && !used[p + i];
       if (!free_run) continue;
-      occ[no++] = (uint32_t)p;
+      occ[no++] = p;
       p += f.len - 1;
     }
     if (no < FUSE_MIN_PER_STEP * m->n_steps) continue;
@@ -193,6 +190,7 @@ done:
   free(tab);
   free(used);
   free(occ);
+  free(at);
   return ok;
 }
 
