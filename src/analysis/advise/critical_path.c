@@ -606,16 +606,6 @@ static void mark(prep *p, uint32_t i, size_t *bot, size_t *top) {
   if (i + 1 > *top) *top = i + 1;
 }
 
-/* The graph's building scratch freed once its edges are made: held on into the longest
- * path's arrays it raised advise's peak by about 100 B an event (1 M calls: the report
- * past issue 49's formula). The next window grows it again. */
-static void scratch_drop(prep *p) {
-  void **all[] = {(void **)&p->ka,    (void **)&p->kb,     (void **)&p->heap, (void **)&p->stack,
-                  (void **)&p->tlist, (void **)&p->gcount, (void **)&p->cs};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(*all[i]), *all[i] = NULL;
-  p->cap_ka = p->cap_kb = p->cap_heap = p->cap_stack = p->cap_tlist = p->cap_gcount = p->cap_cs = 0;
-}
-
 /* One window [lo, hi) of slices by start: critical_path_analysis's clip (CPU events
  * starting in it and lasting > 0; device work and syncs whose call is one of those),
  * its graph, its longest path. p's per-slice scratch is clear again on return. */
@@ -657,12 +647,13 @@ static uint64_t window(const ft_model *m, prep *p, size_t lo, size_t hi, bool *o
       p->ev[c.n_ev++] = i;
     }
   }
-  /* room for the edges the window can have but for syncs' (growing copies them) */
-  if (!GROW(&c, e, 4 * c.n_ev + 64)) c.oom = true;
-  lock_edges(&c);
+  lock_edges(&c); /* edges grown as made: room reserved for 4 an event cost the report 8 B a call more (1 M) */
   stack_edges(&c);
   kernel_edges(&c, p->call, &p->q, p->qlen);
-  scratch_drop(p); /* before the walk's own arrays: the report runs this beside its models (issue 49's bound) */
+  /* the graph's building scratch freed before the longest path's arrays (the report's bound: issue 49) */
+  free(p->ka), free(p->kb), free(p->heap), free(p->stack), free(p->tlist), free(p->gcount), free(p->cs);
+  p->ka = p->kb = NULL, p->heap = NULL, p->stack = p->tlist = p->gcount = p->cs = NULL;
+  p->cap_ka = p->cap_kb = p->cap_heap = p->cap_stack = p->cap_tlist = p->cap_gcount = p->cap_cs = 0;
   uint64_t len = c.oom ? 0 : ft__dag_longest(&p->dag, p->e, c.n_e, 2 * c.n_ev, &c.oom);
   *oom = c.oom;
   for (size_t w = 0; w < u; w++) p->node_of[p->win[w]] = FT_MODEL_NONE;
