@@ -254,6 +254,7 @@ typedef struct ft_stats {
   bool want_args;       /* read device work's correlation, stream, grid, block, registers (trace, HTA's reports) */
   bool want_ops;        /* nest the calls for the ops' columns (stats_ops.c); without it ops rows stay empty */
   bool want_modules;    /* with want_ops: keep nn.Module python_function events for FT_STAT_OP_MODULES */
+  bool read_pyfunc;     /* hand python_function events to on_event without want_modules (the model's read) */
   bool want_op_kernels; /* with want_ops: FT_STAT_OP_KERNELS rows */
   bool want_source;     /* the bytes' digest and the file's identity, in source */
   ft_stat_source source;
@@ -372,6 +373,12 @@ typedef struct ft_stat_read_opts {
   bool model;         /* each file through the event model (model.h): read into it, then replayed into its summary */
   bool memory;        /* each file's device memory (ft_stat_file.mem: [memory] instants, stats -r mem) */
   struct ft_model *models; /* with model: file f's model kept in models[f] (the caller frees each), not freed */
+  /* Each file's event model handed to on_model (on the file's reading thread) before it
+   * is freed, built by the same parse as the file's summary (ft_model_read with its st:
+   * one parse, both results; with model, the model replayed as always). A status other
+   * than FT_OK fails the read with err's line (stats -r advice: advise_run.c). */
+  ft_status (*on_model)(void *ctx, size_t file, struct ft_model *m, char *err, size_t errlen);
+  void *on_model_ctx;
 } ft_stat_read_opts;
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, const ft_stat_read_opts *o, char *err,
                            size_t errlen);

@@ -528,10 +528,6 @@ int ft_cli_stats(int argc, char **argv) {
     return ft_cli_usage_error("stats", "-r advice reads the traces themselves: not with --%s",
                               merge ? "merge" : "partial");
   }
-  if (advice && n_stdin) { /* the model is a second read of each trace */
-    ft_trace_args_free(&files);
-    return ft_cli_usage_error("stats", "-r advice reads each trace twice: \"-\" (stdin) cannot be one");
-  }
   /* the trace report: the earliest N device events of each file, kept while reading
    * (100 unless --limit says; 0: all of them) */
   size_t trace_rows = limit_given ? ro.limit : 100;
@@ -555,6 +551,18 @@ int ft_cli_stats(int argc, char **argv) {
     return ft_cli_output_refused("stats", exists, err);
   }
   ft_stat_job job;
+  /* advice: each file's event model from the stats read's own parse, advised as it is read */
+  ft_cli_advice adv;
+  ft_advise_opts ao;
+  ft_advise_opts_default(&ao);
+  memset(&adv, 0, sizeof adv);
+  if (advice && ft_cli_advice_begin(&adv, files.paths, n_files, NULL, &ao)) {
+    ft_cli_advice_free(&adv);
+    for (size_t i = 0; i < n_out; i++) free(names[i]);
+    ft_trace_args_free(&files);
+    ft_cli_error("stats", "out of memory");
+    return 1;
+  }
   uint64_t part_limit = trace_limit == SIZE_MAX ? UINT64_MAX : trace_limit; /* device events kept per file */
   /* a partial keeps what every report needs (HTA's analyses too); a merge keeps
    * the files' own rows where a by-rank output (or partial) can use them */
@@ -568,18 +576,14 @@ int ft_cli_stats(int argc, char **argv) {
         .modules = partial || (report & 1u << REP_OPS_MODULES) != 0,
         .memory = partial || (report & 1u << REP_MEM) != 0,
         .source = partial, /* a partial names each trace's source: a merge refuses one given twice */
-        .model = model};
+        .model = model,
+        .on_model = advice ? ft_cli_advice_on_model : NULL,
+        .on_model_ctx = &adv};
     s = ft_stat_job_read(&job, files.paths, n_files, &o, err, sizeof err);
   }
   if (!s && merge && !partial)
     s = merged_ok(&job, report, trace_rows ? trace_rows : UINT64_MAX, part_limit, err, sizeof err);
-  ft_cli_advice adv;
-  memset(&adv, 0, sizeof adv);
-  if (!s && advice) {
-    ft_advise_opts ao;
-    ft_advise_opts_default(&ao);
-    s = ft_cli_advice_read(&adv, files.paths, n_files, NULL, &ao, err, sizeof err);
-  }
+  if (!s && advice) s = ft_cli_advice_end(&adv, &ao, err, sizeof err);
   if (s) {
     ft_cli_error("stats", "%s", err);
     ft_cli_advice_free(&adv);

@@ -99,24 +99,6 @@ enum ft__copy_dir ft__advise_copy_dir(const char *work_name, bool *pageable) {
   return FT__DIR_UNKNOWN;
 }
 
-/* Dense bf16/fp16 tensor peaks from the vendors' data sheets (docs/advise.md);
- * matched as a substring of deviceProperties' name, first match wins. */
-static const struct {
-  const char *name;
-  double tflops;
-} peaks[] = {{"H200", 989.0},     {"H100 SXM", 989.0},  {"H100 80GB HBM3", 989.0},
-             {"H100 NVL", 835.0}, {"H100 PCIe", 756.0}, {"H100", 756.0},
-             {"H800", 989.0},     {"H20", 148.0},       {"A100", 312.0},
-             {"A800", 312.0},     {"L40S", 362.0},      {"L40", 181.0},
-             {"L4", 121.0},       {"B200", 2250.0},     {"V100", 125.0}};
-
-double ft__advise_peak_flops(const char *device_name) {
-  if (!device_name) return 0;
-  for (size_t i = 0; i < sizeof peaks / sizeof *peaks; i++)
-    if (strstr(device_name, peaks[i].name)) return peaks[i].tflops * 1e12;
-  return 0;
-}
-
 const char *ft_rule_name(enum ft_rule r) {
   static const char *const names[FT_RULE_N] = {"sync",       "h2d-copy",   "step-start",    "launch-bound",
                                                "sync-memop", "gap",        "straggler",     "fuse",

@@ -142,17 +142,21 @@ static ft_status read_one(worker *w, size_t f) {
   }
   st.file_threads = (int)w->n_threads;
   ft_status s;
-  if (w->o.model) { /* the file into the event model, then the model into the summary (stats --engine=model) */
+  if (w->o.model || w->o.on_model) {
+    /* the file into the event model, then the model into the summary (stats --engine=model); for
+     * on_model alone, the summary from the same parse */
     ft_model m;
     ft_model_opts mo = {.source = w->o.source};
-    s = w->mem ? ft_model_read_mem(&m, w->mem, w->mem_len, &mo, NULL, err, sizeof w->errs[f])
-               : ft_model_read(&m, w->paths[f], &mo, NULL, err, sizeof w->errs[f]);
-    if (!s) {
+    ft_stats *same = w->o.model ? NULL : &st;
+    s = w->mem ? ft_model_read_mem(&m, w->mem, w->mem_len, &mo, same, err, sizeof w->errs[f])
+               : ft_model_read(&m, w->paths[f], &mo, same, err, sizeof w->errs[f]);
+    if (!s && w->o.model) {
       file->model_slices = m.n;
       file->model_bytes = ft_model_bytes(&m);
       file->model_bytes_distinct = ft_model_bytes_distinct(&m);
       s = ft_model_replay(&m, &st);
     }
+    if (!s && w->o.on_model) s = w->o.on_model(w->o.on_model_ctx, f, &m, err, sizeof w->errs[f]);
     if (!s && w->o.models) w->o.models[f] = m; /* the report's slices (report_events.c) */
     else ft_model_free(&m);
   } else {
