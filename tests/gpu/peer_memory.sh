@@ -39,6 +39,12 @@ for f in run.sh compare.py conftest.py preflight.py pytest.ini _peer_stub.py; do
 done
 # the tests and what they load beside them (test_cpp_thread.cpp, profiler_utils_mock_events.json, ...)
 find "$TESTS" -maxdepth 1 -type f ! -name 'README*' ! -name 'SOURCE*' -exec cp {} "$OUT/suite/" \;
-FILES=${FT_PEER_MEMORY_FILES:-$(cd "$OUT/suite" && ls test_*.py | tr '\n' ' ')}
+# the memory profiler's first; test_cpp_thread.py last (it compiles a C++ extension in each mode, ~1 min)
+ORDER="test_memory_profiler.py test_torch_tidy.py test_execution_trace.py test_kineto.py test_cpp_thread.py"
+DEFAULT=""
+for f in $ORDER $(cd "$OUT/suite" && ls test_*.py); do
+  [ -f "$OUT/suite/$f" ] && case " $DEFAULT " in *" $f "*) ;; *) DEFAULT="$DEFAULT $f" ;; esac
+done
+FILES=${FT_PEER_MEMORY_FILES:-${DEFAULT# }}
 echo "peer memory: runner from $RUNNER, tests from $TESTS: $FILES"
 FT_PEER_FILES="$FILES" FT_PEER_CAP=${FT_PEER_CAP:-150} bash "$OUT/suite/run.sh" "$OUT/result"
