@@ -45,8 +45,12 @@ typedef struct ft_stat_row {
    * thread (t: the calls' CPU durations, CPU total = t.total): */
   uint64_t self_cpu_ns;  /* CPU time less that of the calls and runtime calls nested in them */
   uint64_t total_dev_ns; /* device time of their work and of the calls nested in them */
-  uint32_t aux_id;       /* ft_stat_keyed_by_aux: the name id of its Input Dims text, or its module's */
-  uint8_t hta;           /* HTA's class of the name, cached by stats_hta.c (0: not yet) */
+  /* ops, memory as key_averages() counts it (stats_ops.c; docs/memory.md "Ops' memory"): bytes of the
+   * [memory] events in a call's [start, end] (CPU: Device Type 0/2/5; device: 1/6/20), and self, that
+   * less its children's; signed (frees are negative) */
+  int64_t cpu_mem, self_cpu_mem, dev_mem, self_dev_mem;
+  uint32_t aux_id; /* ft_stat_keyed_by_aux: the name id of its Input Dims text, or its module's */
+  uint8_t hta;     /* HTA's class of the name, cached by stats_hta.c (0: not yet) */
 } ft_stat_row;
 
 enum {
@@ -175,6 +179,48 @@ typedef struct ft_stat_source {
   bool known;   /* read (ft_stat_read_opts.source) or from a partial: a partial is written only then */
 } ft_stat_source;
 
+/* ---- device memory (issue 51): `stats -r mem`, from [memory] instants (stats_memory.c) ---- */
+
+/* Live allocations tracked per file at most (their addresses): past it an allocation is
+ * counted (over_bound) but its address not kept, so memory stays bounded (64 B each). */
+#define FT_MEM_MAX_LIVE (1u << 20)
+/* Live allocations a summary keeps per device, the largest (leak candidates). */
+#define FT_MEM_KEEP_LIVE 1000
+
+/* A moment of a device's memory: a peak, or an allocation still live at the end. */
+typedef struct ft_stat_mem_at {
+  int64_t bytes; /* the peak's total, or the allocation's size */
+  int64_t ts;    /* ns, the trace's clock */
+  int64_t step;  /* ProfilerStep#N's N around it, -1 none */
+  uint64_t addr; /* the allocation's address (live ones) */
+  char *op;      /* the innermost op or range open around it (its thread), else by its External id, else the
+                  * op of its runtime call; NULL none */
+  char *call;    /* the runtime call of its correlation id; NULL none */
+} ft_stat_mem_at;
+
+typedef struct ft_stat_mem_dev {
+  int32_t device;                       /* "Device Id", -1 absent */
+  int16_t device_type;                  /* torch's DeviceType: 0 CPU, 1 CUDA, 20 PrivateUse1; -1 absent */
+  ft_stat_mem_at peak_alloc, peak_res;  /* bytes 0 and ts INT64_MIN: never above 0 */
+  ft_stat_dist alloc_sizes, free_sizes; /* n: allocations, frees; total: their bytes */
+  int64_t end_alloc, end_res;           /* the totals after the last operation */
+  uint64_t live_n, live_bytes;          /* allocations (of the window) still live at the end */
+  ft_stat_mem_at *live;                 /* the largest of them, largest first, at most FT_MEM_KEEP_LIVE */
+  size_t n_live;
+} ft_stat_mem_dev;
+
+typedef struct ft_stat_mem {
+  ft_stat_mem_dev *devs; /* by device type, then id */
+  size_t n_devs;
+  uint64_t events;       /* [memory] instants summarized */
+  uint64_t bad_field;    /* skipped: ts, Bytes or another number field missing or not a number (the reader's) */
+  uint64_t bad_sign;     /* skipped: an "alloc" of negative Bytes, a "free" of positive */
+  uint64_t unmatched;    /* frees of an address not live in the window (counted as frees: made before it?) */
+  uint64_t over_bound;   /* allocations whose address was not tracked: FT_MEM_MAX_LIVE were live */
+  uint64_t over_devices; /* events of devices past FT_STATS_MAX_DEVICES: skipped */
+} ft_stat_mem;
+void ft_stat_mem_free(ft_stat_mem *m);
+
 typedef struct ft_stats {
   ft__strtab names;
   ft_stat_last (*last)[FT_STAT_ROW_CACHE]; /* [FT_STAT_N_SECTIONS], made on the first row; NULL once read */
@@ -227,8 +273,16 @@ typedef struct ft_stats {
    * category in cat); false stops the read for want of memory. NULL: none */
   bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
   void *on_event_ctx;
-  bool events_only;     /* the events to on_event, nothing summarized (the event model's read: model.c) */
-  char device_name[64]; /* the trace's first deviceProperties entry's name ("NVIDIA H200"), "" when none */
+  bool events_only;       /* the events to on_event, nothing summarized (the event model's read: model.c) */
+  ft__vec ops_mem;        /* this file's [memory] events while its ops are nested (with want_ops; stats_ops.c) */
+  uint64_t mem_events[3]; /* [memory] events read with want_ops: [0] CPU memory, [1] device memory, [2] of
+                           * which CUDA's or HIP's (the ops' memory columns are shown when there are some) */
+  char device_name[64];   /* the trace's first deviceProperties entry's name ("NVIDIA H200"), "" when none */
+  /* device memory (issue 51) */
+  bool want_memory;       /* summarize [memory] instants into mem_sum (stats -r mem) */
+  uint64_t mem_bad;       /* [memory] instants the reader skipped (ft_stat_mem.bad_field) */
+  struct ft__memacc *mem; /* the file's accumulator while it is read (stats_memory.h); NULL unless asked */
+  ft_stat_mem mem_sum;    /* the file's summary, from its end (with want_memory) */
 } ft_stats;
 
 ft_status ft_stats_init(ft_stats *st);
@@ -287,6 +341,8 @@ typedef struct ft_stat_file {
   /* read through the event model (ft_stat_read_opts.model): its slices, the bytes it held
    * (ft_model_bytes) and of those what is held once (ft_model_bytes_distinct) */
   uint64_t model_slices, model_bytes, model_bytes_distinct;
+  ft_stat_mem mem; /* device memory (ft_stat_read_opts.memory); mem_kept: asked */
+  bool mem_kept;
 } ft_stat_file;
 
 typedef struct ft_stat_job {
@@ -313,6 +369,7 @@ typedef struct ft_stat_read_opts {
   bool op_kernels;    /* with ops: device work by its op and name (FT_STAT_OP_KERNELS: `diff`) */
   bool source;        /* each file's source (its bytes' digest: the cost of a hash; stats --partial) */
   bool model;         /* each file through the event model (model.h): read into it, then replayed into its summary */
+  bool memory;        /* each file's device memory (ft_stat_file.mem: [memory] instants, stats -r mem) */
   struct ft_model *models; /* with model: file f's model kept in models[f] (the caller frees each), not freed */
 } ft_stat_read_opts;
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, const ft_stat_read_opts *o, char *err,

@@ -44,7 +44,8 @@ enum ft__sec {
   FT__SEC_GPU_RANGE,
   FT__SEC_SYNC,     /* cuda_sync: no row of its own; HTA's analyses count it (stats_hta.c) */
   FT__SEC_OVERHEAD, /* kineto's own CPU work (Activity Buffer Request): an ops row, a child in the nesting */
-  FT__SEC_PYFUNC    /* python_function: its nn.Module events place ops in their module (FT_STAT_OP_MODULES) */
+  FT__SEC_PYFUNC,   /* python_function: its nn.Module events place ops in their module (FT_STAT_OP_MODULES) */
+  FT__SEC_MEMORY    /* a "[memory]" instant (ph "i"/"I"): one allocation or free (issue 51; the mem_* fields) */
 };
 enum ft__sec ft__stats_section_of(const char *cat);
 
@@ -66,7 +67,17 @@ typedef struct ft__ev {
   int32_t grid[3], block[3];
   const char *dims;
   uint32_t dims_off, dims_len;
+  /* a [memory] instant's args (sec FT__SEC_MEMORY; tid, corr, ext and stream as above, dev its pid): Bytes
+   * (signed, torch's: > 0 allocated, < 0 freed), Addr, Total Allocated/Reserved (-1 absent), our Pool Bytes
+   * (reserve/unreserve), Device Id (-1 absent), Device Type (-1 absent), our Op and Kind (FT__MOP_*, FT__MKIND_*) */
+  int64_t mem_bytes, mem_total_alloc, mem_total_res, mem_pool_bytes;
+  uint64_t mem_addr;
+  int32_t mem_device;
+  int16_t mem_device_type;
+  uint8_t mem_op, mem_kind;
 } ft__ev;
+enum { FT__MOP_NONE, FT__MOP_ALLOC, FT__MOP_FREE, FT__MOP_RESERVE, FT__MOP_UNRESERVE };
+enum { FT__MKIND_NONE, FT__MKIND_DEVICE, FT__MKIND_PINNED, FT__MKIND_MANAGED, FT__MKIND_PAGEABLE, FT__MKIND_OTHER };
 
 /* What event e adds to st (name and cat: C strings); false without memory. */
 bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char *cat);
@@ -78,6 +89,7 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
 typedef struct ft__evcounts {
   uint64_t events, bad_time, time_range, no_dur, neg_dur, bad_bytes, bad_ext, cut_strings;
   int64_t first_ns, last_ns;
+  uint64_t mem_bad; /* [memory] instants skipped: ts, Bytes or another number field missing or not a number */
 } ft__evcounts;
 ft__evbatch *ft__evbatch_new(bool want_args, bool want_modules); /* st's, of the parse it works for */
 void ft__evbatch_free(ft__evbatch *b);
@@ -100,6 +112,11 @@ static inline uint64_t ft__cache_mix(uint64_t x) {
 bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_row, uint32_t api_row);
 bool ft__ops_device(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns);
 bool ft__ops_file_end(ft_stats *st);
+/* A [memory] event (ts ns, Bytes, torch's Device Type) for the ops' memory columns (with want_ops):
+ * kept until the file's end, when each call takes those in its interval. False without memory. */
+bool ft__ops_memory(ft_stats *st, int64_t ts, int64_t bytes, int64_t device_type);
+/* stats_memory.c: a file's memory summary (st->mem's, with want_memory) into st->mem_sum; false without memory. */
+bool ft__stats_mem_file_end(ft_stats *st);
 /* With want_op_kernels: device work named kernel (a name id) of External id ext
  * into FT_STAT_OP_KERNELS under its op, now or (when its op comes later) at the
  * file's end; under "(no op)" without one. False without memory. */

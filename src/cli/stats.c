@@ -63,7 +63,18 @@ static const char usage[] =
     "                        queue       launches outstanding per stream, sampled at\n"
     "                                    each launch and kernel start: mean, stddev,\n"
     "                                    min, median, max; time at 1024 or more\n"
-    "                      advise's (asked for only; docs/advise.md):\n"
+    "                      device memory (asked for only; docs/memory.md):\n"
+    "                        mem         per rank and device, from [memory] events\n"
+    "                                    (torch's profile_memory=True, record's):\n"
+    "                                    peak allocated and peak reserved (when,\n"
+    "                                    step, op, call), allocations and frees\n"
+    "                                    (count, bytes, min/median/max size), bytes\n"
+    "                                    live at the end and the allocations still\n"
+    "                                    live, largest first (--limit per device),\n"
+    "                                    with the op and call that made each; a\n"
+    "                                    skipped row counts hostile values\n"
+    "                                    (\"memory\" stays copies and sets by time)\n"
+                      advise's (asked for only; docs/advise.md):\n"
     "                        advice      findings by what each costs per step, as\n"
     "                                    flagtrace advise ranks them (rank, rule,\n"
     "                                    cost, share, count, where, what,\n"
@@ -196,7 +207,7 @@ static const char usage[] =
 
 enum fmt { FMT_TABLE, FMT_CSV, FMT_TSV, FMT_JSON };
 enum { OPT_PARTIAL = 0x100, OPT_MERGE, OPT_ENGINE }; /* long options without a letter */
-#define REP_DEFAULT ((1u << REP_N) - 1 - (1u << REP_TRACE) - (1u << REP_OPS_MODULES) - FT_REP_HTA)
+#define REP_DEFAULT ((1u << REP_N) - 1 - (1u << REP_TRACE) - (1u << REP_OPS_MODULES) - FT_REP_HTA - (1u << REP_MEM))
 /* advise's findings: a report of the CLI's (advise_out.c), built from the event model, not the job */
 #define REP_ADVICE REP_N
 #define REP_ALL (REP_N + 1)
@@ -331,6 +342,12 @@ static int output_names(char **names, const char *output, unsigned report, bool 
  * trace report as many device events per file as it shows. */
 static ft_status merged_ok(const ft_stat_job *job, unsigned report, uint64_t trace_rows, uint64_t kept, char *err,
                            size_t errlen) {
+  for (size_t i = 0; (report & 1u << REP_MEM) && i < job->n_files; i++)
+    if (!job->files[i].mem_kept) {
+      snprintf(err, errlen, "%s: its partial has no memory summary (written by another flagtrace?)",
+               job->files[i].path);
+      return FT_EINVAL;
+    }
   for (size_t i = 0; (report & FT_REP_HTA) && i < job->n_files; i++)
     if (!job->files[i].hta.kept) {
       snprintf(err, errlen, "%s: its partial has no HTA analyses (written by another flagtrace?)", job->files[i].path);
@@ -411,7 +428,7 @@ int ft_cli_stats(int argc, char **argv) {
         return ft_cli_usage_error("stats",
                                   "--report: %s%s%s; it takes a comma-separated subset of kernels,api,memory,memsize,"
                                   "ranges,gpu_ranges,ops,ops_shapes,ops_modules,gpu,ranks,trace,temporal,overlap,"
-                                  "launch,queue,advice or nsys's names (--help)",
+                                  "launch,queue,mem,advice or nsys's names (--help)",
                                   bad_name[0] ? "no report named '" : "not a list of reports: '",
                                   bad_name[0] ? bad_name : optarg, "'");
       break;
@@ -545,6 +562,7 @@ int ft_cli_stats(int argc, char **argv) {
         .hta = partial || (report & FT_REP_HTA) != 0,
         .ops = partial || (report & (1u << REP_OPS | 1u << REP_OPS_SHAPES | 1u << REP_OPS_MODULES)) != 0,
         .modules = partial || (report & 1u << REP_OPS_MODULES) != 0,
+        .memory = partial || (report & 1u << REP_MEM) != 0,
         .source = partial, /* a partial names each trace's source: a merge refuses one given twice */
         .model = model};
     s = ft_stat_job_read(&job, files.paths, n_files, &o, err, sizeof err);

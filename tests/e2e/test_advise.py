@@ -28,7 +28,8 @@ case = results.case
 
 STEP = 10000  # us: every synthetic step is 10 ms
 STEPS = 3     # ProfilerStep#1..#3, the same plant in each: mean cost = one step's
-RULES = {"sync", "h2d-copy", "step-start", "launch-bound", "sync-memop", "gap", "straggler", "fuse", "low-flops"}
+RULES = {"sync", "h2d-copy", "step-start", "launch-bound", "sync-memop", "gap", "straggler", "fuse", "low-flops",
+         "alloc-call", "fragmentation", "leak"}
 
 
 class Trace:

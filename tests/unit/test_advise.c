@@ -630,8 +630,9 @@ static void test_vendor_names(void **state) {
   for (const char *const *n = not_copy; *n; n++)
     if (ft_advise_is_blocking_copy(*n)) fail_msg("%s: a blocking copy", *n);
   assert_false(ft_advise_is_sync_call(NULL));
-  static const char *const rules[FT_RULE_N] = {"sync", "h2d-copy",  "step-start", "launch-bound", "sync-memop",
-                                               "gap",  "straggler", "fuse",       "low-flops"};
+  static const char *const rules[FT_RULE_N] = {"sync",       "h2d-copy",   "step-start",    "launch-bound",
+                                               "sync-memop", "gap",        "straggler",     "fuse",
+                                               "low-flops",  "alloc-call", "fragmentation", "leak"};
   for (int r = 0; r < FT_RULE_N; r++) assert_string_equal(ft_rule_name((enum ft_rule)r), rules[r]);
   /* the peaks table (docs/advise.md), by deviceProperties' name */
   static const struct {

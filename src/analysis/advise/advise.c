@@ -494,7 +494,8 @@ ft_status ft_advise(const ft_model *m, const ft_advise_opts *o, ft_advice *out, 
       pre[k + 1] = pre[k] + (uint64_t)(gb[k] - ga[k]);
     }
     double peak = m->peak_flops > 0 ? m->peak_flops : ft__advise_peak_flops(m->device_name);
-    ok = ft__rule_fuse(m, o, ga, gb, pre, c.idle_all.n, &c.t) && ft__rule_low_flops(m, peak, &c.t);
+    ok = ft__rule_fuse(m, o, ga, gb, pre, c.idle_all.n, &c.t) && ft__rule_low_flops(m, peak, &c.t) &&
+         ft__rule_memory(m, &c.t);
   }
   free(pre);
   free(ga);

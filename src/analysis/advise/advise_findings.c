@@ -135,11 +135,12 @@ void ft__cost_findings(ft__findings *t, const uint64_t *ceil, size_t n_steps, do
   }
 }
 
-/* Keeps the findings at or over min_share (a straggler's or fuse's too), largest cost first. */
+/* Keeps the findings at or over min_share (a straggler's or fuse's too), largest cost first; a memory
+ * finding (bytes, no time) whatever its cost, after those of a cost. */
 void ft__rank_findings(ft_advise_finding *f, size_t *n, double min_share) {
   size_t k = 0;
   for (size_t i = 0; i < *n; i++) {
-    if (f[i].cost_ns > 0 && f[i].cost_share >= min_share) f[k++] = f[i];
+    if ((f[i].cost_ns > 0 && f[i].cost_share >= min_share) || f[i].bytes) f[k++] = f[i];
     else free(f[i].occ);
   }
   *n = k;

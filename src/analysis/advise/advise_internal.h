@@ -53,7 +53,8 @@ enum ft__call_class {
   FT__CALL_SYNC,        /* waits for the device: cudaDeviceSynchronize, aclrtSynchronizeStream, ... */
   FT__CALL_SYNC_COPY,   /* a copy that returns when done: cudaMemcpy, aclrtMemcpy, cuMemcpyDtoH, ... */
   FT__CALL_SYNC_MEMSET, /* a memset that returns when done: cudaMemset, aclrtMemset, cuMemsetD32, ... */
-  FT__CALL_ASYNC_COPY   /* cudaMemcpyAsync and kin: blocks only for pageable host memory */
+  FT__CALL_ASYNC_COPY,  /* cudaMemcpyAsync and kin: blocks only for pageable host memory */
+  FT__CALL_ALLOC        /* cudaMalloc, cudaFree, hipMalloc, aclrtFree, ...: synchronizing allocation calls */
 };
 enum ft__copy_dir { FT__DIR_UNKNOWN, FT__DIR_H2D, FT__DIR_D2H, FT__DIR_D2D };
 /* The class of a call and, for a copy whose name says it (cuMemcpyHtoD), its direction. */
@@ -104,5 +105,7 @@ void ft__rank_findings(ft_advise_finding *f, size_t *n, double min_share);
 bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *idle_a, const int64_t *idle_b,
                    const uint64_t *idle_pre, size_t n_idle, ft__findings *t);
 bool ft__rule_low_flops(const ft_model *m, double peak, ft__findings *t);
+/* advise_memory.c: alloc-call, fragmentation and leak (docs/advise.md "Memory"). */
+bool ft__rule_memory(const ft_model *m, ft__findings *t);
 
 #endif

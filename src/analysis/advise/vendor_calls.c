@@ -47,6 +47,15 @@ static const char *const acl_sync_stems[] = {"SynchronizeStream",
                                              "SynchronizeDeviceWithTimeout",
                                              "SynchronizeEventWithTimeout",
                                              NULL};
+/* allocation and free calls that synchronize the device (cudaFree waits for the device; cudaMalloc
+ * may): runtime, driver and Ascend spellings; the stream-ordered *Async ones are not among them */
+static const char *const alloc_stems[] = {"Malloc",       "Free",          "MallocHost",      "FreeHost",
+                                          "HostAlloc",    "MallocManaged", "MallocPitch",     "Malloc3D",
+                                          "MallocArray",  "FreeArray",     "MemAlloc",        "MemFree",
+                                          "MemAllocHost", "MemFreeHost",   "MemAllocManaged", "MemAllocPitch",
+                                          "MemHostAlloc", "HostMalloc",    "HostFree",        NULL};
+static const char *const acl_alloc_stems[] = {"Malloc", "Free", "MallocHost", "FreeHost", "MallocCached", NULL};
+
 static const char *const memset_stems[] = {"Memset",    "Memset2D",   "Memset3D",    "MemsetD8",    "MemsetD16",
                                            "MemsetD32", "MemsetD2D8", "MemsetD2D16", "MemsetD2D32", NULL};
 
@@ -67,6 +76,7 @@ enum ft__call_class ft__advise_call_class(const char *name, enum ft__copy_dir *d
     return strstr(s, "Async") ? FT__CALL_ASYNC_COPY : FT__CALL_SYNC_COPY;
   }
   if (in(s, memset_stems)) return FT__CALL_SYNC_MEMSET;
+  if (in(s, acl ? acl_alloc_stems : alloc_stems)) return FT__CALL_ALLOC;
   return FT__CALL_NONE;
 }
 
@@ -77,6 +87,8 @@ bool ft_advise_is_blocking_copy(const char *name) {
   /* a name that says another direction (cuMemcpyDtoH) is no host-to-device copy */
   return ft__advise_call_class(name, &d) == FT__CALL_SYNC_COPY && (d == FT__DIR_H2D || d == FT__DIR_UNKNOWN);
 }
+
+bool ft_advise_is_alloc_call(const char *name) { return ft__advise_call_class(name, NULL) == FT__CALL_ALLOC; }
 
 enum ft__copy_dir ft__advise_copy_dir(const char *work_name, bool *pageable) {
   if (pageable) *pageable = work_name && strstr(work_name, "Pageable");
@@ -106,7 +118,8 @@ double ft__advise_peak_flops(const char *device_name) {
 }
 
 const char *ft_rule_name(enum ft_rule r) {
-  static const char *const names[FT_RULE_N] = {"sync", "h2d-copy",  "step-start", "launch-bound", "sync-memop",
-                                               "gap",  "straggler", "fuse",       "low-flops"};
+  static const char *const names[FT_RULE_N] = {"sync",       "h2d-copy",   "step-start",    "launch-bound",
+                                               "sync-memop", "gap",        "straggler",     "fuse",
+                                               "low-flops",  "alloc-call", "fragmentation", "leak"};
   return (unsigned)r < FT_RULE_N ? names[r] : "unknown";
 }

@@ -31,8 +31,9 @@ void ft_model_free(ft_model *m) {
   struct ft_model_priv *p = m->p;
   free(m->ts), free(m->dur), free(m->corr32), free(m->ext32), free(m->arg);
   free(m->name), free(m->track), free(m->link), free(m->op), free(m->step), free(m->kind);
-  free(m->tracks), free(m->steps);
+  free(m->tracks), free(m->steps), free(m->mem);
   if (p) {
+    free(p->memx), free(p->mem_order);
     ft__intern_free(&p->names);
     ft__intern_free(&p->text);
     ft__intern_free(&p->vars);
@@ -188,10 +189,56 @@ static bool name_of(struct ft_model_priv *p, const char *name, size_t len, uint3
   return true;
 }
 
+/* A [memory] instant: a row in file order (finish sorts them by time). */
+static bool add_mem(ft_model *m, const ft__ev *e) {
+  struct ft_model_priv *p = m->p;
+  if (m->n_mem >= FT_MODEL_NONE - 1) return false;
+  if (m->n_mem == p->cap_mem) {
+    size_t cap = p->cap_mem ? 2 * p->cap_mem : 256;
+    ft_model_mem *r = realloc(m->mem, cap * sizeof *r);
+    if (!r) return false;
+    m->mem = r;
+    ft__mmemx *x = realloc(p->memx, cap * sizeof *x);
+    if (!x) return false;
+    p->memx = x;
+    p->cap_mem = cap;
+  }
+  ft__ev t = *e; /* its thread's track: the host side */
+  t.sec = FT__SEC_RUNTIME;
+  uint32_t track;
+  if (!track_of(m, &t, FT_MK_RUNTIME, &track)) return false;
+  size_t i = m->n_mem++;
+  m->mem[i] = (ft_model_mem){.ts = e->ts,
+                             .bytes = e->mem_bytes,
+                             .addr = e->mem_addr,
+                             .total_allocated = e->mem_total_alloc,
+                             .total_reserved = e->mem_total_res,
+                             .device = e->mem_device,
+                             .device_type = e->mem_device_type,
+                             .track = track,
+                             .op = FT_MODEL_NONE,
+                             .call = FT_MODEL_NONE,
+                             .step = FT_MODEL_NONE};
+  p->memx[i] = (ft__mmemx){.tid = e->tid,
+                           .corr = e->corr,
+                           .ext = e->ext,
+                           .stream = e->stream,
+                           .pool_bytes = e->mem_pool_bytes,
+                           .pid = e->dev,
+                           .before = (uint32_t)m->n,
+                           .file = (uint32_t)i,
+                           .flags = (uint8_t)((e->has_tid ? MX_TID : 0) | (e->has_corr ? MX_CORR : 0) |
+                                              (e->has_ext ? MX_EXT : 0) | (e->has_stream ? MX_STREAM : 0)),
+                           .op = e->mem_op,
+                           .kind = e->mem_kind};
+  return true;
+}
+
 bool ft_model_add(ft_model *m, const ft__ev *e, const char *name, const char *cat) {
   struct ft_model_priv *p = m->p;
   if (!p || p->finished) return false;
   if (e->sec == FT__SEC_IGNORED) return true;
+  if (e->sec == FT__SEC_MEMORY) return add_mem(m, e);
   if (e->sec == FT__SEC_UNKNOWN) return add_unknown(p, m->n, cat ? cat : "");
   if (e->sec < FT__SEC_KERNEL || e->sec > FT__SEC_PYFUNC) return true;
   if (m->n >= FT_MODEL_NONE - 1 || !build_room(m)) return false; /* slice indexes are 32-bit */
@@ -280,6 +327,8 @@ size_t ft_model_bytes(const ft_model *m) {
   size_t per = 3 * sizeof(int64_t) + 9 * sizeof(uint32_t) + 1;
   size_t b = (p->finished ? m->n : p->cap) * per; /* the build's room until finished */
   b += m->n_steps * sizeof *m->steps + p->n_wide * sizeof *p->wide;
+  /* memory rows: their columns, the replay's extra and order (the build's room until finished) */
+  b += (p->finished ? m->n_mem : p->cap_mem) * (sizeof *m->mem + sizeof *p->memx) + m->n_mem * sizeof *p->mem_order;
   return b + ft_model_bytes_distinct(m);
 }
 
@@ -352,6 +401,7 @@ static ft_status model_read(ft_model *m, const char *path, const char *data, siz
     p->last_ns = s->last_ns;
     p->meta = s->meta;
     p->source = s->source;
+    p->mem_bad = s->mem_bad;
     p->skipped.unknown_cat = 0; /* counted again by a replay, from the model's categories */
     p->skipped.unpaired = 0;    /* HTA's, at the summary's finish */
     m->rank = s->meta.rank;
@@ -424,12 +474,43 @@ static void slice_ev(const ft_model *m, size_t i, bool args, ft__ev *e, const ch
   }
 }
 
+/* Memory row r's event as the reader handed it over. */
+static void mem_ev(const ft_model *m, size_t r, ft__ev *e, const char **name) {
+  const ft_model_mem *w = &m->mem[r];
+  const ft__mmemx *x = &m->p->memx[r];
+  memset(e, 0, sizeof *e);
+  e->sec = FT__SEC_MEMORY;
+  e->ts = w->ts;
+  e->dev = x->pid;
+  e->name_len = 8;
+  *name = "[memory]";
+  e->has_tid = x->flags & MX_TID, e->tid = x->tid;
+  e->has_corr = x->flags & MX_CORR, e->corr = x->corr;
+  e->has_ext = x->flags & MX_EXT, e->ext = x->ext;
+  e->has_stream = x->flags & MX_STREAM, e->stream = x->stream;
+  e->mem_bytes = w->bytes;
+  e->mem_addr = w->addr;
+  e->mem_total_alloc = w->total_allocated;
+  e->mem_total_res = w->total_reserved;
+  e->mem_pool_bytes = x->pool_bytes;
+  e->mem_device = w->device;
+  e->mem_device_type = w->device_type;
+  e->mem_op = x->op;
+  e->mem_kind = x->kind;
+}
+
 ft_status ft_model_replay(const ft_model *m, ft_stats *st) {
   const struct ft_model_priv *p = m->p;
   if (!p || !p->finished) return FT_EINVAL;
-  size_t u = 0;
+  size_t u = 0, k = 0;
   bool ok = true;
   for (size_t f = 0; ok && f <= m->n; f++) {
+    for (; ok && k < m->n_mem && m->p->memx[p->mem_order[k]].before == f; k++) { /* in file order */
+      ft__ev e;
+      const char *name;
+      mem_ev(m, p->mem_order[k], &e, &name);
+      ok = ft__stats_apply(st, &e, name, "cpu_instant_event");
+    }
     for (; ok && u < p->n_unk && p->unk[u].before == f; u++) { /* its category's count, where it was first seen */
       ft__ev e = {.sec = FT__SEC_UNKNOWN};
       for (uint64_t c = 0; ok && c < p->unk[u].count; c++)
@@ -452,12 +533,14 @@ ft_status ft_model_replay(const ft_model *m, ft_stats *st) {
     st->skipped.bad_bytes += p->skipped.bad_bytes;
     st->skipped.bad_ext += p->skipped.bad_ext;
     st->cut_strings += p->cut_strings - (st->want_modules ? 0 : p->cut_pyfunc);
+    st->mem_bad += p->mem_bad;
     if (st->first_ns > p->first_ns) st->first_ns = p->first_ns;
     if (st->last_ns < p->last_ns) st->last_ns = p->last_ns;
     st->meta = p->meta;
     if (st->want_source) st->source = p->source;
   }
-  /* the parse's end: the op join and the calls' nesting are per file */
+  /* the parse's end: the memory summary, the op join and the calls' nesting are per file */
+  ok = ft__stats_mem_file_end(st) && ok;
   ok = ft__ops_file_end(st) && ok;
   ft__join_free(&st->ext_op);
   return ok ? FT_OK : FT_ENOMEM;

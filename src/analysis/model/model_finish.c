@@ -393,7 +393,7 @@ ft_status ft__model_finish(ft_model *m) {
   ft__model_huge(m->op, nn * sizeof *m->op);
   ft__model_huge(m->step, nn * sizeof *m->step);
   ok = ok && m->link && m->op && m->step && link_all(m, work, perm) && ops_on_threads(m, work) &&
-       ops_on_streams(m, p->order) && find_steps(m);
+       ops_on_streams(m, p->order) && find_steps(m) && !ft__model_mem_finish(m);
   ft__map_free(&p->unk_index);
   memset(&p->unk_index, 0, sizeof p->unk_index);
   if (ok) { /* the variants' and tracks' lookup tables: no more adds */

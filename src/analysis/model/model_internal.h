@@ -38,6 +38,16 @@ typedef struct ft__mwide {
   int64_t v;
 } ft__mwide;
 
+/* A memory row's event beyond its ft_model_mem columns, for a replay (issue 51). */
+enum { MX_TID = 1, MX_CORR = 2, MX_EXT = 4, MX_STREAM = 8 };
+typedef struct ft__mmemx {
+  int64_t tid, corr, ext, stream, pool_bytes, pid;
+  uint32_t before;  /* the slices before it in the file */
+  uint32_t file;    /* its position among the file's memory rows (the sort's tie-break, the replay's order) */
+  uint8_t flags;    /* MX_* */
+  uint8_t op, kind; /* FT__MOP_*, FT__MKIND_* */
+} ft__mmemx;
+
 #define MODEL_CACHE 64
 struct ft_model_priv {
   ft__strtab names; /* slice names: ft_model_str */
@@ -54,6 +64,10 @@ struct ft_model_priv {
   uint32_t *order; /* file position -> slice */
   ft__mwide *wide; /* by slice, then corr before ext */
   size_t n_wide;
+  ft__mmemx *memx;     /* per memory row (sorted with them) */
+  uint32_t *mem_order; /* file position -> memory row */
+  size_t cap_mem;
+  uint64_t mem_bad; /* [memory] instants the reader skipped */
   ft__munknown *unk;
   size_t n_unk, cap_unk;
   ft__map unk_index; /* category text id -> index + 1 into unk; freed by finish */
@@ -82,5 +96,7 @@ static inline int64_t ft__model_id(const ft_model *m, size_t i, bool ext) {
 }
 /* model_finish.c */
 ft_status ft__model_finish(ft_model *m);
+/* model_mem.c: the memory rows by time, their op, call and step (after the slices' ops and steps) */
+ft_status ft__model_mem_finish(ft_model *m);
 
 #endif

@@ -66,11 +66,37 @@ static bool batch_add(ft__evbatch *b, ft__ev e, const char *name, const char *ca
   return true;
 }
 
+static bool emit(reader *r, ft__ev *e, const char *cat) {
+  const char *name = r->name ? r->name : "";
+  return r->sink ? batch_add(r->sink, *e, name, cat) : ft__stats_apply(r->st, e, name, cat);
+}
+
+/* A [memory] instant: its args to the summary (and the event model); one whose ts or a number
+ * field is missing or not a number is counted (mem_bad), not read. */
+static bool memory_event(reader *r) {
+  if (r->bad_time || r->time_range || !r->has_ts || r->mem_bad || !r->has_mbytes || r->bad_ext) {
+    r->cnt.mem_bad++;
+    return true;
+  }
+  ft__ev e = r->mem;
+  e.ts = r->ts;
+  e.dur = 0;
+  e.dev = r->pid_num ? r->pid : -1;
+  e.sec = FT__SEC_MEMORY;
+  e.name_len = (uint32_t)r->name_len;
+  e.has_ext = r->has_ext, e.ext = r->ext;
+  e.has_tid = r->has_tid, e.tid = r->tid;
+  e.has_corr = r->has_corr, e.corr = r->corr;
+  e.has_stream = r->has_stream, e.stream = r->stream;
+  if (!r->has_addr) e.mem_addr = 0;
+  return emit(r, &e, "cpu_instant_event");
+}
+
 /* The event just read: counted, then added to st (or kept in a worker's batch). */
 static bool process_event(reader *r) {
   ft__evcounts *c = &r->cnt;
   c->events++;
-  if (!r->is_x) return true;
+  if (!r->is_x) return r->is_inst && r->is_memname ? memory_event(r) : true;
   if (r->time_range) {
     c->time_range++;
     return true;
@@ -111,6 +137,7 @@ static bool process_event(reader *r) {
   e.tid = r->tid;
   e.corr = r->corr;
   e.stream = r->stream;
+  if (!r->want_args) r->has_corr = r->has_stream = false; /* read for a [memory] instant's sake (ph after args) */
   e.regs = r->regs;
   memcpy(e.grid, r->grid, sizeof e.grid);
   memcpy(e.block, r->block, sizeof e.block);
@@ -123,8 +150,7 @@ static bool process_event(reader *r) {
   e.has_dims = r->has_dims;
   e.dims = r->has_dims ? r->dims : NULL;
   e.dims_len = r->has_dims ? (uint32_t)r->dims_len : 0;
-  const char *name = r->name ? r->name : "";
-  return r->sink ? batch_add(r->sink, e, name, r->cats[cat].s) : ft__stats_apply(r->st, &e, name, r->cats[cat].s);
+  return emit(r, &e, r->cats[cat].s);
 }
 
 static void counts_add(ft__evcounts *to, const ft__evcounts *c) {
@@ -136,11 +162,12 @@ static void counts_add(ft__evcounts *to, const ft__evcounts *c) {
   to->bad_bytes += c->bad_bytes;
   to->bad_ext += c->bad_ext;
   to->cut_strings += c->cut_strings;
+  to->mem_bad += c->mem_bad;
   if (to->first_ns > c->first_ns) to->first_ns = c->first_ns;
   if (to->last_ns < c->last_ns) to->last_ns = c->last_ns;
 }
 
-static const ft__evcounts COUNTS0 = {0, 0, 0, 0, 0, 0, 0, 0, INT64_MAX, INT64_MIN};
+static const ft__evcounts COUNTS0 = {0, 0, 0, 0, 0, 0, 0, 0, INT64_MAX, INT64_MIN, 0};
 
 /* ts or dur (or a copy's bytes) given as a string, null, list...: the event is
  * skipped and counted. */
@@ -148,6 +175,8 @@ static void non_number(reader *r) {
   if (r->ev_depth && r->depth == r->ev_depth && (r->key == K_TS || r->key == K_DUR)) r->bad_time = true;
   else if (r->args_depth && r->depth == r->args_depth && r->key == K_BYTES) r->bad_bytes = true;
   else if (r->args_depth && r->depth == r->args_depth && r->key == K_EXT) r->bad_ext = true;
+  else if (r->args_depth && r->depth == r->args_depth && r->key >= K_M_DEVTYPE && r->key <= K_M_POOLB)
+    r->mem_bad = true;
 }
 
 /* Appends s[0, n) to the Input Dims text, up to FT_STATS_KEEP bytes (a longer list
@@ -208,6 +237,13 @@ static int cb_start_map(void *ctx) {
     r->has_tid = r->has_corr = r->has_stream = r->has_regs = r->has_dims = false;
     r->grid_n = r->block_n = 0;
     r->bytes = 0;
+    r->ph_seen = r->is_inst = r->name_seen = r->is_memname = r->mem_bad = r->has_mbytes = r->has_addr = false;
+    r->mem.mem_total_alloc = r->mem.mem_total_res = -1;
+    r->mem.mem_device = -1;
+    r->mem.mem_device_type = -1;
+    r->mem.mem_pool_bytes = 0;
+    r->mem.mem_op = FT__MOP_NONE;
+    r->mem.mem_kind = FT__MKIND_NONE;
   } else if (r->ev_depth && r->depth == r->ev_depth + 1 && r->key == K_ARGS) {
     r->args_depth = r->depth;
   }
@@ -291,6 +327,35 @@ static int cb_end_array(void *ctx) {
   return 1;
 }
 
+/* The event may still be a [memory] instant: its ph and name are "i"/"I" and "[memory]", or not read yet. */
+static inline bool maybe_mem(const reader *r) {
+  return (!r->ph_seen || r->is_inst) && (!r->name_seen || r->is_memname);
+}
+
+/* A [memory] instant's args key (torch's seven and ours), and the others every event's args have. */
+static void mem_key(reader *r, const unsigned char *k, size_t n) {
+#define IS(lit) (n == sizeof(lit) - 1 && !memcmp(k, lit, n))
+  r->key = IS("Bytes")                                  ? K_M_BYTES
+           : IS("Addr")                                 ? K_M_ADDR
+           : IS("Total Allocated")                      ? K_M_TALLOC
+           : IS("Total Reserved")                       ? K_M_TRES
+           : IS("Device Id")                            ? K_M_DEVID
+           : IS("Device Type")                          ? K_M_DEVTYPE
+           : IS("Pool Bytes")                           ? K_M_POOLB
+           : IS("Op")                                   ? K_M_OP
+           : IS("Kind")                                 ? K_M_KIND
+           : IS("correlation")                          ? K_CORR
+           : IS("stream")                               ? K_STREAM
+           : IS("External id") || IS("external id")     ? K_EXT
+           : IS("bytes")                                ? K_BYTES
+           : r->want_args && IS("block")                ? K_BLOCK
+           : r->want_args && IS("grid")                 ? K_GRID
+           : r->want_args && IS("registers per thread") ? K_REGS
+           : IS("Input Dims")                           ? K_DIMS
+                                                        : K_OTHER;
+#undef IS
+}
+
 static int cb_key(void *ctx, const unsigned char *k, size_t n) {
   reader *r = ctx;
   r->key = K_OTHER;
@@ -325,6 +390,8 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
     case 4: r->key = IS("name") ? K_NAME : IS("args") ? K_ARGS : K_OTHER; break;
     default: break;
     }
+  } else if (r->args_depth && r->depth == r->args_depth && maybe_mem(r)) {
+    mem_key(r, k, n);
   } else if (r->args_depth && r->depth == r->args_depth) {
     switch (n) { /* by length first: a kernel has a dozen args (perf: P5) */
     case 11:
@@ -344,16 +411,35 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
    * is scanned, never held. Only a key makes keep nonzero; the next token after
    * its value is another key or the map's end, which resets it, and an array
    * (whose elements have no key) resets it at its start. */
-  static const size_t keep_of[] = {[K_PH] = FT_STATS_KEEP,      [K_CAT] = FT_STATS_KEEP,
-                                   [K_NAME] = FT_STATS_KEEP,    [K_TS] = FT_STATS_KEEP,
-                                   [K_DUR] = FT_STATS_KEEP,     [K_PID] = FT_STATS_KEEP,
-                                   [K_EXT] = FT_STATS_KEEP,     [K_BYTES] = FT_STATS_KEEP,
-                                   [K_RANK] = FT_STATS_KEEP,    [K_TRACER] = FT_STATS_KEEP,
-                                   [K_STATUS] = FT_STATS_KEEP,  [K_DROPPED] = FT_STATS_KEEP,
-                                   [K_WINDOW] = FT_STATS_KEEP,  [K_TID] = FT_STATS_KEEP,
-                                   [K_CORR] = FT_STATS_KEEP,    [K_STREAM] = FT_STATS_KEEP,
-                                   [K_REGS] = FT_STATS_KEEP,    [K_EVENTS] = 0,
-                                   [K_DEVNAME] = FT_STATS_KEEP, [K_DEVPROPS] = 0};
+  static const size_t keep_of[] = {[K_PH] = FT_STATS_KEEP,
+                                   [K_CAT] = FT_STATS_KEEP,
+                                   [K_NAME] = FT_STATS_KEEP,
+                                   [K_TS] = FT_STATS_KEEP,
+                                   [K_DUR] = FT_STATS_KEEP,
+                                   [K_PID] = FT_STATS_KEEP,
+                                   [K_EXT] = FT_STATS_KEEP,
+                                   [K_BYTES] = FT_STATS_KEEP,
+                                   [K_RANK] = FT_STATS_KEEP,
+                                   [K_TRACER] = FT_STATS_KEEP,
+                                   [K_STATUS] = FT_STATS_KEEP,
+                                   [K_DROPPED] = FT_STATS_KEEP,
+                                   [K_WINDOW] = FT_STATS_KEEP,
+                                   [K_TID] = FT_STATS_KEEP,
+                                   [K_CORR] = FT_STATS_KEEP,
+                                   [K_STREAM] = FT_STATS_KEEP,
+                                   [K_REGS] = FT_STATS_KEEP,
+                                   [K_EVENTS] = 0,
+                                   [K_DEVNAME] = FT_STATS_KEEP,
+                                   [K_DEVPROPS] = 0,
+                                   [K_M_DEVTYPE] = 64,
+                                   [K_M_DEVID] = 64,
+                                   [K_M_ADDR] = 64,
+                                   [K_M_BYTES] = 64,
+                                   [K_M_TALLOC] = 64,
+                                   [K_M_TRES] = 64,
+                                   [K_M_POOLB] = 64,
+                                   [K_M_OP] = 64,
+                                   [K_M_KIND] = 64};
   r->j->keep = keep_of[r->key];
   return 1;
 }
@@ -368,6 +454,24 @@ static void copy_cut(char *dst, size_t cap, const unsigned char *s, size_t n) {
   size_t m = n < cap - 1 ? n : cap - 1;
   memcpy(dst, s, m);
   dst[m] = '\0';
+}
+
+/* Our Op and Kind args (torch writes neither); an unknown word reads as none / other. */
+static void mem_string(reader *r, const unsigned char *s, size_t n) {
+#define IS(lit) (n == sizeof(lit) - 1 && !memcmp(s, lit, n))
+  if (r->key == K_M_OP)
+    r->mem.mem_op = IS("alloc")       ? FT__MOP_ALLOC
+                    : IS("free")      ? FT__MOP_FREE
+                    : IS("reserve")   ? FT__MOP_RESERVE
+                    : IS("unreserve") ? FT__MOP_UNRESERVE
+                                      : FT__MOP_NONE;
+  else
+    r->mem.mem_kind = IS("device")     ? FT__MKIND_DEVICE
+                      : IS("pinned")   ? FT__MKIND_PINNED
+                      : IS("managed")  ? FT__MKIND_MANAGED
+                      : IS("pageable") ? FT__MKIND_PAGEABLE
+                                       : FT__MKIND_OTHER;
+#undef IS
 }
 
 static int cb_string(void *ctx, const unsigned char *s, size_t n) {
@@ -391,6 +495,8 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
       r->has_tid = true;
     } else if (r->key == K_PH) {
       r->is_x = n == 1 && s[0] == 'X';
+      r->ph_seen = true;
+      r->is_inst = n == 1 && (s[0] == 'i' || s[0] == 'I');
     } else if (r->key == K_CAT) {
       r->cat = cat_entry(r, s, n);
       r->has_cat = true;
@@ -403,10 +509,53 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
       r->name[n] = '\0';
       r->name_len = n;
       r->name_cut = r->j->cut != 0;
+      r->name_seen = true;
+      r->is_memname = n == 8 && !memcmp(s, "[memory]", 8);
     }
+  } else if (r->args_depth && r->depth == r->args_depth && (r->key == K_M_OP || r->key == K_M_KIND)) {
+    mem_string(r, s, n);
   }
   r->key = K_OTHER;
   return 1;
+}
+
+/* A [memory] instant's number arg; one that is not a whole number spoils the event (counted). Addr
+ * is unsigned: an address above 2^63 is read as its 64 bits. */
+static void mem_number(reader *r, const char *s, size_t n) {
+  int64_t v;
+  bool ok = parse_int(s, n, &v);
+  if (!ok && r->key == K_M_ADDR) { /* 2^63 and above: digits only */
+    uint64_t u = 0;
+    size_t i = 0;
+    for (; i < n && i < 20 && ft__is_digit(s[i]); i++) u = u * 10 + (uint64_t)(s[i] - '0');
+    if ((ok = i == n && n > 0 && n < 20)) v = (int64_t)u;
+  }
+  if (!ok) {
+    r->mem_bad = true;
+    return;
+  }
+  switch (r->key) {
+  case K_M_BYTES: r->mem.mem_bytes = v, r->has_mbytes = true; break;
+  case K_M_ADDR: r->mem.mem_addr = (uint64_t)v, r->has_addr = true; break;
+  case K_M_TALLOC:
+    r->mem.mem_total_alloc = v;
+    r->mem_bad |= v < 0;
+    break;
+  case K_M_TRES:
+    r->mem.mem_total_res = v;
+    r->mem_bad |= v < 0;
+    break;
+  case K_M_POOLB: r->mem.mem_pool_bytes = v; break;
+  case K_M_DEVID:
+    r->mem.mem_device = v >= -1 && v <= INT32_MAX ? (int32_t)v : -1;
+    r->mem_bad |= v < -1 || v > INT32_MAX;
+    break;
+  case K_M_DEVTYPE:
+    r->mem.mem_device_type = v >= 0 && v <= INT16_MAX ? (int16_t)v : -1;
+    r->mem_bad |= v < 0 || v > INT16_MAX;
+    break;
+  default: break;
+  }
 }
 
 static int cb_number(void *ctx, const char *s, size_t n) {
@@ -420,7 +569,8 @@ static int cb_number(void *ctx, const char *s, size_t n) {
       else if (v == FT__NUM_RANGE) r->time_range = true;
       else r->bad_time = true;
     } else if (r->key == K_PID) r->pid_num = parse_int(s, n, &r->pid);
-    else if (r->key == K_TID && (!r->has_cat || r->cats[r->cat].sec >= FT__SEC_RUNTIME)) /* host calls only */
+    else if (r->key == K_TID && (!r->has_cat || r->cats[r->cat].sec >= FT__SEC_RUNTIME || r->is_memname))
+      /* host calls and [memory] instants only */
       r->has_tid = parse_int(s, n, &r->tid);
   } else if (r->arr_depth) {
     if (r->arr_key != K_OTHER && !arr_number(r, s, n)) return 0;
@@ -446,6 +596,8 @@ static int cb_number(void *ctx, const char *s, size_t n) {
       r->has_stream = parse_int(s, n, &r->stream);
     } else if (r->key == K_REGS) {
       r->has_regs = parse_int(s, n, &r->regs);
+    } else if (r->key >= K_M_DEVTYPE && r->key <= K_M_POOLB) {
+      mem_number(r, s, n);
     }
   }
   r->key = K_OTHER;
@@ -647,6 +799,7 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   st->skipped.bad_bytes += r.cnt.bad_bytes;
   st->skipped.bad_ext += r.cnt.bad_ext;
   st->cut_strings += r.cnt.cut_strings;
+  st->mem_bad += r.cnt.mem_bad;
   if (st->first_ns > r.cnt.first_ns) st->first_ns = r.cnt.first_ns;
   if (st->last_ns < r.cnt.last_ns) st->last_ns = r.cnt.last_ns;
   free(r.name);
@@ -655,6 +808,10 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   free(j);
   /* The External id join and the calls' nesting are per file: ids restart in
    * every rank's trace. */
+  if (!ft__stats_mem_file_end(st) && !status) {
+    snprintf(err, errlen, "out of memory");
+    status = FT_ENOMEM;
+  }
   if (!ft__ops_file_end(st) && !status) {
     snprintf(err, errlen, "out of memory");
     status = FT_ENOMEM;

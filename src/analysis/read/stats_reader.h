@@ -33,7 +33,17 @@ enum key {
   K_DROPPED,
   K_WINDOW,   /* keys inside them */
   K_DEVPROPS, /* the top-level "deviceProperties" array */
-  K_DEVNAME   /* a device's "name" in it */
+  K_DEVNAME,  /* a device's "name" in it */
+  /* a [memory] instant's args (read only when the event may be one: the_mem()) */
+  K_M_DEVTYPE,
+  K_M_DEVID,
+  K_M_ADDR,
+  K_M_BYTES,
+  K_M_TALLOC,
+  K_M_TRES,
+  K_M_POOLB,
+  K_M_OP,
+  K_M_KIND
 };
 
 typedef struct reader {
@@ -82,6 +92,12 @@ typedef struct reader {
   ft__evcounts cnt;         /* what every event adds: into st at the parse's end */
   struct ft__evbatch *sink; /* a parse worker's: events are kept here, not added to st */
   bool closed;              /* a worker's parse reached the end of the events array */
+  /* [memory] instants (issue 51): ph and name as read so far; their args are read only while the event
+   * may still be one (an "X" event whose ph comes first costs one test per args key: P5) */
+  bool ph_seen, is_inst, name_seen, is_memname;
+  bool mem_bad; /* a number field of its args was not a number */
+  bool has_mbytes, has_addr;
+  ft__ev mem; /* its mem_* fields */
 } reader;
 
 /* A segment's events as a parse worker read them (stats_internal.h). */

@@ -30,6 +30,7 @@ typedef struct ft_report {
   /* NULL: a cell has its column's kind; else each cell's kind (n_rows * n_cols), for
    * a report whose rows hold different things (diff's summary: counts and times) */
   uint8_t *kinds;
+  ft_col *own_cols; /* cols when the report made them (the ops' memory columns), freed with it */
 } ft_report;
 
 /* Cell (i, j)'s column, its kind the cell's own (tmp holds a copy when it differs). */
@@ -57,6 +58,7 @@ enum {
   REP_OVERLAP,
   REP_LAUNCH,
   REP_QUEUE, /* HTA's analyses (reports_hta.c): asked for only */
+  REP_MEM,   /* device memory from [memory] instants (reports_memory.c): asked for only */
   REP_N
 };
 extern const char *const ft_report_names[REP_N];
@@ -77,5 +79,7 @@ void ft_report_free(ft_report *rep);
 /* reports_hta.c: the REP_TEMPORAL..REP_QUEUE reports (a job read with hta kept). */
 ft_status ft__report_hta_build(ft_report *rep, int r, const ft_stat_job *job, const ft_report_opts *o);
 #define FT_REP_HTA ((1u << REP_TEMPORAL) | (1u << REP_OVERLAP) | (1u << REP_LAUNCH) | (1u << REP_QUEUE))
+/* reports_memory.c: REP_MEM (a job read with memory kept) */
+ft_status ft__report_mem_build(ft_report *rep, const ft_stat_job *job, const ft_report_opts *o);
 
 #endif

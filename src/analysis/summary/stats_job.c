@@ -12,6 +12,7 @@
 #include "stats.h"
 #include "stats_hta.h"
 #include "stats_internal.h"
+#include "stats_memory.h"
 
 /* Adds src's rows into dst (names re-interned in dst's table). */
 static bool merge_rows(ft_stats *dst, const ft_stats *src) {
@@ -44,6 +45,8 @@ static bool merge_rows(ft_stats *dst, const ft_stats *src) {
       r->self_ns += s->self_ns;
       r->self_cpu_ns += s->self_cpu_ns;
       r->total_dev_ns += s->total_dev_ns;
+      r->cpu_mem += s->cpu_mem, r->self_cpu_mem += s->self_cpu_mem;
+      r->dev_mem += s->dev_mem, r->self_dev_mem += s->self_dev_mem;
     }
   }
   return true;
@@ -65,8 +68,11 @@ static void rows_only(ft_stats *st) {
   ft__join_free(&st->ext_rt);
   ft__vec_free(&st->op_kernel_wait);
   ft__vec_free(&st->host_early);
+  ft__vec_free(&st->ops_mem);
   ft__hta_free(st->hta);
   st->hta = NULL;
+  ft__memacc_free(st->mem);
+  st->mem = NULL;
   free(st->last), free(st->host), free(st->rt), free(st->trace);
   st->last = NULL, st->host = NULL, st->rt = NULL, st->trace = NULL;
   st->n_host = st->cap_host = st->n_rt = st->cap_rt = st->n_trace = 0;
@@ -119,6 +125,14 @@ static ft_status read_one(worker *w, size_t f) {
   st.want_modules = w->o.ops && w->o.modules;
   st.want_op_kernels = w->o.ops && w->o.op_kernels;
   st.want_source = w->o.source;
+  if (w->o.memory) { /* runtime calls' correlation ids name the call that allocated */
+    st.want_memory = st.want_args = true;
+    if (!(st.mem = ft__memacc_new())) {
+      ft_stats_free(&st);
+      snprintf(err, sizeof w->errs[f], "out of memory");
+      return FT_ENOMEM;
+    }
+  }
   if (w->o.hta && !(st.hta = ft__hta_new())) {
     ft_stats_free(&st);
     snprintf(err, sizeof w->errs[f], "out of memory");
@@ -162,6 +176,11 @@ static ft_status read_one(worker *w, size_t f) {
     file->device_cap_events = st.device_cap_events;
     file->cut_strings = st.cut_strings;
     file->source = st.source;
+    if (w->o.memory) { /* moved */
+      file->mem = st.mem_sum;
+      file->mem_kept = true;
+      memset(&st.mem_sum, 0, sizeof st.mem_sum);
+    }
     for (size_t i = 0; i < st.rows[FT_STAT_KERNELS].len; i++) {
       const ft_stat_row *r = ft__vec_at(&st.rows[FT_STAT_KERNELS], i);
       file->kernel_ns += r->t.total;
@@ -173,6 +192,7 @@ static ft_status read_one(worker *w, size_t f) {
     bool moved = job->n_files == 1 && !w->o.by_rank;
     if (moved) take_rows(&job->total, &st);
     bool ok = merge_rows(&job->total, &st);
+    for (int c = 0; c < 3; c++) job->total.mem_events[c] += st.mem_events[c];
     for (size_t i = 0; ok && i < st.unknown_cats.cap; i++) {
       if (!st.unknown_cats.used[i]) continue;
       uint32_t id = (uint32_t)st.unknown_cats.keys[i];
@@ -353,6 +373,7 @@ void ft_stat_job_free(ft_stat_job *job) {
   for (size_t f = 0; f < job->n_files; f++) {
     ft_stats_busy_free(job->files[f].busy, job->files[f].n_busy);
     ft__hta_result_free(&job->files[f].hta);
+    ft_stat_mem_free(&job->files[f].mem);
     if (job->files[f].own) ft_stats_free(job->files[f].own);
     free(job->files[f].own);
   }

@@ -38,7 +38,14 @@ enum frame_kind {
   F_TRACE,
   F_EVENT,
   F_HTA,
-  F_SOURCE
+  F_SOURCE,
+  F_MEM, /* a file's device memory (stats_partial_mem.c): the kinds from here on are its */
+  F_MEM_COUNTS,
+  F_MEM_DEVS,
+  F_MEM_DEV,
+  F_MEM_NUMS,
+  F_MEM_AT,
+  F_MEM_LIVE
 };
 /* The members of each object, in the order they are written. */
 enum { T_VERSION, T_TRACE_LIMIT, T_STRINGS, T_FILES, T_TOTAL, T_UNKNOWN, T_TRACE };
@@ -56,7 +63,8 @@ enum {
   FI_BUSY,
   FI_HTA,
   FI_ROWS,
-  FI_SOURCE
+  FI_SOURCE,
+  FI_MEM
 };
 enum { S_SIZE, S_DIGEST, S_DEV, S_INO, S_MTIME };
 enum {
@@ -157,6 +165,13 @@ int ft__partial_end_dist(ft__preader *r, ft_stat_dist *out);
 int ft__partial_end_row(ft__preader *r);
 int ft__partial_end_file(ft__preader *r);
 int ft__partial_end_event(ft__preader *r);
+/* stats_partial_mem.c: a file's "mem" member (issue 51): its keys, containers, numbers and their ends */
+extern const char *const ft__pmem_keys[], *const ft__pmem_dev_keys[];
+int ft__partial_mem_start(ft__preader *r, ft__pframe *f, bool map);
+int ft__partial_mem_number(ft__preader *r, ft__pframe *f, const char *s, size_t n);
+int ft__partial_mem_end(ft__preader *r, ft__pframe *f);
+ft_stat_dist *ft__partial_mem_dist(ft__preader *r, const ft__pframe *up);
+void ft__partial_dist_reset(ft__preader *r);
 /* stats_partial_read.c: one partial (from fd, or mem when fd < 0) into r->job */
 ft_status ft__partial_read(ft__preader *r, int fd, const char *mem, size_t len, char *err, size_t errlen);
 

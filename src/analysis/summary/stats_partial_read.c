@@ -15,8 +15,9 @@ static const char *const top_keys[] = {"flagtrace_partial",  "trace_limit", "str
                                        "unknown_categories", "trace",       NULL};
 
 static const char *const file_keys[] = {
-    "path", "events", "span_ns", "first_ns", "kernel_ns", "comm_ns", "device_cap_events", "cut_strings", "skipped",
-    "meta", "busy",   "hta",     "rows",     "source",    NULL};
+    "path",        "events",  "span_ns", "first_ns", "kernel_ns", "comm_ns", "device_cap_events",
+    "cut_strings", "skipped", "meta",    "busy",     "hta",       "rows",    "source",
+    "mem",         NULL};
 
 static const char *const source_keys[] = {"size", "digest", "dev", "ino", "mtime_ns", NULL};
 
@@ -71,6 +72,8 @@ static const char *const *keys_of(uint8_t kind) {
   case F_STRHEX: return hex_keys;
   case F_HTA: return hta_keys;
   case F_SOURCE: return source_keys;
+  case F_MEM: return ft__pmem_keys;
+  case F_MEM_DEV: return ft__pmem_dev_keys;
   default: return NULL;
   }
 }
@@ -328,7 +331,9 @@ static int cb_number(void *ctx, const char *s, size_t n) {
   frame *f = top(r);
   int ok;
   if (r->j->cut) return fail(r, "a number too long");
-  if (signed_field(f)) {
+  if (f->kind >= F_MEM) {
+    ok = ft__partial_mem_number(r, f, s, n);
+  } else if (signed_field(f)) {
     int64_t v;
     if (!to_i64(s, n, &v)) return fail(r, "not a whole number in 64 bits");
     ok = number_i(r, f, v);
@@ -470,6 +475,7 @@ static int cb_start_map(void *ctx) {
     if (f->key == FI_SKIPPED) return push(r, F_SKIPPED);
     if (f->key == FI_META) return push(r, F_META);
     if (f->key == FI_SOURCE) return push(r, F_SOURCE);
+    if (f->key == FI_MEM) return ft__partial_mem_start(r, f, true);
     if (f->key == FI_HTA) {
       cur_file(r)->hta.kept = true;
       return push(r, F_HTA);
@@ -498,16 +504,22 @@ static int cb_start_map(void *ctx) {
   case F_HTA:
   case F_ROW:
     if (f->kind == F_HTA ? f->key >= H_CPU : f->key == R_T || f->key == R_B) {
-      free(r->d.hist);
-      memset(&r->d, 0, offsetof(dist_in, vals));
-      r->d.n_vals = 0;
-      r->d.hist = NULL;
-      r->d.n_hist = r->d.cap_hist = 0;
+      ft__partial_dist_reset(r);
       return push(r, F_DIST);
     }
     break;
+  default:
+    if (f->kind >= F_MEM) return ft__partial_mem_start(r, f, true);
   }
   return fail(r, "an object where none belongs");
+}
+
+void ft__partial_dist_reset(reader *r) {
+  free(r->d.hist);
+  memset(&r->d, 0, offsetof(dist_in, vals));
+  r->d.n_vals = 0;
+  r->d.hist = NULL;
+  r->d.n_hist = r->d.cap_hist = 0;
 }
 
 static int cb_start_array(void *ctx) {
@@ -542,6 +554,8 @@ static int cb_start_array(void *ctx) {
     break;
   case F_UNKNOWN: return push(r, F_UCAT);
   case F_TRACE: memset(&r->ev, 0, sizeof r->ev); return push(r, F_EVENT);
+  default:
+    if (f->kind >= F_MEM) return ft__partial_mem_start(r, f, false);
   }
   return fail(r, "an array where none belongs");
 }
@@ -582,6 +596,10 @@ static int cb_end(void *ctx) {
   case F_DIST: { /* into its row, or the file's HTA analyses */
     frame *up = &r->fr[r->depth - 2];
     ft_stat_hta *h = up->kind == F_HTA ? &cur_file(r)->hta : NULL;
+    if (up->kind == F_MEM_DEV) {
+      ok = ft__partial_end_dist(r, ft__partial_mem_dist(r, up));
+      break;
+    }
     ok = ft__partial_end_dist(r, !h                 ? (up->key == R_T ? &r->row.t : &r->row.b)
                                  : up->key == H_CPU ? &h->cpu_ns
                                  : up->key == H_GPU ? &h->gpu_ns
@@ -595,6 +613,8 @@ static int cb_end(void *ctx) {
     if (f->pos != 2) ok = fail(r, "an unknown category is [name, events]");
     break;
   case F_EVENT: ok = ft__partial_end_event(r); break;
+  default:
+    if (f->kind >= F_MEM) ok = ft__partial_mem_end(r, f);
   }
   if (!ok) return 0;
   r->depth--;

@@ -139,6 +139,45 @@ static void put_rows(writer *w, const ft_stats *st, const char *indent) {
   fprintf(f, "%s}", first_sec ? "" : "\n  ");
 }
 
+/* A memory moment: [bytes, ts, step, addr, op, call], op and call string indexes + 1 (0: none). */
+static void put_mem_at(writer *w, const ft_stat_mem_at *a) {
+  fprintf(w->f, "[%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRIu64 ", %" PRIu32 ", %" PRIu32 "]", a->bytes, a->ts,
+          a->step, a->addr, a->op ? sref_c(w, a->op) + 1 : 0, a->call ? sref_c(w, a->call) + 1 : 0);
+}
+
+/* A file's device memory (issue 51), when the read kept it. */
+static void put_mem(writer *w, const ft_stat_mem *m) {
+  FILE *f = w->f;
+  fprintf(f,
+          ",\n   \"mem\": {\"counts\": [%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
+          "], \"devs\": [",
+          m->events, m->bad_field, m->bad_sign, m->unmatched, m->over_bound, m->over_devices);
+  for (size_t i = 0; i < m->n_devs; i++) {
+    const ft_stat_mem_dev *d = &m->devs[i];
+    fprintf(f,
+            "%s\n    {\"dev\": [%" PRId32 ", %d, %" PRId64 ", %" PRId64 ", %" PRIu64 ", %" PRIu64 "], \"peak_alloc\": ",
+            i ? "," : "", d->device, (int)d->device_type, d->end_alloc, d->end_res, d->live_n, d->live_bytes);
+    put_mem_at(w, &d->peak_alloc);
+    fputs(", \"peak_res\": ", f);
+    put_mem_at(w, &d->peak_res);
+    fputs(", \"live\": [", f);
+    for (size_t k = 0; k < d->n_live; k++) {
+      if (k) fputs(", ", f);
+      put_mem_at(w, &d->live[k]);
+    }
+    fputc(']', f);
+    put_dist(f, "allocs", &d->alloc_sizes);
+    put_dist(f, "frees", &d->free_sizes);
+    fputc('}', f);
+  }
+  fputs("]}", f);
+}
+
+static void collect_at(writer *w, const ft_stat_mem_at *a) {
+  if (a->op) sref_c(w, a->op);
+  if (a->call) sref_c(w, a->call);
+}
+
 /* Interns every string in document order: the strings table is then written
  * first, and every later string is its index. */
 static void collect(writer *w, const ft_stat_job *job, bool rows) {
@@ -147,6 +186,12 @@ static void collect(writer *w, const ft_stat_job *job, bool rows) {
     sref_c(w, x->path);
     sref_c(w, x->meta.tracer);
     sref_c(w, x->meta.device_status);
+    for (size_t d = 0; x->mem_kept && d < x->mem.n_devs; d++) {
+      const ft_stat_mem_dev *v = &x->mem.devs[d];
+      collect_at(w, &v->peak_alloc);
+      collect_at(w, &v->peak_res);
+      for (size_t k = 0; k < v->n_live; k++) collect_at(w, &v->live[k]);
+    }
     if (rows) {
       for (int sec = 0; sec < FT_STAT_N_SECTIONS; sec++)
         for (size_t k = 0; k < x->own->rows[sec].len; k++) {
@@ -243,6 +288,7 @@ ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_
       put_dist(f, "delay_ns", &h->delay_ns);
       fputc('}', f);
     }
+    if (x->mem_kept) put_mem(&w, &x->mem);
     if (rows) {
       fputs(",\n   \"rows\": ", f);
       put_rows(&w, x->own, "   ");

@@ -7,6 +7,7 @@
 
 #include "stats_hta.h"
 #include "stats_internal.h"
+#include "stats_memory.h"
 
 static ft_stat_row *row(ft_stats *st, int section, const char *name, size_t len, uint8_t cat, uint32_t *index) {
   /* a small cache first: names repeat, and comparing is cheaper than hashing a
@@ -162,6 +163,26 @@ static bool trace_keep(ft_stats *st, const ft_stat_event *e) {
   return true;
 }
 
+/* "ProfilerStep#N": N, else -1 (the event model's steps: model_finish.c). */
+static int64_t profiler_step(const char *s, size_t len) {
+  static const char pre[] = "ProfilerStep#";
+  size_t k = sizeof pre - 1;
+  if (len <= k || len > k + 18 || memcmp(s, pre, k)) return -1;
+  int64_t v = 0;
+  for (size_t i = k; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+/* An op or range for the memory summary: where allocations happen, and the steps. */
+static bool mem_op(ft_stats *st, const ft__ev *e, enum ft__sec sec, uint32_t name_id, const char *name) {
+  int64_t step = sec == FT__SEC_RANGE ? profiler_step(name, e->name_len) : -1;
+  if (step >= 0 && !ft__memacc_step(st->mem, e, step)) return false;
+  return ft__memacc_op(st->mem, e, name_id);
+}
+
 /* (stats_internal.h) */
 bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char *cat_s) {
   enum ft__sec sec = (enum ft__sec)e->sec;
@@ -171,6 +192,8 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
   if (st->events_only) return true;
   switch (sec) {
   case FT__SEC_IGNORED: return true;
+  case FT__SEC_MEMORY: /* the ops' memory columns (with want_ops), the memory summary (with want_memory) */
+    return ft__ops_memory(st, e->ts, e->mem_bytes, e->mem_device_type) && (!st->mem || ft__memacc_event(st->mem, e));
   case FT__SEC_SYNC: return !st->hta || ft__hta_event(st, e, name, NULL); /* HTA's GPU event, no row of ours */
   case FT__SEC_UNKNOWN: return count_unknown(st, cat_s);
   case FT__SEC_KERNEL: row_p = row(st, FT_STAT_KERNELS, name, e->name_len, 0, NULL); break;
@@ -186,6 +209,7 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
     row_p =
         row(st, FT_STAT_API, name, e->name_len, sec == FT__SEC_DRIVER ? FT_STAT_CAT_DRIVER : FT_STAT_CAT_RUNTIME, &at);
     if (!row_p || !ft__ops_note(st, e, UINT32_MAX, UINT32_MAX, at)) return false; /* a child of its op */
+    if (st->mem && e->has_corr && !ft__memacc_call(st->mem, e, row_p->name_id)) return false;
   } break;
   case FT__SEC_GPU_RANGE: /* a projection: not device work of its own (busy % counts its kernels) */
     row_p = row(st, FT_STAT_GPU_RANGES, name, e->name_len, 0, NULL);
@@ -200,6 +224,7 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
     if (st->hta && !ft__hta_event(st, e, name, NULL)) return false; /* an op with a stream is HTA's GPU event */
     ft_stat_row *op = row(st, FT_STAT_OPS, name, op_name_len(name, e->name_len), 0, &at);
     if (!op) return false;
+    if (st->mem && !mem_op(st, e, sec, op->name_id, name)) return false;
     /* record_shapes=True: the same op by its inputs' shapes */
     uint32_t dims;
     if (e->has_dims && (ft__intern(&st->names, e->dims, e->dims_len, &dims) ||
@@ -299,6 +324,9 @@ void ft_stats_free(ft_stats *st) {
   ft__join_free(&st->ext_rt);
   ft__vec_free(&st->op_kernel_wait);
   ft__vec_free(&st->host_early);
+  ft__vec_free(&st->ops_mem);
+  ft__memacc_free(st->mem);
+  ft_stat_mem_free(&st->mem_sum);
 }
 
 void ft_stats_finish(ft_stats *st) {
