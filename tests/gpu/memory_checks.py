@@ -2,7 +2,7 @@
 
   (a) profile  a small MLP trained 5 steps under torch.profiler(profile_memory=True), natively and with
                `import flagtrace.torch`: every op's memory columns of `stats -r ops` equal key_averages()'
-               (self and total device memory, CPU memory where ours has it), and `stats -r memory`'s peak
+               (self and total device memory, CPU memory where ours has it), and `stats -r mem`'s peak
                allocated equals torch.cuda.max_memory_allocated() over the window (reset before it)
   (b) record   the same model under `flagtrace record` without torch.profiler (and a large temporary freed
                by empty_cache): peak reserved equals torch.cuda.max_memory_reserved(); every segment of
@@ -11,15 +11,16 @@
                allocation of its pool's bytes_limit; XLA_PYTHON_CLIENT_PREALLOCATE=false: its pool's peak)
                under `record`; each skipped, with a line saying so, where the module is not installed
   (d) leak     a loop that keeps one tensor per step: `advise` finds the leak with its bytes per step and
-               the op/call (else `stats -r memory`'s leak candidates), under torch.profiler + flagtrace.torch
+               the op/call (else `stats -r mem`'s leak candidates), under torch.profiler + flagtrace.torch
                (ProfilerStep#N) and under `record` (NVTX "step")
 
   memory_checks.py --flagtrace FT --out-dir DIR [--only a,b,c,d]    run the programs, then check
   memory_checks.py --flagtrace FT --out-dir DIR --check [--only ..]  check what DIR holds already
   memory_checks.py prog-NAME DIR ...                                 the programs themselves
+  memory_checks.py synth DIR      traces in the programs' shape written by hand, for --check without a GPU
 
-The names of flagtrace's JSON fields (stats -r memory, the ops memory columns, advise's memory findings)
-are read in one place, FIELDS and field() below: fix them there when the readers rename them."""
+The names of flagtrace's JSON fields (stats -r mem, the ops memory columns, advise's memory findings)
+are read in one place, MEM_REPORT, FIELDS, field() and mem_summary() below: fix them there when the readers rename them."""
 import argparse
 import gzip
 import json
@@ -42,45 +43,51 @@ LEAK_PROF_WHERE = ("keep_tensor", "aten::clone", "aten::empty_like", "aten::empt
 LEAK_REC_WHERE = ("keep_tensor", "cudaMalloc")
 CUPY_SIZES = (1 << 20, 3 * (1 << 20) + 123, 64 << 20)
 
-# ---- flagtrace's JSON field names: the one place to fix them ----
-# each entry: the candidate names, first found wins (memread/memuse name them in docs/memory.md)
+# ---- flagtrace's JSON field names: the one place to fix them (docs/memory.md, docs/stats.md) ----
+MEM_REPORT = "mem"  # `stats -r mem -f json`: key "mem", rows {rank, device, what, bytes, count, ..., op, call}
 FIELDS = {
-    # stats -r memory -f json: the top-level list of per (rank, device) rows
-    "memory_rows": ("memory", "devices", "rows"),
-    "device": ("device", "device_id", "Device Id"),
-    "peak_allocated": ("peak_allocated_bytes", "peak_allocated", "peak_alloc_bytes"),
-    "peak_reserved": ("peak_reserved_bytes", "peak_reserved", "peak_reserve_bytes"),
-    "leaks": ("leak_candidates", "leaks", "live_at_end", "live"),
-    "bytes": ("bytes", "live_bytes", "size", "size_bytes"),
-    "where": ("where", "op", "call", "name", "site"),
-    # stats -r ops -f json: each op row's memory columns
-    "self_device_mem": ("self_device_memory_bytes", "self_device_mem_bytes", "self_device_memory", "self_device_mem"),
-    "device_mem": ("device_memory_bytes", "device_mem_total_bytes", "device_memory_total_bytes", "device_memory",
-                   "device_mem"),
-    "self_cpu_mem": ("self_cpu_memory_bytes", "self_cpu_mem_bytes", "self_cpu_memory", "self_cpu_mem"),
-    "cpu_mem": ("cpu_memory_bytes", "cpu_mem_total_bytes", "cpu_memory_total_bytes", "cpu_memory", "cpu_mem"),
-    # advise -f json: a memory finding's rule name and its bytes per step
-    "leak_rules": ("memory-leak", "leak", "memory-growth", "mem-leak"),
-    "per_step": ("bytes_per_step", "slope_bytes_per_step", "growth_bytes_per_step", "slope_bytes"),
+    # stats -r ops -f json: each op row's memory columns (bytes; torch's key_averages() rules)
+    "self_device_mem": ("self_device_mem_bytes",),
+    "device_mem": ("device_mem_bytes",),
+    "self_cpu_mem": ("self_cpu_mem_bytes",),
+    "cpu_mem": ("cpu_mem_bytes",),
+    # advise -f json: the memory findings' rule names and the leak's bytes a step (the slope)
+    "leak_rules": ("leak",),
+    "per_step": ("bytes",),
+    "where": ("where",),
 }
 
 
 def field(row, key, default=None):
     """row's value under the first of FIELDS[key]'s names it has (default when none)."""
     for name in FIELDS[key]:
-        if isinstance(row, dict) and name in row:
+        if isinstance(row, dict) and name in row and row[name] != "":
             return row[name]
     return default
 
 
-def memory_rows(doc):
-    rows = field(doc, "memory_rows", [])
-    return rows if isinstance(rows, list) else [rows]
+def mem_summary(doc, device=None):
+    """`stats -r mem -f json` of one device (the first that is not the CPU unless named):
+    {device, peak_allocated, peak_reserved, live_at_end, live: [{bytes, op, call}], skipped}."""
+    rows = doc.get(MEM_REPORT, [])
+    devs = [r["device"] for r in rows if r.get("device") and r["device"] != "cpu"]
+    dev = device or (devs[0] if devs else None)
+    out = {"device": dev, "live": [], "skipped": None}
+    for r in rows:
+        if r.get("what") == "skipped":
+            out["skipped"] = r.get("op")
+        if r.get("device") != dev:
+            continue
+        w = r.get("what")
+        if w in ("peak_allocated", "peak_reserved", "live_at_end"):
+            out[w] = r.get("bytes")
+        elif w == "live":  # a leak candidate: one live allocation, largest first
+            out["live"].append({"bytes": r.get("bytes"), "op": r.get("op") or "", "call": r.get("call") or ""})
+    return out
 
 
-def device_row(doc, dev=0):
-    rows = memory_rows(doc)
-    return next((r for r in rows if field(r, "device", 0) == dev), rows[0] if rows else {})
+def stats_mem(ft, trace, keep):
+    return mem_summary(ft_json(ft, ["stats", "-r", MEM_REPORT, "-n", "0"], trace, keep))
 
 
 # ---- the programs ----
@@ -282,7 +289,7 @@ def check_profile(c, ft, out, mode):
     want = load(os.path.join(out, f"profile-{mode}.expect.json"))
     try:
         ops = ft_json(ft, ["stats", "-r", "ops", "-n", "0"], trace, os.path.join(out, f"ops-{mode}.json"))["ops"]
-        mem = ft_json(ft, ["stats", "-r", "memory"], trace, os.path.join(out, f"memory-{mode}.json"))
+        mem = stats_mem(ft, trace, os.path.join(out, f"mem-{mode}.json"))
     except (RuntimeError, ValueError, KeyError) as e:
         c.say(False, f"(a) [{mode}] stats failed: {e}")
         return
@@ -313,26 +320,26 @@ def check_profile(c, ft, out, mode):
         print(f"     MISMATCH [{mode}] {line}")
     c.say(not bad and n_mem > 0, f"(a) [{mode}] ops memory columns vs key_averages(): {n} rows compared ({n_mem} "
           f"with device memory, CPU memory columns on {cpu_cols}), {len(bad)} mismatches")
-    row = device_row(mem)
-    peak = field(row, "peak_allocated")
+    peak = mem.get("peak_allocated")
     c.say(peak is not None and int(peak) == want["max_memory_allocated"],
-          f"(a) [{mode}] peak allocated {peak} vs torch.cuda.max_memory_allocated() {want['max_memory_allocated']} "
-          f"over the window (allocated at its start {want['allocated_at_start']})")
+          f"(a) [{mode}] {mem['device']}: peak allocated {peak} vs torch.cuda.max_memory_allocated() "
+          f"{want['max_memory_allocated']} over the window (allocated at its start {want['allocated_at_start']}; "
+          f"skipped: {mem['skipped']})")
 
 
 def check_record(c, ft, out):
     trace = os.path.join(out, "record.json.gz")
     want = load(os.path.join(out, "record.expect.json"))
     try:
-        mem = ft_json(ft, ["stats", "-r", "memory"], trace, os.path.join(out, "memory-record.json"))
+        mem = stats_mem(ft, trace, os.path.join(out, "mem-record.json"))
     except (RuntimeError, ValueError) as e:
-        c.say(False, f"(b) stats -r memory failed: {e}")
-        mem = {}
-    row = device_row(mem)
-    peak_r, peak_a = field(row, "peak_reserved"), field(row, "peak_allocated")
+        c.say(False, f"(b) stats -r {MEM_REPORT} failed: {e}")
+        mem = {"device": None}
+    peak_r, peak_a = mem.get("peak_reserved"), mem.get("peak_allocated")
     c.say(peak_r is not None and int(peak_r) == want["max_memory_reserved"],
-          f"(b) peak reserved {peak_r} vs torch.cuda.max_memory_reserved() {want['max_memory_reserved']} "
-          f"(ours: peak allocated {peak_a}; torch: reserved at the end {want['reserved_at_end']})")
+          f"(b) {mem['device']}: peak reserved {peak_r} vs torch.cuda.max_memory_reserved() "
+          f"{want['max_memory_reserved']} (ours: peak allocated {peak_a}; torch: reserved at the end "
+          f"{want['reserved_at_end']}; skipped: {mem.get('skipped')})")
     ev = mem_events(trace)
     allocs = {(a, b) for op, a, b in ev if op == "alloc"}
     segs = [tuple(s) for s in want["segments"]]
@@ -371,11 +378,10 @@ def check_jax(c, ft, out, mode):
               f"{len(sizes)} in all; memory_stats {stats})")
         return
     try:
-        row = device_row(ft_json(ft, ["stats", "-r", "memory"], trace, os.path.join(out, f"memory-jax-{mode}.json")))
+        peak = stats_mem(ft, trace, os.path.join(out, f"mem-jax-{mode}.json")).get("peak_allocated")
     except (RuntimeError, ValueError) as e:
-        c.say(False, f"(c) jax without preallocation: stats -r memory failed: {e}")
+        c.say(False, f"(c) jax without preallocation: stats -r {MEM_REPORT} failed: {e}")
         return
-    peak = field(row, "peak_allocated")
     pool = stats.get("peak_pool_bytes")
     if pool is not None:  # the pool grows by whole regions: each a cudaMalloc/cuMemAlloc
         ok = peak is not None and int(peak) == pool
@@ -406,22 +412,109 @@ def check_leak(c, ft, out, mode):
         c.say(ok, f"(d) [{mode}] advise's {f.get('rule')} finding: {per} bytes per step (kept: {size}) at "
               f"'{where}' (expected one of {where_ok}); rules found: {[x.get('rule') for x in adv['findings']]}")
         return
-    # no memory finding in advise: stats -r memory's leak candidates (bytes live at the window's end)
+    # no memory finding in advise: stats -r mem's leak candidates (allocations live at the window's end)
     print(f"     [{mode}] advise has no leak finding (rules: {[x.get('rule') for x in adv.get('findings', [])]}); "
-          "stats -r memory's leak candidates instead")
+          f"stats -r {MEM_REPORT}'s leak candidates instead")
     try:
-        row = device_row(ft_json(ft, ["stats", "-r", "memory"], trace, os.path.join(out, f"memory-leak-{mode}.json")))
+        cands = stats_mem(ft, trace, os.path.join(out, f"mem-leak-{mode}.json"))["live"]
     except (RuntimeError, ValueError) as e:
-        c.say(False, f"(d) [{mode}] stats -r memory failed: {e}")
+        c.say(False, f"(d) [{mode}] stats -r {MEM_REPORT} failed: {e}")
         return
-    cands = field(row, "leaks", []) or []
-    mine = [x for x in cands if any(w in str(field(x, "where", "")) for w in where_ok)]
-    live = sum(int(field(x, "bytes", 0)) for x in mine)
+
+    def at(x):
+        return f"{x['op']} {x['call']}"
+    mine = [x for x in cands if x["bytes"] == size and any(w in at(x) for w in where_ok)]
+    live = sum(int(x["bytes"]) for x in mine)
     steps = want["steps"] if mode == "profile" else want["steps"] + 2  # record: the warm-up steps keep theirs too
-    top = str(field(cands[0], "where", "")) if cands else ""
+    top = at(cands[0]) if cands else ""
     c.say(live == steps * size and any(w in top for w in where_ok),
           f"(d) [{mode}] leak candidates at {where_ok}: {live} bytes live at the end = {live / size:.2f} x {size} "
           f"(expected {steps} x); the largest candidate at '{top}' ({len(cands)} candidates)")
+
+
+# ---- traces in the programs' shape written by hand, for --check without a GPU ----
+
+def synth_mem(ts, addr, nbytes, total, reserved, ours=None, tid=1):
+    args = {"Device Type": 1, "Device Id": 0, "Addr": addr, "Bytes": nbytes, "Total Allocated": total,
+            "Total Reserved": reserved}
+    args.update(ours or {})
+    return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": tid, "ts": ts,
+            "args": args}
+
+
+def synth_op(name, ts, dur, cat="cpu_op", tid=1):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": {}}
+
+
+def synth(out):
+    """(a): op A [0, 100] around B [10, 50]; +1000 B at 20 (in B), +512 at 60 and -1000 at 80 (in A), +256
+    at 200 (in no op: torch's [memory] row): B self = total = 1000; A total 512, self -488; [memory] 256.
+    Peak allocated 4096 + 1512 = 5608. (b)/(c): our own events, two segments and a freed one.
+    (d): 12 ProfilerStep#N / NVTX "step" ranges, each keeping one allocation (the profiler's in an op
+    keep_tensor > aten::empty_strided, record's by cudaMalloc), beside one freed in the step."""
+    ev = [synth_op("A", 0, 100), synth_op("B", 10, 40), synth_mem(20, 0x7000, 1000, 5096, 8192),
+          synth_mem(60, 0x8000, 512, 5608, 8192), synth_mem(80, 0x7000, -1000, 4608, 8192),
+          synth_mem(200, 0x9000, 256, 4864, 8192)]
+    rows = [{"key": "A", "count": 1, "device_type": "DeviceType.CPU", "self_device_memory_usage": -488,
+             "device_memory_usage": 512, "self_cpu_memory_usage": 0, "cpu_memory_usage": 0},
+            {"key": "B", "count": 1, "device_type": "DeviceType.CPU", "self_device_memory_usage": 1000,
+             "device_memory_usage": 1000, "self_cpu_memory_usage": 0, "cpu_memory_usage": 0},
+            {"key": "[memory]", "count": 1, "device_type": "DeviceType.CPU", "self_device_memory_usage": 256,
+             "device_memory_usage": 256, "self_cpu_memory_usage": 0, "cpu_memory_usage": 0}]
+    for mode in ("native", "flagtrace"):
+        with open(os.path.join(out, f"profile-{mode}.json"), "w") as f:
+            json.dump({"traceEvents": ev}, f)
+        dump(os.path.join(out, f"profile-{mode}.expect.json"),
+             {"max_memory_allocated": 5608, "allocated_at_start": 4096, "key_averages": rows})
+
+    def ours(op, kind="device"):
+        return {"Kind": kind, "Op": op, "correlation": 7, "stream": 0}
+
+    seg = [(0x7f0000000000, 2 << 20), (0x7f0000200000, 20 << 20), (0x7f0002000000, 256 << 20)]
+    ev, tot = [], 0
+    for k, (a, n) in enumerate(seg):
+        tot += n
+        ev.append(synth_mem(10 + k, a, n, tot, tot, ours("alloc")))
+    tot -= seg[2][1]
+    ev.append(synth_mem(20, seg[2][0], -seg[2][1], tot, tot, ours("free")))
+    ev.append(synth_mem(21, 0x1000, 4096, tot, tot, ours("alloc", "pinned")))
+    with gzip.open(os.path.join(out, "record.json.gz"), "wt") as f:
+        json.dump({"traceEvents": ev}, f)
+    dump(os.path.join(out, "record.expect.json"),
+         {"max_memory_reserved": sum(n for _, n in seg), "max_memory_allocated": 1 << 20,
+          "reserved_at_end": tot, "segments": [list(x) for x in seg]})
+    cupy = [[0x7e0000000000 + (k << 28), n] for k, n in enumerate(CUPY_SIZES)]
+    ev = [synth_mem(10 + k, a, n, 0, 0, ours("alloc")) for k, (a, n) in enumerate(cupy)]
+    ev.append(synth_mem(20, cupy[1][0], -cupy[1][1], 0, 0, ours("free")))
+    with gzip.open(os.path.join(out, "cupy.json.gz"), "wt") as f:
+        json.dump({"traceEvents": ev}, f)
+    dump(os.path.join(out, "cupy.expect.json"), {"allocations": cupy, "freed": cupy[1]})
+    for mode in ("profile", "record"):
+        size = LEAK_PROF_BYTES if mode == "profile" else LEAK_REC_BYTES
+        ev, tot, t = [], 1 << 20, 1000
+        for i in range(LEAK_STEPS):
+            name = f"ProfilerStep#{i + 2}" if mode == "profile" else "step"
+            ev.append(synth_op(name, t, 100, "user_annotation"))
+            ev.append(synth_op("aten::randn", t + 5, 10))
+            tot += 1 << 20
+            ev.append(synth_mem(t + 6, 0x5000 + i, 1 << 20, tot, 1 << 30, ours("alloc") if mode == "record" else None))
+            if mode == "profile":
+                ev.append(synth_op("keep_tensor", t + 20, 30, "user_annotation"))
+                ev.append(synth_op("aten::empty_strided", t + 25, 10))
+            tot += size
+            if mode == "record":  # the cudaMalloc call the allocation links to
+                ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaMalloc", "pid": 1, "tid": 1, "ts": t + 28,
+                           "dur": 5, "args": {"correlation": 100 + i}})
+            ev.append(synth_mem(t + 30, 0x100000 * (i + 1), size, tot, 1 << 30,
+                                dict(ours("alloc"), correlation=100 + i) if mode == "record" else None))
+            tot -= 1 << 20
+            ev.append(synth_mem(t + 60, 0x5000 + i, -(1 << 20), tot, 1 << 30,
+                                ours("free") if mode == "record" else None))
+            t += 200
+        with gzip.open(os.path.join(out, f"leak-{mode}.json.gz"), "wt") as f:
+            json.dump({"traceEvents": ev}, f)
+        dump(os.path.join(out, f"leak-{mode}.expect.json"),
+             {"bytes_per_step": size, "steps": LEAK_STEPS if mode == "profile" else LEAK_STEPS - 2})
 
 
 # ---- running them ----
@@ -453,6 +546,9 @@ PROGS = {"prog-profile": lambda a: prog_profile(a[0], a[1]), "prog-record": lamb
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] in PROGS:
         return PROGS[sys.argv[1]](sys.argv[2:])
+    if len(sys.argv) == 3 and sys.argv[1] == "synth":
+        os.makedirs(sys.argv[2], exist_ok=True)
+        return synth(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flagtrace", required=True, help="the flagtrace binary")
     ap.add_argument("--out-dir", required=True, help="traces, stats' and advise's JSON go here")
