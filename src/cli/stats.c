@@ -74,7 +74,7 @@ static const char usage[] =
     "                                    with the op and call that made each; a\n"
     "                                    skipped row counts hostile values\n"
     "                                    (\"memory\" stays copies and sets by time)\n"
-                      advise's (asked for only; docs/advise.md):\n"
+    "                      advise's (asked for only; docs/advise.md):\n"
     "                        advice      findings by what each costs per step, as\n"
     "                                    flagtrace advise ranks them (rank, rule,\n"
     "                                    cost, share, count, where, what,\n"
