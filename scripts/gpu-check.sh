@@ -226,7 +226,7 @@ MEM_LOGS=$(cd "$BUILD" 2>/dev/null && ls -d mem peer-memory/result peer-memory.l
 if [ -n "$MEM_LOGS" ]; then
   # shellcheck disable=SC2086
   tar -czf "$OUT/memory-logs.tar.gz" -C "$BUILD" --exclude='*.json.gz' --exclude='profile-*.json' $MEM_LOGS &&
-    echo "memory logs: $OUT/memory-logs.tar.gz ($(echo $MEM_LOGS))" | tee -a "$LOG"
+    echo "memory logs: $OUT/memory-logs.tar.gz (" $MEM_LOGS ")" | tee -a "$LOG"
 fi
 
 # ---- issue 13: two GPUs (nvidia-h200-x2); the rest of this script needs one ----
