@@ -217,9 +217,8 @@ for m in cupy jax; do
 done
 step "memory (d): a tensor kept per step: the leak found with its bytes per step and op/call (profiler and record)" \
   bash -c "$PKG && PYTHONUNBUFFERED=1 python3 tests/gpu/memory_checks.py --flagtrace $FT --out-dir $MEM --only d"
-# the committed trace CI reads torch's [memory] events from: tests/data/torch_memory_h100.json.gz (or _h200)
-step "memory trace: a torch 2.11 profile_memory=True trace (< 30 kB) and key_averages' numbers into \$OUT" \
-  python3 tests/data/gen_memory_trace.py "$OUT"
+# (the committed trace CI reads torch's [memory] events from, tests/data/torch_memory_h100.json.gz, was
+# written by tests/data/gen_torch_memory.py: `OUT=DIR python3 tests/data/gen_torch_memory.py` remakes it)
 # PyTorch's memory-profiler tests (.gpu/peer-memory, never committed) through the peer runner (.gpu/peer)
 step "memory peer: PyTorch's memory profiler, execution trace, kineto, tidy, C++ thread tests: every natively-passing test passes with flagtrace" bash -c "
   $PKG; bash tests/gpu/peer_memory.sh $BUILD/peer-memory > $BUILD/peer-memory.log 2>&1; cat $BUILD/peer-memory.log;
