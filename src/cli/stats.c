@@ -606,7 +606,7 @@ int ft_cli_stats(int argc, char **argv) {
       const ft_stat_file *fl = &job.files[f];
       fprintf(stderr,
               "flagtrace stats: %s: event model of %llu slices held %llu bytes (%.1f B a slice; %llu of them "
-              "held once: names, launch configurations, tracks)\n",
+              "not per slice: names, launch configurations, tracks, memory rows)\n",
               fl->path, (unsigned long long)fl->model_slices, (unsigned long long)fl->model_bytes,
               fl->model_slices ? (double)fl->model_bytes / (double)fl->model_slices : 0.0,
               (unsigned long long)fl->model_bytes_distinct);

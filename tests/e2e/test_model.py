@@ -25,7 +25,8 @@ TRACES = sorted(glob.glob(os.path.join(data, "*.json.gz")))
 EVERY = ("kernels,api,memory,memsize,ranges,gpu_ranges,ops,ops_shapes,ops_modules,gpu,ranks,trace,"
          "temporal,overlap,launch,queue,mem")
 NOTE = re.compile(r"^flagtrace stats: (.*): event model of (\d+) slices held (\d+) bytes "
-                  r"\([\d.]+ B a slice; (\d+) of them held once: names, launch configurations, tracks\)$", re.M)
+                  r"\([\d.]+ B a slice; (\d+) of them not per slice: names, launch configurations, tracks, "
+                  r"memory rows\)$", re.M)
 
 
 def stats(args, engine):
@@ -46,7 +47,7 @@ def same(args):
 @case("the committed traces are all here")
 def _():
     names = {os.path.basename(t) for t in TRACES}
-    assert len(TRACES) == 8, names
+    assert len(TRACES) == 9, names
     assert "torch_with_modules.json.gz" in names and "batch16_torch_cuda.json.gz" in names, names
 
 
@@ -129,7 +130,7 @@ for t in TRACES:
         assert 61 * n <= b - dist <= 64 * n, (n, b, dist, (b - dist) / n)
 
 
-def memory_trace(path):
+def memory_trace(path, with_memory=True):
     """A synthetic trace with [memory] instants (issue 51): torch's under ops in steps, ours by a
     runtime call's correlation id on another thread, a reserve, hostile ones; 2 devices."""
     ev, n_mem = [], 0
@@ -156,6 +157,8 @@ def memory_trace(path):
         n_mem += 1
     ev.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 10, "ts": 5,
                "args": {"Device Type": 1, "Device Id": 0, "Addr": "x", "Bytes": 8}})  # skipped: not a number
+    if not with_memory:  # the same slices alone
+        ev = [e for e in ev if e["name"] != "[memory]"]
     with gzip.open(path, "wt") as f:
         json.dump({"traceEvents": ev}, f)
     return n_mem
@@ -166,6 +169,7 @@ def _():
     with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, "mem.json.gz")
         n_mem = memory_trace(p)
+        memory_trace(os.path.join(d, "nomem.json.gz"), with_memory=False)
         out, err = same(["-r", EVERY, "-n", "0", "-f", "json", p])
         rows = json.loads(out)["mem"]
         peaks = [(r["device"], r["bytes"], r["step"], r["op"]) for r in rows if r["what"] == "peak_allocated"]
@@ -173,7 +177,10 @@ def _():
         assert [r["count"] for r in rows if r["what"] == "skipped"] == [1], rows
         (n, b, dist), = held(err)
         assert n == slices_of(p) == 9, n
-        assert b - dist == 61 * n + 32 * 3 + 132 * n_mem, (n, n_mem, b, dist)  # slices, 3 steps, memory rows
+        # slices and 3 steps grow with slices; the memory rows (132 B each) are of what does not
+        (n0, b0, dist0), = held(stats(["-r", "kernels", p.replace("mem.json.gz", "nomem.json.gz")], "model")[1])
+        # (and the thread track, tid 99, that only our [memory] events name: at most 64 B)
+        assert b - dist == 61 * n + 32 * 3 and 0 <= dist - dist0 - 132 * n_mem <= 64, (n, n_mem, b, dist, dist0)
         outs = []
         for engine in ("stream", "model"):
             q = os.path.join(d, f"{engine}.part")

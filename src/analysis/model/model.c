@@ -317,6 +317,8 @@ size_t ft_model_bytes_distinct(const ft_model *m) {
   if (!p) return 0;
   size_t b = sizeof *m + sizeof *p + strtab_bytes(&p->names) + strtab_bytes(&p->text) + strtab_bytes(&p->vars);
   b += p->cap_tracks * sizeof *m->tracks + strtab_bytes(&p->tkeys) + p->cap_unk * sizeof *p->unk;
+  /* memory rows grow with [memory] events, not with slices: the 64 B a slice leaves them out */
+  b += (p->finished ? m->n_mem : p->cap_mem) * (sizeof *m->mem + sizeof *p->memx) + m->n_mem * sizeof *p->mem_order;
   return b + (p->step_name ? strlen(p->step_name) + 1 : 0);
 }
 
@@ -327,9 +329,7 @@ size_t ft_model_bytes(const ft_model *m) {
   size_t per = 3 * sizeof(int64_t) + 9 * sizeof(uint32_t) + 1;
   size_t b = (p->finished ? m->n : p->cap) * per; /* the build's room until finished */
   b += m->n_steps * sizeof *m->steps + p->n_wide * sizeof *p->wide;
-  /* memory rows: their columns, the replay's extra and order (the build's room until finished) */
-  b += (p->finished ? m->n_mem : p->cap_mem) * (sizeof *m->mem + sizeof *p->memx) + m->n_mem * sizeof *p->mem_order;
-  return b + ft_model_bytes_distinct(m);
+  return b + ft_model_bytes_distinct(m); /* with the memory rows (the build's room until finished) */
 }
 
 /* The one peaks table (issue 50): each device's dense (no 2:4 sparsity) BF16 tensor

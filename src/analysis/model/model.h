@@ -157,8 +157,8 @@ bool ft_model_kernel_args(const ft_model *m, size_t slice, struct ft_model_kerne
 /* Bytes held (columns, strings, tracks, side tables), for the 64 B/slice bound. */
 size_t ft_model_bytes(const ft_model *m);
 /* Of which what does not grow with slices: names and Input Dims texts, the kernel-args
- * variants, tracks, the model's own structs. A trace of few slices holds more of these
- * than 64 B a slice (a 107-slice trace has 7 kB of kernel names); what grows with slices
+ * variants, tracks, the memory rows (they grow with [memory] events), the model's own structs. A trace of few slices
+ * holds more of these than 64 B a slice (a 107-slice trace has 7 kB of kernel names); what grows with slices
  * (ft_model_bytes less this) is 61 B a slice plus steps and ids wider than 32 bits. */
 size_t ft_model_bytes_distinct(const ft_model *m);
 
