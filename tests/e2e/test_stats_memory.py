@@ -138,6 +138,10 @@ def _(d):
     table = stats("-r", "mem", p)
     assert "== device memory ([memory] events)" in table and "peak_allocated" in table, table
     assert "mem" not in json.loads(stats("-f", "json", p)), "mem is asked for only"
+    r = subprocess.run([*WRAP, flagtrace, "stats", "-r", "kernels", p], capture_output=True, text=True)
+    assert "flagtrace stats: 7 [memory] events (device memory): -r mem summarizes them\n" in r.stderr, r.stderr
+    r = subprocess.run([*WRAP, flagtrace, "stats", "-r", "kernels,mem", p], capture_output=True, text=True)
+    assert "[memory] events" not in r.stderr, r.stderr
     csv = stats("-r", "mem", "-f", "csv", p).splitlines()
     assert csv[0] == "rank,device,what,bytes,count,min_bytes,median_bytes,max_bytes,ts_us,step,op,call", csv[0]
 

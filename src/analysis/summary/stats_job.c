@@ -173,6 +173,7 @@ static ft_status read_one(worker *w, size_t f) {
     file->device_cap_events = st.device_cap_events;
     file->cut_strings = st.cut_strings;
     file->source = st.source;
+    file->mem_events = st.mem_events;
     if (w->o.memory) { /* moved */
       file->mem = st.mem_sum;
       file->mem_kept = true;

@@ -192,7 +192,7 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
   if (st->events_only) return true;
   switch (sec) {
   case FT__SEC_IGNORED: return true;
-  case FT__SEC_MEMORY: return !st->mem || ft__memacc_event(st->mem, e);
+  case FT__SEC_MEMORY: st->mem_events++; return !st->mem || ft__memacc_event(st->mem, e);
   case FT__SEC_SYNC: return !st->hta || ft__hta_event(st, e, name, NULL); /* HTA's GPU event, no row of ours */
   case FT__SEC_UNKNOWN: return count_unknown(st, cat_s);
   case FT__SEC_KERNEL: row_p = row(st, FT_STAT_KERNELS, name, e->name_len, 0, NULL); break;
