@@ -168,7 +168,7 @@ def _():
         n_mem = memory_trace(p)
         out, err = same(["-r", EVERY, "-n", "0", "-f", "json", p])
         rows = json.loads(out)["mem"]
-        peaks = [(r["device"], r["bytes"], r["step"], r["op"]) for r in rows if r["what"] == "peak_allocated"]
+        peaks = [(r["device"], r["mem_bytes"], r["step"], r["op"]) for r in rows if r["what"] == "peak_allocated"]
         assert peaks == [("cuda:0", 4608, 2, "aten::empty"), ("cuda:1", 6144, 2, "aten::empty")], peaks  # step 2: k 2, k 3
         assert [r["count"] for r in rows if r["what"] == "skipped"] == [1], rows
         (n, b, dist), = held(err)

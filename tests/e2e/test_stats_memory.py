@@ -93,25 +93,25 @@ def pick(rs, device, what):
 def _(d):
     rs = rows(write(d, "t.json.gz", TORCH))
     p = pick(rs, "cuda:0", "peak_allocated")
-    assert (p["bytes"], p["ts_us"], p["step"], p["op"], p["call"]) == (5000, 350.0, 0, "aten::mm", ""), p
+    assert (p["mem_bytes"], p["ts_us"], p["step"], p["op"], p["call"]) == (5000, 350.0, 0, "aten::mm", ""), p
     p = pick(rs, "cuda:0", "peak_reserved")
-    assert (p["bytes"], p["ts_us"], p["step"], p["op"]) == (2097152, 150.0, 0, "aten::empty"), p
+    assert (p["mem_bytes"], p["ts_us"], p["step"], p["op"]) == (2097152, 150.0, 0, "aten::empty"), p
     a = pick(rs, "cuda:0", "allocations")
-    assert (a["count"], a["bytes"], a["min_bytes"], a["median_bytes"], a["max_bytes"]) == (3, 5500, 500, 1000, 4000), a
+    assert (a["count"], a["mem_bytes"], a["min_bytes"], a["median_bytes"], a["max_bytes"]) == (3, 5500, 500, 1000, 4000), a
     f = pick(rs, "cuda:0", "frees")
-    assert (f["count"], f["bytes"], f["min_bytes"], f["max_bytes"]) == (2, 1700, 700, 1000), f
+    assert (f["count"], f["mem_bytes"], f["min_bytes"], f["max_bytes"]) == (2, 1700, 700, 1000), f
     live = pick(rs, "cuda:0", "live_at_end")
-    assert (live["count"], live["bytes"]) == (2, 4500), live
-    each = [(r["bytes"], r["ts_us"], r["op"]) for r in rs if r["what"] == "live"]
+    assert (live["count"], live["mem_bytes"]) == (2, 4500), live
+    each = [(r["mem_bytes"], r["ts_us"], r["op"]) for r in rs if r["what"] == "live"]
     assert each == [(4000, 350.0, "aten::mm"), (500, 400.0, "aten::mm")], each
     cpu = pick(rs, "cpu", "peak_allocated")
-    assert (cpu["bytes"], cpu["ts_us"], cpu["op"]) == (8, 120.0, "aten::empty"), cpu
+    assert (cpu["mem_bytes"], cpu["ts_us"], cpu["op"]) == (8, 120.0, "aten::empty"), cpu
     assert pick(rs, "cpu", "live_at_end")["count"] == 0
     sk = [r for r in rs if r["what"] == "skipped"]
     assert len(sk) == 1 and sk[0]["count"] == 1 and "1 frees of no live allocation" in sk[0]["op"], sk
     # -n limits the live rows per device, largest first
     limited = json.loads(stats("-r", "mem", "-n", "1", "-f", "json", os.path.join(d, "t.json.gz")))["mem"]
-    assert [r["bytes"] for r in limited if r["what"] == "live"] == [4000], limited
+    assert [r["mem_bytes"] for r in limited if r["what"] == "live"] == [4000], limited
 
 
 @tmp_case("ours: running sums without totals, reserve by Pool Bytes, call by correlation, op by External id; "
@@ -119,13 +119,13 @@ def _(d):
 def _(d):
     rs = rows(write(d, "o.json.gz", OURS))
     p = pick(rs, "cuda:0", "peak_allocated")  # first_ns: my_op's start, 50 us
-    assert (p["bytes"], p["ts_us"], p["step"], p["op"], p["call"]) == (3072, 250.0, "", "my_op", ""), p
+    assert (p["mem_bytes"], p["ts_us"], p["step"], p["op"], p["call"]) == (3072, 250.0, None, "my_op", ""), p
     p = pick(rs, "cuda:0", "peak_reserved")
-    assert (p["bytes"], p["ts_us"], p["op"], p["call"]) == (2097152, 56.0, "my_op", "cudaMalloc"), p
-    assert (pick(rs, "cuda:0", "allocations")["count"], pick(rs, "cuda:0", "allocations")["bytes"]) == (2, 3072)
-    assert (pick(rs, "cuda:0", "frees")["count"], pick(rs, "cuda:0", "frees")["bytes"]) == (1, 1024)
-    assert (pick(rs, "cuda:0", "live_at_end")["count"], pick(rs, "cuda:0", "live_at_end")["bytes"]) == (1, 2048)
-    each = [(r["bytes"], r["op"], r["call"]) for r in rs if r["what"] == "live"]
+    assert (p["mem_bytes"], p["ts_us"], p["op"], p["call"]) == (2097152, 56.0, "my_op", "cudaMalloc"), p
+    assert (pick(rs, "cuda:0", "allocations")["count"], pick(rs, "cuda:0", "allocations")["mem_bytes"]) == (2, 3072)
+    assert (pick(rs, "cuda:0", "frees")["count"], pick(rs, "cuda:0", "frees")["mem_bytes"]) == (1, 1024)
+    assert (pick(rs, "cuda:0", "live_at_end")["count"], pick(rs, "cuda:0", "live_at_end")["mem_bytes"]) == (1, 2048)
+    each = [(r["mem_bytes"], r["op"], r["call"]) for r in rs if r["what"] == "live"]
     assert each == [(2048, "my_op", "")], each
     sk = [r for r in rs if r["what"] == "skipped"]
     assert len(sk) == 1 and sk[0]["count"] == 4, sk
@@ -143,7 +143,10 @@ def _(d):
     r = subprocess.run([*WRAP, flagtrace, "stats", "-r", "kernels,mem", p], capture_output=True, text=True)
     assert "[memory] events" not in r.stderr, r.stderr
     csv = stats("-r", "mem", "-f", "csv", p).splitlines()
-    assert csv[0] == "rank,device,what,bytes,count,min_bytes,median_bytes,max_bytes,ts_us,step,op,call", csv[0]
+    assert csv[0] == "rank,device,what,mem_bytes,count,min_bytes,median_bytes,max_bytes,ts_us,step,call,op", csv[0]
+    assert '0,"cuda:0","allocations",5500,3,500,1000,4000,,,"",""' in csv, csv  # no value: empty
+    a = pick(json.loads(stats("-r", "mem", "-f", "json", p))["mem"], "cuda:0", "allocations")
+    assert (a["ts_us"], a["step"], a["op"]) == (None, None, ""), a  # no value: null (text: "")
 
 
 @tmp_case("both engines (stream, event model) print the same memory report")
@@ -176,11 +179,11 @@ def _(d):
     three = stats("-r", "mem", "-n", "0", "-f", "json", p, env={**os.environ, "FLAGTRACE_STATS_THREADS": "3"})
     assert one == three
     rs = json.loads(one)["mem"]
-    assert pick(rs, "cuda:0", "peak_allocated")["bytes"] == peak
+    assert pick(rs, "cuda:0", "peak_allocated")["mem_bytes"] == peak
     assert pick(rs, "cuda:0", "peak_allocated")["step"] == 3
     live_row = pick(rs, "cuda:0", "live_at_end")
-    assert (live_row["count"], live_row["bytes"]) == (len(live), sum(live.values())), live_row
-    assert [r["bytes"] for r in rs if r["what"] == "live"] == sorted(live.values(), reverse=True)
+    assert (live_row["count"], live_row["mem_bytes"]) == (len(live), sum(live.values())), live_row
+    assert [r["mem_bytes"] for r in rs if r["what"] == "live"] == sorted(live.values(), reverse=True)
 
 
 @tmp_case("--partial of each file, then --merge: the memory report of one read of both, per rank")
@@ -215,8 +218,8 @@ def _():
     assert len(peaks) == 2, peaks
     rs = rows(path)
     for dev, (pa, pr) in peaks.items():
-        assert pick(rs, dev, "peak_allocated")["bytes"] == pa, (dev, pa)
-        assert pick(rs, dev, "peak_reserved")["bytes"] == pr, (dev, pr)
+        assert pick(rs, dev, "peak_allocated")["mem_bytes"] == pa, (dev, pa)
+        assert pick(rs, dev, "peak_reserved")["mem_bytes"] == pr, (dev, pr)
     assert rows("--engine=model", path) == rs
 
 
