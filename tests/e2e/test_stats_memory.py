@@ -200,6 +200,30 @@ def _(d):
     assert rows("--merge", both) == merged
 
 
+@tmp_case("a partial's memory that does not add up is refused in one line, naming what")
+def _(d):
+    part = os.path.join(d, "o.part")
+    stats("--partial", "-o", part, write(d, "o.json.gz", OURS))
+    doc = json.load(open(part))
+    bad = [
+        (lambda m: m.update(counts=[1, 2, 3]), "a memory record of other than 6 values"),
+        (lambda m: m["devs"][0]["dev"].__setitem__(0, -5), "a memory device id is not in [-1, 2^31)"),
+        (lambda m: m["devs"][0]["peak_alloc"].__setitem__(4, 99999), "a string index past the strings table"),
+        (lambda m: m["devs"][0].update(live=[[1, 2, 3, 4, 0, 0]] * 5), "more live allocations listed than are live"),
+        (lambda m: m["devs"][0]["peak_alloc"].__setitem__(3, -1), "a negative address"),
+        (lambda m: m.pop("devs"), "a file's memory without its counts and devices"),
+        (lambda m: m["devs"][0]["peak_alloc"].__setitem__(2, -3), "a step below -1"),
+    ]
+    for change, why in bad:
+        x = json.loads(json.dumps(doc))
+        change(x["files"][0]["mem"])
+        p = os.path.join(d, "bad.part")
+        with open(p, "w") as f:
+            json.dump(x, f)
+        r = subprocess.run([*WRAP, flagtrace, "stats", "--merge", "-r", "mem", p], capture_output=True, text=True)
+        assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, (why, r.stderr)
+
+
 @case("HTA's df_index_resolver trace (torch-written): peaks equal the largest totals in the file")
 def _():
     hta = os.environ.get("FT_HTA_PATH", "")
