@@ -278,7 +278,6 @@ static bool nest(ft__memacc *a) {
 /* The innermost op open at ts on thread (pid, tid); UINT32_MAX none (model_mem.c's op_at). */
 static uint32_t op_at(const ft__memacc *a, int64_t pid, int64_t tid, int64_t ts) {
   size_t lo = 0, hi = a->n_ops;
-  mop key = {.pid = pid, .tid = tid, .ts = ts};
   while (lo < hi) { /* the first op after (pid, tid, ts) */
     size_t mid = lo + (hi - lo) / 2;
     const mop *o = &a->ops[mid];
@@ -288,7 +287,6 @@ static uint32_t op_at(const ft__memacc *a, int64_t pid, int64_t tid, int64_t ts)
     if (c <= 0) lo = mid + 1;
     else hi = mid;
   }
-  (void)key;
   if (!lo || a->ops[lo - 1].pid != pid || a->ops[lo - 1].tid != tid) return UINT32_MAX;
   uint32_t c = (uint32_t)(lo - 1), best = UINT32_MAX;
   for (size_t j = lo; j > 0; j--) { /* one start: the shortest open */
