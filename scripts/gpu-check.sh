@@ -95,6 +95,12 @@ step "record the CUDA sample (--capture-range=cudaProfilerApi: the libcuda shim)
 step "record the CUDA sample (--inject=cuda --capture-range: CUPTI's callbacks watch)" bash -c "
   $FT record --force-overwrite --inject=cuda --capture-range=cudaProfilerApi -o $BUILD/sample_range_cupti.json.gz -- $BUILD/tests/gpu/sample --profiler-range &&
   python3 tests/gpu/check_sample_trace.py $BUILD/sample_range_cupti.json.gz range"
+# issue 51: CUPTI's MEMORY2 / MEMORY_POOL on hardware: each allocation at CUDA's pointer, each
+# pool's reserved bytes equal to cudaMemPoolAttrReservedMemCurrent (docs/memory.md's reading)
+step "record the memory probe: [memory] instants vs CUDA's pointers and pool sizes" bash -c "
+  FLAGOS_TRACE=1 $FT record --force-overwrite -o $OUT/mem_pool_probe.json.gz -- $BUILD/tests/gpu/mem_pool_probe $BUILD/mem_probe.jsonl 2>$BUILD/mem_probe.log;
+  rc=\$?; grep -E 'memory|pool' $BUILD/mem_probe.log; cat $BUILD/mem_probe.jsonl; [ \$rc = 0 ] &&
+  python3 tests/gpu/check_mem_pool.py $OUT/mem_pool_probe.json.gz $BUILD/mem_probe.jsonl"
 # a torch process (shared cudart, libcuda dlopened by torch first) under the shim
 step "record --capture-range a torch process: torch.cuda.profiler.start opens the range through the shim" bash -c "
   rm -rf $BUILD/tr && mkdir -p $BUILD/tr &&

@@ -14,7 +14,7 @@ run() {
     fail=1
   fi
 }
-for t in test_json test_json_scan test_deflate test_store test_env test_session test_random_traces; do
+for t in test_json test_json_scan test_deflate test_store test_env test_session test_random_traces test_memory; do
   run env FLAGOS_TRACER_LIBRARY=/nonexistent $VG "$BUILD/tests/$t" >/dev/null
 done
 if [ -f "$FAKE" ]; then

@@ -189,7 +189,7 @@ FT_EXPORT ft_status ft_session_device_time(ft_session *session, uint64_t externa
 
 typedef struct ft_session_counts {
   uint64_t cpu_ranges;       /* closed CPU ranges recorded */
-  uint64_t device_events;    /* kernel + memcpy + memset + runtime events received */
+  uint64_t device_events;    /* kernel + memcpy + memset + runtime (+ sync, memory) events received */
   uint64_t window_discarded; /* events outside the capture window, left out on write */
   uint64_t dropped_records;  /* records the vendor reported dropped */
   uint64_t flows;            /* device events linked to their launch (flow ends) in the export */

@@ -51,6 +51,10 @@ static const char usage_fmt[] =
     "                         kernel,memcpy,memset,runtime,driver,nvtx,sync (default:\n"
     "                         all but sync; sync: the device's synchronization waits,\n"
     "                         torch-cuda's cuda_sync rows)\n"
+    "      --memory=on|off    record device memory allocations, frees and pool\n"
+    "                         reservations: [memory] instants and a Memory counter\n"
+    "                         per device (default on, whatever --trace lists;\n"
+    "                         FLAGOS_TRACE_MEMORY=0 in the environment turns it off)\n"
     "      --inject=HOW       cuda: the CUDA driver loads the library at cuInit\n"
     "                         (CUDA_INJECTION64_PATH; CUDA builds only);\n"
     "                         preload: LD_PRELOAD, armed when a process loads\n"
@@ -374,15 +378,12 @@ static size_t remove_partial(const char *pattern) {
 }
 
 int ft_cli_record(int argc, char **argv) {
-  const char *output = NULL, *trace = NULL, *capture = NULL, *inject_how = NULL;
+  const char *output = NULL, *trace = NULL, *capture = NULL, *inject_how = NULL, *memory = NULL;
   const char *force_arg = ft_cli_off, *on_demand_arg = ft_cli_off;
-  const ft_cli_option opts[] = {{'o', "output", &output},
-                                {'t', "trace", &trace},
-                                {0, "capture-range", &capture},
-                                {0, "inject", &inject_how},
-                                {0, "force-overwrite", &force_arg},
-                                {0, "on-demand", &on_demand_arg},
-                                {0}};
+  const ft_cli_option opts[] = {{'o', "output", &output},         {'t', "trace", &trace},
+                                {0, "memory", &memory},           {0, "capture-range", &capture},
+                                {0, "inject", &inject_how},       {0, "force-overwrite", &force_arg},
+                                {0, "on-demand", &on_demand_arg}, {0}};
   bool cuda_build = !strcmp(FT_ACCELERATOR_NAME, "cuda");
   const ft__runtime_set *runtimes = ft__runtime_set_for(FT_ACCELERATOR_NAME);
   char libs[256] = "(no runtime library: this build has no accelerator)";
@@ -413,6 +414,9 @@ int ft_cli_record(int argc, char **argv) {
                               "--trace takes a comma-separated subset of kernel,memcpy,memset,runtime,"
                               "driver,nvtx,sync, not '%s'",
                               trace);
+  bool memory_on = !memory || !strcmp(memory, "on");
+  if (memory && !memory_on && strcmp(memory, "off"))
+    return ft_cli_usage_error("record", "--memory takes on or off, not '%s'", memory);
   if (capture && strcmp(capture, "cudaProfilerApi") && strcmp(capture, "none"))
     return ft_cli_usage_error("record", "--capture-range takes cudaProfilerApi or none, not '%s'", capture);
   /* a capture range waits for free only with the preload library's libcuda shim */
@@ -541,6 +545,7 @@ int ft_cli_record(int argc, char **argv) {
   setenv("FLAGTRACE_OUTPUT", out, 1);
   if (force) setenv("FLAGTRACE_FORCE_OVERWRITE", "1", 1);
   if (trace) setenv("FLAGTRACE_TRACE", trace, 1);
+  if (memory) setenv("FLAGOS_TRACE_MEMORY", memory_on ? "1" : "0", 1); /* unset: the environment's, else on */
   if (capture) setenv("FLAGTRACE_CAPTURE_RANGE", capture, 1);
   else unsetenv("FLAGTRACE_CAPTURE_RANGE");
   if (on_demand) {

@@ -305,3 +305,104 @@ ft_status ft__timed_attribute(ft_session *s, ft__attribute_pair_fn pair) {
   free(ws);
   return st;
 }
+
+/* ---- memory operations by thread and time ---- */
+
+/* A frame or CPU range of a thread, and a memory operation to attribute. */
+typedef struct open_span {
+  uint64_t start, end, ext;
+  uint32_t tid;
+} open_span;
+typedef struct mem_query {
+  uint64_t t;
+  size_t index; /* into store.events */
+  uint32_t tid;
+} mem_query;
+
+static int cmp_span(const void *a, const void *b) {
+  const open_span *x = a, *y = b;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return (x->end < y->end) - (x->end > y->end); /* same start: the outer one first */
+}
+
+static int cmp_query(const void *a, const void *b) {
+  const mem_query *x = a, *y = b;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  return (x->t > y->t) - (x->t < y->t);
+}
+
+/* The spans to search: the session's CPU ranges (not a framework's user ranges,
+ * which are no ops of ours) and, in a timed session, every pushed frame. */
+static open_span *collect_spans(const ft_session *s, size_t *n_out) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->store.events.len; i++) {
+    const ft__event *e = ft__vec_at(&s->store.events, i);
+    n += e->kind == FT__EV_CPU_RANGE && !(e->flags & FT__F_USER_RANGE);
+  }
+  for (const struct ft__thread_log *l = s->logs; l; l = l->next)
+    n += atomic_load_explicit(&l->published, memory_order_acquire);
+  open_span *sp = malloc((n ? n : 1) * sizeof *sp);
+  if (!sp) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < s->store.events.len && k < n; i++) {
+    const ft__event *e = ft__vec_at(&s->store.events, i);
+    if (e->kind == FT__EV_CPU_RANGE && !(e->flags & FT__F_USER_RANGE))
+      sp[k++] = (open_span){e->start_ns, e->end_ns, e->external_id, e->thread_id};
+  }
+  for (const struct ft__thread_log *l = s->logs; l; l = l->next) {
+    size_t m = atomic_load_explicit(&l->published, memory_order_acquire), j = 0;
+    for (const frame_chunk *c = l->head; c && j < m; c = c->next)
+      for (size_t i = 0; i < FRAMES_PER_CHUNK && j < m && k < n; i++, j++)
+        sp[k++] = (open_span){c->f[i].start, end_of(&c->f[i]), c->f[i].ext, l->tid};
+  }
+  *n_out = k;
+  return sp;
+}
+
+ft_status ft__attribute_by_thread(ft_session *s) {
+  ft__vec *ev = &s->store.events;
+  if (!s->store.mems.len) return FT_OK; /* no memory event: no pass over the store at stop */
+  size_t nq = 0;
+  for (size_t i = 0; i < ev->len; i++) {
+    const ft__event *e = ft__vec_at(ev, i);
+    if (ft__is_memory_kind(e->kind) && !(e->flags & FT__F_HAS_EXTERNAL))
+      nq += ((const ft__mem *)ft__vec_at(&s->store.mems, e->meta_first))->thread_id != 0;
+  }
+  if (!nq) return FT_OK;
+  size_t ns = 0;
+  open_span *sp = collect_spans(s, &ns);
+  mem_query *q = malloc(nq * sizeof *q);
+  const open_span **stack = malloc((ns ? ns : 1) * sizeof *stack);
+  if (!sp || !q || !stack) {
+    free(sp), free(q), free((void *)stack);
+    return FT_ENOMEM;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < ev->len && k < nq; i++) {
+    const ft__event *e = ft__vec_at(ev, i);
+    if (!ft__is_memory_kind(e->kind) || (e->flags & FT__F_HAS_EXTERNAL)) continue;
+    uint32_t tid = ((const ft__mem *)ft__vec_at(&s->store.mems, e->meta_first))->thread_id;
+    if (tid) q[k++] = (mem_query){e->start_ns, i, tid};
+  }
+  qsort(sp, ns, sizeof *sp, cmp_span);
+  qsort(q, nq, sizeof *q, cmp_query);
+  /* one sweep: per thread, the spans started by the query's time on a stack of
+   * those still open (spans of a thread nest) */
+  size_t si = 0, depth = 0;
+  for (size_t j = 0; j < nq; j++) {
+    if (j && q[j].tid != q[j - 1].tid) depth = 0;
+    while (si < ns && sp[si].tid < q[j].tid) si++;
+    for (; si < ns && sp[si].tid == q[j].tid && sp[si].start <= q[j].t; si++) {
+      while (depth && stack[depth - 1]->end < sp[si].start) depth--; /* closed before this one opened */
+      stack[depth++] = &sp[si];
+    }
+    while (depth && stack[depth - 1]->end < q[j].t) depth--; /* closed before the operation */
+    if (!depth) continue;
+    ft__event *e = ft__vec_at(ev, q[j].index);
+    e->external_id = stack[depth - 1]->ext;
+    e->flags |= FT__F_HAS_EXTERNAL;
+  }
+  free(sp), free(q), free((void *)stack);
+  return FT_OK;
+}

@@ -56,6 +56,18 @@ bool ft__trace_enabled(void) {
   return on;
 }
 
+bool ft__memory_allowed(void) {
+  const char *v = getenv("FLAGOS_TRACE_MEMORY");
+  bool on = true;
+  if (v && *v && ft__parse_bool(v, &on) != FT_OK) {
+    static atomic_bool said;
+    if (!atomic_exchange(&said, true))
+      ft__warn("FLAGOS_TRACE_MEMORY='%s' is not a boolean (use 1/true/on/yes or 0/false/off/no); ignored", v);
+    on = true;
+  }
+  return on;
+}
+
 void ft__trace_reset_for_tests(void) { atomic_store(&trace_state, -1); }
 
 static void vemit(const char *fmt, va_list ap) {

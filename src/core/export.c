@@ -6,6 +6,7 @@
 #include "export.h"
 
 void ft__plan_free(plan *p) {
+  ft__mem_totals_free(&p->mem);
   free(p->meta);
   free(p->uprojs);
   ft__arena_free(&p->rendered);
@@ -265,12 +266,23 @@ ft_status ft__plan_build(const ft_session *s, plan *p, uint64_t lo, uint64_t hi,
           f->owner_is_runtime = e->kind == FT__EV_RUNTIME;
         }
       }
+    } else if (ft__is_memory_kind(e->kind) &&
+               ft__mem_on_host(&((const ft__mem *)ft__vec_at(&s->store.mems, e->meta_first))->info)) {
+      /* host memory: written on the process, no device row */
     } else if (ft__set_add(&p->devices, e->device, &last_dev) ||
-               /* a sync that names no stream (context, event) has no stream row */
-               (!(e->kind == FT__EV_SYNC && e->stream == UINT32_MAX) &&
+               /* a sync that names no stream (context, event) has no stream row, nor
+                * has a memory operation (an instant on its calling thread) */
+               (!(e->kind == FT__EV_SYNC && e->stream == UINT32_MAX) && !ft__is_memory_kind(e->kind) &&
                 ft__set_add(&p->streams, (uint64_t)e->device << 32 | e->stream, &last_stream))) {
       return FT_ENOMEM;
     }
+    p->n_mem += ft__is_memory_kind(e->kind);
+  }
+  /* the running memory totals, for a trace written (not for counts or an adaptor's
+   * visit, which has no memory events); a skipped operation is not written */
+  if (p->n_mem && projections) {
+    if (ft__mem_totals_build(s, lo, hi, &p->tids, &p->mem)) return FT_ENOMEM;
+    p->stats.exported -= p->mem.operations - p->mem.written;
   }
   /* Only now is every owner known: count the device events each one launched. */
   for (size_t i = 0; i < ev->len; i++) {

@@ -39,6 +39,64 @@ typedef struct uproj {
   uint64_t lo, hi;
 } uproj;
 
+/* The window's memory events replayed per device in timestamp order (memory.c):
+ * the running totals each one is written with. */
+typedef struct ft__mem_row {
+  int64_t bytes;                /* "Bytes": + allocated, - freed, 0 for a pool's change */
+  int64_t pool_bytes;           /* "Pool Bytes": + reserved, - unreserved (pool changes only) */
+  uint64_t allocated, reserved; /* the device's totals after it */
+  uint64_t pool;                /* its pool (a free: its allocation's), 0 for none */
+  uint32_t tid;                 /* the calling thread: its API call's, else the tracer's */
+  bool written;                 /* false: skipped, and counted in ft__mem_totals */
+} ft__mem_row;
+
+/* Host memory the vendor reports (pinned, pageable) is not the device's: it has its
+ * own totals, under this key, written as torch writes CPU memory (Device Type 0,
+ * Device Id -1), so that a device's totals are what its allocator holds. */
+#define FT__MEM_HOST UINT32_MAX
+static inline bool ft__mem_on_host(const ft_memory_info *m) {
+  return m->memory_kind == FT_MEMKIND_PINNED || m->memory_kind == FT_MEMKIND_PAGEABLE;
+}
+
+typedef struct ft__mem_device {
+  uint32_t device;     /* FT__MEM_HOST: the host's */
+  uint64_t operations; /* written */
+  uint64_t peak_allocated, peak_allocated_ns, peak_reserved, peak_reserved_ns;
+  uint64_t allocated, reserved; /* at the window's end */
+} ft__mem_device;
+
+/* At most this many allocations of one device are tracked live at once (the table
+ * holds 2^21 slots of 24 bytes at most: 48 MiB); an allocation past it is skipped,
+ * and so then is its free (an unknown address). Devices are replayed one at a time. */
+enum { FT__MEM_LIVE_MAX = 1 << 20 };
+/* The live limit replays use (the trace's "live_limit"): FT__MEM_LIVE_MAX, unless a
+ * test set another (0 restores it; not thread-safe: tests only). */
+size_t ft__mem_live_max(void);
+void ft__mem_set_live_max_for_tests(size_t n);
+/* Bytes above this (1 PiB) in one operation are implausible: the operation is skipped. */
+#define FT__MEM_BYTES_MAX (1ull << 50)
+
+typedef struct ft__mem_totals {
+  ft__mem_row *rows; /* by store.mems index; NULL when the window has no memory event */
+  ft__mem_device *devices;
+  size_t n_devices;
+  uint64_t operations;          /* memory events in the window */
+  uint64_t written;             /* of them, written ([memory] instants) */
+  uint64_t skipped_frees;       /* frees of an address with no live allocation */
+  uint64_t skipped_allocs;      /* allocations (pool changes) past FT__MEM_LIVE_MAX live ones (pools) */
+  uint64_t skipped_implausible; /* bytes above FT__MEM_BYTES_MAX */
+  uint64_t replaced;            /* allocations at a live address: the older one taken as freed */
+  uint64_t unreserve_clamped;   /* pool trims of more than the pool was seen to reserve */
+} ft__mem_totals;
+
+/* Replays the memory events inside [lo, hi]: allocated = live ALLOC bytes (a FREE
+ * takes its allocation's size; a FREE of an unknown address is skipped), reserved =
+ * allocations outside a pool, and inside a pool that reports no reservation, plus
+ * each pool's RESERVE less UNRESERVE bytes. Also adds each written event's calling
+ * thread to *tids. FT_ENOMEM; ft__mem_totals_free after, also on failure. */
+ft_status ft__mem_totals_build(const ft_session *s, uint64_t lo, uint64_t hi, ft__map *tids, ft__mem_totals *t);
+void ft__mem_totals_free(ft__mem_totals *t);
+
 typedef struct plan {
   uint64_t window_lo_ns, window_hi_ns; /* the window exported */
   /* Vendor ids are mostly dense and increasing, so they index an array directly
@@ -61,6 +119,8 @@ typedef struct plan {
   struct uproj *uprojs; /* their projections, one per (range, device, stream) */
   size_t n_uprojs;
   ft__export_stats stats;
+  size_t n_mem;       /* memory events in the window */
+  ft__mem_totals mem; /* their totals, built when writing (projections) */
   /* Interned strings rendered once as JSON (names and keys escaped, values raw or
    * escaped by the literal rule): kernel names repeat thousands of times. */
   ft__arena rendered;

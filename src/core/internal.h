@@ -34,6 +34,11 @@ void ft__trace_reset_for_tests(void);
 
 uint32_t ft__gettid(void);
 
+/* FLAGOS_TRACE_MEMORY: false when it is 0/false/off/no, which takes device memory
+ * (FT_ACTIVITY_MEMORY) out of every session of the process; unset, a true value or
+ * anything else (warned once) leaves the sessions' options as they are. */
+bool ft__memory_allowed(void);
+
 /* ---- events (store.c) ---- */
 
 enum {
@@ -76,11 +81,20 @@ typedef struct ft__kvid {
   uint32_t key, value; /* interned ids */
 } ft__kvid;
 
+/* A memory event's numbers (FT__EV_MEMORY), beside the event so that every event
+ * stays 48 bytes (P6): the event's meta_first indexes store.mems (a memory event
+ * keeps no metadata), its device and stream are the event's own. */
+typedef struct ft__mem {
+  ft_memory_info info;
+  uint32_t thread_id; /* the calling thread the tracer named (0: none) */
+} ft__mem;
+
 typedef struct ft__store {
   ft__strtab names;  /* event names and metadata keys */
   ft__strtab values; /* metadata values (grids, sizes repeat heavily) */
   ft__vec events;    /* ft__event */
   ft__vec kvs;       /* ft__kvid */
+  ft__vec mems;      /* ft__mem, of the memory events */
   /* identical metadata lists (a kernel's args repeat with the kernel) are stored
    * once: hash of the id list -> first | count << 32 */
   ft__map meta_sets;
@@ -103,6 +117,9 @@ static inline bool ft__is_device_kind(unsigned k) {
 }
 /* Host-side API calls: they launch device work and carry the thread id. */
 static inline bool ft__is_api_kind(unsigned k) { return k == FT__EV_RUNTIME || k == FT__EV_DRIVER; }
+/* A device memory operation: an instant on its calling thread, written as a
+ * [memory] instant and a sample of its device's "Memory" counter (memory.c). */
+static inline bool ft__is_memory_kind(unsigned k) { return k == FT__EV_MEMORY; }
 /* Events on a device row (pid = device, tid = stream): device work and syncs. */
 static inline bool ft__on_device_row(unsigned k) { return ft__is_device_kind(k) || k == FT__EV_SYNC; }
 
@@ -206,6 +223,10 @@ ft_status ft__timed_call_span(ft_session *s, uint32_t corr, uint32_t tid, uint64
 typedef ft_status (*ft__attribute_pair_fn)(ft_session *s, uint32_t corr, uint64_t ext);
 ft_status ft__timed_attribute(ft_session *s, ft__attribute_pair_fn pair);
 void ft__timed_free(ft_session *s);
+/* At stop, under s->mu, after the ids are resolved: gives each memory operation
+ * that still has no external id but names its calling thread the id of the
+ * innermost frame (timed sessions) or CPU range open on that thread at its time. */
+ft_status ft__attribute_by_thread(ft_session *s);
 /* Stop's last step: attribution by time (timed) and every event's external id from
  * the reports; tests run it on sessions without a tracer. */
 ft_status ft__session_attribute(ft_session *s, bool timed);

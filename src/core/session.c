@@ -86,6 +86,7 @@ ft_status ft_session_create(ft_session **out, const ft_session_options *opts) {
   s->world_size = opts->world_size >= 1 ? opts->world_size : env_world;
   if (s->rank >= 0 && s->world_size >= 1 && s->rank >= s->world_size) s->rank = -1; /* mixed sources */
   s->activities = opts->activities & FT_ACTIVITY_ALL;
+  if (!ft__memory_allowed()) s->activities &= ~(unsigned)FT_ACTIVITY_MEMORY; /* FLAGOS_TRACE_MEMORY=0 */
   if (opts->process_name) snprintf(s->process_name, sizeof s->process_name, "%s", opts->process_name);
   else read_comm(s->process_name, sizeof s->process_name);
   ft_status st = ft_make_device_tracer(&s->tracer);
@@ -125,6 +126,9 @@ void ft_session_destroy(ft_session *s) {
 
 static ft_status sink_event(void *ctx, const ft_device_event *ev) {
   ft_session *s = ctx;
+  /* a tracer that records memory whatever it was asked (one activity switch for
+   * several kinds) must not put it into a session that asked for none */
+  if (ev && ev->kind == FT_EVENT_MEMORY && !(s->activities & FT_ACTIVITY_MEMORY)) return FT_OK;
   pthread_mutex_lock(&s->mu);
   ft_status st = ft__store_add_device(&s->store, ev);
   pthread_mutex_unlock(&s->mu);
@@ -316,6 +320,8 @@ ft_status ft__session_attribute(ft_session *s, bool timed) {
   pthread_mutex_lock(&s->mu);
   ft_status at = timed ? ft__timed_attribute(s, add_pair) : FT_OK;
   resolve_external_ids(s);
+  ft_status mt = ft__attribute_by_thread(s); /* memory operations that name no call */
+  if (!at) at = mt;
   pthread_mutex_unlock(&s->mu);
   return at;
 }
@@ -472,7 +478,9 @@ ft_status ft_session_foreach_event(ft_session *s, uint64_t lo, uint64_t hi, ft_e
   bool stopped = false;
   for (size_t i = 0; i < store->events.len && !st && !stopped; i++) {
     const ft__event *e = ft__vec_at(&store->events, i);
-    if (e->kind == FT__EV_CPU_RANGE) continue;
+    /* kineto has no activity type for a device memory operation (torch writes its
+     * own [memory] instants with profile_memory=True): memory is not handed on */
+    if (e->kind == FT__EV_CPU_RANGE || ft__is_memory_kind(e->kind)) continue;
     if (!ft__in_window(e, lo, hi)) {
       outside++;
       continue;

@@ -118,7 +118,7 @@ ft_status ft__session_apply_pauses(ft_session *s) {
     bool drop = false;
     if (ft__is_api_kind(e->kind)) {
       drop = paused_at(s, e->start_ns);
-    } else if (ft__on_device_row(e->kind)) {
+    } else if (ft__on_device_row(e->kind) || ft__is_memory_kind(e->kind)) { /* made by a call, as device work */
       bool launched_paused = e->correlation_id && ft__map_find(&paused, e->correlation_id);
       bool launched = e->correlation_id && ft__map_find(&called, e->correlation_id);
       drop = launched_paused || (!launched && paused_at(s, e->start_ns));

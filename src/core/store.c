@@ -241,6 +241,7 @@ void ft__store_init(ft__store *st) {
   ft__intern_init(&st->values);
   ft__vec_init(&st->events, sizeof(ft__event), 12);
   ft__vec_init(&st->kvs, sizeof(ft__kvid), 14);
+  ft__vec_init(&st->mems, sizeof(ft__mem), 10);
   memset(&st->meta_sets, 0, sizeof st->meta_sets); /* made on the first metadata list */
   st->last_meta[0] = st->last_meta[1] = 0;
 }
@@ -250,6 +251,7 @@ void ft__store_free(ft__store *st) {
   ft__intern_free(&st->values);
   ft__vec_free(&st->events);
   ft__vec_free(&st->kvs);
+  ft__vec_free(&st->mems);
   ft__map_free(&st->meta_sets);
 }
 
@@ -308,7 +310,40 @@ static bool same_as_last(const ft__store *st, uint64_t last, const ft_device_eve
   return true;
 }
 
+/* A memory event: its numbers go to store.mems, its metadata nowhere (the contract
+ * puts everything in ev->memory). */
+static ft_status add_memory(ft__store *st, const ft_device_event *ev) {
+  const ft_memory_info *m = ev->memory;
+  if (!m || m->op < FT_MEMORY_ALLOC || m->op > FT_MEMORY_UNRESERVE) return FT_EINVAL;
+  if (st->mems.len >= UINT32_MAX) return FT_ERANGE;
+  uint32_t name_id;
+  ft_status s = ft__intern(&st->names, ev->name, strlen(ev->name), &name_id);
+  if (s) return s;
+  ft__mem *x = ft__vec_push(&st->mems);
+  if (!x) return FT_ENOMEM;
+  ft__event *e = ft__vec_push(&st->events);
+  if (!e) {
+    st->mems.len--;
+    return FT_ENOMEM;
+  }
+  x->info = *m;
+  x->thread_id = ev->thread_id;
+  e->kind = FT__EV_MEMORY;
+  e->start_ns = ev->start_ns;
+  e->end_ns = ev->end_ns;
+  e->correlation_id = ev->correlation_id;
+  e->flags = ev->has_external_id ? FT__F_HAS_EXTERNAL : 0;
+  e->external_id = ev->external_id;
+  e->device = ev->device;
+  e->stream = ev->stream;
+  e->name_id = name_id;
+  e->meta_first = (uint32_t)(st->mems.len - 1);
+  e->meta_count = 0;
+  return FT_OK;
+}
+
 ft_status ft__store_add_device(ft__store *st, const ft_device_event *ev) {
+  if (ev && ev->name && ev->kind == FT_EVENT_MEMORY) return add_memory(st, ev);
   if (!ev || !ev->name || (unsigned)ev->kind > FT_EVENT_SYNC) return FT_EINVAL;
   if (ev->n_metadata > UINT16_MAX || (ev->n_metadata && !ev->metadata)) return FT_EINVAL;
   if (st->kvs.len + ev->n_metadata > UINT32_MAX) return FT_ERANGE;
@@ -381,18 +416,22 @@ ft_status ft__store_view(const ft__store *st, const ft__event *e, ft_kv **kv, si
     const ft__kvid *id = ft__vec_at(&st->kvs, e->meta_first + k);
     (*kv)[k] = (ft_kv){ft__intern_str(&st->names, id->key), ft__intern_str(&st->values, id->value)};
   }
-  bool row = ft__on_device_row(e->kind);
+  bool row = ft__on_device_row(e->kind), mem = ft__is_memory_kind(e->kind);
+  const ft__mem *m = mem ? ft__vec_at(&st->mems, e->meta_first) : NULL;
   *out = (ft_device_event){.kind = (ft_event_kind)e->kind,
                            .start_ns = e->start_ns,
                            .end_ns = e->end_ns,
                            .correlation_id = e->correlation_id,
                            .has_external_id = (e->flags & FT__F_HAS_EXTERNAL) != 0,
                            .external_id = e->external_id,
-                           .device = row ? e->device : 0,
-                           .stream = row ? e->stream : 0,
-                           .thread_id = row ? 0 : e->thread_id,
+                           .device = row || mem ? e->device : 0,
+                           .stream = row || mem ? e->stream : 0,
+                           .thread_id = mem   ? m->thread_id
+                                        : row ? 0
+                                              : e->thread_id,
                            .name = ft__intern_str(&st->names, e->name_id),
                            .metadata = *kv,
-                           .n_metadata = e->meta_count};
+                           .n_metadata = e->meta_count,
+                           .memory = mem ? &m->info : NULL};
   return FT_OK;
 }

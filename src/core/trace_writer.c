@@ -212,6 +212,78 @@ static void write_event(const ft_session *s, plan *p, ft__out *o, const ft__even
   ft__out_write(o, "}}", 2);
 }
 
+static const char *memory_kind_name(ft_memory_kind k) {
+  switch (k) {
+  case FT_MEMKIND_DEVICE: return "device";
+  case FT_MEMKIND_PINNED: return "pinned";
+  case FT_MEMKIND_MANAGED: return "managed";
+  case FT_MEMKIND_PAGEABLE: return "pageable";
+  default: return "other";
+  }
+}
+
+static const char *const memory_op_name[] = {"", "alloc", "free", "reserve", "unreserve"};
+
+/* A memory operation as torch writes one with profile_memory=True (its keys first,
+ * then ours), and its device's "Memory" counter sample after it (docs/memory.md). */
+static void write_memory(const ft_session *s, const plan *p, ft__out *o, const ft__event *e, uint64_t base) {
+  const ft__mem_row *r = p->mem.rows ? &p->mem.rows[e->meta_first] : NULL;
+  if (!r || !r->written) return; /* skipped: counted in the header's memory object */
+  const ft_memory_info *m = &((const ft__mem *)ft__vec_at(&s->store.mems, e->meta_first))->info;
+  bool cuda = !strcmp(s->tracer->ops->runtime_category, "cuda_runtime"), host = ft__mem_on_host(m);
+  FT__OUT_LIT(o, ",\n  {\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\",\"name\":\"[memory]\",\"pid\":");
+  ft__out_u64(o, s->pid);
+  FT__OUT_LIT(o, ",\"tid\":");
+  ft__out_u64(o, r->tid);
+  FT__OUT_LIT(o, ",\"ts\":");
+  ft__out_us3(o, e->start_ns - base);
+  /* kineto's DeviceType: CPU 0 (host memory, Device Id -1 as torch's), CUDA 1, PrivateUse1 20 */
+  ft__out_str(o, host   ? ",\"args\":{\"Device Type\":0,\"Device Id\":-1"
+                 : cuda ? ",\"args\":{\"Device Type\":1,\"Device Id\":"
+                        : ",\"args\":{\"Device Type\":20,\"Device Id\":");
+  if (!host) ft__out_u64(o, e->device);
+  FT__OUT_LIT(o, ",\"Addr\":");
+  ft__out_u64(o, m->address);
+  FT__OUT_LIT(o, ",\"Bytes\":");
+  ft__out_i64(o, r->bytes);
+  FT__OUT_LIT(o, ",\"Total Allocated\":");
+  ft__out_u64(o, r->allocated);
+  FT__OUT_LIT(o, ",\"Total Reserved\":");
+  ft__out_u64(o, r->reserved);
+  FT__OUT_LIT(o, ",\"correlation\":");
+  ft__out_u64(o, e->correlation_id);
+  if (e->flags & FT__F_HAS_EXTERNAL) {
+    FT__OUT_LIT(o, ",\"External id\":");
+    ft__out_u64(o, e->external_id);
+  }
+  if (e->stream != UINT32_MAX) { /* UINT32_MAX: the call names no stream */
+    FT__OUT_LIT(o, ",\"stream\":");
+    ft__out_u64(o, e->stream);
+  }
+  FT__OUT_LIT(o, ",\"Kind\":\"");
+  ft__out_str(o, memory_kind_name(m->memory_kind));
+  FT__OUT_LIT(o, "\",\"Op\":\"");
+  ft__out_str(o, memory_op_name[m->op]);
+  ft__out_write(o, "\"", 1);
+  if (r->pool) {
+    FT__OUT_LIT(o, ",\"Pool\":");
+    ft__out_u64(o, r->pool);
+  }
+  if (m->op == FT_MEMORY_RESERVE || m->op == FT_MEMORY_UNRESERVE) {
+    FT__OUT_LIT(o, ",\"Pool Bytes\":");
+    ft__out_i64(o, r->pool_bytes);
+  }
+  FT__OUT_LIT(o, "}},\n  {\"ph\":\"C\",\"name\":\"Memory\",\"pid\":");
+  ft__out_u64(o, host ? s->pid : e->device); /* host memory's track is under the process */
+  FT__OUT_LIT(o, ",\"ts\":");
+  ft__out_us3(o, e->start_ns - base);
+  FT__OUT_LIT(o, ",\"args\":{\"Allocated\":");
+  ft__out_u64(o, r->allocated);
+  FT__OUT_LIT(o, ",\"Reserved\":");
+  ft__out_u64(o, r->reserved);
+  FT__OUT_LIT(o, "}}");
+}
+
 /* torch-cuda's arrows: one start on the launch and an end on every device event it
  * launched, all with the vendor id (a graph replay's five nodes share their launch's
  * start), so every device event is linked and ids stay below 2^32. */
@@ -255,6 +327,39 @@ static void write_device_properties(const ft_session *s, plan *p, ft__out *o) {
   if (s->n_devprops) FT__OUT_LIT(o, "\n  ");
 }
 
+/* What the memory totals counted and skipped, and each device's peaks (docs/memory.md). */
+static void write_memory_summary(const ft__mem_totals *m, ft__out *o) {
+  static const char *const keys[] = {"operations",          "written",       "skipped_frees",    "skipped_allocations",
+                                     "skipped_implausible", "replaced_live", "unreserve_clamped"};
+  const uint64_t vals[] = {m->operations,          m->written,  m->skipped_frees,    m->skipped_allocs,
+                           m->skipped_implausible, m->replaced, m->unreserve_clamped};
+  FT__OUT_LIT(o, ", \"memory\": {");
+  for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
+    if (i) ft__out_write(o, ", ", 2);
+    out_key(o, keys[i]);
+    ft__out_u64(o, vals[i]);
+  }
+  FT__OUT_LIT(o, ", \"live_limit\": ");
+  ft__out_u64(o, ft__mem_live_max());
+  FT__OUT_LIT(o, ", \"devices\": [");
+  for (size_t i = 0; i < m->n_devices; i++) {
+    const ft__mem_device *d = &m->devices[i];
+    ft__out_str(o, i ? ", {\"device\": " : "{\"device\": ");
+    ft__out_i64(o, d->device == FT__MEM_HOST ? -1 : (int64_t)d->device); /* -1: the host's */
+    const char *dk[] = {"operations",       "peak_allocated",   "peak_allocated_ns", "peak_reserved",
+                        "peak_reserved_ns", "allocated_at_end", "reserved_at_end"};
+    const uint64_t dv[] = {d->operations,       d->peak_allocated, d->peak_allocated_ns, d->peak_reserved,
+                           d->peak_reserved_ns, d->allocated,      d->reserved};
+    for (size_t k = 0; k < sizeof dv / sizeof *dv; k++) {
+      ft__out_write(o, ", ", 2);
+      out_key(o, dk[k]);
+      ft__out_u64(o, dv[k]);
+    }
+    ft__out_write(o, "}", 1);
+  }
+  FT__OUT_LIT(o, "]}");
+}
+
 static void write_header(const ft_session *s, plan *p, ft__out *o, uint64_t base) {
   bool collected = s->device_status == FT_OK; /* as ft_session_device_status says it */
   const char *why = collected ? "" : s->device_why;
@@ -290,6 +395,9 @@ static void write_header(const ft_session *s, plan *p, ft__out *o, uint64_t base
     FT__OUT_LIT(o, ", \"collection_stopped_left_out\": ");
     ft__out_u64(o, s->paused_left_out);
   }
+  /* asked and collected, or some recorded (an attached session's copies): a reader
+   * tells "nothing allocated" from "not recorded" */
+  if (((s->activities & FT_ACTIVITY_MEMORY) && collected) || p->n_mem) write_memory_summary(&p->mem, o);
   FT__OUT_LIT(o, ", \"capture_window_ns\": [");
   ft__out_u64(o, s->window_lo_ns);
   ft__out_write(o, ", ", 2);
@@ -308,6 +416,10 @@ static void write_range(const ft_session *s, plan *p, ft__out *o, size_t from, s
   for (size_t i = from; i < to; i++) {
     const ft__event *e = ft__vec_at(ev, i);
     if (!ft__in_window(e, p->window_lo_ns, p->window_hi_ns) || (e->flags & FT__F_USER_RANGE)) continue;
+    if (ft__is_memory_kind(e->kind)) { /* an instant and a counter sample: no flow, no projection */
+      write_memory(s, p, o, e, base);
+      continue;
+    }
     /* The slice is written before its flow halves (Perfetto binds by order). */
     write_event(s, p, o, e, base);
     uint64_t plo = 0, phi = 0; /* set by ft__project(); zeroed for GCC -O3's maybe-uninitialized */

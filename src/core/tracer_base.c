@@ -39,8 +39,10 @@ const char *ft__tracer_last_error(const ft_tracer *t) { return ((const ft__trace
 void ft__tracer_emit(ft__tracer_base *b, ft_device_event *ev, const ft_kv *md, size_t n) {
   ev->metadata = md;
   ev->n_metadata = n;
-  if (b->sink->event(b->sink->ctx, ev) != FT_OK)
-    ft__warn("%s: out of memory recording an event; it is lost", b->tracer.ops->name);
+  ft_status st = b->sink->event(b->sink->ctx, ev);
+  if (st == FT_ENOMEM) ft__warn("%s: out of memory recording an event; it is lost", b->tracer.ops->name);
+  else if (st) /* a memory event without its numbers or with an unknown op, ... */
+    ft__warn("%s: an event was refused (%s); it is lost", b->tracer.ops->name, ft_strerror(st));
 }
 
 void ft__tracer_external(ft__tracer_base *b, uint32_t corr, uint64_t external_id) {

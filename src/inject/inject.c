@@ -196,11 +196,13 @@ static void on_profiler_api(void *ctx, bool start) {
 
 /* ---- the session ---- */
 
+/* record's --trace list; device memory is not in it: --memory (FLAGOS_TRACE_MEMORY,
+ * read by ft_session_create) governs it, on by default */
 static unsigned activities_from_env(bool *nvtx) {
   const char *v = getenv("FLAGTRACE_TRACE");
   *nvtx = true;
   if (!v || !*v) return FT_ACTIVITY_DEFAULT;
-  unsigned a = 0;
+  unsigned a = FT_ACTIVITY_MEMORY;
   *nvtx = false;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", v);

@@ -1,6 +1,7 @@
 /* The CUPTI tracer's decoding (also PPU's, and MCPTI's with FT_MCPTI): API names and
  * activity records into the sink's events. */
 #define _GNU_SOURCE
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -388,6 +389,142 @@ static void decode_sync(cupti_tracer *t, const CUpti_ActivitySynchronization2 *y
 }
 #endif
 
+#ifndef FT_MCPTI /* MCPTI's memory records are not in our facts: never enabled there */
+/* ---- device memory (issue 51; docs/memory.md, "Capture: CUDA") ---- */
+
+/* CUPTI_ACTIVITY_KIND_MEMORY_POOL's record is CUDA 13's MemoryPool3: MemoryPool2 and
+ * two fields after it. Only the shared prefix is read, so a library writing
+ * MemoryPool2 (CUDA 12's) decodes the same; CUPTI's own iterator steps over either. */
+#define FT__SAME_FIELD(f) offsetof(CUpti_ActivityMemoryPool2, f) == offsetof(CUpti_ActivityMemoryPool3, f)
+_Static_assert(FT__SAME_FIELD(memoryPoolOperationType) && FT__SAME_FIELD(memoryPoolType) &&
+                   FT__SAME_FIELD(correlationId) && FT__SAME_FIELD(deviceId) && FT__SAME_FIELD(address) &&
+                   FT__SAME_FIELD(size) && FT__SAME_FIELD(timestamp),
+               "MemoryPool2 is not a prefix of MemoryPool3");
+#undef FT__SAME_FIELD
+
+static ft_memory_kind memory_kind_of(uint32_t k) {
+  switch (k) {
+  case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return FT_MEMKIND_DEVICE;
+  case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return FT_MEMKIND_PINNED;
+  case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: return FT_MEMKIND_MANAGED;
+  case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return FT_MEMKIND_PAGEABLE;
+  case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY:
+  case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
+  case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return FT_MEMKIND_OTHER;
+  default: return FT_MEMKIND_UNKNOWN;
+  }
+}
+
+static void emit_memory(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream,
+                        const ft_memory_info *m) {
+  ft_device_event ev = {.kind = FT_EVENT_MEMORY,
+                        .start_ns = at,
+                        .end_ns = at,
+                        .correlation_id = corr,
+                        .device = device,
+                        .stream = stream,
+                        .name = "[memory]",
+                        .memory = m};
+  ft__tracer_emit(&t->base, &ev, NULL, 0);
+}
+
+/* The followed pool at (device, address), added at level 0 when add and there is
+ * room; NULL when not followed. */
+static ft__cupti_pool *pool_slot(cupti_tracer *t, uint32_t device, uint64_t address, bool add) {
+  for (size_t i = 0; i < t->n_pools; i++)
+    if (t->pools[i].address == address && t->pools[i].device == device) return &t->pools[i];
+  if (!add || t->n_pools == MAX_POOLS) return NULL;
+  t->pools[t->n_pools] = (ft__cupti_pool){.address = address, .device = device, .level = 0};
+  return &t->pools[t->n_pools++];
+}
+
+/* The pool's reserved bytes moved to size: the difference as one event, op_if_equal
+ * (0: none) when there is none. */
+static void pool_to(cupti_tracer *t, ft__cupti_pool *p, uint64_t size, uint64_t at, uint32_t corr, uint32_t stream,
+                    ft_memory_kind kind, ft_memory_op op_if_equal) {
+  if (size == p->level && !op_if_equal) return;
+  FT__LOG("pool %#llx on device %u: %llu -> %llu bytes (correlation %u)", (unsigned long long)p->address, p->device,
+          (unsigned long long)p->level, (unsigned long long)size, corr);
+  bool up = size > p->level;
+  ft_memory_info m = {.op = size == p->level ? op_if_equal
+                            : up             ? FT_MEMORY_RESERVE
+                                             : FT_MEMORY_UNRESERVE,
+                      .memory_kind = kind,
+                      .address = p->address,
+                      .bytes = up ? size - p->level : p->level - size,
+                      .pool = p->address};
+  p->level = size;
+  emit_memory(t, at, corr, p->device, stream, &m);
+}
+
+/* An allocation or a free (cudaMalloc, cudaFree, cudaMallocAsync, ...). One from a
+ * local pool also says the pool's size (memoryPoolConfig.pool.size, beside its
+ * utilizedSize): a pool that grew for it reserves the growth first, one that shrank
+ * (a release at synchronization, a trim) unreserves it after. */
+static void decode_memory(cupti_tracer *t, const CUpti_ActivityMemory4 *r) {
+  bool alloc = r->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  if (!alloc && r->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE) {
+    t->memory_invalid++;
+    return;
+  }
+  uint64_t at, end;
+  if (!span(t, r->timestamp, r->timestamp, &at, &end)) return;
+  CUpti_ActivityMemoryPoolType type = r->memoryPoolConfig.memoryPoolType;
+  uint64_t pool = type != CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID ? r->memoryPoolConfig.address : 0;
+  ft_memory_kind kind = memory_kind_of(r->memoryKind);
+  /* pool.size is the pool's size only for a local pool (an imported one's is a process id) */
+  ft__cupti_pool *p =
+      pool && type == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL ? pool_slot(t, r->deviceId, pool, true) : NULL;
+  uint64_t size = r->memoryPoolConfig.pool.size;
+  if (p && size > p->level) pool_to(t, p, size, at, r->correlationId, r->streamId, kind, 0);
+  ft_memory_info m = {.op = alloc ? FT_MEMORY_ALLOC : FT_MEMORY_FREE,
+                      .memory_kind = kind,
+                      .address = r->address,
+                      .bytes = r->bytes,
+                      .pool = pool};
+  emit_memory(t, at, r->correlationId, r->deviceId, r->streamId, &m);
+  if (p && size < p->level) pool_to(t, p, size, at, r->correlationId, r->streamId, kind, 0);
+}
+
+/* A pool created, trimmed or destroyed (docs/memory.md: how its size is read). Its
+ * reserved bytes go to the record's size (created, trimmed) or to 0 (destroyed), from
+ * what was last reported for it: the totals never lose or keep a pool's bytes by a
+ * disagreement between records. A pool not followed (an imported one, or past
+ * MAX_POOLS) reserves and unreserves its record's size as it stands. */
+static void decode_pool(cupti_tracer *t, const CUpti_ActivityMemoryPool2 *r) {
+  CUpti_ActivityMemoryPoolOperationType op = r->memoryPoolOperationType;
+  if (op != CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED &&
+      op != CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED &&
+      op != CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED) {
+    t->memory_invalid++;
+    return;
+  }
+  /* rare (a pool's life): the raw numbers, for checking the reading on hardware */
+  FT__LOG("pool record: op %d type %d device %u address %#llx size %llu minBytesToKeep %llu utilizedSize %llu", (int)op,
+          (int)r->memoryPoolType, r->deviceId, (unsigned long long)r->address, (unsigned long long)r->size,
+          (unsigned long long)r->minBytesToKeep, (unsigned long long)r->utilizedSize);
+  uint64_t at, end;
+  if (!span(t, r->timestamp, r->timestamp, &at, &end)) return;
+  bool local = r->memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+  uint64_t size = local ? r->size : 0; /* valid for a local pool only */
+  ft_memory_op natural =
+      op == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED ? FT_MEMORY_RESERVE : FT_MEMORY_UNRESERVE;
+  ft__cupti_pool *p = local ? pool_slot(t, r->deviceId, r->address, true) : NULL;
+  if (!p) {
+    ft_memory_info m = {.op = natural,
+                        .memory_kind = FT_MEMKIND_DEVICE,
+                        .address = r->address,
+                        .bytes = op == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED ? 0 : size,
+                        .pool = r->address};
+    emit_memory(t, at, r->correlationId, r->deviceId, UINT32_MAX, &m);
+    return;
+  }
+  bool destroyed = op == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED;
+  pool_to(t, p, destroyed ? 0 : size, at, r->correlationId, UINT32_MAX, FT_MEMKIND_DEVICE, natural);
+  if (destroyed) *p = t->pools[--t->n_pools]; /* forgotten: its address may be a new pool's */
+}
+#endif
+
 static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
   switch (rec->kind) {
   case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -399,6 +536,8 @@ static void decode_record(cupti_tracer *t, const CUpti_Activity *rec) {
   case CUPTI_ACTIVITY_KIND_DRIVER: decode_api(t, (const CUpti_ActivityAPI *)rec, true); break;
 #ifndef FT_MCPTI /* MCPTI's record for it is not in our facts */
   case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: decode_sync(t, (const CUpti_ActivitySynchronization2 *)rec); break;
+  case CUPTI_ACTIVITY_KIND_MEMORY2: decode_memory(t, (const CUpti_ActivityMemory4 *)rec); break;
+  case CUPTI_ACTIVITY_KIND_MEMORY_POOL: decode_pool(t, (const CUpti_ActivityMemoryPool2 *)rec); break;
 #endif
   case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
     const CUpti_ActivityExternalCorrelation *x = (const CUpti_ActivityExternalCorrelation *)rec;

@@ -16,8 +16,8 @@
 #include "cupti_tracer.h"
 
 /* The layouts cupti_decode.c decodes are CUDA 13's (CUpti_ActivityKernel10, Memcpy6,
- * Memset4, API, ExternalCorrelation). CUPTI changes record versions only with a
- * major release, so any CUPTI 13.x reads them; anything else must not be decoded. */
+ * Memset4, API, ExternalCorrelation, Memory4, MemoryPool3's MemoryPool2 prefix). CUPTI changes record versions only
+ * with a major release, so any CUPTI 13.x reads them; anything else must not be decoded. */
 #define FT_CUPTI_COMPILED_MAJOR (CUPTI_API_VERSION / 10000)
 
 /* A decimal number in lo..hi from the environment into *x: 1, 0 when unset, -1 when
@@ -176,6 +176,10 @@ static const struct {
 #ifndef FT_MCPTI
     /* only when asked (FT_ACTIVITY_SYNC): CUPTI instruments every sync call for it */
     {FT_EVENT_SYNC, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, true},
+    /* device memory (issue 51): allocations and frees, then pool operations; a CUPTI
+     * that refuses them traces the rest without them (said once, in last_error) */
+    {FT_EVENT_MEMORY, CUPTI_ACTIVITY_KIND_MEMORY2, true},
+    {FT_EVENT_MEMORY, CUPTI_ACTIVITY_KIND_MEMORY_POOL, true},
 #endif
 };
 enum { N_KINDS = sizeof kind_map / sizeof kind_map[0] };
@@ -252,16 +256,36 @@ static void disable_kinds(cupti_tracer *t) {
   t->api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
 }
 
+/* An older CUPTI (or a compatible library) without memory records. Without MEMORY2
+ * the session goes on without memory; without MEMORY_POOL only the pools' own
+ * operations are missing (a pool's size still comes with each allocation and free
+ * from it). Said once: the warning, and last_error. */
+static void memory_refused(cupti_tracer *t, CUpti_ActivityKind kind, bool *no_memory) {
+  bool allocations = kind == CUPTI_ACTIVITY_KIND_MEMORY2;
+  char why[sizeof t->base.err];
+  snprintf(why, sizeof why, "%s", t->base.err);
+  snprintf(
+      t->base.err, sizeof t->base.err, "%s: %s refused %s (%.400s)",
+      allocations ? "device memory is not recorded" : "memory pools' creation, trims and destruction are not recorded",
+      t->base.path, allocations ? "CUPTI_ACTIVITY_KIND_MEMORY2" : "CUPTI_ACTIVITY_KIND_MEMORY_POOL", why);
+  FT__WARN("%s", t->base.err);
+  *no_memory = allocations;
+}
+
 static ft_status enable_kinds(cupti_tracer *t) {
   /* attributed by time, a correlation record per call would be paid for nothing */
   ft_status st = t->timed ? FT_OK
                           : ft__cuptiActivityEnable(&t->api, t->base.err, sizeof t->base.err,
                                                     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   if (!t->timed) FT__LOG("enable external correlation: %s", st ? t->base.err : "ok");
+  bool no_memory = false;
   for (size_t i = 0; i < N_KINDS && !st; i++) {
     if (!(t->base.kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
+    bool memory = kind_map[i].ft_kind == FT_EVENT_MEMORY;
+    if (memory && no_memory) continue; /* pool records without allocations would mislead */
     st = ft__cuptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, kind_map[i].cupti);
     FT__LOG("enable kind %d: %s", (int)kind_map[i].cupti, st ? t->base.err : "ok");
+    if (st && memory) memory_refused(t, kind_map[i].cupti, &no_memory);
     if (st && kind_map[i].optional) st = FT_OK;
     if (!st && (kind_map[i].ft_kind == FT_EVENT_RUNTIME || kind_map[i].ft_kind == FT_EVENT_DRIVER))
       quiet_apis(t, kind_map[i].ft_kind == FT_EVENT_DRIVER);
@@ -321,12 +345,16 @@ static ft_status cu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   ft__pool_first(FIRST_BUFFERS, env_size("FLAGTRACE_CUPTI_FIRST_BUFFER_BYTES", 0, first) & ~(size_t)7);
   ft_status st;
   t->dropped_untimed = 0;
+  t->n_pools = 0;
+  t->memory_invalid = 0;
   t->last_kernel.valid = false;
   atomic_store(&t->relinquished, false);
   atomic_store(&t->last_completion_ns, ft__now_ns());
   t->lent_at_start = ft__pool_lent();
   /* Clock: CUPTI and the capture window must share the UNIX-epoch domain (design.md §4). */
 #ifdef FT_MCPTI
+  if (kinds & FT_KIND_BIT(FT_EVENT_MEMORY)) /* kind_map has no memory entry here */
+    FT__LOG("device memory is not recorded: MCPTI's memory record layout is not known");
   /* MCPTI stamps records with its own (device) clock: mapped affinely from samples
    * against CLOCK_REALTIME taken here and at stop. */
   t->resyncs = t->skipped_bytes = 0;
@@ -416,6 +444,10 @@ static ft_status cu_stop(ft_tracer *base) {
     atomic_fetch_add(&t->base.dropped, t->dropped_untimed);
     FT__LOG("%llu records without usable timing (start = end = 0, or implausible) dropped",
             (unsigned long long)t->dropped_untimed);
+  }
+  if (t->memory_invalid) {
+    atomic_fetch_add(&t->base.dropped, t->memory_invalid);
+    FT__LOG("%llu memory records naming no operation dropped", (unsigned long long)t->memory_invalid);
   }
   ft__tracer_release(&t->base);
 #ifndef FT_MCPTI

@@ -57,7 +57,19 @@ enum {
   DEFAULT_HELD = 1,
   MAX_HELD = 8, /* FLAGTRACE_CUPTI_HELD_BUFFERS at most */
   MAX_DEVICES = 64,
+  /* memory pools whose reserved level is followed (cupti_decode.c); more are decoded
+   * without it (their records' own sizes, no level) */
+  MAX_POOLS = 256,
 };
+
+/* A stream-ordered memory pool's reserved bytes as last reported to the sink: each of
+ * its records (pool operations, and allocations and frees from it) gives its size, and
+ * a change becomes a reserve or unreserve event (cupti_decode.c, docs/memory.md). */
+typedef struct ft__cupti_pool {
+  uint64_t address;
+  uint32_t device;
+  uint64_t level;
+} ft__cupti_pool;
 
 typedef struct cupti_tracer {
   ft__tracer_base base; /* first: loaded, path, why, err, sink, armed, kinds, dropped */
@@ -105,6 +117,11 @@ typedef struct cupti_tracer {
    * names only its context (kineto's contextIdtoDeviceId) */
   uint32_t ctx_ids[MAX_DEVICES], ctx_devices[MAX_DEVICES];
   size_t n_ctx;
+  /* device memory (FT_EVENT_MEMORY): the pools followed, under decode_mu; records
+   * that name no operation, counted as dropped at stop */
+  ft__cupti_pool pools[MAX_POOLS];
+  size_t n_pools;
+  uint64_t memory_invalid;
   pthread_mutex_t decode_mu;
 } cupti_tracer;
 

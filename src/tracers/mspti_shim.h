@@ -25,6 +25,12 @@ enum {
   MSPTI_ACTIVITY_KIND_MEMCPY = 7,
   MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION = 8,
 };
+/* msptiActivityMemory's operation and memory kinds (mspti_activity.h, CANN's
+ * MindStudio-Profiler-Tools-Interface csrc/include/). */
+enum { MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION = 0, MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE = 1 };
+enum { MSPTI_ACTIVITY_MEMORY_UNKNOWN = 0, MSPTI_ACTIVITY_MEMORY_DEVICE = 1 };
+#define MSPTI_INVALID_STREAM_ID UINT32_MAX
+#define MSPTI_INVALID_DEVICE_ID UINT32_MAX
 typedef int msptiExternalCorrelationKind;
 enum { MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0 = 2 };
 typedef struct msptiActivity msptiActivity; /* opaque: read by byte offsets below */
@@ -65,6 +71,23 @@ enum {
   MSPTI_MEM_ASYNC = 48,
   MSPTI_MEM_SIZE = 56,
 
+  /* msptiActivityMemory, as mspti_activity.h declares it (packed, 8-aligned):
+   * kind, memoryOperationType, memoryKind (4 bytes each), correlationId, start,
+   * end, address, bytes (8 each), processId, deviceId, streamId (4 each). MSPTI
+   * fills bytes on a release too (from its own address map); streamId is
+   * MSPTI_INVALID_STREAM_ID for a synchronous call. */
+  MSPTI_MEMORY_OP = 4,
+  MSPTI_MEMORY_KIND = 8,
+  MSPTI_MEMORY_CORRELATION = 12,
+  MSPTI_MEMORY_START = 20,
+  MSPTI_MEMORY_END = 28,
+  MSPTI_MEMORY_ADDRESS = 36,
+  MSPTI_MEMORY_BYTES = 44,
+  MSPTI_MEMORY_PROCESS = 52,
+  MSPTI_MEMORY_DEVICE = 56,
+  MSPTI_MEMORY_STREAM = 60,
+  MSPTI_MEMORY_SIZE = 64,
+
   MSPTI_EXT_KIND = 4,
   MSPTI_EXT_ID = 8,
   MSPTI_EXT_CORRELATION = 16,
@@ -79,6 +102,7 @@ static inline size_t ft__mspti_record_size(uint32_t kind) {
   case MSPTI_ACTIVITY_KIND_MEMCPY:
   case MSPTI_ACTIVITY_KIND_MEMSET: return MSPTI_MEM_SIZE;
   case MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return MSPTI_EXT_SIZE;
+  case MSPTI_ACTIVITY_KIND_MEMORY: return MSPTI_MEMORY_SIZE;
   default: return 0;
   }
 }

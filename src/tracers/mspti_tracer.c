@@ -36,7 +36,7 @@ typedef struct mspti_tracer {
   /* 64-bit MSPTI correlation ids -> nonzero 32-bit ids (flows need 32 bits) */
   ft__map ids;        /* MSPTI id -> our id */
   uint32_t n_ids;     /* ids handed out */
-  uint8_t *dev_kinds; /* per 32-bit id: bit 0 kernel, 1 memcpy, 2 memset */
+  uint8_t *dev_kinds; /* per 32-bit id: bit 0 kernel, 1 memcpy, 2 memset, 3 memory */
   size_t dev_kinds_cap;
   api_rec *apis;
   size_t n_apis, apis_cap;
@@ -86,6 +86,45 @@ static uint32_t logical_device(const mspti_tracer *t, uint32_t physical) {
   for (int i = 0; i < t->n_visible; i++)
     if (t->visible[i] == (int)physical) return (uint32_t)i;
   return physical;
+}
+
+/* An msptiActivityMemory record (mspti_shim.h's offsets) as an FT_EVENT_MEMORY. */
+static void decode_memory(mspti_tracer *t, const uint8_t *r) {
+  uint32_t op = rd32(r, MSPTI_MEMORY_OP), kind = rd32(r, MSPTI_MEMORY_KIND);
+  if (op != MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION && op != MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE) {
+    atomic_fetch_add(&t->base.dropped, 1); /* an operation this layout does not know: counted, not guessed */
+    return;
+  }
+  /* MSPTI's memory reporter takes deviceId from aclrtGetDevice: the logical id the
+   * program selected (not the physical one kernels carry), or MSPTI_INVALID_DEVICE_ID
+   * when that failed: such a record names no device's memory, counted */
+  uint32_t device = rd32(r, MSPTI_MEMORY_DEVICE);
+  if (device == MSPTI_INVALID_DEVICE_ID) {
+    atomic_fetch_add(&t->base.dropped, 1);
+    return;
+  }
+  bool alloc = op == MSPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  uint64_t raw = rd64(r, MSPTI_MEMORY_CORRELATION);
+  uint32_t corr = raw ? remap(t, raw) : 0; /* 0 is MSPTI_INVALID_CORRELATION_ID */
+  if (corr) mark_device_kind(t, corr, 8);
+  ft_memory_info m = {.op = alloc ? FT_MEMORY_ALLOC : FT_MEMORY_FREE,
+                      .memory_kind = kind == MSPTI_ACTIVITY_MEMORY_DEVICE    ? FT_MEMKIND_DEVICE
+                                     : kind == MSPTI_ACTIVITY_MEMORY_UNKNOWN ? FT_MEMKIND_UNKNOWN
+                                                                             : FT_MEMKIND_OTHER,
+                      .address = rd64(r, MSPTI_MEMORY_ADDRESS),
+                      .bytes = rd64(r, MSPTI_MEMORY_BYTES)};
+  /* one instant inside the call: an allocation exists once it returns, a free
+   * gives the memory up when called */
+  uint64_t at = alloc ? rd64(r, MSPTI_MEMORY_END) : rd64(r, MSPTI_MEMORY_START);
+  ft_device_event ev = {.kind = FT_EVENT_MEMORY,
+                        .start_ns = at,
+                        .end_ns = at,
+                        .correlation_id = corr,
+                        .device = device,
+                        .stream = rd32(r, MSPTI_MEMORY_STREAM), /* MSPTI_INVALID_STREAM_ID = UINT32_MAX: none */
+                        .name = "[memory]",
+                        .memory = &m};
+  ft__tracer_emit(&t->base, &ev, NULL, 0);
 }
 
 static void decode_record(mspti_tracer *t, const uint8_t *r) {
@@ -149,7 +188,8 @@ static void decode_record(mspti_tracer *t, const uint8_t *r) {
     if ((int)rd32(r, MSPTI_EXT_KIND) == MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
       ft__tracer_external(&t->base, remap(t, rd64(r, MSPTI_EXT_CORRELATION)), rd64(r, MSPTI_EXT_ID));
     break;
-  default: break; /* markers, HCCL, memory: not collected */
+  case MSPTI_ACTIVITY_KIND_MEMORY: decode_memory(t, r); break;
+  default: break; /* markers, HCCL: not collected */
   }
 }
 
@@ -197,6 +237,7 @@ static int preference(const api_rec *a, uint8_t kinds) {
   if ((kinds & 1) && (strstr(n, "Launch") || strstr(n, "Kernel"))) return 2;
   if ((kinds & 2) && (strstr(n, "Memcpy") || strstr(n, "memcpy"))) return 2;
   if ((kinds & 4) && (strstr(n, "Memset") || strstr(n, "memset"))) return 2;
+  if ((kinds & 8) && (strstr(n, "Malloc") || strstr(n, "Free") || strstr(n, "malloc") || strstr(n, "free"))) return 2;
   return 1;
 }
 
@@ -342,8 +383,13 @@ static ft_status ms_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_MEMCPY);
   if (!st && mem && (kinds & FT_KIND_BIT(FT_EVENT_MEMSET)))
     st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_MEMSET);
+  /* allocations and frees come from the same interposer (MSPTI's acl_mem_inject
+   * wraps aclrtMalloc/aclrtFree as it wraps the copies), so they too need it at
+   * process start: assumed from the source, not measured on hardware */
+  if (!st && t->preloaded && (kinds & FT_KIND_BIT(FT_EVENT_MEMORY)))
+    st = ft__msptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, MSPTI_ACTIVITY_KIND_MEMORY);
   if (!t->preloaded)
-    FT__LOG("libmspti was not loaded at process start (LD_PRELOAD): copies and sets are not collected");
+    FT__LOG("libmspti was not loaded at process start (LD_PRELOAD): copies, sets and allocations are not collected");
   if (st) {
     if (t->sub) t->api.msptiUnsubscribe(t->sub);
     t->sub = NULL;
@@ -363,11 +409,11 @@ static ft_status ms_stop(ft_tracer *base) {
   ft_status fl = ft__msptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, 1);
   static const msptiActivityKind all[] = {MSPTI_ACTIVITY_KIND_KERNEL, MSPTI_ACTIVITY_KIND_API,
                                           MSPTI_ACTIVITY_KIND_MEMCPY, MSPTI_ACTIVITY_KIND_MEMSET,
-                                          MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+                                          MSPTI_ACTIVITY_KIND_MEMORY, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) t->api.msptiActivityDisable(all[i]);
   size_t dropped = 0;
   if (t->api.msptiActivityGetNumDroppedRecords && t->api.msptiActivityGetNumDroppedRecords(&dropped) == MSPTI_SUCCESS)
-    atomic_store(&t->base.dropped, dropped);
+    atomic_fetch_add(&t->base.dropped, dropped); /* beside those we could not decode */
   pthread_mutex_lock(&t->mu);
   emit_apis(t);
   pthread_mutex_unlock(&t->mu);

@@ -158,6 +158,10 @@ static ft_status mu_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
     ft__tracer_release(&t->base);
     return st;
   }
+  /* no device memory: MUPTI's activity API has no allocation kind that public
+   * code shows (docs/memory.md, "Vendors") */
+  if (kinds & FT_KIND_BIT(FT_EVENT_MEMORY))
+    FT__LOG("device memory is not offered by MUPTI's activity API; not recorded");
   t->base.armed = true;
   FT__LOG("armed; clock sample at start: mupti %llu = realtime %llu", (unsigned long long)t->clock.v0,
           (unsigned long long)t->clock.r0);

@@ -236,6 +236,10 @@ static ft_status tp_start(ft_tracer *base, const ft_event_sink *sink, unsigned k
   t->accepting = true;
   pthread_rwlock_unlock(&t->cb_lock);
   subscribe(t);
+  /* no device memory: no public TOPSPTI record shape has allocations
+   * (docs/memory.md, "Vendors") */
+  if (kinds & FT_KIND_BIT(FT_EVENT_MEMORY))
+    FT__LOG("device memory is not offered by TOPSPTI's activity API; not recorded");
   t->base.armed = true;
   FT__LOG("armed; clock sample at start: topspti %llu = realtime %llu", (unsigned long long)t->clock.v0,
           (unsigned long long)t->clock.r0);

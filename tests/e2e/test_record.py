@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-from trace_checks import (Results, killed_by, check_flows_paired, check_window, load, setuid_copy,  # noqa: E402
-                          small_tmpfs, xs)
+from trace_checks import (Results, killed_by, check_flows_paired, check_memory, check_window, load,  # noqa: E402
+                          setuid_copy, small_tmpfs, xs)
 
 flagtrace, driver = sys.argv[1], sys.argv[2]
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()  # e.g. valgrind (scripts/valgrind.sh)
@@ -45,8 +45,9 @@ def _(d):
     assert [e["name"] for e in xs(doc, ("kernel",))][0] == "saxpy(float, float const*, float*, int)"
     assert check_flows_paired(doc) == 2
     check_window(doc)
+    check_memory(doc)
     assert int(events) == len(doc["traceEvents"]) - sum(1 for e in doc["traceEvents"] if e["ph"] != "X") \
-        - len(xs(doc, ("gpu_user_annotation",))), events
+        - len(xs(doc, ("gpu_user_annotation",))) + sum(1 for e in doc["traceEvents"] if e["name"] == "[memory]"), events
 
 
 @results.tmp_case("record: NVTX push/pop, marks, domains, registered strings; attribution to the innermost range")
@@ -85,6 +86,22 @@ def _(d):
     assert len(xs(doc, ("kernel",))) == 2 and not xs(doc, ("cuda_runtime",))
     assert not [e for e in doc["traceEvents"] if e["ph"] in ("s", "f")]
     assert xs(doc, ("user_annotation",))
+
+
+@results.tmp_case("record --memory: on by default whatever --trace lists, off by --memory=off or FLAGOS_TRACE_MEMORY=0")
+def _(d):
+    runs = [("on", ["--trace=kernel,nvtx"], {}, True), ("off", ["--memory=off"], {}, False),
+            ("env0", [], {"FLAGOS_TRACE_MEMORY": "0"}, False),
+            ("flag-wins", ["--memory=on"], {"FLAGOS_TRACE_MEMORY": "0"}, True)]
+    for name, args, env, on in runs:
+        path = os.path.join(d, name + ".json")
+        r = record(*args, "-o", path, "--", driver, "exit", env=env)
+        assert r.returncode == 0, (name, r)
+        block = load(path)["flagtrace"]
+        assert ("memory" in block) == on, (name, block)
+        check_memory(load(path))
+        if on:  # the fake records no memory: nothing counted, nothing written
+            assert block["memory"]["operations"] == 0 and block["memory"]["devices"] == [], block
 
 
 @results.tmp_case("record: an NVTX wide-string range is UTF-8 in the trace, a lone surrogate U+FFFD")
@@ -212,6 +229,7 @@ def _(d):
         (["--trace=kernel,gpu", "true"], 2, "--trace takes"),
         (["--trace=", "true"], 2, "--trace takes"),
         (["--capture-range=nvtx", "true"], 2, "--capture-range takes"),
+        (["--memory=maybe", "true"], 2, "--memory takes on or off"),
         (["-o", os.path.join(d, "missing", "t.json"), "true"], 2, "does not exist"),
         (["-o", "", "true"], 2, "empty output name"),
         (["--", os.path.join(d, "no-such-program")], 127, "cannot run"),

@@ -99,6 +99,15 @@ def _(d):
     assert "not armed" not in r.stderr, r.stderr
 
 
+@results.tmp_case("record --inject=preload --memory=off: the preloaded session records no memory; on by default")
+def _(d):
+    for args, on in ((["--memory=off", "-t", "kernel"], False), (["-t", "kernel"], True)):
+        path = os.path.join(d, "off.json" if not on else "on.json")
+        r = record(d, *args, "-o", path, "--", driver, "status")
+        assert r.returncode == 3, r
+        assert ("memory" in load(path)["flagtrace"]) == on, (args, load(path)["flagtrace"])
+
+
 @results.tmp_case("record --inject=preload: every runtime name of this build arms it")
 def _(d):
     for name in RUNTIMES:

@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from trace_checks import Results, Skip  # noqa: E402
 
 flagtrace = sys.argv[1]
+DATA = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()
 results = Results()
 case, tmp_case = results.case, results.tmp_case
@@ -222,6 +223,37 @@ def _(d):
             json.dump(x, f)
         r = subprocess.run([*WRAP, flagtrace, "stats", "--merge", "-r", "mem", p], capture_output=True, text=True)
         assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, (why, r.stderr)
+
+
+@case("torch_memory_h100 (torch 2.11, H100, profile_memory=True): peaks equal torch.cuda.max_memory_allocated() "
+      "and max_memory_reserved() over the window; live bytes and unmatched frees as python counts them")
+def _():
+    path = os.path.join(DATA, "torch_memory_h100.json.gz")
+    with open(os.path.join(DATA, "torch_memory_h100_peaks.json")) as f:
+        torch_peaks = json.load(f)
+    with gzip.open(path, "rt") as f:
+        ev = [e for e in json.load(f)["traceEvents"] if e.get("name") == "[memory]" and e.get("ph") == "i"]
+    live, unmatched, allocs = {}, 0, 0
+    for e in sorted(ev, key=lambda e: e["ts"]):  # the order stats reads them in: the file's, by time here
+        a = e["args"]
+        if a["Bytes"] > 0:
+            live[a["Addr"]] = a["Bytes"]
+            allocs += 1
+        elif a["Addr"] in live:
+            del live[a["Addr"]]
+        else:
+            unmatched += 1
+    rs = rows(path)
+    p = pick(rs, "cuda:0", "peak_allocated")
+    assert p["mem_bytes"] == torch_peaks["max_memory_allocated"] == max(e["args"]["Total Allocated"] for e in ev), p
+    r = pick(rs, "cuda:0", "peak_reserved")
+    assert r["mem_bytes"] == torch_peaks["max_memory_reserved"] == max(e["args"]["Total Reserved"] for e in ev), r
+    assert p["step"] in (0, 1, 2) and p["op"].startswith("aten::"), p
+    assert pick(rs, "cuda:0", "allocations")["count"] == allocs
+    end = pick(rs, "cuda:0", "live_at_end")
+    assert (end["count"], end["mem_bytes"]) == (len(live), sum(live.values())), (end, live)
+    assert [r["count"] for r in rs if r["what"] == "skipped"] == [unmatched], unmatched
+    assert rows("--engine=model", path) == rs
 
 
 @case("HTA's df_index_resolver trace (torch-written): peaks equal the largest totals in the file")

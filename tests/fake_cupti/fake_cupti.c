@@ -60,6 +60,9 @@ static _Atomic(CUpti_BuffersCallbackRequestFunc) on_request;
 static _Atomic(CUpti_BuffersCallbackCompleteFunc) on_complete;
 static _Atomic uint32_t enabled; /* bit per kind below 32, EXTERNAL_CORRELATION is 39 */
 static atomic_int ext_enabled, sync_enabled;
+/* MEMORY2 and MEMORY_POOL (kinds 49, 50), and whether either was ever enabled */
+static atomic_int mem_enabled, pool_enabled, mem_ever;
+EXPORT int fake_cupti_memory_ever_enabled(void) { return atomic_load(&mem_ever); }
 static uint32_t next_corr = 1;
 static size_t pending_dropped;
 
@@ -108,6 +111,9 @@ static size_t record_size(CUpti_ActivityKind k) {
   case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
   case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
   case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+  /* CUDA 13's records for these kinds (cupti_activity.h names Memory4 and MemoryPool3) */
+  case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
+  case CUPTI_ACTIVITY_KIND_MEMORY_POOL: return sizeof(CUpti_ActivityMemoryPool3);
   default: return 0;
   }
 }
@@ -160,6 +166,8 @@ static void *slot(fbuf *b, CUpti_ActivityKind k) {
 
 static int is_enabled(CUpti_ActivityKind k) {
   if (k == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) return sync_enabled;
+  if (k == CUPTI_ACTIVITY_KIND_MEMORY2) return mem_enabled;
+  if (k == CUPTI_ACTIVITY_KIND_MEMORY_POOL) return pool_enabled;
   return k == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION ? ext_enabled : (int)((enabled >> k) & 1);
 }
 
@@ -311,6 +319,39 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
       y->streamId = l->stream ? l->stream : UINT32_MAX;
       y->cudaEventId = l->event_id ? l->event_id : UINT32_MAX;
       y->cudaEventSyncId = UINT64_MAX;
+    } else if (l->kind == FAKE_MEMORY && is_enabled(CUPTI_ACTIVITY_KIND_MEMORY2)) {
+      CUpti_ActivityMemory4 *m = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMORY2);
+      m->kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+      m->memoryOperationType = (CUpti_ActivityMemoryOperationType)l->mem_op;
+      m->memoryKind = (CUpti_ActivityMemoryKind)l->memory_kind;
+      m->correlationId = corr;
+      m->address = l->address;
+      m->bytes = l->bytes;
+      m->timestamp = l->no_timing ? 0 : t0 + 200;
+      m->PC = 0x401000;
+      m->processId = (uint32_t)getpid();
+      m->deviceId = l->device;
+      m->contextId = 1 + l->device;
+      m->streamId = l->stream ? l->stream : CUPTI_INVALID_STREAM_ID;
+      m->isAsync = l->stream != 0;
+      m->memoryPoolConfig.memoryPoolType = (CUpti_ActivityMemoryPoolType)l->pool_type;
+      m->memoryPoolConfig.address = l->pool_address;
+      m->memoryPoolConfig.releaseThreshold = 0;
+      m->memoryPoolConfig.pool.size = l->pool_size;
+      m->memoryPoolConfig.utilizedSize = l->pool_used;
+    } else if (l->kind == FAKE_MEMORY_POOL && is_enabled(CUPTI_ACTIVITY_KIND_MEMORY_POOL)) {
+      CUpti_ActivityMemoryPool3 *p = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMORY_POOL);
+      p->kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL;
+      p->memoryPoolOperationType = (CUpti_ActivityMemoryPoolOperationType)l->mem_op;
+      p->memoryPoolType = (CUpti_ActivityMemoryPoolType)l->pool_type;
+      p->correlationId = corr;
+      p->processId = (uint32_t)getpid();
+      p->deviceId = l->device;
+      p->minBytesToKeep = l->min_keep;
+      p->address = l->pool_address;
+      p->size = l->pool_size;
+      p->timestamp = l->no_timing ? 0 : t0 + 200;
+      p->utilizedSize = l->pool_used;
     } else if (l->kind == FAKE_MEMSET && is_enabled(CUPTI_ACTIVITY_KIND_MEMSET)) {
       CUpti_ActivityMemset4 *s = slot(&dev_buf, CUPTI_ACTIVITY_KIND_MEMSET);
       s->kind = CUPTI_ACTIVITY_KIND_MEMSET;
@@ -362,8 +403,16 @@ EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFu
 EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
   if (getenv("FAKE_CUPTI_FAIL_ENABLE")) return CUPTI_ERROR_NOT_INITIALIZED;
   if (!on_request) return CUPTI_ERROR_INVALID_OPERATION;
+  /* FAKE_CUPTI_NO_MEMORY=1: a library without memory records (both refused);
+   * =pool: MEMORY2 taken, MEMORY_POOL refused */
+  const char *no_mem = getenv("FAKE_CUPTI_NO_MEMORY");
+  if (no_mem &&
+      ((kind == CUPTI_ACTIVITY_KIND_MEMORY2 && strcmp(no_mem, "pool")) || kind == CUPTI_ACTIVITY_KIND_MEMORY_POOL))
+    return CUPTI_ERROR_NOT_SUPPORTED;
   if (kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) ext_enabled = 1;
   else if (kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) sync_enabled = 1;
+  else if (kind == CUPTI_ACTIVITY_KIND_MEMORY2) mem_enabled = mem_ever = 1;
+  else if (kind == CUPTI_ACTIVITY_KIND_MEMORY_POOL) pool_enabled = mem_ever = 1;
   else if ((unsigned)kind < 32) enabled |= 1u << kind;
   return CUPTI_SUCCESS;
 }
@@ -371,6 +420,8 @@ EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
 EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
   if (kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) ext_enabled = 0;
   else if (kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) sync_enabled = 0;
+  else if (kind == CUPTI_ACTIVITY_KIND_MEMORY2) mem_enabled = 0;
+  else if (kind == CUPTI_ACTIVITY_KIND_MEMORY_POOL) pool_enabled = 0;
   else if ((unsigned)kind < 32) enabled &= ~(1u << kind);
   return CUPTI_SUCCESS;
 }

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { FAKE_KERNEL, FAKE_MEMCPY, FAKE_MEMSET, FAKE_RUNTIME_ONLY, FAKE_P2P, FAKE_SYNC };
+enum { FAKE_KERNEL, FAKE_MEMCPY, FAKE_MEMSET, FAKE_RUNTIME_ONLY, FAKE_P2P, FAKE_SYNC, FAKE_MEMORY, FAKE_MEMORY_POOL };
 
 typedef struct fake_launch {
   int kind;
@@ -30,6 +30,14 @@ typedef struct fake_launch {
    * default cudaStreamSynchronize); stream 0 means none (CUPTI's invalid value) */
   int sync_type;
   uint32_t event_id;
+  /* FAKE_MEMORY: a CUpti_ActivityMemory4 record (mem_op: CUPTI's memory operation type;
+   * memory_kind, address, bytes; stream 0 means none; pool_type, pool_address,
+   * pool_size, pool_used: its memoryPoolConfig). FAKE_MEMORY_POOL: a
+   * CUpti_ActivityMemoryPool3 record (mem_op: the pool operation type; pool_type,
+   * pool_address, pool_size, pool_used, min_keep). Both stamped inside the call (t0 + 200)
+   * and in the device buffer; cbid: the runtime call that made it. */
+  int mem_op, pool_type;
+  uint64_t address, pool_address, pool_size, pool_used, min_keep;
 } fake_launch;
 
 /* Records the launch as CUPTI would: a runtime API record (and an external

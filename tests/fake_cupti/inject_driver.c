@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fake_cupti.h"
+#include "fake_memory_script.h"
 
 static NvtxFunctionPointer core[NVTX_CBID_CORE_SIZE], core2[NVTX_CBID_CORE2_SIZE];
 static NvtxFunctionPointer *core_t[NVTX_CBID_CORE_SIZE], *core2_t[NVTX_CBID_CORE2_SIZE];
@@ -77,6 +78,14 @@ int main(int argc, char **argv) {
     launch(&k);
     ((nvtxRangePop_impl_fntype)core[NVTX_CBID_CORE_RangePop])();
     settle();
+    return 0;
+  }
+  if (!strcmp(mode, "memory")) { /* the memory script (fake_memory_script.h), inside one NVTX range */
+    ((nvtxRangePushA_impl_fntype)core[NVTX_CBID_CORE_RangePushA])("allocating");
+    fake_memory_script(launch);
+    ((nvtxRangePop_impl_fntype)core[NVTX_CBID_CORE_RangePop])();
+    settle();
+    printf("inject_driver: memory done\n");
     return 0;
   }
   if (!strcmp(mode, "range")) {

@@ -34,6 +34,8 @@ static CUptiResult (*enable_kind)(CUpti_ActivityKind);
 static CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
 static char fake_path[4096];
 
+#include "fake_memory.h"
+
 static size_t count_cat(yajl_val doc, const char *ph, const char *cat) {
   yajl_val ev = ft_test_get(doc, "traceEvents");
   size_t n = 0;
@@ -1478,6 +1480,11 @@ int main(void) {
       cmocka_unit_test(test_another_client_takes_cupti),
       cmocka_unit_test(test_unusable_libraries),
       cmocka_unit_test(test_enable_failure_keeps_cpu_profiling),
+      cmocka_unit_test(test_memory_at_the_sink),
+      cmocka_unit_test(test_memory_only_when_asked),
+      cmocka_unit_test(test_memory_refused_keeps_the_rest),
+      cmocka_unit_test(test_memory_in_the_trace),
+      cmocka_unit_test(test_memory_many_pools_bounded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

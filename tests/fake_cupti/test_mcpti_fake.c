@@ -22,6 +22,7 @@
 static fake_cupti_launch_fn launch;
 static int (*api_name_misuse)(void);
 static void (*corrupt)(size_t n);
+static int (*memory_ever_enabled)(void);
 
 static fake_launch kernel(const char *name, uint64_t dur) {
   fake_launch l = {
@@ -142,6 +143,38 @@ static void test_resync_and_untimed(void **state) {
   ft_session_destroy(s);
 }
 
+/* Device memory is not armed on MetaX: MCPTI's memory record sizes are not known
+ * (mcpti_walk.c would step over them as malformed), so a session that asks for it
+ * (the default) never enables MEMORY2 or MEMORY_POOL and records no [memory] event. */
+static void test_memory_never_armed(void **state) {
+  (void)state;
+  ft_session *s = ft_test_started();
+  fake_launch m = {.kind = FAKE_MEMORY,
+                   .mem_op = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+                   .memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                   .address = 0x7f0000000000ull,
+                   .bytes = 4096,
+                   .cbid = 12};
+  launch(&m);
+  fake_launch k = kernel("beside_memory", 1000);
+  launch(&k);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  assert_int_equal(memory_ever_enabled(), 0);
+  yajl_val doc = ft_test_render(s);
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  size_t memory = 0, kernels = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    const char *name = ft_test_str(ev->u.array.values[i], "name");
+    memory += name && !strcmp(name, "[memory]");
+    kernels += name && !strcmp(name, "beside_memory");
+  }
+  assert_int_equal(memory, 0);
+  assert_int_equal(kernels, 1);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
 /* --capture-range needs the profiler-API callback ids, which MCPTI numbers its own way. */
 static void test_no_profiler_api_watch(void **state) {
   (void)state;
@@ -198,9 +231,11 @@ int main(void) {
   launch = (fake_cupti_launch_fn)dlsym(h, "fake_cupti_launch");
   *(void **)&api_name_misuse = dlsym(h, "fake_mcpti_api_name_misuse");
   *(void **)&corrupt = dlsym(h, "fake_mcpti_corrupt");
-  if (!launch || !api_name_misuse || !corrupt) return 1;
+  *(void **)&memory_ever_enabled = dlsym(h, "fake_cupti_memory_ever_enabled");
+  if (!launch || !api_name_misuse || !corrupt || !memory_ever_enabled) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_records_clock_and_names), cmocka_unit_test(test_resync_and_untimed),
-      cmocka_unit_test(test_no_profiler_api_watch), cmocka_unit_test(test_log_lines_say_mcpti)};
+      cmocka_unit_test(test_no_profiler_api_watch), cmocka_unit_test(test_log_lines_say_mcpti),
+      cmocka_unit_test(test_memory_never_armed)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

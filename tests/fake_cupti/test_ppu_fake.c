@@ -20,6 +20,8 @@
 
 static fake_cupti_launch_fn launch;
 
+#include "fake_memory.h"
+
 enum { LAUNCHES = 36000 }; /* 108,000 API-buffer records in one buffer: past a flat cap of 100,000 */
 
 static void test_every_record_of_a_dense_buffer(void **state) {
@@ -82,6 +84,13 @@ int main(void) {
   }
   launch = (fake_cupti_launch_fn)dlsym(h, "fake_cupti_launch");
   if (!launch) return 1;
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_every_record_of_a_dense_buffer)};
+  /* memory: PPU's library decodes with CUPTI 13's layouts (its version is gated to
+   * CUPTI 13), stamped on its own clock, not ours (FT_ACCELERATOR_NAME is not cuda) */
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_every_record_of_a_dense_buffer),
+                                     cmocka_unit_test(test_memory_at_the_sink),
+                                     cmocka_unit_test(test_memory_only_when_asked),
+                                     cmocka_unit_test(test_memory_refused_keeps_the_rest),
+                                     cmocka_unit_test(test_memory_in_the_trace),
+                                     cmocka_unit_test(test_memory_many_pools_bounded)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

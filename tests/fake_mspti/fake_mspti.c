@@ -114,6 +114,45 @@ EXPORT uint64_t fake_mspti_launch(const fake_ms_launch *l) {
   return corr;
 }
 
+/* Records one call's API record (with its external correlation) and, when the
+ * MEMORY kind is enabled, its msptiActivityMemory, as MSPTI's memory reporter does. */
+EXPORT uint64_t fake_mspti_memory(fake_ms_memory *m) {
+  pthread_mutex_lock(&mu);
+  uint64_t corr = next_corr++, t0 = now_ns();
+  if (enabled & (1u << MSPTI_ACTIVITY_KIND_API)) {
+    if (depth && (enabled & (1u << MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))) {
+      uint8_t *x = slot(&api_buf, MSPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+      w32(x, MSPTI_EXT_KIND, MSPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+      w64(x, MSPTI_EXT_ID, stack[depth - 1]);
+      w64(x, MSPTI_EXT_CORRELATION, corr);
+    }
+    uint8_t *a = slot(&api_buf, MSPTI_ACTIVITY_KIND_API);
+    w64(a, MSPTI_API_START, t0);
+    w64(a, MSPTI_API_END, t0 + 400);
+    w32(a, MSPTI_API_PROCESS, (uint32_t)getpid());
+    w32(a, MSPTI_API_THREAD, (uint32_t)syscall(SYS_gettid));
+    w64(a, MSPTI_API_CORRELATION, corr);
+    wptr(a, MSPTI_API_NAME, m->api);
+  }
+  m->start = t0 + 100;
+  m->end = t0 + 300;
+  if (enabled & (1u << MSPTI_ACTIVITY_KIND_MEMORY)) {
+    uint8_t *r = slot(&dev_buf, MSPTI_ACTIVITY_KIND_MEMORY);
+    w32(r, MSPTI_MEMORY_OP, (uint32_t)m->release); /* raw: a test may send a value MSPTI never does */
+    w32(r, MSPTI_MEMORY_KIND, m->memory_kind);
+    w64(r, MSPTI_MEMORY_CORRELATION, corr);
+    w64(r, MSPTI_MEMORY_START, m->start);
+    w64(r, MSPTI_MEMORY_END, m->end);
+    w64(r, MSPTI_MEMORY_ADDRESS, m->address);
+    w64(r, MSPTI_MEMORY_BYTES, m->bytes);
+    w32(r, MSPTI_MEMORY_PROCESS, (uint32_t)getpid());
+    w32(r, MSPTI_MEMORY_DEVICE, m->device);
+    w32(r, MSPTI_MEMORY_STREAM, m->stream);
+  }
+  pthread_mutex_unlock(&mu);
+  return corr;
+}
+
 EXPORT void fake_mspti_drop(size_t n) {
   pthread_mutex_lock(&mu);
   dropped += n;
@@ -188,6 +227,10 @@ EXPORT msptiResult msptiActivityPopExternalCorrelationId(msptiExternalCorrelatio
 }
 
 EXPORT msptiResult msptiActivityGetNumDroppedRecords(size_t *n) {
+  /* reported once, as CUPTI's count "since the last call" (MSPTI's documentation does not say) */
+  pthread_mutex_lock(&mu);
   *n = dropped;
+  dropped = 0;
+  pthread_mutex_unlock(&mu);
   return MSPTI_SUCCESS;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fake_mupti.h"
+#include "../fake_common/capture_sink.h"
 #include "internal.h"
 #include "test_support.h"
 
@@ -64,6 +65,23 @@ static void test_clock_mapping_and_decoding(void **state) {
   ft_session_destroy(s);
 }
 
+/* Device memory asked for: MUPTI has no allocation records (docs/memory.md), so
+ * the start still succeeds, the rest is recorded, and no memory event is made up. */
+static void test_memory_not_offered(void **state) {
+  (void)state;
+  ft_tracer *tr;
+  assert_int_equal(ft_make_device_tracer(&tr), FT_OK);
+  capture cap;
+  ft_event_sink sink;
+  cap_init(&cap, &sink);
+  assert_int_equal(tr->ops->start(tr, &sink, FT_ACTIVITY_ALL), FT_OK);
+  launch(&(fake_mu_launch){.kind = FAKE_MU_KERNEL, .name = "k", .dur_ns = 1000});
+  assert_int_equal(tr->ops->stop(tr), FT_OK);
+  assert_int_equal(cap_count(&cap, FT_EVENT_KERNEL), 1);
+  assert_int_equal(cap_count(&cap, FT_EVENT_MEMORY), 0);
+  tr->ops->destroy(tr);
+}
+
 int main(void) {
   void *h = dlopen(getenv("FLAGOS_TRACER_LIBRARY"), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
@@ -71,6 +89,7 @@ int main(void) {
     return 1;
   }
   launch = (fake_mu_launch_fn)dlsym(h, "fake_mupti_launch");
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_clock_mapping_and_decoding)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_clock_mapping_and_decoding),
+                                     cmocka_unit_test(test_memory_not_offered)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,3 +103,44 @@ EXPORT int fake_rt_launch(int kind, const char *name) {
   dlclose(h);
   return rc;
 }
+
+/* One allocation (free = 0) or free (free = 1) at address on device, through the
+ * fakes that have memory records (MSPTI's records, roctracer's HIP API callbacks).
+ * Returns -1 when the activity library was not loaded or has none. */
+EXPORT int fake_rt_memory(int free, uint64_t address, uint64_t bytes, int device) {
+  const char *lib = getenv("FLAGOS_TRACER_LIBRARY");
+  void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  if (!h) return -1;
+  int rc = -1;
+  fake_ms_memory_fn ms = (fake_ms_memory_fn)dlsym(h, "fake_mspti_memory");
+  fake_roc_memory_fn roc = (fake_roc_memory_fn)dlsym(h, "fake_roctracer_memory");
+  fake_roc_set_device_fn roc_device = (fake_roc_set_device_fn)dlsym(h, "fake_roctracer_set_device");
+  if (ms) {
+    fake_ms_memory m = {.release = free,
+                        .memory_kind = 1,
+                        .address = address,
+                        .bytes = bytes,
+                        .device = (uint32_t)device,
+                        .stream = UINT32_MAX,
+                        .api = free ? "aclrtFree" : "aclrtMalloc"};
+    ms(&m);
+    rc = 0;
+  } else if (roc && roc_device) {
+    roc_device(device);
+    roc(&(fake_roc_memory){.call = free ? "hipFree" : "hipMalloc", .address = address, .bytes = bytes});
+    rc = 0;
+  }
+  dlclose(h);
+  return rc;
+}
+
+/* HIP's hipGetDevice, as the HIP runtime this library stands in for exports it: the
+ * fake roctracer's (the tracer finds it here, in a runtime loaded RTLD_LOCAL). */
+EXPORT int hipGetDevice(int *device) {
+  const char *lib = getenv("FLAGOS_TRACER_LIBRARY");
+  void *h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  int (*f)(int *) = h ? (int (*)(int *))dlsym(h, "hipGetDevice") : NULL;
+  int rc = f ? f(device) : 1;
+  if (h) dlclose(h);
+  return rc;
+}

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fake_topspti.h"
+#include "../fake_common/capture_sink.h"
 #include "internal.h"
 #include "test_support.h"
 
@@ -292,6 +293,23 @@ static void test_dropped_records_counted(void **state) {
   ft_session_destroy(s);
 }
 
+/* Device memory asked for: TOPSPTI has no allocation records (docs/memory.md), so
+ * the start still succeeds, the rest is recorded, and no memory event is made up. */
+static void test_memory_not_offered(void **state) {
+  (void)state;
+  ft_tracer *tr;
+  assert_int_equal(ft_make_device_tracer(&tr), FT_OK);
+  capture cap;
+  ft_event_sink sink;
+  cap_init(&cap, &sink);
+  assert_int_equal(tr->ops->start(tr, &sink, FT_ACTIVITY_ALL), FT_OK);
+  launch(&(fake_tp_launch){.kind = FAKE_TP_KERNEL, .name = "k", .grid = {1, 1, 1}, .block = {1, 1, 1}, .dur_ns = 1000});
+  assert_int_equal(tr->ops->stop(tr), FT_OK);
+  assert_int_equal(cap_count(&cap, FT_EVENT_KERNEL), 1);
+  assert_int_equal(cap_count(&cap, FT_EVENT_MEMORY), 0);
+  tr->ops->destroy(tr);
+}
+
 int main(void) {
   void *h = dlopen(getenv("FLAGOS_TRACER_LIBRARY"), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
@@ -306,10 +324,9 @@ int main(void) {
     return 1;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_decode_exact_values),
-      cmocka_unit_test(test_external_ids_from_api_enter),
-      cmocka_unit_test(test_layout_version_check),
-      cmocka_unit_test(test_dropped_records_counted),
+      cmocka_unit_test(test_decode_exact_values),  cmocka_unit_test(test_external_ids_from_api_enter),
+      cmocka_unit_test(test_layout_version_check), cmocka_unit_test(test_dropped_records_counted),
+      cmocka_unit_test(test_memory_not_offered),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

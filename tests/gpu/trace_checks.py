@@ -65,6 +65,51 @@ def check_window(doc):
         assert lo - 1 <= start and end <= hi + 2, f"{e['name']} [{start}, {end}] outside [{lo}, {hi}]"
 
 
+def check_memory(doc):
+    """flagtrace's [memory] instants (docs/memory.md; torch's own, without "Op", are not
+    checked): inside the capture window; per device (the host: Device Id -1), in file
+    order by ts, the written Bytes sum to Total Allocated and each reserve/unreserve's
+    Pool Bytes moves Total Reserved; each has its Memory counter sample right after it
+    with the same totals; the flagtrace block's memory object agrees (written, peaks).
+    Returns {device id: [instants]}."""
+    lo, hi = doc["flagtrace"]["capture_window_ns"]
+    ev = doc["traceEvents"]
+    per = defaultdict(list)
+    for i, e in enumerate(ev):
+        if e.get("name") != "[memory]" or "Op" not in e.get("args", {}):
+            continue
+        a = e["args"]
+        assert lo - 1 <= ns(doc, e["ts"]) <= hi + 1, e
+        c = ev[i + 1]
+        assert c["ph"] == "C" and c["name"] == "Memory" and c["ts"] == e["ts"], (e, c)
+        assert c["args"] == {"Allocated": a["Total Allocated"], "Reserved": a["Total Reserved"]}, (e, c)
+        assert c["pid"] == (e["pid"] if a["Device Type"] == 0 else a["Device Id"]), (e, c)
+        per[a["Device Id"]].append((e["ts"], i, a))
+    block = doc["flagtrace"].get("memory")
+    assert (block is not None) or not per, "memory instants without a flagtrace.memory object"
+    if block is None:
+        return {}
+    assert block["written"] == sum(len(v) for v in per.values()), block
+    peaks = {d["device"]: d for d in block["devices"]}
+    strict = block["replaced_live"] == 0  # an allocation at a live address frees the older one unseen
+    for dev, ops in per.items():
+        ops.sort(key=lambda x: (x[0], x[1]))
+        allocated = reserved = 0
+        for _, _, a in ops:
+            assert a["Total Reserved"] >= 0 and a["Total Allocated"] >= 0, a
+            if a["Op"] in ("reserve", "unreserve"):
+                assert a["Bytes"] == 0 and a["Total Reserved"] == reserved + a["Pool Bytes"], (dev, a)
+            elif strict:  # an allocation reserves what it allocates, or its pool already did
+                assert a["Total Reserved"] - reserved in (0, a["Bytes"]), (dev, a)
+            allocated += a["Bytes"]
+            assert a["Total Allocated"] == allocated or not strict, (dev, a)
+            allocated, reserved = a["Total Allocated"], a["Total Reserved"]
+        assert peaks[dev]["peak_allocated"] == max(a["Total Allocated"] for _, _, a in ops), (dev, peaks[dev])
+        assert peaks[dev]["peak_reserved"] == max(a["Total Reserved"] for _, _, a in ops), (dev, peaks[dev])
+        assert peaks[dev]["allocated_at_end"] == allocated and peaks[dev]["reserved_at_end"] == reserved, peaks[dev]
+    return {dev: [a for _, _, a in ops] for dev, ops in per.items()}
+
+
 def check_runtime_names(doc):
     rt = xs(doc, RUNTIME_CATS)
     assert rt, "no runtime events"

@@ -300,6 +300,44 @@ yajl_val ft_test_find_x(yajl_val doc, const char *cat, const char *name, int nth
   return NULL;
 }
 
+yajl_val ft_test_find_ph(yajl_val doc, const char *ph, const char *name, int nth) {
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  for (size_t i = 0; ev && i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    if (!strcmp(ft_test_str(e, "ph"), ph) && !strcmp(ft_test_str(e, "name"), name) && nth-- == 0) return e;
+  }
+  return NULL;
+}
+
+static long long memory_arg(yajl_val args, const char *key) {
+  yajl_val v = ft_test_get(args, key);
+  if (!v || !YAJL_IS_INTEGER(v)) fail_msg("[memory] args: %s is not an integer", key);
+  return YAJL_GET_INTEGER(v);
+}
+
+void ft_test_memory_args(yajl_val e, const ft_test_mem_want *w) {
+  assert_non_null(e);
+  assert_string_equal(ft_test_str(e, "cat"), "cpu_instant_event");
+  assert_string_equal(ft_test_str(e, "s"), "t");
+  yajl_val a = ft_test_get(e, "args");
+  assert_non_null(a);
+  assert_int_equal(memory_arg(a, "Device Type"), w->device_type);
+  assert_int_equal(memory_arg(a, "Device Id"), w->device);
+  assert_int_equal(memory_arg(a, "Addr"), w->addr);
+  assert_int_equal(memory_arg(a, "Bytes"), w->bytes);
+  assert_int_equal(memory_arg(a, "Total Allocated"), w->allocated);
+  assert_int_equal(memory_arg(a, "Total Reserved"), w->reserved);
+  assert_int_equal(memory_arg(a, "correlation"), w->correlation);
+  if (w->has_ext) assert_int_equal(memory_arg(a, "External id"), w->ext);
+  else assert_null(ft_test_get(a, "External id"));
+  if (w->has_stream) assert_int_equal(memory_arg(a, "stream"), w->stream);
+  else assert_null(ft_test_get(a, "stream"));
+  assert_string_equal(ft_test_str(a, "Kind"), w->kind);
+  assert_string_equal(ft_test_str(a, "Op"), w->op);
+  /* nothing else: 9 keys, one more for each optional one present */
+  assert_int_equal(a->u.object.len, 9 + (size_t)w->has_ext + (size_t)w->has_stream);
+}
+
 yajl_val ft_test_render(struct ft_session *s) {
   ft__out *o;
   assert_int_equal(ft__out_open_mem(&o, false), FT_OK);

@@ -30,6 +30,20 @@ const char *ft_test_str(yajl_val obj, const char *key);
  * name is NULL; NULL when there is none. */
 yajl_val ft_test_find_x(yajl_val doc, const char *cat, const char *name, int nth);
 
+/* The n-th event of phase ph ("i", "C", ...) named name; NULL when there is none. */
+yajl_val ft_test_find_ph(yajl_val doc, const char *ph, const char *name, int nth);
+
+/* What one [memory] instant's args must be, key for key (docs/memory.md's format):
+ * has_ext / has_stream say whether "External id" / "stream" are present. */
+typedef struct ft_test_mem_want {
+  long long device_type, device, addr, bytes, allocated, reserved, correlation;
+  bool has_ext, has_stream;
+  long long ext, stream;
+  const char *kind, *op;
+} ft_test_mem_want;
+/* Fails unless e's args hold exactly want's keys and values (no pool here). */
+void ft_test_memory_args(yajl_val e, const ft_test_mem_want *want);
+
 struct ft_session;
 /* Writes the stopped session into memory and parses it; fails the test on
  * invalid JSON. Free with yajl_tree_free. */

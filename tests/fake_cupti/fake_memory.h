@@ -1,0 +1,289 @@
+/* Device memory through the CUPTI tracer at the sink (issue 51), shared by the CUPTI
+ * and PPU fake tests: a scripted sequence of CUDA allocation calls, the records the
+ * fake hands back in CUDA 13's layouts, and the exact ft_memory_info expected of each.
+ * Include after cmocka.h and fake_cupti.h; the includer defines `launch`. */
+#ifndef FT_FAKE_MEMORY_H
+#define FT_FAKE_MEMORY_H
+
+#include <cupti_activity.h>
+#include <cupti_runtime_cbid.h>
+#include <string.h>
+
+#include "fake_memory_script.h"
+#include "flagtrace/device_tracer.h"
+
+enum { MEM_MAX_SEEN = 64 };
+
+/* What the sink was handed, copied (its pointers live for the call only). */
+typedef struct mem_seen {
+  ft_device_event ev[MEM_MAX_SEEN];
+  ft_memory_info mem[MEM_MAX_SEEN];
+  char name[MEM_MAX_SEEN][64];
+  size_t n;
+} mem_seen;
+
+static ft_status mem_sink_event(void *ctx, const ft_device_event *ev) {
+  mem_seen *s = ctx;
+  if (s->n == MEM_MAX_SEEN) return FT_OK;
+  s->ev[s->n] = *ev;
+  snprintf(s->name[s->n], sizeof s->name[0], "%s", ev->name);
+  if (ev->kind == FT_EVENT_MEMORY) assert_non_null(ev->memory);
+  else assert_null(ev->memory);
+  if (ev->memory) s->mem[s->n] = *ev->memory;
+  s->n++;
+  return FT_OK;
+}
+
+static ft_status mem_sink_external(void *ctx, uint32_t corr, uint64_t ext) {
+  (void)ctx, (void)corr, (void)ext;
+  return FT_OK;
+}
+
+/* The runtime call of correlation corr among what the sink saw, or NULL. */
+static const char *mem_call_of(const mem_seen *s, uint32_t corr, uint64_t *start, uint64_t *end) {
+  for (size_t i = 0; i < s->n; i++)
+    if (s->ev[i].kind == FT_EVENT_RUNTIME && s->ev[i].correlation_id == corr) {
+      *start = s->ev[i].start_ns, *end = s->ev[i].end_ns;
+      return s->name[i];
+    }
+  return NULL;
+}
+
+/* The script: what the program calls, each call with its memory record. */
+static void mem_run_script(void) { fake_memory_script(launch); }
+
+/* What the sink must get, in order: the call that made it, the event's stream and device, the numbers. */
+static const struct mem_want {
+  const char *call;
+  uint32_t stream, device;
+  ft_memory_info m;
+} mem_want[] = {
+    {"cudaMalloc", UINT32_MAX, 0, {FT_MEMORY_ALLOC, FT_MEMKIND_DEVICE, MEM_DEV_A, MIB, 0}},
+    {"cudaMemPoolCreate", UINT32_MAX, 0, {FT_MEMORY_RESERVE, FT_MEMKIND_DEVICE, MEM_POOL, 0, MEM_POOL}},
+    {"cudaMallocAsync", 7, 0, {FT_MEMORY_RESERVE, FT_MEMKIND_DEVICE, MEM_POOL, 32 * MIB, MEM_POOL}},
+    {"cudaMallocAsync", 7, 0, {FT_MEMORY_ALLOC, FT_MEMKIND_DEVICE, MEM_POOL, 4 * MIB, MEM_POOL}},
+    {"cudaMallocAsync", 7, 0, {FT_MEMORY_ALLOC, FT_MEMKIND_DEVICE, MEM_POOL_B, 8 * MIB, MEM_POOL}},
+    {"cudaFreeAsync", 7, 0, {FT_MEMORY_FREE, FT_MEMKIND_DEVICE, MEM_POOL, 4 * MIB, MEM_POOL}},
+    {"cudaFreeAsync", 7, 0, {FT_MEMORY_FREE, FT_MEMKIND_DEVICE, MEM_POOL_B, 8 * MIB, MEM_POOL}},
+    {"cudaMemPoolTrimTo", UINT32_MAX, 0, {FT_MEMORY_UNRESERVE, FT_MEMKIND_DEVICE, MEM_POOL, 32 * MIB, MEM_POOL}},
+    {"cudaFree", UINT32_MAX, 0, {FT_MEMORY_FREE, FT_MEMKIND_DEVICE, MEM_DEV_A, MIB, 0}},
+    {"cudaMemPoolDestroy", UINT32_MAX, 0, {FT_MEMORY_UNRESERVE, FT_MEMKIND_DEVICE, MEM_POOL, 0, MEM_POOL}},
+    {"cudaHostAlloc", UINT32_MAX, 1, {FT_MEMORY_ALLOC, FT_MEMKIND_PINNED, MEM_HOST, 65536, 0}},
+};
+enum { MEM_WANT = sizeof mem_want / sizeof mem_want[0] };
+
+/* The sink's memory events are exactly mem_want: each on its call's correlation id,
+ * at one instant inside that call, named "[memory]". */
+static void mem_expect_script(const mem_seen *s) {
+  size_t k = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    if (s->ev[i].kind != FT_EVENT_MEMORY) continue;
+    if (k == MEM_WANT) fail_msg("more memory events than the %d expected", (int)MEM_WANT);
+    const struct mem_want *w = &mem_want[k++];
+    const ft_device_event *e = &s->ev[i];
+    const ft_memory_info *m = &s->mem[i];
+    assert_string_equal(s->name[i], "[memory]");
+    uint64_t cs = 0, ce = 0;
+    const char *call = mem_call_of(s, e->correlation_id, &cs, &ce);
+    assert_non_null(call);
+    assert_string_equal(call, w->call);
+    assert_int_equal(e->start_ns, e->end_ns);
+    assert_true(e->start_ns >= cs && e->start_ns <= ce);
+    assert_int_equal(e->stream, w->stream);
+    assert_int_equal(e->device, w->device);
+    assert_int_equal(m->op, w->m.op);
+    assert_int_equal(m->memory_kind, w->m.memory_kind);
+    assert_int_equal(m->address, w->m.address);
+    assert_int_equal(m->bytes, w->m.bytes);
+    assert_int_equal(m->pool, w->m.pool);
+  }
+  assert_int_equal(k, MEM_WANT);
+}
+
+/* The tracer of this build, armed with a collecting sink for kinds. */
+static ft_tracer *mem_start(mem_seen *seen, ft_event_sink *sink, unsigned kinds) {
+  memset(seen, 0, sizeof *seen);
+  *sink = (ft_event_sink){.event = mem_sink_event, .external_id = mem_sink_external, .ctx = seen};
+  ft_tracer *tr = NULL;
+  assert_int_equal(ft_make_device_tracer(&tr), FT_OK);
+  assert_true(tr->ops->available(tr, NULL));
+  assert_int_equal(tr->ops->start(tr, sink, kinds), FT_OK);
+  return tr;
+}
+
+static size_t mem_count(const mem_seen *s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->n; i++) n += s->ev[i].kind == FT_EVENT_MEMORY;
+  return n;
+}
+
+#define MEM_KINDS (FT_KIND_BIT(FT_EVENT_KERNEL) | FT_KIND_BIT(FT_EVENT_RUNTIME) | FT_KIND_BIT(FT_EVENT_MEMORY))
+
+/* The whole script through the tracer: every memory event exact, the record naming
+ * no operation counted as dropped. */
+static void test_memory_at_the_sink(void **state) {
+  (void)state;
+  mem_seen seen;
+  ft_event_sink sink;
+  ft_tracer *tr = mem_start(&seen, &sink, MEM_KINDS);
+  mem_run_script();
+  assert_int_equal(tr->ops->stop(tr), FT_OK);
+  mem_expect_script(&seen);
+  assert_int_equal(tr->ops->dropped_records(tr), 1);
+  tr->ops->destroy(tr);
+}
+
+/* Memory not asked for: CUPTI's memory kinds stay off, the sink gets none. */
+static void test_memory_only_when_asked(void **state) {
+  (void)state;
+  mem_seen seen;
+  ft_event_sink sink;
+  ft_tracer *tr = mem_start(&seen, &sink, MEM_KINDS & ~FT_KIND_BIT(FT_EVENT_MEMORY));
+  mem_run_script();
+  assert_int_equal(tr->ops->stop(tr), FT_OK);
+  assert_int_equal(mem_count(&seen), 0);
+  assert_int_equal(seen.n, 11); /* the calls' runtime rows only */
+  tr->ops->destroy(tr);
+}
+
+/* A CUPTI that refuses MEMORY2 (older): the session goes on without memory, kernels
+ * still recorded, and last_error says why. One that refuses MEMORY_POOL only: the
+ * allocations and frees still come, and a pool's growth with them (its creation, trim
+ * and destruction do not), and last_error says what is missing. */
+static void test_memory_refused_keeps_the_rest(void **state) {
+  (void)state;
+  static const char *const refusals[] = {"1", "pool"};
+  for (size_t r = 0; r < 2; r++) {
+    setenv("FAKE_CUPTI_NO_MEMORY", refusals[r], 1);
+    mem_seen seen;
+    ft_event_sink sink;
+    ft_tracer *tr = mem_start(&seen, &sink, MEM_KINDS);
+    mem_run_script();
+    fake_launch k = {.kind = FAKE_KERNEL, .name = "k", .grid = {1, 1, 1}, .block = {32, 1, 1}, .dur_ns = 100};
+    launch(&k);
+    assert_int_equal(tr->ops->stop(tr), FT_OK);
+    unsetenv("FAKE_CUPTI_NO_MEMORY");
+    size_t kernels = 0, k_mem = 0;
+    for (size_t i = 0; i < seen.n; i++) {
+      kernels += seen.ev[i].kind == FT_EVENT_KERNEL;
+      if (seen.ev[i].kind != FT_EVENT_MEMORY) continue;
+      /* MEMORY_POOL refused: mem_want without the pool's own three operations */
+      while (k_mem < MEM_WANT && !strncmp(mem_want[k_mem].call, "cudaMemPool", 11)) k_mem++;
+      if (k_mem == MEM_WANT) {
+        fail_msg("more memory events than expected");
+        break;
+      }
+      assert_int_equal(seen.mem[i].op, mem_want[k_mem].m.op);
+      assert_int_equal(seen.mem[i].address, mem_want[k_mem].m.address);
+      assert_int_equal(seen.mem[i].bytes, mem_want[k_mem].m.bytes);
+      k_mem++;
+    }
+    assert_int_equal(mem_count(&seen), r ? MEM_WANT - 3 : 0);
+    assert_int_equal(kernels, 1);
+    const char *err = tr->ops->last_error(tr);
+    assert_non_null(strstr(
+        err, r ? "memory pools' creation, trims and destruction are not recorded" : "device memory is not recorded"));
+    assert_non_null(strstr(err, r ? "CUPTI_ACTIVITY_KIND_MEMORY_POOL" : "CUPTI_ACTIVITY_KIND_MEMORY2"));
+    tr->ops->destroy(tr);
+  }
+}
+
+/* Sums per operation, for scripts longer than mem_seen holds. */
+typedef struct mem_sums {
+  uint64_t n[5], bytes[5];
+} mem_sums;
+
+static ft_status mem_sum_event(void *ctx, const ft_device_event *ev) {
+  mem_sums *s = ctx;
+  if (ev->kind == FT_EVENT_MEMORY && ev->memory->op >= 1 && ev->memory->op <= 4) {
+    s->n[ev->memory->op]++;
+    s->bytes[ev->memory->op] += ev->memory->bytes;
+  }
+  return FT_OK;
+}
+
+/* Hostile: more pools than the tracer follows (300 > MAX_POOLS = 256). The first 256
+ * are followed (each reserves its 2 MiB before its allocation), the rest allocate
+ * without a reservation; destroying all of them unreserves exactly what was reserved,
+ * and pools destroyed after room came back, never reserved, unreserve 0. */
+static void test_memory_many_pools_bounded(void **state) {
+  (void)state;
+  mem_sums sums = {0};
+  ft_event_sink sink = {.event = mem_sum_event, .external_id = mem_sink_external, .ctx = &sums};
+  ft_tracer *tr = NULL;
+  assert_int_equal(ft_make_device_tracer(&tr), FT_OK);
+  assert_int_equal(tr->ops->start(tr, &sink, MEM_KINDS), FT_OK);
+  enum { POOLS = 300 };
+  for (int destroy = 0; destroy < 2; destroy++)
+    for (uint64_t i = 0; i < POOLS; i++) {
+      uint64_t base = 0x100000000000ull + i * 64 * MIB;
+      fake_launch l = {.kind = FAKE_MEMORY,
+                       .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+                       .mem_op = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+                       .memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                       .address = base,
+                       .bytes = MIB,
+                       .stream = 7,
+                       .pool_type = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL,
+                       .pool_address = base,
+                       .pool_size = 2 * MIB,
+                       .pool_used = MIB};
+      if (destroy)
+        l = (fake_launch){.kind = FAKE_MEMORY_POOL,
+                          .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolDestroy_v11020,
+                          .mem_op = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED,
+                          .pool_type = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL,
+                          .pool_address = base,
+                          .pool_size = 2 * MIB};
+      launch(&l);
+    }
+  assert_int_equal(tr->ops->stop(tr), FT_OK);
+  assert_int_equal(sums.n[FT_MEMORY_ALLOC], POOLS);
+  assert_int_equal(sums.bytes[FT_MEMORY_ALLOC], POOLS * MIB);
+  assert_int_equal(sums.n[FT_MEMORY_RESERVE], 256);
+  assert_int_equal(sums.bytes[FT_MEMORY_RESERVE], 256 * 2 * MIB);
+  assert_int_equal(sums.n[FT_MEMORY_UNRESERVE], POOLS);
+  assert_int_equal(sums.bytes[FT_MEMORY_UNRESERVE], 256 * 2 * MIB);
+  tr->ops->destroy(tr);
+}
+
+/* Through a session: each [memory] instant of the trace is attributed to the op open
+ * around its call, whichever attribution the build and environment chose (by time, or
+ * CUPTI's external-correlation records), and the totals follow mem_want. */
+static void test_memory_in_the_trace(void **state) {
+  (void)state;
+  ft_session *s = ft_test_started();
+  uint64_t op;
+  assert_int_equal(ft_range_push(s, "aten::empty", &op), FT_OK);
+  mem_run_script();
+  assert_int_equal(ft_range_pop(s), FT_OK);
+  ft_test_settle();
+  assert_int_equal(ft_session_stop(s), FT_OK);
+  yajl_val doc = ft_test_render(s);
+  yajl_val ev = ft_test_get(doc, "traceEvents");
+  static const long long allocated[] = {1, 1, 1, 5, 13, 9, 1, 1, 0, 0},
+                         reserved[] = {1, 1, 33, 33, 33, 33, 33, 1, 0, 0};
+  size_t k = 0;
+  for (size_t i = 0; i < ev->u.array.len; i++) {
+    yajl_val e = ev->u.array.values[i];
+    const char *name = ft_test_str(e, "name");
+    if (!name || strcmp(name, "[memory]")) continue;
+    yajl_val args = ft_test_get(e, "args");
+    if (k == MEM_WANT) {
+      fail_msg("more [memory] instants than expected");
+      break;
+    }
+    assert_int_equal(YAJL_GET_INTEGER(ft_test_get(args, "External id")), (long long)op);
+    assert_int_equal(YAJL_GET_INTEGER(ft_test_get(args, "Addr")), (long long)mem_want[k].m.address);
+    if (k < 10) {
+      assert_int_equal(YAJL_GET_INTEGER(ft_test_get(args, "Total Allocated")), allocated[k] * (long long)MIB);
+      assert_int_equal(YAJL_GET_INTEGER(ft_test_get(args, "Total Reserved")), reserved[k] * (long long)MIB);
+    }
+    k++;
+  }
+  assert_int_equal(k, MEM_WANT);
+  yajl_tree_free(doc);
+  ft_session_destroy(s);
+}
+
+#endif
