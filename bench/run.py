@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Runs flagtrace's benchmarks (P1-P6, docs/performance.md) and writes one dated markdown table.
+"""Runs flagtrace's benchmarks (P1-P7, docs/performance.md) and writes one dated markdown table.
 
   bench/run.py --build BUILD --out DIR          CPU only: P4 synthetic, P5 synthetic, P6 synthetic
-  bench/run.py --gpu --build BUILD --out DIR    + P1..P6 on the GPU (scripts/gpu-check.sh does this)
-  bench/run.py --gpu --only P3 ...              only the rows named (P1..P6, comma-separated)
+  bench/run.py --gpu --build BUILD --out DIR    + P1..P7 on the GPU (scripts/gpu-check.sh does this)
+  bench/run.py --gpu --only P3 ...              only the rows named (P1..P7, comma-separated)
   bench/run.py --readme-from FILE.json          docs/performance.md's latest table from a run's rows
 
 Every figure is a ratio against a baseline measured in this same run on this machine;
@@ -49,7 +49,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import report_view  # noqa: E402  (the report viewer's rows: bench/report_view.py)
-IDS = ("P1", "P2", "P3", "P4", "P5", "P6")
+IDS = ("P1", "P2", "P3", "P4", "P5", "P6", "P7")
+# P7 (issue 51): iterations of the allocation loop per turn (~20 ms bare on an H100, ~10 us each)
+ALLOC_ITERS = 2000
 # the raw-CUPTI floor's buffers when it measures CUPTI's own memory for P6
 P6_FLOOR_BUFFER = 256 * 1024
 # ops per torch loop: 10 000 keep a plain loop ~0.1 s and a profiled one (with its
@@ -886,6 +888,7 @@ class Gpu:
         self.spawn = Server  # a stand-in in the tests
         self.ft = os.path.join(build, "flagtrace")
         self.loop = os.path.join(build, "bench", "gpu", "launch_loop")
+        self.alloc_loop = os.path.join(build, "bench", "gpu", "alloc_loop")
         self.floor = os.path.join(build, "bench", "gpu", "libcupti_floor.so")
         self.capture = os.path.join(build, "bench", "gpu", "capture_bench")
         self.torch_bench = os.path.join(HERE, "gpu", "torch_bench.py")
@@ -1026,6 +1029,55 @@ class Gpu:
                             f"{f[0]:.3f} / {f[1]:.3f} µs (floor)", f"{rc[0]:.3f} / {rc[1]:.3f} µs",
                             bootstrap(rounds, overhead_ratio), "≤ 1.10", 1.10, True, self.quick))
         return rows
+
+    def p7_memory(self, iters):
+        """P7 (issue 51): the allocation loop (bench/gpu/alloc_loop.cu: cudaMallocAsync/cudaFreeAsync
+        pairs, a cudaMalloc/cudaFree pair every 64) bare and under `record --memory=on` and
+        `--memory=off`, in lockstep as the launch loop's P1 (each turn against the bare turns right
+        before and after it, mem_groups groups of loop_rounds rounds). The judged figure: per round
+        memory on's ratio to bare over memory off's, so that what record costs without memory
+        (its API and kernel records) cancels."""
+        def record(name, mem):
+            return [self.ft, "record", f"--memory={mem}", "--force-overwrite", "-o",
+                    os.path.join(self.tmp, name + ".json.gz"), "--"]
+
+        variants = {"bare": [], "mem_off": record("mem_off", "off"), "mem_on": record("mem_on", "on")}
+
+        def start(g):
+            lay = self.layout(("alloc", g))
+            return {n: self.spawn(self.pin1 + self.norand + pre + [self.alloc_loop, str(iters), "serve"], lay)
+                    for n, pre in variants.items()}
+
+        def ready(n, sv):
+            if sv.ready() != "ready":
+                raise RuntimeError(f"bench: alloc_loop ({n}) did not say ready")
+
+        groups = [self.group(lambda g=g: start(g), ready,
+                             lambda srv: self.flanked(srv, self.shape["loop_rounds"], "bare",
+                                                      lambda n, sv: float(sv.ask("go"))))
+                  for g in range(self.shape.get("mem_groups", 8))]
+        self.note("alloc loop µs/iteration, by group and round", {"groups": groups})
+        b = mm([x for g in groups for r in g for x in r["bare"]])
+        on, off = mm([r["mem_on"] for g in groups for r in g]), mm([r["mem_off"] for g in groups for r in g])
+
+        def vs_bare(side):
+            return [[(r["around"][side], r[side]) for r in g] for g in groups]
+
+        # per round: (off / its bare, on / its bare); the pair ratio is on's over off's
+        pairs = [[(r["mem_off"] / r["around"]["mem_off"], r["mem_on"] / r["around"]["mem_on"]) for r in g]
+                 for g in groups]
+        unit = "µs/iter"
+        return [row("P7", f"allocation loop ({iters:,} cudaMallocAsync/cudaFreeAsync pairs a turn, a cudaMalloc/"
+                          "cudaFree pair every 64) under `record --memory=on` vs `--memory=off`, each against the "
+                          "bare turns around it", f"{off[0]:.3f} / {off[1]:.3f} {unit} (memory off)",
+                    f"{on[0]:.3f} / {on[1]:.3f} {unit}", group_bootstrap(pairs, pair_ratio), "≤ 1.05", 1.05, True,
+                    self.quick),
+                row("P7", "the same, `record --memory=on` vs bare", f"{b[0]:.3f} / {b[1]:.3f} {unit} bare",
+                    f"{on[0]:.3f} / {on[1]:.3f} {unit}", group_bootstrap(vs_bare("mem_on"), pair_ratio), "—", None,
+                    True, self.quick),
+                row("P7", "the same, `record --memory=off` vs bare", f"{b[0]:.3f} / {b[1]:.3f} {unit} bare",
+                    f"{off[0]:.3f} / {off[1]:.3f} {unit}", group_bootstrap(vs_bare("mem_off"), pair_ratio), "—",
+                    None, True, self.quick)]
 
     def p1_p3_torch(self, want):
         """Process groups of `pairs` pairs of torch processes, `base` (bare loops, then kineto
@@ -1309,7 +1361,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="the CMake build folder (default: build)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"),
                     help="where the dated markdown and its rows (.json) go (default: bench/results)")
-    ap.add_argument("--gpu", action="store_true", help="also run P1..P6 on the GPU (needs the GPU build)")
+    ap.add_argument("--gpu", action="store_true", help="also run P1..P7 on the GPU (needs the GPU build)")
     ap.add_argument("--quick", action="store_true", help="small sizes, few repetitions: checks it runs, judges nothing")
     ap.add_argument("--reps", type=int, default=3,
                     help="repetitions of the capture, write and stats figures (P4-P6; default 3)")
@@ -1325,6 +1377,9 @@ def main():
                     help="P1/P2 C launch loop: process groups, each started afresh (default 24)")
     ap.add_argument("--loop-rounds", type=int, default=12,
                     help="P1/P2 C launch loop: lockstep rounds per group, bare turns between the others (default 12)")
+    ap.add_argument("--mem-groups", type=int, default=8,
+                    help="P7 allocation loop: process groups (bare, memory off, memory on), each started afresh "
+                         "(default 8; --loop-rounds rounds each)")
     ap.add_argument("--cores", default=None,
                     help="taskset CPU list every measured process is pinned to (default: the 3rd to 6th allowed CPU on "
                          ">= 8; '' = none)")
@@ -1346,14 +1401,16 @@ def main():
     want = set(x.strip().upper() for x in a.only.split(",") if x.strip()) or set(IDS)
     if not want <= set(IDS):
         ap.error(f"--only takes {', '.join(IDS)}")
-    if a.reps < 1 or a.pairs < 1 or min(a.groups, a.rounds, a.prof_rounds, a.loop_groups, a.loop_rounds) < 2:
-        ap.error("--reps and --pairs must be at least 1, --groups, --rounds, --prof-rounds, --loop-groups and "
-                 "--loop-rounds at least 2")
+    if a.reps < 1 or a.pairs < 1 or min(a.groups, a.rounds, a.prof_rounds, a.loop_groups, a.loop_rounds,
+                                        a.mem_groups) < 2:
+        ap.error("--reps and --pairs must be at least 1, --groups, --rounds, --prof-rounds, --loop-groups, "
+                 "--loop-rounds and --mem-groups at least 2")
     for exe in ("bench_writer", "bench_stats"):
         if not os.path.exists(os.path.join(a.build, "bench", exe)):
             ap.error(f"{a.build}/bench/{exe} is missing: build first (make test, or cmake --build {a.build})")
     if a.gpu:
-        for exe in ("gpu/launch_loop", "gpu/capture_bench", "gpu/libcupti_floor.so"):
+        for exe in ("gpu/launch_loop", "gpu/capture_bench", "gpu/libcupti_floor.so") + (("gpu/alloc_loop",)
+                                                                                       if "P7" in want else ()):
             if not os.path.exists(os.path.join(a.build, "bench", exe)):
                 ap.error(f"{a.build}/bench/{exe} is missing: --gpu needs a build configured with "
                          "-DFT_BUILD_GPU_TESTS=ON on a machine with nvcc (scripts/gpu-check.sh does that)")
@@ -1362,9 +1419,10 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     t_start = time.perf_counter()
     reps = 1 if a.quick else a.reps
-    shape = ({"groups": 2, "pairs": 1, "rounds": 2, "prof_rounds": 2, "loop_groups": 2, "loop_rounds": 2}
+    shape = ({"groups": 2, "pairs": 1, "rounds": 2, "prof_rounds": 2, "loop_groups": 2, "loop_rounds": 2,
+              "mem_groups": 2}
              if a.quick else {"groups": a.groups, "pairs": a.pairs, "rounds": a.rounds, "prof_rounds": a.prof_rounds,
-                              "loop_groups": a.loop_groups, "loop_rounds": a.loop_rounds})
+                              "loop_groups": a.loop_groups, "loop_rounds": a.loop_rounds, "mem_groups": a.mem_groups})
     cores = default_cores() if a.cores is None else a.cores
     io_cores = (default_cores(8) or cores) if a.io_cores is None else a.io_cores
     commit, dirty = git_commit()
@@ -1383,7 +1441,9 @@ def main():
             f"process pairs, {shape['rounds']} plain and {shape['prof_rounds']} profiled rounds; median of "
             f"per-round ratios, bootstrap 95 % interval over groups (torch: pairs) then rounds; P2 the median over "
             f"groups of each group's whole-run overhead ratio, its interval over groups; P4-P6 {reps} "
-            f"repetitions on cores {io_cores or '(not pinned)'}",
+            f"repetitions on cores {io_cores or '(not pinned)'}; P7 lockstep as the launch loop, "
+            f"{shape['mem_groups']} groups (bare, memory off, memory on) x {shape['loop_rounds']} rounds, memory on's "
+            f"per-round ratio to its bare turns over memory off's",
             f"- rows: {', '.join(sorted(want))}", ""]
     rows, timings, extra = [], [], []
     kind = "gpu" if a.gpu else "cpu"
@@ -1398,7 +1458,7 @@ def main():
         wall = time.perf_counter() - t_start
         body = list(doc)
         if rows:
-            body += ["## GPU: P1–P6", ""] + table(sorted(rows, key=lambda r: IDS.index(r["id"]))) + [""]
+            body += ["## GPU: P1–P7", ""] + table(sorted(rows, key=lambda r: IDS.index(r["id"]))) + [""]
         body += extra
         body += [f"Wall time of this run: {wall:.0f} s ({', '.join(timings)})."
                  + ("" if final else " PARTIAL: the run had not finished when this was written.")]
@@ -1436,6 +1496,9 @@ def main():
                 write(False)
             if "P3" in want and a.exit_split:
                 section("P3 exit split", g.exit_split)
+            if "P7" in want:
+                rows += section("P7 allocation loop", g.p7_memory, 500 if a.quick else ALLOC_ITERS)
+                write(False)
             if want & {"P4", "P5", "P6"}:
                 rows += section("P4-P6 captures", g.p4_p5_p6, 5000 if a.quick else 45000,
                                 50000 if a.quick else 500000, want)

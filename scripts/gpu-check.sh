@@ -143,6 +143,9 @@ step "stats ops vs key_averages(): torch-cuda's profile (plain and by input shap
   python3 tests/gpu/torch_key_averages.py --flagtrace "$FT" --out "$BUILD/ka"
 step "stats ops vs key_averages(): flagtrace.torch's profile (PrivateUse1 adaptor)" \
   python3 tests/gpu/torch_key_averages.py --flagtrace "$FT" --out "$BUILD/ka" --import-flagtrace
+# issue 51: the ops' memory columns against key_averages() of a profile_memory=True profile, byte for byte
+step "stats ops memory columns vs key_averages(): torch-cuda's profile_memory=True" \
+  python3 tests/gpu/torch_ops_memory.py --flagtrace "$FT" --out "$BUILD/ka"
 step "profiler baseline from native torch-cuda (tests/data/gen_profiler_baseline.py)" bash -c "
   python3 tests/data/gen_profiler_baseline.py && cp tests/data/profiler_cuda_baseline.json $OUT/"
 # one pytest process per mode: torch's privateuse1 backend is renamed before the first
@@ -195,6 +198,48 @@ step "diff: batch 8 vs 16 recorded now: ~2x device time on aten::mm/addmm, equal
 step "advise plants: the planted cause first, its cost within 20 %, the clean loop clean (profiler + record)" bash -c "
   { python3 -c 'import flagtrace._C' 2>/dev/null || python3 -m pip install --no-build-isolation --no-deps ./python >/dev/null; } &&
   PYTHONUNBUFFERED=1 python3 tests/gpu/advise_plants.py --flagtrace $FT --out-dir $BUILD/plants"
+
+# ---- issue 51: device memory (GPU_CHECK_ONLY='^build$|^memory' runs these; docs/measurements.md) ----
+# flagtrace.torch from the python package step, installed here when that step was not run
+PKG="{ python3 -c 'import flagtrace._C' 2>/dev/null || python3 -m pip install --no-build-isolation --no-deps ./python >/dev/null; }"
+MEM=$BUILD/mem
+step "memory (a): profile_memory=True native and with flagtrace.torch: ops memory columns = key_averages(), peak = max_memory_allocated()" \
+  bash -c "$PKG && mkdir -p $MEM && PYTHONUNBUFFERED=1 python3 tests/gpu/memory_checks.py --flagtrace $FT --out-dir $MEM --only a"
+step "memory (b): record a torch model: peak reserved = max_memory_reserved(), every segment an allocation" \
+  env PYTHONUNBUFFERED=1 python3 tests/gpu/memory_checks.py --flagtrace "$FT" --out-dir "$MEM" --only b
+for m in cupy jax; do
+  if python3 -c "import $m" 2>/dev/null; then
+    step "memory (c): record a $m program: its allocations present" \
+      env PYTHONUNBUFFERED=1 python3 tests/gpu/memory_checks.py --flagtrace "$FT" --out-dir "$MEM" --only "$m"
+  else
+    echo "SKIP memory (c): record a $m program: $m is not installed on this machine (no network there to install it)" | tee -a "$LOG"
+  fi
+done
+step "memory (d): a tensor kept per step: the leak found with its bytes per step and op/call (profiler and record)" \
+  bash -c "$PKG && PYTHONUNBUFFERED=1 python3 tests/gpu/memory_checks.py --flagtrace $FT --out-dir $MEM --only d"
+# (the committed trace CI reads torch's [memory] events from, tests/data/torch_memory_h100.json.gz, was
+# written by tests/data/gen_torch_memory.py: `OUT=DIR python3 tests/data/gen_torch_memory.py` remakes it)
+# PyTorch's memory-profiler tests (.gpu/peer-memory, never committed) through the peer runner (.gpu/peer)
+step "memory peer: PyTorch's memory profiler, execution trace, kineto, tidy, C++ thread tests: every natively-passing test passes with flagtrace" bash -c "
+  $PKG; bash tests/gpu/peer_memory.sh $BUILD/peer-memory > $BUILD/peer-memory.log 2>&1; cat $BUILD/peer-memory.log;
+  tail -n 1 $BUILD/peer-memory.log | grep -Eq '^peer suite: ([1-9][0-9]*) of \\1 natively-passing'"
+# P7: the allocation loop under record --memory=on vs off (target <= 1.05, ~1 min); then P1-P3, which
+# memory capture, on by default, must leave unchanged (~4-5 min: GPU_CHECK_SKIP='P1-P3' leaves them to a
+# second call on the warm machine). FT_MEMORY_BENCH_ARGS: more bench/run.py arguments for both
+# shellcheck disable=SC2086
+step "memory bench: P7 allocation loop, record --memory=on vs off (<= 1.05)" \
+  env PYTHONUNBUFFERED=1 python3 bench/run.py --gpu --build "$BUILD" --out "$BUILD/membench" --only P7 ${FT_MEMORY_BENCH_ARGS:-}
+# shellcheck disable=SC2086
+step "memory bench P1-P3: launch and torch loops with memory capture on by default" \
+  env PYTHONUNBUFFERED=1 python3 bench/run.py --gpu --build "$BUILD" --out "$BUILD/membench" --only P1,P2,P3 ${FT_MEMORY_BENCH_ARGS:-}
+# one file back for all of them (the device returns few files): stats', advise's and the checks' JSON,
+# the peer suite's compare.txt and logs, the bench table
+MEM_LOGS=$(cd "$BUILD" 2>/dev/null && ls -d mem peer-memory/result peer-memory.log membench 2>/dev/null)
+if [ -n "$MEM_LOGS" ]; then
+  # shellcheck disable=SC2086
+  tar -czf "$OUT/memory-logs.tar.gz" -C "$BUILD" --exclude='*.json.gz' --exclude='profile-*.json' $MEM_LOGS &&
+    echo "memory logs: $OUT/memory-logs.tar.gz (" $MEM_LOGS ")" | tee -a "$LOG"
+fi
 
 # ---- issue 13: two GPUs (nvidia-h200-x2); the rest of this script needs one ----
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')

@@ -21,7 +21,8 @@ import shutil
 import subprocess
 import tempfile
 
-__all__ = ["Error", "Summary", "Advice", "find_exe", "load", "diff", "advise", "get_trace", "SCHEMAS",
+__all__ = ["Error", "Summary", "Advice", "find_exe", "load", "diff", "advise", "get_trace", "get_memory",
+           "MEMORY_COLUMNS", "SCHEMAS",
            "DIFF_SCHEMAS", "ADVISE_SCHEMAS", "ENV"]
 
 #: The versions of stats' JSON this module reads (its "schema" key).
@@ -144,7 +145,8 @@ def load(paths, *, reports=None, by_rank=False, exe=None, args=()):
 def diff(a, b, *, args=(), exe=None):
     """Runs `flagtrace diff -f json` of side a (the baseline) against side b and returns
     its Summary (docs/diff.md): reports summary, steps, ops, unmatched, kernels, api,
-    copies; header["a"], header["b"] (files, steps) and header["alignment"].
+    copies, and memory when either side has [memory] events (docs/memory.md); header["a"],
+    header["b"] (files, steps) and header["alignment"].
 
     a, b: each a file, a directory or a glob pattern (the CLI's --a and --b; a name that
     exists is read as it is, never as a pattern). args:
@@ -352,6 +354,95 @@ def _own_categories(codes, cats):
     return pandas.Categorical.from_codes(remap[codes + 1], categories=cats[used])
 
 
+def _model_columns(path, step, exe):
+    """`flagtrace columns` of one trace: (header, {name: numpy array})."""
+    cmd = find_exe(exe)
+    p = _no_nul("a path", os.fsdecode(os.fspath(path)))
+    argv = [cmd, "columns", *(["--step", os.fsdecode(step)] if step is not None else []), "--", p]
+    # through a temporary file, not a pipe: one copy of the arrays into Python (a pipe's reads
+    # and joins cost more than the rest of the frame), into a bytearray: the arrays stay writable
+    with tempfile.TemporaryFile() as f:
+        _run_cli(cmd, argv, "columns", stdout=f)
+        buf = bytearray(f.seek(0, os.SEEK_END))
+        f.seek(0)
+        f.readinto(buf)
+    return _columns(buf)
+
+
+def _string_table(c, prefix):
+    """A string table of `flagtrace columns`: its texts in code order."""
+    offs, blob = c[prefix + "_offsets"], bytes(c[prefix + "_bytes"])
+    return [blob[offs[i]:offs[i + 1]].decode("utf-8", "surrogateescape") for i in range(len(offs) - 1)]
+
+
+MEMORY_COLUMNS = ("ts", "device", "device_type", "bytes", "addr", "total_allocated", "total_reserved", "op", "call",
+                  "step", "op_index", "call_index")
+
+
+def get_memory(path, step=None, *, frame=True, exe=None):
+    """One trace file's memory timeline (issue 51; docs/memory.md "Python"): one row per [memory]
+    operation (torch's profile_memory=True instants or flagtrace record's), in time order, fed by
+    `flagtrace columns` as raw arrays like get_trace() (no JSON per event).
+
+    Columns (MEMORY_COLUMNS): ts (ns, the file's clock); device ("Device Id", -1 absent) and
+    device_type (torch's DeviceType: 0 CPU, 1 CUDA, 20 PrivateUse1; -1 absent); bytes (> 0
+    allocated, < 0 freed, 0 a pool's reserve/unreserve); addr; total_allocated, total_reserved
+    (the device's after it, -1 absent); op (the innermost op or range open around it on its
+    thread, else the op of the call that made it) and call (the runtime call that made it, by
+    correlation id), names, None when none, with op_index and call_index their rows in
+    get_trace()'s frame (-1 none); step (the ProfilerStep#N number it falls in, -1 none).
+
+    frame=True: a pandas.DataFrame (op and call categoricals; attrs file, rank); False: a list of
+    dicts, one per row (numpy only, no pandas). step: as get_trace()'s."""
+    try:
+        import numpy
+    except ImportError as e:
+        raise ImportError("flagtrace.analysis.get_memory needs numpy (Debian: apt-get install python3-numpy)") from e
+    header, c = _model_columns(path, step, exe)
+    names = _string_table(c, "string")
+    name_of = c["name"]
+
+    def rows_of(idx):
+        return numpy.where(idx == _NONE, -1, idx.astype(numpy.int64))
+
+    op_index, call_index = rows_of(c["mem_op"]), rows_of(c["mem_call"])
+    step_idx = c["mem_step"]
+    if len(c["step_number"]):
+        step_no = numpy.where(step_idx == _NONE, -1,
+                              c["step_number"][numpy.minimum(step_idx, len(c["step_number"]) - 1)])
+    else:
+        step_no = numpy.full(len(step_idx), -1, numpy.int64)
+    op_code = numpy.where(op_index < 0, -1, name_of[numpy.maximum(op_index, 0)]) if len(name_of) else op_index
+    call_code = numpy.where(call_index < 0, -1, name_of[numpy.maximum(call_index, 0)]) if len(name_of) else call_index
+    cols = {"ts": c["mem_ts"], "device": c["mem_device"].astype(numpy.int64),
+            "device_type": c["mem_device_type"].astype(numpy.int64), "bytes": c["mem_bytes"], "addr": c["mem_addr"],
+            "total_allocated": c["mem_total_allocated"], "total_reserved": c["mem_total_reserved"]}
+    if not frame:
+        opn = [None if k < 0 else names[k] for k in op_code.tolist()]
+        calln = [None if k < 0 else names[k] for k in call_code.tolist()]
+        lists = {k: v.tolist() for k, v in cols.items()}
+        steps, oi, ci = step_no.tolist(), op_index.tolist(), call_index.tolist()
+        return [{**{k: lists[k][i] for k in lists}, "op": opn[i], "call": calln[i], "step": steps[i],
+                 "op_index": oi[i], "call_index": ci[i]} for i in range(len(steps))]
+    try:
+        import pandas
+    except ImportError as e:
+        raise ImportError("flagtrace.analysis.get_memory(frame=True) needs pandas (Debian: apt-get install "
+                          "python3-pandas; frame=False gives rows without it)") from e
+    cats = pandas.Index(names, dtype=object)
+    if not cats.is_unique:  # one text under two ids: one category
+        uniq, inverse = numpy.unique(numpy.array(names, dtype=object), return_inverse=True)
+        op_code = numpy.where(op_code < 0, -1, inverse[numpy.maximum(op_code, 0)])
+        call_code = numpy.where(call_code < 0, -1, inverse[numpy.maximum(call_code, 0)])
+        cats = pandas.Index(uniq, dtype=object)
+    df = pandas.DataFrame({**cols,
+                           "op": _own_categories(op_code.astype(numpy.int32), cats),
+                           "call": _own_categories(call_code.astype(numpy.int32), cats),
+                           "step": step_no, "op_index": op_index, "call_index": call_index}, copy=False)
+    df.attrs.update(file=header["file"], rank=header["rank"])
+    return df[list(MEMORY_COLUMNS)]
+
+
 def get_trace(path, step=None, *, exe=None):
     """One trace file's event model as a pandas.DataFrame, one row per slice in start order
     (HTA's get_trace() frame), fed by `flagtrace columns` as raw arrays (no JSON per event).
@@ -373,20 +464,9 @@ def get_trace(path, step=None, *, exe=None):
     except ImportError as e:
         raise ImportError("flagtrace.analysis.get_trace needs numpy and pandas (Debian: apt-get install "
                           "python3-pandas)") from e
-    cmd = find_exe(exe)
-    p = _no_nul("a path", os.fsdecode(os.fspath(path)))
-    argv = [cmd, "columns", *(["--step", os.fsdecode(step)] if step is not None else []), "--", p]
-    # through a temporary file, not a pipe: one copy of the arrays into Python (a pipe's reads
-    # and joins cost more than the rest of the frame), into a bytearray: the arrays stay writable
-    with tempfile.TemporaryFile() as f:
-        _run_cli(cmd, argv, "columns", stdout=f)
-        buf = bytearray(f.seek(0, os.SEEK_END))
-        f.seek(0)
-        f.readinto(buf)
-    header, c = _columns(buf)
+    header, c = _model_columns(path, step, exe)
     def table(prefix):  # a string table: its texts in code order
-        offs, blob = c[prefix + "_offsets"], bytes(c[prefix + "_bytes"])
-        return [blob[offs[i]:offs[i + 1]].decode("utf-8", "surrogateescape") for i in range(len(offs) - 1)]
+        return _string_table(c, prefix)
 
     names = table("string")
     arg_cats = pandas.Index(table("arg_string"), dtype=object)  # distinct texts by construction

@@ -45,8 +45,12 @@ typedef struct ft_stat_row {
    * thread (t: the calls' CPU durations, CPU total = t.total): */
   uint64_t self_cpu_ns;  /* CPU time less that of the calls and runtime calls nested in them */
   uint64_t total_dev_ns; /* device time of their work and of the calls nested in them */
-  uint32_t aux_id;       /* ft_stat_keyed_by_aux: the name id of its Input Dims text, or its module's */
-  uint8_t hta;           /* HTA's class of the name, cached by stats_hta.c (0: not yet) */
+  /* ops, memory as key_averages() counts it (stats_ops.c; docs/memory.md "Ops' memory"): bytes of the
+   * [memory] events in a call's [start, end] (CPU: Device Type 0/2/5; device: 1/6/20), and self, that
+   * less its children's; signed (frees are negative) */
+  int64_t cpu_mem, self_cpu_mem, dev_mem, self_dev_mem;
+  uint32_t aux_id; /* ft_stat_keyed_by_aux: the name id of its Input Dims text, or its module's */
+  uint8_t hta;     /* HTA's class of the name, cached by stats_hta.c (0: not yet) */
 } ft_stat_row;
 
 enum {
@@ -250,6 +254,7 @@ typedef struct ft_stats {
   bool want_args;       /* read device work's correlation, stream, grid, block, registers (trace, HTA's reports) */
   bool want_ops;        /* nest the calls for the ops' columns (stats_ops.c); without it ops rows stay empty */
   bool want_modules;    /* with want_ops: keep nn.Module python_function events for FT_STAT_OP_MODULES */
+  bool read_pyfunc;     /* hand python_function events to on_event without want_modules (the model's read) */
   bool want_op_kernels; /* with want_ops: FT_STAT_OP_KERNELS rows */
   bool want_source;     /* the bytes' digest and the file's identity, in source */
   ft_stat_source source;
@@ -269,12 +274,15 @@ typedef struct ft_stats {
    * category in cat); false stops the read for want of memory. NULL: none */
   bool (*on_event)(void *ctx, const struct ft__ev *e, const char *name, const char *cat);
   void *on_event_ctx;
-  bool events_only;     /* the events to on_event, nothing summarized (the event model's read: model.c) */
-  char device_name[64]; /* the trace's first deviceProperties entry's name ("NVIDIA H200"), "" when none */
+  bool events_only;       /* the events to on_event, nothing summarized (the event model's read: model.c) */
+  ft__vec ops_mem;        /* this file's [memory] events while its ops are nested (with want_ops; stats_ops.c) */
+  uint64_t mem_events[3]; /* [memory] events read with want_ops: [0] CPU memory, [1] device memory, [2] of
+                           * which CUDA's or HIP's (the ops' memory columns are shown when there are some) */
+  char device_name[64];   /* the trace's first deviceProperties entry's name ("NVIDIA H200"), "" when none */
   /* device memory (issue 51) */
   bool want_memory;       /* summarize [memory] instants into mem_sum (stats -r mem) */
   uint64_t mem_bad;       /* [memory] instants the reader skipped (ft_stat_mem.bad_field) */
-  uint64_t mem_events;    /* [memory] instants read, asked for or not (a note points to -r mem) */
+  uint64_t mem_seen;      /* [memory] instants read, asked for or not (a note points to -r mem) */
   struct ft__memacc *mem; /* the file's accumulator while it is read (stats_memory.h); NULL unless asked */
   ft_stat_mem mem_sum;    /* the file's summary, from its end (with want_memory) */
 } ft_stats;
@@ -335,9 +343,10 @@ typedef struct ft_stat_file {
   /* read through the event model (ft_stat_read_opts.model): its slices, the bytes it held
    * (ft_model_bytes) and of those what is held once (ft_model_bytes_distinct) */
   uint64_t model_slices, model_bytes, model_bytes_distinct;
-  ft_stat_mem mem; /* device memory (ft_stat_read_opts.memory); mem_kept: asked */
+  uint64_t mem_events[3]; /* [memory] events of the ops' memory columns (ft_stats.mem_events) */
+  ft_stat_mem mem;        /* device memory (ft_stat_read_opts.memory); mem_kept: asked */
   bool mem_kept;
-  uint64_t mem_events; /* [memory] instants read (not in a partial: a read's note) */
+  uint64_t mem_seen; /* [memory] instants read (not in a partial: a read's note) */
 } ft_stat_file;
 
 typedef struct ft_stat_job {
@@ -366,6 +375,12 @@ typedef struct ft_stat_read_opts {
   bool model;         /* each file through the event model (model.h): read into it, then replayed into its summary */
   bool memory;        /* each file's device memory (ft_stat_file.mem: [memory] instants, stats -r mem) */
   struct ft_model *models; /* with model: file f's model kept in models[f] (the caller frees each), not freed */
+  /* Each file's event model handed to on_model (on the file's reading thread) before it
+   * is freed, built by the same parse as the file's summary (ft_model_read with its st:
+   * one parse, both results; with model, the model replayed as always). A status other
+   * than FT_OK fails the read with err's line (stats -r advice: advise_run.c). */
+  ft_status (*on_model)(void *ctx, size_t file, struct ft_model *m, char *err, size_t errlen);
+  void *on_model_ctx;
 } ft_stat_read_opts;
 ft_status ft_stat_job_read(ft_stat_job *job, const char *const *paths, size_t n, const ft_stat_read_opts *o, char *err,
                            size_t errlen);

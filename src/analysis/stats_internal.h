@@ -112,6 +112,11 @@ static inline uint64_t ft__cache_mix(uint64_t x) {
 bool ft__ops_note(ft_stats *st, const ft__ev *e, uint32_t row, uint32_t shape_row, uint32_t api_row);
 bool ft__ops_device(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns);
 bool ft__ops_file_end(ft_stats *st);
+/* A [memory] event (ts ns, Bytes, torch's Device Type) for the ops' memory columns (with want_ops):
+ * kept until the file's end, when each call takes those in its interval. False without memory. */
+bool ft__ops_memory(ft_stats *st, int64_t ts, int64_t bytes, int64_t device_type);
+/* a + b as two's complement wraps it: the memory sums of hostile Bytes never overflow a signed int (UB) */
+static inline int64_t ft__wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 /* stats_memory.c: a file's memory summary (st->mem's, with want_memory) into st->mem_sum; false without memory. */
 bool ft__stats_mem_file_end(ft_stats *st);
 /* With want_op_kernels: device work named kernel (a name id) of External id ext

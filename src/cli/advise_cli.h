@@ -28,6 +28,7 @@ typedef struct ft_cli_advice {
   bool whole_trace;       /* no file had steps: each step is the whole trace (number -1) */
   ft_cli_finding *ranked; /* by cost per step, largest first */
   size_t n_ranked;
+  struct ft_cli_file_job *jobs; /* while files are read: each one's state (advise_run.c) */
 } ft_cli_advice;
 
 /* Reads each file into the model (files in parallel, one thread each up to the
@@ -37,6 +38,19 @@ typedef struct ft_cli_advice {
 ft_status ft_cli_advice_read(ft_cli_advice *a, const char *const *paths, size_t n, const char *step,
                              const ft_advise_opts *o, char *err, size_t errlen);
 void ft_cli_advice_free(ft_cli_advice *a);
+/* As ft_cli_advice_read on models already read (the report's, default step): each advised, then the job. */
+ft_status ft_cli_advice_models(ft_cli_advice *a, const ft_model *models, const char *const *paths, size_t n,
+                               const ft_advise_opts *o, char *err, size_t errlen);
+/* The same from models another read builds (stats -r advice: the stats read's own parse,
+ * ft_stat_read_opts.on_model): begin before that read, on_model (ctx: a) for each file's
+ * model as the read hands it over (the file's reading thread; the model's rank set as
+ * stats sets it), end after the read (the first failing file's error, "path: reason";
+ * the job's part). On_model's err: the reason alone (the read names the file). */
+ft_status ft_cli_advice_begin(ft_cli_advice *a, const char *const *paths, size_t n, const char *step,
+                              const ft_advise_opts *o);
+struct ft_model;
+ft_status ft_cli_advice_on_model(void *a, size_t file, struct ft_model *m, char *err, size_t errlen);
+ft_status ft_cli_advice_end(ft_cli_advice *a, const ft_advise_opts *o, char *err, size_t errlen);
 /* After per, ranks and n_files are set: the job's part (2+ files) and the findings ranked. */
 ft_status ft_cli_advice_finish(ft_cli_advice *a, const ft_advise_opts *o, char *err, size_t errlen);
 

@@ -104,7 +104,9 @@ static void json_finding(FILE *f, const ft_cli_finding *x) {
   const ft_advise_finding *g = x->f;
   fprintf(f, "{\"rule\": \"%s\", \"rank\": %lld, \"cost_us\": ", ft_rule_name(g->rule), (long long)x->rank);
   put_us(f, (int64_t)g->cost_ns);
-  fprintf(f, ", \"share\": %.6f, \"count\": %llu, \"where\": ", g->cost_share, (unsigned long long)g->count);
+  fprintf(f, ", \"share\": %.6f, \"count\": %llu, ", g->cost_share, (unsigned long long)g->count);
+  if (g->bytes) fprintf(f, "\"bytes\": %llu, ", (unsigned long long)g->bytes); /* memory findings */
+  fputs("\"where\": ", f);
   ft_json_string(f, g->where);
   fputs(", \"what\": ", f);
   ft_json_string(f, g->what);

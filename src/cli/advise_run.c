@@ -8,7 +8,7 @@
 
 #include "advise_cli.h"
 
-typedef struct file_job {
+typedef struct ft_cli_file_job {
   const char *path;
   size_t pos;
   const char *step;
@@ -21,6 +21,20 @@ typedef struct file_job {
   char err[640];
 } file_job;
 
+/* A file's model advised into j (a model without a rank takes the file's position,
+ * as stats gives it); the reason of a failure in err, without the file's name. */
+static ft_status advise_model(file_job *j, ft_model *m, char *err, size_t errlen) {
+  j->whole = m->n_steps == 0 || (m->n_steps == 1 && m->steps[0].number == -1 && m->steps[0].slice == FT_MODEL_NONE);
+  if (j->step && j->whole) { /* a name that names nothing is a mistake, not a whole-trace step */
+    snprintf(err, errlen, "no range named '%s' (--step)", j->step);
+    return j->st = FT_ENOTFOUND;
+  }
+  j->positional = m->rank < 0;
+  if (m->rank < 0) m->rank = (int64_t)j->pos;
+  j->rank = m->rank;
+  return j->st = ft_advise(m, j->o, j->out, err, errlen);
+}
+
 /* One file: the model is held only while it is advised (the advice keeps no index into it that is read later). */
 static void advise_file(file_job *j) {
   ft_model m;
@@ -31,21 +45,9 @@ static void advise_file(file_job *j) {
   if (j->st) { /* one line naming the file, whether or not the reader's message does */
     bool named = !strncmp(err, j->path, strlen(j->path)) && err[strlen(j->path)] == ':';
     snprintf(j->err, sizeof j->err, "%s%s%s", named ? "" : j->path, named ? "" : ": ", err);
-    ft_model_free(&m);
-    return;
+  } else if (advise_model(j, &m, err, sizeof err)) {
+    snprintf(j->err, sizeof j->err, "%s: %s", j->path, err);
   }
-  j->whole = m.n_steps == 0 || (m.n_steps == 1 && m.steps[0].number == -1 && m.steps[0].slice == FT_MODEL_NONE);
-  if (j->step && j->whole) { /* a name that names nothing is a mistake, not a whole-trace step */
-    snprintf(j->err, sizeof j->err, "%s: no range named '%s' (--step)", j->path, j->step);
-    j->st = FT_ENOTFOUND;
-    ft_model_free(&m);
-    return;
-  }
-  j->positional = m.rank < 0;
-  if (m.rank < 0) m.rank = (int64_t)j->pos; /* as stats: a file without a rank takes its position */
-  j->rank = m.rank;
-  j->st = ft_advise(&m, j->o, j->out, err, sizeof err);
-  if (j->st) snprintf(j->err, sizeof j->err, "%s: %s", j->path, err);
   ft_model_free(&m);
 }
 
@@ -85,24 +87,59 @@ static ft_status rank_findings(ft_cli_advice *a) {
   return FT_OK;
 }
 
-ft_status ft_cli_advice_read(ft_cli_advice *a, const char *const *paths, size_t n, const char *step,
-                             const ft_advise_opts *o, char *err, size_t errlen) {
+/* (advise_cli.h) */
+ft_status ft_cli_advice_begin(ft_cli_advice *a, const char *const *paths, size_t n, const char *step,
+                              const ft_advise_opts *o) {
   memset(a, 0, sizeof *a);
   a->paths = paths;
   a->step = step;
   a->per = calloc(n ? n : 1, sizeof *a->per);
   a->ranks = calloc(n ? n : 1, sizeof *a->ranks);
   a->positional = calloc(n ? n : 1, sizeof *a->positional);
-  file_job *jobs = calloc(n ? n : 1, sizeof *jobs);
-  if (!a->per || !a->ranks || !a->positional || !jobs) {
-    free(jobs);
+  a->jobs = calloc(n ? n : 1, sizeof *a->jobs);
+  if (!a->per || !a->ranks || !a->positional || !a->jobs) return FT_ENOMEM;
+  a->n_files = n;
+  for (size_t i = 0; i < n; i++)
+    a->jobs[i] = (file_job){.path = paths[i], .pos = i, .step = step, .o = o, .out = &a->per[i]};
+  return FT_OK;
+}
+
+/* (advise_cli.h) */
+ft_status ft_cli_advice_on_model(void *ctx, size_t file, struct ft_model *m, char *err, size_t errlen) {
+  ft_cli_advice *a = ctx;
+  if (file >= a->n_files) return FT_EINVAL;
+  file_job *j = &a->jobs[file];
+  if (advise_model(j, m, err, errlen)) snprintf(j->err, sizeof j->err, "%s: %s", j->path, err);
+  return j->st;
+}
+
+/* (advise_cli.h) */
+ft_status ft_cli_advice_end(ft_cli_advice *a, const ft_advise_opts *o, char *err, size_t errlen) {
+  ft_status st = FT_OK;
+  a->whole_trace = a->n_files > 0;
+  for (size_t i = 0; i < a->n_files; i++) {
+    file_job *j = &a->jobs[i];
+    a->ranks[i] = j->rank;
+    a->positional[i] = j->positional;
+    a->whole_trace = a->whole_trace && j->whole;
+    if (!st && j->st) {
+      st = j->st;
+      snprintf(err, errlen, "%s", j->err);
+    }
+  }
+  free(a->jobs);
+  a->jobs = NULL;
+  return st ? st : ft_cli_advice_finish(a, o, err, errlen);
+}
+
+/* (advise_cli.h) */
+ft_status ft_cli_advice_read(ft_cli_advice *a, const char *const *paths, size_t n, const char *step,
+                             const ft_advise_opts *o, char *err, size_t errlen) {
+  if (ft_cli_advice_begin(a, paths, n, step, o)) {
     snprintf(err, errlen, "out of memory");
     return FT_ENOMEM;
   }
-  a->n_files = n;
-  for (size_t i = 0; i < n; i++)
-    jobs[i] = (file_job){.path = paths[i], .pos = i, .step = step, .o = o, .out = &a->per[i]};
-  pool p = {jobs, n, 0};
+  pool p = {a->jobs, n, 0};
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   size_t nt = cores > 1 ? (size_t)cores : 1;
   if (nt > n) nt = n;
@@ -112,19 +149,32 @@ ft_status ft_cli_advice_read(ft_cli_advice *a, const char *const *paths, size_t 
     if (pthread_create(&tid[started], NULL, worker, &p)) break;
   worker(&p);
   for (size_t t = 0; t < started; t++) pthread_join(tid[t], NULL);
-  ft_status st = FT_OK;
+  return ft_cli_advice_end(a, o, err, errlen);
+}
+
+ft_status ft_cli_advice_models(ft_cli_advice *a, const ft_model *models, const char *const *paths, size_t n,
+                               const ft_advise_opts *o, char *err, size_t errlen) {
+  memset(a, 0, sizeof *a);
+  a->paths = paths;
+  a->per = calloc(n ? n : 1, sizeof *a->per);
+  a->ranks = calloc(n ? n : 1, sizeof *a->ranks);
+  a->positional = calloc(n ? n : 1, sizeof *a->positional);
+  if (!a->per || !a->ranks || !a->positional) return snprintf(err, errlen, "out of memory"), FT_ENOMEM;
+  a->n_files = n;
   a->whole_trace = n > 0;
   for (size_t i = 0; i < n; i++) {
-    a->ranks[i] = jobs[i].rank;
-    a->positional[i] = jobs[i].positional;
-    a->whole_trace = a->whole_trace && jobs[i].whole;
-    if (!st && jobs[i].st) {
-      st = jobs[i].st;
-      snprintf(err, errlen, "%s", jobs[i].err);
-    }
+    ft_model m = models[i]; /* a shallow copy: only its rank is set, as advise_file does */
+    a->whole_trace =
+        a->whole_trace &&
+        (m.n_steps == 0 || (m.n_steps == 1 && m.steps[0].number == -1 && m.steps[0].slice == FT_MODEL_NONE));
+    a->positional[i] = m.rank < 0;
+    if (m.rank < 0) m.rank = (int64_t)i;
+    a->ranks[i] = m.rank;
+    char merr[512];
+    ft_status st = ft_advise(&m, o, &a->per[i], merr, sizeof merr);
+    if (st) return snprintf(err, errlen, "%s: %s", paths[i], merr), st;
   }
-  free(jobs);
-  return st ? st : ft_cli_advice_finish(a, o, err, errlen);
+  return ft_cli_advice_finish(a, o, err, errlen);
 }
 
 ft_status ft_cli_advice_finish(ft_cli_advice *a, const ft_advise_opts *o, char *err, size_t errlen) {
@@ -151,5 +201,6 @@ void ft_cli_advice_free(ft_cli_advice *a) {
   free(a->ranks);
   free(a->positional);
   free(a->ranked);
+  free(a->jobs);
   memset(a, 0, sizeof *a);
 }

@@ -277,8 +277,15 @@ int ft_cli_columns(int argc, char **argv) {
   int64_t *tr = malloc((nt ? nt : 1) * 3 * sizeof *tr), *st = malloc((ns ? ns : 1) * 3 * sizeof *st);
   uint8_t *tk = malloc(nt ? nt : 1);
   int64_t *ids = malloc((m.n ? m.n : 1) * 2 * sizeof *ids); /* corr, ext: the full ids, -1 for none */
+  /* the memory rows (issue 51) as columns: ts, bytes, allocated, reserved; addr; device; type; op, call, step */
+  size_t nm = m.n_mem;
+  int64_t *mi = malloc((nm ? nm : 1) * 4 * sizeof *mi);
+  uint64_t *ma = malloc((nm ? nm : 1) * sizeof *ma);
+  int32_t *md = malloc((nm ? nm : 1) * sizeof *md);
+  int16_t *mt = malloc((nm ? nm : 1) * sizeof *mt);
+  uint32_t *mx = malloc((nm ? nm : 1) * 3 * sizeof *mx);
   int rc = 0;
-  if (!tr || !st || !tk || !ids || build_strings(&m, &t) || build_args(&m, &at)) {
+  if (!tr || !st || !tk || !ids || !mi || !ma || !md || !mt || !mx || build_strings(&m, &t) || build_args(&m, &at)) {
     ft_cli_error("columns", "out of memory");
     rc = 1;
     goto out;
@@ -292,6 +299,12 @@ int ft_cli_columns(int argc, char **argv) {
   for (size_t i = 0; i < n; i++) {
     int64_t c = ft_model_corr(&m, i), e = ft_model_ext(&m, i);
     ids[i] = c == FT_MODEL_NO_ID ? -1 : c, ids[n + i] = e == FT_MODEL_NO_ID ? -1 : e;
+  }
+  for (size_t i = 0; i < nm; i++) {
+    const ft_model_mem *x = &m.mem[i];
+    mi[i] = x->ts, mi[nm + i] = x->bytes, mi[2 * nm + i] = x->total_allocated, mi[3 * nm + i] = x->total_reserved;
+    ma[i] = x->addr, md[i] = x->device, mt[i] = x->device_type;
+    mx[i] = x->op, mx[nm + i] = x->call, mx[2 * nm + i] = x->step;
   }
   col cols[] = {
       {"ts", "<i8", m.ts, n, 8},
@@ -320,6 +333,16 @@ int ft_cli_columns(int argc, char **argv) {
       {"string_bytes", "|u1", t.blob, t.blob_len, 1},
       {"arg_string_offsets", "<u8", at.offs, at.n + 1, 8},
       {"arg_string_bytes", "|u1", at.blob, at.blob_len, 1},
+      {"mem_ts", "<i8", mi, nm, 8},
+      {"mem_bytes", "<i8", mi + nm, nm, 8},
+      {"mem_total_allocated", "<i8", mi + 2 * nm, nm, 8},
+      {"mem_total_reserved", "<i8", mi + 3 * nm, nm, 8},
+      {"mem_addr", "<u8", ma, nm, 8},
+      {"mem_device", "<i4", md, nm, 4},
+      {"mem_device_type", "<i2", mt, nm, 2},
+      {"mem_op", "<u4", mx, nm, 4},
+      {"mem_call", "<u4", mx + nm, nm, 4},
+      {"mem_step", "<u4", mx + 2 * nm, nm, 4},
   };
   ft_outfile of;
   FILE *f = stdout;
@@ -337,7 +360,7 @@ int ft_cli_columns(int argc, char **argv) {
     rc = 1;
   }
 out:
-  free(tr), free(st), free(tk), free(ids);
+  free(tr), free(st), free(tk), free(ids), free(mi), free(ma), free(md), free(mt), free(mx);
   free(t.name_code), free(t.track_name), free(t.offs), free(t.blob);
   argtab_free(&at);
   ft_model_free(&m);

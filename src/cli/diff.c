@@ -111,7 +111,7 @@ typedef struct side_read {
 
 static void *read_side(void *arg) {
   side_read *r = arg;
-  ft_stat_read_opts ro = {.ops = true, .op_kernels = true};
+  ft_stat_read_opts ro = {.ops = true, .op_kernels = true, .memory = true}; /* memory: its peaks */
   r->st = ft_stat_job_read(r->job, r->t->paths, r->t->n, &ro, r->err, sizeof r->err);
   r->read = true;
   return NULL;
@@ -150,6 +150,7 @@ static void write_table(FILE *f, const ft_diff *d, const ft_stat_job *job[2], si
           (unsigned long long)d->kernels_shared, (unsigned long long)d->kernels[0]);
   ft_table_opts to = {width, 0, FT_UNIT_US};
   for (int r = 0; r < FT_DIFF_N; r++) {
+    if (!d->reps[r].key) continue; /* not built (memory: neither side has any) */
     fputc('\n', f);
     if (!d->reps[r].n_rows) fprintf(f, "== %s ==\n(none)\n", d->reps[r].title);
     else ft_report_table(f, &d->reps[r], &to);
@@ -173,6 +174,7 @@ static void write_json(FILE *f, const ft_diff *d, const ft_stat_job *job[2]) {
           (unsigned long long)d->ops_matched, d->kernels_by_name ? "name" : "group", (unsigned long long)d->kernels[0],
           (unsigned long long)d->kernels[1], (unsigned long long)d->kernels_shared);
   for (int r = 0; r < FT_DIFF_N; r++) {
+    if (!d->reps[r].key) continue;
     fprintf(f, ",\n  \"%s\": ", d->reps[r].key);
     ft_report_json(f, &d->reps[r]);
   }
@@ -412,6 +414,7 @@ int ft_cli_diff(int argc, char **argv) {
         rc = 1;
       } else if (fmt != FMT_HTML)
         for (int r = 0; r < FT_DIFF_N; r++) {
+          if (!d.reps[r].key) continue;
           fprintf(f, "%s# %s\n", r ? "\n" : "", d.reps[r].key);
           ft_report_csv(f, &d.reps[r]);
         }

@@ -149,6 +149,8 @@ static ft_status write_data(FILE *f, const ft_stat_job *job, ft_report *reps, si
   }
   fputs(",\n  \"tl\": ", f);
   ft_status s = ft__tl_write(f, tl, job);
+  fputs(",\n  \"advice\": ", f);
+  if (!s) s = ft__report_advice(f, tl, job);
   fputs("\n}", f);
   return s;
 }

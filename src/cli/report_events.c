@@ -54,13 +54,15 @@ void ft__tl_free(ft__tl *tl) {
   memset(tl, 0, sizeof *tl);
 }
 
-/* The earliest slice's start, INT64_MAX when the file has none. */
+/* The earliest slice's start, else (a file of memory operations only) its first memory
+ * operation's time; INT64_MAX when the file has neither. */
 static int64_t first_ts(const ft_model *m) {
   int64_t first = INT64_MAX;
   for (size_t i = 0; i < m->n; i++)
     if (m->ts[i] < first && cls_of(m->kind[i]) >= 0) first = m->ts[i];
-  return first;
+  return first == INT64_MAX && m->n_mem ? m->mem[0].ts : first;
 }
+int64_t ft__tl_first_ts(const struct ft_model *m) { return first_ts(m); }
 
 /* The trace's top-level "baseTimeNanoseconds" (our traces write it before the events,
  * kineto's after them): -1 when the file states none or cannot be read again, -2 when it
@@ -109,11 +111,8 @@ void ft__tl_base_times(ft__tl *tl, const ft_stat_job *job) {
 /* A column: zigzag varints (7 bits a byte, low first), gzip'd, in base64. About 7
  * characters a slice for the five columns where decimal JSON took 22 (docs/report.md);
  * the page inflates them (DecompressionStream) into typed arrays without a parse. */
-typedef struct col {
-  unsigned char *b;
-  size_t n, cap;
-} col;
-static bool varint(col *c, int64_t v) {
+typedef ft__tl_col col;
+bool ft__tl_varint(col *c, int64_t v) {
   if (c->cap - c->n < 10) {
     size_t cap = c->cap ? 2 * c->cap : 4096;
     unsigned char *b = realloc(c->b, cap);
@@ -135,7 +134,7 @@ static void b64(FILE *out, const unsigned char *p, size_t n) {
   }
 }
 /* c's bytes gzip'd, as a JSON string of base64 */
-static ft_status put_col(FILE *out, const col *c) {
+ft_status ft__tl_put_col(FILE *out, const col *c) {
   z_stream z = {0};
   if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return FT_ENOMEM;
   uLong cap = deflateBound(&z, (uLong)c->n);
@@ -239,15 +238,15 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
     bool row_start = !p || e->cls != p->cls || e->pid != p->pid || e->tid != p->tid;
     int64_t corr = page_id(ft_model_corr(m, sl)), ext = page_id(ft_model_ext(m, sl));
     uint32_t nm = m->name[sl];
-    ok = varint(&cols[0], m->ts[sl] - (row_start ? first : m->ts[p->slice])) && varint(&cols[1], m->dur[sl]) &&
-         varint(&cols[2], nm == FT_MODEL_NONE ? 0 : ids[nm]) && varint(&cols[3], corr - prev_corr) &&
-         varint(&cols[4], ext - prev_ext);
+    ok = ft__tl_varint(&cols[0], m->ts[sl] - (row_start ? first : m->ts[p->slice])) &&
+         ft__tl_varint(&cols[1], m->dur[sl]) && ft__tl_varint(&cols[2], nm == FT_MODEL_NONE ? 0 : ids[nm]) &&
+         ft__tl_varint(&cols[3], corr - prev_corr) && ft__tl_varint(&cols[4], ext - prev_ext);
     prev_corr = corr, prev_ext = ext;
     struct ft_model_kernel_args a;
     if (ok && e->launch && ft_model_kernel_args(m, sl, &a)) {
-      ok = varint(&cols[5], (int64_t)i);
-      for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], a.grid[d]);
-      for (int d = 0; d < 3 && ok; d++) ok = varint(&cols[5], a.block[d]);
+      ok = ft__tl_varint(&cols[5], (int64_t)i);
+      for (int d = 0; d < 3 && ok; d++) ok = ft__tl_varint(&cols[5], a.grid[d]);
+      for (int d = 0; d < 3 && ok; d++) ok = ft__tl_varint(&cols[5], a.block[d]);
       launches++;
     }
   }
@@ -255,9 +254,11 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
   ft_status s = ok ? FT_OK : FT_ENOMEM;
   for (int c = 0; c < 6 && !s; c++) {
     fprintf(out, ", \"%s\": ", keys[c]);
-    s = put_col(out, &cols[c]);
+    s = ft__tl_put_col(out, &cols[c]);
   }
-  fprintf(out, ", \"gn\": %zu}", launches);
+  fprintf(out, ", \"gn\": %zu", launches);
+  if (!s) s = ft__tl_write_mem(out, m, names, n ? first : first_ts(m));
+  fputc('}', out);
   for (int c = 0; c < 6; c++) free(cols[c].b);
   free(ev);
   free(ids);

@@ -39,6 +39,8 @@ static const char usage[] =
     "                                    whose \"External id\" is one of its calls), device\n"
     "                                    total (nested calls' work too), calls; nesting\n"
     "                                    per thread, runtime calls count as children\n"
+    "                                    (with [memory] events: CPU Mem, Self CPU Mem,\n"
+    "                                    CUDA Mem, Self CUDA Mem, as key_averages())\n"
     "                        ops_shapes  the same by op and Input Dims (record_shapes)\n"
     "                        ops_modules the same by op and the innermost nn.Module\n"
     "                                    around it (with_modules or with_stack)\n"
@@ -119,8 +121,9 @@ static const char usage[] =
     "                      get less than 40 characters, columns are left out, in\n"
     "                      this order: StdDev, Min, Max, Med, Avg, Calls; the\n"
     "                      trace's Reg/Trd, Blk, Grd, Strm, Bytes; Devices, Events,\n"
-    "                      Span, Compute; ops' CPU total, Device total (a line\n"
-    "                      under the table names them). Names wider than what is\n"
+    "                      Span, Compute; ops' CPU total, Device total, CPU Mem,\n"
+    "                      Self CPU Mem, CUDA Mem (a line under the table names\n"
+    "                      them). Names wider than what is\n"
     "                      left (never less than 16; Input Dims: 24, down to 16)\n"
     "                      are cut in the middle, \"...\" keeping the start and the\n"
     "                      end; where two would read the same, elsewhere (another\n"
@@ -170,7 +173,8 @@ static const char usage[] =
     "read: 16 B per device event at most for busy % (less where device work overlaps\n"
     "or touches), and for ops reports 21-43 B per distinct \"External id\" and 64 B\n"
     "per op, range and runtime call without one (their nesting; ops_modules: and\n"
-    "per nn.Module event); a value flagtrace does not read costs nothing. HTA's\n"
+    "per nn.Module event; 24 B per [memory] event for their memory columns); a\n"
+    "value flagtrace does not read costs nothing. HTA's\n"
     "reports add, only when asked for: 12 B per GPU event and 12 B\n"
     "more per compute or communication kernel (16 B past 4.3 s; less where they\n"
     "touch or overlap), 32 B per GPU event with a correlation id and 24 B per\n"
@@ -524,10 +528,6 @@ int ft_cli_stats(int argc, char **argv) {
     return ft_cli_usage_error("stats", "-r advice reads the traces themselves: not with --%s",
                               merge ? "merge" : "partial");
   }
-  if (advice && n_stdin) { /* the model is a second read of each trace */
-    ft_trace_args_free(&files);
-    return ft_cli_usage_error("stats", "-r advice reads each trace twice: \"-\" (stdin) cannot be one");
-  }
   /* the trace report: the earliest N device events of each file, kept while reading
    * (100 unless --limit says; 0: all of them) */
   size_t trace_rows = limit_given ? ro.limit : 100;
@@ -551,6 +551,18 @@ int ft_cli_stats(int argc, char **argv) {
     return ft_cli_output_refused("stats", exists, err);
   }
   ft_stat_job job;
+  /* advice: each file's event model from the stats read's own parse, advised as it is read */
+  ft_cli_advice adv;
+  ft_advise_opts ao;
+  ft_advise_opts_default(&ao);
+  memset(&adv, 0, sizeof adv);
+  if (advice && ft_cli_advice_begin(&adv, files.paths, n_files, NULL, &ao)) {
+    ft_cli_advice_free(&adv);
+    for (size_t i = 0; i < n_out; i++) free(names[i]);
+    ft_trace_args_free(&files);
+    ft_cli_error("stats", "out of memory");
+    return 1;
+  }
   uint64_t part_limit = trace_limit == SIZE_MAX ? UINT64_MAX : trace_limit; /* device events kept per file */
   /* a partial keeps what every report needs (HTA's analyses too); a merge keeps
    * the files' own rows where a by-rank output (or partial) can use them */
@@ -564,18 +576,14 @@ int ft_cli_stats(int argc, char **argv) {
         .modules = partial || (report & 1u << REP_OPS_MODULES) != 0,
         .memory = partial || (report & 1u << REP_MEM) != 0,
         .source = partial, /* a partial names each trace's source: a merge refuses one given twice */
-        .model = model};
+        .model = model,
+        .on_model = advice ? ft_cli_advice_on_model : NULL,
+        .on_model_ctx = &adv};
     s = ft_stat_job_read(&job, files.paths, n_files, &o, err, sizeof err);
   }
   if (!s && merge && !partial)
     s = merged_ok(&job, report, trace_rows ? trace_rows : UINT64_MAX, part_limit, err, sizeof err);
-  ft_cli_advice adv;
-  memset(&adv, 0, sizeof adv);
-  if (!s && advice) {
-    ft_advise_opts ao;
-    ft_advise_opts_default(&ao);
-    s = ft_cli_advice_read(&adv, files.paths, n_files, NULL, &ao, err, sizeof err);
-  }
+  if (!s && advice) s = ft_cli_advice_end(&adv, &ao, err, sizeof err);
   if (s) {
     ft_cli_error("stats", "%s", err);
     ft_cli_advice_free(&adv);
@@ -594,7 +602,7 @@ int ft_cli_stats(int argc, char **argv) {
   if (!quiet) { /* -q: errors only */
     ft_stat_job_notes(stderr, &job, "flagtrace stats: ");
     uint64_t mem_events = 0; /* device memory the reports asked do not show: where to look */
-    for (size_t f = 0; !(report & 1u << REP_MEM) && f < job.n_files; f++) mem_events += job.files[f].mem_events;
+    for (size_t f = 0; !(report & 1u << REP_MEM) && f < job.n_files; f++) mem_events += job.files[f].mem_seen;
     if (mem_events)
       fprintf(stderr, "flagtrace stats: %llu [memory] events (device memory): -r mem summarizes them\n",
               (unsigned long long)mem_events);

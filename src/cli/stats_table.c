@@ -11,9 +11,11 @@
  * its key (between '_') is the entry's, when its key starts with an entry that
  * ends in '_', or is an entry that starts with '='. A row's spread first, then the
  * trace's launch details, per-rank extras, then ops' totals; --help documents it. */
-static const char *const drop_order[] = {"stddev",    "min",   "max",     "median",     "avg",          "calls",
-                                         "registers", "block", "grid",    "stream",     "=bytes",       "devices",
-                                         "events",    "span",  "compute", "cpu_total_", "device_total_"};
+static const char *const drop_order[] = {"stddev", "min", "max", "median", "avg", "calls", "registers", "block", "grid",
+                                         "stream", "=bytes", "devices", "events", "span", "compute", "cpu_total_",
+                                         "device_total_",
+                                         /* the ops' memory (issue 51): Self CUDA Mem stays */
+                                         "=cpu_mem_bytes", "=self_cpu_mem_bytes", "=device_mem_bytes"};
 #define N_DROP (sizeof drop_order / sizeof *drop_order)
 
 static bool has_word(const char *key, const char *w) {

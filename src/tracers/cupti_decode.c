@@ -476,6 +476,10 @@ static void decode_memory(cupti_tracer *t, const CUpti_ActivityMemory4 *r) {
   ft__cupti_pool *p =
       pool && type == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL ? pool_slot(t, r->deviceId, pool, true) : NULL;
   uint64_t size = r->memoryPoolConfig.pool.size;
+  if (p) /* the reading of pool sizes is checked on hardware with this (tests/gpu/check_mem_pool.py) */
+    FT__LOG("memory record: op %d pool %#llx size %llu utilized %llu bytes %llu", (int)r->memoryOperationType,
+            (unsigned long long)pool, (unsigned long long)size, (unsigned long long)r->memoryPoolConfig.utilizedSize,
+            (unsigned long long)r->bytes);
   if (p && size > p->level) pool_to(t, p, size, at, r->correlationId, r->streamId, kind, 0);
   ft_memory_info m = {.op = alloc ? FT_MEMORY_ALLOC : FT_MEMORY_FREE,
                       .memory_kind = kind,
@@ -520,7 +524,12 @@ static void decode_pool(cupti_tracer *t, const CUpti_ActivityMemoryPool2 *r) {
     return;
   }
   bool destroyed = op == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED;
-  pool_to(t, p, destroyed ? 0 : size, at, r->correlationId, UINT32_MAX, FT_MEMKIND_DEVICE, natural);
+  /* A created pool's record already says the size it will reserve (32 MiB on an H100),
+   * but CUDA's cudaMemPoolAttrReservedMemCurrent is 0 until its first allocation
+   * (measured: docs/memory.md); that allocation's record carries the size and
+   * reserves it. */
+  bool created = op == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED;
+  pool_to(t, p, destroyed || created ? 0 : size, at, r->correlationId, UINT32_MAX, FT_MEMKIND_DEVICE, natural);
   if (destroyed) *p = t->pools[--t->n_pools]; /* forgotten: its address may be a new pool's */
 }
 #endif

@@ -28,7 +28,8 @@ case = results.case
 
 STEP = 10000  # us: every synthetic step is 10 ms
 STEPS = 3     # ProfilerStep#1..#3, the same plant in each: mean cost = one step's
-RULES = {"sync", "h2d-copy", "step-start", "launch-bound", "sync-memop", "gap", "straggler", "fuse", "low-flops"}
+RULES = {"sync", "h2d-copy", "step-start", "launch-bound", "sync-memop", "gap", "straggler", "fuse", "low-flops",
+         "alloc-call", "fragmentation", "leak"}
 
 
 class Trace:
@@ -260,7 +261,7 @@ def fuse_trace():
 
 
 def low_flops_trace():
-    """An A100 (312 TFLOP/s dense bf16, in the model's and advise's tables alike). Per step
+    """An A100 (312 TFLOP/s dense bf16, in the model's peaks table). Per step
     s: aten::mm [s+1, s+10) with Input Dims [[1024, 4096], [4096, 4096]] (2 x 1024 x
     4096^2 FLOPs) launches its kernel [s+5, s+8005): 8 ms, 1.38 % of the peak, under 2 %.
     What 2 % would take: 2 x 1024 x 4096^2 / (312e12 x 0.02) s = 5506368 ns (whole ns,
@@ -451,6 +452,21 @@ def _():
     advise([p], "-f", "json", "-n", "1", "-o", out)
     doc = json.load(open(out))
     assert doc["schema"] == 1 and len(doc["findings"]) == 1 and doc["findings_total"] >= 1, doc
+
+
+@case("stats -r advice: one parse for the summary and the model, so stdin reads as a file does")
+def _():
+    p = sync_trace().write("sync_stdin.json")
+    want = subprocess.run([*WRAP, FT, "stats", "-r", "kernels,advice", "-f", "json", p], capture_output=True,
+                          text=True)
+    assert want.returncode == 0, want.stderr
+    with open(p) as f:
+        r = subprocess.run([*WRAP, FT, "stats", "-r", "kernels,advice", "-f", "json", "-"], stdin=f,
+                           capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got, doc = json.loads(r.stdout), json.loads(want.stdout)
+    assert got["advice"] == doc["advice"] and got["advice"][0]["rule"] == "sync", got["advice"]
+    assert got["kernels"] == doc["kernels"], got["kernels"]
 
 
 @case("table: past 4 steps, the mean column is the JSON's mean on every row (the critical path too)")

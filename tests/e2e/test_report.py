@@ -25,7 +25,7 @@ flagtrace, data = sys.argv[1], sys.argv[2]
 CHROMIUM = chromium_or_skip()
 results = Results()
 case = results.case
-SECTIONS = ["summary", "timeline", "busy", "top-kernels", "top-ops", "copies", "tables"]
+SECTIONS = ["summary", "advice", "timeline", "busy", "top-kernels", "top-ops", "copies", "tables"]
 
 
 def report(out, *files, cwd=None):
@@ -544,6 +544,29 @@ def _():
         assert open(quiet).read() == open(loud).read()  # the same page either way
         r = subprocess.run([flagtrace, "report", "--quiet", "-o", quiet, trace], capture_output=True, text=True)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "exists" in r.stderr, r  # errors still shown
+
+
+@case("report: the Advice panel's data is advise -f json's findings for the same files (one file, and a job of two)")
+def _():
+    sets = [["batch16_torch_cuda.json.gz"], ["sample_h200.json.gz"], ["batch8_torch_cuda.json.gz", "batch16_torch_cuda.json.gz"]]
+    with tempfile.TemporaryDirectory() as d:
+        for names in sets:
+            files = [os.path.join(data, n) for n in names]
+            out = os.path.join(d, "r.html")
+            if os.path.exists(out):
+                os.remove(out)
+            r = report(out, *files)
+            assert r.returncode == 0, r
+            got = page_data(open(out).read())["advice"]
+            a = subprocess.run([flagtrace, "advise", "-f", "json", "-n", "0", *files], capture_output=True, text=True,
+                               check=True)
+            want = json.loads(a.stdout)["findings"]
+            assert want, names  # each set has findings: the check compares something
+            key = ("rule", "rank", "cost_us", "share", "count", "where", "what", "suggestion")
+            assert [[f[k] for k in key] for f in got["findings"]] == [[f[k] for k in key] for f in want], names
+            for g, w in zip(got["findings"], want):  # the first occurrence, in ns on the page's clock
+                assert g["at"] and 0 <= g["at"]["file"] < len(files), (names, g)
+                assert g["at"]["dur_ns"] == round(w["occurrences"][0]["dur_us"] * 1000), (names, g, w)
 
 
 results.finish()

@@ -18,13 +18,16 @@ def main(trace, probe_path):
     probe = [json.loads(line) for line in open(probe_path) if line.strip()]
     names = {p["call"] for p in probe}
     calls = sorted((e for e in xs(doc, ("cuda_runtime",)) if e["name"] in names), key=lambda e: e["ts"])
-    seen, matched = {}, []  # the i-th call of a name is the probe's i-th line of that name
-    for e in calls:
-        i = seen.get(e["name"], 0)
-        seen[e["name"]] = i + 1
-        lines = [p for p in probe if p["call"] == e["name"]]
-        if i < len(lines):
-            matched.append((e["args"]["correlation"], lines[i]))
+    # the probe's calls are a name's last ones: the CUDA runtime makes its own before them
+    # (cudaFree(0) at context creation), which the probe does not print
+    matched = []
+    for name in names:
+        lines = [p for p in probe if p["call"] == name]
+        mine = [e for e in calls if e["name"] == name][-len(lines):]
+        matched += [(e["args"]["correlation"], p, e["ts"] + e["dur"]) for e, p in zip(mine, lines)]
+    matched.sort(key=lambda m: m[2])
+    matched = [(c, p) for c, p, _ in matched]
+    ends = {c: e["ts"] + e["dur"] for e in calls for c in [e["args"]["correlation"]]}
     assert len(matched) == len(probe), f"{len(matched)} of the probe's {len(probe)} calls found in the trace"
     mem = [e for e in doc["traceEvents"] if e.get("name") == "[memory]"]
     by_corr = {}
@@ -60,12 +63,14 @@ def main(trace, probe_path):
     # each pool's reserved level after each call, from the trace's reserve/unreserve; the
     # created pool's after each of its calls, the default pool's after its allocation only
     # (its release at the synchronization after the free makes no record: docs/memory.md)
-    level, default_pool = {}, None
+    # (every reserve/unreserve up to the call's end counts: the default pool's is made by
+    # cudaDeviceGetDefaultMemPool, a call the probe does not print)
+    level, default_pool, moves = {}, None, sorted((e for e in mem if e["args"]["Op"] in ("reserve", "unreserve")),
+                                                   key=lambda e: e["ts"])
     for i, (corr, p) in enumerate(matched):
-        for e in by_corr.get(corr, []):
-            a = e["args"]
-            if a["Op"] in ("reserve", "unreserve"):
-                level[a.get("Pool", 0)] = level.get(a.get("Pool", 0), 0) + a["Pool Bytes"]
+        while moves and moves[0]["ts"] <= ends[corr]:
+            a = moves.pop(0)["args"]
+            level[a.get("Pool", 0)] = level.get(a.get("Pool", 0), 0) + a["Pool Bytes"]
         if p["call"] == "cudaMallocAsync":
             default_pool = next((a.get("Pool") for a in ops(corr, "alloc")), None)
             subject = default_pool

@@ -184,6 +184,11 @@ class FakeServer:
         self.answered_at.append(FakeServer.clock)
         self.asked.append(cmd)
         k = len(self.asked)
+        if not self.torch and "alloc_loop" in " ".join(self.cmd):  # P7: 10 µs an iteration bare
+            text = " ".join(self.cmd)
+            extra = 0.5 if "--memory=on" in text else 0.2 if "--memory=off" in text else 0.0
+            FakeServer.turns += 1
+            return repr((10.0 + extra) * (1 + self.DRIFT * FakeServer.turns))
         if not self.torch:
             text = " ".join(self.cmd)
             extra = 1.5 if "CUDA_INJECTION64_PATH" in self.env else 0.02 if "--on-demand" in text else 1.4 if \
@@ -363,6 +368,26 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
         self.assertEqual(sum("--engine=model" in c for c in stats_1m), 7)
         self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "cap1m.json")))
         self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "cap1m.json.gz")))
+
+    def test_p7_memory_on_against_off_each_against_its_bare_turns(self):
+        self.g.shape["mem_groups"] = 3
+        rows = self.g.p7_memory(2000)
+        self.assertEqual([r["id"] for r in rows], ["P7"] * 3)
+        # on 10.5, off 10.2, bare 10 µs: the host's drift cancels against the bare turns around each
+        for r, want in zip(rows, (10.5 / 10.2, 10.5 / 10.0, 10.2 / 10.0)):
+            self.assertAlmostEqual(r["estimate"], want, places=9)
+            self.assertAlmostEqual(r["high"], r["low"], places=9)
+        self.assertEqual([r["verdict"] for r in rows], ["pass", "not judged", "not judged"])
+        self.assertEqual((rows[0]["target"], rows[0]["ratio"][:5]), ("≤ 1.05", "1.029"))
+        # 3 groups of 3 sides, the bare one before, between and after the others, every side on CPU 2
+        self.assertEqual(len(self.servers), 9)
+        self.assertEqual(sorted(" ".join(sv.cmd[6:9]) for sv in self.servers[:3]),
+                         ["/b/bench/gpu/alloc_loop 2000 serve", "/b/flagtrace record --memory=off",
+                          "/b/flagtrace record --memory=on"])
+        self.assertTrue(all(sv.asked == ["go"] * (3 * 4 if "record" not in sv.cmd else 4) and sv.closed
+                            for sv in self.servers))
+        self.assertTrue(all(sv.cmd[:6] == ["taskset", "-c", "2", "setarch", "x86_64", "-R"] for sv in self.servers))
+        self.assertEqual(len({sv.env["FT_BENCH_MMAP_PAD"] for sv in self.servers}), 3)  # a layout per group
 
     def test_layouts_are_shared_within_a_pair_or_group_and_differ_between(self):
         want = set(run.IDS)

@@ -630,26 +630,41 @@ static void test_vendor_names(void **state) {
   for (const char *const *n = not_copy; *n; n++)
     if (ft_advise_is_blocking_copy(*n)) fail_msg("%s: a blocking copy", *n);
   assert_false(ft_advise_is_sync_call(NULL));
-  static const char *const rules[FT_RULE_N] = {"sync", "h2d-copy",  "step-start", "launch-bound", "sync-memop",
-                                               "gap",  "straggler", "fuse",       "low-flops"};
+  static const char *const rules[FT_RULE_N] = {"sync",       "h2d-copy",   "step-start",    "launch-bound",
+                                               "sync-memop", "gap",        "straggler",     "fuse",
+                                               "low-flops",  "alloc-call", "fragmentation", "leak"};
   for (int r = 0; r < FT_RULE_N; r++) assert_string_equal(ft_rule_name((enum ft_rule)r), rules[r]);
-  /* the peaks table (docs/advise.md), by deviceProperties' name */
+  /* the one peaks table (the model's: docs/advise.md "Peaks"), by deviceProperties' name, each
+   * variant before the name it contains */
   static const struct {
     const char *name;
     double tflops;
-  } peaks[] = {{"NVIDIA H200", 989},
-               {"NVIDIA H100 80GB HBM3", 989},
-               {"NVIDIA H100 PCIe", 756},
-               {"NVIDIA H100 NVL", 835},
+  } peaks[] = {{"NVIDIA H200", 989.4},
+               {"NVIDIA H200 NVL", 835.5},
+               {"NVIDIA H100 80GB HBM3", 989.4},
+               {"NVIDIA H100 PCIe", 756.5},
+               {"NVIDIA H100 NVL", 835.5},
+               {"NVIDIA H800", 989.4},
+               {"NVIDIA H800 PCIe", 756.5},
                {"NVIDIA H20", 148},
-               {"NVIDIA L40S", 362},
-               {"NVIDIA L40", 181},
+               {"NVIDIA L40S", 362.05},
+               {"NVIDIA L40", 181.05},
                {"NVIDIA L4", 121},
                {"NVIDIA A100-SXM4-80GB", 312},
+               {"NVIDIA A100 80GB PCIe", 312},
+               {"NVIDIA A800-SXM4-80GB", 312},
+               {"NVIDIA B200", 2250},
+               {"NVIDIA GB200", 2500},
+               {"Tesla V100-SXM2-32GB", 125},
+               {"Tesla V100-PCIE-16GB", 112},
+               {"Tesla V100S-PCIE-32GB", 130},
+               {"AMD Instinct MI300X", 1307.4},
                {"MetaX C500", 0},
                {"", 0}};
   for (size_t i = 0; i < sizeof peaks / sizeof *peaks; i++)
-    assert_true(ft__advise_peak_flops(peaks[i].name) == peaks[i].tflops * 1e12);
+    if (ft_model_peak_flops(peaks[i].name) != peaks[i].tflops * 1e12)
+      fail_msg("%s: %g, not %g", peaks[i].name, ft_model_peak_flops(peaks[i].name), peaks[i].tflops * 1e12);
+  assert_true(ft_model_peak_flops(NULL) == 0);
 }
 
 int main(void) {

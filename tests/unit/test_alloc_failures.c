@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "report.h"
+#include "model.h"
 #include "reports.h"
 #include "stats.h"
 #include "stats_out.h"
@@ -302,10 +304,44 @@ static void test_reports_and_tables(void **state) {
   assert_true(most >= 3); /* some table allocated: its failures were tried */
 }
 
+/* The HTML report of a trace with device memory: its timeline, its memory tracks and its
+ * Advice panel (advise run on the models) each fail as out of memory or write the same page. */
+static ft_report_input page_in;
+
+static int page_step(void *ctx, char **out) {
+  (void)ctx;
+  size_t len;
+  FILE *f = open_memstream(out, &len);
+  assert_non_null(f);
+  ft_status s = ft_report_html_groups(f, &page_in, 1, NULL, NULL, 0, NULL);
+  stop_failing();
+  fclose(f);
+  if (s != FT_OK && s != FT_ENOMEM) fail_msg("report page: status %d, not FT_ENOMEM", (int)s);
+  if (s) free(*out), *out = NULL;
+  return s;
+}
+
+static void test_report_page(void **state) {
+  (void)state;
+  const char *dir = getenv("FT_TEST_DATA");
+  static char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/data", "torch_memory_h100.json.gz");
+  const char *paths[] = {path};
+  char err[512];
+  if (ft_report_input_read(&page_in, paths, 1, err, sizeof err)) fail_msg("%s", err);
+  assert_int_equal(page_in.tl.models[0].n_mem, 90);
+  char *page = NULL;
+  assert_int_equal(page_step(NULL, &page), 0);
+  assert_non_null(strstr(page, "\"mem\": [\n  {\"device\": 0, \"type\": 1, \"n\": 90"));
+  free(page);
+  assert_true(every_failure("report page", page_step, NULL) >= 20);
+  ft_report_input_free(&page_in);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_read),  cmocka_unit_test(test_read_memory),        cmocka_unit_test(test_partial_write),
-      cmocka_unit_test(test_merge), cmocka_unit_test(test_reports_and_tables),
+      cmocka_unit_test(test_merge), cmocka_unit_test(test_reports_and_tables), cmocka_unit_test(test_report_page),
   };
   return cmocka_run_group_tests(tests, read_job, free_job);
 }

@@ -424,6 +424,52 @@ static void test_committed_trace(void **state) {
 }
 
 /* 100 000 slices of a few names: at most 64 B a slice, all held. */
+/* One parse for both (stats -r advice): the model has the python_function slices whether
+ * or not st wants modules, and st counts the cut names a read of its own counts. */
+static void test_read_with_stats_pyfunc(void **state) {
+  (void)state;
+  size_t long_name = FT_STATS_KEEP + 10;
+  char *t = malloc(long_name + 512);
+  assert_non_null(t);
+  int k = sprintf(t,
+                  "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1,"
+                  " \"tid\": 1, \"ts\": 1, \"dur\": 5}, {\"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"");
+  memset(t + k, 'p', long_name);
+  sprintf(t + k + long_name, "\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 9}]}");
+  size_t len = strlen(t);
+  char err[256];
+  ft_model alone;
+  assert_int_equal(ft_model_read_mem(&alone, t, len, NULL, NULL, err, sizeof err), FT_OK);
+  assert_int_equal(alone.n, 2);
+  for (int modules = 0; modules < 2; modules++) {
+    ft_stats own, st;
+    assert_int_equal(ft_stats_init(&own), FT_OK);
+    assert_int_equal(ft_stats_init(&st), FT_OK);
+    own.want_ops = st.want_ops = true;
+    own.want_modules = st.want_modules = modules;
+    assert_int_equal(ft_stats_read_mem(&own, t, len, err, sizeof err), FT_OK);
+    ft_model m;
+    assert_int_equal(ft_model_read_mem(&m, t, len, NULL, &st, err, sizeof err), FT_OK);
+    assert_int_equal(m.n, 2); /* the python_function slice either way */
+    assert_int_equal(m.kind[0], FT_MK_PYFUNC);
+    assert_int_equal(st.cut_strings, modules ? 1 : 0);
+    assert_int_equal(own.cut_strings, st.cut_strings);
+    assert_false(st.read_pyfunc); /* restored */
+    ft_stats re;                  /* a replay of that model counts as the read did */
+    assert_int_equal(ft_stats_init(&re), FT_OK);
+    re.want_ops = true;
+    re.want_modules = modules;
+    assert_int_equal(ft_model_replay(&m, &re), FT_OK);
+    assert_int_equal(re.cut_strings, own.cut_strings);
+    ft_stats_free(&re);
+    ft_stats_free(&own);
+    ft_stats_free(&st);
+    ft_model_free(&m);
+  }
+  ft_model_free(&alone);
+  free(t);
+}
+
 static void test_bytes_per_slice(void **state) {
   (void)state;
   ft_model m;
@@ -451,6 +497,7 @@ int main(void) {
       cmocka_unit_test(test_named_steps),
       cmocka_unit_test(test_read_and_replay),
       cmocka_unit_test(test_memory_rows),
+      cmocka_unit_test(test_read_with_stats_pyfunc),
       cmocka_unit_test(test_bytes_per_slice),
       cmocka_unit_test(test_committed_trace),
   };

@@ -23,8 +23,9 @@
 static void test_serialized_structs_unchanged(void **state) {
   (void)state;
   assert_int_equal(sizeof(ft_stat_dist), 80);
-  /* name, cat, comm, t, b, calls, self_ns, self_cpu_ns, total_dev_ns, aux (hta is a cache, left to recompute) */
-  assert_int_equal(sizeof(ft_stat_row), 224);
+  /* name, cat, comm, t, b, calls, self_ns, self_cpu_ns, total_dev_ns, cpu_mem, self_cpu_mem, dev_mem,
+   * self_dev_mem, aux (hta is a cache, left to recompute) */
+  assert_int_equal(sizeof(ft_stat_row), 256);
   assert_int_equal(sizeof(ft_stat_meta), 272);
   assert_int_equal(sizeof(ft_stat_skips), 64);
   assert_int_equal(sizeof(ft_stat_busy), 32); /* device, busy_ns (the bins are the report's) */
@@ -32,9 +33,10 @@ static void test_serialized_structs_unchanged(void **state) {
   assert_int_equal(sizeof(ft_stat_hta), 352);
   /* source: 48; skips unpaired, bad_ext: 16; model_*: 24 (and 8 of padding), not written (a --engine=model read's
    * note on stderr, not the summary's) */
-  /* mem and mem_kept (issue 51): 64 + 8, written as the file's "mem" (stats_partial_mem.c reads it); mem_events: 8 (and
-   * 8 of padding), not written (a read's note on stderr) */
-  assert_int_equal(sizeof(ft_stat_file), 944);
+  /* mem and mem_kept (issue 51): 64 + 8, written as the file's "mem" (stats_partial_mem.c reads it); mem_events:
+   * 24, written as "mem_cpu", "mem_dev", "mem_cuda" (the ops' memory columns); mem_seen: 8 (in mem_kept's padding), not
+   * written (a read's note on stderr) */
+  assert_int_equal(sizeof(ft_stat_file), 960);
   assert_int_equal(sizeof(ft_stat_mem), 64);
   assert_int_equal(sizeof(ft_stat_mem_dev), 320);
   assert_int_equal(sizeof(ft_stat_mem_at), 48);
@@ -242,6 +244,10 @@ static void test_round_trip_generated(void **state) {
         assert_int_equal(a->self_ns, b->self_ns);
         assert_int_equal(a->self_cpu_ns, b->self_cpu_ns);
         assert_int_equal(a->total_dev_ns, b->total_dev_ns);
+        assert_int_equal(a->cpu_mem, b->cpu_mem);
+        assert_int_equal(a->self_cpu_mem, b->self_cpu_mem);
+        assert_int_equal(a->dev_mem, b->dev_mem);
+        assert_int_equal(a->self_dev_mem, b->self_dev_mem);
         const ft_stat_dist *da[] = {&a->t, &a->b}, *db[] = {&b->t, &b->b};
         for (int k = 0; k < 2; k++) {
           assert_int_equal(da[k]->n, db[k]->n);

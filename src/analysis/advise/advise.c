@@ -348,7 +348,13 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
   int64_t t0 = ms->start, t1 = ms->end;
   *st = (ft_advise_step){.rank = m->rank, .number = ms->number, .start = t0, .end = t1};
   c->busy.n = c->comp.n = c->comm.n = c->copy.n = c->gaps.n = 0;
-  for (size_t k = lower(m, c->dev, c->n_dev, t0 - c->dev_max); k < c->n_dev && m->ts[c->dev[k]] < t1; k++) {
+  size_t k0 = lower(m, c->dev, c->n_dev, t0 - c->dev_max), need = lower(m, c->dev, c->n_dev, t1) - k0 + 2;
+  /* room for every interval at once: growing by doubling copied them over and over */
+  ivs *all[] = {&c->busy, &c->comp, &c->comm, &c->copy, &c->gaps};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    if (!ft__advise_grow((void **)&all[i]->v, &all[i]->cap, need, sizeof(iv))) c->oom = true;
+  if (!ft__advise_grow((void **)&c->idle_all.v, &c->idle_all.cap, c->idle_all.n + need, sizeof(iv))) c->oom = true;
+  for (size_t k = k0; k < c->n_dev && m->ts[c->dev[k]] < t1; k++) {
     uint32_t i = c->dev[k];
     int64_t a = m->ts[i] > t0 ? m->ts[i] : t0, b = end_of(m, i) < t1 ? end_of(m, i) : t1;
     if (b <= a) continue;
@@ -375,7 +381,8 @@ static void one_step(ctx *c, size_t s, ft_advise_step *st) {
   for (size_t g = 0; g < c->gaps.n && !c->oom; g++) {
     int64_t a = c->gaps.v[g].a, b = c->gaps.v[g].b;
     c->rem.n = 0;
-    iv_push(&c->rem, a, b);
+    if (!iv_push(&c->rem, a, b))
+      c->oom = true; /* an unchecked push left the gap uncounted: findings changed, no error */
     if (a < first_dev) {
       uint64_t ns = take(&c->rem, &c->tmp, a, first_dev, &c->oom);
       st->idle[FT_IDLE_STEP_START] += ns;
@@ -493,8 +500,8 @@ ft_status ft_advise(const ft_model *m, const ft_advise_opts *o, ft_advice *out, 
       gb[k] = c.idle_all.v[k].b;
       pre[k + 1] = pre[k] + (uint64_t)(gb[k] - ga[k]);
     }
-    double peak = m->peak_flops > 0 ? m->peak_flops : ft__advise_peak_flops(m->device_name);
-    ok = ft__rule_fuse(m, o, ga, gb, pre, c.idle_all.n, &c.t) && ft__rule_low_flops(m, peak, &c.t);
+    ok = ft__rule_fuse(m, o, ga, gb, pre, c.idle_all.n, &c.t) && ft__rule_low_flops(m, m->peak_flops, &c.t) &&
+         ft__rule_memory(m, &c.t);
   }
   free(pre);
   free(ga);

@@ -40,6 +40,10 @@ enum ft_rule {
   FT_RULE_STRAGGLER,    /* a rank slower than the others on the same step (job only) */
   FT_RULE_FUSE,         /* a kernel sequence repeated often: fuse or capture in a CUDA graph */
   FT_RULE_LOW_FLOPS,    /* a matmul/conv/attention op far below the device's peak FLOP/s */
+  /* device memory (issue 51; advise_memory.c, docs/advise.md "Memory") */
+  FT_RULE_ALLOC_CALL,    /* cudaMalloc/cudaFree and kin in the steady-state steps: each one a sync */
+  FT_RULE_FRAGMENTATION, /* peak reserved far above peak allocated */
+  FT_RULE_LEAK,          /* allocated memory that grows step over step */
   FT_RULE_N
 };
 const char *ft_rule_name(enum ft_rule r); /* "sync", "h2d-copy", ... (the CLI's and JSON's spelling) */
@@ -59,6 +63,8 @@ typedef struct ft_advise_finding {
   uint64_t cost_ns;     /* device idle it causes per step (mean over the steps): what fixing it saves,
                          * each step's part capped at its critical_path_ns (docs/advise.md) */
   double cost_share;    /* cost_ns over the mean step wall time */
+  uint64_t bytes;       /* memory findings: fragmentation's peak reserved less peak allocated, a leak's growth
+                         * a step; 0 for the others (kept whatever their cost: they cost memory, not time) */
   ft_advise_occurrence *occ;
   size_t n_occ; /* the first FT_ADVISE_KEEP_OCC kept */
 } ft_advise_finding;
@@ -91,5 +97,14 @@ void ft_advice_free(ft_advice *a);
 bool ft_advise_is_sync_call(const char *name);
 /* A host-to-device copy call that blocks the host (cudaMemcpy H2D, aclrtMemcpy, ...). */
 bool ft_advise_is_blocking_copy(const char *name);
+/* An allocation or free call that synchronizes (cudaMalloc, cudaFree, hipMalloc, aclrtFree, cuMemAlloc, ...;
+ * not the stream-ordered cudaMallocAsync/cudaFreeAsync). */
+bool ft_advise_is_alloc_call(const char *name);
+
+/* The memory rules' thresholds (docs/advise.md "Memory"). */
+#define FT_ADVISE_FRAG_RATIO 1.5              /* peak reserved over peak allocated */
+#define FT_ADVISE_FRAG_MIN_BYTES (1ull << 30) /* and peak reserved over 1 GiB */
+#define FT_ADVISE_LEAK_MIN_STEPS 3            /* steady-state steps (every step but the first) */
+#define FT_ADVISE_LEAK_MIN_BYTES (1ull << 20) /* least-squares growth a step */
 
 #endif

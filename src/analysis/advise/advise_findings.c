@@ -25,6 +25,7 @@ bool ft__advise_grow(void **p, size_t *cap, size_t need, size_t size) {
   while (c < need) c *= 2;
   void *q = realloc(*p, c * size);
   if (!q) return false;
+  ft__model_huge(q, c * size); /* a large one: in huge pages where offered (a fresh page costs a fault) */
   *p = q;
   *cap = c;
   return true;
@@ -71,7 +72,7 @@ uint32_t ft__finding(ft__findings *t, enum ft_rule rule, uint32_t k1, uint32_t k
   memset(&t->f[i], 0, sizeof t->f[i]);
   t->f[i].rule = rule;
   ((fkey *)t->keys)[i] = (fkey){rule, k1, k2};
-  t->last[i] = (struct ft__last){FT_MODEL_NONE, UINT32_MAX, INT64_MIN};
+  t->last[i] = (struct ft__last){FT_MODEL_NONE, UINT32_MAX, INT64_MIN, SIZE_MAX};
   t->slot[h] = (uint32_t)i + 1;
   if (is_new) *is_new = true;
   return (uint32_t)i;
@@ -79,11 +80,19 @@ uint32_t ft__finding(ft__findings *t, enum ft_rule rule, uint32_t k1, uint32_t k
 
 bool ft__credit_add(ft__findings *t, uint32_t fi, const ft_model *m, size_t step, uint32_t slice, int64_t ts,
                     int64_t dur, uint64_t ns) {
-  if (!ft__advise_grow((void **)&t->cr, &t->cap_cr, t->n_cr + 1, sizeof *t->cr)) return false;
-  t->cr[t->n_cr++] = (ft__credit){fi, (uint32_t)step, ns};
   struct ft__last *l = &t->last[fi];
+  /* a credit in the step of the finding's latest adds to it: the cost sums each (finding,
+   * step) before its cap, and a rule meets a step's occurrences together (16 bytes a
+   * credit were a kernel's gap each) */
+  if (l->cr != SIZE_MAX && t->cr[l->cr].step == (uint32_t)step) {
+    t->cr[l->cr].ns += ns;
+  } else {
+    if (!ft__advise_grow((void **)&t->cr, &t->cap_cr, t->n_cr + 1, sizeof *t->cr)) return false;
+    l->cr = t->n_cr;
+    t->cr[t->n_cr++] = (ft__credit){fi, (uint32_t)step, ns};
+  }
   if (l->slice == slice && l->step == step && l->ts == ts) return true;
-  *l = (struct ft__last){slice, (uint32_t)step, ts};
+  *l = (struct ft__last){slice, (uint32_t)step, ts, l->cr};
   ft_advise_finding *f = &t->f[fi];
   f->count++;
   if (f->n_occ >= FT_ADVISE_KEEP_OCC) return true;
@@ -135,11 +144,12 @@ void ft__cost_findings(ft__findings *t, const uint64_t *ceil, size_t n_steps, do
   }
 }
 
-/* Keeps the findings at or over min_share (a straggler's or fuse's too), largest cost first. */
+/* Keeps the findings at or over min_share (a straggler's or fuse's too), largest cost first; a memory
+ * finding (bytes, no time) whatever its cost, after those of a cost. */
 void ft__rank_findings(ft_advise_finding *f, size_t *n, double min_share) {
   size_t k = 0;
   for (size_t i = 0; i < *n; i++) {
-    if (f[i].cost_ns > 0 && f[i].cost_share >= min_share) f[k++] = f[i];
+    if ((f[i].cost_ns > 0 && f[i].cost_share >= min_share) || f[i].bytes) f[k++] = f[i];
     else free(f[i].occ);
   }
   *n = k;

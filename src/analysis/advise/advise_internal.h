@@ -45,6 +45,24 @@ uint64_t ft__critical_path_ns(const ft_model *m, size_t step);
 /* Every step's (out: m->n_steps entries), the per-trace part done once. False without memory. */
 bool ft__critical_paths(const ft_model *m, uint64_t *out);
 
+/* critical_dag.c: networkx's dag_longest_path over nn nodes: in topological order, each
+ * node's distance is the best predecessor's plus the edge (a later edge between the
+ * same nodes replaces the earlier, as networkx's add_edge does); 0 when the graph has a
+ * cycle (HTA's validation fails then) or without memory (*oom). d's buffers are kept
+ * for the next call (a zeroed ft__dag to start; ft__dag_free). */
+typedef struct ft__dag_edge {
+  uint32_t u, v;
+  int64_t w;
+} ft__dag_edge;
+typedef struct ft__dag {
+  size_t *first;
+  uint32_t *indeg, *order, *out_v;
+  int64_t *dist, *out_w;
+  size_t cap_first, cap_indeg, cap_order, cap_out_v, cap_dist, cap_out_w;
+} ft__dag;
+uint64_t ft__dag_longest(ft__dag *d, const ft__dag_edge *e, size_t ne, size_t nn, bool *oom);
+void ft__dag_free(ft__dag *d);
+
 /* vendor_calls.c: what a runtime or driver call is, by its vendor's name (any of
  * cuda/cu, hip, mc, musa/mu, tops, aclrt; version suffixes such as _v3020 and
  * _ptsz ignored). */
@@ -53,7 +71,8 @@ enum ft__call_class {
   FT__CALL_SYNC,        /* waits for the device: cudaDeviceSynchronize, aclrtSynchronizeStream, ... */
   FT__CALL_SYNC_COPY,   /* a copy that returns when done: cudaMemcpy, aclrtMemcpy, cuMemcpyDtoH, ... */
   FT__CALL_SYNC_MEMSET, /* a memset that returns when done: cudaMemset, aclrtMemset, cuMemsetD32, ... */
-  FT__CALL_ASYNC_COPY   /* cudaMemcpyAsync and kin: blocks only for pageable host memory */
+  FT__CALL_ASYNC_COPY,  /* cudaMemcpyAsync and kin: blocks only for pageable host memory */
+  FT__CALL_ALLOC        /* cudaMalloc, cudaFree, hipMalloc, aclrtFree, ...: synchronizing allocation calls */
 };
 enum ft__copy_dir { FT__DIR_UNKNOWN, FT__DIR_H2D, FT__DIR_D2H, FT__DIR_D2D };
 /* The class of a call and, for a copy whose name says it (cuMemcpyHtoD), its direction. */
@@ -61,10 +80,8 @@ enum ft__call_class ft__advise_call_class(const char *name, enum ft__copy_dir *d
 /* Device copy work's direction and host memory from its name as kineto and flagtrace
  * write it ("Memcpy HtoD (Pageable -> Device)"). */
 enum ft__copy_dir ft__advise_copy_dir(const char *work_name, bool *pageable);
-/* A device's peak dense bf16 FLOP/s by its name (docs/advise.md's table); 0 unknown. */
-double ft__advise_peak_flops(const char *device_name);
 
-/* *p with room for need items of size bytes (doubling); false without memory. */
+/* *p with room for need items of size bytes (doubling; large ones in huge pages); false without memory. */
 bool ft__advise_grow(void **p, size_t *cap, size_t need, size_t size);
 
 /* advise_findings.c: the findings under construction, one per key (rule, two name ids),
@@ -82,7 +99,8 @@ typedef struct ft__findings {
   struct ft__last {
     uint32_t slice, step;
     int64_t ts;
-  } * last; /* per finding: its latest occurrence */
+    size_t cr; /* its latest credit (index into cr), SIZE_MAX: none */
+  } * last;    /* per finding: its latest occurrence */
   ft__credit *cr;
   size_t n_cr, cap_cr;
 } ft__findings;
@@ -104,5 +122,7 @@ void ft__rank_findings(ft_advise_finding *f, size_t *n, double min_share);
 bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *idle_a, const int64_t *idle_b,
                    const uint64_t *idle_pre, size_t n_idle, ft__findings *t);
 bool ft__rule_low_flops(const ft_model *m, double peak, ft__findings *t);
+/* advise_memory.c: alloc-call, fragmentation and leak (docs/advise.md "Memory"). */
+bool ft__rule_memory(const ft_model *m, ft__findings *t);
 
 #endif

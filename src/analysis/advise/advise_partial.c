@@ -44,6 +44,7 @@ static void json_finding(FILE *f, const ft_advise_finding *x) {
   fprintf(f, ",\"cost_ns\":%" PRIu64 ",\"share\":%.17g,\"count\":%" PRIu64 ",\"where\":", x->cost_ns, x->cost_share,
           x->count);
   put_str(f, x->where);
+  if (x->bytes) fprintf(f, ",\"bytes\":%" PRIu64, x->bytes);
   fputs(",\"what\":", f);
   put_str(f, x->what);
   fputs(",\"suggestion\":", f);
@@ -306,6 +307,7 @@ static int number(void *ctx, const char *t, size_t n) {
     ft_advise_finding *x = &a->findings[a->n_findings - 1];
     if (key_is(r, "cost_ns")) u = &x->cost_ns;
     if (key_is(r, "count")) u = &x->count;
+    if (key_is(r, "bytes")) u = &x->bytes;
     if (key_is(r, "share")) d = &x->cost_share;
     if (key_is(r, "cost_us")) { /* `advise -f json`'s: us with ns digits */
       double us;

@@ -45,13 +45,6 @@ typedef struct fuse_ctx {
   unsigned len;
 } fuse_ctx;
 
-static _Thread_local const ft_model *sort_m; /* qsort has no context argument; files are advised on parallel threads */
-static int by_track_start(const void *x, const void *y) {
-  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-  if (sort_m->track[a] != sort_m->track[b]) return sort_m->track[a] < sort_m->track[b] ? -1 : 1;
-  return a < b ? -1 : a > b; /* slices are in start order */
-}
-
 /* Whether a sequence starts at position p: len kernels of one stream and one step. */
 static bool seq_at(const fuse_ctx *f, size_t p) {
   if (p + f->len > f->n) return false;
@@ -75,6 +68,22 @@ typedef struct seq {
   size_t first, count, last;
   uint64_t idle;
 } seq;
+
+/* tab in a table twice its size (frees tab; NULL without memory, tab freed). */
+static seq *rehash(seq *tab, size_t *n_slot) {
+  size_t n = 2 * *n_slot;
+  seq *t = calloc(n, sizeof *t);
+  if (t)
+    for (size_t i = 0; i < *n_slot; i++) {
+      if (!tab[i].h) continue;
+      size_t s = tab[i].h & (n - 1);
+      while (t[s].h) s = (s + 1) & (n - 1);
+      t[s] = tab[i];
+    }
+  free(tab);
+  *n_slot = n;
+  return t;
+}
 
 static int by_idle(const void *x, const void *y) {
   const seq *a = x, *b = y;
@@ -101,26 +110,38 @@ bool ft__rule_fuse(const ft_model *m, const ft_advise_opts *o, const int64_t *ga
   size_t nk = 0;
   for (size_t i = 0; i < m->n; i++) nk += m->kind[i] == FT_MK_KERNEL && m->step[i] != FT_MODEL_NONE;
   if (nk < f.len || !m->n_steps) return true;
-  size_t n_slot = 64;
-  while (n_slot < nk * 2) n_slot *= 2;
+  size_t n_slot = 1024, n_used = 0; /* grown at half full: a trace repeats few sequences */
   f.k = malloc(nk * sizeof *f.k);
   seq *tab = calloc(n_slot, sizeof *tab);
   unsigned char *used = calloc(nk, 1);
   size_t *occ = malloc(nk * sizeof *occ);
-  bool ok = f.k && tab && used && occ;
+  uint32_t *at = calloc(m->n_tracks + 1, sizeof *at);
+  bool ok = f.k && tab && used && occ && at;
   if (!ok) goto done;
+  /* by (stream, start): a stable counting sort by track of the kernels in start order */
   for (size_t i = 0; i < m->n; i++)
-    if (m->kind[i] == FT_MK_KERNEL && m->step[i] != FT_MODEL_NONE) f.k[f.n++] = (uint32_t)i;
-  sort_m = m;
-  if (f.n) qsort(f.k, f.n, sizeof *f.k, by_track_start);
+    if (m->kind[i] == FT_MK_KERNEL && m->step[i] != FT_MODEL_NONE) at[m->track[i] + 1]++;
+  for (size_t t = 0; t < m->n_tracks; t++) at[t + 1] += at[t];
+  for (size_t i = 0; i < m->n; i++)
+    if (m->kind[i] == FT_MK_KERNEL && m->step[i] != FT_MODEL_NONE) f.k[at[m->track[i]]++] = (uint32_t)i;
+  f.n = nk;
   /* every sequence's non-overlapping occurrences and the idle inside them */
   for (size_t p = 0; p + f.len <= f.n; p++) {
     if (!seq_at(&f, p)) continue;
     uint64_t h = seq_hash(&f, p);
     size_t s = h & (n_slot - 1);
     while (tab[s].h && !(tab[s].h == h && seq_eq(&f, tab[s].first, p))) s = (s + 1) & (n_slot - 1);
-    if (!tab[s].h) tab[s] = (seq){h, p, 0, 0, 0};
-    else if (p < tab[s].last) continue;
+    if (!tab[s].h) {
+      if (2 * (n_used + 1) > n_slot) {
+        if (!(tab = rehash(tab, &n_slot))) goto oom;
+        s = h & (n_slot - 1);
+        while (tab[s].h) s = (s + 1) & (n_slot - 1);
+      }
+      tab[s] = (seq){h, p, 0, 0, 0};
+      n_used++;
+    } else if (p < tab[s].last) {
+      continue;
+    }
     tab[s].count++;
     tab[s].last = p + f.len;
     tab[s].idle += idle_in(ga, gb, pre, n_idle, m->ts[f.k[p]] + m->dur[f.k[p]], m->ts[f.k[p + f.len - 1]]);
@@ -169,6 +190,7 @@ done:
   free(tab);
   free(used);
   free(occ);
+  free(at);
   return ok;
 }
 

@@ -47,6 +47,15 @@ static const char *const acl_sync_stems[] = {"SynchronizeStream",
                                              "SynchronizeDeviceWithTimeout",
                                              "SynchronizeEventWithTimeout",
                                              NULL};
+/* allocation and free calls that synchronize the device (cudaFree waits for the device; cudaMalloc
+ * may): runtime, driver and Ascend spellings; the stream-ordered *Async ones are not among them */
+static const char *const alloc_stems[] = {"Malloc",       "Free",          "MallocHost",      "FreeHost",
+                                          "HostAlloc",    "MallocManaged", "MallocPitch",     "Malloc3D",
+                                          "MallocArray",  "FreeArray",     "MemAlloc",        "MemFree",
+                                          "MemAllocHost", "MemFreeHost",   "MemAllocManaged", "MemAllocPitch",
+                                          "MemHostAlloc", "HostMalloc",    "HostFree",        NULL};
+static const char *const acl_alloc_stems[] = {"Malloc", "Free", "MallocHost", "FreeHost", "MallocCached", NULL};
+
 static const char *const memset_stems[] = {"Memset",    "Memset2D",   "Memset3D",    "MemsetD8",    "MemsetD16",
                                            "MemsetD32", "MemsetD2D8", "MemsetD2D16", "MemsetD2D32", NULL};
 
@@ -67,6 +76,7 @@ enum ft__call_class ft__advise_call_class(const char *name, enum ft__copy_dir *d
     return strstr(s, "Async") ? FT__CALL_ASYNC_COPY : FT__CALL_SYNC_COPY;
   }
   if (in(s, memset_stems)) return FT__CALL_SYNC_MEMSET;
+  if (in(s, acl ? acl_alloc_stems : alloc_stems)) return FT__CALL_ALLOC;
   return FT__CALL_NONE;
 }
 
@@ -78,6 +88,8 @@ bool ft_advise_is_blocking_copy(const char *name) {
   return ft__advise_call_class(name, &d) == FT__CALL_SYNC_COPY && (d == FT__DIR_H2D || d == FT__DIR_UNKNOWN);
 }
 
+bool ft_advise_is_alloc_call(const char *name) { return ft__advise_call_class(name, NULL) == FT__CALL_ALLOC; }
+
 enum ft__copy_dir ft__advise_copy_dir(const char *work_name, bool *pageable) {
   if (pageable) *pageable = work_name && strstr(work_name, "Pageable");
   if (!work_name) return FT__DIR_UNKNOWN;
@@ -87,26 +99,9 @@ enum ft__copy_dir ft__advise_copy_dir(const char *work_name, bool *pageable) {
   return FT__DIR_UNKNOWN;
 }
 
-/* Dense bf16/fp16 tensor peaks from the vendors' data sheets (docs/advise.md);
- * matched as a substring of deviceProperties' name, first match wins. */
-static const struct {
-  const char *name;
-  double tflops;
-} peaks[] = {{"H200", 989.0},     {"H100 SXM", 989.0},  {"H100 80GB HBM3", 989.0},
-             {"H100 NVL", 835.0}, {"H100 PCIe", 756.0}, {"H100", 756.0},
-             {"H800", 989.0},     {"H20", 148.0},       {"A100", 312.0},
-             {"A800", 312.0},     {"L40S", 362.0},      {"L40", 181.0},
-             {"L4", 121.0},       {"B200", 2250.0},     {"V100", 125.0}};
-
-double ft__advise_peak_flops(const char *device_name) {
-  if (!device_name) return 0;
-  for (size_t i = 0; i < sizeof peaks / sizeof *peaks; i++)
-    if (strstr(device_name, peaks[i].name)) return peaks[i].tflops * 1e12;
-  return 0;
-}
-
 const char *ft_rule_name(enum ft_rule r) {
-  static const char *const names[FT_RULE_N] = {"sync", "h2d-copy",  "step-start", "launch-bound", "sync-memop",
-                                               "gap",  "straggler", "fuse",       "low-flops"};
+  static const char *const names[FT_RULE_N] = {"sync",       "h2d-copy",   "step-start",    "launch-bound",
+                                               "sync-memop", "gap",        "straggler",     "fuse",
+                                               "low-flops",  "alloc-call", "fragmentation", "leak"};
   return (unsigned)r < FT_RULE_N ? names[r] : "unknown";
 }

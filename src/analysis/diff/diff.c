@@ -154,8 +154,8 @@ bool ft__diff_report(ft__diff_ctx *c, int r, const char *key, const char *title,
   for (int j = 0; j < n_cols; j++) /* per step: counts are averages */
     if (c->d->per_step && own[j].kind == COL_U64) own[j].kind = COL_F3;
   c->d->cols[r] = own;
-  *rep = (ft_report){key, title, own, n_cols, calloc(n_rows ? n_rows * (size_t)n_cols : 1, sizeof(ft_cell)),
-                     0,   NULL,  NULL};
+  *rep = (ft_report){key, title, own,  n_cols, calloc(n_rows ? n_rows * (size_t)n_cols : 1, sizeof(ft_cell)),
+                     0,   NULL,  NULL, NULL};
   return rep->cells != NULL;
 }
 
@@ -313,7 +313,8 @@ ft_status ft_diff_build(ft_diff *d, const ft_stat_job *a, const ft_stat_job *b, 
   bool ok = ops_reports(&c, &pg, o->shapes);
   ft__pairing_free(&pg);
   if (ok)
-    ok = steps_report(&c) && ft__diff_kernels(&c) && ft__diff_api(&c) && ft__diff_copies(&c) && ft__diff_summary(&c);
+    ok = steps_report(&c) && ft__diff_kernels(&c) && ft__diff_api(&c) && ft__diff_copies(&c) && ft__diff_memory(&c) &&
+         ft__diff_summary(&c);
   if (!ok) {
     ft_diff_free(d);
     return FT_ENOMEM;

@@ -25,6 +25,7 @@ enum {
   FT_DIFF_KERNELS,
   FT_DIFF_API,
   FT_DIFF_COPIES,
+  FT_DIFF_MEMORY, /* peaks and per-op memory (diff_memory.c); key NULL: neither side has [memory] events */
   FT_DIFF_N
 };
 

@@ -30,5 +30,7 @@ bool ft__diff_kernels(ft__diff_ctx *c);
 bool ft__diff_copies(ft__diff_ctx *c);
 bool ft__diff_api(ft__diff_ctx *c);
 bool ft__diff_summary(ft__diff_ctx *c);
+/* diff_memory.c: the memory report, when either side has [memory] events (else left unbuilt). */
+bool ft__diff_memory(ft__diff_ctx *c);
 
 #endif

@@ -457,7 +457,7 @@ ft_status ft_diff_step_build(ft_diff_step *d, const ft_model *a, const ft_model 
       {"unmatched", "ops of a step only in A or only in B (a name mismatch: the alignment resyncs after it)",
        unmatched_cols, 8}};
   for (int r = 0; r < FT_DSTEP_N; r++)
-    d->reps[r] = (ft_report){reps[r].key, reps[r].title, reps[r].cols, reps[r].n, NULL, 0, NULL, NULL};
+    d->reps[r] = (ft_report){reps[r].key, reps[r].title, reps[r].cols, reps[r].n, NULL, 0, NULL, NULL, NULL};
   d->ops_at = calloc(np + 1, sizeof *d->ops_at);
   d->unmatched_at = calloc(np + 1, sizeof *d->unmatched_at);
   ok = ok && d->ops_at && d->unmatched_at;

@@ -332,17 +332,38 @@ size_t ft_model_bytes(const ft_model *m) {
   return b + ft_model_bytes_distinct(m);
 }
 
-/* Dense BF16/FP16 tensor FLOP/s of the devices a trace names, from the vendors' datasheets
- * (docs/design.md §13 lists them); the first name found in the device's name, in this
- * order (H200 before H20, H100 PCIe before H100). 0: not in the table. */
-static double peak_of(const char *device) {
-  static const struct {
-    const char *name;
-    double flops;
-  } peaks[] = {{"H200", 989.4e12},  {"H100 PCIe", 756.5e12}, {"H100", 989.4e12}, {"H800", 989.4e12},
-               {"H20", 148.0e12},   {"A100", 312.0e12},      {"A800", 312.0e12}, {"L40S", 362.05e12},
-               {"B200", 2250.0e12}, {"MI300X", 1307.4e12}};
-  for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; i++)
+/* The one peaks table (issue 50): each device's dense (no 2:4 sparsity) BF16 tensor
+ * peak, FP16 where the device has no BF16 (V100), in FLOP/s, from its vendor's data
+ * sheet (half the "with sparsity" figure the sheets print; docs/advise.md "Peaks" names
+ * each sheet). Matched as a substring of deviceProperties' name, the first match wins:
+ * each variant before the name it contains (H200 NVL before H200, H200 before H20,
+ * H100 NVL and PCIe before H100, GB200 before B200, L40S before L40 before L4). */
+static const struct {
+  const char *name;
+  double flops;
+} peaks[] = {{"H200 NVL", 835.5e12},  /* H200 datasheet: H200 NVL 1,671 TFLOPS with sparsity */
+             {"H200", 989.4e12},      /* H200 datasheet: H200 SXM 1,979 with sparsity; the GH100 of H100 SXM5 */
+             {"H100 NVL", 835.5e12},  /* H100 datasheet: H100 NVL 1,671 with sparsity */
+             {"H100 PCIe", 756.5e12}, /* H100 PCIe product brief / Hopper whitepaper: 756.5 dense (1,513) */
+             {"H100", 989.4e12},      /* Hopper whitepaper: H100 SXM5 989.4 dense (1,979); "NVIDIA H100 80GB HBM3" */
+             {"H800 PCIe", 756.5e12}, /* H800 PCIe datasheet: 1,513 with sparsity */
+             {"H800", 989.4e12},      /* H800 SXM5 datasheet: 1,979 with sparsity */
+             {"H20", 148.0e12},       /* H20 product brief: BF16 148 dense (296 with sparsity) */
+             {"A100", 312.0e12},      /* A100 datasheet: BF16 312 (624 with sparsity), SXM and PCIe */
+             {"A800", 312.0e12},      /* A800 datasheet: BF16 312 (624 with sparsity) */
+             {"L40S", 362.05e12},     /* L40S datasheet: BF16 362.05 (733 with sparsity) */
+             {"L40", 181.05e12},      /* L40 datasheet: BF16 181.05 (362.1 with sparsity) */
+             {"L4", 121.0e12},        /* L4 datasheet: BF16 242 with sparsity */
+             {"GB200", 2500.0e12},    /* GB200 NVL72 datasheet: FP16/BF16 5 PFLOPS a GPU with sparsity */
+             {"B200", 2250.0e12},     /* HGX B200 datasheet: FP16/BF16 4.5 PFLOPS a GPU with sparsity */
+             {"V100S", 130.0e12},     /* V100S datasheet: FP16 tensor 130 (no BF16, no sparsity) */
+             {"V100-PCIE", 112.0e12}, /* V100 datasheet: PCIe FP16 tensor 112 ("Tesla V100-PCIE-32GB") */
+             {"V100", 125.0e12},      /* V100 datasheet: SXM2 FP16 tensor 125 ("Tesla V100-SXM2-32GB") */
+             {"MI300X", 1307.4e12}};  /* AMD Instinct MI300X datasheet: BF16 1307.4 (2614.9 with sparsity) */
+
+/* (model.h) */
+double ft_model_peak_flops(const char *device) {
+  for (size_t i = 0; device && i < sizeof peaks / sizeof peaks[0]; i++)
     if (strstr(device, peaks[i].name)) return peaks[i].flops;
   return 0;
 }
@@ -383,20 +404,25 @@ static ft_status model_read(ft_model *m, const char *path, const char *data, siz
     s = &tmp;
   }
   hook_ctx h = {m, s->on_event, s->on_event_ctx};
-  bool args = s->want_args;
+  bool args = s->want_args, pyfunc = s->read_pyfunc;
   s->on_event = hook;
   s->on_event_ctx = &h;
-  s->want_args = true; /* correlation, stream, grid, block, registers: the model's columns */
+  s->want_args = true;   /* correlation, stream, grid, block, registers: the model's columns */
+  s->read_pyfunc = true; /* python_function slices whatever st wants: one model either way */
   ft_status r = path ? ft_stats_read(s, path, err, errlen) : ft_stats_read_mem(s, data, len, err, errlen);
   s->on_event = h.prev;
   s->on_event_ctx = h.prev_ctx;
   s->want_args = args;
+  s->read_pyfunc = pyfunc;
   struct ft_model_priv *p = m->p;
   if (!r) {
     p->read = true;
     p->events = s->events;
     p->skipped = s->skipped;
-    p->cut_strings = s->cut_strings;
+    p->cut_strings = s->cut_strings; /* python_function's cut names counted (a replay takes them out) */
+    /* the reader counted the cut names of python_function events that st's summary
+     * ignores (want_modules off): not its names */
+    if (st && !st->want_modules) st->cut_strings -= p->cut_pyfunc;
     p->first_ns = s->first_ns;
     p->last_ns = s->last_ns;
     p->meta = s->meta;
@@ -407,8 +433,7 @@ static ft_status model_read(ft_model *m, const char *path, const char *data, siz
     m->rank = s->meta.rank;
     memcpy(m->device_name, s->device_name, sizeof m->device_name);
     m->device_name[sizeof m->device_name - 1] = '\0';
-    m->peak_flops = peak_of(m->device_name);
-    if (!s->want_modules) p->cut_pyfunc = 0;
+    m->peak_flops = ft_model_peak_flops(m->device_name);
     r = ft_model_finish(m);
     if (r) snprintf(err, errlen, "out of memory");
   }

@@ -112,8 +112,8 @@ typedef struct ft_model {
   size_t n_mem;
   /* what the file's "flagtrace"/"distributedInfo" blocks say */
   int64_t rank;            /* -1 when not named */
-  double peak_flops;       /* the device's dense BF16/FP16 tensor peak FLOP/s by its name, from the table in
-                            * docs/design.md §13; 0 unknown */
+  double peak_flops;       /* the device's dense BF16 tensor peak FLOP/s by its name (ft_model_peak_flops: the
+                            * one table, docs/advise.md "Peaks"); 0 unknown. What advise's low-flops reads */
   char device_name[64];    /* the first deviceProperties entry's name, "" when absent */
   struct ft_model_priv *p; /* strings, kernel args, build state */
 } ft_model;
@@ -132,8 +132,9 @@ typedef struct ft_model_opts {
 
 /* Reads one trace (.json/.json.gz, "-" stdin) into m and, when st is not NULL, the
  * same parse's summary into st (one parse, both results; st fresh from ft_stats_init,
- * its options set: python_function slices come only when st->want_modules). Errors as
- * ft_stats_read's; m is then empty (ft_model_free is harmless). */
+ * its options set; m is the same model either way, python_function slices included,
+ * and st the summary a read of its own gives). Errors as ft_stats_read's; m is then
+ * empty (ft_model_free is harmless). */
 ft_status ft_model_read(ft_model *m, const char *path, const ft_model_opts *o, ft_stats *st, char *err, size_t errlen);
 ft_status ft_model_read_mem(ft_model *m, const char *data, size_t len, const ft_model_opts *o, ft_stats *st, char *err,
                             size_t errlen);
@@ -148,6 +149,10 @@ bool ft_model_add(ft_model *m, const struct ft__ev *e, const char *name, const c
 ft_status ft_model_finish(ft_model *m);
 
 const char *ft_model_str(const ft_model *m, uint32_t id); /* "" for FT_MODEL_NONE */
+/* A device's dense BF16 tensor peak in FLOP/s (FP16 where it has no BF16) by its
+ * deviceProperties name, from the vendors' data sheets (model.c's table, docs/advise.md
+ * "Peaks"); 0 when the name is not in the table or NULL. */
+double ft_model_peak_flops(const char *device_name);
 /* The id of a name, FT_MODEL_NONE when no slice has it. */
 uint32_t ft_model_find_str(const ft_model *m, const char *s);
 bool ft_model_kernel_args(const ft_model *m, size_t slice, struct ft_model_kernel_args *a); /* false: none held */
@@ -169,6 +174,11 @@ static inline int64_t ft_model_ext(const ft_model *m, size_t i) {
   uint32_t v = m->ext32[i];
   return v < FT_MODEL_WIDE ? (int64_t)v : v == FT_MODEL_NONE ? FT_MODEL_NO_ID : ft__model_wide(m, i, true);
 }
+
+/* Advice that a large buffer go in huge pages where the kernel offers them (THP
+ * "madvise"): a fresh 4 KiB page costs a fault. For the model's columns and the
+ * analyses' scratch arrays; harmless on small or NULL buffers. */
+void ft__model_huge(void *p, size_t bytes);
 
 /* Every slice into st in the file's order, as the streaming read added it. The
  * numbers equal a streaming read's of the same file: test_model checks every

@@ -84,10 +84,8 @@ struct ft_model_priv {
   uint32_t name_cache[MODEL_CACHE], var_cache[MODEL_CACHE], track_cache[MODEL_CACHE];
 };
 
-/* Large columns and scratch arrays in huge pages where the kernel offers them (THP
- * "madvise"): a fresh 4 KiB page costs a fault, and a 1 M-event model touches 40 MB
- * (page faults were a fifth of `stats --engine=model`'s time). */
-void ft__model_huge(void *p, size_t bytes);
+/* ft__model_huge (model.h): a 1 M-event model touches 40 MB (page faults were a fifth
+ * of `stats --engine=model`'s time). */
 
 /* A slice's id as given, its code not FT_MODEL_NONE (a wide one from the side table). */
 static inline int64_t ft__model_id(const ft_model *m, size_t i, bool ext) {

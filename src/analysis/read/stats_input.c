@@ -478,7 +478,7 @@ static bool parse_parallel(ft_stats *st, src *s, int workers, ft_status *r, char
   pthread_cond_init(&q.cv, NULL);
   for (size_t i = 0; ok && i < q.n_slots; i++)
     ok = (q.slots[i].buf = malloc(SEG_TAIL + s->chunk)) &&
-         (q.slots[i].batch = ft__evbatch_new(st->want_args || st->want_memory, st->want_modules));
+         (q.slots[i].batch = ft__evbatch_new(st->want_args || st->want_memory, st->want_modules || st->read_pyfunc));
   pthread_t filler, th[64];
   int started = 0;
   while (ok && started < workers && started < 64 && !pthread_create(&th[started], NULL, par_work, &q)) started++;

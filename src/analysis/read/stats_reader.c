@@ -539,7 +539,7 @@ ft_status ft__stats_parse(ft_stats *st, ft__chunk_fn next, void *src, char *err,
   reader r;
   reader_init(&r, st);
   r.want_args = st->want_args || st->want_memory; /* runtime calls' correlation ids name the call that allocated */
-  r.want_modules = st->want_modules;
+  r.want_modules = st->want_modules || st->read_pyfunc;
   ft__json *j = malloc(sizeof *j); /* its nesting stack is 10 kB: not on a file thread's stack */
   if (!j) return FT_ENOMEM;
   ft__json_init(j, &callbacks, &r);

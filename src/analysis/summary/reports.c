@@ -198,6 +198,11 @@ static ft_status build_rows(ft_report *rep, int section, bool size, const ft_sta
       c[j++].d = r->calls ? us(r->total_dev_ns) / calls : 0;
       c[j++].u = r->calls;
       c[j++].d = r->calls ? us(r->self_ns) / calls : 0;
+      for (; j < rep->n_cols && rep->cols[j].kind == COL_I64; j++) { /* the memory columns, when shown */
+        const char *k = rep->cols[j].key;
+        bool self = !strncmp(k, "self_", 5), cpu = strstr(k, "cpu_") != NULL;
+        c[j].i = cpu ? (self ? r->self_cpu_mem : r->cpu_mem) : (self ? r->self_dev_mem : r->dev_mem);
+      }
       if (ft_stat_keyed_by_aux(section)) c[j++].s = ft__intern_str(&x->st->names, r->aux_id);
     } else if (size) {
       const ft_stat_dist *b = &r->b;
@@ -296,6 +301,34 @@ static ft_status build_trace(ft_report *rep, const ft_stat_job *job, size_t limi
   return s;
 }
 
+/* key_averages()' memory columns, after the ops' time columns, when the job has [memory] events:
+ * CPU memory's when it has some, the device's likewise ("CUDA" as torch names them for CUDA and
+ * HIP, else "Device"). Bytes, signed: what a call frees counts against it. */
+static bool mem_cols(ft_report *rep, const ft_stats *total) {
+  static const ft_col cpu[] = {{"cpu_mem_bytes", "CPU Mem", COL_I64, 14},
+                               {"self_cpu_mem_bytes", "Self CPU Mem", COL_I64, 14}};
+  static const ft_col cuda[] = {{"device_mem_bytes", "CUDA Mem", COL_I64, 14},
+                                {"self_device_mem_bytes", "Self CUDA Mem", COL_I64, 14}};
+  static const ft_col dev[] = {{"device_mem_bytes", "Device Mem", COL_I64, 14},
+                               {"self_device_mem_bytes", "Self Device Mem", COL_I64, 14}};
+  int at = 0;
+  while (strcmp(rep->cols[at].key, "avg_us_per_call")) at++;
+  at++;
+  ft_col *c = malloc((size_t)(rep->n_cols + 4) * sizeof *c);
+  if (!c) return false;
+  int n = 0;
+  for (int j = 0; j < at; j++) c[n++] = rep->cols[j];
+  if (total->mem_events[0]) c[n++] = cpu[0], c[n++] = cpu[1];
+  if (total->mem_events[1]) {
+    const ft_col *d = total->mem_events[2] == total->mem_events[1] ? cuda : dev;
+    c[n++] = d[0], c[n++] = d[1];
+  }
+  for (int j = at; j < rep->n_cols; j++) c[n++] = rep->cols[j];
+  rep->cols = rep->own_cols = c;
+  rep->n_cols = n;
+  return true;
+}
+
 ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const ft_report_opts *o) {
   static const struct {
     const char *title;
@@ -327,6 +360,9 @@ ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const f
   if (r == REP_RANKS) return build_ranks(rep, job);
   if (r == REP_TRACE) return build_trace(rep, job, o->limit);
   if (r >= REP_TEMPORAL) return ft__report_hta_build(rep, r, job, o);
+  if (ops_section(defs[r].section) && (job->total.mem_events[0] || job->total.mem_events[1]) &&
+      !mem_cols(rep, &job->total))
+    return FT_ENOMEM;
   ft_status s = build_rows(rep, defs[r].section, r == REP_MEMSIZE, job, o);
   if (!s && !o->by_rank) { /* no rank column */
     for (size_t i = 0; i < rep->n_rows; i++)
@@ -342,5 +378,6 @@ void ft_report_free(ft_report *rep) {
   free(rep->cells);
   free(rep->strs);
   free(rep->kinds);
+  free(rep->own_cols);
   memset(rep, 0, sizeof *rep);
 }

@@ -39,6 +39,7 @@ typedef struct ft_report {
   /* NULL: a cell has its column's kind; else each cell's kind (n_rows * n_cols), for
    * a report whose rows hold different things (diff's summary: counts and times) */
   uint8_t *kinds;
+  ft_col *own_cols; /* cols when the report made them (the ops' memory columns), freed with it */
 } ft_report;
 
 /* Cell (i, j)'s column, its kind the cell's own (tmp holds a copy when it differs). */

@@ -45,6 +45,10 @@ static bool merge_rows(ft_stats *dst, const ft_stats *src) {
       r->self_ns += s->self_ns;
       r->self_cpu_ns += s->self_cpu_ns;
       r->total_dev_ns += s->total_dev_ns;
+      r->cpu_mem = ft__wrap_add(r->cpu_mem, s->cpu_mem),
+      r->self_cpu_mem = ft__wrap_add(r->self_cpu_mem, s->self_cpu_mem);
+      r->dev_mem = ft__wrap_add(r->dev_mem, s->dev_mem),
+      r->self_dev_mem = ft__wrap_add(r->self_dev_mem, s->self_dev_mem);
     }
   }
   return true;
@@ -66,6 +70,7 @@ static void rows_only(ft_stats *st) {
   ft__join_free(&st->ext_rt);
   ft__vec_free(&st->op_kernel_wait);
   ft__vec_free(&st->host_early);
+  ft__vec_free(&st->ops_mem);
   ft__hta_free(st->hta);
   st->hta = NULL;
   ft__memacc_free(st->mem);
@@ -137,17 +142,21 @@ static ft_status read_one(worker *w, size_t f) {
   }
   st.file_threads = (int)w->n_threads;
   ft_status s;
-  if (w->o.model) { /* the file into the event model, then the model into the summary (stats --engine=model) */
+  if (w->o.model || w->o.on_model) {
+    /* the file into the event model, then the model into the summary (stats --engine=model); for
+     * on_model alone, the summary from the same parse */
     ft_model m;
     ft_model_opts mo = {.source = w->o.source};
-    s = w->mem ? ft_model_read_mem(&m, w->mem, w->mem_len, &mo, NULL, err, sizeof w->errs[f])
-               : ft_model_read(&m, w->paths[f], &mo, NULL, err, sizeof w->errs[f]);
-    if (!s) {
+    ft_stats *same = w->o.model ? NULL : &st;
+    s = w->mem ? ft_model_read_mem(&m, w->mem, w->mem_len, &mo, same, err, sizeof w->errs[f])
+               : ft_model_read(&m, w->paths[f], &mo, same, err, sizeof w->errs[f]);
+    if (!s && w->o.model) {
       file->model_slices = m.n;
       file->model_bytes = ft_model_bytes(&m);
       file->model_bytes_distinct = ft_model_bytes_distinct(&m);
       s = ft_model_replay(&m, &st);
     }
+    if (!s && w->o.on_model) s = w->o.on_model(w->o.on_model_ctx, f, &m, err, sizeof w->errs[f]);
     if (!s && w->o.models) w->o.models[f] = m; /* the report's slices (report_events.c) */
     else ft_model_free(&m);
   } else {
@@ -172,8 +181,9 @@ static ft_status read_one(worker *w, size_t f) {
     file->skipped = st.skipped;
     file->device_cap_events = st.device_cap_events;
     file->cut_strings = st.cut_strings;
+    for (int c = 0; c < 3; c++) file->mem_events[c] = st.mem_events[c];
     file->source = st.source;
-    file->mem_events = st.mem_events;
+    file->mem_seen = st.mem_seen;
     if (w->o.memory) { /* moved */
       file->mem = st.mem_sum;
       file->mem_kept = true;
@@ -190,6 +200,7 @@ static ft_status read_one(worker *w, size_t f) {
     bool moved = job->n_files == 1 && !w->o.by_rank;
     if (moved) take_rows(&job->total, &st);
     bool ok = merge_rows(&job->total, &st);
+    for (int c = 0; c < 3; c++) job->total.mem_events[c] += st.mem_events[c];
     for (size_t i = 0; ok && i < st.unknown_cats.cap; i++) {
       if (!st.unknown_cats.used[i]) continue;
       uint32_t id = (uint32_t)st.unknown_cats.keys[i];

@@ -143,6 +143,37 @@ bool ft__ops_module(ft_stats *st, const ft__ev *e, const char *module, size_t le
   return true;
 }
 
+/* A [memory] event kept while its file's ops are nested (24 B): key_averages() gives each CPU
+ * call the bytes of the events in its [start, end], whatever their thread (torch's
+ * MemRecordsAcc.in_interval; docs/memory.md "Ops' memory"). */
+struct mem_ev {
+  int64_t ts, bytes;
+  uint32_t cls, pad; /* MEM_CPU or MEM_DEV */
+};
+_Static_assert(sizeof(struct mem_ev) == 24, "the per-event cost docs/memory.md states");
+enum { MEM_CPU, MEM_DEV };
+
+/* torch's _cpu_memory_usage (CPU, MKLDNN, IDEEP) and _device_memory_usage (CUDA, HIP,
+ * PrivateUse1); -1: neither (XPU, MPS, ...: key_averages counts them nowhere) */
+static int mem_class(int64_t device_type) {
+  if (device_type == 0 || device_type == 2 || device_type == 5) return MEM_CPU;
+  if (device_type == 1 || device_type == 6 || device_type == 20) return MEM_DEV;
+  return -1;
+}
+
+/* (stats_internal.h) */
+bool ft__ops_memory(ft_stats *st, int64_t ts, int64_t bytes, int64_t device_type) {
+  int cls = mem_class(device_type);
+  if (!st->want_ops || cls < 0) return true;
+  if (!st->ops_mem.elem) ft__vec_init(&st->ops_mem, sizeof(struct mem_ev), 12);
+  struct mem_ev *m = ft__vec_push(&st->ops_mem);
+  if (!m) return false;
+  *m = (struct mem_ev){ts, bytes, (uint32_t)cls, 0};
+  st->mem_events[cls]++;
+  st->mem_events[2] += device_type == 1 || device_type == 6; /* torch's use_device "cuda": its columns say CUDA */
+  return true;
+}
+
 /* (stats_internal.h) device time of External id ext: to its call when read, else
  * held until it is */
 bool ft__ops_device(ft_stats *st, bool has_ext, int64_t ext, uint64_t ns) {
@@ -214,8 +245,20 @@ static int by_thread_start(const void *a, const void *b) {
   return (x->end < y->end) - (x->end > y->end); /* the longer first: it is the parent */
 }
 
-static bool add_to_row(ft_stats *st, int sec, uint32_t i, const struct ft__host_ev *h) {
+/* The file's memory per call (index in the sorted calls), NULL arrays when it has none:
+ * total[c][k] the bytes of class c in call k's interval; self[c][k] that less its children's. */
+typedef struct call_mem {
+  int64_t *total[2], *self[2];
+} call_mem;
+
+static bool add_to_row(ft_stats *st, int sec, uint32_t i, const struct ft__host_ev *h, const call_mem *cm, size_t k) {
   ft_stat_row *r = ft__vec_at(&st->rows[sec], i);
+  if (cm && cm->total[0]) {
+    r->cpu_mem = ft__wrap_add(r->cpu_mem, cm->total[MEM_CPU][k]);
+    r->self_cpu_mem = ft__wrap_add(r->self_cpu_mem, cm->self[MEM_CPU][k]);
+    r->dev_mem = ft__wrap_add(r->dev_mem, cm->total[MEM_DEV][k]);
+    r->self_dev_mem = ft__wrap_add(r->self_dev_mem, cm->self[MEM_DEV][k]);
+  }
   r->calls++;
   r->self_cpu_ns += (uint64_t)(h->end - h->ts) - h->child_ns;
   r->total_dev_ns += h->dev + h->sub_dev;
@@ -262,7 +305,7 @@ static bool sort_calls(struct ft__host_ev *h, size_t n) {
  * around it on its thread (by start and end, as calls nest), or "(no module)". Both
  * arrays are sorted by thread and start. */
 static bool by_module(ft_stats *st, const struct ft__host_ev *h, size_t n, const uint8_t *gone,
-                      const struct ft__host_ev *m, size_t n_mod) {
+                      const struct ft__host_ev *m, size_t n_mod, const call_mem *cm) {
   size_t *open = malloc(n_mod * sizeof *open), depth = 0, j = 0;
   uint32_t none;
   if (!open || ft__intern(&st->names, "(no module)", 11, &none)) {
@@ -279,13 +322,116 @@ static bool by_module(ft_stats *st, const struct ft__host_ev *h, size_t n, const
     if (gone[i] || c->row == UINT32_MAX) continue;
     uint32_t name = ((ft_stat_row *)ft__vec_at(&st->rows[FT_STAT_OPS], c->row))->name_id, at;
     if (!ft__aux_row(st, FT_STAT_OP_MODULES, name, depth ? m[open[depth - 1]].key : none, &at) ||
-        !add_to_row(st, FT_STAT_OP_MODULES, at, c)) {
+        !add_to_row(st, FT_STAT_OP_MODULES, at, c, cm, i)) {
       free(open);
       return false;
     }
   }
   free(open);
   return true;
+}
+
+static int by_mem_ts(const void *a, const void *b) {
+  const struct mem_ev *x = a, *y = b;
+  return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+static void call_mem_free(call_mem *cm) {
+  for (int c = 0; c < 2; c++) free(cm->total[c]), free(cm->self[c]), cm->total[c] = cm->self[c] = NULL;
+}
+
+/* The first of the n sorted events at or after t (after: past t). */
+static size_t mem_lower(const struct mem_ev *e, size_t n, int64_t t, bool after) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (e[mid].ts < t || (after && e[mid].ts == t)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* A call's bound as key_averages() compares it: torch computes float(ns / 1000) * 1000 in
+ * doubles (Python's correctly rounded true division, then a rounded product) and compares the
+ * events' whole ns with that, so an epoch clock's ns (~1.7e18, past 2^53) move by up to 128 ns
+ * there (HTA's V100 trace: 605 of 101 088 calls would take other events exactly). This is that
+ * value, exactly, rounded up (a lower bound: the first ns at or after it) or down. */
+static int bitlen(unsigned __int128 v) {
+  int n = 0;
+  for (; v; v >>= 1) n++;
+  return n;
+}
+static int64_t torch_ns(int64_t ns, bool up) {
+  bool neg = ns < 0;
+  unsigned __int128 a = neg ? (unsigned __int128)(-(ns + 1)) + 1 : (unsigned __int128)ns, one = 1;
+  if (a < 1000) return ns;       /* a quotient under 1: exact enough there (a call of the first microsecond) */
+  int k = 53 - bitlen(a / 1000); /* floor(log2(a / 1000)) = bitlen - 1: the quotient's last place is 2^-k */
+  if (k < 0) return ns;          /* past the bounded times (4e18 ns) */
+  unsigned __int128 num = a << k, q = num / 1000, rem = num % 1000;
+  if (2 * rem > 1000 || (2 * rem == 1000 && (q & 1))) q++; /* the division, to nearest, ties to even */
+  unsigned __int128 p = q * 1000;
+  int b = bitlen(p);
+  if (b > 53) { /* the product, rounded to 53 bits the same way */
+    int sh = b - 53;
+    unsigned __int128 low = p & ((one << sh) - 1), half = one << (sh - 1);
+    p >>= sh;
+    if (low > half || (low == half && (p & 1))) p++;
+    p <<= sh;
+  }
+  unsigned __int128 fl = p >> k, ce = (p + (one << k) - 1) >> k; /* the value is p * 2^-k */
+  return neg ? -(int64_t)(up ? fl : ce) : (int64_t)(up ? ce : fl);
+}
+
+/* Each call's memory: the bytes of the events in its [start, end], both ends in, on any
+ * thread (torch's in_interval), into cm->total; the events in no call's interval make
+ * key_averages' "[memory]" row (one call each, no time). False without memory. */
+static bool mem_totals(ft_stats *st, const struct ft__host_ev *h, size_t n, call_mem *cm) {
+  size_t nm = st->ops_mem.len;
+  struct mem_ev *e = malloc((nm + 1) * sizeof *e);
+  int64_t *pre = malloc(2 * (nm + 1) * sizeof *pre), *cover = calloc(nm + 1, sizeof *cover);
+  bool ok = e && pre && cover;
+  for (int c = 0; ok && c < 2; c++)
+    ok = (cm->total[c] = malloc((n + 1) * sizeof **cm->total)) && (cm->self[c] = calloc(n + 1, sizeof **cm->self));
+  for (size_t i = 0; ok && i < nm; i++) e[i] = *(const struct mem_ev *)ft__vec_at(&st->ops_mem, i);
+  if (!ok) goto out;
+  qsort(e, nm, sizeof *e, by_mem_ts);
+  pre[0] = pre[nm + 1] = 0;
+  for (size_t i = 0; i < nm; i++) /* sums wrap as uint64 (hostile bytes): the difference of two is exact */
+    for (int c = 0; c < 2; c++)
+      pre[c * (nm + 1) + i + 1] =
+          (int64_t)((uint64_t)pre[c * (nm + 1) + i] + (e[i].cls == (uint32_t)c ? (uint64_t)e[i].bytes : 0));
+  for (size_t k = 0; k < n; k++) {
+    size_t lo = mem_lower(e, nm, torch_ns(h[k].ts, true), false),
+           hi = mem_lower(e, nm, torch_ns(h[k].end, false), true);
+    if (hi < lo) hi = lo;
+    for (int c = 0; c < 2; c++)
+      cm->total[c][k] = (int64_t)((uint64_t)pre[c * (nm + 1) + hi] - (uint64_t)pre[c * (nm + 1) + lo]);
+    cover[lo]++;
+    cover[hi]--;
+  }
+  int64_t open = 0, lone[2] = {0, 0};
+  uint64_t n_lone = 0;
+  for (size_t i = 0; i < nm; i++) {
+    open += cover[i];
+    if (open) continue;
+    n_lone++;
+    lone[e[i].cls] = (int64_t)((uint64_t)lone[e[i].cls] + (uint64_t)e[i].bytes);
+  }
+  if (n_lone) {
+    uint32_t id, at;
+    ft_stat_row *r = ft__intern(&st->names, "[memory]", 8, &id) ? NULL : ft__aux_row(st, FT_STAT_OPS, id, 0, &at);
+    if (!(ok = r != NULL)) goto out;
+    r->calls += n_lone;
+    r->cpu_mem = ft__wrap_add(r->cpu_mem, lone[MEM_CPU]),
+    r->self_cpu_mem = ft__wrap_add(r->self_cpu_mem, lone[MEM_CPU]);
+    r->dev_mem = ft__wrap_add(r->dev_mem, lone[MEM_DEV]),
+    r->self_dev_mem = ft__wrap_add(r->self_dev_mem, lone[MEM_DEV]);
+  }
+out:
+  free(e);
+  free(pre);
+  free(cover);
+  return ok;
 }
 
 /* (stats_internal.h) The file's calls nested as torch nests them
@@ -295,6 +441,7 @@ static bool by_module(ft_stats *st, const struct ft__host_ev *h, size_t n, const
  * children's totals. */
 bool ft__ops_file_end(ft_stats *st) {
   bool ok = !st->want_op_kernels || op_kernels_resolve(st);
+  call_mem cm = {{NULL, NULL}, {NULL, NULL}};
   ft__vec_free(&st->host_early); /* calls and no op: nothing to nest */
   struct ft__host_ev *h = st->host;
   size_t n = st->n_host;
@@ -357,6 +504,10 @@ bool ft__ops_file_end(ft_stats *st) {
     ok = false;
     goto out;
   }
+  if (n && st->ops_mem.len && !mem_totals(st, h, n, &cm)) {
+    ok = false;
+    call_mem_free(&cm);
+  }
   for (size_t i = 0; i < n; i++) {
     uint32_t p = parent[i];
     while (p != UINT32_MAX && gone[p]) p = parent[p];
@@ -372,16 +523,23 @@ bool ft__ops_file_end(ft_stats *st) {
    * parent takes it */
   for (size_t k = n; k-- > 0;) {
     if (gone[k]) continue;
+    for (int c = 0; c < 2 && cm.total[0]; c++) { /* self: its total less its (kept) children's, done before it */
+      cm.self[c][k] = (int64_t)((uint64_t)cm.self[c][k] + (uint64_t)cm.total[c][k]);
+      if (parent[k] != UINT32_MAX)
+        cm.self[c][parent[k]] = (int64_t)((uint64_t)cm.self[c][parent[k]] - (uint64_t)cm.total[c][k]);
+    }
     if (parent[k] != UINT32_MAX) h[parent[k]].sub_dev += h[k].dev + h[k].sub_dev;
     if (h[k].row == UINT32_MAX) continue; /* a runtime call: its own rows are the api report's */
     st->attributed_ns += h[k].dev;
-    if (!add_to_row(st, FT_STAT_OPS, h[k].row, &h[k]) ||
-        (h[k].shape_row != UINT32_MAX && !add_to_row(st, FT_STAT_OP_SHAPES, h[k].shape_row, &h[k])))
+    if (!add_to_row(st, FT_STAT_OPS, h[k].row, &h[k], &cm, k) ||
+        (h[k].shape_row != UINT32_MAX && !add_to_row(st, FT_STAT_OP_SHAPES, h[k].shape_row, &h[k], &cm, k)))
       ok = false;
   }
-  if (ok && n_mod && !by_module(st, h, n, gone, mods, n_mod)) ok = false;
+  if (ok && n_mod && !by_module(st, h, n, gone, mods, n_mod, &cm)) ok = false;
   free(gone);
 out:
+  call_mem_free(&cm);
+  ft__vec_free(&st->ops_mem); /* per file: the next file's events start afresh */
   free(mods);
   free(parent);
   free(aux);

@@ -14,6 +14,11 @@
 #include "stats_partial.h"
 #include "stats_internal.h"
 
+/* (stats_partial.h) the ops' memory sums last (issue 51): signed, read as signed_field says */
+const char *const ft__partial_row_keys[] = {"name",        "aux",          "cat", "comm", "calls",   "self_ns",
+                                            "self_cpu_ns", "total_dev_ns", "t",   "b",    "cpu_mem", "self_cpu_mem",
+                                            "dev_mem",     "self_dev_mem", NULL};
+
 /* The key a row is merged under in its section, as stats_job.c's merge_rows keys it. */
 static uint64_t row_key(int sec, uint32_t name_id, uint32_t aux_id, uint8_t cat) {
   return ft_stat_keyed_by_aux(sec) ? (uint64_t)aux_id << 32 | name_id : (uint64_t)cat << 32 | name_id;
@@ -138,6 +143,9 @@ static int merge_row(reader *r, ft_stats *dst, int sec, const ft_stat_row *s, bo
   d->self_ns = sum.self_ns;
   d->self_cpu_ns = sum.self_cpu_ns;
   d->total_dev_ns = sum.total_dev_ns;
+  /* the ops' memory: signed sums, wrapping as a read's do (hostile bytes) */
+  d->cpu_mem = ft__wrap_add(d->cpu_mem, s->cpu_mem), d->self_cpu_mem = ft__wrap_add(d->self_cpu_mem, s->self_cpu_mem);
+  d->dev_mem = ft__wrap_add(d->dev_mem, s->dev_mem), d->self_dev_mem = ft__wrap_add(d->self_dev_mem, s->self_dev_mem);
   return 1;
 }
 
@@ -193,6 +201,10 @@ int ft__partial_end_file(reader *r) {
       return fail(r, "a file's kernel_ns or comm_ns is not its kernel rows' time");
     if (!x->device_cap_events && r->file_longest > busiest)
       return fail(r, "a kernel longer than its file's busiest device was busy (busy time below kernel time)");
+  }
+  for (int c = 0; c < 3; c++) {
+    if (r->job->total.mem_events[c] > UINT64_MAX - x->mem_events[c]) return fail(r, "a count too large");
+    r->job->total.mem_events[c] += x->mem_events[c];
   }
   r->files_kernel += x->kernel_ns;
   r->files_comm += x->comm_ns;

@@ -64,7 +64,10 @@ enum {
   FI_HTA,
   FI_ROWS,
   FI_SOURCE,
-  FI_MEM
+  FI_MEM,     /* memread's memory summary (stats_partial_mem.c) */
+  FI_MEM_CPU, /* the file's [memory] events (ft_stat_file.mem_events): the ops' memory columns */
+  FI_MEM_DEV,
+  FI_MEM_CUDA
 };
 enum { S_SIZE, S_DIGEST, S_DEV, S_INO, S_MTIME };
 enum {
@@ -84,8 +87,33 @@ enum {
   H_DELAY
 };
 enum { M_RANK, M_ACTIVITY, M_TRACER, M_STATUS, M_DROPPED, M_DISCARDED, M_HAS };
-enum { R_NAME, R_AUX, R_CAT, R_COMM, R_CALLS, R_SELF, R_SELF_CPU, R_TOTAL_DEV, R_T, R_B };
+enum {
+  R_NAME,
+  R_AUX,
+  R_CAT,
+  R_COMM,
+  R_CALLS,
+  R_SELF,
+  R_SELF_CPU,
+  R_TOTAL_DEV,
+  R_T,
+  R_B,
+  R_CPU_MEM,
+  R_SELF_CPU_MEM,
+  R_DEV_MEM,
+  R_SELF_DEV_MEM
+};
 enum { D_N, D_TOTAL, D_MIN, D_MAX, D_SUMSQ, D_VALS, D_HIST_LO, D_HIST };
+
+/* A row's members, in R_* order (stats_partial.c). */
+extern const char *const ft__partial_row_keys[];
+/* A row's memory sum of key k (R_CPU_MEM .. R_SELF_DEV_MEM): the ops' memory columns, signed. */
+static inline int64_t *ft__partial_row_mem(ft_stat_row *r, int k) {
+  return k == R_CPU_MEM        ? &r->cpu_mem
+         : k == R_SELF_CPU_MEM ? &r->self_cpu_mem
+         : k == R_DEV_MEM      ? &r->dev_mem
+                               : &r->self_dev_mem;
+}
 
 typedef struct ft__pframe {
   uint8_t kind;

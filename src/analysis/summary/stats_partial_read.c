@@ -17,7 +17,7 @@ static const char *const top_keys[] = {"flagtrace_partial",  "trace_limit", "str
 static const char *const file_keys[] = {
     "path",        "events",  "span_ns", "first_ns", "kernel_ns", "comm_ns", "device_cap_events",
     "cut_strings", "skipped", "meta",    "busy",     "hta",       "rows",    "source",
-    "mem",         NULL};
+    "mem",         "mem_cpu", "mem_dev", "mem_cuda", NULL};
 
 static const char *const source_keys[] = {"size", "digest", "dev", "ino", "mtime_ns", NULL};
 
@@ -31,9 +31,6 @@ static const char *const skip_keys[] = {"bad_time",  "time_range", "unknown_cat"
 
 static const char *const meta_keys[] = {
     "rank", "device_activity", "tracer", "device_status", "dropped_records", "window_discarded", "has_flagtrace", NULL};
-
-static const char *const row_keys[] = {"name",        "aux",          "cat", "comm", "calls", "self_ns",
-                                       "self_cpu_ns", "total_dev_ns", "t",   "b",    NULL};
 
 static const char *const dist_keys[] = {"n", "total", "min", "max", "sumsq", "vals", "hist_lo", "hist", NULL};
 
@@ -67,7 +64,7 @@ static const char *const *keys_of(uint8_t kind) {
   case F_FILE: return file_keys;
   case F_SKIPPED: return skip_keys;
   case F_META: return meta_keys;
-  case F_ROW: return row_keys;
+  case F_ROW: return ft__partial_row_keys;
   case F_DIST: return dist_keys;
   case F_STRHEX: return hex_keys;
   case F_HTA: return hta_keys;
@@ -162,6 +159,7 @@ static int number_u(reader *r, frame *f, uint64_t v) {
     case FI_CAP: x->device_cap_events = v; return 1;
     case FI_CUT: x->cut_strings = v; return 1;
     }
+    if (f->key >= FI_MEM_CPU) return x->mem_events[f->key - FI_MEM_CPU] = v, 1; /* the ops' memory columns */
     break;
   case F_SKIPPED: {
     x = cur_file(r);
@@ -272,6 +270,7 @@ static int number_u(reader *r, frame *f, uint64_t v) {
 }
 
 static int number_i(reader *r, frame *f, int64_t v) {
+  if (f->kind == F_ROW && f->key >= R_CPU_MEM) return *ft__partial_row_mem(&r->row, f->key) = v, 1; /* signed */
   if (f->kind == F_FILE && f->key == FI_FIRST) return cur_file(r)->first_ns = (uint64_t)v, 1;
   if (f->kind == F_HTA && f->key == H_GPU_FIRST) return cur_file(r)->hta.gpu_first_ns = v, 1;
   if (f->kind == F_HTA && f->key == H_GPU_LAST) return cur_file(r)->hta.gpu_last_ns = v, 1;
@@ -313,7 +312,7 @@ static int number_i(reader *r, frame *f, int64_t v) {
 }
 
 static bool signed_field(const frame *f) {
-  return (f->kind == F_FILE && f->key == FI_FIRST) ||
+  return (f->kind == F_FILE && f->key == FI_FIRST) || (f->kind == F_ROW && f->key >= R_CPU_MEM) ||
          (f->kind == F_HTA && (f->key == H_GPU_FIRST || f->key == H_GPU_LAST)) ||
          (f->kind == F_META && (f->key == M_RANK || f->key == M_ACTIVITY)) || (f->kind == F_BUSY_DEV && f->pos == 0) ||
          (f->kind == F_SOURCE && f->key == S_MTIME) || (f->kind == F_EVENT && f->pos >= 1 && f->pos <= 3) ||

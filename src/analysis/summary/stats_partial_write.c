@@ -130,6 +130,10 @@ static void put_rows(writer *w, const ft_stats *st, const char *indent) {
       if (r->self_ns) fprintf(f, ", \"self_ns\": %" PRIu64, r->self_ns);
       if (r->self_cpu_ns) fprintf(f, ", \"self_cpu_ns\": %" PRIu64, r->self_cpu_ns);
       if (r->total_dev_ns) fprintf(f, ", \"total_dev_ns\": %" PRIu64, r->total_dev_ns);
+      const char *const mk[] = {"cpu_mem", "self_cpu_mem", "dev_mem", "self_dev_mem"};
+      const int64_t mv[] = {r->cpu_mem, r->self_cpu_mem, r->dev_mem, r->self_dev_mem};
+      for (int k = 0; k < 4; k++) /* the ops' memory (signed bytes), when the trace has [memory] events */
+        if (mv[k]) fprintf(f, ", \"%s\": %" PRId64, mk[k], mv[k]);
       put_dist(f, "t", &r->t);
       put_dist(f, "b", &r->b);
       fputc('}', f);
@@ -274,6 +278,9 @@ ft_status ft_stat_partial_write(FILE *f, const ft_stat_job *job, uint64_t trace_
       fprintf(f, ", \"dev\": %" PRIu64 ", \"ino\": %" PRIu64 ", \"mtime_ns\": %" PRId64, src->dev, src->ino,
               src->mtime_ns);
     fputc('}', f);
+    const char *const mk[] = {"mem_cpu", "mem_dev", "mem_cuda"}; /* [memory] events (the ops' columns) */
+    for (int k = 0; k < 3; k++)
+      if (x->mem_events[k]) fprintf(f, ", \"%s\": %" PRIu64, mk[k], x->mem_events[k]);
     const ft_stat_hta *h = &x->hta;
     if (h->kept) { /* HTA's analyses, when the read kept them */
       fprintf(f,

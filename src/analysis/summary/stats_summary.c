@@ -192,7 +192,9 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
   if (st->events_only) return true;
   switch (sec) {
   case FT__SEC_IGNORED: return true;
-  case FT__SEC_MEMORY: st->mem_events++; return !st->mem || ft__memacc_event(st->mem, e);
+  case FT__SEC_MEMORY: /* the ops' memory columns (with want_ops), the memory summary (with want_memory) */
+    st->mem_seen++;
+    return ft__ops_memory(st, e->ts, e->mem_bytes, e->mem_device_type) && (!st->mem || ft__memacc_event(st->mem, e));
   case FT__SEC_SYNC: return !st->hta || ft__hta_event(st, e, name, NULL); /* HTA's GPU event, no row of ours */
   case FT__SEC_UNKNOWN: return count_unknown(st, cat_s);
   case FT__SEC_KERNEL: row_p = row(st, FT_STAT_KERNELS, name, e->name_len, 0, NULL); break;
@@ -323,6 +325,7 @@ void ft_stats_free(ft_stats *st) {
   ft__join_free(&st->ext_rt);
   ft__vec_free(&st->op_kernel_wait);
   ft__vec_free(&st->host_early);
+  ft__vec_free(&st->ops_mem);
   ft__memacc_free(st->mem);
   ft_stat_mem_free(&st->mem_sum);
 }
