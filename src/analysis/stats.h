@@ -282,6 +282,7 @@ typedef struct ft_stats {
   /* device memory (issue 51) */
   bool want_memory;       /* summarize [memory] instants into mem_sum (stats -r mem) */
   uint64_t mem_bad;       /* [memory] instants the reader skipped (ft_stat_mem.bad_field) */
+  uint64_t mem_seen;      /* [memory] instants read, asked for or not (a note points to -r mem) */
   struct ft__memacc *mem; /* the file's accumulator while it is read (stats_memory.h); NULL unless asked */
   ft_stat_mem mem_sum;    /* the file's summary, from its end (with want_memory) */
 } ft_stats;
@@ -345,6 +346,7 @@ typedef struct ft_stat_file {
   uint64_t mem_events[3]; /* [memory] events of the ops' memory columns (ft_stats.mem_events) */
   ft_stat_mem mem;        /* device memory (ft_stat_read_opts.memory); mem_kept: asked */
   bool mem_kept;
+  uint64_t mem_seen; /* [memory] instants read (not in a partial: a read's note) */
 } ft_stat_file;
 
 typedef struct ft_stat_job {

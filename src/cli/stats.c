@@ -601,6 +601,11 @@ int ft_cli_stats(int argc, char **argv) {
   }
   if (!quiet) { /* -q: errors only */
     ft_stat_job_notes(stderr, &job, "flagtrace stats: ");
+    uint64_t mem_events = 0; /* device memory the reports asked do not show: where to look */
+    for (size_t f = 0; !(report & 1u << REP_MEM) && f < job.n_files; f++) mem_events += job.files[f].mem_seen;
+    if (mem_events)
+      fprintf(stderr, "flagtrace stats: %llu [memory] events (device memory): -r mem summarizes them\n",
+              (unsigned long long)mem_events);
     ft_summary_lines(stderr, &job, "flagtrace stats: ");
     for (size_t f = 0; model && f < job.n_files; f++) { /* what the model held (docs/stats.md, --engine) */
       const ft_stat_file *fl = &job.files[f];

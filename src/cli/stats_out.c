@@ -65,6 +65,7 @@ void ft_cell_text(char *buf, size_t cap, const ft_col *col, ft_cell c, int unit)
                (unsigned long long)(c.u % unit_ns[unit]));
     break;
   case COL_PCT: snprintf(buf, cap, "%.2f", c.d); break;
+  case COL_NONE: buf[0] = '\0'; break;
   case COL_F3: /* a time here is in microseconds */
     if (!t) snprintf(buf, cap, "%.3f", c.d);
     else snprintf(buf, cap, "%.*f", unit_digits[unit], c.d * 1000.0 / (double)unit_ns[unit]);
@@ -106,6 +107,10 @@ void ft_csv_field(FILE *f, const char *s) {
 static void put_cell(FILE *f, const ft_col *col, ft_cell c, void (*quote)(FILE *, const char *), int unit) {
   if (col->kind == COL_STR) {
     quote(f, c.s);
+    return;
+  }
+  if (col->kind == COL_NONE) {
+    if (quote == ft_json_string) fputs_unlocked("null", f);
     return;
   }
   char buf[64];

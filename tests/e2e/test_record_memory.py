@@ -97,6 +97,33 @@ def _(d):
     assert max(c["args"]["Reserved"] for c in on0) == 33 * MIB
 
 
+@results.tmp_case("stats -r mem reads the recorded trace: the peaks and live bytes the flagtrace block states, "
+                  "each peak under its call (correlation) and its range")
+def _(d):
+    import json
+    path = os.path.join(d, "t.json")
+    r = record("-o", path, "--", driver, "memory")
+    assert r.returncode == 0, r
+    block = load(path)["flagtrace"]["memory"]["devices"]
+    s = subprocess.run([flagtrace, "stats", "-r", "mem", "-n", "0", "-f", "json", path], capture_output=True, text=True)
+    assert s.returncode == 0, s.stderr
+    rows = json.loads(s.stdout)["mem"]
+
+    def row(dev, what):
+        got = [x for x in rows if x["device"] == dev and x["what"] == what]
+        assert len(got) == 1, (dev, what, rows)
+        return got[0]
+    for b in block:
+        dev = "cpu" if b["device"] == -1 else f"cuda:{b['device']}"
+        assert row(dev, "peak_allocated")["mem_bytes"] == b["peak_allocated"], (dev, b)
+        assert row(dev, "peak_reserved")["mem_bytes"] == b["peak_reserved"], (dev, b)
+        assert row(dev, "live_at_end")["mem_bytes"] == b["allocated_at_end"], (dev, b)
+    p = row("cuda:0", "peak_allocated")
+    assert (p["call"], p["op"]) == ("cudaMallocAsync", "allocating"), p
+    live = [(x["mem_bytes"], x["call"]) for x in rows if x["what"] == "live"]
+    assert live == [(65536, "cudaHostAlloc")], live
+
+
 @results.tmp_case("record --memory=off: no [memory] instant, the calls still recorded")
 def _(d):
     path = os.path.join(d, "t.json")

@@ -132,7 +132,7 @@ def check_fit(text, width, want, what):
     got = tables(text)
     for key, names in want.items():
         title = next((t for t in got if key_of(t) == key), None)
-        if title is None or None in names:  # a json list that is no table, or a table without names
+        if title is None or None in names or not names:  # no table, a table without names, or no rows
             continue
         header, rows, _ = got[title]
         col = max(header.rfind("  Name"), header.rfind("  File")) + 2

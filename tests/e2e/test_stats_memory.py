@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from trace_checks import Results, Skip  # noqa: E402
 
 flagtrace = sys.argv[1]
+DATA = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()
 results = Results()
 case, tmp_case = results.case, results.tmp_case
@@ -93,25 +94,25 @@ def pick(rs, device, what):
 def _(d):
     rs = rows(write(d, "t.json.gz", TORCH))
     p = pick(rs, "cuda:0", "peak_allocated")
-    assert (p["bytes"], p["ts_us"], p["step"], p["op"], p["call"]) == (5000, 350.0, 0, "aten::mm", ""), p
+    assert (p["mem_bytes"], p["ts_us"], p["step"], p["op"], p["call"]) == (5000, 350.0, 0, "aten::mm", ""), p
     p = pick(rs, "cuda:0", "peak_reserved")
-    assert (p["bytes"], p["ts_us"], p["step"], p["op"]) == (2097152, 150.0, 0, "aten::empty"), p
+    assert (p["mem_bytes"], p["ts_us"], p["step"], p["op"]) == (2097152, 150.0, 0, "aten::empty"), p
     a = pick(rs, "cuda:0", "allocations")
-    assert (a["count"], a["bytes"], a["min_bytes"], a["median_bytes"], a["max_bytes"]) == (3, 5500, 500, 1000, 4000), a
+    assert (a["count"], a["mem_bytes"], a["min_bytes"], a["median_bytes"], a["max_bytes"]) == (3, 5500, 500, 1000, 4000), a
     f = pick(rs, "cuda:0", "frees")
-    assert (f["count"], f["bytes"], f["min_bytes"], f["max_bytes"]) == (2, 1700, 700, 1000), f
+    assert (f["count"], f["mem_bytes"], f["min_bytes"], f["max_bytes"]) == (2, 1700, 700, 1000), f
     live = pick(rs, "cuda:0", "live_at_end")
-    assert (live["count"], live["bytes"]) == (2, 4500), live
-    each = [(r["bytes"], r["ts_us"], r["op"]) for r in rs if r["what"] == "live"]
+    assert (live["count"], live["mem_bytes"]) == (2, 4500), live
+    each = [(r["mem_bytes"], r["ts_us"], r["op"]) for r in rs if r["what"] == "live"]
     assert each == [(4000, 350.0, "aten::mm"), (500, 400.0, "aten::mm")], each
     cpu = pick(rs, "cpu", "peak_allocated")
-    assert (cpu["bytes"], cpu["ts_us"], cpu["op"]) == (8, 120.0, "aten::empty"), cpu
+    assert (cpu["mem_bytes"], cpu["ts_us"], cpu["op"]) == (8, 120.0, "aten::empty"), cpu
     assert pick(rs, "cpu", "live_at_end")["count"] == 0
     sk = [r for r in rs if r["what"] == "skipped"]
     assert len(sk) == 1 and sk[0]["count"] == 1 and "1 frees of no live allocation" in sk[0]["op"], sk
     # -n limits the live rows per device, largest first
     limited = json.loads(stats("-r", "mem", "-n", "1", "-f", "json", os.path.join(d, "t.json.gz")))["mem"]
-    assert [r["bytes"] for r in limited if r["what"] == "live"] == [4000], limited
+    assert [r["mem_bytes"] for r in limited if r["what"] == "live"] == [4000], limited
 
 
 @tmp_case("ours: running sums without totals, reserve by Pool Bytes, call by correlation, op by External id; "
@@ -119,13 +120,13 @@ def _(d):
 def _(d):
     rs = rows(write(d, "o.json.gz", OURS))
     p = pick(rs, "cuda:0", "peak_allocated")  # first_ns: my_op's start, 50 us
-    assert (p["bytes"], p["ts_us"], p["step"], p["op"], p["call"]) == (3072, 250.0, "", "my_op", ""), p
+    assert (p["mem_bytes"], p["ts_us"], p["step"], p["op"], p["call"]) == (3072, 250.0, None, "my_op", ""), p
     p = pick(rs, "cuda:0", "peak_reserved")
-    assert (p["bytes"], p["ts_us"], p["op"], p["call"]) == (2097152, 56.0, "my_op", "cudaMalloc"), p
-    assert (pick(rs, "cuda:0", "allocations")["count"], pick(rs, "cuda:0", "allocations")["bytes"]) == (2, 3072)
-    assert (pick(rs, "cuda:0", "frees")["count"], pick(rs, "cuda:0", "frees")["bytes"]) == (1, 1024)
-    assert (pick(rs, "cuda:0", "live_at_end")["count"], pick(rs, "cuda:0", "live_at_end")["bytes"]) == (1, 2048)
-    each = [(r["bytes"], r["op"], r["call"]) for r in rs if r["what"] == "live"]
+    assert (p["mem_bytes"], p["ts_us"], p["op"], p["call"]) == (2097152, 56.0, "my_op", "cudaMalloc"), p
+    assert (pick(rs, "cuda:0", "allocations")["count"], pick(rs, "cuda:0", "allocations")["mem_bytes"]) == (2, 3072)
+    assert (pick(rs, "cuda:0", "frees")["count"], pick(rs, "cuda:0", "frees")["mem_bytes"]) == (1, 1024)
+    assert (pick(rs, "cuda:0", "live_at_end")["count"], pick(rs, "cuda:0", "live_at_end")["mem_bytes"]) == (1, 2048)
+    each = [(r["mem_bytes"], r["op"], r["call"]) for r in rs if r["what"] == "live"]
     assert each == [(2048, "my_op", "")], each
     sk = [r for r in rs if r["what"] == "skipped"]
     assert len(sk) == 1 and sk[0]["count"] == 4, sk
@@ -138,8 +139,15 @@ def _(d):
     table = stats("-r", "mem", p)
     assert "== device memory ([memory] events)" in table and "peak_allocated" in table, table
     assert "mem" not in json.loads(stats("-f", "json", p)), "mem is asked for only"
+    r = subprocess.run([*WRAP, flagtrace, "stats", "-r", "kernels", p], capture_output=True, text=True)
+    assert "flagtrace stats: 7 [memory] events (device memory): -r mem summarizes them\n" in r.stderr, r.stderr
+    r = subprocess.run([*WRAP, flagtrace, "stats", "-r", "kernels,mem", p], capture_output=True, text=True)
+    assert "[memory] events" not in r.stderr, r.stderr
     csv = stats("-r", "mem", "-f", "csv", p).splitlines()
-    assert csv[0] == "rank,device,what,bytes,count,min_bytes,median_bytes,max_bytes,ts_us,step,op,call", csv[0]
+    assert csv[0] == "rank,device,what,mem_bytes,count,min_bytes,median_bytes,max_bytes,ts_us,step,call,op", csv[0]
+    assert '0,"cuda:0","allocations",5500,3,500,1000,4000,,,"",""' in csv, csv  # no value: empty
+    a = pick(json.loads(stats("-r", "mem", "-f", "json", p))["mem"], "cuda:0", "allocations")
+    assert (a["ts_us"], a["step"], a["op"]) == (None, None, ""), a  # no value: null (text: "")
 
 
 @tmp_case("both engines (stream, event model) print the same memory report")
@@ -172,11 +180,11 @@ def _(d):
     three = stats("-r", "mem", "-n", "0", "-f", "json", p, env={**os.environ, "FLAGTRACE_STATS_THREADS": "3"})
     assert one == three
     rs = json.loads(one)["mem"]
-    assert pick(rs, "cuda:0", "peak_allocated")["bytes"] == peak
+    assert pick(rs, "cuda:0", "peak_allocated")["mem_bytes"] == peak
     assert pick(rs, "cuda:0", "peak_allocated")["step"] == 3
     live_row = pick(rs, "cuda:0", "live_at_end")
-    assert (live_row["count"], live_row["bytes"]) == (len(live), sum(live.values())), live_row
-    assert [r["bytes"] for r in rs if r["what"] == "live"] == sorted(live.values(), reverse=True)
+    assert (live_row["count"], live_row["mem_bytes"]) == (len(live), sum(live.values())), live_row
+    assert [r["mem_bytes"] for r in rs if r["what"] == "live"] == sorted(live.values(), reverse=True)
 
 
 @tmp_case("--partial of each file, then --merge: the memory report of one read of both, per rank")
@@ -191,6 +199,61 @@ def _(d):
     both = os.path.join(d, "both.part")
     stats("--partial", "-o", both, t, o)
     assert rows("--merge", both) == merged
+
+
+@tmp_case("a partial's memory that does not add up is refused in one line, naming what")
+def _(d):
+    part = os.path.join(d, "o.part")
+    stats("--partial", "-o", part, write(d, "o.json.gz", OURS))
+    doc = json.load(open(part))
+    bad = [
+        (lambda m: m.update(counts=[1, 2, 3]), "a memory record of other than 6 values"),
+        (lambda m: m["devs"][0]["dev"].__setitem__(0, -5), "a memory device id is not in [-1, 2^31)"),
+        (lambda m: m["devs"][0]["peak_alloc"].__setitem__(4, 99999), "a string index past the strings table"),
+        (lambda m: m["devs"][0].update(live=[[1, 2, 3, 4, 0, 0]] * 5), "more live allocations listed than are live"),
+        (lambda m: m["devs"][0]["peak_alloc"].__setitem__(3, -1), "a negative address"),
+        (lambda m: m.pop("devs"), "a file's memory without its counts and devices"),
+        (lambda m: m["devs"][0]["peak_alloc"].__setitem__(2, -3), "a step below -1"),
+    ]
+    for change, why in bad:
+        x = json.loads(json.dumps(doc))
+        change(x["files"][0]["mem"])
+        p = os.path.join(d, "bad.part")
+        with open(p, "w") as f:
+            json.dump(x, f)
+        r = subprocess.run([*WRAP, flagtrace, "stats", "--merge", "-r", "mem", p], capture_output=True, text=True)
+        assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, (why, r.stderr)
+
+
+@case("torch_memory_h100 (torch 2.11, H100, profile_memory=True): peaks equal torch.cuda.max_memory_allocated() "
+      "and max_memory_reserved() over the window; live bytes and unmatched frees as python counts them")
+def _():
+    path = os.path.join(DATA, "torch_memory_h100.json.gz")
+    with open(os.path.join(DATA, "torch_memory_h100_peaks.json")) as f:
+        torch_peaks = json.load(f)
+    with gzip.open(path, "rt") as f:
+        ev = [e for e in json.load(f)["traceEvents"] if e.get("name") == "[memory]" and e.get("ph") == "i"]
+    live, unmatched, allocs = {}, 0, 0
+    for e in sorted(ev, key=lambda e: e["ts"]):  # the order stats reads them in: the file's, by time here
+        a = e["args"]
+        if a["Bytes"] > 0:
+            live[a["Addr"]] = a["Bytes"]
+            allocs += 1
+        elif a["Addr"] in live:
+            del live[a["Addr"]]
+        else:
+            unmatched += 1
+    rs = rows(path)
+    p = pick(rs, "cuda:0", "peak_allocated")
+    assert p["mem_bytes"] == torch_peaks["max_memory_allocated"] == max(e["args"]["Total Allocated"] for e in ev), p
+    r = pick(rs, "cuda:0", "peak_reserved")
+    assert r["mem_bytes"] == torch_peaks["max_memory_reserved"] == max(e["args"]["Total Reserved"] for e in ev), r
+    assert p["step"] in (0, 1, 2) and p["op"].startswith("aten::"), p
+    assert pick(rs, "cuda:0", "allocations")["count"] == allocs
+    end = pick(rs, "cuda:0", "live_at_end")
+    assert (end["count"], end["mem_bytes"]) == (len(live), sum(live.values())), (end, live)
+    assert [r["count"] for r in rs if r["what"] == "skipped"] == [unmatched], unmatched
+    assert rows("--engine=model", path) == rs
 
 
 @case("HTA's df_index_resolver trace (torch-written): peaks equal the largest totals in the file")
@@ -211,8 +274,8 @@ def _():
     assert len(peaks) == 2, peaks
     rs = rows(path)
     for dev, (pa, pr) in peaks.items():
-        assert pick(rs, dev, "peak_allocated")["bytes"] == pa, (dev, pa)
-        assert pick(rs, dev, "peak_reserved")["bytes"] == pr, (dev, pr)
+        assert pick(rs, dev, "peak_allocated")["mem_bytes"] == pa, (dev, pa)
+        assert pick(rs, dev, "peak_reserved")["mem_bytes"] == pr, (dev, pr)
     assert rows("--engine=model", path) == rs
 
 

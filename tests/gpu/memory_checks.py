@@ -80,9 +80,9 @@ def mem_summary(doc, device=None):
             continue
         w = r.get("what")
         if w in ("peak_allocated", "peak_reserved", "live_at_end"):
-            out[w] = r.get("bytes")
+            out[w] = r.get("mem_bytes")  # the report's key (a table keeps it at any width)
         elif w == "live":  # a leak candidate: one live allocation, largest first
-            out["live"].append({"bytes": r.get("bytes"), "op": r.get("op") or "", "call": r.get("call") or ""})
+            out["live"].append({"bytes": r.get("mem_bytes"), "op": r.get("op") or "", "call": r.get("call") or ""})
     return out
 
 

@@ -82,8 +82,13 @@ static int read_job(void **state) {
   char err[512];
   snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/data", "sample_h200.json.gz");
   const char *paths[] = {path};
-  ft_stat_read_opts o = {
-      .trace_limit = SIZE_MAX, .hta = true, .ops = true, .modules = true, .op_kernels = true, .source = true};
+  ft_stat_read_opts o = {.trace_limit = SIZE_MAX,
+                         .hta = true,
+                         .ops = true,
+                         .modules = true,
+                         .op_kernels = true,
+                         .source = true,
+                         .memory = true};
   ft_status s = ft_stat_job_read(&job, paths, 1, &o, err, sizeof err);
   if (s) fail_msg("%s", err);
   return 0;
@@ -129,6 +134,7 @@ static int read_step(void *ctx, char **out) {
                          .modules = true,
                          .op_kernels = true,
                          .timeline = true,
+                         .memory = true, /* the memory accumulator's ops and calls (issue 51) */
                          .model = model};
   ft_status s = ft_stat_job_read_mem(&j, "sample_h200.json.gz", trace_data, trace_len, &o, err, sizeof err);
   stop_failing();
@@ -160,6 +166,42 @@ static void test_read(void **state) {
   long k = every_failure("trace read through the model", read_step, &trace_len);
   assert_true(k >= 40);
   free(trace_data);
+}
+
+/* [memory] instants (issue 51): the accumulator, its live table, the model's rows, the mem report. */
+static const char MEM_TRACE[] =
+    "{\"traceEvents\": ["
+    "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1, \"tid\": 1, \"ts\": 0,"
+    " \"dur\": 100},"
+    "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::empty\", \"pid\": 1, \"tid\": 1, \"ts\": 20, \"dur\": 40,"
+    " \"args\": {\"External id\": 4}},"
+    "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaMalloc\", \"pid\": 1, \"tid\": 1, \"ts\": 25, \"dur\": "
+    "10,"
+    " \"args\": {\"correlation\": 9, \"External id\": 4}},"
+    "{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 1, \"ts\": 30, \"args\": {\"Device Type\": 1,"
+    " \"Device Id\": 0, \"Addr\": 1, \"Bytes\": 100, \"Total Allocated\": 100, \"Total Reserved\": 4096}},"
+    "{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 5, \"ts\": 31, \"args\": {\"Device Type\": 1,"
+    " \"Device Id\": 1, \"Addr\": 2, \"Bytes\": 7, \"correlation\": 9, \"Op\": \"alloc\"}},"
+    "{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 1, \"ts\": 40, \"args\": {\"Device Type\": 1,"
+    " \"Device Id\": 0, \"Addr\": 1, \"Bytes\": -100}},"
+    "{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 1, \"ts\": 50, \"args\": {\"Device Type\": 1,"
+    " \"Device Id\": 0, \"Addr\": 3, \"Bytes\": 64}},"
+    "{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 1, \"tid\": 1, \"ts\": 60, \"args\": {\"Bytes\": \"x\"}}"
+    "]}";
+
+static void test_read_memory(void **state) {
+  (void)state;
+  trace_data = (char *)MEM_TRACE;
+  trace_len = strlen(MEM_TRACE);
+  char *stream = NULL, *model = NULL;
+  assert_int_equal(read_step(NULL, &stream), 0);
+  assert_non_null(strstr(stream, "peak_allocated"));
+  assert_int_equal(read_step(&trace_len, &model), 0);
+  assert_string_equal(stream, model);
+  free(stream), free(model);
+  assert_true(every_failure("a [memory] trace read", read_step, NULL) >= 20);
+  assert_true(every_failure("a [memory] trace read through the model", read_step, &trace_len) >= 20);
+  trace_data = NULL;
 }
 
 static int partial_step(void *ctx, char **out) {
@@ -298,9 +340,8 @@ static void test_report_page(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_read),        cmocka_unit_test(test_partial_write),
-      cmocka_unit_test(test_merge),       cmocka_unit_test(test_reports_and_tables),
-      cmocka_unit_test(test_report_page),
+      cmocka_unit_test(test_read),  cmocka_unit_test(test_read_memory),        cmocka_unit_test(test_partial_write),
+      cmocka_unit_test(test_merge), cmocka_unit_test(test_reports_and_tables), cmocka_unit_test(test_report_page),
   };
   return cmocka_run_group_tests(tests, read_job, free_job);
 }

@@ -31,26 +31,53 @@ static void finish(ft__memacc *a, ft_stat_mem *out) {
   ft__intern_free(&names);
 }
 
-/* Past FT_MEM_MAX_LIVE live addresses an allocation is counted, not tracked; totals stay exact. */
+/* Past the live limit (FT_MEM_MAX_LIVE; 1000 here) an allocation is counted, not tracked; totals stay exact. */
 static void test_live_bound(void **state) {
   (void)state;
+  enum { LIMIT = 1000 };
   ft__memacc *a = ft__memacc_new();
   assert_non_null(a);
-  for (uint64_t i = 0; i < FT_MEM_MAX_LIVE + 5; i++) {
-    ft__ev e = mev((int64_t)i, 0x1000 + 16 * i, (int64_t)(i % 1000) + 1, 0);
+  ft__memacc_set_live_limit(a, LIMIT);
+  for (uint64_t i = 0; i < LIMIT + 5; i++) {
+    ft__ev e = mev((int64_t)i, 0x1000 + 16 * i, (int64_t)(i % 100) + 1, 0);
     assert_true(ft__memacc_event(a, &e));
   }
-  ft__ev f = mev(1 << 30, 0x1000 + 16ull * (FT_MEM_MAX_LIVE + 2), -3, 0); /* untracked: unmatched */
+  ft__ev f = mev(1 << 30, 0x1000 + 16ull * (LIMIT + 2), -3, 0); /* untracked: unmatched */
   assert_true(ft__memacc_event(a, &f));
   ft_stat_mem m;
   finish(a, &m);
   assert_int_equal(m.over_bound, 5);
   assert_int_equal(m.unmatched, 1);
   assert_int_equal(m.n_devs, 1);
-  assert_int_equal(m.devs[0].alloc_sizes.n, FT_MEM_MAX_LIVE + 5);
-  assert_int_equal(m.devs[0].live_n, FT_MEM_MAX_LIVE);
-  assert_int_equal(m.devs[0].n_live, FT_MEM_KEEP_LIVE);
-  assert_int_equal(m.devs[0].live[0].bytes, 1000);
+  assert_int_equal(m.devs[0].alloc_sizes.n, LIMIT + 5);
+  assert_int_equal(m.devs[0].live_n, LIMIT);
+  assert_int_equal(m.devs[0].n_live, FT_MEM_KEEP_LIVE < LIMIT ? FT_MEM_KEEP_LIVE : LIMIT);
+  assert_int_equal(m.devs[0].live[0].bytes, 100);
+  ft_stat_mem_free(&m);
+  ft__memacc_free(a);
+}
+
+/* Events given out of time order (torch writes them by its own index): applied by time, a free meets the
+ * allocation before it; ties keep the order given. */
+static void test_time_order(void **state) {
+  (void)state;
+  ft__memacc *a = ft__memacc_new();
+  const struct {
+    int64_t ts, bytes, total;
+  } ev[] = {{300, 64, 64}, {100, 64, 64}, {200, -64, 0}, {50, -64, 0}, {300, -64, 0}, {400, 8, 8}};
+  for (size_t i = 0; i < sizeof ev / sizeof *ev; i++) { /* one address: 50 free (none), 100 alloc, 200 free, ... */
+    ft__ev e = mev(ev[i].ts, 0xA0, ev[i].bytes, 0);
+    e.mem_total_alloc = ev[i].total;
+    assert_true(ft__memacc_event(a, &e));
+  }
+  ft_stat_mem m;
+  finish(a, &m);
+  assert_int_equal(m.unmatched, 1);      /* the free at 50 */
+  assert_int_equal(m.devs[0].live_n, 1); /* 400's 8 bytes; 300's 64 freed at 300 (after it: given later) */
+  assert_int_equal(m.devs[0].live_bytes, 8);
+  assert_int_equal(m.devs[0].peak_alloc.bytes, 64);
+  assert_int_equal(m.devs[0].peak_alloc.ts, 100); /* first reached by time, though given second */
+  assert_int_equal(m.devs[0].end_alloc, 8);
   ft_stat_mem_free(&m);
   ft__memacc_free(a);
 }
@@ -137,6 +164,7 @@ static void test_hostile(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_live_bound),
+      cmocka_unit_test(test_time_order),
       cmocka_unit_test(test_frees_and_peaks),
       cmocka_unit_test(test_hostile),
   };

@@ -34,7 +34,8 @@ static void test_serialized_structs_unchanged(void **state) {
   /* source: 48; skips unpaired, bad_ext: 16; model_*: 24 (and 8 of padding), not written (a --engine=model read's
    * note on stderr, not the summary's) */
   /* mem and mem_kept (issue 51): 64 + 8, written as the file's "mem" (stats_partial_mem.c reads it); mem_events:
-   * 24, written as "mem_cpu", "mem_dev", "mem_cuda" (the ops' memory columns) */
+   * 24, written as "mem_cpu", "mem_dev", "mem_cuda" (the ops' memory columns); mem_seen: 8 (in mem_kept's padding), not
+   * written (a read's note on stderr) */
   assert_int_equal(sizeof(ft_stat_file), 960);
   assert_int_equal(sizeof(ft_stat_mem), 64);
   assert_int_equal(sizeof(ft_stat_mem_dev), 320);

@@ -72,9 +72,11 @@ typedef struct ft_model_mem {
   int32_t device;                          /* args "Device Id"; -1 absent */
   int16_t device_type;                     /* args "Device Type" (torch's DeviceType: 0 CPU, 1 CUDA, 20 PrivateUse1) */
   uint32_t track;                          /* the thread track it was recorded on */
-  uint32_t op;   /* the innermost op or range open around it on its thread, else (ours, with a correlation
-                  * id) the op of the runtime call that made it; FT_MODEL_NONE */
-  uint32_t call; /* the runtime call slice that made it (ours: args.correlation), FT_MODEL_NONE */
+  uint32_t op;   /* the innermost op or range open around it on its thread, else (ours) the op or range of
+                  * its External id (the latest in file order), else the op of the runtime call that made it
+                  * (its correlation id); FT_MODEL_NONE */
+  uint32_t call; /* the runtime or driver call slice that made it (ours: args.correlation; the latest of that
+                  * id in file order), FT_MODEL_NONE */
   uint32_t step; /* the step it falls in, FT_MODEL_NONE */
 } ft_model_mem;
 

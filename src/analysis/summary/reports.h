@@ -5,7 +5,16 @@
 #include "stats.h"
 
 /* Column kinds: how a cell is formatted (the same digits in every format). */
-enum { COL_STR, COL_U64, COL_I64, COL_US, COL_PCT, COL_F3 };
+enum {
+  COL_STR,
+  COL_U64,
+  COL_I64,
+  COL_US,
+  COL_PCT,
+  COL_F3,
+  COL_NONE
+}; /* COL_NONE: a cell without a value (ft_report.kinds
+only): empty in tables and csv, null in json */
 
 typedef struct ft_col {
   const char *key;   /* csv/json name, unit included (total_us) */

@@ -7,15 +7,15 @@
 #include "reports.h"
 #include "stats_memory.h"
 
-enum { C_RANK, C_DEVICE, C_WHAT, C_BYTES, C_COUNT, C_MIN, C_MED, C_MAX, C_TS, C_STEP, C_OP, C_CALL, C_N };
+enum { C_RANK, C_DEVICE, C_WHAT, C_BYTES, C_COUNT, C_MIN, C_MED, C_MAX, C_TS, C_STEP, C_CALL, C_OP, C_N };
 static const ft_col mem_cols[C_N] = {
-    {"rank", "Rank", COL_I64, 4},         {"device", "Device", COL_STR, 8},  {"what", "What", COL_STR, 14},
-    {"bytes", "Bytes", COL_I64, 14},      {"count", "Count", COL_U64, 9},    {"min_bytes", "Min", COL_U64, 10},
+    {"rank", "Rank", COL_I64, 4},         {"device", "Device", COL_STR, -8}, {"what", "What", COL_STR, -14},
+    {"mem_bytes", "Bytes", COL_I64, 14},  {"count", "Count", COL_U64, 9},    {"min_bytes", "Min", COL_U64, 10},
     {"median_bytes", "Med", COL_U64, 10}, {"max_bytes", "Max", COL_U64, 10}, {"ts_us", "At(us)", COL_US, 14},
-    {"step", "Step", COL_I64, 5},         {"op", "Op", COL_STR, 0},          {"call", "Call", COL_STR, -1},
+    {"step", "Step", COL_I64, 5},         {"call", "Call", COL_STR, 0},      {"op", "Op", COL_STR, 0},
 };
 
-/* Rows are built into a growing table; a cell not set is an empty string. */
+/* Rows are built into a growing table; a number not set has no value (COL_NONE: null in json), a text is "". */
 typedef struct tab {
   ft_report *rep;
   size_t cap;
@@ -37,7 +37,7 @@ static ft_cell *new_row(tab *t) {
   }
   ft_cell *c = rep->cells + rep->n_rows * C_N;
   uint8_t *k = rep->kinds + rep->n_rows * C_N;
-  for (int j = 0; j < C_N; j++) c[j].s = "", k[j] = COL_STR;
+  for (int j = 0; j < C_N; j++) c[j].s = "", k[j] = mem_cols[j].kind == COL_STR ? COL_STR : COL_NONE;
   rep->n_rows++;
   return c;
 }

@@ -183,6 +183,7 @@ static ft_status read_one(worker *w, size_t f) {
     file->cut_strings = st.cut_strings;
     for (int c = 0; c < 3; c++) file->mem_events[c] = st.mem_events[c];
     file->source = st.source;
+    file->mem_seen = st.mem_seen;
     if (w->o.memory) { /* moved */
       file->mem = st.mem_sum;
       file->mem_kept = true;

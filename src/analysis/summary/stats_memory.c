@@ -40,7 +40,20 @@ typedef struct mstep {
   int64_t ts, end, number;
 } mstep;
 
+/* An event as it came (96 B): the file's order is not time's (torch writes them by its own index), and a free
+ * must meet the allocation before it in time; applied in time order at the end. */
+typedef struct mev {
+  int64_t ts, bytes, total_alloc, total_res, pool_bytes, pid, tid, corr, ext;
+  uint64_t addr, seq;
+  int32_t device;
+  int16_t type;
+  uint8_t op, flags; /* R_* */
+} mev;
+
 struct ft__memacc {
+  mev *evs;
+  size_t n_evs, cap_evs;
+  size_t live_limit; /* FT_MEM_MAX_LIVE; tests set less */
   mdev *devs;
   size_t n_devs, cap_devs, last_dev;
   mlive *live; /* open addressing by (addr, dev), linear probing, deletion by backward shift */
@@ -55,13 +68,19 @@ struct ft__memacc {
 
 ft__memacc *ft__memacc_new(void) {
   ft__hash_key_init();
-  return calloc(1, sizeof(ft__memacc));
+  ft__memacc *a = calloc(1, sizeof(ft__memacc));
+  if (a) a->live_limit = FT_MEM_MAX_LIVE;
+  return a;
 }
+
+void ft__memacc_set_live_limit(ft__memacc *a, size_t n) { a->live_limit = n; }
 
 static void reset(ft__memacc *a) {
   for (size_t i = 0; i < a->n_devs; i++) ft_dist_free(&a->devs[i].allocs), ft_dist_free(&a->devs[i].frees);
-  free(a->devs), free(a->live), free(a->used), free(a->ops), free(a->calls), free(a->steps);
+  free(a->devs), free(a->live), free(a->used), free(a->ops), free(a->calls), free(a->steps), free(a->evs);
+  size_t limit = a->live_limit;
   memset(a, 0, sizeof *a);
+  a->live_limit = limit;
 }
 
 void ft__memacc_free(ft__memacc *a) {
@@ -163,7 +182,7 @@ static int64_t sat_add(int64_t x, int64_t y) {
   return __builtin_add_overflow(x, y, &r) ? (y > 0 ? INT64_MAX : INT64_MIN) : r;
 }
 
-bool ft__memacc_event(ft__memacc *a, const ft__ev *e) {
+static bool apply(ft__memacc *a, const ft__ev *e) {
   int64_t b = e->mem_bytes;
   if ((e->mem_op == FT__MOP_ALLOC && b < 0) || (e->mem_op == FT__MOP_FREE && b > 0) || b == INT64_MIN) {
     a->bad_sign++; /* the size is not what the operation says: neither counted */
@@ -183,7 +202,7 @@ bool ft__memacc_event(ft__memacc *a, const ft__ev *e) {
     if (s != SIZE_MAX) { /* an address allocated twice: the later allocation is the live one */
       a->live[s].bytes = b;
       a->live[s].at = ref_of(e);
-    } else if (a->n_live >= FT_MEM_MAX_LIVE) {
+    } else if (a->n_live >= a->live_limit) {
       a->over_bound++;
     } else {
       if (!live_room(a)) return false;
@@ -205,6 +224,51 @@ bool ft__memacc_event(ft__memacc *a, const ft__ev *e) {
   d->cur_res = e->mem_total_res >= 0 ? e->mem_total_res : d->run_res;
   if (d->cur_alloc > d->peak_alloc) d->peak_alloc = d->cur_alloc, d->at_alloc = ref_of(e), d->has_peak_alloc = true;
   if (d->cur_res > d->peak_res) d->peak_res = d->cur_res, d->at_res = ref_of(e), d->has_peak_res = true;
+  return true;
+}
+
+bool ft__memacc_event(ft__memacc *a, const ft__ev *e) {
+  if (!grow((void **)&a->evs, &a->cap_evs, a->n_evs, sizeof *a->evs)) return false;
+  a->evs[a->n_evs] =
+      (mev){.ts = e->ts,
+            .bytes = e->mem_bytes,
+            .total_alloc = e->mem_total_alloc,
+            .total_res = e->mem_total_res,
+            .pool_bytes = e->mem_pool_bytes,
+            .pid = e->dev,
+            .tid = e->tid,
+            .corr = e->corr,
+            .ext = e->ext,
+            .addr = e->mem_addr,
+            .seq = a->n_evs,
+            .device = e->mem_device,
+            .type = e->mem_device_type,
+            .op = e->mem_op,
+            .flags = (uint8_t)((e->has_tid ? R_TID : 0) | (e->has_corr ? R_CORR : 0) | (e->has_ext ? R_EXT : 0))};
+  a->n_evs++;
+  return true;
+}
+
+static int ev_cmp(const void *x, const void *y) {
+  const mev *p = x, *q = y;
+  if (p->ts != q->ts) return (p->ts > q->ts) - (p->ts < q->ts);
+  return (p->seq > q->seq) - (p->seq < q->seq);
+}
+
+/* The events in time order (ties: the file's), each into the totals, the live table and the peaks. */
+static bool apply_all(ft__memacc *a) {
+  if (a->n_evs) qsort(a->evs, a->n_evs, sizeof *a->evs, ev_cmp);
+  for (size_t i = 0; i < a->n_evs; i++) {
+    const mev *v = &a->evs[i];
+    ft__ev e;
+    memset(&e, 0, sizeof e);
+    e.ts = v->ts, e.dev = v->pid, e.tid = v->tid, e.corr = v->corr, e.ext = v->ext;
+    e.has_tid = v->flags & R_TID, e.has_corr = v->flags & R_CORR, e.has_ext = v->flags & R_EXT;
+    e.mem_bytes = v->bytes, e.mem_addr = v->addr, e.mem_total_alloc = v->total_alloc;
+    e.mem_total_res = v->total_res, e.mem_pool_bytes = v->pool_bytes;
+    e.mem_device = v->device, e.mem_device_type = v->type, e.mem_op = v->op;
+    if (!apply(a, &e)) return false;
+  }
   return true;
 }
 
@@ -278,7 +342,6 @@ static bool nest(ft__memacc *a) {
 /* The innermost op open at ts on thread (pid, tid); UINT32_MAX none (model_mem.c's op_at). */
 static uint32_t op_at(const ft__memacc *a, int64_t pid, int64_t tid, int64_t ts) {
   size_t lo = 0, hi = a->n_ops;
-  mop key = {.pid = pid, .tid = tid, .ts = ts};
   while (lo < hi) { /* the first op after (pid, tid, ts) */
     size_t mid = lo + (hi - lo) / 2;
     const mop *o = &a->ops[mid];
@@ -288,7 +351,6 @@ static uint32_t op_at(const ft__memacc *a, int64_t pid, int64_t tid, int64_t ts)
     if (c <= 0) lo = mid + 1;
     else hi = mid;
   }
-  (void)key;
   if (!lo || a->ops[lo - 1].pid != pid || a->ops[lo - 1].tid != tid) return UINT32_MAX;
   uint32_t c = (uint32_t)(lo - 1), best = UINT32_MAX;
   for (size_t j = lo; j > 0; j--) { /* one start: the shortest open */
@@ -363,7 +425,7 @@ static int dev_cmp(const void *x, const void *y) {
 bool ft__memacc_finish(ft__memacc *a, const ft__strtab *names, ft_stat_mem *out) {
   memset(out, 0, sizeof *out);
   resolver r = {.a = a, .names = names};
-  bool ok = nest(a);
+  bool ok = apply_all(a) && nest(a);
   if (a->n_steps) qsort(a->steps, a->n_steps, sizeof *a->steps, step_cmp);
   /* the latest in file order: ops are sorted now, their file position says which */
   for (size_t i = 0; ok && i < a->n_ops; i++) {

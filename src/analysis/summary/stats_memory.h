@@ -5,12 +5,15 @@
 #include "stats_internal.h"
 
 /* One file's accumulator: fed the file's [memory] instants, its ops and ranges, its runtime
- * calls and its ProfilerStep#N ranges (in any order), it ends in an ft_stat_mem whose peaks
- * and live allocations name their op, call and step. Memory: 64 B a live allocation (at
- * most FT_MEM_MAX_LIVE of them), 48 B an op or call while the file is read. */
+ * calls and its ProfilerStep#N ranges (in any order: the events are applied in time order at
+ * the end, ties in the order given), it ends in an ft_stat_mem whose peaks and live
+ * allocations name their op, call and step. Memory while the file is read: 96 B a [memory]
+ * event, 48 B an op or call, 64 B a live allocation (at most FT_MEM_MAX_LIVE of them). */
 typedef struct ft__memacc ft__memacc;
 ft__memacc *ft__memacc_new(void);
 void ft__memacc_free(ft__memacc *a);
+/* Tests: track at most n live addresses (FT_MEM_MAX_LIVE by default). */
+void ft__memacc_set_live_limit(ft__memacc *a, size_t n);
 /* e: sec FT__SEC_MEMORY. False without memory. */
 bool ft__memacc_event(ft__memacc *a, const ft__ev *e);
 /* An op or range (name: an id of the names table finish is given), a runtime or driver call with a
