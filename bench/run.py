@@ -812,7 +812,7 @@ def stats_memory(build, quick):
             "| slices | kernels (device events) | peak RSS | B per device event over the previous size | target |"
             " default reports (ops too): peak RSS | B per device event |",
             "|---|---|---|---|---|---|---|"]
-    no_ops = ["-r", "kernels,api,memory,memsize,ranges,gpu_ranges,gpu,ranks"]
+    no_ops = ["-r", "kernels,api,memops,memsize,ranges,gpu_ranges,gpu,ranks"]
     tmp = tempfile.mkdtemp(prefix="ftbench.")
     try:
         prev = None

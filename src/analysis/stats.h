@@ -179,7 +179,7 @@ typedef struct ft_stat_source {
   bool known;   /* read (ft_stat_read_opts.source) or from a partial: a partial is written only then */
 } ft_stat_source;
 
-/* ---- device memory (issue 51): `stats -r mem`, from [memory] instants (stats_memory.c) ---- */
+/* ---- device memory (issue 51): `stats -r memory`, from [memory] instants (stats_memory.c) ---- */
 
 /* Live allocations tracked per file at most (their addresses): past it an allocation is
  * counted (over_bound) but its address not kept, so memory stays bounded (64 B each). */
@@ -280,9 +280,9 @@ typedef struct ft_stats {
                            * which CUDA's or HIP's (the ops' memory columns are shown when there are some) */
   char device_name[64];   /* the trace's first deviceProperties entry's name ("NVIDIA H200"), "" when none */
   /* device memory (issue 51) */
-  bool want_memory;       /* summarize [memory] instants into mem_sum (stats -r mem) */
+  bool want_memory;       /* summarize [memory] instants into mem_sum (stats -r memory) */
   uint64_t mem_bad;       /* [memory] instants the reader skipped (ft_stat_mem.bad_field) */
-  uint64_t mem_seen;      /* [memory] instants read, asked for or not (a note points to -r mem) */
+  uint64_t mem_seen;      /* [memory] instants read, asked for or not (a note points to -r memory) */
   struct ft__memacc *mem; /* the file's accumulator while it is read (stats_memory.h); NULL unless asked */
   ft_stat_mem mem_sum;    /* the file's summary, from its end (with want_memory) */
 } ft_stats;
@@ -373,7 +373,7 @@ typedef struct ft_stat_read_opts {
   bool op_kernels;    /* with ops: device work by its op and name (FT_STAT_OP_KERNELS: `diff`) */
   bool source;        /* each file's source (its bytes' digest: the cost of a hash; stats --partial) */
   bool model;         /* each file through the event model (model.h): read into it, then replayed into its summary */
-  bool memory;        /* each file's device memory (ft_stat_file.mem: [memory] instants, stats -r mem) */
+  bool memory;        /* each file's device memory (ft_stat_file.mem: [memory] instants, stats -r memory) */
   struct ft_model *models; /* with model: file f's model kept in models[f] (the caller frees each), not freed */
   /* Each file's event model handed to on_model (on the file's reading thread) before it
    * is freed, built by the same parse as the file's summary (ft_model_read with its st:

@@ -162,7 +162,7 @@ static ft_status write_group(FILE *f, const ft_report_input *in, const char *out
   ft_report_opts o = {0};
   ft_status s = FT_OK;
   for (int r = 0; r < REP_N && !s; r++)
-    if (r != REP_TRACE && r != REP_MEM && !(FT_REP_HTA & 1u << r))
+    if (r != REP_TRACE && r != REP_MEMORY && !(FT_REP_HTA & 1u << r))
       s = ft_report_build(&reps[n_reps++], r, &in->job, &o);
   if (!s) s = write_data(f, &in->job, reps, n_reps, out_dir, (ft__tl *)&in->tl);
   for (size_t r = 0; r < n_reps; r++) ft_report_free(&reps[r]);

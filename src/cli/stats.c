@@ -30,7 +30,7 @@ static const char usage[] =
     "                      and HTA's four)\n"
     "                        kernels     GPU time per kernel name\n"
     "                        api         runtime and driver API calls per name\n"
-    "                        memory      copies and sets by time (kind, name)\n"
+    "                        memops      copies and sets by time (kind, name)\n"
     "                        memsize     copies and sets by size, and bandwidth\n"
     "                        ranges      user ranges (user_annotation): CPU time\n"
     "                        gpu_ranges  their GPU projection (gpu_user_annotation)\n"
@@ -66,7 +66,7 @@ static const char usage[] =
     "                                    each launch and kernel start: mean, stddev,\n"
     "                                    min, median, max; time at 1024 or more\n"
     "                      device memory (asked for only; docs/memory.md):\n"
-    "                        mem         per rank and device, from [memory] events\n"
+    "                        memory      per rank and device, from [memory] events\n"
     "                                    (torch's profile_memory=True, record's):\n"
     "                                    peak allocated and peak reserved (when,\n"
     "                                    step, op, call), allocations and frees\n"
@@ -75,7 +75,7 @@ static const char usage[] =
     "                                    live, largest first (--limit per device),\n"
     "                                    with the op and call that made each; a\n"
     "                                    skipped row counts hostile values\n"
-    "                                    (\"memory\" stays copies and sets by time)\n"
+    "                                    (copies and sets by time are memops)\n"
     "                      advise's (asked for only; docs/advise.md):\n"
     "                        advice      findings by what each costs per step, as\n"
     "                                    flagtrace advise ranks them (rank, rule,\n"
@@ -85,7 +85,7 @@ static const char usage[] =
     "                      time reports: Time(%), total, calls, avg, median, min, max,\n"
     "                      stddev (sample); times in us, sizes in bytes\n"
     "                      nsys's names work too: cuda_gpu_kern_sum (kernels),\n"
-    "                      cuda_api_sum (api), cuda_gpu_mem_time_sum (memory),\n"
+    "                      cuda_api_sum (api), cuda_gpu_mem_time_sum (memops),\n"
     "                      cuda_gpu_mem_size_sum (memsize), nvtx_sum (ranges),\n"
     "                      nvtx_gpu_proj_sum (gpu_ranges), cuda_gpu_trace (trace:\n"
     "                      with stream, grid, block and registers per thread)\n"
@@ -211,11 +211,17 @@ static const char usage[] =
 
 enum fmt { FMT_TABLE, FMT_CSV, FMT_TSV, FMT_JSON };
 enum { OPT_PARTIAL = 0x100, OPT_MERGE, OPT_ENGINE }; /* long options without a letter */
-#define REP_DEFAULT ((1u << REP_N) - 1 - (1u << REP_TRACE) - (1u << REP_OPS_MODULES) - FT_REP_HTA - (1u << REP_MEM))
+#define REP_DEFAULT ((1u << REP_N) - 1 - (1u << REP_TRACE) - (1u << REP_OPS_MODULES) - FT_REP_HTA - (1u << REP_MEMORY))
 /* advise's findings: a report of the CLI's (advise_out.c), built from the event model, not the job */
 #define REP_ADVICE REP_N
 #define REP_ALL (REP_N + 1)
 static const char *rep_name(int r) { return r == REP_ADVICE ? "advice" : ft_report_names[r]; }
+
+/* What an unknown name was renamed to: issue 51 made "memory" the device memory
+ * report (it was "mem") and the copies and sets "memops". */
+static const char *renamed(const char *bad) {
+  return !strcmp(bad, "mem") ? " (device memory is -r memory now; copies and sets by time are -r memops)" : "";
+}
 
 /* A bad name is copied to bad (empty when the list itself is empty or too long). */
 static int parse_report(const char *list, unsigned *out, char *bad, size_t bad_len) {
@@ -234,7 +240,7 @@ static int parse_report(const char *list, unsigned *out, char *bad, size_t bad_l
       const char *alias;
       int r;
     } nsys[] = {
-        {"cuda_gpu_kern_sum", REP_KERNELS},     {"cuda_api_sum", REP_API}, {"cuda_gpu_mem_time_sum", REP_MEMORY},
+        {"cuda_gpu_kern_sum", REP_KERNELS},     {"cuda_api_sum", REP_API}, {"cuda_gpu_mem_time_sum", REP_MEMOPS},
         {"cuda_gpu_mem_size_sum", REP_MEMSIZE}, {"nvtx_sum", REP_RANGES},  {"nvtx_gpu_proj_sum", REP_GPU_RANGES},
         {"cuda_gpu_trace", REP_TRACE}};
     for (size_t i = 0; i < sizeof nsys / sizeof *nsys; i++)
@@ -346,7 +352,7 @@ static int output_names(char **names, const char *output, unsigned report, bool 
  * trace report as many device events per file as it shows. */
 static ft_status merged_ok(const ft_stat_job *job, unsigned report, uint64_t trace_rows, uint64_t kept, char *err,
                            size_t errlen) {
-  for (size_t i = 0; (report & 1u << REP_MEM) && i < job->n_files; i++)
+  for (size_t i = 0; (report & 1u << REP_MEMORY) && i < job->n_files; i++)
     if (!job->files[i].mem_kept) {
       snprintf(err, errlen, "%s: its partial has no memory summary (written by another flagtrace?)",
                job->files[i].path);
@@ -430,11 +436,11 @@ int ft_cli_stats(int argc, char **argv) {
       char bad_name[256];
       if (parse_report(optarg, &report, bad_name, sizeof bad_name))
         return ft_cli_usage_error("stats",
-                                  "--report: %s%s%s; it takes a comma-separated subset of kernels,api,memory,memsize,"
+                                  "--report: %s%s%s%s; it takes a comma-separated subset of kernels,api,memops,memsize,"
                                   "ranges,gpu_ranges,ops,ops_shapes,ops_modules,gpu,ranks,trace,temporal,overlap,"
-                                  "launch,queue,mem,advice or nsys's names (--help)",
+                                  "launch,queue,memory,advice or nsys's names (--help)",
                                   bad_name[0] ? "no report named '" : "not a list of reports: '",
-                                  bad_name[0] ? bad_name : optarg, "'");
+                                  bad_name[0] ? bad_name : optarg, "'", renamed(bad_name));
       break;
     }
     case 'f':
@@ -574,7 +580,7 @@ int ft_cli_stats(int argc, char **argv) {
         .hta = partial || (report & FT_REP_HTA) != 0,
         .ops = partial || (report & (1u << REP_OPS | 1u << REP_OPS_SHAPES | 1u << REP_OPS_MODULES)) != 0,
         .modules = partial || (report & 1u << REP_OPS_MODULES) != 0,
-        .memory = partial || (report & 1u << REP_MEM) != 0,
+        .memory = partial || (report & 1u << REP_MEMORY) != 0,
         .source = partial, /* a partial names each trace's source: a merge refuses one given twice */
         .model = model,
         .on_model = advice ? ft_cli_advice_on_model : NULL,
@@ -602,9 +608,9 @@ int ft_cli_stats(int argc, char **argv) {
   if (!quiet) { /* -q: errors only */
     ft_stat_job_notes(stderr, &job, "flagtrace stats: ");
     uint64_t mem_events = 0; /* device memory the reports asked do not show: where to look */
-    for (size_t f = 0; !(report & 1u << REP_MEM) && f < job.n_files; f++) mem_events += job.files[f].mem_seen;
+    for (size_t f = 0; !(report & 1u << REP_MEMORY) && f < job.n_files; f++) mem_events += job.files[f].mem_seen;
     if (mem_events)
-      fprintf(stderr, "flagtrace stats: %llu [memory] events (device memory): -r mem summarizes them\n",
+      fprintf(stderr, "flagtrace stats: %llu [memory] events (device memory): -r memory summarizes them\n",
               (unsigned long long)mem_events);
     ft_summary_lines(stderr, &job, "flagtrace stats: ");
     for (size_t f = 0; model && f < job.n_files; f++) { /* what the model held (docs/stats.md, --engine) */

@@ -41,7 +41,7 @@ expect "kernel,memcpy kernel,memset " record -t kernel,mem
 expect "memcpy memset " record --trace mem
 expect "csv " stats --format c
 expect "csv json table tsv " stats -f ""
-expect "kernels,mem kernels,memory kernels,memsize " stats --report kernels,m
+expect "kernels,memops kernels,memory kernels,memsize " stats --report kernels,m
 # nsys's report names, as stats --help gives them
 expect "kernels,cuda_api_sum kernels,cuda_gpu_kern_sum kernels,cuda_gpu_mem_size_sum kernels,cuda_gpu_mem_time_sum kernels,cuda_gpu_trace " stats --report kernels,cuda_
 expect "nvtx_sum " stats -r nvtx_s
@@ -71,7 +71,7 @@ done
 "$exe" record --help | grep -q "kernel,memcpy,memset,runtime,driver,nvtx,sync" || { echo "FAIL: record's --trace list changed" >&2; fails=$((fails + 1)); }
 # the help held in a variable: grep -q closing the pipe early would kill a long --help (pipefail)
 stats_help=$("$exe" stats --help)
-for r in kernels api memory memsize ranges gpu_ranges ops gpu ranks trace; do
+for r in kernels api memops memory memsize ranges gpu_ranges ops gpu ranks trace; do
   grep -qE "^ +$r  " <<<"$stats_help" || { echo "FAIL: stats --help no longer lists report '$r'" >&2; fails=$((fails + 1)); }
 done
 # every report the help lists is offered after a comma

@@ -1,7 +1,7 @@
 """The GPU memory checks' reading of flagtrace's output (tests/gpu/memory_checks.py) without a GPU: traces
 in the programs' shape written by hand (its synth mode, answers worked out by hand) checked with the real
-binary, so that a renamed JSON field of `stats -r ops`/`-r mem` or `advise` fails here, not on the GPU;
-then the leak check's fallback (stats -r mem's leak candidates, as when advise has no leak finding).
+binary, so that a renamed JSON field of `stats -r ops`/`-r memory` or `advise` fails here, not on the GPU;
+then the leak check's fallback (stats -r memory's leak candidates, as when advise has no leak finding).
 Usage: test_gpu_memory_checks.py FLAGTRACE"""
 import io
 import os

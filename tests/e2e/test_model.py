@@ -22,8 +22,8 @@ WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()
 results = Results()
 case = results.case
 TRACES = sorted(glob.glob(os.path.join(data, "*.json.gz")))
-EVERY = ("kernels,api,memory,memsize,ranges,gpu_ranges,ops,ops_shapes,ops_modules,gpu,ranks,trace,"
-         "temporal,overlap,launch,queue,mem")
+EVERY = ("kernels,api,memops,memsize,ranges,gpu_ranges,ops,ops_shapes,ops_modules,gpu,ranks,trace,"
+         "temporal,overlap,launch,queue,memory")
 NOTE = re.compile(r"^flagtrace stats: (.*): event model of (\d+) slices held (\d+) bytes "
                   r"\([\d.]+ B a slice; (\d+) of them not per slice: names, launch configurations, tracks, "
                   r"memory rows\)$", re.M)
@@ -182,7 +182,7 @@ def _():
         n_mem = memory_trace(p)
         memory_trace(os.path.join(d, "nomem.json.gz"), with_memory=False)
         out, err = same(["-r", EVERY, "-n", "0", "-f", "json", p])
-        rows = json.loads(out)["mem"]
+        rows = json.loads(out)["memory"]
         peaks = [(r["device"], r["mem_bytes"], r["step"], r["op"]) for r in rows if r["what"] == "peak_allocated"]
         assert peaks == [("cuda:0", 4608, 2, "aten::empty"), ("cuda:1", 6144, 2, "aten::empty")], peaks  # step 2: k 2, k 3
         assert [r["count"] for r in rows if r["what"] == "skipped"] == [1], rows

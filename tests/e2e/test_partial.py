@@ -18,7 +18,7 @@ from rank_traces import rank_trace, write_ranks  # noqa: E402
 flagtrace, data = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()
 COMMITTED = ["torch_cuda_2.11_reference.json.gz", "workload_h200.json.gz", "sample_h200.json.gz"]
-ALL = "kernels,api,memory,memsize,ranges,gpu_ranges,ops,ops_shapes,gpu,ranks,temporal,overlap,launch,queue"
+ALL = "kernels,api,memops,memsize,ranges,gpu_ranges,ops,ops_shapes,gpu,ranks,temporal,overlap,launch,queue"
 results = Results()
 case, tmp_case = results.case, results.tmp_case
 

@@ -97,7 +97,7 @@ def _(d):
     assert max(c["args"]["Reserved"] for c in on0) == 33 * MIB
 
 
-@results.tmp_case("stats -r mem reads the recorded trace: the peaks and live bytes the flagtrace block states, "
+@results.tmp_case("stats -r memory reads the recorded trace: the peaks and live bytes the flagtrace block states, "
                   "each peak under its call (correlation) and its range")
 def _(d):
     import json
@@ -105,9 +105,9 @@ def _(d):
     r = record("-o", path, "--", driver, "memory")
     assert r.returncode == 0, r
     block = load(path)["flagtrace"]["memory"]["devices"]
-    s = subprocess.run([flagtrace, "stats", "-r", "mem", "-n", "0", "-f", "json", path], capture_output=True, text=True)
+    s = subprocess.run([flagtrace, "stats", "-r", "memory", "-n", "0", "-f", "json", path], capture_output=True, text=True)
     assert s.returncode == 0, s.stderr
-    rows = json.loads(s.stdout)["mem"]
+    rows = json.loads(s.stdout)["memory"]
 
     def row(dev, what):
         got = [x for x in rows if x["device"] == dev and x["what"] == what]

@@ -137,7 +137,7 @@ def _():
             o["self_device_us"] > 0 for o in st["ops"])) + min(15, len(st["memsize"])), dom.classes
         for k in list(kernels)[:5]:
             assert any(k in t for t in dom.text), k
-        for key in ("kernels", "api", "memory", "memsize", "ranges", "gpu_ranges", "ops", "gpu", "ranks"):
+        for key in ("kernels", "api", "memops", "memsize", "ranges", "gpu_ranges", "ops", "gpu", "ranks"):
             assert f"table-{key}" in dom.ids, key
         assert dom.classes.get("open-trace") == 2 and dom.classes.get("perfetto") == 2, dom.classes
         # the links to the traces are relative to the page: they hold when both are copied together

@@ -125,7 +125,7 @@ for name in TRACES:
         for a in got["api"]:
             assert a["calls"] == len(api[a["name"]])
             close(a["total_us"], sum(api[a["name"]]), a["name"])
-        for m in got["memory"]:
+        for m in got["memops"]:
             count, nbytes, t = mem[m["name"]]
             assert m["calls"] == count, m
             close(m["total_us"], t, m["name"])
@@ -519,7 +519,7 @@ def _():
 @case("stats: csv and json share column names; one --report is one csv table; -o writes a file")
 def _():
     p = os.path.join(REPO_DATA, "sample_h200.json.gz")  # has every report, user ranges too
-    for rep in ("kernels", "api", "memory", "memsize", "ranges", "gpu_ranges", "ops", "gpu", "ranks", "trace"):
+    for rep in ("kernels", "api", "memops", "memsize", "ranges", "gpu_ranges", "ops", "gpu", "ranks", "trace"):
         j = json.loads(stats("-f", "json", "-r", rep, p).stdout)[rep]
         r = stats("-f", "csv", "-r", rep, p)
         rows = list(csv.DictReader(io.StringIO(r.stdout)))

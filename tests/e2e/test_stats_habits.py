@@ -299,7 +299,7 @@ def _():
 
 @case("stats: nsys's report names are the reports (json keys and csv files keep flagtrace's names)")
 def _():
-    for alias, rep in (("cuda_gpu_kern_sum", "kernels"), ("cuda_api_sum", "api"), ("cuda_gpu_mem_time_sum", "memory"),
+    for alias, rep in (("cuda_gpu_kern_sum", "kernels"), ("cuda_api_sum", "api"), ("cuda_gpu_mem_time_sum", "memops"),
                        ("cuda_gpu_mem_size_sum", "memsize"), ("nvtx_sum", "ranges"), ("nvtx_gpu_proj_sum", "gpu_ranges"),
                        ("cuda_gpu_trace", "trace")):
         p = os.path.join(data, "sample_h200.json.gz")

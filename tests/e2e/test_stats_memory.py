@@ -1,4 +1,4 @@
-"""End-to-end: `flagtrace stats -r mem` (issue 51) on hand-made traces whose peaks, live bytes,
+"""End-to-end: `flagtrace stats -r memory` (issue 51) on hand-made traces whose peaks, live bytes,
 ops and calls are worked out by hand: torch's [memory] instants (its seven keys) and ours (the
 kineto keys, then Op, Kind, correlation, External id, Pool Bytes); hostile values counted in
 the skipped row; both engines alike; parse workers alike; --partial/--merge equal to one read;
@@ -81,7 +81,7 @@ def stats(*args, env=None):
 
 
 def rows(*args, env=None):
-    return json.loads(stats("-r", "mem", "-n", "0", "-f", "json", *args, env=env))["mem"]
+    return json.loads(stats("-r", "memory", "-n", "0", "-f", "json", *args, env=env))["memory"]
 
 
 def pick(rs, device, what):
@@ -111,7 +111,7 @@ def _(d):
     sk = [r for r in rs if r["what"] == "skipped"]
     assert len(sk) == 1 and sk[0]["count"] == 1 and "1 frees of no live allocation" in sk[0]["op"], sk
     # -n limits the live rows per device, largest first
-    limited = json.loads(stats("-r", "mem", "-n", "1", "-f", "json", os.path.join(d, "t.json.gz")))["mem"]
+    limited = json.loads(stats("-r", "memory", "-n", "1", "-f", "json", os.path.join(d, "t.json.gz")))["memory"]
     assert [r["mem_bytes"] for r in limited if r["what"] == "live"] == [4000], limited
 
 
@@ -136,17 +136,23 @@ def _(d):
 @tmp_case("a table: one row per measure, the skipped line; the default reports do not read memory")
 def _(d):
     p = write(d, "t.json.gz", TORCH)
-    table = stats("-r", "mem", p)
+    table = stats("-r", "memory", p)
     assert "== device memory ([memory] events)" in table and "peak_allocated" in table, table
-    assert "mem" not in json.loads(stats("-f", "json", p)), "mem is asked for only"
-    r = subprocess.run([*WRAP, flagtrace, "stats", "-r", "kernels", p], capture_output=True, text=True)
-    assert "flagtrace stats: 7 [memory] events (device memory): -r mem summarizes them\n" in r.stderr, r.stderr
+    assert "memory" not in json.loads(stats("-f", "json", p)), "memory is asked for only"
+    # issue 51's rename: the copies and sets by time are memops; mem is no report, and says where it went
+    assert "memops" in json.loads(stats("-f", "json", p)) and "memops" in json.loads(stats("-r", "memops", "-f", "json", p))
     r = subprocess.run([*WRAP, flagtrace, "stats", "-r", "kernels,mem", p], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r
+    assert "no report named 'mem' (device memory is -r memory now; copies and sets by time are -r memops)" in r.stderr, \
+        r.stderr
+    r = subprocess.run([*WRAP, flagtrace, "stats", "-r", "kernels", p], capture_output=True, text=True)
+    assert "flagtrace stats: 7 [memory] events (device memory): -r memory summarizes them\n" in r.stderr, r.stderr
+    r = subprocess.run([*WRAP, flagtrace, "stats", "-r", "kernels,memory", p], capture_output=True, text=True)
     assert "[memory] events" not in r.stderr, r.stderr
-    csv = stats("-r", "mem", "-f", "csv", p).splitlines()
+    csv = stats("-r", "memory", "-f", "csv", p).splitlines()
     assert csv[0] == "rank,device,what,mem_bytes,count,min_bytes,median_bytes,max_bytes,ts_us,step,call,op", csv[0]
     assert '0,"cuda:0","allocations",5500,3,500,1000,4000,,,"",""' in csv, csv  # no value: empty
-    a = pick(json.loads(stats("-r", "mem", "-f", "json", p))["mem"], "cuda:0", "allocations")
+    a = pick(json.loads(stats("-r", "memory", "-f", "json", p))["memory"], "cuda:0", "allocations")
     assert (a["ts_us"], a["step"], a["op"]) == (None, None, ""), a  # no value: null (text: "")
 
 
@@ -154,7 +160,7 @@ def _(d):
 def _(d):
     for name, doc in (("t.json.gz", TORCH), ("o.json.gz", OURS)):
         p = write(d, name, doc)
-        outs = [stats(f"--engine={e}", "-r", "mem,ops,api", "-n", "0", "-f", "json", p) for e in ("stream", "model")]
+        outs = [stats(f"--engine={e}", "-r", "memory,ops,api", "-n", "0", "-f", "json", p) for e in ("stream", "model")]
         assert outs[0] == outs[1], name
 
 
@@ -176,10 +182,10 @@ def _(d):
             ev.append(mem(ts, 10, addr, size, total, 1 << 30))
         peak = max(peak, total)
     p = write(d, "big.json.gz", {"traceEvents": ev})
-    one = stats("-r", "mem", "-n", "0", "-f", "json", p, env={**os.environ, "FLAGTRACE_STATS_THREADS": "0"})
-    three = stats("-r", "mem", "-n", "0", "-f", "json", p, env={**os.environ, "FLAGTRACE_STATS_THREADS": "3"})
+    one = stats("-r", "memory", "-n", "0", "-f", "json", p, env={**os.environ, "FLAGTRACE_STATS_THREADS": "0"})
+    three = stats("-r", "memory", "-n", "0", "-f", "json", p, env={**os.environ, "FLAGTRACE_STATS_THREADS": "3"})
     assert one == three
-    rs = json.loads(one)["mem"]
+    rs = json.loads(one)["memory"]
     assert pick(rs, "cuda:0", "peak_allocated")["mem_bytes"] == peak
     assert pick(rs, "cuda:0", "peak_allocated")["step"] == 3
     live_row = pick(rs, "cuda:0", "live_at_end")
@@ -221,7 +227,7 @@ def _(d):
         p = os.path.join(d, "bad.part")
         with open(p, "w") as f:
             json.dump(x, f)
-        r = subprocess.run([*WRAP, flagtrace, "stats", "--merge", "-r", "mem", p], capture_output=True, text=True)
+        r = subprocess.run([*WRAP, flagtrace, "stats", "--merge", "-r", "memory", p], capture_output=True, text=True)
         assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, (why, r.stderr)
 
 

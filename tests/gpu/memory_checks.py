@@ -2,7 +2,7 @@
 
   (a) profile  a small MLP trained 5 steps under torch.profiler(profile_memory=True), natively and with
                `import flagtrace.torch`: every op's memory columns of `stats -r ops` equal key_averages()'
-               (self and total device memory, CPU memory where ours has it), and `stats -r mem`'s peak
+               (self and total device memory, CPU memory where ours has it), and `stats -r memory`'s peak
                allocated equals torch.cuda.max_memory_allocated() over the window (reset before it)
   (b) record   the same model under `flagtrace record` without torch.profiler (and a large temporary freed
                by empty_cache): peak reserved equals torch.cuda.max_memory_reserved(); every segment of
@@ -11,7 +11,7 @@
                allocation of its pool's bytes_limit; XLA_PYTHON_CLIENT_PREALLOCATE=false: its pool's peak)
                under `record`; each skipped, with a line saying so, where the module is not installed
   (d) leak     a loop that keeps one tensor per step: `advise` finds the leak with its bytes per step and
-               the op/call (else `stats -r mem`'s leak candidates), under torch.profiler + flagtrace.torch
+               the op/call (else `stats -r memory`'s leak candidates), under torch.profiler + flagtrace.torch
                (ProfilerStep#N) and under `record` (NVTX "step")
 
   memory_checks.py --flagtrace FT --out-dir DIR [--only a,b,c,d]    run the programs, then check
@@ -19,7 +19,7 @@
   memory_checks.py prog-NAME DIR ...                                 the programs themselves
   memory_checks.py synth DIR      traces in the programs' shape written by hand, for --check without a GPU
 
-The names of flagtrace's JSON fields (stats -r mem, the ops memory columns, advise's memory findings)
+The names of flagtrace's JSON fields (stats -r memory, the ops memory columns, advise's memory findings)
 are read in one place, MEM_REPORT, FIELDS, field() and mem_summary() below: fix them there when the readers rename them."""
 import argparse
 import gzip
@@ -44,7 +44,7 @@ LEAK_REC_WHERE = ("keep_tensor", "cudaMalloc")
 CUPY_SIZES = (1 << 20, 3 * (1 << 20) + 123, 64 << 20)
 
 # ---- flagtrace's JSON field names: the one place to fix them (docs/memory.md, docs/stats.md) ----
-MEM_REPORT = "mem"  # `stats -r mem -f json`: key "mem", rows {rank, device, what, bytes, count, ..., op, call}
+MEM_REPORT = "memory"  # `stats -r memory -f json`: key "memory", rows {rank, device, what, bytes, count, ..., op, call}
 FIELDS = {
     # stats -r ops -f json: each op row's memory columns (bytes; torch's key_averages() rules)
     "self_device_mem": ("self_device_mem_bytes",),
@@ -67,7 +67,7 @@ def field(row, key, default=None):
 
 
 def mem_summary(doc, device=None):
-    """`stats -r mem -f json` of one device (the first that is not the CPU unless named):
+    """`stats -r memory -f json` of one device (the first that is not the CPU unless named):
     {device, peak_allocated, peak_reserved, live_at_end, live: [{bytes, op, call}], skipped}."""
     rows = doc.get(MEM_REPORT, [])
     devs = [r["device"] for r in rows if r.get("device") and r["device"] != "cpu"]
@@ -427,7 +427,7 @@ def check_leak(c, ft, out, mode):
         c.say(ok, f"(d) [{mode}] advise's {f.get('rule')} finding: {per} bytes per step (kept: {size}) at "
               f"'{where}' (expected one of {where_ok}); rules found: {[x.get('rule') for x in adv['findings']]}")
         return
-    # no memory finding in advise: stats -r mem's leak candidates (allocations live at the window's end)
+    # no memory finding in advise: stats -r memory's leak candidates (allocations live at the window's end)
     print(f"     [{mode}] advise has no leak finding (rules: {[x.get('rule') for x in adv.get('findings', [])]}); "
           f"stats -r {MEM_REPORT}'s leak candidates instead")
     try:

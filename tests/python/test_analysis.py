@@ -89,8 +89,8 @@ for trace in (SAMPLE, REFERENCE):
         same_summary(analysis.load(trace, exe=cli, reports=["trace", "kernels"], args=["-n", "0"]), want)
         same_summary(analysis.load(trace, exe=cli, reports="trace,kernels", args=["-n", "0"]), want)
         # every device event: the kernels' and the copies' and sets' calls
-        events = sum(r["calls"] for r in cli_json("-r", "kernels,memory", trace)[0]["kernels"]) + \
-            sum(r["calls"] for r in cli_json("-r", "memory", trace)[0]["memory"])
+        events = sum(r["calls"] for r in cli_json("-r", "kernels,memops", trace)[0]["kernels"]) + \
+            sum(r["calls"] for r in cli_json("-r", "memops", trace)[0]["memops"])
         assert len(want["trace"]) == events, (len(want["trace"]), events)
 
 
@@ -380,7 +380,7 @@ for trace in (SAMPLE, REFERENCE):
           f"{os.path.basename(trace)}")
     def _(trace=trace):
         need_pandas()
-        s = analysis.load(trace, exe=cli, reports="kernels,api,memory,memsize,ranges,gpu_ranges,ops,gpu,ranks,trace")
+        s = analysis.load(trace, exe=cli, reports="kernels,api,memops,memsize,ranges,gpu_ranges,ops,gpu,ranks,trace")
         assert len(s.reports) == 10, s.reports
         for name in s.reports + ["files"]:
             same_frame(s.df(name), s.rows(name), name)

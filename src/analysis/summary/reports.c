@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const ft_report_names[REP_N] = {"kernels",  "api",        "memory",      "memsize", "ranges", "gpu_ranges",
+const char *const ft_report_names[REP_N] = {"kernels",  "api",        "memops",      "memsize", "ranges", "gpu_ranges",
                                             "ops",      "ops_shapes", "ops_modules", "gpu",     "ranks",  "trace",
-                                            "temporal", "overlap",    "launch",      "queue",   "mem"};
+                                            "temporal", "overlap",    "launch",      "queue",   "memory"};
 const char *const ft_sort_names[SORT_N] = {"total", "count", "avg", "median", "min", "max", "stddev", "name"};
 
 #define RANK_COL \
@@ -350,7 +350,7 @@ ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const f
       {"ranks: kernel, communication and compute time", rank_cols, sizeof rank_cols / sizeof *rank_cols, -1},
       {"device events (the earliest, per file)", trace_cols, sizeof trace_cols / sizeof *trace_cols, -1},
   };
-  if (r == REP_MEM) return ft__report_mem_build(rep, job, o);
+  if (r == REP_MEMORY) return ft__report_memory_build(rep, job, o);
   memset(rep, 0, sizeof *rep);
   rep->key = ft_report_names[r];
   rep->title = defs[r].title;

@@ -53,7 +53,7 @@ static inline const ft_col *ft_report_cell_col(const ft_report *rep, size_t i, i
 enum {
   REP_KERNELS,
   REP_API,
-  REP_MEMORY,
+  REP_MEMOPS,
   REP_MEMSIZE,
   REP_RANGES,
   REP_GPU_RANGES,
@@ -66,8 +66,8 @@ enum {
   REP_TEMPORAL,
   REP_OVERLAP,
   REP_LAUNCH,
-  REP_QUEUE, /* HTA's analyses (reports_hta.c): asked for only */
-  REP_MEM,   /* device memory from [memory] instants (reports_memory.c): asked for only */
+  REP_QUEUE,  /* HTA's analyses (reports_hta.c): asked for only */
+  REP_MEMORY, /* device memory from [memory] instants (reports_memory.c): asked for only */
   REP_N
 };
 extern const char *const ft_report_names[REP_N];
@@ -88,7 +88,7 @@ void ft_report_free(ft_report *rep);
 /* reports_hta.c: the REP_TEMPORAL..REP_QUEUE reports (a job read with hta kept). */
 ft_status ft__report_hta_build(ft_report *rep, int r, const ft_stat_job *job, const ft_report_opts *o);
 #define FT_REP_HTA ((1u << REP_TEMPORAL) | (1u << REP_OVERLAP) | (1u << REP_LAUNCH) | (1u << REP_QUEUE))
-/* reports_memory.c: REP_MEM (a job read with memory kept) */
-ft_status ft__report_mem_build(ft_report *rep, const ft_stat_job *job, const ft_report_opts *o);
+/* reports_memory.c: REP_MEMORY (a job read with memory kept) */
+ft_status ft__report_memory_build(ft_report *rep, const ft_stat_job *job, const ft_report_opts *o);
 
 #endif

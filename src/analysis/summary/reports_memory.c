@@ -1,4 +1,4 @@
-/* The `stats -r mem` report (issue 51): device memory per rank and device, from each file's ft_stat_file.mem. */
+/* The `stats -r memory` report (issue 51): device memory per rank and device, from each file's ft_stat_file.mem. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,9 +67,9 @@ static void set_at(tab *t, ft_cell *c, const ft_stat_mem_at *a, const ft_stat_fi
   if (a->call) c[C_CALL].s = a->call;
 }
 
-ft_status ft__report_mem_build(ft_report *rep, const ft_stat_job *job, const ft_report_opts *o) {
+ft_status ft__report_memory_build(ft_report *rep, const ft_stat_job *job, const ft_report_opts *o) {
   memset(rep, 0, sizeof *rep);
-  rep->key = ft_report_names[REP_MEM];
+  rep->key = ft_report_names[REP_MEMORY];
   rep->title = "device memory ([memory] events): peaks, allocations, frees, live at the end";
   rep->cols = mem_cols;
   rep->n_cols = C_N;
