@@ -295,7 +295,14 @@ def check_profile(c, ft, out, mode):
     except (RuntimeError, ValueError, KeyError) as e:
         c.say(False, f"(a) [{mode}] stats failed: {e}")
         return
-    ours = {r["name"]: r for r in ops}
+    ours = {}
+    for r in ops:  # key_averages() keys every ProfilerStep#N "ProfilerStep*": their rows summed (docs/ops.md)
+        name = "ProfilerStep*" if r["name"].startswith("ProfilerStep#") else r["name"]
+        if name in ours:
+            ours[name] = {k: (ours[name][k] + v if isinstance(v, (int, float)) and k in ours[name] else v)
+                          for k, v in r.items()}
+        else:
+            ours[name] = dict(r)
     ours.setdefault("[memory]", ours.get("(no op)"))  # torch's unattributed [memory] row; ours may say (no op)
     bad, n, n_mem, cpu_cols = [], 0, 0, 0
     for e in want["key_averages"]:
