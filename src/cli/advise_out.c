@@ -75,7 +75,8 @@ static void json_step(FILE *f, const ft_advise_step *s) {
   fputs(", \"end_us\": ", f);
   put_us(f, s->end);
   fputs(", \"wall_us\": ", f);
-  put_us(f, s->end - s->start);
+  uint64_t w = ft_advise_wall(s);
+  fprintf(f, "%llu.%03llu", (unsigned long long)(w / 1000), (unsigned long long)(w % 1000));
   const struct {
     const char *k;
     uint64_t v;
@@ -165,7 +166,7 @@ static const char *const row_label[R_N] = {"wall",     "busy",    "  busy %",   
                                            "  launch", "  other", "critical path"};
 
 static void fill(double *v, const ft_advise_step *s, double k) {
-  v[R_WALL] += k * (double)(s->end - s->start);
+  v[R_WALL] += k * (double)ft_advise_wall(s);
   v[R_BUSY] += k * (double)s->busy_ns;
   v[R_COMPUTE] += k * (double)s->compute_ns;
   v[R_COMM] += k * (double)s->comm_ns;
@@ -211,7 +212,7 @@ static void steps_block(FILE *f, const ft_cli_advice *a, size_t i, size_t width)
     size_t slow = 0;
     for (size_t s = 0; s < ad->n_steps; s++) {
       fill(cols[0].v, &ad->steps[s], 1.0 / (double)ad->n_steps);
-      if (ad->steps[s].end - ad->steps[s].start > ad->steps[slow].end - ad->steps[slow].start) slow = s;
+      if (ft_advise_wall(&ad->steps[s]) > ft_advise_wall(&ad->steps[slow])) slow = s;
     }
     snprintf(cols[0].head, sizeof cols[0].head, "mean of %zu", ad->n_steps);
     nc = 1;

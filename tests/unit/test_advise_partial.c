@@ -146,9 +146,7 @@ static void refuses(void **state) {
       /* found by fuzz/fuzz_advise_partial.c: a step whose wall time is no time (its writer overflowed on it),
        * a share a write cannot give back, a rule's name that would break the error's line */
       {"{\"schema\":1,\"findings\":[],\"steps\":[{\"start_ns\":5,\"end_ns\":4}]}",
-       "advise JSON: a step that ends before it starts, or lasts 2^63 ns or more"},
-      {"{\"schema\":1,\"findings\":[],\"steps\":[{\"start_ns\":-9223372036854775808,\"end_ns\":1}]}",
-       "advise JSON: a step that ends before it starts, or lasts 2^63 ns or more"},
+       "advise JSON: a step that ends before it starts"},
       {"{\"schema\":1,\"findings\":[{\"rule\":\"sync\",\"share\":1e999}]}",
        "advise JSON: \"share\" is too long or not a finite number"},
       {"{\"schema\":1,\"findings\":[{\"rule\":\"na\\np\"}]}", "advise JSON: unknown rule \"na\\np\""},
