@@ -66,6 +66,7 @@ fuzz-regress: $(FUZZ_BUILD)/fuzz/fuzz_writer
 	$(FUZZ_BUILD)/fuzz/fuzz_json_scan -runs=0 fuzz/corpus/json_scan
 	$(FUZZ_BUILD)/fuzz/fuzz_report -runs=0 fuzz/corpus/report
 	$(FUZZ_BUILD)/fuzz/fuzz_partial -runs=0 fuzz/corpus/partial
+	$(FUZZ_BUILD)/fuzz/fuzz_advise_partial -runs=0 fuzz/corpus/advise_partial
 	$(FUZZ_BUILD)/fuzz/fuzz_diff -runs=0 fuzz/corpus/diff
 	$(FUZZ_BUILD)/fuzz/fuzz_control -runs=0 fuzz/corpus/control
 	for w in $(FUZZ_WALKERS); do if [ -x $(FUZZ_BUILD)/fuzz/$$w ]; then \
@@ -77,6 +78,7 @@ fuzz: $(FUZZ_BUILD)/fuzz/fuzz_writer
 	$(FUZZ_BUILD)/fuzz/fuzz_json_scan -max_total_time=$(FUZZ_SECONDS) -max_len=1024 fuzz/corpus/json_scan
 	$(FUZZ_BUILD)/fuzz/fuzz_report -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/report
 	$(FUZZ_BUILD)/fuzz/fuzz_partial -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/partial
+	$(FUZZ_BUILD)/fuzz/fuzz_advise_partial -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/advise_partial
 	$(FUZZ_BUILD)/fuzz/fuzz_diff -max_total_time=$(FUZZ_SECONDS) fuzz/corpus/diff
 	$(FUZZ_BUILD)/fuzz/fuzz_control -max_total_time=$(FUZZ_SECONDS) -max_len=9000 fuzz/corpus/control
 	for w in $(FUZZ_WALKERS); do if [ -x $(FUZZ_BUILD)/fuzz/$$w ]; then \

@@ -61,6 +61,10 @@ ft_status ft_cli_advice_write_partial(FILE *f, const ft_cli_advice *a, const ft_
  * a borrows: free p after a), the job's part reduced on them; o: the partials' options. */
 ft_status ft_cli_advice_merge(ft_cli_advice *a, struct ft_advise_partial *p, const char *const *paths, size_t n,
                               ft_advise_opts *o, char *err, size_t errlen);
+/* Its second half: the partials already read into p (a file's parts at their positions
+ * in p), then the same (fuzz/fuzz_advise_partial.c reads from memory). */
+ft_status ft_cli_advice_take(ft_cli_advice *a, struct ft_advise_partial *p, ft_advise_opts *o, char *err,
+                             size_t errlen);
 
 /* The findings as report rows: rank, rule, cost per step, share, count, where, what,
  * suggestion; at most top of them (0: all). full false: without what and suggestion

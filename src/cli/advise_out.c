@@ -75,7 +75,8 @@ static void json_step(FILE *f, const ft_advise_step *s) {
   fputs(", \"end_us\": ", f);
   put_us(f, s->end);
   fputs(", \"wall_us\": ", f);
-  put_us(f, s->end - s->start);
+  uint64_t w = ft_advise_wall(s);
+  fprintf(f, "%llu.%03llu", (unsigned long long)(w / 1000), (unsigned long long)(w % 1000));
   const struct {
     const char *k;
     uint64_t v;
@@ -167,7 +168,7 @@ static const char *const row_label[R_N] = {"wall",     "busy",    "  busy %",   
                                            "  launch", "  other", "critical path"};
 
 static void fill(double *v, const ft_advise_step *s, double k) {
-  v[R_WALL] += k * (double)(s->end - s->start);
+  v[R_WALL] += k * (double)ft_advise_wall(s);
   v[R_BUSY] += k * (double)s->busy_ns;
   v[R_COMPUTE] += k * (double)s->compute_ns;
   v[R_COMM] += k * (double)s->comm_ns;
@@ -213,7 +214,7 @@ static void steps_block(FILE *f, const ft_cli_advice *a, size_t i, size_t width)
     size_t slow = 0;
     for (size_t s = 0; s < ad->n_steps; s++) {
       fill(cols[0].v, &ad->steps[s], 1.0 / (double)ad->n_steps);
-      if (ad->steps[s].end - ad->steps[s].start > ad->steps[slow].end - ad->steps[slow].start) slow = s;
+      if (ft_advise_wall(&ad->steps[s]) > ft_advise_wall(&ad->steps[slow])) slow = s;
     }
     snprintf(cols[0].head, sizeof cols[0].head, "mean of %zu", ad->n_steps);
     nc = 1;
@@ -273,14 +274,18 @@ static void occ_line(FILE *f, const ft_cli_advice *a, const ft_advise_finding *g
   size_t o = 0;
   for (size_t k = 0; k < g->n_occ && k < 3 && o < sizeof buf; k++) {
     const ft_advise_occurrence *x = &g->occ[k];
-    int64_t rel = x->ts - step_start(a, x->rank, x->step);
+    int64_t t0 = step_start(a, x->rank, x->step);
     char step[32];
     if (x->step < 0) snprintf(step, sizeof step, "the trace");
     else snprintf(step, sizeof step, "step %lld", (long long)x->step);
-    uint64_t m = rel < 0 ? 0 - (uint64_t)rel : (uint64_t)rel; /* an op that began before its step: minus */
-    o += (size_t)snprintf(buf + o, sizeof buf - o, "%srank %lld %s %c%llu.%03llu us for %lld.%03lld us", k ? ", " : "",
-                          (long long)x->rank, step, rel < 0 ? '-' : '+', (unsigned long long)(m / 1000),
-                          (unsigned long long)(m % 1000), (long long)(x->dur / 1000), (long long)(x->dur % 1000));
+    /* an op that began before its step: minus (the distance in 64 bits: a merged file's times may be any) */
+    bool before = x->ts < t0;
+    uint64_t m = before ? (uint64_t)t0 - (uint64_t)x->ts : (uint64_t)x->ts - (uint64_t)t0;
+    uint64_t d = x->dur < 0 ? 0 - (uint64_t)x->dur : (uint64_t)x->dur;
+    o += (size_t)snprintf(buf + o, sizeof buf - o, "%srank %lld %s %c%llu.%03llu us for %s%llu.%03llu us",
+                          k ? ", " : "", (long long)x->rank, step, before ? '-' : '+', (unsigned long long)(m / 1000),
+                          (unsigned long long)(m % 1000), x->dur < 0 ? "-" : "", (unsigned long long)(d / 1000),
+                          (unsigned long long)(d % 1000));
   }
   if (o < sizeof buf && g->count > (g->n_occ < 3 ? g->n_occ : 3))
     snprintf(buf + o, sizeof buf - o, ", ... (%llu in all)", (unsigned long long)g->count);

@@ -34,6 +34,11 @@ ft_status ft_cli_advice_merge(ft_cli_advice *a, ft_advise_partial *p, const char
     ft_status st = ft_advise_partial_read(paths[i], p, err, errlen);
     if (st) return st;
   }
+  return ft_cli_advice_take(a, p, o, err, errlen);
+}
+
+ft_status ft_cli_advice_take(ft_cli_advice *a, ft_advise_partial *p, ft_advise_opts *o, char *err, size_t errlen) {
+  memset(a, 0, sizeof *a);
   a->n_files = p->n;
   a->per = calloc(p->n ? p->n : 1, sizeof *a->per);
   a->ranks = calloc(p->n ? p->n : 1, sizeof *a->ranks);

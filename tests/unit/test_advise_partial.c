@@ -143,6 +143,13 @@ static void refuses(void **state) {
       {"{\"schema\":1,\"findings\":[{\"cost_ns\":5}]}", "advise JSON: a finding without a known \"rule\""},
       {"{\"schema\":1,\"findings\":[{\"rule\":\"sync\",\"count\":-1}]}", "advise JSON: \"count\" is not a count"},
       {"{\"schema\":1,\"findings\":[", "advise JSON: not JSON (truncated JSON (the document ends early) at byte 24)"},
+      /* found by fuzz/fuzz_advise_partial.c: a step whose wall time is no time (its writer overflowed on it),
+       * a share a write cannot give back, a rule's name that would break the error's line */
+      {"{\"schema\":1,\"findings\":[],\"steps\":[{\"start_ns\":5,\"end_ns\":4}]}",
+       "advise JSON: a step that ends before it starts"},
+      {"{\"schema\":1,\"findings\":[{\"rule\":\"sync\",\"share\":1e999}]}",
+       "advise JSON: \"share\" is too long or not a finite number"},
+      {"{\"schema\":1,\"findings\":[{\"rule\":\"na\\np\"}]}", "advise JSON: unknown rule \"na\\np\""},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     ft_advise_partial q = {0};

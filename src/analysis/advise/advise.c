@@ -462,8 +462,8 @@ ft_status ft_advise(const ft_model *m, const ft_advise_opts *o, ft_advice *out, 
     one_step(&c, s, &out->steps[s]);
     out->steps[s].critical_path_ns = ceil[s];
     out->n_steps++;
-    wall += (double)(m->steps[s].end - m->steps[s].start);
-    uint64_t w = (uint64_t)(m->steps[s].end - m->steps[s].start), cp = out->steps[s].critical_path_ns;
+    uint64_t w = ft_advise_wall(&out->steps[s]), cp = out->steps[s].critical_path_ns;
+    wall += (double)w;
     ceil[s] = cp && cp < w ? cp : w;
   }
   if (c.oom) goto oom;

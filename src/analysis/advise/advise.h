@@ -29,6 +29,9 @@ typedef struct ft_advise_step {
   /* HTA's idle-time breakdown per the same step (all streams): host wait, kernel wait, other */
   uint64_t hta_host_wait_ns, hta_kernel_wait_ns, hta_other_ns;
 } ft_advise_step;
+/* A step's wall time: its end is never before its start, and the span may pass 2^63 ns
+ * (a trace's times are +-4e18 ns): unsigned. */
+static inline uint64_t ft_advise_wall(const ft_advise_step *s) { return (uint64_t)s->end - (uint64_t)s->start; }
 
 enum ft_rule {
   FT_RULE_SYNC,         /* a synchronizing call leaves the device idle */

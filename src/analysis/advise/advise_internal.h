@@ -45,6 +45,21 @@ uint64_t ft__critical_path_ns(const ft_model *m, size_t step);
 /* Every step's (out: m->n_steps entries), the per-trace part done once. False without memory. */
 bool ft__critical_paths(const ft_model *m, uint64_t *out);
 
+/* critical_dag.c: the orders HTA's sorts give the graph's nodes: by time, then slice,
+ * then node (a start before its end); ft__sort_nearly sorts by it with an insertion sort
+ * while its moves stay under a budget (ends of calls that do not overlap come sorted),
+ * qsort past it. */
+typedef struct ft__tkey {
+  int64_t t;
+  uint32_t s, node;
+} ft__tkey;
+static inline bool ft__tkey_lt(const ft__tkey *a, const ft__tkey *b) {
+  if (a->t != b->t) return a->t < b->t;
+  if (a->s != b->s) return a->s < b->s;
+  return a->node < b->node;
+}
+void ft__sort_nearly(ft__tkey *k, size_t n);
+
 /* critical_dag.c: networkx's dag_longest_path over nn nodes: in topological order, each
  * node's distance is the best predecessor's plus the edge (a later edge between the
  * same nodes replaces the earlier, as networkx's add_edge does); 0 when the graph has a

@@ -44,8 +44,7 @@ ft_status ft_advise_job(ft_advice *const *ranks, size_t n, const ft_advise_opts 
   size_t wall_n = 0;
   if (!walls || !exps || !add) goto oom;
   for (size_t r = 0; r < n; r++)
-    for (size_t s = 0; s < ranks[r]->n_steps; s++, wall_n++)
-      wall_sum += (double)(ranks[r]->steps[s].end - ranks[r]->steps[s].start);
+    for (size_t s = 0; s < ranks[r]->n_steps; s++, wall_n++) wall_sum += (double)ft_advise_wall(&ranks[r]->steps[s]);
   double mean_wall = wall_n ? wall_sum / (double)wall_n : 0;
   for (size_t r = 0; r < n; r++) {
     const ft_advice *a = ranks[r];
@@ -60,12 +59,12 @@ ft_status ft_advise_job(ft_advice *const *ranks, size_t n, const ft_advise_opts 
       for (size_t q = 0; q < n; q++) {
         const ft_advise_step *other = q == r ? NULL : step_of(ranks[q], st->number, s);
         if (!other) continue;
-        walls[k] = (uint64_t)(other->end - other->start);
+        walls[k] = ft_advise_wall(other);
         exps[k++] = other->exposed_comm_ns;
       }
       if (!k) continue;
       compared++;
-      uint64_t mw = median(walls, k), me = median(exps, k), w = (uint64_t)(st->end - st->start);
+      uint64_t mw = median(walls, k), me = median(exps, k), w = ft_advise_wall(st);
       uint64_t dw = w > mw ? w - mw : 0, de = me > st->exposed_comm_ns ? me - st->exposed_comm_ns : 0;
       uint64_t x = dw > de ? dw : de;
       by_wall += dw;
@@ -75,7 +74,8 @@ ft_status ft_advise_job(ft_advice *const *ranks, size_t n, const ft_advise_opts 
       f->count++;
       if (f->n_occ < FT_ADVISE_KEEP_OCC) {
         if (!f->occ && !(f->occ = malloc(FT_ADVISE_KEEP_OCC * sizeof *f->occ))) goto oom;
-        f->occ[f->n_occ++] = (ft_advise_occurrence){rank, st->number, st->start, st->end - st->start, FT_MODEL_NONE};
+        f->occ[f->n_occ++] =
+            (ft_advise_occurrence){rank, st->number, st->start, w > INT64_MAX ? INT64_MAX : (int64_t)w, FT_MODEL_NONE};
       }
     }
     if (!f->count) continue;

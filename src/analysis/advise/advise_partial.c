@@ -4,11 +4,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json_scan.h"
+#include "out_file.h" /* ft__visible */
 
 /* ---- writing ---- */
 
@@ -25,9 +27,9 @@ static void put_str(FILE *f, const char *s) {
 static void json_step(FILE *f, const ft_advise_step *s) {
   fprintf(f,
           "{\"rank\":%" PRId64 ",\"step\":%" PRId64 ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64
-          ",\"wall_ns\":%" PRId64 ",\"busy_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64 ",\"comm_ns\":%" PRIu64
+          ",\"wall_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"compute_ns\":%" PRIu64 ",\"comm_ns\":%" PRIu64
           ",\"copy_ns\":%" PRIu64 ",\"exposed_comm_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64,
-          s->rank, s->number, s->start, s->end, s->end - s->start, s->busy_ns, s->compute_ns, s->comm_ns, s->copy_ns,
+          s->rank, s->number, s->start, s->end, ft_advise_wall(s), s->busy_ns, s->compute_ns, s->comm_ns, s->copy_ns,
           s->exposed_comm_ns, s->idle_ns);
   static const char *const idle[FT_IDLE_N] = {"idle_step_start_ns", "idle_sync_ns", "idle_h2d_ns", "idle_launch_ns",
                                               "idle_other_ns"};
@@ -212,6 +214,10 @@ static int end_value(void *ctx) {
     ft_advice *a = &cur_part(r)->advice;
     if (a->findings[a->n_findings - 1].rule == FT_RULE_N) return fail(r, "a finding without a known \"rule\"");
   }
+  if (f == F_STEP) { /* what one advise gives: never a negative wall time (fuzz_advise_partial) */
+    const ft_advise_step *s = &cur_part(r)->advice.steps[cur_part(r)->advice.n_steps - 1];
+    if (s->end < s->start) return fail(r, "a step that ends before it starts");
+  }
   return 1;
 }
 
@@ -252,7 +258,7 @@ static bool to_double(const char *s, size_t n, double *v) {
   memcpy(buf, s, n);
   buf[n] = 0;
   *v = strtod(buf, NULL);
-  return true;
+  return isfinite(*v); /* 1e999: no number a write gives back */
 }
 
 static const char *const idle_keys[FT_IDLE_N] = {"idle_step_start_ns", "idle_sync_ns", "idle_h2d_ns", "idle_launch_ns",
@@ -330,7 +336,7 @@ static int number(void *ctx, const char *t, size_t n) {
   }
   if (i && !to_i64(t, n, i)) return fail(r, "\"%s\" is not a whole number", r->key);
   if (u && !to_u64(t, n, u)) return fail(r, "\"%s\" is not a count", r->key);
-  if (d && !to_double(t, n, d)) return fail(r, "\"%s\" is too long a number", r->key);
+  if (d && !to_double(t, n, d)) return fail(r, "\"%s\" is too long or not a finite number", r->key);
   return 1;
 }
 
@@ -459,6 +465,11 @@ static ft_status read_any(src *in, const char *label, ft_advise_partial *p, char
   }
   ft__json_free(&j);
   free(r.step);
+  if (st != FT_OK && ft__visible_changes(err)) { /* one line: a rule's name or a path may hold a newline */
+    char line[512];
+    ft__visible(line, sizeof line, err);
+    snprintf(err, errlen, "%s", line);
+  }
   if (st != FT_OK) {
     for (size_t k = r.first; k < p->n; k++) {
       ft_advice_free(&p->parts[k].advice);

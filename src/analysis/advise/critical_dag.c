@@ -1,8 +1,30 @@
-/* The critical path's longest path: networkx's dag_longest_path over a graph's edges, bucketed by tail (no sort). */
+/* The critical path's generic parts: a sort of nearly sorted keys, and networkx's dag_longest_path over a graph's
+ * edges bucketed by tail (no sort). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "advise_internal.h"
+
+static int cmp_tkey(const void *x, const void *y) { return ft__tkey_lt(x, y) ? -1 : ft__tkey_lt(y, x) ? 1 : 0; }
+
+/* (advise_internal.h) */
+void ft__sort_nearly(ft__tkey *k, size_t n) {
+  size_t budget = 8 * n + 64;
+  for (size_t i = 1; i < n; i++) {
+    ft__tkey x = k[i];
+    size_t j = i;
+    while (j && ft__tkey_lt(&x, &k[j - 1])) {
+      k[j] = k[j - 1];
+      j--;
+      if (!--budget) { /* far from sorted: k is still a permutation */
+        k[j] = x;
+        qsort(k, n, sizeof *k, cmp_tkey);
+        return;
+      }
+    }
+    k[j] = x;
+  }
+}
 
 #define ROOM(d, field, need) ft__advise_grow((void **)&(d)->field, &(d)->cap_##field, (need) + 1, sizeof *(d)->field)
 

@@ -12,38 +12,6 @@
  * sorted, and they are nearly sorted (an insertion sort, qsort past a budget). The
  * graph's edges are bucketed by their tail (a stable counting sort), not sorted. */
 
-/* The orders HTA's sorts give: by time, then slice (then node: a start before its end). */
-typedef struct tkey {
-  int64_t t;
-  uint32_t s, node;
-} tkey;
-static bool tkey_lt(const tkey *a, const tkey *b) {
-  if (a->t != b->t) return a->t < b->t;
-  if (a->s != b->s) return a->s < b->s;
-  return a->node < b->node;
-}
-static int cmp_tkey(const void *x, const void *y) { return tkey_lt(x, y) ? -1 : tkey_lt(y, x) ? 1 : 0; }
-
-/* Sorts k by tkey_lt: an insertion sort while its moves stay under a budget (the ends
- * of calls that do not overlap come sorted), qsort past it (k is still a permutation). */
-static void sort_nearly(tkey *k, size_t n) {
-  size_t budget = 8 * n + 64;
-  for (size_t i = 1; i < n; i++) {
-    tkey x = k[i];
-    size_t j = i;
-    while (j && tkey_lt(&x, &k[j - 1])) {
-      k[j] = k[j - 1];
-      j--;
-      if (!--budget) {
-        k[j] = x;
-        qsort(k, n, sizeof *k, cmp_tkey);
-        return;
-      }
-    }
-    k[j] = x;
-  }
-}
-
 /* A CPU event's end as the call stack orders them (call_stack.py compare_events):
  * by time, the shorter first, then the later slice first. */
 typedef struct cend {
@@ -111,10 +79,10 @@ typedef struct prep {
   uint32_t *tmark, *tgroup;     /* per track: touched by the window (+1), its call stack group */
   /* grown as windows need */
   ft__dag_edge *e;
-  tkey *ka, *kb;
+  ft__tkey *ka, *kb;
   cend *heap;
-  uint32_t *stack, *tlist, *gcount, *cs;
-  size_t cap_e, cap_ka, cap_kb, cap_heap, cap_stack, cap_tlist, cap_gcount, cap_cs;
+  uint32_t *stack, *tlist, *gcount, *cs, *far;
+  size_t cap_e, cap_ka, cap_kb, cap_heap, cap_stack, cap_tlist, cap_gcount, cap_cs, cap_far;
   ft__dag dag;
 } prep;
 
@@ -163,19 +131,19 @@ static bool shares_lock(const cp *c, uint32_t a, uint32_t b) {
 static void lock_edges(cp *c) {
   const ft_model *m = c->m;
   if (!GROW(c, ka, c->n_ev) || !GROW(c, kb, c->n_ev) || !GROW(c, stack, c->n_ev)) return;
-  tkey *st = c->p->ka, *en = c->p->kb;
+  ft__tkey *st = c->p->ka, *en = c->p->kb;
   uint32_t *starts = c->p->stack;
   size_t n = 0, top = 0;
   for (uint32_t k = 0; k < c->n_ev; k++) {
     if (!is_lock(c, 2 * k)) continue;
     uint32_t s = c->ev[k];
-    st[n] = (tkey){m->ts[s], s, 2 * k};
-    en[n++] = (tkey){m->ts[s] + m->dur[s], s, 2 * k + 1};
+    st[n] = (ft__tkey){m->ts[s], s, 2 * k};
+    en[n++] = (ft__tkey){m->ts[s] + m->dur[s], s, 2 * k + 1};
   }
-  sort_nearly(en, n);
+  ft__sort_nearly(en, n);
   uint32_t last = UINT32_MAX;
   for (size_t i = 0, j = 0; i < n || j < n;) {
-    uint32_t v = i < n && (j == n || tkey_lt(&st[i], &en[j])) ? st[i++].node : en[j++].node;
+    uint32_t v = i < n && (j == n || ft__tkey_lt(&st[i], &en[j])) ? st[i++].node : en[j++].node;
     if (!(v & 1)) {
       starts[top++] = v;
     } else {
@@ -513,22 +481,23 @@ static void kernel_edges(cp *c, const uint32_t *call, streams *q, const int32_t 
   for (size_t w = 0; w < c->n_win; w++)
     if (on_stream(m, c->win[w])) *(m->kind[c->win[w]] == FT_MK_SYNC ? &ns : &nw) += 1;
   if (!GROW(c, ka, nw) || !GROW(c, kb, ns)) return;
-  tkey *wk = c->p->ka, *sy = c->p->kb;
+  ft__tkey *wk = c->p->ka, *sy = c->p->kb;
   nw = ns = 0;
   for (size_t w = 0; w < c->n_win; w++) {
     uint32_t i = c->win[w];
     if (!on_stream(m, i)) continue;
-    if (m->kind[i] == FT_MK_SYNC) sy[ns++] = (tkey){m->ts[i] + m->dur[i], i, 0}; /* syncs sort by their end */
-    else wk[nw++] = (tkey){m->ts[i], i, 0};
+    if (m->kind[i] == FT_MK_SYNC) sy[ns++] = (ft__tkey){m->ts[i] + m->dur[i], i, 0}; /* syncs sort by their end */
+    else wk[nw++] = (ft__tkey){m->ts[i], i, 0};
   }
-  sort_nearly(sy, ns);
+  ft__sort_nearly(sy, ns);
   /* merged into ka's tail order: (key, slice) */
   if (!GROW(c, kb, nw + ns) || !GROW(c, ka, nw + ns)) return;
   wk = c->p->ka, sy = c->p->kb;
   memmove(sy + nw, sy, ns * sizeof *sy); /* the syncs behind room for the merge */
   size_t a = 0, b = nw, k = nw + ns;
-  for (size_t o = 0; a < nw || b < k; o++) sy[o] = a < nw && (b == k || tkey_lt(&wk[a], &sy[b])) ? wk[a++] : sy[b++];
-  const tkey *r = sy;
+  for (size_t o = 0; a < nw || b < k; o++)
+    sy[o] = a < nw && (b == k || ft__tkey_lt(&wk[a], &sy[b])) ? wk[a++] : sy[b++];
+  const ft__tkey *r = sy;
   for (size_t x = 0; x < q->n; x++) q->last[x] = UINT32_MAX;
   for (size_t i = 0; i < k; i++) {
     uint32_t s = r[i].s, l = call[s];
@@ -558,9 +527,9 @@ static void kernel_edges(cp *c, const uint32_t *call, streams *q, const int32_t 
 }
 
 static void prep_free(prep *p) {
-  void *all[] = {p->qlen,    p->call, p->work, p->syncs, p->q.id,  p->q.len,  p->q.last,
-                 p->node_of, p->win,  p->ev,   p->bits,  p->tmark, p->tgroup, p->e,
-                 p->ka,      p->kb,   p->heap, p->stack, p->tlist, p->gcount, p->cs};
+  void *all[] = {p->qlen, p->call,  p->work,  p->syncs,  p->q.id,   p->q.len, p->q.last, p->node_of,
+                 p->win,  p->ev,    p->bits,  p->tmark,  p->tgroup, p->e,     p->ka,     p->kb,
+                 p->heap, p->stack, p->tlist, p->gcount, p->cs,     p->far};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
   ft__dag_free(&p->dag);
 }
@@ -600,10 +569,18 @@ static size_t first_at(const ft_model *m, int64_t t, bool after) {
   return lo;
 }
 
-static void mark(prep *p, uint32_t i, size_t *bot, size_t *top) {
-  p->bits[i / 64] |= 1ull << (i % 64);
-  if (i < *bot) *bot = i;
-  if (i + 1 > *top) *top = i + 1;
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Slice i into the window (once); one outside [lo, hi) (device work or a sync queued
+ * long after its call, or a clock that ran backwards) also into the far list. */
+static void mark(cp *c, uint32_t i, size_t lo, size_t hi, size_t *n_far) {
+  uint64_t *w = &c->p->bits[i / 64], bit = 1ull << (i % 64);
+  if (*w & bit) return;
+  *w |= bit;
+  if ((i < lo || i >= hi) && GROW(c, far, *n_far)) c->p->far[(*n_far)++] = i;
 }
 
 /* One window [lo, hi) of slices by start: critical_path_analysis's clip (CPU events
@@ -611,12 +588,13 @@ static void mark(prep *p, uint32_t i, size_t *bot, size_t *top) {
  * its graph, its longest path. p's per-slice scratch is clear again on return. */
 static uint64_t window(const ft_model *m, prep *p, size_t lo, size_t hi, bool *oom) {
   cp c = {.m = m, .p = p, .win = p->win, .node_of = p->node_of, .ev = p->ev};
-  /* the window's slices in slice order, each once: marked, then read off the bits */
-  size_t bot = lo, top = lo; /* work before its launch: a clock that ran backwards */
+  /* the window's slices in slice order, each once: marked, then read off the bits of
+   * [lo, hi), the few outside it sorted around them (a window costs its own length) */
+  size_t n_far = 0;
   for (size_t i = lo; i < hi; i++) {
     if (on_stream(m, i) || m->dur[i] <= 0) continue;
-    mark(p, (uint32_t)i, &bot, &top);
-    if (p->work[i] != FT_MODEL_NONE) mark(p, p->work[i], &bot, &top);
+    mark(&c, (uint32_t)i, lo, hi, &n_far);
+    if (p->work[i] != FT_MODEL_NONE) mark(&c, p->work[i], lo, hi, &n_far);
   }
   size_t a = 0, b = p->n_syncs; /* the syncs whose call is in [lo, hi) */
   while (a < b) {
@@ -625,16 +603,21 @@ static uint64_t window(const ft_model *m, prep *p, size_t lo, size_t hi, bool *o
     else b = mid;
   }
   for (; a < p->n_syncs && p->syncs[a].corr < (int64_t)hi; a++)
-    if (m->dur[p->syncs[a].corr] > 0) mark(p, p->syncs[a].s, &bot, &top);
-  size_t u = 0;
-  for (size_t wd = bot / 64; wd * 64 < top; wd++) {
-    uint64_t bits = p->bits[wd];
-    p->bits[wd] = 0;
+    if (m->dur[p->syncs[a].corr] > 0) mark(&c, p->syncs[a].s, lo, hi, &n_far);
+  if (n_far) qsort(p->far, n_far, sizeof *p->far, cmp_u32);
+  size_t u = 0, f = 0;
+  for (; f < n_far && p->far[f] < lo; f++) p->win[u++] = p->far[f];
+  for (size_t wd = lo / 64; hi > lo && wd <= (hi - 1) / 64; wd++) {
+    size_t a0 = lo > wd * 64 ? lo - wd * 64 : 0, a1 = hi - wd * 64 < 64 ? hi - wd * 64 : 64;
+    uint64_t in = (a1 == 64 ? ~0ull : (1ull << a1) - 1) & ~((1ull << a0) - 1), bits = p->bits[wd] & in;
+    p->bits[wd] &= ~in;
     while (bits) {
       p->win[u++] = (uint32_t)(wd * 64 + (size_t)__builtin_ctzll(bits));
       bits &= bits - 1;
     }
   }
+  for (; f < n_far; f++) p->win[u++] = p->far[f];
+  for (size_t k = 0; k < n_far; k++) p->bits[p->far[k] / 64] &= ~(1ull << (p->far[k] % 64));
   c.n_win = u;
   /* _create_event_nodes: ops, runtime and driver calls, device work with a correlation */
   for (size_t w = 0; w < u; w++) {
