@@ -15,6 +15,7 @@ static void write_all(const ft_diff *d) {
   if (!null) return;
   ft_table_opts narrow = {.width = 40};
   for (int r = 0; r < FT_DIFF_N; r++) {
+    if (!d->reps[r].key) continue; /* a report not made (memory: neither side has [memory] events) */
     ft_report_table(null, &d->reps[r], &narrow);
     ft_report_csv(null, &d->reps[r]);
     ft_report_json(null, &d->reps[r]);
