@@ -79,6 +79,9 @@ typedef struct ft__ev {
 enum { FT__MOP_NONE, FT__MOP_ALLOC, FT__MOP_FREE, FT__MOP_RESERVE, FT__MOP_UNRESERVE };
 enum { FT__MKIND_NONE, FT__MKIND_DEVICE, FT__MKIND_PINNED, FT__MKIND_MANAGED, FT__MKIND_PAGEABLE, FT__MKIND_OTHER };
 
+/* "ProfilerStep#N": N, else -1 (stats_summary.c; the summary's and the event model's steps). */
+int64_t ft__profiler_step(const char *s, size_t len);
+
 /* What event e adds to st (name and cat: C strings); false without memory. */
 bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char *cat);
 

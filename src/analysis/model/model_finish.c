@@ -248,19 +248,6 @@ static bool ops_on_streams(ft_model *m, const uint32_t *order) {
 
 /* ---- steps ---- */
 
-/* "ProfilerStep#N": N, else -1. */
-static int64_t profiler_step(const char *s, size_t len) {
-  static const char pre[] = "ProfilerStep#";
-  size_t k = sizeof pre - 1;
-  if (len <= k || len > k + 18 || memcmp(s, pre, k)) return -1;
-  int64_t v = 0;
-  for (size_t i = k; i < len; i++) {
-    if (s[i] < '0' || s[i] > '9') return -1;
-    v = v * 10 + (s[i] - '0');
-  }
-  return v;
-}
-
 static bool find_steps(ft_model *m) {
   struct ft_model_priv *p = m->p;
   uint32_t want = p->step_name ? ft_model_find_str(m, p->step_name) : FT_MODEL_NONE;
@@ -272,7 +259,7 @@ static bool find_steps(ft_model *m) {
     if (p->step_name) {
       if (m->name[i] != want) continue;
       num = (int64_t)n_steps;
-    } else if ((num = profiler_step(ft__intern_str(&p->names, m->name[i]), ft__intern_len(&p->names, m->name[i]))) <
+    } else if ((num = ft__profiler_step(ft__intern_str(&p->names, m->name[i]), ft__intern_len(&p->names, m->name[i]))) <
                0) {
       continue;
     }

@@ -163,8 +163,8 @@ static bool trace_keep(ft_stats *st, const ft_stat_event *e) {
   return true;
 }
 
-/* "ProfilerStep#N": N, else -1 (the event model's steps: model_finish.c). */
-static int64_t profiler_step(const char *s, size_t len) {
+/* "ProfilerStep#N": N, else -1 (also the event model's steps: model_finish.c). */
+int64_t ft__profiler_step(const char *s, size_t len) {
   static const char pre[] = "ProfilerStep#";
   size_t k = sizeof pre - 1;
   if (len <= k || len > k + 18 || memcmp(s, pre, k)) return -1;
@@ -178,7 +178,7 @@ static int64_t profiler_step(const char *s, size_t len) {
 
 /* An op or range for the memory summary: where allocations happen, and the steps. */
 static bool mem_op(ft_stats *st, const ft__ev *e, enum ft__sec sec, uint32_t name_id, const char *name) {
-  int64_t step = sec == FT__SEC_RANGE ? profiler_step(name, e->name_len) : -1;
+  int64_t step = sec == FT__SEC_RANGE ? ft__profiler_step(name, e->name_len) : -1;
   if (step >= 0 && !ft__memacc_step(st->mem, e, step)) return false;
   return ft__memacc_op(st->mem, e, name_id);
 }
