@@ -13,3 +13,13 @@ export const FLAGTRACE = process.env.FLAGTRACE;
 assert.ok(FLAGTRACE, "FLAGTRACE names the flagtrace binary");
 
 export const launch = () => chromium.launch({executablePath: CHROMIUM, args: ["--no-sandbox"]});
+
+// What a page says that a person would see as wrong: console errors and warnings (but Chromium's
+// willReadFrequently hint), uncaught exceptions, and every URL it requests, from now on.
+export function watch(page) {
+  const problems = [], requests = [];
+  page.on("console", (m) => { if (["error", "warning"].includes(m.type()) && !/willReadFrequently/.test(m.text())) problems.push(m.text()); });
+  page.on("pageerror", (e) => problems.push(String(e)));
+  page.on("request", (r) => requests.push(r.url()));
+  return {problems, requests};
+}

@@ -8,7 +8,7 @@ import {test} from "node:test";
 import assert from "node:assert/strict";
 import {execFileSync} from "node:child_process";
 import {mkdtempSync, writeFileSync, rmSync} from "node:fs";
-import {FLAGTRACE, launch} from "./browser.mjs";
+import {FLAGTRACE, launch, watch} from "./browser.mjs";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 
@@ -41,10 +41,7 @@ test("memory track: under the device's stream, the peak marked at its time and s
     writeFileSync(path, trace());
     execFileSync(FLAGTRACE, ["report", "-o", out, path]);
     const page = await browser.newPage({viewport: {width: 1200, height: 900}});
-    const problems = [], requests = [];
-    page.on("console", (m) => { if (["error", "warning"].includes(m.type()) && !/willReadFrequently/.test(m.text())) problems.push(m.text()); });
-    page.on("pageerror", (e) => problems.push(String(e)));
-    page.on("request", (r) => requests.push(r.url()));
+    const {problems, requests} = watch(page);
     await page.goto("file://" + out);
     await page.waitForSelector("body[data-ready='1']");
     const got = await page.evaluate(() => {
