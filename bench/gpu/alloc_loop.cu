@@ -12,16 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
+
+#include "loop_driver.h"
 
 __global__ void touch(char *p) { p[threadIdx.x] = 1; }
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static cudaStream_t stream;
 
@@ -40,21 +34,6 @@ static double one_loop(long n) {
   }
   if (cudaStreamSynchronize(stream) != cudaSuccess) return -1;
   return (now_s() - t0) * 1e6 / (double)n;
-}
-
-// With ASLR off, every later mapping and heap chunk moves with these (never released;
-// volatile, so that the compiler keeps the allocation nothing reads).
-static void *volatile heap_pad;
-
-static bool take_layout_pads(void) {
-  const char *mm = getenv("FT_BENCH_MMAP_PAD"), *heap = getenv("FT_BENCH_HEAP_PAD");
-  long size = mm ? atol(mm) : 0;
-  if (size > 0 && mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
-    return false;
-  size = heap ? atol(heap) : 0;
-  if (size <= 0) return true;
-  heap_pad = malloc((size_t)size);
-  return heap_pad != NULL;
 }
 
 int main(int argc, char **argv) {
@@ -77,26 +56,5 @@ int main(int argc, char **argv) {
     fprintf(stderr, "alloc_loop: the warm-up loop failed\n");
     return 1;
   }
-  if (serve) { // waits in read() between loops: no CPU taken from the process measured meanwhile
-    char line[64];
-    printf("ready\n");
-    fflush(stdout);
-    while (fgets(line, sizeof line, stdin)) {
-      double us = one_loop(n);
-      if (us < 0) return 1;
-      printf("%.4f\n", us);
-      fflush(stdout);
-    }
-    return 0;
-  }
-  double best = 1e30;
-  printf("{\"iters\": %ld, \"us_per_iter\": [", n);
-  for (int r = 0; r < reps; r++) {
-    double us = one_loop(n);
-    if (us < 0) return 1;
-    if (us < best) best = us;
-    printf("%s%.4f", r ? ", " : "", us);
-  }
-  printf("], \"best\": %.4f}\n", best);
-  return 0;
+  return drive_loops(one_loop, n, serve, reps, "iters", "us_per_iter");
 }
