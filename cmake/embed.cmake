@@ -1,6 +1,18 @@
 # Writes a C file defining NAME as the bytes of IN, NUL-terminated (the report's HTML template),
-# with @FT_SCRIPT_HASH@ and @FT_STYLE_HASH@ the CSP sources of its one inline <script> and <style>.
+# each line "//@include FILE" replaced by FILE (beside IN), with @FT_SCRIPT_HASH@ and
+# @FT_STYLE_HASH@ the CSP sources of its one inline <script> and <style>.
 file(READ ${IN} html)
+# the page's script is kept in several files (one per part of the page) and shipped as one
+get_filename_component(dir ${IN} DIRECTORY)
+string(REGEX MATCHALL "//@include [A-Za-z0-9_.]+" includes "${html}")
+foreach(inc IN LISTS includes)
+  string(REPLACE "//@include " "" name "${inc}")
+  if(NOT EXISTS ${dir}/${name})
+    message(FATAL_ERROR "${IN}: includes ${name}, which is not in ${dir}")
+  endif()
+  file(READ ${dir}/${name} part)
+  string(REPLACE "${inc}\n" "${part}" html "${html}")
+endforeach()
 # the browser hashes the element's text as parsed, where CR LF is LF: only LF keeps them equal
 string(FIND "${html}" "\r" cr)
 if(NOT cr EQUAL -1)

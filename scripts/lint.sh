@@ -17,7 +17,7 @@ cmake -S . -B "$build" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DFT_BUILD_TESTS=ON -D
   { cat "$build/configure.log"; echo "lint: cmake configure failed" >&2; exit 1; }
 # the generated files the sources include (the rest is configured by cmake already)
 cmake --build "$build" --target ft_git_commit >>"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
-cmake -DIN=src/cli/report_template.html -DOUT="$build/report_html.c" -DNAME=ft_report_html -P cmake/embed.cmake
+cmake -DIN=src/cli/report/page.html -DOUT="$build/report_html.c" -DNAME=ft_report_html -P cmake/embed.cmake
 root=$(pwd)
 rc=0
 

@@ -15,7 +15,7 @@
 #include "report.h"
 #include "stats_out.h"
 
-extern const char ft_report_html[]; /* src/cli/report_template.html, embedded at build time */
+extern const char ft_report_html[]; /* src/cli/report/page.html, embedded at build time */
 
 char *ft__report_relative(const char *dir, const char *file) {
   size_t i = 0, common = 0;

@@ -1,0 +1,158 @@
+/* The timeline's model: columns inflated, groups of files on one clock, tracks, memory tracks. */
+
+/* The timeline: every slice of every rank. A group (A, B) is files on one clock (or each on
+   its own: D.tl.clock says why); a track is a row of the trace (CPU thread ops or runtime
+   calls, a device stream), split into lanes by nesting; each lane keeps levels of detail,
+   its slices merged where they are closer than a pixel at that level, so a frame draws
+   about one block per pixel whatever the number of slices. */
+var LANE_H = 15, HEAD_H = 16, GUTTER = 190, MEM_H = 44, MEM_COLS = ["t", "a", "r", "b", "w", "k"];
+var TL = {groups: [], tracks: [], view: [0, 1], match: null, regress: {}, hover: null, pinned: null, step: -1, flow: null};
+/* a column as report_events.c writes it: base64 of gzip'd zigzag varints */
+function inflate(text) {
+  var bin = atob(text), u = new Uint8Array(bin.length);
+  for (var i = 0; i < bin.length; i++) u[i] = bin.charCodeAt(i);
+  return new Response(new Blob([u]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+}
+function column(buf, n, sum, Type) { /* n values (into a Type array, Float64Array by default); sum: each the running total */
+  var b = new Uint8Array(buf), o = new (Type || Float64Array)(n), p = 0, acc = 0;
+  for (var i = 0; i < n; i++) {
+    var c = b[p++], v = c & 127;
+    if (c & 128) { /* up to 4 bytes in 32-bit integers, longer ones in doubles */
+      c = b[p++]; v |= (c & 127) << 7;
+      if (c & 128) { c = b[p++]; v |= (c & 127) << 14;
+        if (c & 128) { c = b[p++]; v |= (c & 127) << 21;
+          if (c & 128) { var mul = 268435456; do { c = b[p++]; v += (c & 127) * mul; mul *= 128; } while (c & 128);
+            v = v % 2 ? -(v + 1) / 2 : v / 2; o[i] = sum ? (acc += v) : v; continue; } } }
+    }
+    v = (v >>> 1) ^ -(v & 1);
+    o[i] = sum ? (acc += v) : v;
+  }
+  return o;
+}
+function inflateAll(groups) { /* every file's columns, decoded into f.cols */
+  var jobs = [];
+  groups.forEach(function (data) { data.tl.files.forEach(function (f) {
+    f.cols = {};
+    ["s", "d", "n", "c", "x", "g"].forEach(function (key) { jobs.push(inflate(f[key]).then(function (buf) { f.cols[key] = buf; })); });
+    (Array.isArray(f.mem) ? f.mem : []).forEach(function (M) { /* each device's memory (report_memory.c) */
+      if (!isRow(M)) return; M.cols = {};
+      MEM_COLS.forEach(function (key) { if (typeof M[key] === "string") jobs.push(inflate(M[key]).then(function (buf) { M.cols[key] = buf; })); });
+    });
+  }); });
+  return Promise.all(jobs);
+}
+function buildGroup(label, data) {
+  var tl = data.tl, G = {label: label, files: [], shift: 0, end: 0, names: tl.names, data: data,
+    flag: new Uint8Array(tl.names.length), col: [[], [], [], []]};
+  tl.files.forEach(function (f, fi) {
+    var n = 0; f.rows.forEach(function (r) { n += r[3]; });
+    var fs = column(f.cols.s, n, false), fd = column(f.cols.d, n, false), st = new Float64Array(n), en = new Float64Array(n), lane = new Uint8Array(n), k = 0, stack = new Int32Array(64);
+    var F = {rank: f.rank, path: data.files[fi] ? data.files[fi].file : "", st: st, en: en, name: column(f.cols.n, n, false, Int32Array), corr: null, ext: null, cols: f.cols, track: new Int32Array(n), lane: lane, g: column(f.cols.g, 7 * f.gn, false), byCorr: null, opByExt: null, tracks: []};
+    for (var r = 0, track = F.track; r < f.rows.length; r++) {
+      var row = f.rows[r], cls = row[0], pid = row[1], tid = row[2], cnt = row[3], t = f.offset_ns, sp = 0, depth = 0, k0 = k, ti = TL.tracks.length;
+      for (var j = 0; j < cnt; j++, k++) { /* nesting: a slice's depth is that of the open slices around it */
+        t += fs[k]; st[k] = t; en[k] = t + fd[k];
+        while (sp && en[stack[sp - 1]] <= t) sp--;
+        lane[k] = sp; if (sp > depth) depth = sp;
+        if (sp < 63) stack[sp++] = k;
+        track[k] = ti;
+      }
+      var counts = new Int32Array(depth + 1), lanes = [], end = G.end;
+      for (k = k0; k < k0 + cnt; k++) counts[lane[k]]++;
+      for (var d = 0; d <= depth && cnt; d++) lanes.push({idx: new Int32Array(counts[d]), s: new Float64Array(counts[d]), e: new Float64Array(counts[d]), lv: {}});
+      counts.fill(0);
+      for (k = k0; k < k0 + cnt; k++) {
+        var L = lanes[lane[k]], c = counts[lane[k]]++, e = en[k];
+        L.idx[c] = k; L.s[c] = st[k]; L.e[c] = c && L.e[c - 1] > e ? L.e[c - 1] : e; /* ends kept sorted for the search */
+        if (e > end) end = e;
+      }
+      G.end = end;
+      for (d = 0; d < lanes.length; d++) levels(F, lanes[d]);
+      var T = {group: G, file: F, cls: cls, pid: pid, tid: tid, lanes: lanes, label: cls === 0 ? "thread " + tid + " ops" :
+        cls === 1 ? "thread " + tid + " runtime" : cls === 2 ? "GPU " + pid + " stream " + tid : "GPU " + pid + " ranges"};
+      TL.tracks.push(T); F.tracks.push(T);
+    }
+    G.end = Math.max(G.end, memTracks(G, F, f));
+    G.files.push(F);
+  });
+  TL.groups.push(G);
+  return G;
+}
+/* A device's memory (file f's "mem"): a track under the device's streams (after its last one,
+   else after the file's tracks); its samples at page times (t), allocated (a) and reserved (r)
+   after each operation, the operation's bytes (b) and the page's name ids + 1 of its op (w) and
+   call (k). Returns the last sample's time. */
+function memTracks(G, F, f) {
+  var end = 0;
+  (Array.isArray(f.mem) ? f.mem : []).forEach(function (M) {
+    var n = isRow(M) && M.cols && typeof M.n === "number" ? M.n : 0;
+    if (!n || MEM_COLS.some(function (key) { return !M.cols[key]; })) return;
+    var t = column(M.cols.t, n, true), a = column(M.cols.a, n, true), r = column(M.cols.r, n, true), top = 1;
+    for (var i = 0; i < n; i++) { t[i] += f.offset_ns; if (r[i] > top) top = r[i]; if (a[i] > top) top = a[i]; }
+    var pk = isRow(M.peak) && M.peak.i >= 0 && M.peak.i < n ? M.peak.i : 0;
+    for (i = 0; i < n; i++) if (a[i] > a[pk]) pk = i; /* the first sample at the highest allocated */
+    var T = {group: G, file: F, cls: 4, pid: M.device, tid: -1, lanes: [], label: "GPU " + M.device + " memory",
+      mem: {n: n, t: t, a: a, r: r, b: column(M.cols.b, n, false), w: column(M.cols.w, n, false, Int32Array), k: column(M.cols.k, n, false, Int32Array), top: top, peak: pk}};
+    var at = -1;
+    F.tracks.forEach(function (U, j) { if (U.cls >= 2 && U.cls <= 4 && U.pid === M.device) at = j; });
+    if (at < 0) F.tracks.push(T); else F.tracks.splice(at + 1, 0, T);
+    TL.tracks.push(T);
+    if (t[n - 1] > end) end = t[n - 1];
+  });
+  return end;
+}
+function fmtBytes(v) { return (v < 0 ? "-" : "") + fmt(Math.abs(v), "bytes"); }
+function memY(T, v) { var M = T.mem; return T.y + T.h - 2 - v / M.top * (T.h - 6); }
+/* the allocated bytes as an area and the reserved as a step line, each pixel column the
+   highest value in effect during it (so a spike narrower than a pixel still shows); the peak
+   a red mark with its size */
+function drawMem(g, T, W, q) {
+  var M = T.mem, G = T.group, t0 = TL.view[0] + G.shift, n = M.n, base = T.y + T.h - 2;
+  g.globalAlpha = 1;
+  var i = lower(M.t, t0) - 1, ca = i >= 0 ? M.a[i] : 0, cr = i >= 0 ? M.r[i] : 0, line = [];
+  g.fillStyle = "rgba(147,51,234,0.45)";
+  for (var x = 0; x < W; x++) {
+    var te = t0 + (x + 1) * q, ma = ca, mr = cr, any = i >= 0;
+    while (i + 1 < n && M.t[i + 1] < te) { i++; any = true; ca = M.a[i]; cr = M.r[i]; if (ca > ma) ma = ca; if (cr > mr) mr = cr; }
+    if (!any) continue;
+    if (ma > 0) { var ya = memY(T, ma); g.fillRect(x, ya, 1, base - ya); }
+    line.push(x, memY(T, mr));
+  }
+  if (line.length) {
+    g.strokeStyle = "#6b21a8"; g.lineWidth = 1; g.beginPath(); g.moveTo(line[0], line[1]);
+    for (var j = 0; j < line.length; j += 2) { g.lineTo(line[j], line[j + 1]); g.lineTo(line[j] + 1, line[j + 1]); }
+    g.stroke();
+  }
+  g.fillStyle = "#6b7280"; g.fillText(fmtBytes(M.top), 2, T.y + 2); /* the scale: the track's top */
+  var p = memPeak(T, W);
+  if (p.x >= -2 && p.x <= W + 2) {
+    g.fillStyle = "#d1242f"; g.fillRect(p.px - 1, T.y + 2, 2, base - T.y - 2);
+    g.beginPath(); g.moveTo(p.px - 5, T.y + 1); g.lineTo(p.px + 5, T.y + 1); g.lineTo(p.px, T.y + 7); g.fill();
+    g.fillText("peak " + fmtBytes(p.allocated), p.px + 5, T.y + 2);
+  }
+}
+function memPeak(T, W) { /* where the peak's mark is drawn: x (px as drawn: rounded), the page's time, the bytes */
+  var M = T.mem, k = M.peak, x = xOf(T.group, M.t[k], W);
+  return {x: x, px: Math.round(x), y: T.y, h: T.h, t: M.t[k] - T.group.shift, allocated: M.a[k], reserved: M.r[k], i: k};
+}
+function memHit(px, py) { /* the memory sample under a point: the one nearest within 3 px, else the one in effect */
+  var W = TL.canvas.clientWidth, q = (TL.view[1] - TL.view[0]) / W;
+  for (var j = 0; j < TL.tracks.length; j++) {
+    var T = TL.tracks[j]; if (!T.mem || py < T.y || py >= T.y + T.h) continue;
+    var M = T.mem, t = TL.view[0] + T.group.shift + px * q, lo = lower(M.t, t - 3 * q), best = -1;
+    for (var i = lo; i < M.n && M.t[i] <= t + 3 * q; i++) if (best < 0 || Math.abs(M.t[i] - t) < Math.abs(M.t[best] - t)) best = i;
+    if (best < 0) best = lower(M.t, t) - 1;
+    return best >= 0 ? {T: T, i: best} : null;
+  }
+  return null;
+}
+function memTip(h) {
+  var T = h.T, M = T.mem, i = h.i, G = T.group, lines = [T.label + ", rank " + T.file.rank];
+  lines.push("at " + fmt((M.t[i] - G.shift) / 1000, "t_us") + ": allocated " + fmtBytes(M.a[i]) + ", reserved " + fmtBytes(M.r[i]));
+  var what = M.b[i] > 0 ? "allocated " + fmtBytes(M.b[i]) : M.b[i] < 0 ? "freed " + fmtBytes(-M.b[i]) : "reserved bytes changed";
+  if (M.w[i] > 0 && G.names[M.w[i] - 1] !== undefined) what += " in " + G.names[M.w[i] - 1];
+  if (M.k[i] > 0 && G.names[M.k[i] - 1] !== undefined) what += " (call " + G.names[M.k[i] - 1] + ")";
+  lines.push(what);
+  var k = M.peak; lines.push((k === i ? "this is the peak: " : "peak ") + fmtBytes(M.a[k]) + " at " + fmt((M.t[k] - G.shift) / 1000, "t_us"));
+  return lines.join("\n");
+}

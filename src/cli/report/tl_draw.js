@@ -1,0 +1,169 @@
+/* The timeline's drawing: levels of detail, layout, slices, labels, flows, hits, tips, the view. */
+/* A lane's level of detail L for 1 us * 8^L a pixel: its slices merged across gaps under that
+   (made at load from the level below, so a frame never waits for one), each block drawn as its
+   longest slice. */
+function level(F, lane, L) {
+  if (L < 0) return null;
+  if (lane.lv[L]) return lane.lv[L];
+  if (L > 0 && !lane.lv[L - 1]) return level(F, lane, L - 1); /* coarser than the lane needs: its coarsest */
+  var res = 1000 * Math.pow(8, L), p = L ? lane.lv[L - 1] : null, S = p ? p.s : lane.s, n = S.length;
+  var s = new Float64Array(n), e = new Float64Array(n), rep = new Int32Array(n), cnt = new Int32Array(n), m = -1;
+  for (var i = 0; i < n; i++) {
+    var k = p ? p.rep[i] : lane.idx[i], end = p ? p.e[i] : F.en[k], c = p ? p.cnt[i] : 1;
+    if (m >= 0 && S[i] - e[m] < res) {
+      if (end > e[m]) e[m] = end;
+      if (F.en[k] - F.st[k] > F.en[rep[m]] - F.st[rep[m]]) rep[m] = k;
+      cnt[m] += c;
+    } else { m++; s[m] = S[i]; e[m] = end; rep[m] = k; cnt[m] = c; }
+  }
+  return (lane.lv[L] = {s: s.subarray(0, m + 1), e: e.subarray(0, m + 1), rep: rep.subarray(0, m + 1), cnt: cnt.subarray(0, m + 1)});
+}
+function levels(F, lane) { /* every level up to the one of a single block */
+  for (var L = 0; L < 16 && (L === 0 || lane.lv[L - 1].s.length > 1); L++) level(F, lane, L);
+}
+function hue(str) { var h = 0; for (var i = 0; i < str.length; i++) h = (h * 31 + str.charCodeAt(i)) | 0; return Math.abs(h) % 360; }
+function color(G, id, cls) {
+  var c = G.col[cls][id];
+  if (c === undefined) {
+    var h = hue(G.names[id]);
+    c = G.col[cls][id] = cls === 1 ? "hsl(" + (20 + h % 30) + ",70%,62%)" : cls === 0 ? "hsl(" + (90 + h % 80) + ",45%,58%)" : "hsl(" + (190 + h % 90) + ",55%,55%)";
+  }
+  return c;
+}
+function lower(a, v) { var lo = 0, hi = a.length; while (lo < hi) { var m = (lo + hi) >> 1; if (a[m] < v) lo = m + 1; else hi = m; } return lo; }
+function layout() { /* y of every track: a group title, a rank title, then its tracks */
+  var y = 0;
+  TL.rows = [];
+  TL.groups.forEach(function (G) {
+    if (TL.groups.length > 1) { TL.rows.push({y: y, h: HEAD_H, text: "group " + G.label, head: true}); y += HEAD_H; }
+    G.files.forEach(function (F) {
+      TL.rows.push({y: y, h: HEAD_H, text: "rank " + F.rank + "  " + F.path.split("/").pop(), head: true}); y += HEAD_H;
+      F.tracks.forEach(function (T) { T.y = y; T.h = T.mem ? MEM_H : Math.max(1, T.lanes.length) * LANE_H + 3; TL.rows.push({y: y, h: T.h, text: T.label, track: T}); y += T.h; });
+    });
+  });
+  TL.height = Math.max(y, 20);
+}
+function xOf(G, t, W) { return (t - G.shift - TL.view[0]) * W / (TL.view[1] - TL.view[0]); }
+function slicePos(G, F, k, W) { var T = TL.tracks[F.track[k]]; return {x: xOf(G, F.st[k], W), x1: xOf(G, F.en[k], W), y: T.y + F.lane[k] * LANE_H + 1, T: T}; }
+function drawTimeline() {
+  var cv = TL.canvas, W = cv.clientWidth || 800, H = TL.height, dpr = 1;
+  cv.width = W * dpr; cv.height = H; cv.style.height = H + "px";
+  var g = cv.getContext("2d"), span = TL.view[1] - TL.view[0], q = span / W;
+  g.clearRect(0, 0, W, H); g.font = "10px system-ui,sans-serif"; g.textBaseline = "top";
+  TL.rows.forEach(function (r) { if (r.head) { g.fillStyle = "#eef1f6"; g.fillRect(0, r.y, W, r.h); } });
+  TL.tracks.forEach(function (T) {
+    var G = T.group, F = T.file, t0 = TL.view[0] + G.shift, t1 = TL.view[1] + G.shift;
+    if (T.mem) drawMem(g, T, W, q);
+    T.lanes.forEach(function (lane, d) {
+      var L = q < 1000 ? -1 : Math.floor(Math.log(q / 1000) / Math.log(8)), lv = level(F, lane, L);
+      var S = lv ? lv.s : lane.s, E = lv ? lv.e : lane.e, y = T.y + d * LANE_H + 1, i = lower(E, t0), lastX = -1;
+      for (; i < S.length && S[i] <= t1; i++) {
+        var k = lv ? lv.rep[i] : lane.idx[i], x = (S[i] - t0) / q, x1 = ((lv ? E[i] : F.en[k]) - t0) / q;
+        if (x1 < lastX) continue;
+        var w = Math.max(1, x1 - x), id = F.name[k], fl = G.flag[id];
+        if (x < -2) { w += x + 2; x = -2; }
+        if (w > W + 4) w = W + 4;
+        g.globalAlpha = TL.match && !(fl & 1) ? 0.18 : 1;
+        g.fillStyle = color(G, id, T.cls); g.fillRect(x, y, w, LANE_H - 2);
+        if (fl & 2) { g.strokeStyle = "#d1242f"; g.lineWidth = 2; g.strokeRect(x + 1, y + 1, w - 2, LANE_H - 4); }
+        if (w > 24 && !(lv && lv.cnt[i] > 1)) { /* the name, cut to what fits */
+          var name = G.names[id], fit = Math.floor((w - 4) / 5.6), text = name.length > fit ? name.slice(0, Math.max(1, fit - 1)) + "\u2026" : name;
+          g.fillStyle = "#111"; g.fillText(text, Math.max(x, 0) + 2, y + 2);
+        }
+        lastX = x + w;
+      }
+    });
+  });
+  g.globalAlpha = 1;
+  var sel = TL.pinned || TL.hover;
+  if (TL.pinned) { var pp = slicePos(TL.pinned.G, TL.pinned.F, TL.pinned.k, W); g.strokeStyle = "#d97706"; g.lineWidth = 3; g.strokeRect(pp.x - 2, pp.y - 2, Math.max(1, pp.x1 - pp.x) + 4, LANE_H + 2); }
+  if (sel) drawFlow(g, sel, W);
+  drawLabels();
+  document.getElementById("axis-lo").textContent = fmt(TL.view[0] / 1000, "t_us");
+  document.getElementById("axis-hi").textContent = fmt(TL.view[1] / 1000, "t_us");
+}
+function drawLabels() {
+  var cv = TL.labels; cv.width = GUTTER; cv.height = TL.height; cv.style.height = TL.height + "px";
+  var g = cv.getContext("2d"); g.font = "11px system-ui,sans-serif"; g.textBaseline = "top";
+  TL.rows.forEach(function (r) {
+    g.fillStyle = r.head ? "#eef1f6" : "#fff"; g.fillRect(0, r.y, GUTTER, r.h);
+    g.fillStyle = r.head ? "#1d2330" : "#4b5563"; g.fillText(r.text.length > 34 ? r.text.slice(0, 33) + "\u2026" : r.text, r.head ? 3 : 10, r.y + 2);
+  });
+}
+function joins(F) { /* correlation id -> [launch, device work]; External id -> its op: made at the first hover */
+  if (F.byCorr) return;
+  F.corr = column(F.cols.c, F.st.length, true); F.ext = column(F.cols.x, F.st.length, true);
+  F.byCorr = new Map(); F.opByExt = new Map();
+  for (var k = 0; k < F.st.length; k++) {
+    var cls = TL.tracks[F.track[k]].cls;
+    if (F.corr[k] && cls >= 1) { var p = F.byCorr.get(F.corr[k]); if (!p) F.byCorr.set(F.corr[k], p = []); p[cls === 1 ? 0 : 1] = k; }
+    if (F.ext[k] && cls === 0 && !F.opByExt.has(F.ext[k])) F.opByExt.set(F.ext[k], k);
+  }
+}
+function partner(sel) { /* the launch and its device work, by correlation id */
+  var F = sel.F; joins(F);
+  var c = F.corr[sel.k];
+  var pair = c ? F.byCorr.get(c) : null;
+  return pair && pair[0] !== undefined && pair[1] !== undefined ? pair : null;
+}
+function drawFlow(g, sel, W) {
+  var pair = partner(sel); if (!pair) return;
+  var a = slicePos(sel.G, sel.F, pair[0], W), b = slicePos(sel.G, sel.F, pair[1], W);
+  var ax = a.x, ay = a.y + LANE_H - 2, bx = b.x, by = b.y;
+  g.strokeStyle = "#111"; g.lineWidth = 1.5; g.beginPath(); g.moveTo(ax, ay);
+  g.bezierCurveTo(ax, (ay + by) / 2, bx, (ay + by) / 2, bx, by); g.stroke();
+  g.fillStyle = "#111"; g.beginPath(); g.moveTo(bx, by); g.lineTo(bx - 4, by - 7); g.lineTo(bx + 4, by - 7); g.fill();
+  TL.flow = {from: [ax, ay], to: [bx, by]};
+}
+function hit(px, py) { /* the slice under a point of the canvas, or null */
+  var W = TL.canvas.clientWidth, q = (TL.view[1] - TL.view[0]) / W;
+  for (var i = 0; i < TL.tracks.length; i++) {
+    var T = TL.tracks[i]; if (py < T.y || py >= T.y + T.h) continue;
+    var d = Math.floor((py - T.y) / LANE_H), lane = T.lanes[d]; if (!lane) return null;
+    var t = TL.view[0] + T.group.shift + px * q, j = lower(lane.e, t - 2 * q);
+    for (; j < lane.s.length && lane.s[j] <= t + 2 * q; j++) if (T.file.en[lane.idx[j]] >= t - 2 * q) return {G: T.group, F: T.file, T: T, k: lane.idx[j]};
+    return null;
+  }
+  return null;
+}
+function launchOf(F, k) { /* [grid xyz, block xyz] from the rows of 7 [index, ...] sorted by index */
+  var lo = 0, hi = F.g.length / 7;
+  while (lo < hi) { var m = (lo + hi) >> 1; if (F.g[m * 7] < k) lo = m + 1; else hi = m; }
+  return lo * 7 < F.g.length && F.g[lo * 7] === k ? F.g.slice(lo * 7 + 1, lo * 7 + 7) : null;
+}
+function tipText(sel) {
+  var G = sel.G, F = sel.F, k = sel.k, T = sel.T, lines = [G.names[F.name[k]]];
+  lines.push("duration " + fmt((F.en[k] - F.st[k]) / 1000, "dur_us") + ", start " + fmt((F.st[k] - G.shift) / 1000, "t_us"));
+  lines.push("rank " + F.rank + ", " + T.label);
+  var l = launchOf(F, k); if (l) lines.push("grid [" + l.slice(0, 3).join(", ") + "], block [" + l.slice(3).join(", ") + "]");
+  if (T.cls >= 2) lines.push("stream " + T.tid);
+  var pair = partner(sel);
+  if (pair && T.cls >= 2) lines.push("launched by " + G.names[F.name[pair[0]]]);
+  joins(F);
+  var op = F.ext[k] ? F.opByExt.get(F.ext[k]) : undefined;
+  if (op !== undefined && op !== k) lines.push("op " + G.names[F.name[op]]);
+  return lines.join("\n");
+}
+function setView(lo, hi) { if (hi - lo < 100) hi = lo + 100; TL.view = [lo, hi]; drawTimeline(); }
+function fullView() { var end = 0; TL.groups.forEach(function (G) { end = Math.max(end, G.end - G.shift); }); setView(0, end > 0 ? end : 1); }
+function stepRange(G, n) { /* ProfilerStep#n over every rank of G, or null */
+  var lo = Infinity, hi = -Infinity, id = G.names.indexOf("ProfilerStep#" + n);
+  G.files.forEach(function (F) { for (var k = 0; k < F.name.length; k++) if (F.name[k] === id) { lo = Math.min(lo, F.st[k]); hi = Math.max(hi, F.en[k]); } });
+  return lo < hi ? [lo, hi] : null;
+}
+function setStep(n) { /* every group shifted so that step n starts at 0 (aligned by step), or the whole trace */
+  TL.step = n; var end = 0;
+  TL.groups.forEach(function (G) { var r = n >= 0 ? stepRange(G, n) : null; G.shift = r ? r[0] : 0; if (r) end = Math.max(end, r[1] - r[0]); });
+  if (n >= 0 && end > 0) setView(0, end); else fullView();
+}
+function jumpTo(g, fi, t, dur) { /* the stretch [t, t + dur) of group g's file fi (page ns) framed, its slice there pinned */
+  var G = TL.groups[g], F = G && G.files[fi]; if (!F) return null;
+  var pad = Math.max(dur, 1000), lo = t - G.shift - pad, hi = t + dur - G.shift + pad, best = -1;
+  for (var k = 0; k < F.st.length; k++) /* the slice the occurrence is: its start and length, else the longest one starting there */
+    if (Math.abs(F.st[k] - t) < 1 && (best < 0 || Math.abs(F.en[k] - F.st[k] - dur) < Math.abs(F.en[best] - F.st[best] - dur))) best = k;
+  TL.pinned = best >= 0 ? {G: G, F: F, T: TL.tracks[F.track[best]], k: best} : null;
+  setView(lo, hi);
+  var r = TL.canvas.getBoundingClientRect(), y = best >= 0 ? TL.tracks[F.track[best]].y : 0; /* the slice's row brought into sight */
+  window.scrollTo(0, Math.max(0, window.scrollY + r.top + y - 120));
+  return best;
+}
