@@ -19,16 +19,17 @@
  * with its family (the keys alike but for an _a/_b or _x/_y/_z word: Calls A and
  * Calls B, BlkX/BlkY/BlkZ), never one of a pair alone. docs/stats.md lists the
  * order per report; --help states it. */
-static const char *const drop_order[] = {"stddev", "min", "max", "median", "mean", "avg", "registers", "block", "grid",
-                                         "stream", "=bytes", "devices", "events", "span", "compute",
-                                         /* the ops' memory (issue 51) and CPU totals */
-                                         "=cpu_mem_bytes", "=self_cpu_mem_bytes", "=device_mem_bytes", "cpu_total_",
-                                         /* diff: CPU times, bandwidths (the ratio stays) */
-                                         "=cpu_a_us", "gbps",
-                                         /* needed: only while the name column would get less than NAME_MIN */
-                                         "=self_device_mem_bytes", "device_total_", "=delta_us", "count", "calls"};
+static const char *const drop_order[] = {
+    "stddev", "min", "max", "median", "mean", "avg", "registers", "block", "grid", "stream", "=bytes", "devices",
+    "events", "span", "compute",
+    /* the ops' memory (issue 51) and CPU totals */
+    "=cpu_mem_bytes", "=self_cpu_mem_bytes", "=device_mem_bytes", "cpu_total_",
+    /* diff: CPU times, bandwidths (the ratio stays); --by-step: how and where ops were aligned */
+    "=cpu_a_us", "gbps", "resyncs", "ops_matched", "=ops_a", "=cpu_ratio", "thread", "pos",
+    /* needed (from NEEDED): only while the name column would get less than NAME_MIN */
+    "=self_device_mem_bytes", "device_total_", "=delta_us", "=a_name", "count", "calls"};
 #define N_DROP (sizeof drop_order / sizeof *drop_order)
-#define NEEDED 21 /* drop_order[NEEDED]: the first needed column */
+#define NEEDED ((int)N_DROP - 6) /* drop_order[NEEDED]: the first needed column (the last line's six) */
 
 static bool has_word(const char *key, const char *w) {
   size_t n = strlen(w);
@@ -500,10 +501,13 @@ int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o) {
     fc[j].heap = calloc(rows + 1, sizeof *fc[j].heap);
     if (!fc[j].shown || !fc[j].outs || !fc[j].heap) rc = -1;
   }
+  for (int j = 0; !rc && j < nc; j++) /* a column without a title is csv's and json's only */
+    drop[j] = !rep->cols[j].title[0];
   for (size_t i = 0; !rc && i < rows; i++) {
     const ft_cell *row = rep->cells + i * (size_t)nc;
     for (int j = 0; !rc && j < nc; j++) {
       const ft_col *col = &rep->cols[j];
+      if (drop[j]) continue;
       size_t n;
       if (col->kind == COL_STR) {
         char *h;
@@ -611,7 +615,7 @@ int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o) {
     char line[512];
     size_t len = (size_t)snprintf(line, sizeof line, "(not shown:");
     for (int j = 0; j < nc && len < sizeof line; j++) {
-      if (!drop[j]) continue;
+      if (!drop[j] || !rep->cols[j].title[0]) continue;
       ft_col_label(buf, sizeof buf, &rep->cols[j], o->unit, false);
       len += (size_t)snprintf(line + len, sizeof line - len, " %s", buf);
     }
