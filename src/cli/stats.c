@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -268,18 +267,6 @@ static int parse_size(const char *s, size_t *out) {
   if (!*s || *end || errno || *s == '-') return -1;
   *out = (size_t)v;
   return 0;
-}
-
-/* The width tables fit on stdout: the terminal's, else $COLUMNS on a terminal that
- * gives none (80 without either); 0 (no limit) when stdout is not a terminal. */
-static size_t terminal_width(void) {
-  struct winsize ws;
-  if (!isatty(STDOUT_FILENO)) return 0;
-  if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col) return ws.ws_col;
-  const char *c = getenv("COLUMNS");
-  char *end;
-  long v = c ? strtol(c, &end, 10) : 0;
-  return c && *c && !*end && v > 0 && v < 100000 ? (size_t)v : 80;
 }
 
 static void files_csv(FILE *f, const ft_stat_job *job, char sep) {
@@ -673,7 +660,7 @@ int ft_cli_stats(int argc, char **argv) {
     /* tables fit --width, else the terminal stdout is; a file or pipe gets whole lines */
     ft_table_opts to = {width >= 0 ? (size_t)width
                         : output   ? 0
-                                   : terminal_width(),
+                                   : ft_table_width(),
                         name_width >= 0 ? (size_t)name_width : 0, unit};
     if (write_all(&job, reps, n_reps, fmt, fs, set, &to, hbuf, hlen, &adv, ro.limit)) {
       ft_cli_error("stats", "out of memory");
