@@ -18,7 +18,7 @@ int ft_cli_hta_numbers(int argc, char **argv); /* `_hta`: HTA's shared numbers a
 /* diff --by-step (diff_step.c), on one trace per side: fmt 0 table, 1 csv, 2 json;
  * step: --step's value or NULL. Returns the exit status. */
 int ft__cli_diff_by_step(const char *const path[2], int fmt, const char *output, bool overwrite, const char *step,
-                         size_t limit);
+                         size_t limit, long width); /* width: --width's, -1 for none */
 
 /* Exit status for usage errors and unreadable input. */
 #define FT_CLI_USAGE 2

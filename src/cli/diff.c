@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,7 +52,15 @@ static const char usage[] =
     "  -o, --output PATH   write to PATH instead of stdout\n"
     "      --force-overwrite  replace an existing -o file (default: refuse)\n"
     "  -n, --limit N       regressions and improvements shown, each (default 20;\n"
-    "                      0: every op); the kernels report follows the ops shown\n"
+    "                      0: every op, unchanged ones too); with N only ops that\n"
+    "                      grew or shrank, never unchanged ones to fill the count;\n"
+    "                      the kernels report follows the ops shown\n"
+    "      --width N       fit table lines to N characters (default: the terminal's\n"
+    "                      width when stdout is one, else $COLUMNS on a terminal that\n"
+    "                      gives none; piped or -o: no limit), as stats --width does:\n"
+    "                      spare columns left out first (means, CPU times, GB/s),\n"
+    "                      then deltas, then counts, A and B always together;\n"
+    "                      names cut in the middle (docs/diff.md, Tables)\n"
     "      --step NAME     align on the user range NAME (or NAME#N); 'all': the\n"
     "                      whole traces even when they have ProfilerStep ranges\n"
     "      --shapes        ops by name and Input Dims (record_shapes=True on both)\n"
@@ -76,7 +83,7 @@ static const char usage[] =
     "  flagtrace diff cuda.json.gz musa.json.gz\n"
     "  flagtrace diff -f json -n 0 --a 'base/*.json.gz' --b 'opt/*.json.gz' > diff.json\n";
 
-enum { OPT_A = 256, OPT_B, OPT_STEP, OPT_SHAPES, OPT_KERNELS, OPT_FORCE, OPT_OVERWRITE, OPT_BY_STEP };
+enum { OPT_A = 256, OPT_B, OPT_STEP, OPT_SHAPES, OPT_KERNELS, OPT_FORCE, OPT_OVERWRITE, OPT_BY_STEP, OPT_WIDTH };
 enum fmt { FMT_TABLE, FMT_CSV, FMT_JSON, FMT_HTML };
 
 /* A side's files: operands as stats takes them (directories expanded), a glob pattern expanded first. */
@@ -117,13 +124,6 @@ static void *read_side(void *arg) {
   return NULL;
 }
 
-static size_t terminal_width(void) {
-  struct winsize ws;
-  if (!isatty(STDOUT_FILENO)) return 0;
-  if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col) return ws.ws_col;
-  return 80;
-}
-
 static void side_line(FILE *f, const char *label, const ft_stat_job *j) {
   fprintf(f, "%s: %llu events from %zu file%s (", label, (unsigned long long)j->events, j->n_files,
           j->n_files == 1 ? "" : "s");
@@ -143,11 +143,15 @@ static void write_table(FILE *f, const ft_diff *d, const ft_stat_job *job[2], si
     fprintf(f, "steps: %s ranges, A %llu, B %llu: %s\n", d->step_name, (unsigned long long)d->steps[0],
             (unsigned long long)d->steps[1], d->per_step ? "values are per step" : "values are totals over the steps");
   uint64_t all = d->ops[0] + d->ops[1] - d->ops_matched;
-  fprintf(f, "ops aligned by name: %llu of %llu (%.1f %%); kernels %s (%llu of A's %llu names on B)\n",
-          (unsigned long long)d->ops_matched, (unsigned long long)all,
-          all ? 100.0 * (double)d->ops_matched / (double)all : 100.0,
-          d->kernels_by_name ? "matched by name inside each op" : "compared per op as a group (not by name)",
-          (unsigned long long)d->kernels_shared, (unsigned long long)d->kernels[0]);
+  char ops[128], kernels[160];
+  snprintf(ops, sizeof ops, "ops aligned by name: %llu of %llu (%.1f %%)", (unsigned long long)d->ops_matched,
+           (unsigned long long)all, all ? 100.0 * (double)d->ops_matched / (double)all : 100.0);
+  snprintf(kernels, sizeof kernels, "kernels %s (%llu of A's %llu names on B)",
+           d->kernels_by_name ? "matched by name inside each op" : "compared per op as a group (not by name)",
+           (unsigned long long)d->kernels_shared, (unsigned long long)d->kernels[0]);
+  /* one line, or two where it would be wider than the width */
+  bool two = width && strlen(ops) + 2 + strlen(kernels) > width;
+  fprintf(f, "%s%s%s\n", ops, two ? "\n" : "; ", kernels);
   ft_table_opts to = {width, 0, FT_UNIT_US};
   for (int r = 0; r < FT_DIFF_N; r++) {
     if (!d->reps[r].key) continue; /* not built (memory: neither side has any) */
@@ -230,7 +234,7 @@ static ft_status write_html(FILE *f, const ft_diff *d, const ft_stat_job *job[2]
 
 /* --by-step: one trace a side (a pattern or directory that names one), read into its event model. */
 static int by_step_sides(const char *side[2], enum fmt fmt, const char *output, bool overwrite, const char *step,
-                         size_t limit) {
+                         size_t limit, long width) {
   ft_trace_args t[2] = {{0}, {0}};
   glob_t g[2];
   memset(g, 0, sizeof g);
@@ -244,7 +248,11 @@ static int by_step_sides(const char *side[2], enum fmt fmt, const char *output, 
   }
   if (!rc) {
     const char *paths[2] = {t[0].paths[0], t[1].paths[0]};
-    rc = ft__cli_diff_by_step(paths, fmt == FMT_CSV ? 1 : fmt == FMT_JSON ? 2 : 0, output, overwrite, step, limit);
+    rc = ft__cli_diff_by_step(paths,
+                              fmt == FMT_CSV    ? 1
+                              : fmt == FMT_JSON ? 2
+                                                : 0,
+                              output, overwrite, step, limit, width);
   }
   for (int s = 0; s < 2; s++) {
     ft_trace_args_free(&t[s]);
@@ -269,6 +277,7 @@ int ft_cli_diff(int argc, char **argv) {
   enum fmt fmt = FMT_TABLE;
   ft_diff_opts o = {.limit = 20};
   bool quiet = false, overwrite = false, by_step = false, kernels_set = false;
+  long width = -1; /* --width; -1: the terminal's (ft_table_width) */
   static const struct option longs[] = {{"a", required_argument, NULL, OPT_A},
                                         {"b", required_argument, NULL, OPT_B},
                                         {"format", required_argument, NULL, 'f'},
@@ -280,6 +289,7 @@ int ft_cli_diff(int argc, char **argv) {
                                         {"force", no_argument, NULL, OPT_FORCE},
                                         {"by-step", no_argument, NULL, OPT_BY_STEP},
                                         {"force-overwrite", no_argument, NULL, OPT_OVERWRITE},
+                                        {"width", required_argument, NULL, OPT_WIDTH},
                                         {"quiet", no_argument, NULL, 'q'},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
@@ -323,6 +333,13 @@ int ft_cli_diff(int argc, char **argv) {
     case OPT_FORCE: o.force = true; break;
     case OPT_BY_STEP: by_step = true; break;
     case OPT_OVERWRITE: overwrite = true; break;
+    case OPT_WIDTH: {
+      size_t v;
+      if (parse_count(optarg, &v) || v < 20 || v > 100000)
+        return ft_cli_usage_error("diff", "--width takes a width from 20, not '%s'", optarg);
+      width = (long)v;
+      break;
+    }
     case 'q': quiet = true; break;
     case ':': return ft_cli_usage_error("diff", "option '%s' needs a value", bad);
     default:
@@ -345,7 +362,7 @@ int ft_cli_diff(int argc, char **argv) {
                               fmt == FMT_HTML ? "-f html"
                               : o.shapes      ? "--shapes"
                                               : "--kernels");
-  if (by_step) return by_step_sides(side, fmt, output, overwrite, o.step, o.limit);
+  if (by_step) return by_step_sides(side, fmt, output, overwrite, o.step, o.limit, width);
   char err[640];
   bool exists = false;
   const char *names[1] = {output};
@@ -407,7 +424,7 @@ int ft_cli_diff(int argc, char **argv) {
     } else {
       if (output) f = out.f;
       const ft_stat_job *jobs[2] = {&job[0], &job[1]};
-      if (fmt == FMT_TABLE) write_table(f, &d, jobs, output ? 0 : terminal_width());
+      if (fmt == FMT_TABLE) write_table(f, &d, jobs, width >= 0 ? (size_t)width : output ? 0 : ft_table_width());
       else if (fmt == FMT_JSON) write_json(f, &d, jobs);
       else if (fmt == FMT_HTML && write_html(f, &d, jobs, in, output)) {
         ft_cli_error("diff", "out of memory");

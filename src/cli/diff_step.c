@@ -1,10 +1,10 @@
 /* flagtrace diff --by-step: two traces read into event models, step N against step N, op by op in call order. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -27,13 +27,6 @@ static void *read_model(void *arg) {
   return NULL;
 }
 
-static size_t terminal_width(void) {
-  struct winsize ws;
-  if (!isatty(STDOUT_FILENO)) return 0;
-  if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col) return ws.ws_col;
-  return 80;
-}
-
 /* Rows [from, to) of rep under its own title. */
 static void sub_table(FILE *f, const ft_report *rep, size_t from, size_t to, const char *title,
                       const ft_table_opts *to_opts) {
@@ -43,6 +36,25 @@ static void sub_table(FILE *f, const ft_report *rep, size_t from, size_t to, con
   v.n_rows = to - from;
   v.kinds = NULL;
   ft_report_table(f, &v, to_opts);
+}
+
+/* A line of the header: whole, or where wider than width broken at spaces, the rest indented. */
+static void header_line(FILE *f, size_t width, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void header_line(FILE *f, size_t width, const char *fmt, ...) {
+  char line[640];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  const char *p = line;
+  for (size_t room = width; width > 20 && strlen(p) > room; room = width - 2) {
+    const char *cut = p + room;
+    while (cut > p && *cut != ' ') cut--;
+    if (cut == p) break; /* one word wider than the line */
+    fprintf(f, "%.*s\n  ", (int)(cut - p), p);
+    p = cut + 1;
+  }
+  fprintf(f, "%s\n", p);
 }
 
 static const char *step_label(const ft_diff_step *d, const char *step) {
@@ -59,17 +71,17 @@ static void write_table(FILE *f, const ft_diff_step *d, const char *const path[2
   }
   if (d->by == FT_DSTEP_WHOLE) fputs("steps: none used: the whole traces are compared as one step\n", f);
   else if (d->by == FT_DSTEP_BY_NUMBER)
-    fprintf(f, "steps: %s ranges paired by number: %zu of A's %zu with B's %zu\n", step_label(d, step),
-            d->steps_matched, d->steps[0], d->steps[1]);
+    header_line(f, width, "steps: %s ranges paired by number: %zu of A's %zu with B's %zu", step_label(d, step),
+                d->steps_matched, d->steps[0], d->steps[1]);
   else
-    fprintf(f, "steps: %s ranges paired by position (%s): %zu of A's %zu with B's %zu\n", step_label(d, step),
-            step ? "a user range's k-th occurrence with the k-th" : "the step numbers differ between the files",
-            d->steps_matched, d->steps[0], d->steps[1]);
-  fprintf(f,
-          "ops: each thread's top-level ops in call order, aligned by name: %llu of A's %llu and B's %llu, %llu "
-          "break%s (a name mismatch, resynced by name)\n",
-          (unsigned long long)d->ops_matched, (unsigned long long)d->ops[0], (unsigned long long)d->ops[1],
-          (unsigned long long)d->resyncs, d->resyncs == 1 ? "" : "s");
+    header_line(f, width, "steps: %s ranges paired by position (%s): %zu of A's %zu with B's %zu", step_label(d, step),
+                step ? "a user range's k-th occurrence with the k-th" : "the step numbers differ between the files",
+                d->steps_matched, d->steps[0], d->steps[1]);
+  header_line(f, width,
+              "ops: each thread's top-level ops in call order, aligned by name: %llu of A's %llu and B's %llu, %llu "
+              "break%s (a name mismatch, resynced by name)",
+              (unsigned long long)d->ops_matched, (unsigned long long)d->ops[0], (unsigned long long)d->ops[1],
+              (unsigned long long)d->resyncs, d->resyncs == 1 ? "" : "s");
   ft_table_opts to = {width, 0, FT_UNIT_US};
   fputc('\n', f);
   ft_report_table(f, &d->reps[FT_DSTEP_STEPS], &to);
@@ -114,7 +126,7 @@ static void write_json(FILE *f, const ft_diff_step *d, const char *const path[2]
 }
 
 int ft__cli_diff_by_step(const char *const path[2], int fmt, const char *output, bool overwrite, const char *step,
-                         size_t limit) {
+                         size_t limit, long width) {
   char err[640];
   bool exists = false;
   const char *names[1] = {output};
@@ -157,7 +169,7 @@ int ft__cli_diff_by_step(const char *const path[2], int fmt, const char *output,
       rc = ft_cli_output_refused("diff", exists, err);
     } else {
       if (output) f = out.f;
-      if (fmt == 0) write_table(f, &d, path, m, step, output ? 0 : terminal_width());
+      if (fmt == 0) write_table(f, &d, path, m, step, width >= 0 ? (size_t)width : output ? 0 : ft_table_width());
       else if (fmt == 2) write_json(f, &d, path, m, step);
       else
         for (int r = 0; r < FT_DSTEP_N; r++) {

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -118,21 +117,26 @@ static const char usage[] =
     "                      that gives none; piped or written to a file: no limit,\n"
     "                      whole names and every column). Columns are as wide as\n"
     "                      their title and widest cell; while the name column would\n"
-    "                      get less than 40 characters, columns are left out, in\n"
-    "                      this order: StdDev, Min, Max, Med, Avg, Calls; the\n"
-    "                      trace's Reg/Trd, Blk, Grd, Strm, Bytes; Devices, Events,\n"
-    "                      Span, Compute; ops' CPU total, Device total, CPU Mem,\n"
-    "                      Self CPU Mem, CUDA Mem (a line under the table names\n"
-    "                      them). Names wider than what is\n"
-    "                      left (never less than 16; Input Dims: 24, down to 16)\n"
-    "                      are cut in the middle, \"...\" keeping the start and the\n"
-    "                      end; where two would read the same, elsewhere (another\n"
-    "                      split, or a window where they differ)\n"
+    "                      get less than 40 characters, the spare columns are left\n"
+    "                      out, in this order: StdDev, Min, Max, Med, Avg; the\n"
+    "                      trace's Reg/Trd, Blk X/Y/Z, Grd X/Y/Z, Strm, Bytes;\n"
+    "                      Devices, Events, Span, Compute; ops' CPU Mem, Self CPU\n"
+    "                      Mem, CUDA Mem, CPU total; while it would get less than\n"
+    "                      16, the needed ones: Self CUDA Mem, Device total, Calls\n"
+    "                      (a line under the table names them; a column goes with\n"
+    "                      its X/Y/Z or A/B family; docs/stats.md, Narrow tables).\n"
+    "                      Names wider than what is left (never less than 16;\n"
+    "                      Input Dims: 24, down to 20, cut by whole entries:\n"
+    "                      [[4096, 1024],...]) are cut in the middle, \"...\"\n"
+    "                      keeping the start and the end; where two would read\n"
+    "                      the same, elsewhere (another split, or a window where\n"
+    "                      they differ)\n"
     "  -w, --name-width N  cut names in tables to N characters (escapes counted as\n"
     "                      shown), whatever the width; csv, tsv and json keep whole\n"
     "                      names\n"
     "  -q, --quiet         no notes or warnings on stderr (errors are still shown)\n"
-    "      --by-rank       per-rank rows (a rank column) instead of the job's total\n"
+    "      --by-rank       per-rank rows (a rank column) instead of the job's total;\n"
+    "                      a File column too where two files claim one rank\n"
     "      --partial       write the job's partial summary (JSON, see below) instead\n"
     "                      of reports, for --merge to combine later\n"
     "      --merge         the FILEs are partial summaries: print what one run over\n"
@@ -263,18 +267,6 @@ static int parse_size(const char *s, size_t *out) {
   if (!*s || *end || errno || *s == '-') return -1;
   *out = (size_t)v;
   return 0;
-}
-
-/* The width tables fit on stdout: the terminal's, else $COLUMNS on a terminal that
- * gives none (80 without either); 0 (no limit) when stdout is not a terminal. */
-static size_t terminal_width(void) {
-  struct winsize ws;
-  if (!isatty(STDOUT_FILENO)) return 0;
-  if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col) return ws.ws_col;
-  const char *c = getenv("COLUMNS");
-  char *end;
-  long v = c ? strtol(c, &end, 10) : 0;
-  return c && *c && !*end && v > 0 && v < 100000 ? (size_t)v : 80;
 }
 
 static void files_csv(FILE *f, const ft_stat_job *job, char sep) {
@@ -668,7 +660,7 @@ int ft_cli_stats(int argc, char **argv) {
     /* tables fit --width, else the terminal stdout is; a file or pipe gets whole lines */
     ft_table_opts to = {width >= 0 ? (size_t)width
                         : output   ? 0
-                                   : terminal_width(),
+                                   : ft_table_width(),
                         name_width >= 0 ? (size_t)name_width : 0, unit};
     if (write_all(&job, reps, n_reps, fmt, fs, set, &to, hbuf, hlen, &adv, ro.limit)) {
       ft_cli_error("stats", "out of memory");

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 static double us(uint64_t ns) { return (double)ns / 1000.0; }
@@ -65,8 +66,8 @@ void ft_cell_text(char *buf, size_t cap, const ft_col *col, ft_cell c, int unit)
                (unsigned long long)(c.u % unit_ns[unit]));
     break;
   case COL_PCT: snprintf(buf, cap, "%.2f", c.d); break;
-  case COL_NONE: buf[0] = '\0'; break;
-  case COL_F3: /* a time here is in microseconds */
+  case COL_NONE: snprintf(buf, cap, "%s", c.s ? c.s : ""); break; /* a table's word for no value ("new"), or none */
+  case COL_F3:                                                    /* a time here is in microseconds */
     if (!t) snprintf(buf, cap, "%.3f", c.d);
     else snprintf(buf, cap, "%.*f", unit_digits[unit], c.d * 1000.0 / (double)unit_ns[unit]);
     break;
@@ -182,6 +183,16 @@ void ft_report_json_unit(FILE *f, const ft_report *rep, int unit) {
   fprintf(f, "%s]", rep->n_rows ? "\n  " : "");
   funlockfile(f);
   free(keys);
+}
+
+size_t ft_table_width(void) {
+  struct winsize ws;
+  if (!isatty(STDOUT_FILENO)) return 0;
+  if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col) return ws.ws_col;
+  const char *c = getenv("COLUMNS");
+  char *end;
+  long v = c ? strtol(c, &end, 10) : 0;
+  return c && *c && !*end && v > 0 && v < 100000 ? (size_t)v : 80;
 }
 
 /* ---- the header ---- */

@@ -27,6 +27,9 @@ typedef struct ft_table_opts {
   int unit;          /* FT_UNIT_* */
 } ft_table_opts;
 int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o);
+/* The width tables fit on stdout: the terminal's, else $COLUMNS on a terminal that
+ * gives none (80 without either); 0 (no limit) when stdout is not a terminal. */
+size_t ft_table_width(void);
 /* csv (sep ',': quoted strings) or tsv (sep '\t': strings escaped as tables show them). */
 void ft_report_delim(FILE *f, const ft_report *rep, char sep, int unit);
 void ft_report_csv(FILE *f, const ft_report *rep);  /* csv in us */

@@ -9,14 +9,27 @@
 
 /* A narrow table leaves columns out in this order: a column goes when a word of
  * its key (between '_') is the entry's, when its key starts with an entry that
- * ends in '_', or is an entry that starts with '='. A row's spread first, then the
- * trace's launch details, per-rank extras, then ops' totals; --help documents it. */
-static const char *const drop_order[] = {"stddev", "min", "max", "median", "avg", "calls", "registers", "block", "grid",
-                                         "stream", "=bytes", "devices", "events", "span", "compute", "cpu_total_",
-                                         "device_total_",
-                                         /* the ops' memory (issue 51): Self CUDA Mem stays */
-                                         "=cpu_mem_bytes", "=self_cpu_mem_bytes", "=device_mem_bytes"};
+ * ends in '_', or is an entry that starts with '='. The spare columns go first,
+ * while the name column would get less than NAME_WANT: a row's spread (StdDev,
+ * Min, Max, Med, diff's means, averages), the trace's launch details (registers,
+ * block, grid, stream, bytes), per-rank extras, ops' CPU total and memory, diff's
+ * CPU times and bandwidths. The needed ones (after NEEDED) only while it would
+ * get less than NAME_MIN: Self CUDA Mem, Device total, diff's deltas, then counts
+ * and calls. Names, totals, ratios and kinds are never left out. A column goes
+ * with its family (the keys alike but for an _a/_b or _x/_y/_z word: Calls A and
+ * Calls B, BlkX/BlkY/BlkZ), never one of a pair alone. docs/stats.md lists the
+ * order per report; --help states it. */
+static const char *const drop_order[] = {
+    "stddev", "min", "max", "median", "mean", "avg", "registers", "block", "grid", "stream", "=bytes", "devices",
+    "events", "span", "compute",
+    /* the ops' memory (issue 51) and CPU totals */
+    "=cpu_mem_bytes", "=self_cpu_mem_bytes", "=device_mem_bytes", "cpu_total_",
+    /* diff: CPU times, bandwidths (the ratio stays); --by-step: how and where ops were aligned */
+    "=cpu_a_us", "gbps", "resyncs", "ops_matched", "=ops_a", "=cpu_ratio", "thread", "pos",
+    /* needed (from NEEDED): only while the name column would get less than NAME_MIN */
+    "=self_device_mem_bytes", "device_total_", "=delta_us", "=a_name", "count", "calls"};
 #define N_DROP (sizeof drop_order / sizeof *drop_order)
+#define NEEDED ((int)N_DROP - 6) /* drop_order[NEEDED]: the first needed column (the last line's six) */
 
 static bool has_word(const char *key, const char *w) {
   size_t n = strlen(w);
@@ -33,6 +46,23 @@ static int drop_rank(const char *key) {
     if (hit) return (int)i;
   }
   return -1;
+}
+
+/* A side or axis word of a key: a, b (diff's sides), x, y, z (a launch's axes). */
+static bool side_word(const char *p, size_t n) { return n == 1 && strchr("abxyz", *p); }
+
+/* Whether keys a and b are one family: the same words once side and axis words are
+ * left out, and at least one such word in each. */
+static bool same_family(const char *a, const char *b) {
+  bool sa = false, sb = false;
+  for (;;) {
+    size_t na = strcspn(a, "_"), nb = strcspn(b, "_");
+    while (side_word(a, na)) sa = true, a += na + (a[na] == '_'), na = strcspn(a, "_");
+    while (side_word(b, nb)) sb = true, b += nb + (b[nb] == '_'), nb = strcspn(b, "_");
+    if (!*a || !*b) return !*a && !*b && sa && sb;
+    if (na != nb || memcmp(a, b, na)) return false;
+    a += na + (a[na] == '_'), b += nb + (b[nb] == '_');
+  }
 }
 
 /* Characters in s[0..n): what a terminal shows of UTF-8 (escapes are ASCII). */
@@ -300,12 +330,71 @@ static int cut_names(cuts *k, const char *const *shown, size_t rows, size_t widt
   return rc;
 }
 
+/* ---- shapes: Input Dims cut by whole entries ---- */
+
+/* The end of the list or atom at s[0..n): past its closing ']' (depth counted), or
+ * at the next top-level ','. */
+static size_t entry_end(const char *s, size_t n) {
+  int depth = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '[') depth++;
+    else if (s[i] == ']' && --depth < 0) return i;
+    else if (s[i] == ',' && !depth) return i;
+  }
+  return n;
+}
+
+/* Whether s is a list as torch writes Input Dims: balanced brackets around
+ * entries ", "-separated, printable ASCII only (a cut counts bytes as columns). */
+static bool is_shape(const char *s, size_t n) {
+  if (n < 2 || s[0] != '[' || s[n - 1] != ']') return false;
+  int depth = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < 0x20 || s[i] > 0x7e) return false;
+    depth += (s[i] == '[') - (s[i] == ']');
+    if (depth < 0 || (!depth && i + 1 < n)) return false;
+  }
+  return !depth;
+}
+
+/* The list s[0..n) (a shape) in at most budget columns into out: whole entries from
+ * the start and ",...]" for the rest ("[[4096, 1024],...]"); where not one fits,
+ * the first cut the same way inside ("[[[1024, 512],...],...]"); "[...]" at the least.
+ * Brackets stay balanced. The bytes written, 0 when not even "[...]" fits. */
+static size_t shape_cut(const char *s, size_t n, size_t budget, char *out) {
+  if (n <= budget) return memcpy(out, s, n), n;
+  if (budget < 5) return 0;
+  const char *in = s + 1, *end = s + n - 1;
+  size_t kept = 1, e = entry_end(in, (size_t)(end - in)); /* "[" so far; the first entry's length */
+  out[0] = '[';
+  bool any = false;
+  /* whole entries while one fits with what must follow it: "]" after the last, else ", ...]" */
+  for (; in < end; any = true) {
+    e = entry_end(in, (size_t)(end - in));
+    if (kept + (any ? 2 : 0) + e + (in + e >= end ? 1 : 5) > budget) break;
+    if (any) memcpy(out + kept, ", ", 2), kept += 2;
+    memcpy(out + kept, in, e), kept += e;
+    for (in += e; in < end && (*in == ',' || *in == ' ');) in++;
+  }
+  if (any) return memcpy(out + kept, ",...]", 5), kept + 5;
+  bool only = in + e >= end; /* the one entry: "]" after it, else ", ...]" */
+  size_t tail = only ? 1 : 5, first = 0;
+  if (*in == '[' && budget > 1 + tail) first = shape_cut(in, e, budget - 1 - tail, out + 1);
+  bool number = false;
+  for (size_t i = 1; i <= first; i++) number |= out[i] >= '0' && out[i] <= '9';
+  if (first && number) { /* it keeps a number */
+    memcpy(out + 1 + first, only ? "]" : ",...]", tail);
+    return 1 + first + tail;
+  }
+  return memcpy(out, "[...]", 5), 5;
+}
+
 /* ---- the writer ---- */
 
 #define NAME_WANT 40 /* columns are left out before the name column gets less */
 #define NAME_MIN 16  /* and it never gets less, whatever the width */
 #define FREE_WANT 24 /* free text before the name (shapes) is cut to this */
-#define FREE_MIN 16  /* and to this where the line is still too wide */
+#define FREE_MIN 20  /* and to this where the line is still too wide (a shape: "[[4096, 1024],...]") */
 
 /* s as the table shows it (control characters escaped): s, or *heap (freed by the caller). */
 static const char *shown_text(const char *s, char **heap) {
@@ -326,6 +415,7 @@ static void pad(FILE *f, size_t n) {
 typedef struct freecol {
   const char **shown, **outs;
   char **heap;
+  char **shape; /* Input Dims cut by whole entries (shape_cut), per row; NULL: outs' */
   cuts k;
   size_t full; /* the widest cell, or the title */
 } freecol;
@@ -333,9 +423,27 @@ typedef struct freecol {
 static void freecol_free(freecol *c, size_t rows) {
   cuts_free(&c->k);
   for (size_t i = 0; c->heap && i < rows; i++) free(c->heap[i]);
+  for (size_t i = 0; c->shape && i < rows; i++) free(c->shape[i]);
   free(c->heap);
+  free(c->shape);
   free(c->outs);
   free(c->shown);
+}
+
+/* Input Dims too wide for their column: each list cut by whole entries (shape_cut)
+ * in place of cut_names' middle cut, which would split a list in two. */
+static int cut_shapes(freecol *c, const ft_col *col, size_t rows, size_t width) {
+  if (strcmp(col->key, "input_dims")) return 0;
+  if (!(c->shape = calloc(rows + 1, sizeof *c->shape))) return -1;
+  for (size_t i = 0; i < rows; i++) {
+    size_t n = strlen(c->shown[i]);
+    if (n <= width || !is_shape(c->shown[i], n)) continue;
+    if (!(c->shape[i] = malloc(width + 1))) return -1;
+    size_t k = shape_cut(c->shown[i], n, width, c->shape[i]);
+    c->shape[i][k] = '\0';
+    if (k) c->outs[i] = c->shape[i];
+  }
+  return 0;
 }
 
 static bool is_free(const ft_col *col) { return col->kind == COL_STR && !col->width; }
@@ -358,6 +466,21 @@ static size_t line_width(const ft_report *rep, const size_t *w, const bool *drop
   return used;
 }
 
+/* Leaves out the next column whose drop rank is in [from, to), with its family;
+ * false when none is left. */
+static bool drop_next(const ft_report *rep, bool *drop, int name, int from, int to, size_t *n_drop) {
+  int best = -1, rank = to;
+  for (int j = 0; j < rep->n_cols; j++) {
+    int r = j == name || drop[j] ? -1 : drop_rank(rep->cols[j].key);
+    if (r >= from && r < rank) best = j, rank = r;
+  }
+  if (best < 0) return false;
+  for (int j = 0; j < rep->n_cols; j++)
+    if (j == best || (!drop[j] && j != name && same_family(rep->cols[j].key, rep->cols[best].key)))
+      drop[j] = true, ++*n_drop;
+  return true;
+}
+
 int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o) {
   int nc = rep->n_cols, name = -1;
   size_t rows = rep->n_rows;
@@ -378,10 +501,13 @@ int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o) {
     fc[j].heap = calloc(rows + 1, sizeof *fc[j].heap);
     if (!fc[j].shown || !fc[j].outs || !fc[j].heap) rc = -1;
   }
+  for (int j = 0; !rc && j < nc; j++) /* a column without a title is csv's and json's only */
+    drop[j] = !rep->cols[j].title[0];
   for (size_t i = 0; !rc && i < rows; i++) {
     const ft_cell *row = rep->cells + i * (size_t)nc;
     for (int j = 0; !rc && j < nc; j++) {
       const ft_col *col = &rep->cols[j];
+      if (drop[j]) continue;
       size_t n;
       if (col->kind == COL_STR) {
         char *h;
@@ -410,35 +536,47 @@ int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o) {
   if (name >= 0 && o->name_width && o->name_width < name_w) name_w = o->name_width;
   size_t want = name < 0 ? 0 : 2 + (o->name_width ? name_w : name_w < NAME_WANT ? name_w : NAME_WANT);
   size_t used = line_width(rep, w, drop, name), n_drop = 0;
-  while (!rc && o->width && used + want > o->width) {
-    int best = -1, rank = (int)N_DROP;
-    for (int j = 0; j < nc; j++) {
-      int r = j == name || drop[j] ? -1 : drop_rank(rep->cols[j].key);
-      if (r >= 0 && r < rank) best = j, rank = r;
-    }
-    if (best < 0) break;
-    drop[best] = true;
-    n_drop++;
+  /* the spare columns while the name would get less than it wants */
+  while (!rc && o->width && used + want > o->width && drop_next(rep, drop, name, 0, NEEDED, &n_drop))
     used = line_width(rep, w, drop, name);
-  }
   /* still too wide: the other free text gives up to FREE_MIN or its title */
-  for (int j = 0; o->width && j < name && used + 2 + NAME_MIN > o->width; j++) {
+  size_t least = name < 0 ? 0 : 2 + (name_w < NAME_MIN ? name_w : NAME_MIN);
+  for (int j = 0; o->width && j < name && used + least > o->width; j++) {
     size_t floor = title_w(rep, j, o) > FREE_MIN ? title_w(rep, j, o) : FREE_MIN;
     if (drop[j] || !is_free(&rep->cols[j]) || w[j] <= floor) continue;
-    size_t over = used + 2 + NAME_MIN - o->width;
+    size_t over = used + least - o->width;
     w[j] = w[j] - floor > over ? w[j] - over : floor;
     used = line_width(rep, w, drop, name);
   }
+  /* then the needed ones, while the name would get less than NAME_MIN */
+  while (!rc && o->width && used + least > o->width && drop_next(rep, drop, name, NEEDED, (int)N_DROP, &n_drop))
+    used = line_width(rep, w, drop, name);
   if (name >= 0 && o->width && !o->name_width) {
     size_t left = o->width > used + 2 ? o->width - used - 2 : 0;
     if (left < NAME_MIN) left = NAME_MIN;
     if (left < name_w) name_w = left;
   }
   if (name >= 0) w[name] = name_w;
+  /* room the name does not need goes back to the other free text (whole shapes) */
+  size_t line = line_width(rep, w, drop, -1);
+  for (int j = 0; o->width && j < name && line < o->width; j++)
+    if (!drop[j] && is_free(&rep->cols[j]) && w[j] < fc[j].full) {
+      size_t more = fc[j].full - w[j] < o->width - line ? fc[j].full - w[j] : o->width - line;
+      w[j] += more, line += more;
+    }
   for (int j = 0; !rc && j < nc; j++)
     if (!drop[j] && is_free(&rep->cols[j]) && w[j] < fc[j].full)
-      rc = cut_names(&fc[j].k, fc[j].shown, rows, w[j], fc[j].outs);
+      rc = cut_names(&fc[j].k, fc[j].shown, rows, w[j], fc[j].outs) || cut_shapes(&fc[j], &rep->cols[j], rows, w[j]);
   if (rc) goto done;
+  for (int j = 0; j < name; j++) /* shapes cut by whole entries may all come out narrower */
+    if (fc[j].shape) {
+      size_t most = title_w(rep, j, o);
+      for (size_t i = 0; i < rows; i++) {
+        const char *t = fc[j].outs[i] ? fc[j].outs[i] : fc[j].shown[i];
+        if (chars(t, strlen(t)) > most) most = chars(t, strlen(t));
+      }
+      if (most < w[j]) w[j] = most;
+    }
   size_t tw = chars(rep->title, strlen(rep->title));
   if (o->width && tw + 6 > o->width && o->width > 6 + ELL_W) { /* a long title: its start */
     size_t keep = o->width - 6 - ELL_W, b = 0;
@@ -477,7 +615,7 @@ int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o) {
     char line[512];
     size_t len = (size_t)snprintf(line, sizeof line, "(not shown:");
     for (int j = 0; j < nc && len < sizeof line; j++) {
-      if (!drop[j]) continue;
+      if (!drop[j] || !rep->cols[j].title[0]) continue;
       ft_col_label(buf, sizeof buf, &rep->cols[j], o->unit, false);
       len += (size_t)snprintf(line + len, sizeof line - len, " %s", buf);
     }

@@ -154,9 +154,11 @@ bool ft__diff_report(ft__diff_ctx *c, int r, const char *key, const char *title,
   for (int j = 0; j < n_cols; j++) /* per step: counts are averages */
     if (c->d->per_step && own[j].kind == COL_U64) own[j].kind = COL_F3;
   c->d->cols[r] = own;
-  *rep = (ft_report){key, title, own,  n_cols, calloc(n_rows ? n_rows * (size_t)n_cols : 1, sizeof(ft_cell)),
-                     0,   NULL,  NULL, NULL};
-  return rep->cells != NULL;
+  size_t cells = n_rows ? n_rows * (size_t)n_cols : 1;
+  *rep = (ft_report){key, title, own, n_cols, calloc(cells, sizeof(ft_cell)), 0, NULL, malloc(cells), NULL};
+  /* each cell its column's kind, but a ratio of a row one side only has (ft__diff_ratio_cell) */
+  for (size_t i = 0; rep->kinds && i < cells; i++) rep->kinds[i] = (uint8_t)own[i % (size_t)n_cols].kind;
+  return rep->cells && rep->kinds;
 }
 
 /* (diff_internal.h) a number into its cell, as its column's kind holds it */
@@ -169,6 +171,24 @@ void ft__diff_str(ft_report *rep, int j, const char *s) {
   rep->cells[rep->n_rows * (size_t)rep->n_cols + (size_t)j].s = s;
 }
 double ft__diff_ratio(double a, double b) { return a > 0 ? b / a : 0; }
+void ft__diff_ratio_cell(ft_report *rep, int j, int only, const char *words[2], double a, double b) {
+  size_t at = rep->n_rows * (size_t)rep->n_cols;
+  if (!only) {
+    ft__diff_num(rep, j, ft__diff_ratio(a, b));
+  } else { /* no ratio: null in json, empty in csv, the word in tables */
+    rep->kinds[at + (size_t)j] = COL_NONE;
+    rep->cells[at + (size_t)j].s = words[only - 1];
+  }
+  for (int k = 0; k < rep->n_cols; k++) /* the "only" flag: A, B, or none (null) */
+    if (!strcmp(rep->cols[k].key, "only")) {
+      rep->kinds[at + (size_t)k] = only ? COL_STR : COL_NONE;
+      rep->cells[at + (size_t)k].s = only == 1 ? "A" : only == 2 ? "B" : NULL;
+    }
+}
+bool ft__diff_keep(size_t k, size_t matched, size_t up, size_t down, size_t lim) {
+  if (!lim) return true;
+  return k <= (up < lim ? up : lim) || k > matched - (down < lim ? down : lim);
+}
 
 static const ft_col op_cols[] = {{"device_a_us", "Dev A(us)", COL_F3, 14},
                                  {"device_b_us", "Dev B(us)", COL_F3, 14},
@@ -194,8 +214,10 @@ static const char *key_part(const ft__diff_ctx *c, const ft__pair *p, bool secon
 /* The ops report (matched: the limit's regressions and improvements) and the unmatched one. */
 static bool ops_reports(ft__diff_ctx *c, ft__pairing *pg, bool shapes) {
   ft__diff_sort(pg);
-  size_t matched = 0, lim = c->o->limit;
-  for (size_t i = 0; i < pg->n; i++) matched += pg->p[i].r[0] && pg->p[i].r[1];
+  size_t matched = 0, lim = c->o->limit, up = 0, down = 0;
+  for (size_t i = 0; i < pg->n; i++)
+    if (pg->p[i].r[0] && pg->p[i].r[1])
+      matched++, up += pg->p[i].v[1] > pg->p[i].v[0], down += pg->p[i].v[1] < pg->p[i].v[0];
   int nc = shapes ? 10 : 9;
   ft_col cols[10];
   memcpy(cols, op_cols, sizeof cols);
@@ -209,7 +231,7 @@ static bool ops_reports(ft__diff_ctx *c, ft__pairing *pg, bool shapes) {
     ft__pair *p = &pg->p[i];
     if (!p->r[0] || !p->r[1]) continue;
     k++;
-    if (lim && matched > 2 * lim && k > lim && k <= matched - lim) continue; /* the middle: small changes */
+    if (!ft__diff_keep(k, matched, up, down, lim)) continue; /* the middle: small changes, none */
     ft__diff_num(rep, 0, p->v[0] / 1000.0);
     ft__diff_num(rep, 1, p->v[1] / 1000.0);
     ft__diff_num(rep, 2, ft__diff_ratio(p->v[0], p->v[1]));

@@ -24,6 +24,14 @@ bool ft__diff_report(ft__diff_ctx *c, int r, const char *key, const char *title,
 void ft__diff_num(ft_report *rep, int j, double v);
 void ft__diff_str(ft_report *rep, int j, const char *s);
 double ft__diff_ratio(double a, double b); /* b / a; 0 when a is 0 */
+/* Cell j, the row's ratio b / a; for a row of one side only (only: 1 A, 2 B) no ratio
+ * (null in json, empty in csv) and words[only - 1] in tables ("gone", "new"). The
+ * report's "only" column, where it has one, says "A", "B" or nothing (null). */
+void ft__diff_ratio_cell(ft_report *rep, int j, int only, const char *words[2], double a, double b);
+/* Whether the k-th (from 1) of matched pairs sorted by delta, largest first, is shown
+ * under --limit lim: among the first lim of the up that grew, or the last lim of the
+ * down that shrank; an unchanged one only when lim is 0 (every pair). */
+bool ft__diff_keep(size_t k, size_t matched, size_t up, size_t down, size_t lim);
 
 /* diff_kernels.c: the kernels of each op side by side, runtime calls, copies, the summary. */
 bool ft__diff_kernels(ft__diff_ctx *c);

@@ -8,8 +8,10 @@
 static const ft_col kernel_cols[] = {
     {"count_a", "Cnt A", COL_U64, 8}, {"count_b", "Cnt B", COL_U64, 8},        {"a_us", "A(us)", COL_F3, 14},
     {"b_us", "B(us)", COL_F3, 14},    {"mean_a_us", "Mean A(us)", COL_F3, 12}, {"mean_b_us", "Mean B(us)", COL_F3, 12},
-    {"ratio", "B/A", COL_F3, 8},      {"delta_us", "Delta(us)", COL_F3, 14},   {"op", "Op", COL_STR, 0},
-    {"kernel", "Kernel", COL_STR, 0}};
+    {"ratio", "B/A", COL_F3, 8},      {"delta_us", "Delta(us)", COL_F3, 14},   {"only", "", COL_STR, -1},
+    {"op", "Op", COL_STR, 0},         {"kernel", "Kernel", COL_STR, 0}};
+/* a row of one side only: its ratio in tables (csv and json: none, and "only": "A" or "B") */
+static const char *by_name_words[2] = {"gone", "new"}, *group_words[2] = {"A only", "B only"};
 #define GROUP_LABEL "(all kernels)"
 
 /* A side's op-kernel rows sorted by their op's name id: an op's rows are a range. */
@@ -53,19 +55,19 @@ static void op_range(const by_op *bo, uint32_t op, size_t *lo, size_t *hi) {
 }
 
 /* One row: counts and times of a kernel (or the group) on both sides. */
-static void kernel_row(ft__diff_ctx *c, ft_report *rep, const double n[2], const double ns[2], const char *op,
+/* only: 0 both sides have it, 1 A only, 2 B only. */
+static void kernel_row(ft__diff_ctx *c, ft_report *rep, const double n[2], const double ns[2], int only, const char *op,
                        const char *kernel) {
   for (int s = 0; s < 2; s++) {
     ft__diff_num(rep, s, n[s]);
     ft__diff_num(rep, 2 + s, ns[s] / 1000.0);
     ft__diff_num(rep, 4 + s, n[s] > 0 ? ns[s] / n[s] / 1000.0 : 0);
   }
-  ft__diff_num(rep, 6, ft__diff_ratio(ns[0], ns[1]));
+  ft__diff_ratio_cell(rep, 6, only, c->d->kernels_by_name ? by_name_words : group_words, ns[0], ns[1]);
   ft__diff_num(rep, 7, (ns[1] - ns[0]) / 1000.0);
-  ft__diff_str(rep, 8, op);
-  ft__diff_str(rep, 9, kernel);
+  ft__diff_str(rep, 9, op);
+  ft__diff_str(rep, 10, kernel);
   rep->n_rows++;
-  (void)c;
 }
 
 static int pair_by_max(const void *x, const void *y) {
@@ -99,7 +101,11 @@ static bool op_kernels(ft__diff_ctx *c, ft_report *rep, const by_op bo[2], const
       double n[2] = {0, 0};
       for (int s = 0; s < 2; s++) n[s] = p->r[s] ? (double)p->r[s]->t.n * c->scale[s] : 0;
       const ft_stat_row *r = p->r[0] ? p->r[0] : p->r[1];
-      kernel_row(c, rep, n, p->v, name, ft__intern_str(&c->job[p->r[0] ? 0 : 1]->total.names, r->aux_id));
+      kernel_row(c, rep, n, p->v,
+                 !p->r[1]   ? 1
+                 : !p->r[0] ? 2
+                            : 0,
+                 name, ft__intern_str(&c->job[p->r[0] ? 0 : 1]->total.names, r->aux_id));
     }
     ft__pairing_free(&pg);
     return ok;
@@ -108,13 +114,13 @@ static bool op_kernels(ft__diff_ctx *c, ft_report *rep, const by_op bo[2], const
   for (int s = 0; s < 2; s++)
     for (size_t i = lo[s]; i < hi[s]; i++) n[s] += (double)bo[s].rows[i]->t.n, ns[s] += (double)bo[s].rows[i]->t.total;
   for (int s = 0; s < 2; s++) n[s] *= c->scale[s], ns[s] *= c->scale[s];
-  kernel_row(c, rep, n, ns, name, GROUP_LABEL);
+  kernel_row(c, rep, n, ns, hi[1] == lo[1] ? 1 : hi[0] == lo[0] ? 2 : 0, name, GROUP_LABEL);
   for (int s = 0; s < 2; s++) /* each side's own kernels under the group, the longest first */
     for (size_t i = lo[s]; i < hi[s]; i++) {
       const ft_stat_row *r = bo[s].rows[i];
       double kn[2] = {0, 0}, kns[2] = {0, 0};
       kn[s] = (double)r->t.n * c->scale[s], kns[s] = (double)r->t.total * c->scale[s];
-      kernel_row(c, rep, kn, kns, name, ft__intern_str(&c->job[s]->total.names, r->aux_id));
+      kernel_row(c, rep, kn, kns, s + 1, name, ft__intern_str(&c->job[s]->total.names, r->aux_id));
     }
   return true;
 }
@@ -163,21 +169,23 @@ bool ft__diff_kernels(ft__diff_ctx *c) {
       p->v[s] = (double)r->self_ns * c->scale[s];
     }
   }
-  size_t matched = 0, rows = 0, lim = c->o->limit, k = 0;
+  size_t matched = 0, rows = 0, lim = c->o->limit, k = 0, up = 0, down = 0;
   if (ok) {
     ft__diff_sort(&pg);
-    for (size_t i = 0; i < pg.n; i++) matched += pg.p[i].r[0] && pg.p[i].r[1];
+    for (size_t i = 0; i < pg.n; i++)
+      if (pg.p[i].r[0] && pg.p[i].r[1])
+        matched++, up += pg.p[i].v[1] > pg.p[i].v[0], down += pg.p[i].v[1] < pg.p[i].v[0];
     for (int s = 0; s < 2; s++) rows += bo[s].n + 1;
     ok = ft__diff_report(c, FT_DIFF_KERNELS, "kernels",
                          c->d->kernels_by_name ? "kernels of each op, by name" : "kernels of each op, as a group",
-                         kernel_cols, 10, rows + pg.n);
+                         kernel_cols, 11, rows + pg.n);
   }
   ft_report *rep = &c->d->reps[FT_DIFF_KERNELS];
   for (size_t i = 0; ok && i < pg.n; i++) {
     const ft__pair *p = &pg.p[i];
     if (!p->r[0] || !p->r[1]) continue;
     k++;
-    if (lim && matched > 2 * lim && k > lim && k <= matched - lim) continue;
+    if (!ft__diff_keep(k, matched, up, down, lim)) continue; /* as the ops report */
     uint32_t op[2] = {p->r[0]->name_id, p->r[1]->name_id};
     ok = op_kernels(c, rep, bo, op, ft__intern_str(&c->job[0]->total.names, op[0]));
   }
@@ -235,16 +243,19 @@ static void end_row(ft__diff_ctx *c, ft_report *rep, const ft__pair *p) {
   rep->n_rows++;
 }
 
-static const ft_col api_cols[] = {{"calls_a", "Calls A", COL_U64, 9}, {"calls_b", "Calls B", COL_U64, 9},
-                                  {"a_us", "A(us)", COL_F3, 14},      {"b_us", "B(us)", COL_F3, 14},
-                                  {"ratio", "B/A", COL_F3, 8},        {"delta_us", "Delta(us)", COL_F3, 14},
-                                  {"kind", "Kind", COL_STR, -7},      {"name", "Name", COL_STR, 0}};
+/* 0: both sides have the pair, 1: A only, 2: B only */
+static int one_side(const ft__pair *p) { return !p->r[1] ? 1 : !p->r[0] ? 2 : 0; }
+
+static const ft_col api_cols[] = {
+    {"calls_a", "Calls A", COL_U64, 9}, {"calls_b", "Calls B", COL_U64, 9}, {"a_us", "A(us)", COL_F3, 14},
+    {"b_us", "B(us)", COL_F3, 14},      {"ratio", "B/A", COL_F3, 8},        {"delta_us", "Delta(us)", COL_F3, 14},
+    {"only", "", COL_STR, -1},          {"kind", "Kind", COL_STR, -7},      {"name", "Name", COL_STR, 0}};
 
 /* (diff_internal.h) runtime and driver calls by name: calls and CPU time, A vs B */
 bool ft__diff_api(ft__diff_ctx *c) {
   ft__pairing pg;
   bool ok = pair_by_kind(c, &pg, FT_STAT_API) &&
-            ft__diff_report(c, FT_DIFF_API, "api", "runtime and driver calls, A vs B", api_cols, 8, pg.n);
+            ft__diff_report(c, FT_DIFF_API, "api", "runtime and driver calls, A vs B", api_cols, 9, pg.n);
   for (size_t i = 0; ok && i < pg.n; i++) {
     const ft__pair *p = &pg.p[i];
     ft_report *rep = &c->d->reps[FT_DIFF_API];
@@ -252,7 +263,7 @@ bool ft__diff_api(ft__diff_ctx *c) {
       ft__diff_num(rep, s, p->r[s] ? (double)p->r[s]->t.n * c->scale[s] : 0);
       ft__diff_num(rep, 2 + s, p->v[s] / 1000.0);
     }
-    ft__diff_num(rep, 4, ft__diff_ratio(p->v[0], p->v[1]));
+    ft__diff_ratio_cell(rep, 4, one_side(p), by_name_words, p->v[0], p->v[1]);
     ft__diff_num(rep, 5, (p->v[1] - p->v[0]) / 1000.0);
     end_row(c, rep, p);
   }
@@ -264,13 +275,13 @@ static const ft_col copy_cols[] = {
     {"count_a", "Cnt A", COL_U64, 8},    {"count_b", "Cnt B", COL_U64, 8}, {"bytes_a", "Bytes A", COL_U64, 14},
     {"bytes_b", "Bytes B", COL_U64, 14}, {"a_us", "A(us)", COL_F3, 14},    {"b_us", "B(us)", COL_F3, 14},
     {"gbps_a", "GB/s A", COL_F3, 10},    {"gbps_b", "GB/s B", COL_F3, 10}, {"ratio", "BW B/A", COL_F3, 8},
-    {"kind", "Kind", COL_STR, -6},       {"name", "Name", COL_STR, 0}};
+    {"only", "", COL_STR, -1},           {"kind", "Kind", COL_STR, -6},    {"name", "Name", COL_STR, 0}};
 
 /* (diff_internal.h) copies and sets by kind and name: bandwidth A vs B */
 bool ft__diff_copies(ft__diff_ctx *c) {
   ft__pairing pg;
   bool ok = pair_by_kind(c, &pg, FT_STAT_MEMORY) &&
-            ft__diff_report(c, FT_DIFF_COPIES, "copies", "copies and sets, A vs B", copy_cols, 11, pg.n);
+            ft__diff_report(c, FT_DIFF_COPIES, "copies", "copies and sets, A vs B", copy_cols, 12, pg.n);
   for (size_t i = 0; ok && i < pg.n; i++) {
     const ft__pair *p = &pg.p[i];
     ft_report *rep = &c->d->reps[FT_DIFF_COPIES];
@@ -283,7 +294,7 @@ bool ft__diff_copies(ft__diff_ctx *c) {
       gbps[s] = r && r->t.total ? (double)r->b.total / (double)r->t.total : 0; /* bytes per ns: GB/s */
       ft__diff_num(rep, 6 + s, gbps[s]);
     }
-    ft__diff_num(rep, 8, ft__diff_ratio(gbps[0], gbps[1]));
+    ft__diff_ratio_cell(rep, 8, one_side(p), by_name_words, gbps[0], gbps[1]);
     end_row(c, rep, p);
   }
   ft__pairing_free(&pg);
@@ -334,7 +345,7 @@ bool ft__diff_summary(ft__diff_ctx *c) {
   }
   if (!ft__diff_report(c, FT_DIFF_SUMMARY, "summary", "summary, A vs B", summary_cols, 6, N)) return false;
   ft_report *rep = &c->d->reps[FT_DIFF_SUMMARY];
-  if (!(rep->kinds = malloc(N * 6))) return false;
+
   for (int m = 0; m < N; m++) {
     uint8_t *kind = rep->kinds + (size_t)m * 6;
     for (int j = 0; j < 6; j++) kind[j] = (uint8_t)summary_cols[j].kind;

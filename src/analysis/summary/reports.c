@@ -188,6 +188,7 @@ static ft_status build_rows(ft_report *rep, int section, bool size, const ft_sta
     ft_cell *c = rep->cells + i * (size_t)rep->n_cols;
     int j = 0;
     c[j++].i = x->rank;
+    if (!strcmp(rep->cols[j].key, "file")) c[j++].s = job->files[x->group].path; /* ranks that collide */
     if (ops_section(section)) {
       double calls = (double)r->calls;
       c[j++].u = r->self_cpu_ns;
@@ -329,6 +330,28 @@ static bool mem_cols(ft_report *rep, const ft_stats *total) {
   return true;
 }
 
+/* Whether two of the job's files claim one rank (a file without distributedInfo
+ * takes its position as its rank): --by-rank's rows then need their file. */
+static bool ranks_collide(const ft_stat_job *job) {
+  for (size_t i = 0; i < job->n_files; i++)
+    for (size_t k = i + 1; k < job->n_files; k++)
+      if (job->files[i].rank == job->files[k].rank) return true;
+  return false;
+}
+
+/* A File column after the rank one: the rows of files that claim one rank told apart. */
+static bool file_col(ft_report *rep) {
+  ft_col *c = malloc((size_t)(rep->n_cols + 1) * sizeof *c);
+  if (!c) return false;
+  c[0] = rep->cols[0];
+  c[1] = (ft_col){"file", "File", COL_STR, 0};
+  memcpy(c + 2, rep->cols + 1, (size_t)(rep->n_cols - 1) * sizeof *c);
+  free(rep->own_cols);
+  rep->cols = rep->own_cols = c;
+  rep->n_cols++;
+  return true;
+}
+
 ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const ft_report_opts *o) {
   static const struct {
     const char *title;
@@ -363,6 +386,7 @@ ft_status ft_report_build(ft_report *rep, int r, const ft_stat_job *job, const f
   if (ops_section(defs[r].section) && (job->total.mem_events[0] || job->total.mem_events[1]) &&
       !mem_cols(rep, &job->total))
     return FT_ENOMEM;
+  if (o->by_rank && ranks_collide(job) && !file_col(rep)) return FT_ENOMEM;
   ft_status s = build_rows(rep, defs[r].section, r == REP_MEMSIZE, job, o);
   if (!s && !o->by_rank) { /* no rank column */
     for (size_t i = 0; i < rep->n_rows; i++)
