@@ -188,7 +188,7 @@ static int64_t page_id(int64_t v) { return v > 0 && v < (1ll << 52) ? v : 0; }
  * first event), duration ns, name id, correlation and External id (0: none; each as
  * the difference from the previous slice's), and the launches [index, grid xyz,
  * block xyz]. */
-enum { DIMS = 4096 }; /* Input Dims texts a report carries for the details panel: each is a name */
+enum { DIMS = 64 << 10 }; /* bytes of Input Dims texts a report carries for the details panel (each a name) */
 static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int64_t offset_ns, int64_t rank,
                             uint32_t *dims_n) {
   size_t n = 0;
@@ -232,7 +232,7 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
   /* columns: start, duration, name, correlation, External id; then the launches (g, gn of them); the
    * details panel's (the page decodes them on the first click): each slice's kind (k), and the args
    * of the slices that have them (e: [index from the previous entry's, field, value]...: 1 bytes,
-   * 2 registers, 3 Input Dims as a name id, at most DIMS distinct texts a report) */
+   * 2 registers, 3 Input Dims as a name id, until DIMS bytes of distinct texts a report) */
   col cols[8] = {{0}};
   int64_t prev_e = 0;
   bool ok = true;
@@ -262,7 +262,7 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
     if (xa && x.dims && *x.dims && *dims_n < DIMS) { /* past the cap, the page's names stop growing */
       uint32_t before = names->n, id;
       if (ft__intern(names, x.dims, strlen(x.dims), &id)) ok = false;
-      else dims = id, *dims_n += id >= before;
+      else dims = id, *dims_n += id >= before ? (uint32_t)strlen(x.dims) : 0;
     }
     int64_t fv[4] = {0, m->arg ? (int64_t)m->arg[sl] : 0, xa ? x.regs : -1, dims};
     for (int fi = 1; fi < 4 && ok; fi++) {
