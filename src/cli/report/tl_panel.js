@@ -113,23 +113,24 @@ function showPanel() {
    (its outer slices' union, cut to the stretch), and the names with the most time there (each
    slice's time cut to the stretch, nested ones counted too). Costs a pass over the slices in it. */
 function totals(lo, hi) {
-  var tracks = [], byName = new Map();
+  var tracks = [], per = new Map(); /* group -> its names' counts and times, by name id */
+  TL.groups.forEach(function (G) { per.set(G, {n: new Int32Array(G.names.length), t: new Float64Array(G.names.length)}); });
   TL.tracks.forEach(function (T) {
     if (T.mem || !T.lanes.length) return;
-    var F = T.file, a = lo + F.shift, b = hi + F.shift, n = 0, busy = 0, G = T.group;
+    var F = T.file, a = lo + F.shift, b = hi + F.shift, n = 0, busy = 0, G = T.group, P = per.get(G);
     T.lanes.forEach(function (lane, d) {
       for (var i = lower(lane.e, a); i < lane.s.length && lane.s[i] < b; i++) {
         var k = lane.idx[i], e = F.en[k]; if (e <= a && !(e === a && F.st[k] === a)) continue;
         var t = Math.min(e, b) - Math.max(F.st[k], a); n++;
         if (d === 0) busy += t;
-        var key = G.label + "\u0000" + F.name[k], v = byName.get(key);
-        if (!v) byName.set(key, v = {name: G.names[F.name[k]], n: 0, t: 0});
-        v.n++; v.t += t;
+        P.n[F.name[k]]++; P.t[F.name[k]] += t;
       }
     });
     if (n) tracks.push({rank: F.rank, label: T.label, group: G.label, n: n, busy: busy});
   });
-  var names = Array.from(byName.values()).sort(function (x, y) { return y.t - x.t || (x.name < y.name ? -1 : 1); });
+  var names = [];
+  per.forEach(function (P, G) { for (var id = 0; id < P.n.length; id++) if (P.n[id]) names.push({name: G.names[id], n: P.n[id], t: P.t[id]}); });
+  names.sort(function (x, y) { return y.t - x.t || (x.name < y.name ? -1 : 1); });
   return {lo: lo, hi: hi, tracks: tracks, top: names.slice(0, 10), names: names.length};
 }
 function showTotals(box, S) {

@@ -26,23 +26,24 @@ function searchSet(text) {
 /* the next (dir 1) or previous (-1) match from the current one (none: from the view's start), wrapping */
 function searchStep(dir) {
   if (!SEARCH.n) return null;
-  var c = TL.cur ? [TL.cur.F.st[TL.cur.k] - TL.cur.F.shift, TL.groups.indexOf(TL.cur.G), TL.cur.G.files.indexOf(TL.cur.F), TL.cur.k] : [TL.view[0], -1, -1, -1];
-  var best = null, end = null;
+  var cur = TL.cur, c = cur ? [cur.F.st[cur.k] - cur.F.shift, TL.groups.indexOf(cur.G), cur.G.files.indexOf(cur.F), cur.k] : [TL.view[0], -1, -1, -1];
+  var b = [0, 0, 0, 0], e = [0, 0, 0, 0], nb = false, ne = false, nlt = 0; /* the best one, the one it wraps to: no array a match */
   eachMatch(function (t, g, f, k) {
-    var m = [t, g, f, k];
+    var lt = before(t, g, f, k, c); if (lt) nlt++;
     if (dir > 0) {
-      if (!before(t, g, f, k, c) && !(t === c[0] && g === c[1] && f === c[2] && k === c[3]) && (!best || before(t, g, f, k, best))) best = m;
-      if (!end || before(t, g, f, k, end)) end = m; /* the first: where it wraps to */
+      if (!lt && !(t === c[0] && g === c[1] && f === c[2] && k === c[3]) && (!nb || before(t, g, f, k, b))) { b[0] = t; b[1] = g; b[2] = f; b[3] = k; nb = true; }
+      if (!ne || before(t, g, f, k, e)) { e[0] = t; e[1] = g; e[2] = f; e[3] = k; ne = true; } /* the first */
     } else {
-      if (before(t, g, f, k, c) && (!best || before(best[0], best[1], best[2], best[3], m))) best = m;
-      if (!end || before(end[0], end[1], end[2], end[3], m)) end = m; /* the last */
+      if (lt && (!nb || !before(t, g, f, k, b))) { b[0] = t; b[1] = g; b[2] = f; b[3] = k; nb = true; }
+      if (!ne || !before(t, g, f, k, e)) { e[0] = t; e[1] = g; e[2] = f; e[3] = k; ne = true; } /* the last */
     }
   });
-  return searchGo(best || end);
+  /* its place: the matches before it are those up to the current one (next) or before it less one (previous) */
+  return searchGo(nb ? b : e, !nb ? (dir > 0 ? 1 : SEARCH.n) : dir > 0 ? nlt + (cur ? 2 : 1) : nlt);
 }
-function searchGo(m) { /* m: [t, group, file, index]: made current, selected and framed */
-  var G = TL.groups[m[1]], F = G.files[m[2]], pos = 1;
-  eachMatch(function (t, g, f, k) { if (before(t, g, f, k, m)) pos++; });
+function searchGo(m, pos) { /* m: [t, group, file, index]: made current, selected and framed; pos: its place when known */
+  var G = TL.groups[m[1]], F = G.files[m[2]];
+  if (!pos) { pos = 1; eachMatch(function (t, g, f, k) { if (before(t, g, f, k, m)) pos++; }); }
   SEARCH.pos = pos; TL.cur = sliceAt(G, F, m[3]);
   selectSlice(TL.cur, true);
   searchShow();
@@ -67,7 +68,7 @@ function searchShow() {
   first.forEach(function (m, i) {
     var G = TL.groups[m[1]], F = G.files[m[2]], T = TL.tracks[F.track[m[3]]];
     var r = el("div", "match", (i + 1) + ". " + G.names[F.name[m[3]]] + "  " + fmt(m[0] / 1000, "t_us") + "  " + (TL.groups.length > 1 ? G.label + " " : "") + "rank " + F.rank + ", " + T.label);
-    r.m = m; r.addEventListener("click", function () { searchGo(m); });
+    r.m = m; r.addEventListener("click", function () { searchGo(m, i + 1); });
     list.appendChild(r);
   });
   if (SEARCH.n > first.length) list.appendChild(el("div", "muted", "the first " + first.length + " of " + SEARCH.n + " in time order; Enter and Shift+Enter step through all"));
