@@ -157,6 +157,8 @@ test("search: the count, Enter / Shift+Enter / buttons in time order, the list, 
   const v = await page.evaluate(() => ftTimeline.TL.view.slice()), q = await pos(0, "gemm_kernel", 2);
   const px = await page.evaluate(([x, y]) => Array.from(document.querySelector("canvas.tl-canvas").getContext("2d").getImageData(x, y, 1, 1).data), [Math.floor(q.x - 4), Math.floor(q.y + 5)]);
   assert.deepEqual(px, [37, 99, 235, 255], `the frame at ${q.x - 4} in ${v}`);
+  await page.locator("#tl-search").press("Escape"); // the box left, the selection cleared, the matches kept
+  assert.deepEqual([await page.locator("#tl-count").textContent(), await pinned(), await page.evaluate(() => document.activeElement.id)], ["4 matches", null, ""]);
   await page.locator("#tl-search").fill("no such name");
   assert.equal(await page.locator("#tl-count").textContent(), "no match");
   assert.equal(await page.locator("#tl-matches .match").count(), 0);

@@ -32,7 +32,10 @@ function startTimeline() {
   if (!TL.tracks.length) b.appendChild(el("p", "muted", "no slices in these traces"));
   fullView();
   search.addEventListener("input", function () { searchSet(search.value); drawTimeline(); });
-  search.addEventListener("keydown", function (e) { if (e.key === "Enter") { e.preventDefault(); searchStep(e.shiftKey ? -1 : 1); } });
+  search.addEventListener("keydown", function (e) {
+    if (e.key === "Enter") { e.preventDefault(); searchStep(e.shiftKey ? -1 : 1); }
+    else if (e.key === "Escape") { search.blur(); clearSelection(); } /* the box left: W/A/S/D are the timeline's again */
+  });
   prev.addEventListener("click", function () { searchStep(-1); });
   next.addEventListener("click", function () { searchStep(1); });
   follow.addEventListener("click", followArrow);
@@ -130,7 +133,8 @@ function keys(e) {
   } else if (k === "a" || k === "d") { var dx = (k === "a" ? -0.2 : 0.2) * span; setView(TL.view[0] + dx, TL.view[1] + dx); }
   else if (k === "f") zoomToSelection();
   else if (k === "]" || k === "[") followArrow();
-  else if (k === "Escape") { TL.pinned = null; TL.sel = null; TL.cur = null; TL.drag = null; SEARCH.pos = 0; searchShow(); drawTimeline(); }
+  else if (k === "Escape") clearSelection();
   else return;
   e.preventDefault();
 }
+function clearSelection() { TL.pinned = null; TL.sel = null; TL.cur = null; TL.drag = null; SEARCH.pos = 0; searchShow(); drawTimeline(); }
