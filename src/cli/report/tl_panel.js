@@ -6,7 +6,7 @@ function sliceAt(G, F, k) { return {G: G, F: F, T: TL.tracks[F.track[k]], k: k};
 function sliceName(s) { return s.G.names[s.F.name[s.k]]; }
 /* A file's per-slice kind (k) and args (e: [index delta, field, value]...), decoded on the first
    selection in it (report_events.c): nothing of them is read while the page opens. */
-function extras(F, then) {
+function sliceExtras(F, then) {
   if (F.kind) return then();
   if (F.extrasWait) { F.extrasWait.push(then); return; }
   var raw = null;
@@ -38,7 +38,7 @@ function linkMaps(F) {
   F.devByCorr = dc; F.devByExt = de; F.launchByExt = le;
 }
 /* the slices a selection links to: [label, [slices]] */
-function links(sel) {
+function sliceLinks(sel) {
   var F = sel.F, k = sel.k, cls = sel.T.cls, out = [];
   linkMaps(F);
   var c = F.corr[k], x = F.ext[k];
@@ -61,13 +61,13 @@ function selfTime(sel) { /* the slice's time less its direct children's (the lan
   for (var i = lower(lane.s, F.st[k]); i < lane.s.length && lane.s[i] < F.en[k]; i++) busy += Math.min(F.en[lane.idx[i]], F.en[k]) - lane.s[i];
   return F.en[k] - F.st[k] - busy;
 }
-function us(ns) { return fmt(ns / 1000, "t_us"); }
+function tUs(ns) { return fmt(ns / 1000, "t_us"); }
 /* the panel's rows for a slice: [key, value] */
-function details(sel) {
+function detailRows(sel) {
   var G = sel.G, F = sel.F, k = sel.k, T = sel.T, rows = [["name", sliceName(sel)]];
   if (F.kind.length) rows.push(["category", KINDS[F.kind[k]] || String(F.kind[k])]);
   rows.push(["track", "rank " + F.rank + ", " + T.label]);
-  rows.push(["start", us(F.st[k] - F.shift)], ["duration", us(F.en[k] - F.st[k])], ["self time", us(selfTime(sel))]);
+  rows.push(["start", tUs(F.st[k] - F.shift)], ["duration", tUs(F.en[k] - F.st[k])], ["self time", tUs(selfTime(sel))]);
   var l = launchOf(F, k);
   if (l) rows.push(["grid", "[" + l.slice(0, 3).join(", ") + "]"], ["block", "[" + l.slice(3).join(", ") + "]"]);
   if (T.cls >= 2) rows.push(["stream", String(T.tid)]);
@@ -89,16 +89,16 @@ function showPanel() {
   box.setAttribute("data-key", key); box.textContent = ""; box.removeAttribute("data-ready");
   if (!sel && !TL.sel) { box.appendChild(el("p", "muted", "click a slice for its details, drag across the timeline for the totals of a stretch")); box.setAttribute("data-ready", "1"); return; }
   if (!sel) { showTotals(box, TL.sel); box.setAttribute("data-ready", "1"); return; }
-  extras(sel.F, function () {
+  sliceExtras(sel.F, function () {
     if (box.getAttribute("data-key") !== key) return; /* another selection since */
     box.appendChild(el("h3", "", "Selected slice"));
     var t = el("table", "kv2");
-    details(sel).forEach(function (r) { var tr = el("tr"); tr.appendChild(el("th", "s", r[0])); tr.appendChild(el("td", "s", r[1])); t.appendChild(tr); });
-    links(sel).forEach(function (l) {
+    detailRows(sel).forEach(function (r) { var tr = el("tr"); tr.appendChild(el("th", "s", r[0])); tr.appendChild(el("td", "s", r[1])); t.appendChild(tr); });
+    sliceLinks(sel).forEach(function (l) {
       var tr = el("tr"), td = el("td", "s"), MAX = 20;
       tr.appendChild(el("th", "s", l[0]));
       l[1].slice(0, MAX).forEach(function (s) {
-        var a = el("button", "jump", sliceName(s) + " @ " + us(s.F.st[s.k] - s.F.shift));
+        var a = el("button", "jump", sliceName(s) + " @ " + tUs(s.F.st[s.k] - s.F.shift));
         a.addEventListener("click", function () { selectSlice(s, true); });
         td.appendChild(a);
       });
@@ -135,14 +135,14 @@ function totals(lo, hi) {
 }
 function showTotals(box, S) {
   var R = totals(S.lo, S.hi), two = TL.groups.length > 1;
-  box.appendChild(el("h3", "", "Selection: " + us(S.lo) + " to " + us(S.hi) + ", " + us(S.hi - S.lo)));
+  box.appendChild(el("h3", "", "Selection: " + tUs(S.lo) + " to " + tUs(S.hi) + ", " + tUs(S.hi - S.lo)));
   var zoom = el("button", "", "zoom to the selection (F)"); zoom.id = "tl-zoomsel";
   zoom.addEventListener("click", zoomToSelection); box.appendChild(zoom);
   var t = el("table", "totals"), h = el("tr");
   ["track", "slices", "busy", "busy %"].forEach(function (c, i) { h.appendChild(el("th", i ? "" : "s", c)); }); t.appendChild(h);
   R.tracks.forEach(function (r) {
     var tr = el("tr");
-    [(two ? r.group + " " : "") + "rank " + r.rank + ", " + r.label, String(r.n), us(r.busy), (100 * r.busy / (S.hi - S.lo)).toFixed(1)].forEach(function (v, i) { tr.appendChild(el("td", i ? "" : "s", v)); });
+    [(two ? r.group + " " : "") + "rank " + r.rank + ", " + r.label, String(r.n), tUs(r.busy), (100 * r.busy / (S.hi - S.lo)).toFixed(1)].forEach(function (v, i) { tr.appendChild(el("td", i ? "" : "s", v)); });
     t.appendChild(tr);
   });
   if (!R.tracks.length) box.appendChild(el("p", "muted", "no slice in this stretch"));
@@ -151,6 +151,6 @@ function showTotals(box, S) {
   box.appendChild(el("h3", "", "Top names by time in the selection (" + R.names + " names)"));
   var u = el("table", "top"); h = el("tr");
   ["name", "slices", "time"].forEach(function (c, i) { h.appendChild(el("th", i ? "" : "s", c)); }); u.appendChild(h);
-  R.top.forEach(function (r) { var tr = el("tr"); [r.name, String(r.n), us(r.t)].forEach(function (v, i) { tr.appendChild(el("td", i ? "" : "s", v)); }); u.appendChild(tr); });
+  R.top.forEach(function (r) { var tr = el("tr"); [r.name, String(r.n), tUs(r.t)].forEach(function (v, i) { tr.appendChild(el("td", i ? "" : "s", v)); }); u.appendChild(tr); });
   box.appendChild(u);
 }

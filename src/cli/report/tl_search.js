@@ -3,7 +3,7 @@
    Each step (next, previous, the list) is one pass over the name ids (typed arrays): a few ms at
    1 M slices; matching the text is a pass over the distinct names only. */
 var SEARCH = {text: "", n: 0, pos: 0, LIST: 50};
-function before(t, g, f, k, c) { return t < c[0] || t === c[0] && (g < c[1] || g === c[1] && (f < c[2] || f === c[2] && k < c[3])); }
+function matchBefore(t, g, f, k, c) { return t < c[0] || t === c[0] && (g < c[1] || g === c[1] && (f < c[2] || f === c[2] && k < c[3])); }
 function eachMatch(fn) {
   TL.groups.forEach(function (G, g) { var fl = G.flag; G.files.forEach(function (F, f) {
     var nm = F.name, st = F.st, sh = F.shift;
@@ -29,13 +29,13 @@ function searchStep(dir) {
   var cur = TL.cur, c = cur ? [cur.F.st[cur.k] - cur.F.shift, TL.groups.indexOf(cur.G), cur.G.files.indexOf(cur.F), cur.k] : [TL.view[0], -1, -1, -1];
   var b = [0, 0, 0, 0], e = [0, 0, 0, 0], nb = false, ne = false, nlt = 0; /* the best one, the one it wraps to: no array a match */
   eachMatch(function (t, g, f, k) {
-    var lt = before(t, g, f, k, c); if (lt) nlt++;
+    var lt = matchBefore(t, g, f, k, c); if (lt) nlt++;
     if (dir > 0) {
-      if (!lt && !(t === c[0] && g === c[1] && f === c[2] && k === c[3]) && (!nb || before(t, g, f, k, b))) { b[0] = t; b[1] = g; b[2] = f; b[3] = k; nb = true; }
-      if (!ne || before(t, g, f, k, e)) { e[0] = t; e[1] = g; e[2] = f; e[3] = k; ne = true; } /* the first */
+      if (!lt && !(t === c[0] && g === c[1] && f === c[2] && k === c[3]) && (!nb || matchBefore(t, g, f, k, b))) { b[0] = t; b[1] = g; b[2] = f; b[3] = k; nb = true; }
+      if (!ne || matchBefore(t, g, f, k, e)) { e[0] = t; e[1] = g; e[2] = f; e[3] = k; ne = true; } /* the first */
     } else {
-      if (lt && (!nb || !before(t, g, f, k, b))) { b[0] = t; b[1] = g; b[2] = f; b[3] = k; nb = true; }
-      if (!ne || !before(t, g, f, k, e)) { e[0] = t; e[1] = g; e[2] = f; e[3] = k; ne = true; } /* the last */
+      if (lt && (!nb || !matchBefore(t, g, f, k, b))) { b[0] = t; b[1] = g; b[2] = f; b[3] = k; nb = true; }
+      if (!ne || !matchBefore(t, g, f, k, e)) { e[0] = t; e[1] = g; e[2] = f; e[3] = k; ne = true; } /* the last */
     }
   });
   /* its place: the matches before it are those up to the current one (next) or before it less one (previous) */
@@ -43,7 +43,7 @@ function searchStep(dir) {
 }
 function searchGo(m, pos) { /* m: [t, group, file, index]: made current, selected and framed; pos: its place when known */
   var G = TL.groups[m[1]], F = G.files[m[2]];
-  if (!pos) { pos = 1; eachMatch(function (t, g, f, k) { if (before(t, g, f, k, m)) pos++; }); }
+  if (!pos) { pos = 1; eachMatch(function (t, g, f, k) { if (matchBefore(t, g, f, k, m)) pos++; }); }
   SEARCH.pos = pos; TL.cur = sliceAt(G, F, m[3]);
   selectSlice(TL.cur, true);
   searchShow();
@@ -52,8 +52,8 @@ function searchGo(m, pos) { /* m: [t, group, file, index]: made current, selecte
 function searchList(N) { /* the first N matches in time order */
   var out = [];
   eachMatch(function (t, g, f, k) {
-    if (out.length === N && !before(t, g, f, k, out[N - 1])) return;
-    var i = out.length; while (i > 0 && before(t, g, f, k, out[i - 1])) i--;
+    if (out.length === N && !matchBefore(t, g, f, k, out[N - 1])) return;
+    var i = out.length; while (i > 0 && matchBefore(t, g, f, k, out[i - 1])) i--;
     out.splice(i, 0, [t, g, f, k]); if (out.length > N) out.pop();
   });
   return out;

@@ -25,9 +25,9 @@ function startTimeline() {
   tip.id = "tl-tip"; wrap.appendChild(cv); wrap.appendChild(lab); wrap.appendChild(tip); b.appendChild(wrap);
   var ax = el("div", "axis"), lo = el("span"), hi = el("span"); lo.id = "axis-lo"; hi.id = "axis-hi";
   ax.appendChild(lo); ax.appendChild(hi); b.appendChild(ax);
-  var matches = el("div", "tl-matches"), details = el("div", "tl-details"); matches.id = "tl-matches"; details.id = "tl-details";
-  b.appendChild(matches); b.appendChild(details);
-  TL.overlay = overlay;
+  var matches = el("div", "tl-matches"), panel = el("div", "tl-details"); matches.id = "tl-matches"; panel.id = "tl-details";
+  b.appendChild(matches); b.appendChild(panel);
+  TL.overlay = timelineOverlay;
   TL.canvas = cv; TL.labels = lab; layout();
   if (!TL.tracks.length) b.appendChild(el("p", "muted", "no slices in these traces"));
   fullView();
@@ -76,7 +76,7 @@ function startTimeline() {
   });
   cv.addEventListener("mouseleave", function () { TL.pointer = null; tip.className = "tl-tip"; if (TL.hover) { TL.hover = null; drawTimeline(); } });
   window.addEventListener("resize", drawTimeline);
-  document.addEventListener("keydown", keys);
+  document.addEventListener("keydown", timelineKeys);
   window.ftTimeline = {TL: TL, setView: setView, jumpTo: jumpTo, totals: totals, setStep: setStep,
     mem: function () { var W = TL.canvas.clientWidth; return TL.tracks.filter(function (T) { return T.mem; }).map(function (T) {
       var i = TL.rows.findIndex(function (r) { return r.track === T; }); return {label: T.label, device: T.pid, rank: T.file.rank, row: i, n: T.mem.n, peak: memPeak(T, W)}; }); },
@@ -88,7 +88,7 @@ function startTimeline() {
 
 /* what draws over the slices (tl_draw.js calls it): the drag's or the selection's stretch, the
    search's current match framed; then the panel and the follow button follow the selection */
-function overlay(g, W, H) {
+function timelineOverlay(g, W, H) {
   var S = TL.drag || (TL.sel ? [TL.sel.lo, TL.sel.hi] : null), span = TL.view[1] - TL.view[0];
   if (S) {
     var x0 = (S[0] - TL.view[0]) * W / span, x1 = (S[1] - TL.view[0]) * W / span;
@@ -123,7 +123,7 @@ function zoomToSelection() {
 }
 /* W/S zoom in/out about the pointer (else the middle), A/D pan, F zoom to the selection, ] or [
    follow the arrow, Escape clears the selection; none while typing in a field */
-function keys(e) {
+function timelineKeys(e) {
   var t = e.target, tag = t && t.tagName;
   if (e.ctrlKey || e.metaKey || e.altKey || tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (t && t.isContentEditable) || !TL.canvas) return;
   var k = e.key.length === 1 ? e.key.toLowerCase() : e.key, span = TL.view[1] - TL.view[0], W = TL.canvas.clientWidth;
