@@ -183,12 +183,13 @@ static int by_row_ts(const void *a, const void *b, void *arg) {
 /* A correlation or External id the page can hold exactly (below 2^52), else 0. */
 static int64_t page_id(int64_t v) { return v > 0 && v < (1ll << 52) ? v : 0; }
 
+enum { DIMS = 64 << 10 }; /* bytes of Input Dims texts a report carries for the details panel (each a name) */
+
 /* One file: its rows (class, pid, tid or stream, slices), then columns of its slices
  * (b64 above) in row order: start (ns from the row's previous slice; the first from the file's
  * first event), duration ns, name id, correlation and External id (0: none; each as
  * the difference from the previous slice's), and the launches [index, grid xyz,
  * block xyz]. */
-enum { DIMS = 64 << 10 }; /* bytes of Input Dims texts a report carries for the details panel (each a name) */
 static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int64_t offset_ns, int64_t rank,
                             uint32_t *dims_n) {
   size_t n = 0;
