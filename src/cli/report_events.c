@@ -183,12 +183,15 @@ static int by_row_ts(const void *a, const void *b, void *arg) {
 /* A correlation or External id the page can hold exactly (below 2^52), else 0. */
 static int64_t page_id(int64_t v) { return v > 0 && v < (1ll << 52) ? v : 0; }
 
+enum { DIMS = 64 << 10 }; /* bytes of Input Dims texts a report carries for the details panel (each a name) */
+
 /* One file: its rows (class, pid, tid or stream, slices), then columns of its slices
  * (b64 above) in row order: start (ns from the row's previous slice; the first from the file's
  * first event), duration ns, name id, correlation and External id (0: none; each as
  * the difference from the previous slice's), and the launches [index, grid xyz,
  * block xyz]. */
-static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int64_t offset_ns, int64_t rank) {
+static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int64_t offset_ns, int64_t rank,
+                            uint32_t *dims_n) {
   size_t n = 0;
   uint32_t max_name = 0;
   for (size_t i = 0; i < m->n; i++) {
@@ -227,8 +230,12 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
             j - i);
   }
   fputs("]", out);
-  /* columns: start, duration, name, correlation, External id; then the launches (g, gn of them) */
-  col cols[6] = {{0}};
+  /* columns: start, duration, name, correlation, External id; then the launches (g, gn of them); the
+   * details panel's (the page decodes them on the first click): each slice's kind (k), and the args
+   * of the slices that have them (e: [index from the previous entry's, field, value]...: 1 bytes,
+   * 2 registers, 3 Input Dims as a name id, until DIMS bytes of distinct texts a report) */
+  col cols[8] = {{0}};
+  int64_t prev_e = 0;
   bool ok = true;
   size_t launches = 0;
   int64_t prev_corr = 0, prev_ext = 0;
@@ -249,17 +256,33 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
       for (int d = 0; d < 3 && ok; d++) ok = ft__tl_varint(&cols[5], a.block[d]);
       launches++;
     }
+    ok = ok && ft__tl_varint(&cols[6], m->kind[sl]);
+    struct ft_model_kernel_args x;
+    bool xa = ok && ft_model_kernel_args(m, sl, &x);
+    int64_t dims = -1;
+    if (xa && x.dims && *x.dims && *dims_n < DIMS) { /* past the cap, the page's names stop growing */
+      uint32_t before = names->n, id;
+      if (ft__intern(names, x.dims, strlen(x.dims), &id)) ok = false;
+      else dims = id, *dims_n += id >= before ? (uint32_t)strlen(x.dims) : 0;
+    }
+    int64_t fv[4] = {0, m->arg ? (int64_t)m->arg[sl] : 0, xa ? x.regs : -1, dims};
+    for (int fi = 1; fi < 4 && ok; fi++) {
+      if (fi == 1 ? fv[fi] <= 0 : fv[fi] < 0) continue;
+      ok = ft__tl_varint(&cols[7], (int64_t)i - prev_e) && ft__tl_varint(&cols[7], fi) &&
+           ft__tl_varint(&cols[7], fv[fi]);
+      prev_e = (int64_t)i;
+    }
   }
-  static const char *const keys[] = {"s", "d", "n", "c", "x", "g"};
+  static const char *const keys[] = {"s", "d", "n", "c", "x", "g", "k", "e"};
   ft_status s = ok ? FT_OK : FT_ENOMEM;
-  for (int c = 0; c < 6 && !s; c++) {
+  for (int c = 0; c < 8 && !s; c++) {
     fprintf(out, ", \"%s\": ", keys[c]);
     s = ft__tl_put_col(out, &cols[c]);
   }
   fprintf(out, ", \"gn\": %zu", launches);
   if (!s) s = ft__tl_write_mem(out, m, names, n ? first : first_ts(m));
   fputc('}', out);
-  for (int c = 0; c < 6; c++) free(cols[c].b);
+  for (int c = 0; c < 8; c++) free(cols[c].b);
   free(ev);
   free(ids);
   return s;
@@ -296,10 +319,11 @@ ft_status ft__tl_write(FILE *out, ft__tl *tl, const ft_stat_job *job) {
   ft__strtab names;
   ft__intern_init(&names);
   ft_status s = FT_OK;
+  uint32_t dims_n = 0;
   for (size_t i = 0; i < tl->n && !s; i++) {
     fputs(i ? ",\n" : "\n", out);
     bool aligned = !why && tl->n > 1;
-    s = write_file(out, &tl->models[i], &names, aligned ? abs[i] - origin : 0, job->files[i].rank);
+    s = write_file(out, &tl->models[i], &names, aligned ? abs[i] - origin : 0, job->files[i].rank, &dims_n);
   }
   fputs("],\n \"names\": [", out);
   for (uint32_t i = 0; i < names.n && !s; i++) {

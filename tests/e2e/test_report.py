@@ -430,7 +430,7 @@ def seconds(label):
     return float(v) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
 
 
-@case("report: used as a person does: wheel zooms, a drag selects, a double-click resets, a header "
+@case("report: used as a person does: wheel zooms, a drag selects (F zooms to it), a double-click resets, a header "
       "sorts, a name hovered shows in full; no request but the page's own, no console error")
 def _():
     with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as downloads:
@@ -458,11 +458,14 @@ def _():
             browser.pump(0.2)
             assert pg.eval(axis) == [lo0, hi0], pg.eval(axis)
             assert pg.eval(picture) == pic0
-            # a drag from a quarter to three quarters of the row selects that stretch
+            # a drag from a quarter to three quarters of the row selects that stretch (the view stays); F zooms to it
             pg.mouse("mouseMoved", left + w / 4, y)
             pg.mouse("mousePressed", left + w / 4, y, button="left", clickCount=1)
             pg.mouse("mouseMoved", left + 3 * w / 4, y, button="left", buttons=1)
             pg.mouse("mouseReleased", left + 3 * w / 4, y, button="left", clickCount=1)
+            browser.pump(0.2)
+            assert pg.eval(axis) == [lo0, hi0], pg.eval(axis)
+            pg.eval("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'f', bubbles: true}))")
             browser.pump(0.2)
             lo, hi = map(seconds, pg.eval(axis))
             assert abs(lo - span / 4) < 0.01 * span and abs(hi - 3 * span / 4) < 0.01 * span, (lo, hi, span)

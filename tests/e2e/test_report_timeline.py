@@ -172,10 +172,12 @@ def _():
         # search: matching names stay, the rest fade
         pg.eval("var s = document.getElementById('tl-search'); s.value = 'GEMM'; s.dispatchEvent(new Event('input'))")
         assert pg.eval("Object.keys(ftTimeline.TL.match)") == ["gemm_kernel"]
-        # the step selector: step 1 of both ranks, from its start
+        # the step selector: step 1 of each rank from its own start (the ranks aligned on the step), the longer one whole
         pg.eval("var s = document.getElementById('tl-step'); s.value = '1'; s.dispatchEvent(new Event('change'))")
-        assert pg.eval("ftTimeline.TL.view") == [0, (5000 + 1360) * 1000]
-        assert pg.eval("document.getElementById('axis-hi').textContent") == "6.360 ms"
+        assert pg.eval("ftTimeline.TL.view") == [0, 1360 * 1000]
+        assert pg.eval("document.getElementById('axis-hi').textContent") == "1.360 ms"
+        a, b = pos(pg, 0, "gemm_kernel", 0), pos(pg, 0, "gemm_kernel", 1)
+        assert abs(a["x"] - 300 * W / 1360) < 0.01 and abs(b["x"] - 300 * 1.36 * W / 1360) < 0.01, (a, b)
         assert pg.requests() == ["file://" + urllib.parse.quote(out)], pg.requests()
         assert problems(pg) == [], problems(pg)
 

@@ -107,7 +107,7 @@ function memY(T, v) { var M = T.mem; return T.y + T.h - 2 - v / M.top * (T.h - 6
    highest value in effect during it (so a spike narrower than a pixel still shows); the peak
    a red mark with its size */
 function drawMem(g, T, W, q) {
-  var M = T.mem, G = T.group, t0 = TL.view[0] + G.shift, n = M.n, base = T.y + T.h - 2;
+  var M = T.mem, G = T.group, t0 = TL.view[0] + T.file.shift, n = M.n, base = T.y + T.h - 2;
   g.globalAlpha = 1;
   var i = lower(M.t, t0) - 1, ca = i >= 0 ? M.a[i] : 0, cr = i >= 0 ? M.r[i] : 0, line = [];
   g.fillStyle = "rgba(147,51,234,0.45)";
@@ -132,14 +132,14 @@ function drawMem(g, T, W, q) {
   }
 }
 function memPeak(T, W) { /* where the peak's mark is drawn: x (px as drawn: rounded), the page's time, the bytes */
-  var M = T.mem, k = M.peak, x = xOf(T.group, M.t[k], W);
-  return {x: x, px: Math.round(x), y: T.y, h: T.h, t: M.t[k] - T.group.shift, allocated: M.a[k], reserved: M.r[k], i: k};
+  var M = T.mem, k = M.peak, x = xOf(T.file, M.t[k], W);
+  return {x: x, px: Math.round(x), y: T.y, h: T.h, t: M.t[k] - T.file.shift, allocated: M.a[k], reserved: M.r[k], i: k};
 }
 function memHit(px, py) { /* the memory sample under a point: the one nearest within 3 px, else the one in effect */
   var W = TL.canvas.clientWidth, q = (TL.view[1] - TL.view[0]) / W;
   for (var j = 0; j < TL.tracks.length; j++) {
     var T = TL.tracks[j]; if (!T.mem || py < T.y || py >= T.y + T.h) continue;
-    var M = T.mem, t = TL.view[0] + T.group.shift + px * q, lo = lower(M.t, t - 3 * q), best = -1;
+    var M = T.mem, t = TL.view[0] + T.file.shift + px * q, lo = lower(M.t, t - 3 * q), best = -1;
     for (var i = lo; i < M.n && M.t[i] <= t + 3 * q; i++) if (best < 0 || Math.abs(M.t[i] - t) < Math.abs(M.t[best] - t)) best = i;
     if (best < 0) best = lower(M.t, t) - 1;
     return best >= 0 ? {T: T, i: best} : null;
@@ -148,11 +148,11 @@ function memHit(px, py) { /* the memory sample under a point: the one nearest wi
 }
 function memTip(h) {
   var T = h.T, M = T.mem, i = h.i, G = T.group, lines = [T.label + ", rank " + T.file.rank];
-  lines.push("at " + fmt((M.t[i] - G.shift) / 1000, "t_us") + ": allocated " + fmtBytes(M.a[i]) + ", reserved " + fmtBytes(M.r[i]));
+  lines.push("at " + fmt((M.t[i] - T.file.shift) / 1000, "t_us") + ": allocated " + fmtBytes(M.a[i]) + ", reserved " + fmtBytes(M.r[i]));
   var what = M.b[i] > 0 ? "allocated " + fmtBytes(M.b[i]) : M.b[i] < 0 ? "freed " + fmtBytes(-M.b[i]) : "reserved bytes changed";
   if (M.w[i] > 0 && G.names[M.w[i] - 1] !== undefined) what += " in " + G.names[M.w[i] - 1];
   if (M.k[i] > 0 && G.names[M.k[i] - 1] !== undefined) what += " (call " + G.names[M.k[i] - 1] + ")";
   lines.push(what);
-  var k = M.peak; lines.push((k === i ? "this is the peak: " : "peak ") + fmtBytes(M.a[k]) + " at " + fmt((M.t[k] - G.shift) / 1000, "t_us"));
+  var k = M.peak; lines.push((k === i ? "this is the peak: " : "peak ") + fmtBytes(M.a[k]) + " at " + fmt((M.t[k] - T.file.shift) / 1000, "t_us"));
   return lines.join("\n");
 }

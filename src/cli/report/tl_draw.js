@@ -43,8 +43,8 @@ function layout() { /* y of every track: a group title, a rank title, then its t
   });
   TL.height = Math.max(y, 20);
 }
-function xOf(G, t, W) { return (t - G.shift - TL.view[0]) * W / (TL.view[1] - TL.view[0]); }
-function slicePos(G, F, k, W) { var T = TL.tracks[F.track[k]]; return {x: xOf(G, F.st[k], W), x1: xOf(G, F.en[k], W), y: T.y + F.lane[k] * LANE_H + 1, T: T}; }
+function xOf(F, t, W) { return (t - F.shift - TL.view[0]) * W / (TL.view[1] - TL.view[0]); }
+function slicePos(G, F, k, W) { var T = TL.tracks[F.track[k]]; return {x: xOf(F, F.st[k], W), x1: xOf(F, F.en[k], W), y: T.y + F.lane[k] * LANE_H + 1, T: T}; }
 function drawTimeline() {
   var cv = TL.canvas, W = cv.clientWidth || 800, H = TL.height, dpr = 1;
   cv.width = W * dpr; cv.height = H; cv.style.height = H + "px";
@@ -52,7 +52,7 @@ function drawTimeline() {
   g.clearRect(0, 0, W, H); g.font = "10px system-ui,sans-serif"; g.textBaseline = "top";
   TL.rows.forEach(function (r) { if (r.head) { g.fillStyle = "#eef1f6"; g.fillRect(0, r.y, W, r.h); } });
   TL.tracks.forEach(function (T) {
-    var G = T.group, F = T.file, t0 = TL.view[0] + G.shift, t1 = TL.view[1] + G.shift;
+    var G = T.group, F = T.file, t0 = TL.view[0] + F.shift, t1 = TL.view[1] + F.shift;
     if (T.mem) drawMem(g, T, W, q);
     T.lanes.forEach(function (lane, d) {
       var L = q < 1000 ? -1 : Math.floor(Math.log(q / 1000) / Math.log(8)), lv = level(F, lane, L);
@@ -78,6 +78,7 @@ function drawTimeline() {
   var sel = TL.pinned || TL.hover;
   if (TL.pinned) { var pp = slicePos(TL.pinned.G, TL.pinned.F, TL.pinned.k, W); g.strokeStyle = "#d97706"; g.lineWidth = 3; g.strokeRect(pp.x - 2, pp.y - 2, Math.max(1, pp.x1 - pp.x) + 4, LANE_H + 2); }
   if (sel) drawFlow(g, sel, W);
+  if (TL.overlay) TL.overlay(g, W, H); /* tl_ui.js: the selection, the search's current match, the details panel */
   drawLabels();
   document.getElementById("axis-lo").textContent = fmt(TL.view[0] / 1000, "t_us");
   document.getElementById("axis-hi").textContent = fmt(TL.view[1] / 1000, "t_us");
@@ -120,7 +121,7 @@ function hit(px, py) { /* the slice under a point of the canvas, or null */
   for (var i = 0; i < TL.tracks.length; i++) {
     var T = TL.tracks[i]; if (py < T.y || py >= T.y + T.h) continue;
     var d = Math.floor((py - T.y) / LANE_H), lane = T.lanes[d]; if (!lane) return null;
-    var t = TL.view[0] + T.group.shift + px * q, j = lower(lane.e, t - 2 * q);
+    var t = TL.view[0] + T.file.shift + px * q, j = lower(lane.e, t - 2 * q);
     for (; j < lane.s.length && lane.s[j] <= t + 2 * q; j++) if (T.file.en[lane.idx[j]] >= t - 2 * q) return {G: T.group, F: T.file, T: T, k: lane.idx[j]};
     return null;
   }
@@ -133,7 +134,7 @@ function launchOf(F, k) { /* [grid xyz, block xyz] from the rows of 7 [index, ..
 }
 function tipText(sel) {
   var G = sel.G, F = sel.F, k = sel.k, T = sel.T, lines = [G.names[F.name[k]]];
-  lines.push("duration " + fmt((F.en[k] - F.st[k]) / 1000, "dur_us") + ", start " + fmt((F.st[k] - G.shift) / 1000, "t_us"));
+  lines.push("duration " + fmt((F.en[k] - F.st[k]) / 1000, "dur_us") + ", start " + fmt((F.st[k] - F.shift) / 1000, "t_us"));
   lines.push("rank " + F.rank + ", " + T.label);
   var l = launchOf(F, k); if (l) lines.push("grid [" + l.slice(0, 3).join(", ") + "], block [" + l.slice(3).join(", ") + "]");
   if (T.cls >= 2) lines.push("stream " + T.tid);
@@ -151,14 +152,15 @@ function stepRange(G, n) { /* ProfilerStep#n over every rank of G, or null */
   G.files.forEach(function (F) { for (var k = 0; k < F.name.length; k++) if (F.name[k] === id) { lo = Math.min(lo, F.st[k]); hi = Math.max(hi, F.en[k]); } });
   return lo < hi ? [lo, hi] : null;
 }
-function setStep(n) { /* every group shifted so that step n starts at 0 (aligned by step), or the whole trace */
+function setStep(n) { /* every file (rank) shifted so that its step n starts at 0 (aligned by step), or the whole trace */
   TL.step = n; var end = 0;
-  TL.groups.forEach(function (G) { var r = n >= 0 ? stepRange(G, n) : null; G.shift = r ? r[0] : 0; if (r) end = Math.max(end, r[1] - r[0]); });
+  TL.groups.forEach(function (G) { var r = n >= 0 ? stepRange(G, n) : null; G.shift = r ? r[0] : 0;
+    G.files.forEach(function (F) { var f = r ? stepRange({names: G.names, files: [F]}, n) : null; F.shift = f ? f[0] : G.shift; if (f) end = Math.max(end, f[1] - f[0]); }); });
   if (n >= 0 && end > 0) setView(0, end); else fullView();
 }
 function jumpTo(g, fi, t, dur) { /* the stretch [t, t + dur) of group g's file fi (page ns) framed, its slice there pinned */
   var G = TL.groups[g], F = G && G.files[fi]; if (!F) return null;
-  var pad = Math.max(dur, 1000), lo = t - G.shift - pad, hi = t + dur - G.shift + pad, best = -1;
+  var pad = Math.max(dur, 1000), lo = t - F.shift - pad, hi = t + dur - F.shift + pad, best = -1;
   for (var k = 0; k < F.st.length; k++) /* the slice the occurrence is: its start and length, else the longest one starting there */
     if (Math.abs(F.st[k] - t) < 1 && (best < 0 || Math.abs(F.en[k] - F.st[k] - dur) < Math.abs(F.en[best] - F.st[best] - dur))) best = k;
   TL.pinned = best >= 0 ? {G: G, F: F, T: TL.tracks[F.track[best]], k: best} : null;
