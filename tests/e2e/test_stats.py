@@ -183,7 +183,7 @@ def _():
         files = {
             "empty.json": (b"", "empty file"),
             "truncated.json": (good[: len(good) // 2], "truncated JSON"),
-            "garbage.json": (bytes(range(256)) * 4, "at byte"),
+            "garbage.json": (bytes(range(256)) * 4, "binary data, not a trace"),  # issue 52: what it looks like
             "notrace.json": (b'{"schemaVersion": 1}', "no \"traceEvents\" array"),
             "notarray.json": (b'{"traceEvents": 5}', "\"traceEvents\" is not an array at byte"),
             "badjson.json": (b'{"traceEvents": [{"ph": "X",}]}', "at byte"),
