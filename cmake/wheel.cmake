@@ -1,6 +1,11 @@
 # The Python wheel, built with every build (`make`): flagtrace-VERSION-py3-none-linux_ARCH.whl in
 # ${CMAKE_BINARY_DIR}/dist, written by scripts/build_wheel.py with Python's standard library only (no pip,
 # setuptools or wheel; offline). It carries libflagtrace.so.0, the command and the injection libraries.
+# Off in python/setup.py's own build (it makes the wheel its way) and where scripts/ is not there (an sdist's native/).
+option(FT_BUILD_WHEEL "Build the Python wheel (dist/) with every build" ON)
+if(NOT FT_BUILD_WHEEL OR NOT EXISTS ${CMAKE_SOURCE_DIR}/scripts/build_wheel.py)
+  return()
+endif()
 find_package(Python3 COMPONENTS Interpreter QUIET)
 if(NOT Python3_Interpreter_FOUND OR NOT FT_BUILD_CLI)
   message(STATUS "flagtrace: no Python wheel (needs python3 and the flagtrace command)")
