@@ -11,13 +11,14 @@ CTEST_ARGS ?=
 # make install: where (cmake --install's --prefix), and a staging root put before it (packagers)
 PREFIX ?= /usr/local
 DESTDIR ?=
-# build steps write here; a failing step prints the log's tail (scripts/quiet.sh)
+# build steps write here (emptied by each entry point); a failing step prints its tail (scripts/quiet.sh)
 LOG = $(BUILD)/make.log
 QUIET = scripts/quiet.sh $(LOG)
 
 # The default: libflagtrace, the flagtrace command and the Python wheel ($(BUILD)/dist, cmake/wheel.cmake);
 # a new build directory without the tests and benchmarks (as `make demo`), one `make test` made as it is.
 all: deps-build
+	@mkdir -p $(BUILD) && : >$(LOG)
 	@$(QUIET) "configuring $(BUILD)" cmake -S . -B $(BUILD) \
 	  $(if $(wildcard $(BUILD)/CMakeCache.txt),,-DFT_BUILD_TESTS=OFF -DFT_BUILD_BENCH=OFF) $(CMAKE_FLAGS)
 	@$(QUIET) "the build" cmake --build $(BUILD) -j $(JOBS)
@@ -46,6 +47,7 @@ tests/browser/node_modules/.package-lock.json: tests/browser/package-lock.json
 # The build and the benchmarks' smoke run (bench/run.py --quick: everything still runs, nothing
 # judged) print only when they fail, so that ctest's summary is the last thing printed.
 test: deps-test tests/browser/node_modules/.package-lock.json
+	@mkdir -p $(BUILD) && : >$(LOG)
 	@$(QUIET) "configuring $(BUILD)" cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=ON $(CMAKE_FLAGS)
 	@echo "make test: building $(BUILD) (log: $(LOG))"
 	@$(QUIET) "the build" cmake --build $(BUILD) -j $(JOBS)
@@ -56,6 +58,7 @@ test: deps-test tests/browser/node_modules/.package-lock.json
 
 # the same smoke run, its tables printed
 bench-quick: deps-test
+	@mkdir -p $(BUILD) && : >$(LOG)
 	@$(QUIET) "configuring $(BUILD)" cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=ON $(CMAKE_FLAGS)
 	@$(QUIET) "the build" cmake --build $(BUILD) -j $(JOBS)
 	python3 bench/run.py --quick --build $(BUILD) --out $(BUILD)/bench-quick

@@ -54,6 +54,16 @@ with tempfile.TemporaryDirectory() as tmp:
     ok(r.stderr == f"compiling x.c\nx.c:1: error\nmake: the build failed (exit 3): its last lines above, the whole "
                    f"output in {log}\n", f"quiet.sh's failure lines: {r.stderr!r}")
 
+# 2b. through the Makefile: a build step that fails (a configure refused) prints the log's tail, its line, status 2
+with tempfile.TemporaryDirectory() as tmp:
+    b = os.path.join(tmp, "b")
+    r = make(f"BUILD={b}", "CMAKE_FLAGS=-DFLAGOS_ACCELERATOR=bogus", check=False)
+    err = r.stderr.splitlines()
+    ok(r.returncode == 2 and r.stdout == "", f"make with a failing configure: {r}")
+    ok("  FLAGOS_ACCELERATOR='bogus' is not one of:" in err, f"the log's tail is not shown: {r.stderr}")
+    ok(f"make: configuring {b} failed (exit 1): its last lines above, the whole output in {b}/make.log" in err,
+       f"no line naming the failed step: {r.stderr}")
+
 # 3. the smoke run's expected note (a synthetic trace written without a tracer) is not printed: every
 # flagtrace stats run of bench/run.py on its synthetic traces passes -q
 with open(os.path.join(src, "bench", "run.py")) as f:
