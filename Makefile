@@ -1,4 +1,5 @@
-# Entry points: `make demo` (the main job) and `make test` (every CPU test).
+# Entry points: `make` (the library, the command and the Python wheel), `make demo` (the main job),
+# `make test` (every CPU test), `make install` (PREFIX, DESTDIR), `make bench-quick`.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
@@ -7,8 +8,24 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 # more ctest arguments, e.g. -LE vendor-neutral (.ci/run's vendor builds)
 CTEST_ARGS ?=
+# make install: where (cmake --install's --prefix), and a staging root put before it (packagers)
+PREFIX ?= /usr/local
+DESTDIR ?=
+# build steps write here (emptied by each entry point); a failing step prints its tail (scripts/quiet.sh)
+LOG = $(BUILD)/make.log
+QUIET = scripts/quiet.sh $(LOG)
 
-.PHONY: demo uninstall lint format-check test test-sanitize test-tsan test-valgrind fuzz-regress fuzz bench deps deps-build deps-test clean
+# The default: libflagtrace, the flagtrace command and the Python wheel ($(BUILD)/dist, cmake/wheel.cmake);
+# a new build directory without the tests and benchmarks (as `make demo`), one `make test` made as it is.
+all: deps-build
+	@mkdir -p $(BUILD) && : >$(LOG)
+	@$(QUIET) "configuring $(BUILD)" cmake -S . -B $(BUILD) \
+	  $(if $(wildcard $(BUILD)/CMakeCache.txt),,-DFT_BUILD_TESTS=OFF -DFT_BUILD_BENCH=OFF) $(CMAKE_FLAGS)
+	@$(QUIET) "the build" cmake --build $(BUILD) -j $(JOBS)
+	@echo "make: built $(BUILD)/flagtrace, $(BUILD)/libflagtrace.so and $$(ls $(BUILD)/dist/*.whl 2>/dev/null || echo 'no wheel (no python3)')"
+wheel: all
+
+.PHONY: all wheel install demo uninstall bench-quick lint format-check test test-sanitize test-tsan test-valgrind fuzz-regress fuzz bench deps deps-build deps-test clean
 
 # Packages by need (scripts/deps.sh): the demo only builds; tests and CI add their tools.
 deps:
@@ -27,11 +44,23 @@ tests/browser/node_modules/.package-lock.json: tests/browser/package-lock.json
 	cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund || \
 	  echo "make: npm ci failed in tests/browser: the Playwright test will be skipped" >&2
 
+# The build and the benchmarks' smoke run (bench/run.py --quick: everything still runs, nothing
+# judged) print only when they fail, so that ctest's summary is the last thing printed.
 test: deps-test tests/browser/node_modules/.package-lock.json
-	cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=ON $(CMAKE_FLAGS) >/dev/null
-	cmake --build $(BUILD) -j $(JOBS)
-	python3 scripts/codegen/gen_cupti_runtime_cbid.py --check
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+	@mkdir -p $(BUILD) && : >$(LOG)
+	@$(QUIET) "configuring $(BUILD)" cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=ON $(CMAKE_FLAGS)
+	@echo "make test: building $(BUILD) (log: $(LOG))"
+	@$(QUIET) "the build" cmake --build $(BUILD) -j $(JOBS)
+	@$(QUIET) "gen_cupti_runtime_cbid.py --check" python3 scripts/codegen/gen_cupti_runtime_cbid.py --check
+	@echo "make test: the benchmarks' smoke run (tables: $(BUILD)/bench-quick; make bench-quick prints them)"
+	@$(QUIET) "the benchmarks' smoke run" python3 bench/run.py --quick --build $(BUILD) --out $(BUILD)/bench-quick
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# the same smoke run, its tables printed
+bench-quick: deps-test
+	@mkdir -p $(BUILD) && : >$(LOG)
+	@$(QUIET) "configuring $(BUILD)" cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=ON $(CMAKE_FLAGS)
+	@$(QUIET) "the build" cmake --build $(BUILD) -j $(JOBS)
 	python3 bench/run.py --quick --build $(BUILD) --out $(BUILD)/bench-quick
 
 test-sanitize: deps-test
@@ -97,9 +126,14 @@ lint: deps
 format-check: deps
 	scripts/check-format.sh
 
-# what the last `cmake --install` of $(BUILD) wrote (docs/packaging.md)
+# cmake --install of $(BUILD) into $(DESTDIR)$(PREFIX) (docs/install.md); the build as `make` builds it
+install: all
+	@DESTDIR="$(DESTDIR)" $(QUIET) "installing into $(DESTDIR)$(PREFIX)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+	@echo "make: installed into $(DESTDIR)$(PREFIX) (the file list: $(BUILD)/install_manifest.txt; make uninstall removes them)"
+
+# what the last `cmake --install` (or make install) of $(BUILD) wrote (docs/packaging.md)
 uninstall:
-	cmake --build $(BUILD) --target uninstall
+	DESTDIR="$(DESTDIR)" cmake --build $(BUILD) --target uninstall
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD) build-lint

@@ -1,10 +1,22 @@
 # `uninstall` target: remove every file in MANIFEST (install_manifest.txt, which the last
-# `cmake --install` of this build wrote, DESTDIR included), then those of OWN_DIRS
+# `cmake --install` of this build wrote; under $DESTDIR when set, as `make install DESTDIR=`
+# installed: the manifest names the paths without it), then those of OWN_DIRS
 # (relative to the prefix: the path of PC_REL, the .pc file, less PC_REL) that are left empty.
 if(NOT EXISTS "${MANIFEST}")
   message(FATAL_ERROR "flagtrace: nothing to uninstall: no ${MANIFEST} (run cmake --install with this build directory first)")
 endif()
-file(STRINGS "${MANIFEST}" files)
+file(STRINGS "${MANIFEST}" listed)
+set(files "")
+foreach(f ${listed})
+  if(DEFINED ENV{DESTDIR} AND NOT "$ENV{DESTDIR}" STREQUAL "")
+    string(REGEX REPLACE "/$" "" root "$ENV{DESTDIR}")
+    string(FIND "${f}" "${root}/" at)
+    if(NOT at EQUAL 0) # a CMake that wrote the DESTDIR in: as it is
+      set(f "${root}${f}")
+    endif()
+  endif()
+  list(APPEND files "${f}")
+endforeach()
 set(removed 0)
 set(prefixes "")
 foreach(f ${files})

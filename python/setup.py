@@ -84,7 +84,7 @@ class Build(BuildExtension):
         # always passed, so an unset variable means CMake's default, not a cached choice
         accelerator = os.environ.get("FLAGOS_ACCELERATOR", "")
         run([cmake, "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DFT_BUILD_TESTS=OFF", "-DFT_BUILD_BENCH=OFF",
-             f"-DFLAGOS_ACCELERATOR={accelerator}"])
+             "-DFT_BUILD_WHEEL=OFF", f"-DFLAGOS_ACCELERATOR={accelerator}"])
         run([cmake, "--build", build, "-j", str(os.cpu_count() or 2)])
         # Straight into the build tree, which becomes the wheel: the library under its
         # SONAME (what flagtrace._C loads through its rpath), the injection library,

@@ -93,9 +93,11 @@ def find_exe(exe=None):
 
 
 def _expand(paths):
-    """paths (one or a list; files, directories, globs) as the list of files to read.
-    A name that exists is taken as it is, even with glob characters in it; a file that
-    does not exist is passed on, so that the CLI reports it in its own words."""
+    """paths (one or a list; files, directories, globs) as the CLI's arguments: files, and
+    directories that hold a trace (the CLI reads their traces by name and skips, with a
+    note, the files there that are not traces). A name that exists is taken as it is,
+    even with glob characters in it; a file that does not exist is passed on, so that the
+    CLI reports it in its own words."""
     if isinstance(paths, (str, bytes, os.PathLike)):
         paths = [paths]
     files = []
@@ -106,7 +108,7 @@ def _expand(paths):
                            if _is_trace_name(n) and os.path.isfile(os.path.join(p, n)))
             if not found:
                 raise Error(f"flagtrace.analysis: directory '{p}' has no trace (*{', *'.join(TRACE_SUFFIXES)})")
-            files += found
+            files.append(p)  # the CLI reads the same files, by name, and skips those that are not traces
         elif not os.path.lexists(p) and glob.has_magic(p):
             found = sorted(glob.glob(p, recursive=True))
             if not found:

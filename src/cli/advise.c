@@ -186,8 +186,8 @@ int ft_cli_advise(int argc, char **argv) {
   if (output && ft_outputs_check(names, 1, overwrite, &exists, err, sizeof err)) /* before any reading */
     return ft_cli_output_refused("advise", exists, err);
   ft_trace_args files;
-  ft_status s =
-      ft_trace_args_expand(&files, (const char *const *)argv + optind, (size_t)(argc - optind), err, sizeof err);
+  ft_status s = ft_trace_args_expand(&files, (const char *const *)argv + optind, (size_t)(argc - optind), !merge, err,
+                                     sizeof err);
   size_t n_stdin = 0;
   for (size_t i = 0; !s && i < files.n; i++) n_stdin += !strcmp(files.paths[i], "-");
   if (s || n_stdin > 1) {
@@ -196,6 +196,7 @@ int ft_cli_advise(int argc, char **argv) {
     ft_trace_args_free(&files);
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
+  if (!quiet) ft_trace_args_notes(stderr, &files, "flagtrace advise: ");
   ft_cli_advice a;
   ft_advise_partial parts = {0};
   const char *const *merged = NULL;

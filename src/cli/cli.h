@@ -55,6 +55,12 @@ int ft_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((for
 /* An output -o names was refused (err from ft_outputs_check or _open): one line,
  * with the --help pointer when the refusal was an existing file. FT_CLI_USAGE. */
 int ft_cli_output_refused(const char *cmd, bool exists, const char *err);
+/* Edit distance of two short names (99 when either is 32 bytes or more). */
+size_t ft_cli_distance(const char *a, const char *b);
+/* The names nearest to bad (at most 2 edits away, 1 for a name under 5 bytes; a
+ * prefix of 3+ bytes counts as 1), up to three, into out as "'a'" or "'a' or 'b'";
+ * false when none is near: for "did you mean". */
+bool ft_cli_nearest(const char *bad, const char *const *names, size_t n, char *out, size_t len);
 /* Prints "flagtrace CMD: <message>" ("flagtrace: " when cmd is NULL), one line,
  * control characters escaped (a file name may hold a newline or an ESC). */
 void ft_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -104,7 +104,7 @@ static ft_status side_files(ft_trace_args *t, glob_t *g, const char *arg, char *
     paths = (const char *const *)g->gl_pathv;
     n = g->gl_pathc;
   }
-  return ft_trace_args_expand(t, paths, n, err, errlen);
+  return ft_trace_args_expand(t, paths, n, true, err, errlen);
 }
 
 /* One side's read (a thread of its own). */
@@ -399,6 +399,7 @@ int ft_cli_diff(int argc, char **argv) {
   }
   for (int s = 0; s < 2; s++) read[s] = sr[s].read;
   for (int s = 0; s < 2 && !rc && !quiet; s++) {
+    ft_trace_args_notes(stderr, &t[s], s ? "flagtrace diff: B: " : "flagtrace diff: A: ");
     ft_stat_job_notes(stderr, &job[s], s ? "flagtrace diff: B: " : "flagtrace diff: A: ");
     ft_summary_lines(stderr, &job[s], s ? "flagtrace diff: B: " : "flagtrace diff: A: ");
   }

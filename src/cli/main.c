@@ -58,25 +58,6 @@ static int finish(int status) {
 
 static int run(int argc, char **argv);
 
-/* Edit distance of a and b (both short: command names), for "did you mean". */
-static size_t distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b), row[32];
-  if (la >= 32 || lb >= 32) return 99;
-  for (size_t j = 0; j <= lb; j++) row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      if (up + 1 < best) best = up + 1;
-      diag = up;
-      row[j] = best;
-    }
-  }
-  return row[lb];
-}
-
 /* The command the usage's "commands:" list holds nearest to cmd (a prefix of it, or
  * at most 2 edits away), into out; false when none is near. Read from the usage text,
  * so a command added there is suggested too. */
@@ -90,7 +71,7 @@ static bool nearest_command(const char *cmd, char *out, size_t len) {
     if (n >= sizeof name) continue;
     memcpy(name, p + 3, n);
     name[n] = 0;
-    size_t d = strncmp(name, cmd, strlen(cmd)) ? distance(cmd, name) : 1;
+    size_t d = strncmp(name, cmd, strlen(cmd)) ? ft_cli_distance(cmd, name) : 1;
     if (d < best) {
       best = d;
       snprintf(out, len, "%s", name);

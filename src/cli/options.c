@@ -130,3 +130,42 @@ int ft_cli_parse_anywhere(const char *cmd, int argc, char **argv, const ft_cli_o
   free(operands);
   return w;
 }
+
+size_t ft_cli_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b), row[32];
+  if (la >= 32 || lb >= 32) return 99;
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      if (up + 1 < best) best = up + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb];
+}
+
+/* bad's distance to name: a prefix of 3+ bytes counts as 1 edit ("kern" for "kernels") */
+static size_t near_distance(const char *bad, const char *name) {
+  size_t lb = strlen(bad);
+  return lb >= 3 && !strncmp(name, bad, lb) ? 1 : ft_cli_distance(bad, name);
+}
+
+bool ft_cli_nearest(const char *bad, const char *const *names, size_t n, char *out, size_t len) {
+  size_t lb = strlen(bad), limit = lb < 3 ? 1 : lb < 5 ? 2 : 3; /* fewer edits for a short name */
+  size_t best = limit, used = 0, k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (near_distance(bad, names[i]) < best) best = near_distance(bad, names[i]);
+  out[0] = 0;
+  for (size_t i = 0; best < limit && i < n && k < 3; i++) {
+    if (near_distance(bad, names[i]) != best) continue;
+    int w = snprintf(out + used, len - used, "%s'%s'", k ? " or " : "", names[i]);
+    if (w < 0 || (size_t)w >= len - used) break;
+    used += (size_t)w, k++;
+  }
+  return k > 0;
+}

@@ -12,10 +12,11 @@
 #include "cli.h"
 #include "report.h"
 #include "stats_out.h"
+#include "trace_dir.h"
 
 static const char usage[] =
-    "usage: flagtrace report [options] FILE...\n"
-    "       flagtrace report [options] --a FILE... --b FILE...\n"
+    "usage: flagtrace report [options] FILE|DIR...\n"
+    "       flagtrace report [options] --a FILE|DIR... --b FILE|DIR...\n"
     "\n"
     "Writes one self-contained HTML file (no network needed to view it) from the\n"
     "same aggregation as flagtrace stats: the summary header (files, ranks, tracer,\n"
@@ -47,7 +48,8 @@ static const char usage[] =
     "                      still shown): a script's run prints nothing when it works\n"
     "  -h, --help          show this help\n"
     "\n"
-    "Input (\"-\" is stdin) and exit status as for flagtrace stats, -o's rules too;\n"
+    "Input (\"-\" is stdin; a directory: its traces, as for flagtrace stats) and exit\n"
+    "status as for flagtrace stats, -o's rules too;\n"
     "options may come before or after the files, getopt_long's way.\n";
 
 /* True when the report went to our own stdout (-o /dev/stdout): the "wrote" line
@@ -161,9 +163,12 @@ static int report(const char *output, bool force, bool quiet, const char *const 
   ft_report_input in[2];
   ft_status s = FT_OK;
   size_t read = 0;
+  ft_trace_args t[2] = {{0}, {0}}; /* a directory: the traces in it */
   for (; read < n_groups && !s; read++) {
-    s = ft_report_input_read(&in[read], group[read], n_group[read], err, sizeof err);
+    if ((s = ft_trace_args_expand(&t[read], group[read], n_group[read], true, err, sizeof err))) break;
+    s = ft_report_input_read(&in[read], t[read].paths, t[read].n, err, sizeof err);
     if (!s && !quiet) { /* -q: errors only */
+      ft_trace_args_notes(stderr, &t[read], "flagtrace report: ");
       ft_stat_job_notes(stderr, &in[read].job, "flagtrace report: ");
       ft_summary_lines(stderr, &in[read].job, "flagtrace report: ");
     }
@@ -198,6 +203,7 @@ static int report(const char *output, bool force, bool quiet, const char *const 
   }
 end:
   for (size_t g = 0; g < read; g++) ft_report_input_free(&in[g]);
+  for (int g = 0; g < 2; g++) ft_trace_args_free(&t[g]);
   free(diff);
   return rc;
 }

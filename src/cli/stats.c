@@ -18,8 +18,9 @@ static const char usage[] =
     "\n"
     "Summarizes Chrome traces written by flagtrace or by torch.profiler (.json, or\n"
     "gzip-compressed .json.gz; \"-\" reads stdin; a directory: the .json and .json.gz\n"
-    "files directly in it, by name, such as kineto's *.pt.trace.json.gz; one without\n"
-    "any is an error). The files of a job (every rank) are\n"
+    "files directly in it, by name, such as kineto's *.pt.trace.json.gz, less those\n"
+    "that are not traces (named in a note: SQLite, text, JSON without \"traceEvents\"...);\n"
+    "one without any trace is an error). The files of a job (every rank) are\n"
     "read in parallel, one thread per file up to the core count, each file on its\n"
     "own: External ids, correlation ids and devices are keyed per file, busy % is\n"
     "per (rank, device) over that file's span; the summaries merge rows by name.\n"
@@ -227,8 +228,8 @@ static const char *renamed(const char *bad) {
   return !strcmp(bad, "mem") ? " (device memory is -r memory now; copies and sets by time are -r memops)" : "";
 }
 
-/* A bad name is copied to bad (empty when the list itself is empty or too long). */
-static int parse_report(const char *list, unsigned *out, char *bad, size_t bad_len) {
+/* A bad name is copied to bad (empty when the list itself is empty or too long), the names near it to near. */
+static int parse_report(const char *list, unsigned *out, char *bad, size_t bad_len, char *near, size_t near_len) {
   char buf[256];
   bad[0] = 0;
   if (!*list || strlen(list) >= sizeof buf) return -1;
@@ -252,7 +253,14 @@ static int parse_report(const char *list, unsigned *out, char *bad, size_t bad_l
     if (!strcmp(tok, "advice")) bit = 1u << REP_ADVICE;
     if (!strcmp(tok, "all")) bit = REP_DEFAULT;
     if (!bit) {
+      const char *names[REP_N + sizeof nsys / sizeof *nsys + 2] = {"advice", "all"};
+      size_t k = 2;
+      for (unsigned i = 0; i < REP_N; i++) names[k++] = ft_report_names[i];
+      for (size_t i = 0; i < sizeof nsys / sizeof *nsys; i++) names[k++] = nsys[i].alias;
       snprintf(bad, bad_len, "%s", tok);
+      char names_near[96];
+      if (ft_cli_nearest(tok, names, k, names_near, sizeof names_near))
+        snprintf(near, near_len, " (did you mean %s?)", names_near);
       return -1;
     }
     *out |= bit;
@@ -425,14 +433,15 @@ int ft_cli_stats(int argc, char **argv) {
     switch (c) {
     case 'h': fputs(usage, stdout); return 0;
     case 'r': {
-      char bad_name[256];
-      if (parse_report(optarg, &report, bad_name, sizeof bad_name))
-        return ft_cli_usage_error("stats",
-                                  "--report: %s%s%s%s; it takes a comma-separated subset of kernels,api,memops,memsize,"
-                                  "ranges,gpu_ranges,ops,ops_shapes,ops_modules,gpu,ranks,trace,temporal,overlap,"
-                                  "launch,queue,memory,advice or nsys's names (--help)",
-                                  bad_name[0] ? "no report named '" : "not a list of reports: '",
-                                  bad_name[0] ? bad_name : optarg, "'", renamed(bad_name));
+      char bad_name[256], near[128] = "";
+      if (parse_report(optarg, &report, bad_name, sizeof bad_name, near, sizeof near))
+        return ft_cli_usage_error(
+            "stats",
+            "--report: %s%s%s%s%s; it takes a comma-separated subset of kernels,api,memops,memsize,"
+            "ranges,gpu_ranges,ops,ops_shapes,ops_modules,gpu,ranks,trace,temporal,overlap,"
+            "launch,queue,memory,advice or nsys's names (--help)",
+            bad_name[0] ? "no report named '" : "not a list of reports: '", bad_name[0] ? bad_name : optarg, "'",
+            renamed(bad_name), *renamed(bad_name) ? "" : near);
       break;
     }
     case 'f':
@@ -503,15 +512,15 @@ int ft_cli_stats(int argc, char **argv) {
     return ft_cli_usage_error("stats", "--engine=model reads traces: --merge reads partial summaries");
   char err[640];
   ft_trace_args files; /* a directory: the traces in it */
-  ft_status s =
-      ft_trace_args_expand(&files, (const char *const *)argv + optind, (size_t)(argc - optind), err, sizeof err);
+  ft_status s = ft_trace_args_expand(&files, (const char *const *)argv + optind, (size_t)(argc - optind), !merge, err,
+                                     sizeof err);
   if (s) {
     ft_cli_error("stats", "%s", err);
     ft_trace_args_free(&files);
     return s == FT_ENOMEM ? 1 : FT_CLI_USAGE;
   }
-  size_t n_files = files.n;
-  size_t n_stdin = 0;
+  if (!quiet) ft_trace_args_notes(stderr, &files, "flagtrace stats: ");
+  size_t n_files = files.n, n_stdin = 0;
   for (size_t i = 0; i < n_files; i++) n_stdin += !strcmp(files.paths[i], "-");
   if (n_stdin > 1) {
     ft_trace_args_free(&files);

@@ -183,7 +183,7 @@ def _():
         files = {
             "empty.json": (b"", "empty file"),
             "truncated.json": (good[: len(good) // 2], "truncated JSON"),
-            "garbage.json": (bytes(range(256)) * 4, "at byte"),
+            "garbage.json": (bytes(range(256)) * 4, "binary data, not a trace"),  # issue 52: what it looks like
             "notrace.json": (b'{"schemaVersion": 1}', "no \"traceEvents\" array"),
             "notarray.json": (b'{"traceEvents": 5}', "\"traceEvents\" is not an array at byte"),
             "badjson.json": (b'{"traceEvents": [{"ph": "X",}]}', "at byte"),
@@ -231,7 +231,8 @@ def trace(events):
 @case("stats: error byte offsets point at the offending byte (0-based)")
 def _():
     with tempfile.TemporaryDirectory() as d:
-        for text, at in (('{"traceEvents": [}', 17), ("x", 0), ('{"traceEvents": 5}', 16),
+        # (a text that does not start as JSON does says what it looks like instead: test_not_traces.py)
+        for text, at in (('{"traceEvents": [}', 17), ('{"traceEvents": 5}', 16),
                          ('{"traceEvents": [{"ph": "X",}]}', 28), ('{"traceEvents": [] x', 19),
                          ('{"traceEvents":[],"traceEvents":[]}', 18)):
             r = stats(write(d, "t.json", text))

@@ -156,6 +156,17 @@ def _(d):
         assert str(e) == "flagtrace.analysis: no trace given", str(e)
 
 
+@results.tmp_case("a directory with a JSON file that is not a trace: its trace read, the other named in a note")
+def _(d):
+    shutil.copy(SAMPLE, os.path.join(d, "rank0.json.gz"))
+    with open(os.path.join(d, "config.json"), "w") as f:
+        f.write('{"lr": 0.1}')
+    s = analysis.load(d, exe=cli)
+    assert [f["file"] for f in s.files] == [os.path.join(d, "rank0.json.gz")], s.files
+    assert s.notes[0] == (f'flagtrace stats: note: skipped {d}/config.json: JSON, not a trace: an object without '
+                          f'"traceEvents" (keys "lr")'), s.notes
+
+
 @results.tmp_case("a bad file, a missing one, one given twice: Error with the CLI's own line and status")
 def _(d):
     bad = os.path.join(d, "bad.json")

@@ -11,8 +11,9 @@
 #include <isa-l/igzip_lib.h>
 #endif
 
-#include "deflate.h"   /* ISA-L's inflate, loaded at run time (zlib without it) */
-#include "json_scan.h" /* ft__json_ws */
+#include "deflate.h"    /* ISA-L's inflate, loaded at run time (zlib without it) */
+#include "input_kind.h" /* what an input that is not a trace looks like */
+#include "json_scan.h"  /* ft__json_ws */
 #include "stats_internal.h"
 
 /* Input bytes from a file or from memory, inflated when they start with gzip's
@@ -38,6 +39,8 @@ typedef struct src {
   char perr[256];     /* corrupt data found after some text: that text first, then this */
   bool pending;
   ft__digest *dg; /* the raw bytes' digest, as they are read (want_source); NULL: none */
+  unsigned char head[FT__INPUT_HEAD], text[FT__INPUT_HEAD]; /* the first raw and inflated bytes */
+  size_t n_head, n_text;
 } src;
 
 enum { RAW_CHUNK = 1 << 18, CHUNK = 1 << 20 };
@@ -217,6 +220,10 @@ static long src_next(void *p, unsigned char *buf, size_t cap, char *err, size_t 
     if (r < 0) return bad_data(s, cap - out_left, err);
     s->gz_member_done = r == 1;
   }
+  size_t take = cap - out_left; /* the text's first bytes, for describe() */
+  if (take > FT__INPUT_HEAD - s->n_text) take = FT__INPUT_HEAD - s->n_text;
+  memcpy(s->text + s->n_text, buf, take);
+  s->n_text += take;
   return (long)(cap - out_left);
 }
 
@@ -519,7 +526,10 @@ static int parse_workers(const ft_stats *st, const src *s) {
 /* Reads from s after looking at its first bytes for gzip's magic. */
 static ft_status read_src(ft_stats *st, src *s, char *err, size_t errlen) {
   bool failed = false;
-  if (raw_fill(s, err, errlen, &failed) && s->left >= 2 && s->mem[0] == 0x1f && s->mem[1] == 0x8b) {
+  bool any = raw_fill(s, err, errlen, &failed);
+  s->n_head = any ? (s->left < FT__INPUT_HEAD ? s->left : FT__INPUT_HEAD) : 0;
+  memcpy(s->head, s->mem, s->n_head);
+  if (any && s->left >= 2 && s->mem[0] == 0x1f && s->mem[1] == 0x8b) {
     if (!member_header_ok(s, err, errlen)) return FT_EPARSE;
     if (!gz_init(s)) return FT_ENOMEM;
     s->gz = true;
@@ -540,6 +550,15 @@ static ft_status read_src(ft_stats *st, src *s, char *err, size_t errlen) {
   }
   if (s->gz) gz_end(s);
   return r;
+}
+
+/* A parse that failed at the text's start (or on an empty file) on bytes that are not a JSON
+ * trace's: err says what the input looks like instead. A trace's own errors are kept. */
+static void describe(const src *s, const char *path, char *err, size_t errlen) {
+  if (strcmp(err, "empty file") && (!strstr(err, " at byte ") || strstr(err, "gzip"))) return;
+  char what[512];
+  if (ft__input_kind(s->head, s->n_head, s->gz, s->text, s->n_text, path, what, sizeof what))
+    snprintf(err, errlen, "%s", what);
 }
 
 /* The file's identity (device, inode, mtime) when it is a regular one: stdin
@@ -571,6 +590,7 @@ ft_status ft_stats_read(ft_stats *st, const char *path, char *err, size_t errlen
   }
   s.fbuf = malloc(RAW_CHUNK);
   ft_status r = s.fbuf ? read_src(st, &s, err, errlen) : FT_ENOMEM;
+  if (r == FT_EPARSE) describe(&s, std_in ? NULL : path, err, errlen);
   if (!r && s.dg) { /* the digest is of every byte: a parse that ended early leaves some */
     size_t n;
     while (!s.eof && (n = fread(s.fbuf, 1, RAW_CHUNK, s.f)) > 0) ft__digest_add(&dg, s.fbuf, n);
@@ -595,5 +615,7 @@ ft_status ft_stats_read_mem(ft_stats *st, const char *data, size_t len, char *er
     ft__digest_add(&dg, data, len);
     st->source = (ft_stat_source){.digest = ft__digest_end(&dg), .size = len, .known = true};
   }
-  return read_src(st, &s, err, errlen);
+  ft_status r = read_src(st, &s, err, errlen);
+  if (r == FT_EPARSE) describe(&s, NULL, err, errlen);
+  return r;
 }
