@@ -338,8 +338,7 @@ static size_t entry_end(const char *s, size_t n) {
   int depth = 0;
   for (size_t i = 0; i < n; i++) {
     if (s[i] == '[') depth++;
-    else if (s[i] == ']' && --depth < 0) return i;
-    else if (s[i] == ',' && !depth) return i;
+    else if ((s[i] == ']' && --depth < 0) || (s[i] == ',' && !depth)) return i;
   }
   return n;
 }
