@@ -188,7 +188,7 @@ static int64_t page_id(int64_t v) { return v > 0 && v < (1ll << 52) ? v : 0; }
  * first event), duration ns, name id, correlation and External id (0: none; each as
  * the difference from the previous slice's), and the launches [index, grid xyz,
  * block xyz]. */
-static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int64_t offset_ns, int64_t rank) {
+static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int64_t offset_ns, const ft_stat_file *sf) {
   size_t n = 0;
   uint32_t max_name = 0;
   for (size_t i = 0; i < m->n; i++) {
@@ -220,7 +220,14 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
   }
   int64_t first = first_ts(m);
   qsort_r(ev, n, sizeof *ev, by_row_ts, (void *)m);
-  fprintf(out, "{\"rank\": %lld, \"offset_ns\": %lld, \"rows\": [", (long long)rank, (long long)offset_ns);
+  fprintf(out, "{\"rank\": %lld, \"offset_ns\": %lld, ", (long long)sf->rank, (long long)offset_ns);
+  /* the busy bins' span (report.c's "timeline": stats' first to last event) on the page's clock, so that
+   * the page draws them under the slices */
+  int64_t bfirst = n ? first : first_ts(m);
+  if (bfirst != INT64_MAX && sf->span_ns && sf->first_ns <= INT64_MAX)
+    fprintf(out, "\"busy_ns\": [%lld, %llu], ", (long long)(offset_ns + ((int64_t)sf->first_ns - bfirst)),
+            (unsigned long long)sf->span_ns);
+  fputs("\"rows\": [", out);
   for (size_t i = 0, j = 0; i < n; i = j) {
     for (j = i + 1; j < n && ev[j].cls == ev[i].cls && ev[j].pid == ev[i].pid && ev[j].tid == ev[i].tid;) j++;
     fprintf(out, "%s[%d,%lld,%lld,%zu]", i ? "," : "", (int)ev[i].cls, (long long)ev[i].pid, (long long)ev[i].tid,
@@ -299,7 +306,7 @@ ft_status ft__tl_write(FILE *out, ft__tl *tl, const ft_stat_job *job) {
   for (size_t i = 0; i < tl->n && !s; i++) {
     fputs(i ? ",\n" : "\n", out);
     bool aligned = !why && tl->n > 1;
-    s = write_file(out, &tl->models[i], &names, aligned ? abs[i] - origin : 0, job->files[i].rank);
+    s = write_file(out, &tl->models[i], &names, aligned ? abs[i] - origin : 0, &job->files[i]);
   }
   fputs("],\n \"names\": [", out);
   for (uint32_t i = 0; i < names.n && !s; i++) {

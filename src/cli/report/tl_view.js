@@ -1,0 +1,170 @@
+/* The timeline's view aids: names on blocks, the time axis, counter tracks, collapse/pin, rank summaries, the legend, the busy strip on the timeline's clock. */
+var BUSY_H = 24, SUM_H = 14, AXIS_H = 20, RANK_FOLD = 8, LABEL_SHARE = 0.6, PIN_W = 16;
+
+/* A slice's (or a block's) name inside [x, x + w), cut with "…" to the pixels it has. Each name's
+   width is measured once; a cut one costs a measure or two: a frame's labels are bounded by pixels. */
+function drawName(g, G, id, x, w, y, W) {
+  var left = Math.max(x, 0) + 2, right = Math.min(x + w, W) - 2, room = right - left, name = G.names[id];
+  if (room < 8 || name === undefined) return;
+  var tw = G.tw || (G.tw = new Float32Array(G.names.length).fill(-1)), full = tw[id] >= 0 ? tw[id] : (tw[id] = g.measureText(name).width), text = name;
+  if (full > room) {
+    var n = Math.floor(name.length * room / full);
+    for (text = name.slice(0, n) + "\u2026"; n > 0 && g.measureText(text).width > room; text = name.slice(0, --n) + "\u2026") {}
+    if (n <= 0) return;
+  }
+  g.fillStyle = "#111"; g.fillText(text, left, y + 2);
+  if (TL.drawn.length < 5000) TL.drawn.push({text: text, name: name, x: left, w: room, y: y});
+}
+
+/* The bins of B (busy per mille over [t0, t0 + span), page ns) at page time t: -1 outside */
+function binAt(B, t) { var i = Math.floor((t - B.t0) / B.span * B.bins.length); return i >= 0 && i < B.bins.length ? B.bins[i] : -1; }
+/* a device's busy share as a counter track: an area per bin in view (at most a rect a bin or a pixel) */
+function drawBusy(g, T, W) {
+  var B = T.busy, G = T.group, n = B.bins.length, base = T.y + T.h - 2, hh = T.h - 5, bw = B.span / n;
+  var lo = Math.max(0, Math.floor((TL.view[0] + G.shift - B.t0) / bw)), hi = Math.min(n, Math.ceil((TL.view[1] + G.shift - B.t0) / bw));
+  g.globalAlpha = 1; g.fillStyle = "rgba(19,160,122,0.75)";
+  for (var i = lo, lastX = -1; i < hi; i++) {
+    var x = Math.max(0, Math.floor(xOf(G, B.t0 + i * bw, W))), x1 = Math.min(W, Math.ceil(xOf(G, B.t0 + (i + 1) * bw, W)));
+    if (x1 <= lastX) continue; /* bins narrower than a pixel: the first of each pixel */
+    x = Math.max(x, lastX); lastX = x1;
+    if (B.bins[i] > 0) g.fillRect(x, base - B.bins[i] * hh, x1 - x, B.bins[i] * hh);
+  }
+  g.fillStyle = "#6b7280"; g.fillText("100 %", 2, T.y + 1);
+}
+/* a folded rank: one row, its devices' mean busy share on the timeline's clock (a heat strip) */
+function summaryText(F) { return F.busy.length ? "summary: GPU busy, " + F.busy.length + " device" + (F.busy.length > 1 ? "s" : "") : "summary (no device work)"; }
+function drawSummary(g, r, W) {
+  var F = r.summary, G = F.tracks.length ? F.tracks[0].group : TL.groups[0], q = (TL.view[1] - TL.view[0]) / W;
+  g.globalAlpha = 1; g.fillStyle = "#f3f4f6"; g.fillRect(0, r.y, W, r.h);
+  if (!F.busy.length) return;
+  for (var x = 0; x < W; x++) {
+    var t = TL.view[0] + G.shift + (x + 0.5) * q, v = 0, any = false;
+    F.busy.forEach(function (b) { var u = binAt(b.B, t); if (u >= 0) { v += u; any = true; } });
+    if (!any) continue;
+    g.fillStyle = "rgba(19,160,122," + (0.08 + 0.92 * v / F.busy.length) + ")"; g.fillRect(x, r.y + 1, 1, r.h - 2);
+  }
+}
+/* a row's label marks: a rank's or a track's fold (a triangle), a track's pin (a dot, filled when pinned) */
+function labelMarks(g, r) {
+  var T = r.track, y = r.y + 4;
+  if (r.file || (T && T.lanes.length > 1)) {
+    var open = r.file ? !r.file.collapsed : !T.collapsed;
+    g.fillStyle = "#4b5563"; g.beginPath();
+    if (open) { g.moveTo(2, y); g.lineTo(10, y); g.lineTo(6, y + 6); } else { g.moveTo(3, y - 1); g.lineTo(9, y + 3); g.lineTo(3, y + 7); }
+    g.fill();
+  }
+  if (T) {
+    g.strokeStyle = "#6b7280"; g.fillStyle = T.pinned ? "#d97706" : "#fff"; g.lineWidth = 1;
+    g.beginPath(); g.arc(GUTTER - PIN_W / 2, r.y + 8, 4, 0, 2 * Math.PI); g.fill(); g.stroke();
+    if (T.note && r.h >= 2 * LANE_H) { g.fillStyle = "#a4320c"; g.fillText(T.note.length > 34 ? T.note.slice(0, 33) + "\u2026" : T.note, 12, r.y + 16); }
+  }
+}
+/* a click on the labels: the pin dot pins or unpins the track; elsewhere a track folds to its first
+   lane (or unfolds), a rank's title folds the rank to its summary row (or unfolds it) */
+function labelClick(px, py) {
+  var r = null;
+  for (var i = 0; i < TL.rows.length; i++) if (py >= TL.rows[i].y && py < TL.rows[i].y + TL.rows[i].h) r = TL.rows[i];
+  if (!r) return null;
+  if (r.track && px >= GUTTER - PIN_W) r.track.pinned = !r.track.pinned;
+  else if (r.track) r.track.collapsed = !r.track.collapsed;
+  else if (r.file || r.summary) { var F = r.file || r.summary; F.collapsed = !F.collapsed; }
+  else return null;
+  layout(); drawTimeline();
+  return r.text;
+}
+
+/* The time axis: ticks 1-2-5 apart (at least 90 px), labelled in the step's unit from the view's
+   origin (the trace's start, or the step's); when those numbers get long (deep zoom), the first tick
+   says where it is and the others are "+" from it. */
+var UNITS = [[1, "ns"], [1e3, "us"], [1e6, "ms"], [1e9, "s"]];
+function unitOf(v) { var u = UNITS[0]; UNITS.forEach(function (c) { if (v >= c[0]) u = c; }); return u; }
+function axisTicks(lo, hi, W) {
+  var min = (hi - lo) / W * 90, step = 1;
+  for (var p = 1; p < 1e16; p *= 10) { var s = [1, 2, 5].map(function (m) { return m * p; }).find(function (v) { return v >= min; }); if (s) { step = s; break; } }
+  var u = unitOf(step), first = Math.ceil(lo / step) * step, ticks = [], rel = Math.max(Math.abs(first), Math.abs(hi)) / u[0] >= 1e5;
+  for (var t = first, i = 0; t <= hi && i < 200; t = first + ++i * step) {
+    var text = rel ? (i ? "+" + Math.round(i * step / u[0]) + " " + u[1] : absTime(t, step)) : Math.round(t / u[0]) + " " + u[1];
+    ticks.push({t: t, x: (t - lo) * W / (hi - lo), text: text});
+  }
+  return {step: step, unit: u[1], relative: rel, ticks: ticks};
+}
+function absTime(t, step) { /* t in the largest unit it reaches, to the step's precision */
+  var u = unitOf(Math.abs(t)), dec = Math.max(0, Math.round(Math.log10(u[0] / step)));
+  return (t / u[0]).toFixed(dec) + " " + u[1];
+}
+function drawAxis(W) {
+  var cv = TL.axis; if (!cv) return;
+  var a = axisTicks(TL.view[0], TL.view[1], W);
+  cv.width = W; cv.height = AXIS_H; cv.style.width = W + "px";
+  var g = cv.getContext("2d"); g.clearRect(0, 0, W, AXIS_H); g.font = "10px system-ui,sans-serif"; g.textBaseline = "top";
+  g.fillStyle = "#9ca3af"; g.fillRect(0, AXIS_H - 1, W, 1);
+  a.ticks.forEach(function (k) {
+    var x = Math.round(k.x); g.fillStyle = "#6b7280"; g.fillRect(x, AXIS_H - 7, 1, 6);
+    var tw = g.measureText(k.text).width; g.fillStyle = "#1d2330"; g.fillText(k.text, Math.min(Math.max(0, x - tw / 2), W - tw), 2);
+  });
+  TL.axisInfo = a;
+  busyStrip();
+}
+
+/* The busy strip (section #busy) on the timeline's clock: same x as the timeline's canvas, redrawn when
+   the view changes. Each rank's row is its devices' mean busy share at that time. */
+function busyStrip() {
+  var s = document.getElementById("busy-body"), G = TL.groups[0]; if (!s || !G || !TL.canvas) return;
+  var key = TL.view[0] + ":" + TL.view[1] + ":" + G.shift + ":" + TL.canvas.clientWidth; if (TL.busyKey === key) return;
+  TL.busyKey = key;
+  var W = TL.canvas.clientWidth, q = (TL.view[1] - TL.view[0]) / W, cvs = s.querySelectorAll("canvas");
+  if (TL.busyW !== W) { /* a layout read only when the width changed, not a frame */
+    var cr = TL.canvas.getBoundingClientRect(), sr = s.getBoundingClientRect(); TL.busyW = W;
+    s.style.gridTemplateColumns = Math.max(0, cr.left - sr.left) + "px " + W + "px"; s.style.columnGap = "0";
+  }
+  var ranks = {};
+  G.files.forEach(function (F) { (ranks[F.rank] = ranks[F.rank] || []).push.apply(ranks[F.rank], F.busy); });
+  cvs.forEach(function (cv) {
+    var bs = ranks[cv.getAttribute("data-rank")]; if (!bs) return;
+    cv.style.border = "0"; cv.style.width = W + "px";
+    cv.draw = function () {
+      cv.width = W; cv.height = 22;
+      var g = cv.getContext("2d"), img = g.createImageData(W, 1);
+      for (var x = 0; x < W; x++) {
+        var t = TL.view[0] + G.shift + (x + 0.5) * q, v = 0, any = false;
+        bs.forEach(function (b) { var u = binAt(b.B, t); if (u >= 0) { v += u; any = true; } });
+        var a = any ? 0.08 + 0.92 * v / bs.length : 0; /* outside the rank's span: the canvas's grey */
+        img.data[4 * x] = Math.round(255 - a * (255 - 19)); img.data[4 * x + 1] = Math.round(255 - a * (255 - 160)); img.data[4 * x + 2] = Math.round(255 - a * (255 - 122)); img.data[4 * x + 3] = any ? 255 : 0;
+      }
+      for (var y = 0; y < 22; y++) g.putImageData(img, 0, y);
+    };
+    cv.draw();
+  });
+}
+
+/* The legend: an entry for each kind of track the page has */
+function legend() {
+  var lg = document.querySelector("#timeline .legend"); if (!lg) return;
+  var has = {}; TL.tracks.forEach(function (T) { has[T.cls] = true; });
+  var items = [[2, "k", "device work"], [0, "o", "CPU ops"], [1, "c", "runtime calls"], [3, "k", "GPU ranges"],
+    [4, "m", "device memory allocated (line: reserved; red: its peak)"], [5, "b", "GPU busy %"]];
+  lg.textContent = "wheel to zoom, shift+wheel to pan, drag to select a stretch, double-click to reset; hover or click a launch or its kernel for the arrow between them; click a row's name to fold it, its dot to pin it";
+  items.forEach(function (it) {
+    if (!has[it[0]]) return;
+    var i = el("i", it[1]); if (it[1] === "b") i.style.background = "rgba(19,160,122,.75)";
+    lg.appendChild(i); lg.appendChild(document.createTextNode(it[2]));
+  });
+}
+
+/* Set up once the timeline's canvases exist: the axis above them (sticky), the labels' clicks, the
+   legend, the busy strip's heading; the test hook's view functions. */
+function viewInit(hook) {
+  var wrap = TL.canvas.parentNode, bar = el("div", "tl-axis-row"), cv = el("canvas", "tl-axis");
+  bar.style.position = "sticky"; bar.style.top = "0"; bar.style.zIndex = "3"; bar.style.background = "#fff"; bar.style.height = AXIS_H + "px";
+  bar.style.paddingLeft = (GUTTER + 2) + "px"; cv.style.display = "block";
+  bar.appendChild(cv); wrap.parentNode.insertBefore(bar, wrap); TL.axis = cv;
+  TL.labels.addEventListener("click", function (e) { labelClick(e.offsetX, e.offsetY); });
+  var h2 = document.querySelector("#busy h2"); if (h2) h2.textContent = "GPU busy per rank (on the timeline's clock: the same x as the timeline, it follows the zoom)";
+  legend(); layout(); drawTimeline();
+  hook.labels = function () { return TL.drawn.slice(); };
+  hook.axis = function () { return TL.axisInfo; };
+  hook.rows = function () { return TL.rows.map(function (r) { var T = r.track; return {text: r.text, y: r.y, h: r.h, head: !!r.head, summary: !!r.summary,
+    lanes: T ? T.lanes.length : 0, shown: T ? T.shown : 0, note: T ? T.note || "" : "", pinned: T ? !!T.pinned : false, collapsed: T ? !!T.collapsed : r.file ? !!r.file.collapsed : r.summary ? true : false}; }); };
+  hook.clickLabel = labelClick;
+  hook.busyAt = function (rank, x) { var c = document.querySelector("#busy-body canvas[data-rank='" + rank + "']"); return c ? Array.from(c.getContext("2d").getImageData(x, 10, 1, 1).data) : null; };
+}
