@@ -234,6 +234,19 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
             j - i);
   }
   fputs("]", out);
+  /* the trace's thread and process names ("M" events): the page names its rows with them */
+  for (int proc = 0; proc < 2; proc++) {
+    fputs(proc ? ", \"procs\": [" : ", \"threads\": [", out);
+    for (size_t i = 0, w = 0; i < m->n_meta; i++) {
+      const ft_model_meta *t = &m->meta[i];
+      if (t->process != proc) continue;
+      if (proc) fprintf(out, "%s[%lld,", w++ ? "," : "", (long long)t->pid);
+      else fprintf(out, "%s[%lld,%lld,", w++ ? "," : "", (long long)t->pid, (long long)(t->tid < 0 ? 0 : t->tid));
+      ft_json_string(out, t->name);
+      fputc(']', out);
+    }
+    fputc(']', out);
+  }
   /* columns: start, duration, name, correlation, External id; then the launches (g, gn of them) */
   col cols[6] = {{0}};
   bool ok = true;

@@ -171,10 +171,11 @@ function trackLabel(f, cls, pid, tid) {
     (Array.isArray(f.procs) ? f.procs : []).forEach(function (r) { if (Array.isArray(r) && typeof r[1] === "string" && r[1].trim()) f.pnames.set(String(r[0]), r[1].trim()); });
   }
   var tn = f.tnames.get(pid + ":" + tid), pn = f.pnames.get(String(pid)), s;
-  if (cls === 0) s = (tn || "thread " + tid) + " ops";
-  else if (cls === 1) s = (tn || "thread " + tid) + " runtime";
-  else if (cls === 2) s = (pn || "GPU " + pid) + " " + (tn || "stream " + tid);
-  else s = (pn || "GPU " + pid) + " ranges";
+  var thread = tn || (pn ? pn + " " : "") + "thread " + tid; /* torch names a device's process "python3": the device's rows keep "GPU N" */
+  if (cls === 0) s = thread + " ops";
+  else if (cls === 1) s = thread + " runtime";
+  else if (cls === 2) s = "GPU " + pid + " " + (tn || "stream " + tid);
+  else s = "GPU " + pid + " ranges";
   return s;
 }
 /* Each device's busy share (report.c's "timeline" bins, per mille over stats' span of the file, at
