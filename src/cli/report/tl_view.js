@@ -92,16 +92,21 @@ function absTime(t, step) { /* t in the largest unit it reaches, to the step's p
   var u = unitOf(Math.abs(t)), dec = Math.max(0, Math.round(Math.log10(u[0] / step)));
   return (t / u[0]).toFixed(dec) + " " + u[1];
 }
-function drawAxis(W) {
-  var cv = TL.axis; if (!cv) return;
-  var a = axisTicks(TL.view[0], TL.view[1], W);
-  cv.width = W; cv.height = AXIS_H; cv.style.width = W + "px";
-  var g = cv.getContext("2d"); g.clearRect(0, 0, W, AXIS_H); g.font = "10px system-ui,sans-serif"; g.textBaseline = "top";
-  g.fillStyle = "#9ca3af"; g.fillRect(0, AXIS_H - 1, W, 1);
-  a.ticks.forEach(function (k) {
-    var x = Math.round(k.x); g.fillStyle = "#6b7280"; g.fillRect(x, AXIS_H - 7, 1, 6);
-    var tw = g.measureText(k.text).width; g.fillStyle = "#1d2330"; g.fillText(k.text, Math.min(Math.max(0, x - tw / 2), W - tw), 2);
-  });
+function drawAxis(W) { /* DOM, not a canvas: a dozen labels a frame, and the page's canvases stay the slices' */
+  var ax = TL.axis; if (!ax) return;
+  var a = axisTicks(TL.view[0], TL.view[1], W), kids = ax.children;
+  ax.style.width = W + "px";
+  while (kids.length < a.ticks.length) { var k = el("span"), m = el("i"); k.appendChild(document.createTextNode("")); ax.appendChild(k); k.appendChild(m);
+    k.style.position = "absolute"; k.style.top = "1px"; k.style.whiteSpace = "nowrap"; k.style.fontSize = "10px"; k.style.color = "#1d2330";
+    m.style.position = "absolute"; m.style.top = "14px"; m.style.width = "1px"; m.style.height = "6px"; m.style.background = "#6b7280"; }
+  for (var i = 0; i < kids.length; i++) {
+    var k2 = kids[i], t = a.ticks[i];
+    if (!t) { k2.style.display = "none"; continue; }
+    var x = Math.round(t.x), left = Math.min(Math.max(0, x - 40), Math.max(0, W - 80)); /* centred on its tick, kept inside */
+    k2.style.display = ""; k2.firstChild.nodeValue = t.text; k2.style.left = left + "px"; k2.style.width = "80px";
+    k2.style.textAlign = left === 0 && x < 40 ? "left" : left > 0 && x > W - 40 ? "right" : "center";
+    k2.lastChild.style.left = (x - left) + "px";
+  }
   TL.axisInfo = a;
   busyStrip();
 }
@@ -154,10 +159,11 @@ function legend() {
 /* Set up once the timeline's canvases exist: the axis above them (sticky), the labels' clicks, the
    legend, the busy strip's heading; the test hook's view functions. */
 function viewInit(hook) {
-  var wrap = TL.canvas.parentNode, bar = el("div", "tl-axis-row"), cv = el("canvas", "tl-axis");
+  var wrap = TL.canvas.parentNode, bar = el("div", "tl-axis-row"), ax = el("div", "tl-axis");
   bar.style.position = "sticky"; bar.style.top = "0"; bar.style.zIndex = "3"; bar.style.background = "#fff"; bar.style.height = AXIS_H + "px";
-  bar.style.paddingLeft = (GUTTER + 2) + "px"; cv.style.display = "block";
-  bar.appendChild(cv); wrap.parentNode.insertBefore(bar, wrap); TL.axis = cv;
+  bar.style.borderBottom = "1px solid #9ca3af"; bar.style.paddingLeft = (GUTTER + 2) + "px";
+  ax.style.position = "relative"; ax.style.height = AXIS_H + "px"; ax.style.overflow = "hidden";
+  bar.appendChild(ax); wrap.parentNode.insertBefore(bar, wrap); TL.axis = ax;
   TL.labels.addEventListener("click", function (e) { labelClick(e.offsetX, e.offsetY); });
   var h2 = document.querySelector("#busy h2"); if (h2) h2.textContent = "GPU busy per rank (on the timeline's clock: the same x as the timeline, it follows the zoom)";
   legend(); layout(); drawTimeline();
