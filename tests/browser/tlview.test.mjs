@@ -16,7 +16,7 @@ const x = (ev, cat, name, ts, dur, pid, tid, args) => ev.push({ph: "X", cat, nam
 const meta = (ev, what, pid, tid, name) => ev.push({name: what, ph: "M", ts: 0, pid, tid, args: {name}});
 const LONG = "a_kernel_name_far_too_long_for_its_slice_at_this_zoom_level_of_the_timeline";
 
-// one rank: a 124 ms cudaMalloc followed by 200 short calls 20 us apart (merged with it at overview
+// one rank: two steps 50 us apart; a 124 ms cudaMalloc followed by 200 short calls 20 us apart (merged with it at overview
 // zoom), 100 ops 100 us long 10 us apart (merged, none most of its block), kernels on stream 7, one
 // with a long name; 20 GPU ranges each starting inside the previous and ending after it (20 deep)
 function trace(rank, opts = {}) {
@@ -30,6 +30,7 @@ function trace(rank, opts = {}) {
   x(ev, "cuda_runtime", "cudaMalloc", 1000, 124000, 1, 1);
   for (let i = 0; i < 200; i++) x(ev, "cuda_runtime", "cudaLaunchKernel", 125010 + 20 * i, 4, 1, 1, {correlation: i + 1});
   for (let i = 0; i < 100; i++) x(ev, "cpu_op", "tiny_op", 1000 + 110 * i, 100, 1, 2);
+  x(ev, "user_annotation", "ProfilerStep#551", 1000, 59000, 1, 3); x(ev, "user_annotation", "ProfilerStep#552", 60050, 64000, 1, 3);
   x(ev, "cpu_op", "outer_op", 15000, 50, 1, 2); x(ev, "cpu_op", "inner_op", 15010, 20, 1, 2);
   for (let i = 0; i < 200; i++) x(ev, "kernel", i === 0 ? LONG : "gemm", 125020 + 20 * i, i === 0 ? 6000 : 10, 0, 7, {correlation: i + 1, stream: 7, device: 0});
   for (let i = 0; i < 20; i++) x(ev, "gpu_user_annotation", "range" + i, 125020 + 10 * i, 100, 0, 7, {stream: 7});
@@ -65,7 +66,7 @@ test("timeline drawing: labels, lanes, axis, names, busy strip, counters, legend
 
     await t.test("4. rows named by the trace's thread_name / process_name", async () => {
       const rows = await page.evaluate(() => ftTimeline.TL.rows.map((r) => r.text));
-      assert.deepEqual(rows, ["rank 0  one.json", "main thread runtime", "trainer thread 2 ops", "GPU 0 stream 7", "GPU 0 ranges", "GPU 0 busy %"]);
+      assert.deepEqual(rows, ["rank 0  one.json", "main thread runtime", "trainer thread 2 ops", "trainer thread 3 ops", "GPU 0 stream 7", "GPU 0 ranges", "GPU 0 busy %"]);
     });
 
     // 1. the whole trace (~129 ms on ~940 px): cudaMalloc is merged with the calls after it and keeps its
@@ -81,6 +82,8 @@ test("timeline drawing: labels, lanes, axis, names, busy strip, counters, legend
       assert.equal(malloc.length, 1);
       assert.equal(malloc[0].text, "cudaMalloc");
       assert.equal(lab.filter((l) => l.name === "tiny_op").length, 0);
+      // two long slices 50 us apart (HTA's ProfilerStep#551, #552): each a block of its own, named
+      assert.deepEqual(lab.filter((l) => /^ProfilerStep/.test(l.name)).map((l) => l.text), ["ProfilerStep#551", "ProfilerStep#552"]);
       // zoomed on the long kernel (6 ms wide of a 20 ms view: ~280 px): its name cut to fit, with an ellipsis
       await page.evaluate(() => ftTimeline.setView(120000000, 140000000));
       const cut = (await page.evaluate(() => ftTimeline.labels())).find((l) => l.name.startsWith("a_kernel"));
@@ -174,8 +177,8 @@ test("timeline drawing: labels, lanes, axis, names, busy strip, counters, legend
       await clickLabel(many.page, 40, head3.y + 5);
       mr = await many.page.evaluate(() => ftTimeline.rows());
       const at = mr.findIndex((r) => r.text === "rank 3  r3.json");
-      assert.deepEqual(mr.slice(at, at + 7).map((r) => r.text), ["rank 3  r3.json", "thread 1 runtime", "thread 2 ops", "GPU 0 stream 7", "GPU 0 ranges", "GPU 0 busy %", "rank 4  r4.json"]);
-      assert.equal(mr.length, 18 - 1 + 5);
+      assert.deepEqual(mr.slice(at, at + 8).map((r) => r.text), ["rank 3  r3.json", "thread 1 runtime", "thread 2 ops", "thread 3 ops", "GPU 0 stream 7", "GPU 0 ranges", "GPU 0 busy %", "rank 4  r4.json"]);
+      assert.equal(mr.length, 18 - 1 + 6);
       // the axis stays at the window's top while the timeline scrolls under it
       const top = await many.page.evaluate(() => { const w = ftTimeline.TL.canvas.parentNode; window.scrollBy(0, w.getBoundingClientRect().top + 150); return [Math.round(w.getBoundingClientRect().top), document.querySelector("div.tl-axis").getBoundingClientRect().top]; });
       assert.deepEqual(top, [-150, 0]);

@@ -7,17 +7,18 @@ function level(F, lane, L) {
   if (lane.lv[L]) return lane.lv[L];
   if (L > 0 && !lane.lv[L - 1]) return level(F, lane, L - 1); /* coarser than the lane needs: its coarsest */
   var res = 1000 * Math.pow(8, L), p = L ? lane.lv[L - 1] : null, S = p ? p.s : lane.s, n = S.length;
-  var s = new Float64Array(n), e = new Float64Array(n), rep = new Int32Array(n), cnt = new Int32Array(n), m = -1;
+  var s = new Float64Array(n), e = new Float64Array(n), rep = new Int32Array(n), cnt = new Int32Array(n), m = -1, long = res * LONG_PX, mlong = false;
   for (var i = 0; i < n; i++) {
-    var k = p ? p.rep[i] : lane.idx[i], end = p ? p.e[i] : F.en[k], c = p ? p.cnt[i] : 1;
-    if (m >= 0 && S[i] - e[m] < res) {
+    var k = p ? p.rep[i] : lane.idx[i], end = p ? p.e[i] : F.en[k], c = p ? p.cnt[i] : 1, il = F.en[k] - F.st[k] >= long;
+    if (m >= 0 && S[i] - e[m] < res && !il && !mlong) { /* a long slice is a block of its own: it keeps its name */
       if (end > e[m]) e[m] = end;
       if (F.en[k] - F.st[k] > F.en[rep[m]] - F.st[rep[m]]) rep[m] = k;
       cnt[m] += c;
-    } else { m++; s[m] = S[i]; e[m] = end; rep[m] = k; cnt[m] = c; }
+    } else { m++; s[m] = S[i]; e[m] = end; rep[m] = k; cnt[m] = c; mlong = il; }
   }
   return (lane.lv[L] = {s: s.subarray(0, m + 1), e: e.subarray(0, m + 1), rep: rep.subarray(0, m + 1), cnt: cnt.subarray(0, m + 1)});
 }
+var LONG_PX = 16; /* a slice this many pixels of a level or longer (2 to 16 px where the level is drawn) is never merged */
 function levels(F, lane) { /* every level up to the one of a single block */
   for (var L = 0; L < 16 && (L === 0 || lane.lv[L - 1].s.length > 1); L++) level(F, lane, L);
 }
@@ -103,7 +104,7 @@ function drawLabels() {
   var g = cv.getContext("2d"); g.font = "11px system-ui,sans-serif"; g.textBaseline = "top";
   TL.rows.forEach(function (r) {
     g.fillStyle = r.head ? "#eef1f6" : "#fff"; g.fillRect(0, r.y, GUTTER, r.h);
-    g.fillStyle = r.head ? "#1d2330" : "#4b5563"; g.fillText(r.text.length > 31 ? r.text.slice(0, 30) + "\u2026" : r.text, r.head ? 12 : 12, r.y + 2);
+    g.fillStyle = r.head ? "#1d2330" : "#4b5563"; g.fillText(fitText(g, r.text, GUTTER - 14 - (r.track ? PIN_W : 0)), 12, r.y + 2);
     labelMarks(g, r);
   });
 }

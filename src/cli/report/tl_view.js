@@ -16,6 +16,14 @@ function drawName(g, G, id, x, w, y, W) {
   if (TL.drawn.length < 5000) TL.drawn.push({text: text, name: name, x: left, w: room, y: y});
 }
 
+/* text cut with "…" to room px (a row's label: a few a frame) */
+function fitText(g, text, room) {
+  if (g.measureText(text).width <= room) return text;
+  var n = text.length;
+  while (n > 1 && g.measureText(text.slice(0, n) + "\u2026").width > room) n = Math.floor(n * 0.9);
+  while (g.measureText(text.slice(0, n + 1) + "\u2026").width <= room) n++;
+  return text.slice(0, n) + "\u2026";
+}
 /* The bins of B (busy per mille over [t0, t0 + span), page ns) at page time t: -1 outside */
 function binAt(B, t) { var i = Math.floor((t - B.t0) / B.span * B.bins.length); return i >= 0 && i < B.bins.length ? B.bins[i] : -1; }
 /* a device's busy share as a counter track: an area per bin in view (at most a rect a bin or a pixel) */
@@ -56,7 +64,7 @@ function labelMarks(g, r) {
   if (T) {
     g.strokeStyle = "#6b7280"; g.fillStyle = T.pinned ? "#d97706" : "#fff"; g.lineWidth = 1;
     g.beginPath(); g.arc(GUTTER - PIN_W / 2, r.y + 8, 4, 0, 2 * Math.PI); g.fill(); g.stroke();
-    if (T.note && r.h >= 2 * LANE_H) { g.fillStyle = "#a4320c"; g.fillText(T.note.length > 34 ? T.note.slice(0, 33) + "\u2026" : T.note, 12, r.y + 16); }
+    if (T.note && r.h >= 2 * LANE_H) { g.fillStyle = "#a4320c"; g.fillText(fitText(g, T.note, GUTTER - 14), 12, r.y + 16); }
   }
 }
 /* a click on the labels: the pin dot pins or unpins the track; elsewhere a track folds to its first
@@ -115,7 +123,7 @@ function drawAxis(W) { /* DOM, not a canvas: a dozen labels a frame, and the pag
    the view changes. Each rank's row is its devices' mean busy share at that time. */
 function busyStrip() {
   var s = document.getElementById("busy-body"), G = TL.groups[0]; if (!s || !G || !TL.canvas) return;
-  var key = TL.view[0] + ":" + TL.view[1] + ":" + G.shift + ":" + TL.canvas.clientWidth; if (TL.busyKey === key) return;
+  var key = TL.view[0] + ":" + TL.view[1] + ":" + G.shift + ":" + TL.canvas.clientWidth; if (TL.busyKey === key || !TL.canvas.clientWidth) return;
   TL.busyKey = key;
   var W = TL.canvas.clientWidth, q = (TL.view[1] - TL.view[0]) / W, cvs = s.querySelectorAll("canvas");
   if (TL.busyW !== W) { /* a layout read only when the width changed, not a frame */
