@@ -125,7 +125,7 @@ test("timeline drawing: labels, lanes, axis, names, busy strip, counters, legend
 
     // 5. the busy strip: the timeline's x and clock. Whole trace: busy where the kernels run, not before
     await t.test("5. the busy strip on the timeline's clock", async () => {
-      await page.evaluate(() => ftTimeline.setView(0, 130000000));
+      await page.evaluate(() => new Promise((ok) => { ftTimeline.setView(0, 130000000); requestAnimationFrame(() => ok()); })); // (redrawn once a frame)
       const strip = await page.evaluate(() => { const b = document.querySelector("#busy-body canvas").getBoundingClientRect(), c = ftTimeline.TL.canvas.getBoundingClientRect(); return [b.left, b.width, c.left, c.width]; });
       assert.deepEqual([strip[0], strip[1]], [strip[2], strip[3]]);
       const kx = await page.evaluate(() => { const [f, k] = ftTimeline.find(0, "a_kernel_name_far_too_long_for_its_slice_at_this_zoom_level_of_the_timeline")[0]; const p = ftTimeline.slicePos(0, f, k); return Math.round((p.x + p.x1) / 2); });

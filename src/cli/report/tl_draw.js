@@ -89,18 +89,19 @@ function drawTimeline() {
       }
     });
   });
+  TL.rows.forEach(function (r) { if (r.summary) drawSummary(g, r, W); }); /* (pixels put: before the outlines and arrows) */
   g.globalAlpha = 1;
   var sel = TL.pinned || TL.hover;
   if (TL.pinned) { var pp = slicePos(TL.pinned.G, TL.pinned.F, TL.pinned.k, W); g.strokeStyle = "#d97706"; g.lineWidth = 3; g.strokeRect(pp.x - 2, pp.y - 2, Math.max(1, pp.x1 - pp.x) + 4, LANE_H + 2); }
   if (sel) drawFlow(g, sel, W);
-  TL.rows.forEach(function (r) { if (r.summary) drawSummary(g, r, W); });
   drawLabels();
   drawAxis(W);
   document.getElementById("axis-lo").textContent = fmt(TL.view[0] / 1000, "t_us");
   document.getElementById("axis-hi").textContent = fmt(TL.view[1] / 1000, "t_us");
 }
 function drawLabels() {
-  var cv = TL.labels; cv.width = GUTTER; cv.height = TL.height; cv.style.height = TL.height + "px";
+  var cv = TL.labels; if (TL.labelsFor === TL.rows && cv.height === TL.height) return; /* the names change with the layout, not the view */
+  TL.labelsFor = TL.rows; cv.width = GUTTER; cv.height = TL.height; cv.style.height = TL.height + "px";
   var g = cv.getContext("2d"); g.font = "11px system-ui,sans-serif"; g.textBaseline = "top";
   TL.rows.forEach(function (r) {
     g.fillStyle = r.head ? "#eef1f6" : "#fff"; g.fillRect(0, r.y, GUTTER, r.h);
@@ -180,6 +181,7 @@ function jumpTo(g, fi, t, dur) { /* the stretch [t, t + dur) of group g's file f
   for (var k = 0; k < F.st.length; k++) /* the slice the occurrence is: its start and length, else the longest one starting there */
     if (Math.abs(F.st[k] - t) < 1 && (best < 0 || Math.abs(F.en[k] - F.st[k] - dur) < Math.abs(F.en[best] - F.st[best] - dur))) best = k;
   TL.pinned = best >= 0 ? {G: G, F: F, T: TL.tracks[F.track[best]], k: best} : null;
+  if (TL.pinned && TL.pinned.T.hidden) { F.collapsed = false; layout(); } /* its rank folded: opened to show it */
   setView(lo, hi);
   var r = TL.canvas.getBoundingClientRect(), y = best >= 0 ? TL.tracks[F.track[best]].y : 0; /* the slice's row brought into sight */
   window.scrollTo(0, Math.max(0, window.scrollY + r.top + y - 120));

@@ -26,16 +26,20 @@ function fitText(g, text, room) {
 }
 /* The bins of B (busy per mille over [t0, t0 + span), page ns) at page time t: -1 outside */
 function binAt(B, t) { var i = Math.floor((t - B.t0) / B.span * B.bins.length); return i >= 0 && i < B.bins.length ? B.bins[i] : -1; }
-/* a device's busy share as a counter track: an area per bin in view (at most a rect a bin or a pixel) */
+/* a device's busy share as a counter track: its bins drawn once (a pixel column a bin, off screen), then
+   each frame the bins in view scaled onto the track in one drawImage */
 function drawBusy(g, T, W) {
-  var B = T.busy, G = T.group, n = B.bins.length, base = T.y + T.h - 2, hh = T.h - 5, bw = B.span / n;
-  var lo = Math.max(0, Math.floor((TL.view[0] + G.shift - B.t0) / bw)), hi = Math.min(n, Math.ceil((TL.view[1] + G.shift - B.t0) / bw));
-  g.globalAlpha = 1; g.fillStyle = "rgba(19,160,122,0.75)";
-  for (var i = lo, lastX = -1; i < hi; i++) {
-    var x = Math.max(0, Math.floor(xOf(G, B.t0 + i * bw, W))), x1 = Math.min(W, Math.ceil(xOf(G, B.t0 + (i + 1) * bw, W)));
-    if (x1 <= lastX) continue; /* bins narrower than a pixel: the first of each pixel */
-    x = Math.max(x, lastX); lastX = x1;
-    if (B.bins[i] > 0) g.fillRect(x, base - B.bins[i] * hh, x1 - x, B.bins[i] * hh);
+  var B = T.busy, G = T.group, n = B.bins.length, hh = T.h - 5, bw = B.span / n;
+  if (!B.img || B.img.height !== hh) {
+    var c = B.img = document.createElement("canvas"), cg; c.width = n; c.height = hh; cg = c.getContext("2d");
+    cg.fillStyle = "rgba(19,160,122,0.75)";
+    for (var i = 0; i < n; i++) if (B.bins[i] > 0) cg.fillRect(i, hh - B.bins[i] * hh, 1, B.bins[i] * hh);
+  }
+  var lo = Math.max(0, (TL.view[0] + G.shift - B.t0) / bw), hi = Math.min(n, (TL.view[1] + G.shift - B.t0) / bw);
+  g.globalAlpha = 1;
+  if (hi > lo) {
+    var x0 = xOf(G, B.t0 + lo * bw, W), x1 = xOf(G, B.t0 + hi * bw, W);
+    g.imageSmoothingEnabled = false; g.drawImage(B.img, lo, 0, hi - lo, hh, x0, T.y + 3, x1 - x0, hh); g.imageSmoothingEnabled = true;
   }
   g.fillStyle = "#6b7280"; g.fillText("100 %", 2, T.y + 1);
 }
@@ -44,13 +48,21 @@ function summaryText(F) { return F.busy.length ? "summary: GPU busy, " + F.busy.
 function drawSummary(g, r, W) {
   var F = r.summary, G = F.tracks.length ? F.tracks[0].group : TL.groups[0], q = (TL.view[1] - TL.view[0]) / W;
   g.globalAlpha = 1; g.fillStyle = "#f3f4f6"; g.fillRect(0, r.y, W, r.h);
-  if (!F.busy.length) return;
+  if (F.busy.length) g.putImageData(heatRow(g, F.busy, W, r.h - 2, TL.view[0] + G.shift + 0.5 * q, q, 243), 0, r.y + 1);
+}
+/* a heat strip W x h of the mean busy share of bs (each {B}) at times t0 + x q: green, paler when idle;
+   bg (grey level) where no bin covers the time. A pixel column a time, whatever the number of slices. */
+function heatRow(g, bs, W, h, t0, q, bg) {
+  var img = g.createImageData(W, h), d = img.data, nb = bs.length;
   for (var x = 0; x < W; x++) {
-    var t = TL.view[0] + G.shift + (x + 0.5) * q, v = 0, any = false;
-    F.busy.forEach(function (b) { var u = binAt(b.B, t); if (u >= 0) { v += u; any = true; } });
-    if (!any) continue;
-    g.fillStyle = "rgba(19,160,122," + (0.08 + 0.92 * v / F.busy.length) + ")"; g.fillRect(x, r.y + 1, 1, r.h - 2);
+    var t = t0 + x * q, v = 0, any = 0, o = 4 * x;
+    for (var j = 0; j < nb; j++) { var B = bs[j].B, i = Math.floor((t - B.t0) / B.span * B.bins.length); if (i >= 0 && i < B.bins.length) { v += B.bins[i]; any++; } }
+    if (!any) { if (bg) { d[o] = d[o + 1] = d[o + 2] = bg; d[o + 3] = 255; } continue; }
+    var a = 0.08 + 0.92 * v / nb;
+    d[o] = 255 - a * 236; d[o + 1] = 255 - a * 95; d[o + 2] = 255 - a * 133; d[o + 3] = 255;
   }
+  for (var y = 1; y < h; y++) d.copyWithin(4 * W * y, 0, 4 * W);
+  return img;
 }
 /* a row's label marks: a rank's or a track's fold (a triangle), a track's pin (a dot, filled when pinned) */
 function labelMarks(g, r) {
@@ -120,12 +132,16 @@ function drawAxis(W) { /* DOM, not a canvas: a dozen labels a frame, and the pag
 }
 
 /* The busy strip (section #busy) on the timeline's clock: same x as the timeline's canvas, redrawn when
-   the view changes. Each rank's row is its devices' mean busy share at that time. */
+   the view changes (once a frame at most). Each rank's row is its devices' mean busy share at that time. */
 function busyStrip() {
-  var s = document.getElementById("busy-body"), G = TL.groups[0]; if (!s || !G || !TL.canvas) return;
-  var key = TL.view[0] + ":" + TL.view[1] + ":" + G.shift + ":" + TL.canvas.clientWidth; if (TL.busyKey === key || !TL.canvas.clientWidth) return;
+  if (TL.busyFrame) return;
+  TL.busyFrame = requestAnimationFrame(function () { TL.busyFrame = 0; busyDraw(); });
+}
+function busyDraw() {
+  var s = document.getElementById("busy-body"), G = TL.groups[0], W = TL.canvas ? TL.canvas.clientWidth : 0; if (!s || !G || !W) return;
+  var key = TL.view[0] + ":" + TL.view[1] + ":" + G.shift + ":" + W; if (TL.busyKey === key) return;
   TL.busyKey = key;
-  var W = TL.canvas.clientWidth, q = (TL.view[1] - TL.view[0]) / W, cvs = s.querySelectorAll("canvas");
+  var q = (TL.view[1] - TL.view[0]) / W, cvs = s.querySelectorAll("canvas"), t0 = TL.view[0] + G.shift + 0.5 * q;
   if (TL.busyW !== W) { /* a layout read only when the width changed, not a frame */
     var cr = TL.canvas.getBoundingClientRect(), sr = s.getBoundingClientRect(); TL.busyW = W;
     s.style.gridTemplateColumns = Math.max(0, cr.left - sr.left) + "px " + W + "px"; s.style.columnGap = "0";
@@ -133,18 +149,11 @@ function busyStrip() {
   var ranks = {};
   G.files.forEach(function (F) { (ranks[F.rank] = ranks[F.rank] || []).push.apply(ranks[F.rank], F.busy); });
   cvs.forEach(function (cv) {
-    var bs = ranks[cv.getAttribute("data-rank")]; if (!bs) return;
-    cv.style.border = "0"; cv.style.width = W + "px";
+    var bs = ranks[cv.getAttribute("data-rank")]; if (!bs || !bs.length) return;
     cv.draw = function () {
-      cv.width = W; cv.height = 22;
-      var g = cv.getContext("2d"), img = g.createImageData(W, 1);
-      for (var x = 0; x < W; x++) {
-        var t = TL.view[0] + G.shift + (x + 0.5) * q, v = 0, any = false;
-        bs.forEach(function (b) { var u = binAt(b.B, t); if (u >= 0) { v += u; any = true; } });
-        var a = any ? 0.08 + 0.92 * v / bs.length : 0; /* outside the rank's span: the canvas's grey */
-        img.data[4 * x] = Math.round(255 - a * (255 - 19)); img.data[4 * x + 1] = Math.round(255 - a * (255 - 160)); img.data[4 * x + 2] = Math.round(255 - a * (255 - 122)); img.data[4 * x + 3] = any ? 255 : 0;
-      }
-      for (var y = 0; y < 22; y++) g.putImageData(img, 0, y);
+      if (cv.width !== W || cv.height !== 22) { cv.width = W; cv.height = 22; cv.style.border = "0"; cv.style.width = W + "px"; }
+      var g = cv.getContext("2d"), img = heatRow(g, bs, W, 22, t0, q, 0);
+      g.putImageData(img, 0, 0);
     };
     cv.draw();
   });
