@@ -188,7 +188,8 @@ static int64_t page_id(int64_t v) { return v > 0 && v < (1ll << 52) ? v : 0; }
  * first event), duration ns, name id, correlation and External id (0: none; each as
  * the difference from the previous slice's), and the launches [index, grid xyz,
  * block xyz]. */
-static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int64_t offset_ns, const ft_stat_file *sf) {
+static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int64_t offset_ns,
+                            const ft_stat_file *sf) {
   size_t n = 0;
   uint32_t max_name = 0;
   for (size_t i = 0; i < m->n; i++) {

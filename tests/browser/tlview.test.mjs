@@ -98,7 +98,7 @@ test("timeline drawing: labels, lanes, axis, names, busy strip, counters, legend
       const ranges = await page.evaluate(() => { const T = ftTimeline.TL.tracks.find((T) => T.cls === 3); return {lanes: T.lanes.length, h: T.h}; });
       assert.deepEqual(ranges, {lanes: 6, h: 6 * 15 + 3});
       const rr = (await page.evaluate(() => ftTimeline.rows())).find((r) => r.text === "GPU 0 ranges");
-      assert.equal(rr.note, "20 lanes deep: the last 15 merged");
+      assert.equal(rr.note, "20 deep, last 15 merged");
     });
 
     // 3. the axis: 1-2-5 steps at least 90 px apart, in the step's unit from the view's origin

@@ -246,7 +246,8 @@ static bool add_meta(ft_model *m, const ft__ev *e, const char *name) {
   t->pid = e->dev;
   t->process = e->bytes == 1;
   t->tid = t->process || !e->has_tid ? -1 : e->tid;
-  snprintf(t->name, sizeof t->name, "%.*s", (int)(e->name_len < sizeof t->name ? e->name_len : sizeof t->name - 1), name);
+  snprintf(t->name, sizeof t->name, "%.*s", (int)(e->name_len < sizeof t->name ? e->name_len : sizeof t->name - 1),
+           name);
   return true;
 }
 

@@ -135,7 +135,8 @@ static inline bool ft__rd_emit(reader *r, ft__ev *e, const char *cat) {
   const char *name = r->name ? r->name : "";
   return r->sink ? ft__rd_batch_add(r->sink, *e, name, cat) : ft__stats_apply(r->st, e, name, cat);
 }
-/* The event may still be a thread_name / process_name event: ph "M" (or not read yet) and that name (or not read yet). */
+/* The event may still be a thread_name / process_name event: ph "M" (or not read yet) and that name (or not read yet).
+ */
 static inline bool ft__rd_maybe_meta(const reader *r) {
   return (!r->ph_seen || r->is_meta) && (!r->name_seen || r->meta_kind);
 }

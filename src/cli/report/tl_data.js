@@ -73,7 +73,7 @@ function buildGroup(label, data) {
       G.end = end;
       for (d = 0; d < lanes.length; d++) levels(F, lanes[d]);
       var T = {group: G, file: F, cls: cls, pid: pid, tid: tid, lanes: lanes, deep: cnt ? deep + 1 : 0, label: trackLabel(f, cls, pid, tid),
-        note: deep + 1 > lanes.length && cnt ? (deep + 1) + " lanes deep: the last " + (deep + 2 - lanes.length) + " merged" : ""};
+        note: deep + 1 > lanes.length && cnt ? (deep + 1) + " deep, last " + (deep + 2 - lanes.length) + " merged" : ""};
       TL.tracks.push(T); F.tracks.push(T);
     }
     G.end = Math.max(G.end, memTracks(G, F, f));
