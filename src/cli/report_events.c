@@ -180,6 +180,66 @@ static int by_row_ts(const void *a, const void *b, void *arg) {
   return 0;
 }
 
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Each stream's queue length (its device work launched and not started yet: a launch's start to its
+ * work's start), the highest in each of the busy bins (FT_TIMELINE_BINS over [t0, t0 + span), the
+ * timeline's "busy_ns"): "queue": [[pid, stream, [bins]], ...], a stream only with linked work. A
+ * stream's rows are ev[i, j) (by start); its launches' starts sorted in a buffer of 8 B a slice. */
+static ft_status write_queues(FILE *out, const ft_model *m, const tl_row *ev, size_t n, int64_t t0, uint64_t span) {
+  fputs(", \"queue\": [", out);
+  if (!m->link || !span) return fputc(']', out), FT_OK;
+  int64_t *launch = NULL;
+  size_t cap = 0, w = 0;
+  uint32_t bins[FT_TIMELINE_BINS];
+  for (size_t i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && ev[j].cls == ev[i].cls && ev[j].pid == ev[i].pid && ev[j].tid == ev[i].tid;) j++;
+    if (ev[i].cls != TL_DEVICE) continue;
+    if (j - i > cap) {
+      int64_t *b = realloc(launch, (j - i) * sizeof *b);
+      if (!b) return free(launch), FT_ENOMEM;
+      launch = b, cap = j - i;
+    }
+    size_t nl = 0;
+    for (size_t k = i; k < j; k++) {
+      uint32_t l = m->link[ev[k].slice];
+      if (l != FT_MODEL_NONE && m->ts[l] <= m->ts[ev[k].slice]) launch[nl++] = m->ts[l];
+    }
+    if (!nl) continue;
+    qsort(launch, nl, sizeof *launch, cmp_i64);
+    memset(bins, 0, sizeof bins);
+    int64_t cur = 0; /* queued now; in effect since bin `last` */
+    size_t a = 0, k = i, last = 0;
+    while (a < nl || k < j) { /* launches and starts in time order, a launch first at a tie */
+      bool start = k < j && (a >= nl || m->ts[ev[k].slice] < launch[a]);
+      int64_t t = start ? m->ts[ev[k].slice] : launch[a];
+      if (start) {
+        uint32_t l = m->link[ev[k].slice];
+        k++;
+        if (l == FT_MODEL_NONE || m->ts[l] > t) continue; /* in no launch counted */
+      } else {
+        a++;
+      }
+      uint64_t off = t < t0 ? 0 : (uint64_t)(t - t0);
+      size_t bin = off >= span ? FT_TIMELINE_BINS - 1 : (size_t)((unsigned __int128)off * FT_TIMELINE_BINS / span);
+      for (size_t c = last; c <= bin && cur > 0; c++) /* what was queued stays queued until now */
+        if (bins[c] < cur) bins[c] = cur > UINT32_MAX ? UINT32_MAX : (uint32_t)cur;
+      last = bin;
+      cur += start ? -1 : 1;
+      if (cur > (int64_t)bins[bin]) bins[bin] = cur > UINT32_MAX ? UINT32_MAX : (uint32_t)cur;
+    }
+    fprintf(out, "%s[%lld,%lld,[", w++ ? "," : "", (long long)ev[i].pid, (long long)ev[i].tid);
+    for (size_t b = 0; b < FT_TIMELINE_BINS; b++) fprintf(out, "%s%u", b ? "," : "", bins[b]);
+    fputs("]]", out);
+  }
+  free(launch);
+  fputc(']', out);
+  return FT_OK;
+}
+
 /* A correlation or External id the page can hold exactly (below 2^52), else 0. */
 static int64_t page_id(int64_t v) { return v > 0 && v < (1ll << 52) ? v : 0; }
 
@@ -279,6 +339,8 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
   }
   fprintf(out, ", \"gn\": %zu", launches);
   if (!s) s = ft__tl_write_mem(out, m, names, n ? first : first_ts(m));
+  if (!s && sf->span_ns && sf->first_ns <= INT64_MAX)
+    s = write_queues(out, m, ev, n, (int64_t)sf->first_ns, sf->span_ns);
   fputc('}', out);
   for (int c = 0; c < 6; c++) free(cols[c].b);
   free(ev);

@@ -1,7 +1,7 @@
 // The report timeline's drawing (issue 52), in Debian's chromium driven by Playwright: names kept on
 // merged blocks at overview zoom and cut with "…"; the GPU ranges row bounded to 6 lanes; the time
 // axis's 1-2-5 ticks and units, sticky over the canvas; rows named by the trace's thread_name /
-// process_name events; the busy strip on the timeline's clock; busy % counter tracks and a legend of
+// process_name events; the busy strip on the timeline's clock; busy % and queue counter tracks and a legend of
 // what the page has; folding, pinning, ranks folded to summary rows above 8 ranks.
 // Usage: node --test tlview.test.mjs (FLAGTRACE=path/to/flagtrace).
 import {test} from "node:test";
@@ -66,7 +66,7 @@ test("timeline drawing: labels, lanes, axis, names, busy strip, counters, legend
 
     await t.test("4. rows named by the trace's thread_name / process_name", async () => {
       const rows = await page.evaluate(() => ftTimeline.TL.rows.map((r) => r.text));
-      assert.deepEqual(rows, ["rank 0  one.json", "main thread runtime", "trainer thread 2 ops", "trainer thread 3 ops", "GPU 0 stream 7", "GPU 0 ranges", "GPU 0 busy %"]);
+      assert.deepEqual(rows, ["rank 0  one.json", "main thread runtime", "trainer thread 2 ops", "trainer thread 3 ops", "GPU 0 stream 7", "GPU 0 stream 7 queue", "GPU 0 ranges", "GPU 0 busy %"]);
     });
 
     // 1. the whole trace (~129 ms on ~940 px): cudaMalloc is merged with the calls after it and keeps its
@@ -140,13 +140,18 @@ test("timeline drawing: labels, lanes, axis, names, busy strip, counters, legend
       await page.evaluate(() => ftTimeline.setView(0, 130000000));
       const legend = await page.textContent("#timeline .legend");
       assert.ok(!/device memory/.test(legend), legend);
-      assert.match(legend, /device work.*CPU ops.*runtime calls.*GPU ranges.*GPU busy %/);
+      assert.match(legend, /device work.*CPU ops.*runtime calls.*GPU ranges.*GPU busy %.*stream queue/);
+      // the stream's queue: each kernel launched 10 us before it starts, one at a time: at most 1, drawn (orange) where they run
+      const qt = await page.evaluate(() => { const T = ftTimeline.TL.tracks.find((T) => T.cls === 6); return {label: T.label, top: T.busy.top, max: Math.max(...T.busy.bins), y: T.y, h: T.h}; });
+      assert.deepEqual([qt.label, qt.top, qt.max], ["GPU 0 stream 7 queue", "1 queued", 1]);
       const kx = await page.evaluate(() => { const [f, k] = ftTimeline.find(0, "a_kernel_name_far_too_long_for_its_slice_at_this_zoom_level_of_the_timeline")[0]; const p = ftTimeline.slicePos(0, f, k); return Math.round((p.x + p.x1) / 2); });
       const bt = await page.evaluate(() => { const T = ftTimeline.TL.tracks.find((T) => T.cls === 5); return {label: T.label, y: T.y, h: T.h}; });
       assert.equal(bt.label, "GPU 0 busy %");
       const bp = await pixel(page, "canvas.tl-canvas", kx, bt.y + bt.h - 4);
       assert.deepEqual(bp.slice(0, 3).map((v) => v > 0), [true, true, true]);
       assert.ok(bp[1] > bp[0] && bp[1] > bp[2], "green at the long kernel: " + bp);
+      const qp = await pixel(page, "canvas.tl-canvas", kx, qt.y + qt.h - 4);
+      assert.ok([217, 120, 6, 179].every((v, i) => Math.abs(qp[i] - v) <= 2), "the queue's orange (rgba(217,119,6,0.7)) where the kernels are queued: " + qp);
     });
 
     // 7. fold and pin: a click on a track's name folds it to one lane; on its dot pins it above the ranks
@@ -177,8 +182,8 @@ test("timeline drawing: labels, lanes, axis, names, busy strip, counters, legend
       await clickLabel(many.page, 40, head3.y + 5);
       mr = await many.page.evaluate(() => ftTimeline.rows());
       const at = mr.findIndex((r) => r.text === "rank 3  r3.json");
-      assert.deepEqual(mr.slice(at, at + 8).map((r) => r.text), ["rank 3  r3.json", "thread 1 runtime", "thread 2 ops", "thread 3 ops", "GPU 0 stream 7", "GPU 0 ranges", "GPU 0 busy %", "rank 4  r4.json"]);
-      assert.equal(mr.length, 18 - 1 + 6);
+      assert.deepEqual(mr.slice(at, at + 9).map((r) => r.text), ["rank 3  r3.json", "thread 1 runtime", "thread 2 ops", "thread 3 ops", "GPU 0 stream 7", "GPU 0 stream 7 queue", "GPU 0 ranges", "GPU 0 busy %", "rank 4  r4.json"]);
+      assert.equal(mr.length, 18 - 1 + 7);
       // the axis stays at the window's top while the timeline scrolls under it
       const top = await many.page.evaluate(() => { const w = ftTimeline.TL.canvas.parentNode; window.scrollBy(0, w.getBoundingClientRect().top + 150); return [Math.round(w.getBoundingClientRect().top), document.querySelector("div.tl-axis").getBoundingClientRect().top]; });
       assert.deepEqual(top, [-150, 0]);

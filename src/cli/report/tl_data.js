@@ -78,6 +78,7 @@ function buildGroup(label, data) {
     }
     G.end = Math.max(G.end, memTracks(G, F, f));
     busyTracks(G, F, f, data);
+    queueTracks(G, F, f);
     G.files.push(F);
   });
   TL.groups.push(G);
@@ -190,6 +191,21 @@ function busyTracks(G, F, f, data) {
     var T = {group: G, file: F, cls: 5, pid: e.device, tid: -1, lanes: [], label: "GPU " + e.device + " busy %", busy: B};
     var at = -1;
     F.tracks.forEach(function (U, j) { if (U.cls >= 2 && U.cls <= 5 && U.pid === e.device) at = j; });
+    if (at < 0) F.tracks.push(T); else F.tracks.splice(at + 1, 0, T);
+    TL.tracks.push(T);
+  });
+}
+/* Each stream's queue length (report_events.c's "queue": the most launched-not-started work in each
+   busy bin) as a counter track under the stream, when anything was queued. */
+function queueTracks(G, F, f) {
+  if (!Array.isArray(f.busy_ns) || !Array.isArray(f.queue)) return;
+  f.queue.forEach(function (q) {
+    if (!Array.isArray(q) || !Array.isArray(q[2])) return;
+    var top = 0; q[2].forEach(function (v) { if (v > top) top = v; });
+    if (!top) return;
+    var B = {t0: f.busy_ns[0], span: f.busy_ns[1], bins: Float32Array.from(q[2], function (v) { return v / top; }), top: top + " queued", color: "rgba(217,119,6,0.7)"};
+    var T = {group: G, file: F, cls: 6, pid: q[0], tid: q[1], lanes: [], label: "GPU " + q[0] + " stream " + q[1] + " queue", busy: B};
+    var at = F.tracks.findIndex(function (U) { return U.cls === 2 && U.pid === q[0] && U.tid === q[1]; });
     if (at < 0) F.tracks.push(T); else F.tracks.splice(at + 1, 0, T);
     TL.tracks.push(T);
   });

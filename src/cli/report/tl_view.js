@@ -32,7 +32,7 @@ function drawBusy(g, T, W) {
   var B = T.busy, G = T.group, n = B.bins.length, hh = T.h - 5, bw = B.span / n;
   if (!B.img || B.img.height !== hh) {
     var c = B.img = document.createElement("canvas"), cg; c.width = n; c.height = hh; cg = c.getContext("2d");
-    cg.fillStyle = "rgba(19,160,122,0.75)";
+    cg.fillStyle = B.color || "rgba(19,160,122,0.75)";
     for (var i = 0; i < n; i++) if (B.bins[i] > 0) cg.fillRect(i, hh - B.bins[i] * hh, 1, B.bins[i] * hh);
   }
   var lo = Math.max(0, (TL.view[0] + G.shift - B.t0) / bw), hi = Math.min(n, (TL.view[1] + G.shift - B.t0) / bw);
@@ -41,7 +41,7 @@ function drawBusy(g, T, W) {
     var x0 = xOf(G, B.t0 + lo * bw, W), x1 = xOf(G, B.t0 + hi * bw, W);
     g.imageSmoothingEnabled = false; g.drawImage(B.img, lo, 0, hi - lo, hh, x0, T.y + 3, x1 - x0, hh); g.imageSmoothingEnabled = true;
   }
-  g.fillStyle = "#6b7280"; g.fillText("100 %", 2, T.y + 1);
+  g.fillStyle = "#6b7280"; g.fillText(B.top || "100 %", 2, T.y + 1); /* the scale: the track's top */
 }
 /* a folded rank: one row, its devices' mean busy share on the timeline's clock (a heat strip) */
 function summaryText(F) { return F.busy.length ? "summary: GPU busy, " + F.busy.length + " device" + (F.busy.length > 1 ? "s" : "") : "summary (no device work)"; }
@@ -164,11 +164,11 @@ function legend() {
   var lg = document.querySelector("#timeline .legend"); if (!lg) return;
   var has = {}; TL.tracks.forEach(function (T) { has[T.cls] = true; });
   var items = [[2, "k", "device work"], [0, "o", "CPU ops"], [1, "c", "runtime calls"], [3, "k", "GPU ranges"],
-    [4, "m", "device memory allocated (line: reserved; red: its peak)"], [5, "b", "GPU busy %"]];
+    [4, "m", "device memory allocated (line: reserved; red: its peak)"], [5, "b", "GPU busy %"], [6, "q", "stream queue (launched, not started)"]];
   lg.textContent = "wheel to zoom, shift+wheel to pan, drag to select a stretch, double-click to reset; hover or click a launch or its kernel for the arrow between them; click a row's name to fold it, its dot to pin it";
   items.forEach(function (it) {
     if (!has[it[0]]) return;
-    var i = el("i", it[1]); if (it[1] === "b") i.style.background = "rgba(19,160,122,.75)";
+    var i = el("i", it[1]); if (it[1] === "b") i.style.background = "rgba(19,160,122,.75)"; else if (it[1] === "q") i.style.background = "rgba(217,119,6,.7)";
     lg.appendChild(i); lg.appendChild(document.createTextNode(it[2]));
   });
 }
