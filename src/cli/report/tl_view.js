@@ -1,16 +1,22 @@
 /* The timeline's view aids: names on blocks, the time axis, counter tracks, collapse/pin, rank summaries, the legend, the busy strip on the timeline's clock. */
 var BUSY_H = 24, SUM_H = 14, AXIS_H = 20, RANK_FOLD = 8, LABEL_SHARE = 0.6, PIN_W = 16;
 
-/* A slice's (or a block's) name inside [x, x + w), cut with "…" to the pixels it has. Each name's
-   width is measured once; a cut one costs a measure or two: a frame's labels are bounded by pixels. */
+/* A slice's (or a block's) name inside [x, x + w), cut with "…" to the pixels it has. A name's width and,
+   the first time it is cut, its prefixes' widths (from each character's, measured once) are kept: a frame
+   measures no text, and its labels are bounded by pixels. */
+var CHAR_W = Object.create(null);
+function charW(g, c) { var w = CHAR_W[c]; return w !== undefined ? w : (CHAR_W[c] = g.measureText(c).width); }
 function drawName(g, G, id, x, w, y, W) {
   var left = Math.max(x, 0) + 2, right = Math.min(x + w, W) - 2, room = right - left, name = G.names[id];
   if (room < 8 || name === undefined) return;
   var tw = G.tw || (G.tw = new Float32Array(G.names.length).fill(-1)), full = tw[id] >= 0 ? tw[id] : (tw[id] = g.measureText(name).width), text = name;
   if (full > room) {
-    var n = Math.floor(name.length * room / full);
-    for (text = name.slice(0, n) + "\u2026"; n > 0 && g.measureText(text).width > room; text = name.slice(0, --n) + "\u2026") {}
-    if (n <= 0) return;
+    var cum = (G.cum || (G.cum = []))[id], ell = charW(g, "\u2026") + 1; /* 1 px for kerning */
+    if (!cum) { cum = G.cum[id] = new Float32Array(name.length + 1); for (var i = 0; i < name.length; i++) cum[i + 1] = cum[i] + charW(g, name[i]); }
+    var lo = 0, hi = name.length; /* the longest prefix that fits with the ellipsis */
+    while (lo < hi) { var m = (lo + hi + 1) >> 1; if (cum[m] + ell <= room) lo = m; else hi = m - 1; }
+    if (lo <= 0) return;
+    text = name.slice(0, lo) + "\u2026";
   }
   g.fillStyle = "#111"; g.fillText(text, left, y + 2);
   if (TL.drawn.length < 5000) TL.drawn.push({text: text, name: name, x: left, w: room, y: y});
@@ -183,7 +189,7 @@ function viewInit(hook) {
   bar.appendChild(ax); wrap.parentNode.insertBefore(bar, wrap); TL.axis = ax;
   TL.labels.addEventListener("click", function (e) { labelClick(e.offsetX, e.offsetY); });
   var h2 = document.querySelector("#busy h2"); if (h2) h2.textContent = "GPU busy per rank (on the timeline's clock: the same x as the timeline, it follows the zoom)";
-  legend(); layout(); drawTimeline();
+  legend(); drawAxis(TL.canvas.clientWidth || 800); /* the first frame was drawn before the axis existed: its axis now */
   hook.labels = function () { return TL.drawn.slice(); };
   hook.axis = function () { return TL.axisInfo; };
   hook.rows = function () { return TL.rows.map(function (r) { var T = r.track; return {text: r.text, y: r.y, h: r.h, head: !!r.head, summary: !!r.summary,
