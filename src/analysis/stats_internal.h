@@ -45,7 +45,9 @@ enum ft__sec {
   FT__SEC_SYNC,     /* cuda_sync: no row of its own; HTA's analyses count it (stats_hta.c) */
   FT__SEC_OVERHEAD, /* kineto's own CPU work (Activity Buffer Request): an ops row, a child in the nesting */
   FT__SEC_PYFUNC,   /* python_function: its nn.Module events place ops in their module (FT_STAT_OP_MODULES) */
-  FT__SEC_MEMORY    /* a "[memory]" instant (ph "i"/"I"): one allocation or free (issue 51; the mem_* fields) */
+  FT__SEC_MEMORY,   /* a "[memory]" instant (ph "i"/"I"): one allocation or free (issue 51; the mem_* fields) */
+  FT__SEC_META      /* a "thread_name" or "process_name" event (ph "M"): its args.name as the name, its pid in dev,
+                     * tid; bytes 1 for a process's, 0 for a thread's. Only the event model keeps them (the report's rows) */
 };
 enum ft__sec ft__stats_section_of(const char *cat);
 

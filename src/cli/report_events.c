@@ -180,6 +180,66 @@ static int by_row_ts(const void *a, const void *b, void *arg) {
   return 0;
 }
 
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Each stream's queue length (its device work launched and not started yet: a launch's start to its
+ * work's start), the highest in each of the busy bins (FT_TIMELINE_BINS over [t0, t0 + span), the
+ * timeline's "busy_ns"): "queue": [[pid, stream, [bins]], ...], a stream only with linked work. A
+ * stream's rows are ev[i, j) (by start); its launches' starts sorted in a buffer of 8 B a slice. */
+static ft_status write_queues(FILE *out, const ft_model *m, const tl_row *ev, size_t n, int64_t t0, uint64_t span) {
+  fputs(", \"queue\": [", out);
+  if (!m->link || !span) return fputc(']', out), FT_OK;
+  int64_t *launch = NULL;
+  size_t cap = 0, w = 0;
+  uint32_t bins[FT_TIMELINE_BINS];
+  for (size_t i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && ev[j].cls == ev[i].cls && ev[j].pid == ev[i].pid && ev[j].tid == ev[i].tid;) j++;
+    if (ev[i].cls != TL_DEVICE) continue;
+    if (j - i > cap) {
+      int64_t *b = realloc(launch, (j - i) * sizeof *b);
+      if (!b) return free(launch), FT_ENOMEM;
+      launch = b, cap = j - i;
+    }
+    size_t nl = 0;
+    for (size_t k = i; k < j; k++) {
+      uint32_t l = m->link[ev[k].slice];
+      if (l != FT_MODEL_NONE && m->ts[l] <= m->ts[ev[k].slice]) launch[nl++] = m->ts[l];
+    }
+    if (!nl) continue;
+    qsort(launch, nl, sizeof *launch, cmp_i64);
+    memset(bins, 0, sizeof bins);
+    int64_t cur = 0; /* queued now; in effect since bin `last` */
+    size_t a = 0, k = i, last = 0;
+    while (a < nl || k < j) { /* launches and starts in time order, a launch first at a tie */
+      bool start = k < j && (a >= nl || m->ts[ev[k].slice] < launch[a]);
+      int64_t t = start ? m->ts[ev[k].slice] : launch[a];
+      if (start) {
+        uint32_t l = m->link[ev[k].slice];
+        k++;
+        if (l == FT_MODEL_NONE || m->ts[l] > t) continue; /* in no launch counted */
+      } else {
+        a++;
+      }
+      uint64_t off = t < t0 ? 0 : (uint64_t)(t - t0);
+      size_t bin = off >= span ? FT_TIMELINE_BINS - 1 : (size_t)((unsigned __int128)off * FT_TIMELINE_BINS / span);
+      for (size_t c = last; c <= bin && cur > 0; c++) /* what was queued stays queued until now */
+        if (bins[c] < cur) bins[c] = cur > UINT32_MAX ? UINT32_MAX : (uint32_t)cur;
+      last = bin;
+      cur += start ? -1 : 1;
+      if (cur > (int64_t)bins[bin]) bins[bin] = cur > UINT32_MAX ? UINT32_MAX : (uint32_t)cur;
+    }
+    fprintf(out, "%s[%lld,%lld,[", w++ ? "," : "", (long long)ev[i].pid, (long long)ev[i].tid);
+    for (size_t b = 0; b < FT_TIMELINE_BINS; b++) fprintf(out, "%s%u", b ? "," : "", bins[b]);
+    fputs("]]", out);
+  }
+  free(launch);
+  fputc(']', out);
+  return FT_OK;
+}
+
 /* A correlation or External id the page can hold exactly (below 2^52), else 0. */
 static int64_t page_id(int64_t v) { return v > 0 && v < (1ll << 52) ? v : 0; }
 
@@ -190,7 +250,7 @@ enum { DIMS = 64 << 10 }; /* bytes of Input Dims texts a report carries for the 
  * first event), duration ns, name id, correlation and External id (0: none; each as
  * the difference from the previous slice's), and the launches [index, grid xyz,
  * block xyz]. */
-static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int64_t offset_ns, int64_t rank,
+static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int64_t offset_ns, const ft_stat_file *sf,
                             uint32_t *dims_n) {
   size_t n = 0;
   uint32_t max_name = 0;
@@ -223,13 +283,33 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
   }
   int64_t first = first_ts(m);
   qsort_r(ev, n, sizeof *ev, by_row_ts, (void *)m);
-  fprintf(out, "{\"rank\": %lld, \"offset_ns\": %lld, \"rows\": [", (long long)rank, (long long)offset_ns);
+  fprintf(out, "{\"rank\": %lld, \"offset_ns\": %lld, ", (long long)sf->rank, (long long)offset_ns);
+  /* the busy bins' span (report.c's "timeline": stats' first to last event) on the page's clock, so that
+   * the page draws them under the slices */
+  int64_t bfirst = n ? first : first_ts(m);
+  if (bfirst != INT64_MAX && sf->span_ns && sf->first_ns <= INT64_MAX)
+    fprintf(out, "\"busy_ns\": [%lld, %llu], ", (long long)(offset_ns + ((int64_t)sf->first_ns - bfirst)),
+            (unsigned long long)sf->span_ns);
+  fputs("\"rows\": [", out);
   for (size_t i = 0, j = 0; i < n; i = j) {
     for (j = i + 1; j < n && ev[j].cls == ev[i].cls && ev[j].pid == ev[i].pid && ev[j].tid == ev[i].tid;) j++;
     fprintf(out, "%s[%d,%lld,%lld,%zu]", i ? "," : "", (int)ev[i].cls, (long long)ev[i].pid, (long long)ev[i].tid,
             j - i);
   }
   fputs("]", out);
+  /* the trace's thread and process names ("M" events): the page names its rows with them */
+  for (int proc = 0; proc < 2; proc++) {
+    fputs(proc ? ", \"procs\": [" : ", \"threads\": [", out);
+    for (size_t i = 0, w = 0; i < m->n_meta; i++) {
+      const ft_model_meta *t = &m->meta[i];
+      if (t->process != proc) continue;
+      if (proc) fprintf(out, "%s[%lld,", w++ ? "," : "", (long long)t->pid);
+      else fprintf(out, "%s[%lld,%lld,", w++ ? "," : "", (long long)t->pid, (long long)(t->tid < 0 ? 0 : t->tid));
+      ft_json_string(out, t->name);
+      fputc(']', out);
+    }
+    fputc(']', out);
+  }
   /* columns: start, duration, name, correlation, External id; then the launches (g, gn of them); the
    * details panel's (the page decodes them on the first click): each slice's kind (k), and the args
    * of the slices that have them (e: [index from the previous entry's, field, value]...: 1 bytes,
@@ -281,6 +361,8 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
   }
   fprintf(out, ", \"gn\": %zu", launches);
   if (!s) s = ft__tl_write_mem(out, m, names, n ? first : first_ts(m));
+  if (!s && sf->span_ns && sf->first_ns <= INT64_MAX)
+    s = write_queues(out, m, ev, n, (int64_t)sf->first_ns, sf->span_ns);
   fputc('}', out);
   for (int c = 0; c < 8; c++) free(cols[c].b);
   free(ev);
@@ -323,7 +405,7 @@ ft_status ft__tl_write(FILE *out, ft__tl *tl, const ft_stat_job *job) {
   for (size_t i = 0; i < tl->n && !s; i++) {
     fputs(i ? ",\n" : "\n", out);
     bool aligned = !why && tl->n > 1;
-    s = write_file(out, &tl->models[i], &names, aligned ? abs[i] - origin : 0, job->files[i].rank, &dims_n);
+    s = write_file(out, &tl->models[i], &names, aligned ? abs[i] - origin : 0, &job->files[i], &dims_n);
   }
   fputs("],\n \"names\": [", out);
   for (uint32_t i = 0; i < names.n && !s; i++) {

@@ -48,8 +48,9 @@ test("memory track: under the device's stream, the peak marked at its time and s
       const TL = ftTimeline.TL, mem = ftTimeline.mem();
       return {mem, rows: TL.rows.map((r) => r.text), view: TL.view.slice(), W: TL.canvas.clientWidth};
     });
-    assert.deepEqual(got.rows, ["rank 0  mem.json", "thread 1 ops", "thread 1 runtime", "GPU 0 stream 7", "GPU 0 memory", "GPU 1 memory"]);
-    assert.deepEqual(got.mem.map((m) => [m.label, m.device, m.row, m.n]), [["GPU 0 memory", 0, 4, 4], ["GPU 1 memory", 1, 5, 1]]);
+    // (the stream's queue and the device's busy % counter tracks: tlview.test.mjs)
+    assert.deepEqual(got.rows, ["rank 0  mem.json", "thread 1 ops", "thread 1 runtime", "GPU 0 stream 7", "GPU 0 stream 7 queue", "GPU 0 memory", "GPU 0 busy %", "GPU 1 memory"]);
+    assert.deepEqual(got.mem.map((m) => [m.label, m.device, m.row, m.n]), [["GPU 0 memory", 0, 5, 4], ["GPU 1 memory", 1, 7, 1]]);
     const p = got.mem[0].peak;
     // the page's clock starts at the file's first slice (10 us): the peak at 25 us is 15 000 ns
     assert.equal(p.t, 15000);

@@ -1,5 +1,6 @@
 /* The event model's builder, accessors, read (one parse with the summary) and replay into a summary. */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -31,7 +32,7 @@ void ft_model_free(ft_model *m) {
   struct ft_model_priv *p = m->p;
   free(m->ts), free(m->dur), free(m->corr32), free(m->ext32), free(m->arg);
   free(m->name), free(m->track), free(m->link), free(m->op), free(m->step), free(m->kind);
-  free(m->tracks), free(m->steps), free(m->mem);
+  free(m->tracks), free(m->steps), free(m->mem), free(m->meta);
   if (p) {
     free(p->memx), free(p->mem_order);
     ft__intern_free(&p->names);
@@ -234,10 +235,27 @@ static bool add_mem(ft_model *m, const ft__ev *e) {
   return true;
 }
 
+/* A thread_name / process_name event: kept as the trace gives it (a few a thread) */
+static bool add_meta(ft_model *m, const ft__ev *e, const char *name) {
+  if (!(m->n_meta & (m->n_meta - 1)) && m->n_meta < SIZE_MAX / 2 / sizeof *m->meta) { /* 0, 1, 2, 4...: grown twice */
+    ft_model_meta *r = realloc(m->meta, (m->n_meta ? 2 * m->n_meta : 1) * sizeof *r);
+    if (!r) return false;
+    m->meta = r;
+  }
+  ft_model_meta *t = &m->meta[m->n_meta++];
+  t->pid = e->dev;
+  t->process = e->bytes == 1;
+  t->tid = t->process || !e->has_tid ? -1 : e->tid;
+  snprintf(t->name, sizeof t->name, "%.*s", (int)(e->name_len < sizeof t->name ? e->name_len : sizeof t->name - 1),
+           name);
+  return true;
+}
+
 bool ft_model_add(ft_model *m, const ft__ev *e, const char *name, const char *cat) {
   struct ft_model_priv *p = m->p;
   if (!p || p->finished) return false;
   if (e->sec == FT__SEC_IGNORED) return true;
+  if (e->sec == FT__SEC_META) return add_meta(m, e, name);
   if (e->sec == FT__SEC_MEMORY) return add_mem(m, e);
   if (e->sec == FT__SEC_UNKNOWN) return add_unknown(p, m->n, cat ? cat : "");
   if (e->sec < FT__SEC_KERNEL || e->sec > FT__SEC_PYFUNC) return true;

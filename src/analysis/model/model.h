@@ -51,6 +51,13 @@ typedef struct ft_model_track {
   uint8_t kind;     /* enum ft_track_kind */
 } ft_model_track;
 
+/* A thread's or process's name as the trace's metadata ("ph": "M") gives it. */
+typedef struct ft_model_meta {
+  int64_t pid, tid; /* tid -1: a process's name */
+  bool process;
+  char name[128]; /* cut to fit */
+} ft_model_meta;
+
 /* A step: a user range (FT_MK_RANGE) ProfilerStep#N (number N), a range named by the caller
  * (ft_model_opts.step: numbered in order of start from 0), or, when the trace has neither,
  * the whole trace (number -1: first start to last end). Steps are in start order. */
@@ -110,6 +117,8 @@ typedef struct ft_model {
   size_t n_steps;
   ft_model_mem *mem; /* memory operations, n_mem of them (issue 51) */
   size_t n_mem;
+  ft_model_meta *meta; /* the trace's thread_name / process_name events, in file order (the report's row names) */
+  size_t n_meta;
   /* what the file's "flagtrace"/"distributedInfo" blocks say */
   int64_t rank;            /* -1 when not named */
   double peak_flops;       /* the device's dense BF16 tensor peak FLOP/s by its name (ft_model_peak_flops: the

@@ -27,10 +27,24 @@ static unsigned cat_entry(reader *r, const unsigned char *s, size_t n) {
   return i;
 }
 
+/* A thread's or a process's name (ph "M"): to the event model, which names the report's rows with it. */
+static bool meta_event(reader *r) {
+  ft__ev e;
+  memset(&e, 0, sizeof e);
+  e.sec = FT__SEC_META;
+  e.dev = r->pid_num ? r->pid : -1;
+  e.has_tid = r->has_tid && r->meta_kind == 1;
+  e.tid = e.has_tid ? r->tid : -1;
+  e.bytes = r->meta_kind == 2;
+  e.name_len = (uint32_t)strlen(r->meta_name);
+  return r->sink ? ft__rd_batch_add(r->sink, e, r->meta_name, "") : ft__stats_apply(r->st, &e, r->meta_name, "");
+}
+
 /* The event just read: counted, then added to st (or kept in a worker's batch). */
 static bool process_event(reader *r) {
   ft__evcounts *c = &r->cnt;
   c->events++;
+  if (!r->is_x && r->is_meta && r->meta_kind && r->meta_name_seen) return meta_event(r);
   if (!r->is_x) return r->is_inst && r->is_memname ? ft__rd_memory_event(r) : true;
   if (r->time_range) {
     c->time_range++;
@@ -137,6 +151,8 @@ static int cb_start_map(void *ctx) {
     r->grid_n = r->block_n = 0;
     r->bytes = 0;
     r->ph_seen = r->is_inst = r->name_seen = r->is_memname = r->mem_bad = r->has_mbytes = r->has_addr = false;
+    r->is_meta = r->meta_name_seen = false;
+    r->meta_kind = 0;
     r->mem.mem_total_alloc = r->mem.mem_total_res = -1;
     r->mem.mem_device = -1;
     r->mem.mem_device_type = -1;
@@ -260,6 +276,8 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
     case 4: r->key = IS("name") ? K_NAME : IS("args") ? K_ARGS : K_OTHER; break;
     default: break;
     }
+  } else if (r->args_depth && r->depth == r->args_depth && n == 4 && IS("name") && ft__rd_maybe_meta(r)) {
+    r->key = K_META_NAME;
   } else if (r->args_depth && r->depth == r->args_depth && ft__rd_maybe_mem(r)) {
     ft__rd_mem_key(r, k, n);
   } else if (r->args_depth && r->depth == r->args_depth) {
@@ -309,7 +327,8 @@ static int cb_key(void *ctx, const unsigned char *k, size_t n) {
                                    [K_M_TRES] = 64,
                                    [K_M_POOLB] = 64,
                                    [K_M_OP] = 64,
-                                   [K_M_KIND] = 64};
+                                   [K_M_KIND] = 64,
+                                   [K_META_NAME] = sizeof r->meta_name};
   r->j->keep = keep_of[r->key];
   return 1;
 }
@@ -350,6 +369,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
       r->is_x = n == 1 && s[0] == 'X';
       r->ph_seen = true;
       r->is_inst = n == 1 && (s[0] == 'i' || s[0] == 'I');
+      r->is_meta = n == 1 && s[0] == 'M';
     } else if (r->key == K_CAT) {
       r->cat = cat_entry(r, s, n);
       r->has_cat = true;
@@ -364,7 +384,11 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n) {
       r->name_cut = r->j->cut != 0;
       r->name_seen = true;
       r->is_memname = n == 8 && !memcmp(s, "[memory]", 8);
+      r->meta_kind = n == 11 && !memcmp(s, "thread_name", 11) ? 1 : n == 12 && !memcmp(s, "process_name", 12) ? 2 : 0;
     }
+  } else if (r->args_depth && r->depth == r->args_depth && r->key == K_META_NAME) {
+    copy_cut(r->meta_name, sizeof r->meta_name, s, n);
+    r->meta_name_seen = true;
   } else if (r->args_depth && r->depth == r->args_depth && (r->key == K_M_OP || r->key == K_M_KIND)) {
     ft__rd_mem_string(r, s, n);
   }

@@ -43,7 +43,8 @@ enum key {
   K_M_TRES,
   K_M_POOLB,
   K_M_OP,
-  K_M_KIND
+  K_M_KIND,
+  K_META_NAME /* a thread_name / process_name event's args.name */
 };
 
 typedef struct reader {
@@ -98,6 +99,10 @@ typedef struct reader {
   bool mem_bad; /* a number field of its args was not a number */
   bool has_mbytes, has_addr;
   ft__ev mem; /* its mem_* fields */
+  /* thread_name / process_name events (ph "M"): the row names the report draws */
+  bool is_meta, meta_name_seen;
+  uint8_t meta_kind; /* 0: not (or not yet known) one; 1: thread_name, 2: process_name */
+  char meta_name[128];
 } reader;
 
 /* A segment's events as a parse worker read them (stats_internal.h). */
@@ -129,6 +134,11 @@ void ft__rd_mem_number(reader *r, const char *s, size_t n);
 static inline bool ft__rd_emit(reader *r, ft__ev *e, const char *cat) {
   const char *name = r->name ? r->name : "";
   return r->sink ? ft__rd_batch_add(r->sink, *e, name, cat) : ft__stats_apply(r->st, e, name, cat);
+}
+/* The event may still be a thread_name / process_name event: ph "M" (or not read yet) and that name (or not read yet).
+ */
+static inline bool ft__rd_maybe_meta(const reader *r) {
+  return (!r->ph_seen || r->is_meta) && (!r->name_seen || r->meta_kind);
 }
 /* The event may still be a [memory] instant: its ph and name are "i"/"I" and "[memory]", or not read yet. */
 static inline bool ft__rd_maybe_mem(const reader *r) {

@@ -191,8 +191,9 @@ bool ft__stats_apply(ft_stats *st, const ft__ev *e, const char *name, const char
   if (st->on_event && sec != FT__SEC_IGNORED && !st->on_event(st->on_event_ctx, e, name, cat_s)) return false;
   if (st->events_only) return true;
   switch (sec) {
-  case FT__SEC_IGNORED: return true;
-  case FT__SEC_MEMORY: /* the ops' memory columns (with want_ops), the memory summary (with want_memory) */
+  case FT__SEC_IGNORED:
+  case FT__SEC_META: return true; /* a row's name: the event model's (on_event above) */
+  case FT__SEC_MEMORY:            /* the ops' memory columns (with want_ops), the memory summary (with want_memory) */
     st->mem_seen++;
     return ft__ops_memory(st, e->ts, e->mem_bytes, e->mem_device_type) && (!st->mem || ft__memacc_event(st->mem, e));
   case FT__SEC_SYNC: return !st->hta || ft__hta_event(st, e, name, NULL); /* HTA's GPU event, no row of ours */

@@ -135,9 +135,9 @@ part(function () {
 });
 
 /* the busy strip: FT bins per rank, each over its own file's span */
-function addRow(parent, label, bins) {
+function addRow(parent, label, bins, rank) {
   parent.appendChild(el("div", "label", label));
-  var cv = el("canvas"); parent.appendChild(cv);
+  var cv = el("canvas"); parent.appendChild(cv); cv.setAttribute("data-rank", String(rank)); /* tl_view.js redraws it on the timeline's clock */
   cv.draw = function () {
     var w = cv.clientWidth || 600, h = 22; cv.width = w; cv.height = h;
     var g = cv.getContext("2d"), n = bins.length;
@@ -146,7 +146,7 @@ function addRow(parent, label, bins) {
       g.fillStyle = "rgba(19,160,122," + (0.08 + 0.92 * busy) + ")"; g.fillRect(x, 0, 1, h);
     }
   };
-  cv.draw(); window.addEventListener("resize", cv.draw);
+  cv.draw(); window.addEventListener("resize", function () { cv.draw(); });
 }
 part(function () {
   var s = document.getElementById("busy-body"), ranks = {};
@@ -155,7 +155,7 @@ part(function () {
     var ts = ranks[r], n = ts[0].busy.length, mean = [], pct = 0;
     for (var i = 0; i < n; i++) { var v = 0; ts.forEach(function (t) { v += t.busy[i]; }); mean.push(v / ts.length); }
     ts.forEach(function (t) { pct += t.busy_pct / ts.length; });
-    addRow(s, "rank " + r + " (" + pct.toFixed(1) + " % busy)", mean);
+    addRow(s, "rank " + r + " (" + pct.toFixed(1) + " % busy)", mean, r);
   });
   done("busy");
 });

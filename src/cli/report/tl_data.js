@@ -6,6 +6,9 @@
    its slices merged where they are closer than a pixel at that level, so a frame draws
    about one block per pixel whatever the number of slices. */
 var LANE_H = 15, HEAD_H = 16, GUTTER = 190, MEM_H = 44, MEM_COLS = ["t", "a", "r", "b", "w", "k"];
+/* at most this many lanes a track (by class: ops, runtime, stream, GPU ranges), the deeper slices
+   drawn in the last: ranges projected onto the device overlap without nesting and stacked ~60 deep */
+var MAX_LANES = [32, 32, 32, 6];
 var TL = {groups: [], tracks: [], view: [0, 1], match: null, regress: {}, hover: null, pinned: null, step: -1, flow: null};
 /* a column as report_events.c writes it: base64 of gzip'd zigzag varints */
 function inflate(text) {
@@ -47,13 +50,14 @@ function buildGroup(label, data) {
   tl.files.forEach(function (f, fi) {
     var n = 0; f.rows.forEach(function (r) { n += r[3]; });
     var fs = column(f.cols.s, n, false), fd = column(f.cols.d, n, false), st = new Float64Array(n), en = new Float64Array(n), lane = new Uint8Array(n), k = 0, stack = new Int32Array(64);
-    var F = {rank: f.rank, path: data.files[fi] ? data.files[fi].file : "", st: st, en: en, name: column(f.cols.n, n, false, Int32Array), corr: null, ext: null, cols: f.cols, track: new Int32Array(n), lane: lane, g: column(f.cols.g, 7 * f.gn, false), byCorr: null, opByExt: null, tracks: []};
+    var F = {rank: f.rank, path: data.files[fi] ? data.files[fi].file : "", st: st, en: en, name: column(f.cols.n, n, false, Int32Array), corr: null, ext: null, cols: f.cols, track: new Int32Array(n), lane: lane, g: column(f.cols.g, 7 * f.gn, false), byCorr: null, opByExt: null, tracks: [], busy: []};
     for (var r = 0, track = F.track; r < f.rows.length; r++) {
-      var row = f.rows[r], cls = row[0], pid = row[1], tid = row[2], cnt = row[3], t = f.offset_ns, sp = 0, depth = 0, k0 = k, ti = TL.tracks.length;
+      var row = f.rows[r], cls = row[0], pid = row[1], tid = row[2], cnt = row[3], t = f.offset_ns, sp = 0, depth = 0, deep = 0, k0 = k, ti = TL.tracks.length, maxL = MAX_LANES[cls] || 32;
       for (var j = 0; j < cnt; j++, k++) { /* nesting: a slice's depth is that of the open slices around it */
         t += fs[k]; st[k] = t; en[k] = t + fd[k];
         while (sp && en[stack[sp - 1]] <= t) sp--;
-        lane[k] = sp; if (sp > depth) depth = sp;
+        lane[k] = sp < maxL ? sp : maxL - 1; if (sp > deep) deep = sp; /* deeper than the bound: in the last lane */
+        if (lane[k] > depth) depth = lane[k];
         if (sp < 63) stack[sp++] = k;
         track[k] = ti;
       }
@@ -68,11 +72,13 @@ function buildGroup(label, data) {
       }
       G.end = end;
       for (d = 0; d < lanes.length; d++) levels(F, lanes[d]);
-      var T = {group: G, file: F, cls: cls, pid: pid, tid: tid, lanes: lanes, label: cls === 0 ? "thread " + tid + " ops" :
-        cls === 1 ? "thread " + tid + " runtime" : cls === 2 ? "GPU " + pid + " stream " + tid : "GPU " + pid + " ranges"};
+      var T = {group: G, file: F, cls: cls, pid: pid, tid: tid, lanes: lanes, deep: cnt ? deep + 1 : 0, label: trackLabel(f, cls, pid, tid),
+        note: deep + 1 > lanes.length && cnt ? (deep + 1) + " deep, last " + (deep + 2 - lanes.length) + " merged" : ""};
       TL.tracks.push(T); F.tracks.push(T);
     }
     G.end = Math.max(G.end, memTracks(G, F, f));
+    busyTracks(G, F, f, data);
+    queueTracks(G, F, f);
     G.files.push(F);
   });
   TL.groups.push(G);
@@ -155,4 +161,52 @@ function memTip(h) {
   lines.push(what);
   var k = M.peak; lines.push((k === i ? "this is the peak: " : "peak ") + fmtBytes(M.a[k]) + " at " + fmt((M.t[k] - T.file.shift) / 1000, "t_us"));
   return lines.join("\n");
+}
+
+/* A row's name: the trace's thread_name / process_name ("M" events, "threads" and "procs" in the
+   file's data) where it has them, else the ids. */
+function trackLabel(f, cls, pid, tid) {
+  if (!f.tnames) {
+    f.tnames = new Map(); f.pnames = new Map();
+    (Array.isArray(f.threads) ? f.threads : []).forEach(function (r) { if (Array.isArray(r) && typeof r[2] === "string" && r[2].trim()) f.tnames.set(r[0] + ":" + r[1], r[2].trim()); });
+    (Array.isArray(f.procs) ? f.procs : []).forEach(function (r) { if (Array.isArray(r) && typeof r[1] === "string" && r[1].trim()) f.pnames.set(String(r[0]), r[1].trim()); });
+  }
+  var tn = f.tnames.get(pid + ":" + tid), pn = f.pnames.get(String(pid)), s;
+  var thread = tn || (pn ? pn + " " : "") + "thread " + tid; /* torch names a device's process "python3": the device's rows keep "GPU N" */
+  if (cls === 0) s = thread + " ops";
+  else if (cls === 1) s = thread + " runtime";
+  else if (cls === 2) s = "GPU " + pid + " " + (tn || "stream " + tid);
+  else s = "GPU " + pid + " ranges";
+  return s;
+}
+/* Each device's busy share (report.c's "timeline" bins, per mille over stats' span of the file, at
+   "busy_ns" on the page's clock) as a counter track after the device's streams. */
+function busyTracks(G, F, f, data) {
+  if (!Array.isArray(f.busy_ns) || !Array.isArray(data.timeline)) return;
+  var path = F.path;
+  data.timeline.forEach(function (e) {
+    if (!isRow(e) || e.file !== path || !Array.isArray(e.busy) || !e.busy.length) return;
+    var B = {t0: f.busy_ns[0], span: f.busy_ns[1], bins: Float32Array.from(e.busy, function (v) { return v / 1000; }), pct: e.busy_pct};
+    F.busy.push({device: e.device, B: B});
+    var T = {group: G, file: F, cls: 5, pid: e.device, tid: -1, lanes: [], label: "GPU " + e.device + " busy %", busy: B};
+    var at = -1;
+    F.tracks.forEach(function (U, j) { if (U.cls >= 2 && U.cls <= 5 && U.pid === e.device) at = j; });
+    if (at < 0) F.tracks.push(T); else F.tracks.splice(at + 1, 0, T);
+    TL.tracks.push(T);
+  });
+}
+/* Each stream's queue length (report_events.c's "queue": the most launched-not-started work in each
+   busy bin) as a counter track under the stream, when anything was queued. */
+function queueTracks(G, F, f) {
+  if (!Array.isArray(f.busy_ns) || !Array.isArray(f.queue)) return;
+  f.queue.forEach(function (q) {
+    if (!Array.isArray(q) || !Array.isArray(q[2])) return;
+    var top = 0; q[2].forEach(function (v) { if (v > top) top = v; });
+    if (!top) return;
+    var B = {t0: f.busy_ns[0], span: f.busy_ns[1], bins: Float32Array.from(q[2], function (v) { return v / top; }), top: top + " queued", color: "rgba(217,119,6,0.7)"};
+    var T = {group: G, file: F, cls: 6, pid: q[0], tid: q[1], lanes: [], label: "GPU " + q[0] + " stream " + q[1] + " queue", busy: B};
+    var at = F.tracks.findIndex(function (U) { return U.cls === 2 && U.pid === q[0] && U.tid === q[1]; });
+    if (at < 0) F.tracks.push(T); else F.tracks.splice(at + 1, 0, T);
+    TL.tracks.push(T);
+  });
 }

@@ -7,17 +7,18 @@ function level(F, lane, L) {
   if (lane.lv[L]) return lane.lv[L];
   if (L > 0 && !lane.lv[L - 1]) return level(F, lane, L - 1); /* coarser than the lane needs: its coarsest */
   var res = 1000 * Math.pow(8, L), p = L ? lane.lv[L - 1] : null, S = p ? p.s : lane.s, n = S.length;
-  var s = new Float64Array(n), e = new Float64Array(n), rep = new Int32Array(n), cnt = new Int32Array(n), m = -1;
+  var s = new Float64Array(n), e = new Float64Array(n), rep = new Int32Array(n), cnt = new Int32Array(n), m = -1, long = res * LONG_PX, mlong = false;
   for (var i = 0; i < n; i++) {
-    var k = p ? p.rep[i] : lane.idx[i], end = p ? p.e[i] : F.en[k], c = p ? p.cnt[i] : 1;
-    if (m >= 0 && S[i] - e[m] < res) {
+    var k = p ? p.rep[i] : lane.idx[i], end = p ? p.e[i] : F.en[k], c = p ? p.cnt[i] : 1, il = F.en[k] - F.st[k] >= long;
+    if (m >= 0 && S[i] - e[m] < res && !il && !mlong) { /* a long slice is a block of its own: it keeps its name */
       if (end > e[m]) e[m] = end;
       if (F.en[k] - F.st[k] > F.en[rep[m]] - F.st[rep[m]]) rep[m] = k;
       cnt[m] += c;
-    } else { m++; s[m] = S[i]; e[m] = end; rep[m] = k; cnt[m] = c; }
+    } else { m++; s[m] = S[i]; e[m] = end; rep[m] = k; cnt[m] = c; mlong = il; }
   }
   return (lane.lv[L] = {s: s.subarray(0, m + 1), e: e.subarray(0, m + 1), rep: rep.subarray(0, m + 1), cnt: cnt.subarray(0, m + 1)});
 }
+var LONG_PX = 16; /* a slice this many pixels of a level or longer (2 to 16 px where the level is drawn) is never merged */
 function levels(F, lane) { /* every level up to the one of a single block */
   for (var L = 0; L < 16 && (L === 0 || lane.lv[L - 1].s.length > 1); L++) level(F, lane, L);
 }
@@ -31,14 +32,26 @@ function color(G, id, cls) {
   return c;
 }
 function lower(a, v) { var lo = 0, hi = a.length; while (lo < hi) { var m = (lo + hi) >> 1; if (a[m] < v) lo = m + 1; else hi = m; } return lo; }
-function layout() { /* y of every track: a group title, a rank title, then its tracks */
-  var y = 0;
+function layout() { /* y of every track: the pinned ones, then a group title, a rank title (or its summary row), its tracks */
+  var y = 0, files = 0;
   TL.rows = [];
+  TL.groups.forEach(function (G) { files += G.files.length; });
+  TL.tracks.forEach(function (T) { T.hidden = true; T.y = -1e9; T.h = 0; });
+  function place(T, text) {
+    T.hidden = false; T.y = y; T.shown = T.collapsed ? Math.min(1, T.lanes.length) : T.lanes.length;
+    T.h = T.mem ? MEM_H : T.busy ? BUSY_H : Math.max(1, T.shown) * LANE_H + 3;
+    TL.rows.push({y: y, h: T.h, text: text, track: T}); y += T.h;
+  }
+  var pins = TL.tracks.filter(function (T) { return T.pinned; });
+  if (pins.length) { TL.rows.push({y: y, h: HEAD_H, text: "pinned", head: true}); y += HEAD_H; }
+  pins.forEach(function (T) { place(T, (TL.groups.length > 1 ? T.group.label + " " : "") + "rank " + T.file.rank + ": " + T.label); });
   TL.groups.forEach(function (G) {
     if (TL.groups.length > 1) { TL.rows.push({y: y, h: HEAD_H, text: "group " + G.label, head: true}); y += HEAD_H; }
     G.files.forEach(function (F) {
-      TL.rows.push({y: y, h: HEAD_H, text: "rank " + F.rank + "  " + F.path.split("/").pop(), head: true}); y += HEAD_H;
-      F.tracks.forEach(function (T) { T.y = y; T.h = T.mem ? MEM_H : Math.max(1, T.lanes.length) * LANE_H + 3; TL.rows.push({y: y, h: T.h, text: T.label, track: T}); y += T.h; });
+      if (F.collapsed === undefined) F.collapsed = files > RANK_FOLD; /* many ranks: one summary row each until clicked */
+      TL.rows.push({y: y, h: HEAD_H, text: "rank " + F.rank + "  " + F.path.split("/").pop(), head: true, file: F}); y += HEAD_H;
+      if (F.collapsed) { TL.rows.push({y: y, h: SUM_H, text: summaryText(F), summary: F}); y += SUM_H; return; }
+      F.tracks.forEach(function (T) { if (!T.pinned) place(T, T.label); });
     });
   });
   TL.height = Math.max(y, 20);
@@ -51,10 +64,14 @@ function drawTimeline() {
   var g = cv.getContext("2d"), span = TL.view[1] - TL.view[0], q = span / W;
   g.clearRect(0, 0, W, H); g.font = "10px system-ui,sans-serif"; g.textBaseline = "top";
   TL.rows.forEach(function (r) { if (r.head) { g.fillStyle = "#eef1f6"; g.fillRect(0, r.y, W, r.h); } });
+  TL.drawn = [];
   TL.tracks.forEach(function (T) {
+    if (T.hidden) return;
     var G = T.group, F = T.file, t0 = TL.view[0] + F.shift, t1 = TL.view[1] + F.shift;
     if (T.mem) drawMem(g, T, W, q);
+    if (T.busy) drawBusy(g, T, W);
     T.lanes.forEach(function (lane, d) {
+      if (d >= T.shown) return;
       var L = q < 1000 ? -1 : Math.floor(Math.log(q / 1000) / Math.log(8)), lv = level(F, lane, L);
       var S = lv ? lv.s : lane.s, E = lv ? lv.e : lane.e, y = T.y + d * LANE_H + 1, i = lower(E, t0), lastX = -1;
       for (; i < S.length && S[i] <= t1; i++) {
@@ -66,29 +83,31 @@ function drawTimeline() {
         g.globalAlpha = TL.match && !(fl & 1) ? 0.18 : 1;
         g.fillStyle = color(G, id, T.cls); g.fillRect(x, y, w, LANE_H - 2);
         if (fl & 2) { g.strokeStyle = "#d1242f"; g.lineWidth = 2; g.strokeRect(x + 1, y + 1, w - 2, LANE_H - 4); }
-        if (w > 24 && !(lv && lv.cnt[i] > 1)) { /* the name, cut to what fits */
-          var name = G.names[id], fit = Math.floor((w - 4) / 5.6), text = name.length > fit ? name.slice(0, Math.max(1, fit - 1)) + "\u2026" : name;
-          g.fillStyle = "#111"; g.fillText(text, Math.max(x, 0) + 2, y + 2);
-        }
+        /* the name, cut to what fits: a block of merged slices takes its longest one's when that one covers most of it */
+        if (w > 24 && (!lv || lv.cnt[i] < 2 || F.en[k] - F.st[k] >= LABEL_SHARE * (E[i] - S[i]))) drawName(g, G, id, x, w, y, W);
         lastX = x + w;
       }
     });
   });
+  TL.rows.forEach(function (r) { if (r.summary) drawSummary(g, r, W); }); /* (pixels put: before the outlines and arrows) */
   g.globalAlpha = 1;
   var sel = TL.pinned || TL.hover;
   if (TL.pinned) { var pp = slicePos(TL.pinned.G, TL.pinned.F, TL.pinned.k, W); g.strokeStyle = "#d97706"; g.lineWidth = 3; g.strokeRect(pp.x - 2, pp.y - 2, Math.max(1, pp.x1 - pp.x) + 4, LANE_H + 2); }
   if (sel) drawFlow(g, sel, W);
   if (TL.overlay) TL.overlay(g, W, H); /* tl_ui.js: the selection, the search's current match, the details panel */
   drawLabels();
+  drawAxis(W);
   document.getElementById("axis-lo").textContent = fmt(TL.view[0] / 1000, "t_us");
   document.getElementById("axis-hi").textContent = fmt(TL.view[1] / 1000, "t_us");
 }
 function drawLabels() {
-  var cv = TL.labels; cv.width = GUTTER; cv.height = TL.height; cv.style.height = TL.height + "px";
+  var cv = TL.labels; if (TL.labelsFor === TL.rows && cv.height === TL.height) return; /* the names change with the layout, not the view */
+  TL.labelsFor = TL.rows; cv.width = GUTTER; cv.height = TL.height; cv.style.height = TL.height + "px";
   var g = cv.getContext("2d"); g.font = "11px system-ui,sans-serif"; g.textBaseline = "top";
   TL.rows.forEach(function (r) {
     g.fillStyle = r.head ? "#eef1f6" : "#fff"; g.fillRect(0, r.y, GUTTER, r.h);
-    g.fillStyle = r.head ? "#1d2330" : "#4b5563"; g.fillText(r.text.length > 34 ? r.text.slice(0, 33) + "\u2026" : r.text, r.head ? 3 : 10, r.y + 2);
+    g.fillStyle = r.head ? "#1d2330" : "#4b5563"; g.fillText(fitText(g, r.text, GUTTER - 14 - (r.track ? PIN_W : 0)), 12, r.y + 2);
+    labelMarks(g, r);
   });
 }
 function joins(F) { /* correlation id -> [launch, device work]; External id -> its op: made at the first hover */
@@ -119,8 +138,8 @@ function drawFlow(g, sel, W) {
 function hit(px, py) { /* the slice under a point of the canvas, or null */
   var W = TL.canvas.clientWidth, q = (TL.view[1] - TL.view[0]) / W;
   for (var i = 0; i < TL.tracks.length; i++) {
-    var T = TL.tracks[i]; if (py < T.y || py >= T.y + T.h) continue;
-    var d = Math.floor((py - T.y) / LANE_H), lane = T.lanes[d]; if (!lane) return null;
+    var T = TL.tracks[i]; if (T.hidden || py < T.y || py >= T.y + T.h) continue;
+    var d = Math.floor((py - T.y) / LANE_H), lane = d < T.shown ? T.lanes[d] : null; if (!lane) return null;
     var t = TL.view[0] + T.file.shift + px * q, j = lower(lane.e, t - 2 * q);
     for (; j < lane.s.length && lane.s[j] <= t + 2 * q; j++) if (T.file.en[lane.idx[j]] >= t - 2 * q) return {G: T.group, F: T.file, T: T, k: lane.idx[j]};
     return null;
@@ -164,6 +183,7 @@ function jumpTo(g, fi, t, dur) { /* the stretch [t, t + dur) of group g's file f
   for (var k = 0; k < F.st.length; k++) /* the slice the occurrence is: its start and length, else the longest one starting there */
     if (Math.abs(F.st[k] - t) < 1 && (best < 0 || Math.abs(F.en[k] - F.st[k] - dur) < Math.abs(F.en[best] - F.st[best] - dur))) best = k;
   TL.pinned = best >= 0 ? {G: G, F: F, T: TL.tracks[F.track[best]], k: best} : null;
+  if (TL.pinned && TL.pinned.T.hidden) { F.collapsed = false; layout(); } /* its rank folded: opened to show it */
   setView(lo, hi);
   var r = TL.canvas.getBoundingClientRect(), y = best >= 0 ? TL.tracks[F.track[best]].y : 0; /* the slice's row brought into sight */
   window.scrollTo(0, Math.max(0, window.scrollY + r.top + y - 120));

@@ -82,6 +82,7 @@ function startTimeline() {
       var i = TL.rows.findIndex(function (r) { return r.track === T; }); return {label: T.label, device: T.pid, rank: T.file.rank, row: i, n: T.mem.n, peak: memPeak(T, W)}; }); },
     memTip: function (px, py) { var h = memHit(px, py); return h ? memTip(h) : null; }, slicePos: function (g, f, k) { var G = TL.groups[g], p = slicePos(G, G.files[f], k, TL.canvas.clientWidth); return {x: p.x, x1: p.x1, y: p.y}; },
     find: function (g, name) { var G = TL.groups[g], out = []; G.files.forEach(function (F, fi) { for (var k = 0; k < F.name.length; k++) if (G.names[F.name[k]] === name) out.push([fi, k]); }); return out; }};
+  viewInit(window.ftTimeline); /* tl_view.js: axis, folds and pins, legend, busy strip; its hook functions */
   done("timeline");
 }
 
