@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "advise_cli.h"
@@ -66,16 +65,6 @@ static const char usage[] =
 
 enum { OPT_STEP = 256, OPT_GAP, OPT_SHARE, OPT_WIDTH, OPT_OVERWRITE, OPT_PARTIAL, OPT_MERGE };
 enum fmt { FMT_TABLE, FMT_JSON, FMT_CSV };
-
-static size_t terminal_width(void) {
-  struct winsize ws;
-  if (!isatty(STDOUT_FILENO)) return 0;
-  if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col) return ws.ws_col;
-  const char *c = getenv("COLUMNS");
-  char *end;
-  long v = c ? strtol(c, &end, 10) : 0;
-  return c && *c && !*end && v > 0 && v < 100000 ? (size_t)v : 80;
-}
 
 static int parse_count(const char *s, size_t *out) {
   char *end;
@@ -225,7 +214,7 @@ int ft_cli_advise(int argc, char **argv) {
       rc = ft_cli_output_refused("advise", exists, err);
     } else {
       if (output) f = out.f;
-      size_t w = width >= 0 ? (size_t)width : output ? 0 : terminal_width();
+      size_t w = width >= 0 ? (size_t)width : output ? 0 : ft_table_width();
       if (partial ? ft_cli_advice_write_partial(f, &a, &ao) != FT_OK : write_out(f, &a, fmt, w, top) != 0) {
         ft_cli_error("advise", "out of memory");
         rc = 1;
