@@ -1,20 +1,16 @@
 """End-to-end: `flagtrace stats` tables that fit 80/100/120 columns (--width and a terminal), and nsys's
 habits (report names, --timeunit, -f tsv, -o -, -q, a directory of traces)."""
 import csv
-import fcntl
 import gzip
 import io
 import json
 import os
-import pty
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-from trace_checks import Results  # noqa: E402
+from trace_checks import Results, on_pty  # noqa: E402
 
 flagtrace, data = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()
@@ -53,23 +49,7 @@ def reports():
 
 def on_terminal(args, cols, env=None):
     """stdout a pty of cols columns (0: one that gives no size): what the command wrote there."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
-    p = subprocess.Popen([*WRAP, flagtrace, "stats", *args], stdout=slave, stderr=subprocess.DEVNULL, env=env)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    p.wait()
-    os.close(master)
-    assert p.returncode == 0, (args, p.returncode)
-    return out.decode().replace("\r\n", "\n")
+    return on_pty([*WRAP, flagtrace, "stats", *args], cols, env)
 
 
 def tables(text):

@@ -3,21 +3,17 @@ outlast the spare ones, pairs and axes (Calls A/B, BlkX/Y/Z) go together, Input 
 entries, diff's --width and COLUMNS, new/gone kernels, -n without unchanged filler, --by-rank files
 that claim one rank. The real binary on the committed traces, its output parsed."""
 import csv
-import fcntl
 import io
 import json
 import os
-import pty
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-from trace_checks import Results  # noqa: E402
+from trace_checks import Results, on_pty  # noqa: E402
 
 flagtrace, data = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()
@@ -233,23 +229,7 @@ def _():
 
 def on_terminal(args, cols, env):
     """stdout a pty of cols columns (0: one that gives no size): what the command wrote there."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
-    p = subprocess.Popen([*WRAP, flagtrace, *args], stdout=slave, stderr=subprocess.DEVNULL, env=env, cwd=data)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    p.wait()
-    os.close(master)
-    assert p.returncode == 0, (args, p.returncode)
-    return out.decode().replace("\r\n", "\n")
+    return on_pty([*WRAP, flagtrace, *args], cols, env, data)
 
 
 @case("diff on a terminal: its width, else COLUMNS where it gives none, as stats does; --by-step too")

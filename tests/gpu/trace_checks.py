@@ -220,3 +220,30 @@ class Results:
             print("FAIL: no check ran (FT_TEST_ONLY / FT_TEST_EXCLUDE match nothing?)")
             sys.exit(1)
         sys.exit(1 if self.failed else 77 if not self.passed else 0)
+
+
+def on_pty(cmd, cols, env=None, cwd=None):
+    """What cmd writes to stdout when it is a terminal of cols columns (0: one that gives no size):
+    the tests of tables that fit the terminal (stats, diff)."""
+    import fcntl
+    import pty
+    import struct
+    import subprocess
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+    p = subprocess.Popen(cmd, stdout=slave, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    p.wait()
+    os.close(master)
+    assert p.returncode == 0, (cmd, p.returncode)
+    return out.decode().replace("\r\n", "\n")
