@@ -65,7 +65,7 @@ function drawTimeline() {
         if (w > W + 4) w = W + 4;
         g.globalAlpha = TL.match && !(fl & 1) ? 0.18 : 1;
         g.fillStyle = color(G, id, T.cls); g.fillRect(x, y, w, LANE_H - 2);
-        if (fl & 2) { g.strokeStyle = "#d1242f"; g.lineWidth = 2; g.strokeRect(x + 1, y + 1, w - 2, LANE_H - 4); }
+        if (fl & 2 || (F.out && F.out[k])) { /* a regressed op; a slower kernel (compare.js) */ g.strokeStyle = "#d1242f"; g.lineWidth = 2; g.strokeRect(x + 1, y + 1, w - 2, LANE_H - 4); }
         if (w > 24 && !(lv && lv.cnt[i] > 1)) { /* the name, cut to what fits */
           var name = G.names[id], fit = Math.floor((w - 4) / 5.6), text = name.length > fit ? name.slice(0, Math.max(1, fit - 1)) + "\u2026" : name;
           g.fillStyle = "#111"; g.fillText(text, Math.max(x, 0) + 2, y + 2);
