@@ -176,11 +176,12 @@ function addRow(parent, label, bins) {
   var cv = el("canvas"); parent.appendChild(cv);
   cv.draw = function () {
     var w = cv.clientWidth || 600, h = 22; cv.width = w; cv.height = h;
-    var g = cv.getContext("2d"), n = bins.length;
-    for (var x = 0; x < w; x++) {
-      var busy = bins[Math.min(n - 1, Math.floor(n * x / w))] / 1000;
-      g.fillStyle = "rgba(19,160,122," + (0.08 + 0.92 * busy) + ")"; g.fillRect(x, 0, 1, h);
+    var g = cv.getContext("2d"), n = bins.length, img = g.createImageData(w, h), px = img.data;
+    for (var x = 0; x < w; x++) { /* one pixel column a bin: written as pixels (a fillStyle string each cost 2 % of opening) */
+      var a = Math.round(255 * (0.08 + 0.92 * bins[Math.min(n - 1, Math.floor(n * x / w))] / 1000));
+      for (var y = 0; y < h; y++) { var o = 4 * (y * w + x); px[o] = 19; px[o + 1] = 160; px[o + 2] = 122; px[o + 3] = a; }
     }
+    g.putImageData(img, 0, 0);
   };
   cv.draw(); window.addEventListener("resize", cv.draw);
 }
