@@ -152,7 +152,7 @@ def _():
         assert report(out, os.path.join(data, "sample_h200.json.gz")).returncode == 0
         page = open(out).read()
         # a changed script is re-signed (resign) to run; unsigned, the CSP refuses it all
-        for broken, why in ((resign(page.replace('bars("top-ops"', 'null.x; bars("top-ops"')), "Uncaught"),
+        for broken, why in ((resign(page.replace('topBars("top-ops"', 'null.x; topBars("top-ops"')), "Uncaught"),
                             (resign(page.replace('done("tables");', "")), "sections not rendered: ['tables']"),
                             (page.replace('done("tables");', ""), "Content Security Policy")):
             open(out, "w").write(broken)

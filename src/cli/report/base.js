@@ -73,6 +73,9 @@ function tableRows(list, where) {
 /* the report's own tables, checked once: the bars and the tables draw from them */
 var TABLES = Object.create(null);
 ["kernels", "api", "memops", "memsize", "ranges", "gpu_ranges", "ops", "ops_shapes", "gpu", "ranks"].forEach(function (k) { TABLES[k] = tableRows(D[k], k); });
+var TABLES_B = Object.create(null); /* group B's (two groups: diff -f html, report --a --b) */
+if (isRow(D.b)) Object.keys(TABLES).forEach(function (k) { TABLES_B[k] = tableRows(D.b[k], "b." + k); });
+else D.b = null;
 var DIFF_TABLES = Object.create(null);
 if (D.diff) Object.keys(D.diff).forEach(function (k) { /* a list with at least one object is a table */
   if (Array.isArray(D.diff[k]) && D.diff[k].some(isRow)) DIFF_TABLES[k] = tableRows(D.diff[k], "--diff-json " + k);
@@ -93,19 +96,18 @@ function linkable(href) { /* the name as the browser will decode it: %2E is a do
 }
 function done(id) { document.getElementById(id).setAttribute("data-rendered", "1"); }
 
-/* the header: files, tracer, device status, dropped, window */
-part(function () {
-  var b = document.getElementById("summary-body");
-  var kv = el("div", "kv");
-  function item(k, v) { var s = el("span"); s.appendChild(el("b", "", k + ": ")); s.appendChild(document.createTextNode(v)); kv.appendChild(s); }
-  item("files", D.files.length); item("events", D.events); item("skipped", D.skipped_events);
-  var total = 0; TABLES.kernels.rows.forEach(function (k) { total += k.total_us; }); item("kernel time", fmt(total, "total_us"));
-  b.appendChild(kv);
-  var t = el("table"); var h = el("tr");
+/* the header: files, tracer, device status, dropped, window; with two groups (diff -f html,
+   report --a --b) A's and B's numbers side by side, then each group's traces */
+function totals(data, tables) { /* [label, value, fmt key]: the numbers the summary gives a group */
+  var total = 0; tables.kernels.rows.forEach(function (k) { if (typeof k.total_us === "number") total += k.total_us; });
+  return [["files", data.files.length, ""], ["events", data.events, ""], ["skipped", data.skipped_events, ""], ["kernel time", total, "total_us"]];
+}
+function filesTable(data) { /* a group's traces: one row each, with its link */
+  var t = el("table"), h = el("tr");
   ["file", "rank", "tracer", "device activity", "dropped", "outside window", "span", "open the trace"].forEach(function (c) { h.appendChild(el("th", c === "file" ? "s" : "", c)); });
   t.appendChild(h);
-  D.files.forEach(function (f, i) {
-    var r = el("tr"), href = D.hrefs[i];
+  data.files.forEach(function (f, i) {
+    var r = el("tr"), href = data.hrefs[i];
     r.appendChild(el("td", "s", f.file));
     r.appendChild(el("td", "", String(f.rank)));
     r.appendChild(el("td", "", f.tracer === null ? "(not flagtrace: torch/kineto or another)" : f.tracer));
@@ -119,43 +121,84 @@ part(function () {
       var a = el("a", "btn open-trace", "open " + f.file.split("/").pop());
       a.href = href; a.setAttribute("download", ""); a.title = "the trace itself (" + f.file + "): drop it on Perfetto or chrome://tracing"; c.appendChild(a);
     } else {
-      c.appendChild(el("span", "muted no-link", "(no link: " + (D.no_link && D.no_link[i] || "not a relative path to a trace") + ")"));
+      c.appendChild(el("span", "muted no-link", "(no link: " + (data.no_link && data.no_link[i] || "not a relative path to a trace") + ")"));
     }
     var p = el("a", "btn perfetto", "Perfetto"); p.href = "https://ui.perfetto.dev/"; p.target = "_blank";
     p.title = "opens ui.perfetto.dev: use Open trace file and pick " + f.file; c.appendChild(document.createTextNode(" ")); c.appendChild(p);
     c.appendChild(el("span", "muted", " or chrome://tracing (Load)"));
     r.appendChild(c); t.appendChild(r);
   });
+  var sc = el("div", "scroll"); sc.appendChild(t); return sc;
+}
+function warnings(b, data, who) { /* incomplete traces, unknown categories */
+  if (data.files.some(function (f) { return !f.complete; })) b.appendChild(el("p", "warn", who + "Some traces are incomplete (see the columns above): their numbers undercount."));
+  var u = Object.keys(isRow(data.unknown_categories) ? data.unknown_categories : {});
+  if (u.length) b.appendChild(el("p", "warn", who + "Events of unknown categories skipped: " + u.map(function (k) { return k + " (" + data.unknown_categories[k] + ")"; }).join(", ")));
+}
+/* A's and B's numbers side by side (B/A beside them), each cell's number in data-value */
+function summaryAB(b) {
+  var ta = totals(D, TABLES), tb = totals(D.b, TABLES_B), t = el("table"), h = el("tr");
+  t.id = "summary-ab";
+  ["", "A", "B", "B/A"].forEach(function (c, i) { h.appendChild(el("th", i ? "" : "s", c)); });
+  t.appendChild(h);
+  ta.forEach(function (row, i) {
+    var r = el("tr"), va = row[1], vb = tb[i][1];
+    r.appendChild(el("td", "s", row[0]));
+    [["a", va], ["b", vb]].forEach(function (g) {
+      var c = el("td", "", row[2] ? fmt(g[1], row[2]) : String(g[1]));
+      c.setAttribute("data-group", g[0]); c.setAttribute("data-key", row[0]); c.setAttribute("data-value", String(g[1])); r.appendChild(c);
+    });
+    r.appendChild(el("td", vb > va * 1.1 && row[0] === "kernel time" ? "warn" : "", va ? (vb / va).toFixed(3) : "-"));
+    t.appendChild(r);
+  });
   var sc = el("div", "scroll"); sc.appendChild(t); b.appendChild(sc);
-  if (D.b) b.insertBefore(el("p", "", "A above B: the table lists group A's traces; group B: " + D.b.files.map(function (f) { return f.file + " (rank " + f.rank + ")"; }).join(", ")), sc);
-  if (D.files.some(function (f) { return !f.complete; })) b.appendChild(el("p", "warn", "Some traces are incomplete (see the columns above): their numbers undercount."));
-  var u = Object.keys(D.unknown_categories);
-  if (u.length) b.appendChild(el("p", "warn", "Events of unknown categories skipped: " + u.map(function (k) { return k + " (" + D.unknown_categories[k] + ")"; }).join(", ")));
+  [["A", D], ["B", D.b]].forEach(function (g) {
+    var d = el("div"); d.id = "summary-" + g[0].toLowerCase();
+    d.appendChild(el("h3", "", g[0] + ": " + g[1].files.length + (g[1].files.length === 1 ? " trace" : " traces")));
+    d.appendChild(filesTable(g[1])); warnings(d, g[1], g[0] + ": "); b.appendChild(d);
+  });
+}
+part(function () {
+  var b = document.getElementById("summary-body");
+  if (D.b) { summaryAB(b); done("summary"); return; }
+  var kv = el("div", "kv");
+  function item(k, v) { var s = el("span"); s.appendChild(el("b", "", k + ": ")); s.appendChild(document.createTextNode(v)); kv.appendChild(s); }
+  totals(D, TABLES).forEach(function (row) { item(row[0], row[2] ? fmt(row[1], row[2]) : row[1]); });
+  b.appendChild(kv);
+  b.appendChild(filesTable(D));
+  warnings(b, D, "");
   done("summary");
 });
 
 /* the busy strip: FT bins per rank, each over its own file's span */
-function addRow(parent, label, bins, rank) {
+function addRow(parent, label, bins, rank, group) {
   parent.appendChild(el("div", "label", label));
-  var cv = el("canvas"); parent.appendChild(cv); cv.setAttribute("data-rank", String(rank)); /* tl_view.js redraws it on the timeline's clock */
+  var cv = el("canvas"); parent.appendChild(cv); /* tl_view.js redraws it on the timeline's clock: group (A 0, B 1) and rank */
+  cv.setAttribute("data-rank", String(rank)); cv.setAttribute("data-group", String(group || 0));
   cv.draw = function () {
     var w = cv.clientWidth || 600, h = 22; cv.width = w; cv.height = h;
-    var g = cv.getContext("2d"), n = bins.length;
-    for (var x = 0; x < w; x++) {
-      var busy = bins[Math.min(n - 1, Math.floor(n * x / w))] / 1000;
-      g.fillStyle = "rgba(19,160,122," + (0.08 + 0.92 * busy) + ")"; g.fillRect(x, 0, 1, h);
+    var g = cv.getContext("2d"), n = bins.length, img = g.createImageData(w, h), px = img.data;
+    for (var x = 0; x < w; x++) { /* one pixel column a bin: written as pixels (a fillStyle string each cost 2 % of opening) */
+      var a = Math.round(255 * (0.08 + 0.92 * bins[Math.min(n - 1, Math.floor(n * x / w))] / 1000));
+      for (var y = 0; y < h; y++) { var o = 4 * (y * w + x); px[o] = 19; px[o + 1] = 160; px[o + 2] = 122; px[o + 3] = a; }
     }
+    g.putImageData(img, 0, 0);
   };
   cv.draw(); window.addEventListener("resize", function () { cv.draw(); });
 }
+/* each rank's mean over its devices; with two groups A's and B's rows of a rank one under the other */
 part(function () {
-  var s = document.getElementById("busy-body"), ranks = {};
-  D.timeline.forEach(function (t) { (ranks[t.rank] = ranks[t.rank] || []).push(t); });
+  var s = document.getElementById("busy-body"), ranks = {}, groups = D.b ? [["A", D], ["B", D.b]] : [["", D]];
+  groups.forEach(function (g, gi) { (Array.isArray(g[1].timeline) ? g[1].timeline : []).forEach(function (t) {
+    var r = ranks[t.rank] = ranks[t.rank] || [[], []]; r[gi].push(t); }); });
   Object.keys(ranks).sort(function (a, c) { return a - c; }).forEach(function (r) {
-    var ts = ranks[r], n = ts[0].busy.length, mean = [], pct = 0;
-    for (var i = 0; i < n; i++) { var v = 0; ts.forEach(function (t) { v += t.busy[i]; }); mean.push(v / ts.length); }
-    ts.forEach(function (t) { pct += t.busy_pct / ts.length; });
-    addRow(s, "rank " + r + " (" + pct.toFixed(1) + " % busy)", mean, r);
+    groups.forEach(function (g, gi) {
+      var ts = ranks[r][gi]; if (!ts.length) return;
+      var n = ts[0].busy.length, mean = [], pct = 0;
+      for (var i = 0; i < n; i++) { var v = 0; ts.forEach(function (t) { v += t.busy[i]; }); mean.push(v / ts.length); }
+      ts.forEach(function (t) { pct += t.busy_pct / ts.length; });
+      addRow(s, (g[0] ? g[0] + " " : "") + "rank " + r + " (" + pct.toFixed(1) + " % busy)", mean, r, gi);
+    });
   });
   done("busy");
 });

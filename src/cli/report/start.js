@@ -4,6 +4,8 @@ performance.mark("ft-script"); /* the phases of opening, for bench/report_view.p
 Promise.resolve().then(function () { return inflateAll([D].concat(D.b ? [D.b] : [])); }).then(function () {
   performance.mark("ft-inflated");
   part(startTimeline);
+  part(function () { /* two groups: the slower kernels outlined (compare.js), and the test hook for them */
+    outlineSlower(); if (window.ftTimeline) window.ftTimeline.outlined = outlinedSlices; });
 }).catch(function (e) { window.onerror(String(e && e.stack || e), "", 0); showNotes(); }).then(function () {
   window.ftReadyMs = performance.now(); /* bench/report_view.py: the time to open */
   document.body.setAttribute("data-ready", "1"); /* drawn, or the error shown */

@@ -12,9 +12,37 @@ function bars(id, rows, key, label, cls, extra) {
   if (!rows.length) b.appendChild(el("p", "muted", "(none)"));
   done(id);
 }
-part(function () { bars("top-kernels", TABLES.kernels.rows.slice(0, 15), "total_us", "", ""); });
-part(function () { bars("top-ops", TABLES.ops.rows.filter(function (o) { return o.self_device_us > 0; }).slice(0, 15), "self_device_us", "", "op"); });
-part(function () { bars("copies", TABLES.memsize.rows.slice(0, 15), "bandwidth_gb_s", "", "bw", function (r) { return fmt(r.total_bytes, "total_bytes") + ", " + r.bandwidth_gb_s.toFixed(1) + " GB/s"; }); });
+/* two groups: the names in either's top 15 (by the larger of the two values, 15 at most), each with
+   A's bar above B's on one scale; a kernel slower on B (time per call) or a regressed op marked */
+function bars2(id, rowsA, rowsB, key, cls, extra) {
+  var b = document.getElementById(id + "-body"), by = [Object.create(null), Object.create(null)], names = [], max = 0;
+  function val(r) { return r && typeof r[key] === "number" ? r[key] : 0; }
+  [rowsA, rowsB].forEach(function (rows, g) { rows.forEach(function (r) {
+    if (typeof r.name !== "string" || by[g][r.name]) return;
+    if (!by[0][r.name] && !by[1][r.name]) names.push(r.name);
+    by[g][r.name] = r; }); });
+  names.sort(function (x, y) { return Math.max(val(by[0][y]), val(by[1][y])) - Math.max(val(by[0][x]), val(by[1][x])); });
+  names = names.slice(0, 15);
+  names.forEach(function (n) { max = Math.max(max, val(by[0][n]), val(by[1][n])); });
+  names.forEach(function (n) {
+    var row = el("div", "row pair"), nm = el("div", "name" + (rowMarked({name: n}) ? " warn" : ""), n), wrap = el("div"), said = [];
+    nm.title = n; row.appendChild(nm);
+    ["A", "B"].forEach(function (g, gi) {
+      var r = by[gi][n], bar = el("div", "bar " + cls + (gi ? " b" : "")); bar.style.width = (max ? 100 * val(r) / max : 0) + "%";
+      bar.title = g; wrap.appendChild(bar);
+      said.push(g + " " + (r ? (extra ? extra(r) : fmt(r[key], key)) : "-"));
+    });
+    row.appendChild(wrap); row.appendChild(el("div", "", said.join(" \u00b7 "))); b.appendChild(row);
+  });
+  if (!names.length) b.appendChild(el("p", "muted", "(none)"));
+  done(id);
+}
+function topBars(id, pick, key, cls, extra) { /* one group's bars, or A's and B's */
+  if (D.b) bars2(id, pick(TABLES), pick(TABLES_B), key, cls, extra); else bars(id, pick(TABLES), key, "", cls, extra);
+}
+part(function () { topBars("top-kernels", function (T) { return T.kernels.rows.slice(0, 15); }, "total_us", ""); });
+part(function () { topBars("top-ops", function (T) { return T.ops.rows.filter(function (o) { return o.self_device_us > 0; }).slice(0, 15); }, "self_device_us", "op"); });
+part(function () { topBars("copies", function (T) { return T.memsize.rows.slice(0, 15); }, "bandwidth_gb_s", "bw", function (r) { return fmt(r.total_bytes, "total_bytes") + ", " + r.bandwidth_gb_s.toFixed(1) + " GB/s"; }); });
 
 /* a column's name for people: its unit in brackets (values show their own: us, ms, s, KiB) */
 var HEADS = {avg_bytes: "mean size", avg_us: "mean", avg_us_per_call: "mean per call", bandwidth_gb_s: "bandwidth (GB/s)",
@@ -28,13 +56,14 @@ var HEADS = {avg_bytes: "mean size", avg_us: "mean", avg_us_per_call: "mean per 
 function colName(key) { return Object.prototype.hasOwnProperty.call(HEADS, key) ? HEADS[key] : key.replace(/_/g, " "); }
 /* the ops marked as regressions: --regress, and the diff document's ops over 1.1 times A
    (keyed by any name: an op called "constructor" is no regression) */
-var REGRESS = (function () {
-  var r = Object.create(null);
+var REGRESS = null; /* made at the first call: the bars above ask first */
+function regressions() {
+  if (REGRESS) return REGRESS;
+  var r = REGRESS = Object.create(null);
   (Array.isArray(D.regress) ? D.regress : []).forEach(function (n) { if (typeof n === "string") r[n] = true; });
   if (DIFF_TABLES.ops) DIFF_TABLES.ops.rows.forEach(function (o) { if (typeof o.name === "string" && typeof o.ratio === "number" && o.ratio > 1.1) r[o.name] = true; });
   return r;
-})();
-function regressions() { return REGRESS; }
+}
 /* a table's cell as text; values nest at most DEPTH levels (bound) */
 function cell(v, c) {
   if (typeof v === "number") return fmt(v, c);
@@ -54,12 +83,12 @@ function count(n) { return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, " "); }
    their order. */
 var WINDOW = 1000;
 function table(parent, id, title, rows, cols, types, open) {
-  var marked = regressions(), d = el("details"); d.id = "table-" + id; d.open = open;
+  var d = el("details"); d.id = "table-" + id; d.open = open;
   d.appendChild(el("summary", "", title + " (" + rows.length + ")"));
   var t = el("table"), head = el("tr"), thead = el("thead"), body = el("tbody");
   var items = rows.map(function (r) { return {r: r, tr: null}; }), shown = Math.min(rows.length, WINDOW);
   function line(r) {
-    var tr = el("tr", typeof r.name === "string" && marked[r.name] ? "warn" : "");
+    var tr = el("tr", rowMarked(r) ? "warn" : "");
     for (var j = 0; j < cols.length; j++) tr.appendChild(el("td", typeof r[cols[j]] === "string" ? "s" : "", cell(r[cols[j]], cols[j])));
     return tr;
   }
@@ -109,13 +138,16 @@ function table(parent, id, title, rows, cols, types, open) {
   fill(); d.appendChild(t); if (foot) d.appendChild(foot);
   parent.appendChild(d);
 }
-/* sortable tables of every report, then the diff document's tables (A vs B) */
+/* sortable tables of every report (A's and B's), then the diff document's tables (A vs B) */
 part(function () {
   var b = document.getElementById("tables-body");
   var titles = {kernels: "GPU kernels", api: "runtime and driver API", memops: "copies and sets by time", memsize: "copies and sets by size",
     ranges: "user ranges (CPU time)", gpu_ranges: "user ranges projected on the GPU", ops: "ops and ranges as key_averages() shows them", ops_shapes: "ops by input shapes",
     gpu: "GPU busy per rank and device", ranks: "ranks: kernel, communication and compute time"};
-  Object.keys(titles).forEach(function (k) { table(b, k, (D.b ? "A: " : "") + titles[k], TABLES[k].rows.slice(), TABLES[k].cols, TABLES[k].types, k === "kernels" || k === "ranks"); });
+  Object.keys(titles).forEach(function (k) { /* with two groups: A's, then B's (id table-b-KEY) */
+    table(b, k, (D.b ? "A: " : "") + titles[k], TABLES[k].rows.slice(), TABLES[k].cols, TABLES[k].types, k === "kernels" || k === "ranks");
+    if (D.b) table(b, "b-" + k, "B: " + titles[k], TABLES_B[k].rows.slice(), TABLES_B[k].cols, TABLES_B[k].types, k === "kernels" || k === "ranks");
+  });
   Object.keys(DIFF_TABLES).forEach(function (k) { table(b, "diff-" + k, "A vs B: " + k, DIFF_TABLES[k].rows.slice(), DIFF_TABLES[k].cols, DIFF_TABLES[k].types, true); });
   done("tables");
 });

@@ -82,7 +82,7 @@ function drawTimeline() {
         if (w > W + 4) w = W + 4;
         g.globalAlpha = TL.match && !(fl & 1) ? 0.18 : 1;
         g.fillStyle = color(G, id, T.cls); g.fillRect(x, y, w, LANE_H - 2);
-        if (fl & 2) { g.strokeStyle = "#d1242f"; g.lineWidth = 2; g.strokeRect(x + 1, y + 1, w - 2, LANE_H - 4); }
+        if (fl & 2 || (F.out && F.out[k])) { /* a regressed op; a slower kernel (compare.js) */ g.strokeStyle = "#d1242f"; g.lineWidth = 2; g.strokeRect(x + 1, y + 1, w - 2, LANE_H - 4); }
         /* the name, cut to what fits: a block of merged slices takes its longest one's when that one covers most of it */
         if (w > 24 && (!lv || lv.cnt[i] < 2 || F.en[k] - F.st[k] >= LABEL_SHARE * (E[i] - S[i]))) drawName(g, G, id, x, w, y, W);
         lastX = x + w;

@@ -144,9 +144,9 @@ function busyStrip() {
   TL.busyFrame = requestAnimationFrame(function () { TL.busyFrame = 0; busyDraw(); });
 }
 function busyDraw() {
-  var s = document.getElementById("busy-body"), G = TL.groups[0], W = TL.canvas ? TL.canvas.clientWidth : 0; if (!s || !G || !W) return;
+  var s = document.getElementById("busy-body"), W = TL.canvas ? TL.canvas.clientWidth : 0; if (!s || !TL.groups.length || !W) return;
   /* each file's shift: the step selector aligns every rank on its own step */
-  var key = TL.view[0] + ":" + TL.view[1] + ":" + G.files.map(function (F) { return F.shift; }).join(",") + ":" + W;
+  var key = TL.view[0] + ":" + TL.view[1] + ":" + TL.groups.map(function (G) { return G.files.map(function (F) { return F.shift; }).join(","); }).join("|") + ":" + W;
   if (TL.busyKey === key) return;
   TL.busyKey = key;
   var q = (TL.view[1] - TL.view[0]) / W, cvs = s.querySelectorAll("canvas");
@@ -154,13 +154,16 @@ function busyDraw() {
     var cr = TL.canvas.getBoundingClientRect(), sr = s.getBoundingClientRect(); TL.busyW = W;
     s.style.gridTemplateColumns = Math.max(0, cr.left - sr.left) + "px " + W + "px"; s.style.columnGap = "0";
   }
-  var ranks = {}, shifts = {}; /* a rank's row on its first file's clock */
-  G.files.forEach(function (F) {
-    if (!(F.rank in shifts)) shifts[F.rank] = F.shift;
-    (ranks[F.rank] = ranks[F.rank] || []).push.apply(ranks[F.rank], F.busy);
+  var ranks = {}, shifts = {}; /* a group's rank's row ("group:rank") on its first file's clock */
+  TL.groups.forEach(function (G, gi) {
+    G.files.forEach(function (F) {
+      var key = gi + ":" + F.rank;
+      if (!(key in shifts)) shifts[key] = F.shift;
+      (ranks[key] = ranks[key] || []).push.apply(ranks[key], F.busy);
+    });
   });
   cvs.forEach(function (cv) {
-    var rk = cv.getAttribute("data-rank"), bs = ranks[rk]; if (!bs || !bs.length) return;
+    var rk = (cv.getAttribute("data-group") || "0") + ":" + cv.getAttribute("data-rank"), bs = ranks[rk]; if (!bs || !bs.length) return;
     var t0 = TL.view[0] + shifts[rk] + 0.5 * q;
     cv.draw = function () {
       if (cv.width !== W || cv.height !== 22) { cv.width = W; cv.height = 22; cv.style.border = "0"; cv.style.width = W + "px"; }
