@@ -47,7 +47,7 @@ test("diff -f html: A and B side by side, the slower kernels outlined", async ()
   try {
     const A = join(dir, "a.json"), B = join(dir, "b.json"), out = join(dir, "diff.html");
     side(A, false); side(B, true);
-    execFileSync(FLAGTRACE, ["diff", "-q", "-f", "html", "-o", out, A, B]);
+    execFileSync(FLAGTRACE, ["diff", "-q", "-n", "0", "-f", "html", "-o", out, A, B]); // -n 0: every op and kernel, unchanged ones too
     const stats = [A, B].map((p) => JSON.parse(execFileSync(FLAGTRACE, ["stats", "-q", "-f", "json", p], {encoding: "utf8"})));
     const page = await browser.newPage({viewport: {width: 1200, height: 900}});
     const {problems, requests} = watch(page);

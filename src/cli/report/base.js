@@ -98,7 +98,7 @@ function done(id) { document.getElementById(id).setAttribute("data-rendered", "1
 
 /* the header: files, tracer, device status, dropped, window; with two groups (diff -f html,
    report --a --b) A's and B's numbers side by side, then each group's traces */
-function totals(data, tables) { /* [label, value, fmt key]: the numbers the summary gives a group */
+function groupTotals(data, tables) { /* [label, value, fmt key]: the numbers the summary gives a group */
   var total = 0; tables.kernels.rows.forEach(function (k) { if (typeof k.total_us === "number") total += k.total_us; });
   return [["files", data.files.length, ""], ["events", data.events, ""], ["skipped", data.skipped_events, ""], ["kernel time", total, "total_us"]];
 }
@@ -137,7 +137,7 @@ function warnings(b, data, who) { /* incomplete traces, unknown categories */
 }
 /* A's and B's numbers side by side (B/A beside them), each cell's number in data-value */
 function summaryAB(b) {
-  var ta = totals(D, TABLES), tb = totals(D.b, TABLES_B), t = el("table"), h = el("tr");
+  var ta = groupTotals(D, TABLES), tb = groupTotals(D.b, TABLES_B), t = el("table"), h = el("tr");
   t.id = "summary-ab";
   ["", "A", "B", "B/A"].forEach(function (c, i) { h.appendChild(el("th", i ? "" : "s", c)); });
   t.appendChild(h);
@@ -163,7 +163,7 @@ part(function () {
   if (D.b) { summaryAB(b); done("summary"); return; }
   var kv = el("div", "kv");
   function item(k, v) { var s = el("span"); s.appendChild(el("b", "", k + ": ")); s.appendChild(document.createTextNode(v)); kv.appendChild(s); }
-  totals(D, TABLES).forEach(function (row) { item(row[0], row[2] ? fmt(row[1], row[2]) : row[1]); });
+  groupTotals(D, TABLES).forEach(function (row) { item(row[0], row[2] ? fmt(row[1], row[2]) : row[1]); });
   b.appendChild(kv);
   b.appendChild(filesTable(D));
   warnings(b, D, "");
