@@ -162,7 +162,8 @@ static ft_status add_dir(ft_trace_args *a, size_t *cap, const char *dir, bool sn
   }
   closedir(d);
   if (s) return s;
-  qsort(a->skipped + skipped, a->n_skipped - skipped, sizeof *a->skipped, by_name);
+  if (a->n_skipped > skipped) /* none: skipped may be NULL, which qsort may not be handed */
+    qsort(a->skipped + skipped, a->n_skipped - skipped, sizeof *a->skipped, by_name);
   if (a->n_owned == first && a->n_skipped > skipped) {
     snprintf(err, errlen, "%s: no trace in the directory, %zu file%s not one (%s)", dir, a->n_skipped - skipped,
              a->n_skipped - skipped == 1 ? "" : "s", a->skipped[skipped]);
@@ -172,7 +173,7 @@ static ft_status add_dir(ft_trace_args *a, size_t *cap, const char *dir, bool sn
     snprintf(err, errlen, "%s: no trace in the directory (.json or .json.gz files)", dir);
     return FT_ENOTFOUND;
   }
-  qsort(a->owned + first, a->n_owned - first, sizeof *a->owned, by_name);
+  if (a->n_owned > first) qsort(a->owned + first, a->n_owned - first, sizeof *a->owned, by_name);
   for (size_t i = first; i < a->n_owned; i++) a->paths[a->n++] = a->owned[i]; /* grown for them */
   return FT_OK;
 }
