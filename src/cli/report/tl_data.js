@@ -11,9 +11,19 @@ var LANE_H = 15, HEAD_H = 16, GUTTER = 190, MEM_H = 44, MEM_COLS = ["t", "a", "r
 var MAX_LANES = [32, 32, 32, 6];
 var TL = {groups: [], tracks: [], view: [0, 1], match: null, regress: {}, hover: null, pinned: null, step: -1, flow: null};
 /* a column as report_events.c writes it: base64 of gzip'd zigzag varints */
-function inflate(text) {
-  var bin = atob(text), u = new Uint8Array(bin.length);
-  for (var i = 0; i < bin.length; i++) u[i] = bin.charCodeAt(i);
+var B64 = new Uint8Array(128);
+for (var b64i = 0; b64i < 64; b64i++) B64["ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".charCodeAt(b64i)] = b64i;
+function inflate(text) { /* Uint8Array.fromBase64 where the browser has it (native, no binary string), else by a table */
+  var u;
+  if (Uint8Array.fromBase64) u = Uint8Array.fromBase64(text);
+  else {
+    var n = text.length, pad = n && text[n - 1] === "=" ? (text[n - 2] === "=" ? 2 : 1) : 0, j = 0;
+    u = new Uint8Array(n / 4 * 3 - pad);
+    for (var i = 0; i < n; i += 4) {
+      var v = B64[text.charCodeAt(i)] << 18 | B64[text.charCodeAt(i + 1)] << 12 | B64[text.charCodeAt(i + 2)] << 6 | B64[text.charCodeAt(i + 3)];
+      u[j++] = v >> 16; if (j < u.length) u[j++] = v >> 8 & 255; if (j < u.length) u[j++] = v & 255;
+    }
+  }
   return new Response(new Blob([u]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
 }
 function column(buf, n, sum, Type) { /* n values (into a Type array, Float64Array by default); sum: each the running total */
@@ -49,12 +59,12 @@ function buildGroup(label, data) {
     flag: new Uint8Array(tl.names.length), col: [[], [], [], []]};
   tl.files.forEach(function (f, fi) {
     var n = 0; f.rows.forEach(function (r) { n += r[3]; });
-    var fs = column(f.cols.s, n, false), fd = column(f.cols.d, n, false), st = new Float64Array(n), en = new Float64Array(n), lane = new Uint8Array(n), k = 0, stack = new Int32Array(64);
+    var st = column(f.cols.s, n, false), en = column(f.cols.d, n, false), lane = new Uint8Array(n), k = 0, stack = new Int32Array(64);
     var F = {rank: f.rank, path: data.files[fi] ? data.files[fi].file : "", st: st, en: en, name: column(f.cols.n, n, false, Int32Array), corr: null, ext: null, cols: f.cols, track: new Int32Array(n), lane: lane, g: column(f.cols.g, 7 * f.gn, false), byCorr: null, opByExt: null, tracks: [], busy: []};
     for (var r = 0, track = F.track; r < f.rows.length; r++) {
       var row = f.rows[r], cls = row[0], pid = row[1], tid = row[2], cnt = row[3], t = f.offset_ns, sp = 0, depth = 0, deep = 0, k0 = k, ti = TL.tracks.length, maxL = MAX_LANES[cls] || 32;
       for (var j = 0; j < cnt; j++, k++) { /* nesting: a slice's depth is that of the open slices around it */
-        t += fs[k]; st[k] = t; en[k] = t + fd[k];
+        t += st[k]; st[k] = t; en[k] += t; /* decoded in place: gaps to starts, lengths to ends */
         while (sp && en[stack[sp - 1]] <= t) sp--;
         lane[k] = sp < maxL ? sp : maxL - 1; if (sp > deep) deep = sp; /* deeper than the bound: in the last lane */
         if (lane[k] > depth) depth = lane[k];
@@ -79,6 +89,7 @@ function buildGroup(label, data) {
     G.end = Math.max(G.end, memTracks(G, F, f));
     busyTracks(G, F, f, data);
     queueTracks(G, F, f);
+    delete f.cols.s; delete f.cols.d; delete f.cols.n; delete f.cols.g; /* decoded: only c and x (decoded when first needed) are kept */
     G.files.push(F);
   });
   TL.groups.push(G);

@@ -16,7 +16,7 @@ function level(F, lane, L) {
       cnt[m] += c;
     } else { m++; s[m] = S[i]; e[m] = end; rep[m] = k; cnt[m] = c; mlong = il; }
   }
-  return (lane.lv[L] = {s: s.subarray(0, m + 1), e: e.subarray(0, m + 1), rep: rep.subarray(0, m + 1), cnt: cnt.subarray(0, m + 1)});
+  return (lane.lv[L] = {s: s.slice(0, m + 1), e: e.slice(0, m + 1), rep: rep.slice(0, m + 1), cnt: cnt.slice(0, m + 1)}); /* copies: a level keeps no buffer sized for the one below */
 }
 var LONG_PX = 16; /* a slice this many pixels of a level or longer (2 to 16 px where the level is drawn) is never merged */
 function levels(F, lane) { /* every level up to the one of a single block */
