@@ -46,10 +46,10 @@ function inflateAll(groups) { /* every file's columns, decoded into f.cols */
   var jobs = [];
   groups.forEach(function (data) { data.tl.files.forEach(function (f) {
     f.cols = {};
-    ["s", "d", "n", "c", "x", "g"].forEach(function (key) { jobs.push(inflate(f[key]).then(function (buf) { f.cols[key] = buf; })); });
+    ["s", "d", "n", "c", "x", "g"].forEach(function (key) { jobs.push(inflate(f[key]).then(function (buf) { f.cols[key] = buf; f[key] = null; })); /* the base64 text: no longer needed */ });
     (Array.isArray(f.mem) ? f.mem : []).forEach(function (M) { /* each device's memory (report_memory.c) */
       if (!isRow(M)) return; M.cols = {};
-      MEM_COLS.forEach(function (key) { if (typeof M[key] === "string") jobs.push(inflate(M[key]).then(function (buf) { M.cols[key] = buf; })); });
+      MEM_COLS.forEach(function (key) { if (typeof M[key] === "string") jobs.push(inflate(M[key]).then(function (buf) { M.cols[key] = buf; M[key] = null; })); });
     });
   }); });
   return Promise.all(jobs);
