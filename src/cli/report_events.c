@@ -287,9 +287,10 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
   /* the busy bins' span (report.c's "timeline": stats' first to last event) on the page's clock, so that
    * the page draws them under the slices */
   int64_t bfirst = n ? first : first_ts(m);
-  if (bfirst != INT64_MAX && sf->span_ns && sf->first_ns <= INT64_MAX)
-    fprintf(out, "\"busy_ns\": [%lld, %llu], ", (long long)(offset_ns + ((int64_t)sf->first_ns - bfirst)),
-            (unsigned long long)sf->span_ns);
+  if (bfirst != INT64_MAX && sf->span_ns && sf->first_ns <= INT64_MAX) {
+    long long at = (long long)offset_ns + ((long long)sf->first_ns - (long long)bfirst);
+    fprintf(out, "\"busy_ns\": [%lld, %llu], ", at, (unsigned long long)sf->span_ns);
+  }
   fputs("\"rows\": [", out);
   for (size_t i = 0, j = 0; i < n; i = j) {
     for (j = i + 1; j < n && ev[j].cls == ev[i].cls && ev[j].pid == ev[i].pid && ev[j].tid == ev[i].tid;) j++;
