@@ -12,7 +12,7 @@ import tempfile
 from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
-from trace_checks import Results  # noqa: E402
+from trace_checks import Results, on_pty  # noqa: E402
 
 flagtrace, data = sys.argv[1], sys.argv[2]
 WRAP = os.environ.get("FT_TEST_WRAPPER", "").split()  # e.g. valgrind (scripts/valgrind.sh)
@@ -597,29 +597,11 @@ def _():
 
 @case("stats: on a terminal, table lines fit its width (names cut in the middle with ...)")
 def _():
-    import fcntl
-    import pty
-    import struct
-    import termios
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 150, 0, 0))
-    p = subprocess.Popen([*WRAP, flagtrace, "stats", "-r", "kernels", os.path.join(REPO_DATA, "torch_cuda_2.11_reference.json.gz")],
-                         stdout=slave, stderr=subprocess.DEVNULL)
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    p.wait()
-    os.close(master)
-    lines = out.decode().replace("\r\n", "\n").splitlines()
+    out = on_pty([*WRAP, flagtrace, "stats", "-r", "kernels", os.path.join(REPO_DATA, "torch_cuda_2.11_reference.json.gz")],
+                 150)
+    lines = out.splitlines()
     rows = [line for line in lines[3:] if line.strip()]
-    assert p.returncode == 0 and rows, lines
+    assert rows, lines
     assert max(len(line) for line in rows) <= 150, max(rows, key=len)
     assert any("..." in line and line.endswith(")") for line in rows), rows  # torch's long template names are cut
 
