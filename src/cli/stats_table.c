@@ -13,23 +13,24 @@
  * while the name column would get less than NAME_WANT: a row's spread (StdDev,
  * Min, Max, Med, diff's means, averages), the trace's launch details (registers,
  * block, grid, stream, bytes), per-rank extras, ops' CPU total and memory, diff's
- * CPU times and bandwidths. The needed ones (after NEEDED) only while it would
+ * CPU times and bandwidths. The needed ones (needed_order) only while it would
  * get less than NAME_MIN: Self CUDA Mem, Device total, diff's deltas, then counts
  * and calls. Names, totals, ratios and kinds are never left out. A column goes
  * with its family (the keys alike but for an _a/_b or _x/_y/_z word: Calls A and
  * Calls B, BlkX/BlkY/BlkZ), never one of a pair alone. docs/stats.md lists the
  * order per report; --help states it. */
-static const char *const drop_order[] = {
+static const char *const spare_order[] = {
     "stddev", "min", "max", "median", "mean", "avg", "registers", "block", "grid", "stream", "=bytes", "devices",
     "events", "span", "compute",
     /* the ops' memory (issue 51) and CPU totals */
     "=cpu_mem_bytes", "=self_cpu_mem_bytes", "=device_mem_bytes", "cpu_total_",
     /* diff: CPU times, bandwidths (the ratio stays); --by-step: how and where ops were aligned */
-    "=cpu_a_us", "gbps", "resyncs", "ops_matched", "=ops_a", "=cpu_ratio", "thread", "pos",
-    /* needed (from NEEDED): only while the name column would get less than NAME_MIN */
+    "=cpu_a_us", "gbps", "resyncs", "ops_matched", "=ops_a", "=cpu_ratio", "thread", "pos"};
+/* the needed ones: only while the name column would get less than NAME_MIN */
+static const char *const needed_order[] = {
     "=self_device_mem_bytes", "device_total_", "=delta_us", "=a_name", "count", "calls"};
-#define N_DROP (sizeof drop_order / sizeof *drop_order)
-#define NEEDED ((int)N_DROP - 6) /* drop_order[NEEDED]: the first needed column (the last line's six) */
+#define NEEDED ((int)(sizeof spare_order / sizeof *spare_order)) /* a drop rank from here on: a needed column */
+#define N_DROP (NEEDED + (int)(sizeof needed_order / sizeof *needed_order))
 
 static bool has_word(const char *key, const char *w) {
   size_t n = strlen(w);
@@ -39,11 +40,11 @@ static bool has_word(const char *key, const char *w) {
 }
 
 static int drop_rank(const char *key) {
-  for (size_t i = 0; i < N_DROP; i++) {
-    const char *d = drop_order[i];
+  for (int i = 0; i < N_DROP; i++) {
+    const char *d = i < NEEDED ? spare_order[i] : needed_order[i - NEEDED];
     size_t n = strlen(d);
     bool hit = d[0] == '=' ? !strcmp(key, d + 1) : d[n - 1] == '_' ? !strncmp(key, d, n) : has_word(key, d);
-    if (hit) return (int)i;
+    if (hit) return i;
   }
   return -1;
 }
@@ -525,7 +526,7 @@ int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o) {
   }
   if (rc) goto done; /* out of memory: nothing below may touch w, drop or fc */
   /* fitting a width: free text other than the name gets FREE_WANT at most; columns
-   * are left out in drop_order's order while the name column would get less than
+   * are left out in spare_order then needed_order while the name column would get less than
    * it wants; then the name column takes what is left */
   size_t name_w = name >= 0 ? w[name] : 0;
   for (int j = 0; j < nc; j++) fc[j].full = w[j];
@@ -548,7 +549,7 @@ int ft_report_table(FILE *f, const ft_report *rep, const ft_table_opts *o) {
     used = line_width(rep, w, drop, name);
   }
   /* then the needed ones, while the name would get less than NAME_MIN */
-  while (!rc && o->width && used + least > o->width && drop_next(rep, drop, name, NEEDED, (int)N_DROP, &n_drop))
+  while (!rc && o->width && used + least > o->width && drop_next(rep, drop, name, NEEDED, N_DROP, &n_drop))
     used = line_width(rep, w, drop, name);
   if (name >= 0 && o->width && !o->name_width) {
     size_t left = o->width > used + 2 ? o->width - used - 2 : 0;
