@@ -345,10 +345,8 @@ bool ft__diff_summary(ft__diff_ctx *c) {
   }
   if (!ft__diff_report(c, FT_DIFF_SUMMARY, "summary", "summary, A vs B", summary_cols, 6, N)) return false;
   ft_report *rep = &c->d->reps[FT_DIFF_SUMMARY];
-
   for (int m = 0; m < N; m++) {
-    uint8_t *kind = rep->kinds + (size_t)m * 6;
-    for (int j = 0; j < 6; j++) kind[j] = (uint8_t)summary_cols[j].kind;
+    uint8_t *kind = rep->kinds + (size_t)m * 6; /* each its column's (ft__diff_report), but whole numbers */
     ft__diff_str(rep, 0, m == STEP && !c->d->step_name[0] ? "span" : names[m][0]);
     ft__diff_str(rep, 1, names[m][1]);
     ft__diff_num(rep, 2, v[0][m]);
