@@ -95,7 +95,7 @@ static int write_out(FILE *f, const ft_cli_advice *a, enum fmt fmt, size_t width
 int ft_cli_advise(int argc, char **argv) {
   enum fmt fmt = FMT_TABLE;
   const char *output = NULL, *step = NULL;
-  size_t top = 20, v;
+  size_t top = 20;
   long width = -1;
   bool quiet = false, overwrite = false, partial = false, merge = false;
   ft_advise_opts ao;
@@ -151,9 +151,7 @@ int ft_cli_advise(int argc, char **argv) {
       if (parse_count(optarg, &top)) return ft_cli_usage_error("advise", "--limit takes a count, not '%s'", optarg);
       break;
     case OPT_WIDTH:
-      if (parse_count(optarg, &v) || v < 20 || v > 100000)
-        return ft_cli_usage_error("advise", "--width takes a width from 20, not '%s'", optarg);
-      width = (long)v;
+      if (ft_cli_width("advise", optarg, &width)) return FT_CLI_USAGE;
       break;
     case 'q': quiet = true; break;
     case OPT_PARTIAL: partial = true; break;

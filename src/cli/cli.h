@@ -61,6 +61,9 @@ size_t ft_cli_distance(const char *a, const char *b);
  * prefix of 3+ bytes counts as 1), up to three, into out as "'a'" or "'a' or 'b'";
  * false when none is near: for "did you mean". */
 bool ft_cli_nearest(const char *bad, const char *const *names, size_t n, char *out, size_t len);
+/* --width's value (stats, diff, advise): a width from 20 to 100000 into *width and 0; else
+ * the one-line usage error's status (FT_CLI_USAGE). */
+int ft_cli_width(const char *cmd, const char *arg, long *width);
 /* Prints "flagtrace CMD: <message>" ("flagtrace: " when cmd is NULL), one line,
  * control characters escaped (a file name may hold a newline or an ESC). */
 void ft_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -334,13 +334,9 @@ int ft_cli_diff(int argc, char **argv) {
     case OPT_FORCE: o.force = true; break;
     case OPT_BY_STEP: by_step = true; break;
     case OPT_OVERWRITE: overwrite = true; break;
-    case OPT_WIDTH: {
-      size_t v;
-      if (parse_count(optarg, &v) || v < 20 || v > 100000)
-        return ft_cli_usage_error("diff", "--width takes a width from 20, not '%s'", optarg);
-      width = (long)v;
+    case OPT_WIDTH:
+      if (ft_cli_width("diff", optarg, &width)) return FT_CLI_USAGE;
       break;
-    }
     case 'q': quiet = true; break;
     case ':': return ft_cli_usage_error("diff", "option '%s' needs a value", bad);
     default:

@@ -1,4 +1,5 @@
 /* Option parsing shared by the subcommands: -x VALUE, --long VALUE, --long=VALUE. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -168,4 +169,14 @@ bool ft_cli_nearest(const char *bad, const char *const *names, size_t n, char *o
     used += (size_t)w, k++;
   }
   return k > 0;
+}
+
+int ft_cli_width(const char *cmd, const char *arg, long *width) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(arg, &end, 10);
+  if (!*arg || *end || errno || *arg == '-' || v < 20 || v > 100000)
+    return ft_cli_usage_error(cmd, "--width takes a width from 20, not '%s'", arg);
+  *width = (long)v;
+  return 0;
 }

@@ -460,9 +460,7 @@ int ft_cli_stats(int argc, char **argv) {
         return ft_cli_usage_error("stats", "--timeunit takes ns, us, ms or s, not '%s'", optarg);
       break;
     case 'W':
-      if (parse_size(optarg, &v) || v < 20 || v > 100000)
-        return ft_cli_usage_error("stats", "--width takes a width from 20, not '%s'", optarg);
-      width = (long)v;
+      if (ft_cli_width("stats", optarg, &width)) return FT_CLI_USAGE;
       break;
     case 'q': quiet = true; break;
     case OPT_PARTIAL: partial = true; break;
