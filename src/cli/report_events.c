@@ -286,9 +286,8 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
   fprintf(out, "{\"rank\": %lld, \"offset_ns\": %lld, ", (long long)sf->rank, (long long)offset_ns);
   /* the busy bins' span (report.c's "timeline": stats' first to last event) on the page's clock, so that
    * the page draws them under the slices */
-  int64_t bfirst = n ? first : first_ts(m);
-  if (bfirst != INT64_MAX && sf->span_ns && sf->first_ns <= INT64_MAX) {
-    long long at = (long long)offset_ns + ((long long)sf->first_ns - (long long)bfirst);
+  if (first != INT64_MAX && sf->span_ns && sf->first_ns <= INT64_MAX) {
+    long long at = (long long)offset_ns + ((long long)sf->first_ns - (long long)first);
     fprintf(out, "\"busy_ns\": [%lld, %llu], ", at, (unsigned long long)sf->span_ns);
   }
   fputs("\"rows\": [", out);
@@ -330,23 +329,23 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
          ft__tl_varint(&cols[1], m->dur[sl]) && ft__tl_varint(&cols[2], nm == FT_MODEL_NONE ? 0 : ids[nm]) &&
          ft__tl_varint(&cols[3], corr - prev_corr) && ft__tl_varint(&cols[4], ext - prev_ext);
     prev_corr = corr, prev_ext = ext;
-    struct ft_model_kernel_args a;
-    if (ok && e->launch && ft_model_kernel_args(m, sl, &a)) {
+    struct ft_model_kernel_args a; /* launch configuration and the details panel's args: one lookup */
+    bool has_args = ok && ft_model_kernel_args(m, sl, &a);
+    if (ok && e->launch && has_args) {
       ok = ft__tl_varint(&cols[5], (int64_t)i);
       for (int d = 0; d < 3 && ok; d++) ok = ft__tl_varint(&cols[5], a.grid[d]);
       for (int d = 0; d < 3 && ok; d++) ok = ft__tl_varint(&cols[5], a.block[d]);
       launches++;
     }
     ok = ok && ft__tl_varint(&cols[6], m->kind[sl]);
-    struct ft_model_kernel_args x;
-    bool xa = ok && ft_model_kernel_args(m, sl, &x);
+    bool xa = ok && has_args;
     int64_t dims = -1;
-    if (xa && x.dims && *x.dims && *dims_n < DIMS) { /* past the cap, the page's names stop growing */
+    if (xa && a.dims && *a.dims && *dims_n < DIMS) { /* past the cap, the page's names stop growing */
       uint32_t before = names->n, id;
-      if (ft__intern(names, x.dims, strlen(x.dims), &id)) ok = false;
-      else dims = id, *dims_n += id >= before ? (uint32_t)strlen(x.dims) : 0;
+      if (ft__intern(names, a.dims, strlen(a.dims), &id)) ok = false;
+      else dims = id, *dims_n += id >= before ? (uint32_t)strlen(a.dims) : 0;
     }
-    int64_t fv[4] = {0, m->arg ? (int64_t)m->arg[sl] : 0, xa ? x.regs : -1, dims};
+    int64_t fv[4] = {0, m->arg ? (int64_t)m->arg[sl] : 0, xa ? a.regs : -1, dims};
     for (int fi = 1; fi < 4 && ok; fi++) {
       if (fi == 1 ? fv[fi] <= 0 : fv[fi] < 0) continue;
       ok = ft__tl_varint(&cols[7], (int64_t)i - prev_e) && ft__tl_varint(&cols[7], fi) &&
@@ -361,7 +360,7 @@ static ft_status write_file(FILE *out, const ft_model *m, ft__strtab *names, int
     s = ft__tl_put_col(out, &cols[c]);
   }
   fprintf(out, ", \"gn\": %zu", launches);
-  if (!s) s = ft__tl_write_mem(out, m, names, n ? first : first_ts(m));
+  if (!s) s = ft__tl_write_mem(out, m, names, first);
   if (!s && sf->span_ns && sf->first_ns <= INT64_MAX)
     s = write_queues(out, m, ev, n, (int64_t)sf->first_ns, sf->span_ns);
   fputc('}', out);
