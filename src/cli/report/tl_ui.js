@@ -61,9 +61,8 @@ function startTimeline() {
   });
   cv.addEventListener("wheel", function (e) {
     e.preventDefault(); var W = cv.clientWidth, span = TL.view[1] - TL.view[0];
-    if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) { var dx = (e.deltaX || e.deltaY) / W * span * 0.5; setView(TL.view[0] + dx, TL.view[1] + dx); return; }
-    var f = e.offsetX / W, c = TL.view[0] + f * span, s = span * (e.deltaY > 0 ? 1.25 : 0.8);
-    setView(c - f * s, c - f * s + s);
+    if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) { panBy((e.deltaX || e.deltaY) / W * span * 0.5); return; }
+    zoomAbout(e.offsetX / W, e.deltaY > 0 ? 1.25 : 0.8);
   });
   cv.addEventListener("dblclick", function () { TL.pinned = null; setStep(TL.step); });
   cv.addEventListener("mousemove", function (e) {
@@ -118,6 +117,12 @@ function followArrow() { /* the selected slice's launch arrow followed: its othe
   selectSlice(sliceAt(s.G, s.F, pair[0] === s.k ? pair[1] : pair[0]), true);
   return true;
 }
+/* the view's span times factor, the time at fraction f of the width kept in place (wheel, W/S) */
+function zoomAbout(f, factor) {
+  var span = TL.view[1] - TL.view[0], c = TL.view[0] + f * span, n = span * factor;
+  setView(c - f * n, c - f * n + n);
+}
+function panBy(dt) { setView(TL.view[0] + dt, TL.view[1] + dt); } /* the view moved by dt (shift+wheel, A/D) */
 function zoomToSelection() {
   if (TL.sel) setView(TL.sel.lo, TL.sel.hi);
   else if (TL.pinned) { var F = TL.pinned.F, k = TL.pinned.k, d = Math.max(F.en[k] - F.st[k], 100); setView(F.st[k] - F.shift - d / 10, F.en[k] - F.shift + d / 10); }
@@ -129,9 +134,8 @@ function timelineKeys(e) {
   if (e.ctrlKey || e.metaKey || e.altKey || tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (t && t.isContentEditable) || !TL.canvas) return;
   var k = e.key.length === 1 ? e.key.toLowerCase() : e.key, span = TL.view[1] - TL.view[0], W = TL.canvas.clientWidth;
   if (k === "w" || k === "s") {
-    var f = TL.pointer !== null && TL.pointer !== undefined ? TL.pointer / W : 0.5, c = TL.view[0] + f * span, n = span * (k === "w" ? 0.8 : 1.25);
-    setView(c - f * n, c - f * n + n);
-  } else if (k === "a" || k === "d") { var dx = (k === "a" ? -0.2 : 0.2) * span; setView(TL.view[0] + dx, TL.view[1] + dx); }
+    zoomAbout(TL.pointer !== null && TL.pointer !== undefined ? TL.pointer / W : 0.5, k === "w" ? 0.8 : 1.25);
+  } else if (k === "a" || k === "d") panBy((k === "a" ? -0.2 : 0.2) * span);
   else if (k === "f") zoomToSelection();
   else if (k === "]" || k === "[") followArrow();
   else if (k === "Escape") clearSelection();
