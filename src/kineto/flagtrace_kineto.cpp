@@ -28,6 +28,7 @@
 extern "C" {
 #include "flagtrace/api_table.h"
 }
+#include "late_calls.h"
 
 // libc10's (c10/core/DeviceType.h), declared here so that the adaptor's CPU test
 // builds without torch's headers
@@ -87,15 +88,12 @@ static void append_entry(std::string& json, const char* key, const char* value, 
   if (plain) plain->assign(esc.data() + 1, w - 2);
 }
 
-// What the events of one profile share, rendered once: names and metadata lists
-// (by the core's keys), and the activities themselves in chunks that never move.
-// kineto's loggers keep raw pointers to the activities (torch's MemoryTraceLogger
-// until the profile object dies), and the session is destroyed right after
-// processTrace, so the block is reference-counted: the session holds it while
-// filling it, and the keeper (keep_block) holds it as long as the logger lives.
-// kineto hands a child's trace buffer to the trace, whose span it writes as a
-// "Trace" slice and an "Iteration Start" marker torch-cuda has not, so the keeper
-// rides in the profile's kineto Config instead: the logger clones it (output_membuf.h).
+// What the events of one profile share, rendered once: names and metadata lists (by the core's keys), and the
+// activities in chunks that never move. kineto's loggers keep raw pointers to the activities (torch's
+// MemoryTraceLogger until the profile object dies) and the session dies right after processTrace, so the block is
+// reference-counted: the session holds it while filling it, the keeper (keep_block) as long as the logger lives. The
+// keeper rides in the profile's kineto Config (the logger clones it, output_membuf.h), not in a child's trace buffer,
+// whose span kineto writes as a "Trace" slice and an "Iteration Start" marker torch-cuda has not.
 struct Block;
 
 // One exported event, as kineto's CUPTI path wraps a raw record: plain fields,
@@ -211,7 +209,7 @@ using KeepBlock = std::function<void(std::shared_ptr<void>)>;
 static std::mutex running_mu;
 static class Session* running = nullptr;
 
-class Session : public libkineto::IActivityProfilerSession {
+class Session : public libkineto::IActivityProfilerSession, public KeptOnDelete {
  public:
   Session(ft_session* s, bool cuda_names, KeepBlock keep)
       : s_(s), cuda_names_(cuda_names), block_(std::make_shared<Block>()) {
@@ -234,6 +232,7 @@ class Session : public libkineto::IActivityProfilerSession {
       std::lock_guard<std::mutex> g(running_mu);
       if (running == this) running = nullptr;
     }
+    late_.close(); // other threads' pushes and pops (late_calls.h)
     A->ft_session_destroy(s_);
   }
 
@@ -269,14 +268,14 @@ class Session : public libkineto::IActivityProfilerSession {
   void set_collecting(bool on) { A->ft_session_set_collecting(s_, on); }
 
   // torch's op ids drive the tracer's external correlation on the calling thread.
-  void pushCorrelationId(uint64_t id) override { A->ft_correlation_push(s_, id); }
-  void popCorrelationId() override { A->ft_correlation_pop(s_); }
+  void pushCorrelationId(uint64_t id) override { late_.run(A->ft_correlation_push, s_, id); }
+  void popCorrelationId() override { late_.run(A->ft_correlation_pop, s_); }
   // User annotations (record_function) keep their own ids in kineto: never on the
   // op stack (that would steal the attribution from the op), but remembered by
   // thread and time, so that the core projects each onto the GPU rows as kineto's
   // gpu_user_annotation (named at processTrace through the linked-activity resolver).
-  void pushUserCorrelationId(uint64_t id) override { A->ft_user_range_push(s_, id, nullptr); }
-  void popUserCorrelationId() override { A->ft_user_range_pop(s_); }
+  void pushUserCorrelationId(uint64_t id) override { late_.run(A->ft_user_range_push, s_, id, nullptr); }
+  void popUserCorrelationId() override { late_.run(A->ft_user_range_pop, s_); }
 
   // Overriding only the 1-argument form would never receive the resolver (design.md §1).
   void processTrace(libkineto::ActivityLogger& logger) override {
@@ -474,6 +473,7 @@ class Session : public libkineto::IActivityProfilerSession {
   }
 
   ft_session* s_;
+  LateCalls late_;
   bool cuda_names_;
   std::shared_ptr<Block> block_;
   // core key -> index in the block, during processTrace only
