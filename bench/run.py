@@ -1042,12 +1042,23 @@ class Gpu:
             return [self.ft, "record", f"--memory={mem}", "--force-overwrite", "-o",
                     os.path.join(self.tmp, name + ".json.gz"), "--"]
 
-        variants = {"bare": [], "mem_off": record("mem_off", "off"), "mem_on": record("mem_on", "on")}
+        # the floor's two sides: what CUPTI itself costs an allocation with memory records on
+        # (bench/gpu/cupti_floor.c, CUPTI_FLOOR_MEMORY), whatever a tracer then does with them
+        floor = {"CUDA_INJECTION64_PATH": self.floor}
+        variants = {"bare": ([], None), "mem_off": (record("mem_off", "off"), None),
+                    "mem_on": (record("mem_on", "on"), None), "floor_off": ([], floor),
+                    "floor_on": ([], {**floor, "CUPTI_FLOOR_MEMORY": "1"})}
+        # FT_BENCH_P7_PARTS=1: where the floor's cost lies (MEMORY2 alone, MEMORY_POOL alone, or
+        # callbacks on the allocation calls instead of records); rows not judged
+        parts = ("records", "pool", "callbacks") if os.environ.get("FT_BENCH_P7_PARTS") == "1" else ()
+        for p in parts:
+            variants["floor_" + p] = ([], {**floor, "CUPTI_FLOOR_MEMORY": p})
 
         def start(g):
             lay = self.layout(("alloc", g))
-            return {n: self.spawn(self.pin1 + self.norand + pre + [self.alloc_loop, str(iters), "serve"], lay)
-                    for n, pre in variants.items()}
+            return {n: self.spawn(self.pin1 + self.norand + pre + [self.alloc_loop, str(iters), "serve"],
+                                  {**lay, **(env or {})})
+                    for n, (pre, env) in variants.items()}
 
         def ready(n, sv):
             if sv.ready() != "ready":
@@ -1065,8 +1076,11 @@ class Gpu:
             return [[(r["around"][side], r[side]) for r in g] for g in groups]
 
         # per round: (off / its bare, on / its bare); the pair ratio is on's over off's
-        pairs = [[(r["mem_off"] / r["around"]["mem_off"], r["mem_on"] / r["around"]["mem_on"]) for r in g]
-                 for g in groups]
+        def on_off(off, on):
+            return [[(r[off] / r["around"][off], r[on] / r["around"][on]) for r in g] for g in groups]
+
+        pairs = on_off("mem_off", "mem_on")
+        fl_on, fl_off = mm([r["floor_on"] for g in groups for r in g]), mm([r["floor_off"] for g in groups for r in g])
         unit = "µs/iter"
         return [row("P7", f"allocation loop ({iters:,} cudaMallocAsync/cudaFreeAsync pairs a turn, a cudaMalloc/"
                           "cudaFree pair every 64) under `record --memory=on` vs `--memory=off`, each against the "
@@ -1078,7 +1092,18 @@ class Gpu:
                     True, self.quick),
                 row("P7", "the same, `record --memory=off` vs bare", f"{b[0]:.3f} / {b[1]:.3f} {unit} bare",
                     f"{off[0]:.3f} / {off[1]:.3f} {unit}", group_bootstrap(vs_bare("mem_off"), pair_ratio), "—",
-                    None, True, self.quick)]
+                    None, True, self.quick),
+                row("P7", "the floor: a CUPTI tracer that counts records, MEMORY2 and MEMORY_POOL on vs off "
+                          "(what CUPTI itself costs; no tracer built on its records can do better)",
+                    f"{fl_off[0]:.3f} / {fl_off[1]:.3f} {unit} (floor, memory off)",
+                    f"{fl_on[0]:.3f} / {fl_on[1]:.3f} {unit}", group_bootstrap(on_off("floor_off", "floor_on"),
+                                                                               pair_ratio), "—", None, True,
+                    self.quick)] + [
+                row("P7", f"the floor with `CUPTI_FLOOR_MEMORY={p}` vs memory off (where its cost lies)",
+                    f"{fl_off[0]:.3f} / {fl_off[1]:.3f} {unit} (floor, memory off)",
+                    "{0:.3f} / {1:.3f} {2}".format(*mm([r["floor_" + p] for g in groups for r in g]), unit),
+                    group_bootstrap(on_off("floor_off", "floor_" + p), pair_ratio), "—", None, True, self.quick)
+                for p in parts]
 
     def p1_p3_torch(self, want):
         """Process groups of `pairs` pairs of torch processes, `base` (bare loops, then kineto

@@ -186,7 +186,9 @@ class FakeServer:
         k = len(self.asked)
         if not self.torch and "alloc_loop" in " ".join(self.cmd):  # P7: 10 µs an iteration bare
             text = " ".join(self.cmd)
-            extra = 0.5 if "--memory=on" in text else 0.2 if "--memory=off" in text else 0.0
+            floor = "CUDA_INJECTION64_PATH" in self.env  # the floor: 0.3 off, 0.6 on
+            extra = 0.5 if "--memory=on" in text else 0.2 if "--memory=off" in text else \
+                (0.6 if self.env.get("CUPTI_FLOOR_MEMORY") == "1" else 0.3) if floor else 0.0
             FakeServer.turns += 1
             return repr((10.0 + extra) * (1 + self.DRIFT * FakeServer.turns))
         if not self.torch:
@@ -372,20 +374,24 @@ class GpuPathsWithoutAGpu(unittest.TestCase):
     def test_p7_memory_on_against_off_each_against_its_bare_turns(self):
         self.g.shape["mem_groups"] = 3
         rows = self.g.p7_memory(2000)
-        self.assertEqual([r["id"] for r in rows], ["P7"] * 3)
-        # on 10.5, off 10.2, bare 10 µs: the host's drift cancels against the bare turns around each
-        for r, want in zip(rows, (10.5 / 10.2, 10.5 / 10.0, 10.2 / 10.0)):
+        self.assertEqual([r["id"] for r in rows], ["P7"] * 4)
+        # on 10.5, off 10.2, bare 10 µs, the floor 10.6 on and 10.3 off: the host's drift cancels
+        # against the bare turns around each
+        for r, want in zip(rows, (10.5 / 10.2, 10.5 / 10.0, 10.2 / 10.0, 10.6 / 10.3)):
             self.assertAlmostEqual(r["estimate"], want, places=9)
             self.assertAlmostEqual(r["high"], r["low"], places=9)
-        self.assertEqual([r["verdict"] for r in rows], ["pass", "not judged", "not judged"])
+        self.assertEqual([r["verdict"] for r in rows], ["pass", "not judged", "not judged", "not judged"])
         self.assertEqual((rows[0]["target"], rows[0]["ratio"][:5]), ("≤ 1.05", "1.029"))
-        # 3 groups of 3 sides, the bare one before, between and after the others, every side on CPU 2
-        self.assertEqual(len(self.servers), 9)
-        self.assertEqual(sorted(" ".join(sv.cmd[6:9]) for sv in self.servers[:3]),
-                         ["/b/bench/gpu/alloc_loop 2000 serve", "/b/flagtrace record --memory=off",
-                          "/b/flagtrace record --memory=on"])
-        self.assertTrue(all(sv.asked == ["go"] * (3 * 4 if "record" not in sv.cmd else 4) and sv.closed
-                            for sv in self.servers))
+        # 3 groups of 5 sides, the bare one before, between and after the others, every side on CPU 2
+        self.assertEqual(len(self.servers), 15)
+        self.assertEqual(sorted(" ".join(sv.cmd[6:9]) for sv in self.servers[:5]),
+                         ["/b/bench/gpu/alloc_loop 2000 serve"] * 3 + ["/b/flagtrace record --memory=off",
+                                                                       "/b/flagtrace record --memory=on"])
+        self.assertEqual(sorted(str(sv.env.get("CUPTI_FLOOR_MEMORY")) for sv in self.servers[:5]
+                                if "CUDA_INJECTION64_PATH" in sv.env), ["1", "None"])
+        bare = [sv for sv in self.servers if "record" not in sv.cmd and "CUDA_INJECTION64_PATH" not in sv.env]
+        self.assertEqual(len(bare), 3)
+        self.assertTrue(all(sv.asked == ["go"] * (5 * 4 if sv in bare else 4) and sv.closed for sv in self.servers))
         self.assertTrue(all(sv.cmd[:6] == ["taskset", "-c", "2", "setarch", "x86_64", "-R"] for sv in self.servers))
         self.assertEqual(len({sv.env["FT_BENCH_MMAP_PAD"] for sv in self.servers}), 3)  # a layout per group
 
