@@ -197,7 +197,8 @@ step "diff: batch 8 vs 16 recorded now: ~2x device time on aten::mm/addmm, equal
 # flagtrace.torch comes from the python package step: installed here when that step was not run
 step "advise plants: the planted cause first, its cost within 20 %, the clean loop clean (profiler + record)" bash -c "
   { python3 -c 'import flagtrace._C' 2>/dev/null || python3 -m pip install --no-build-isolation --no-deps ./python >/dev/null; } &&
-  PYTHONUNBUFFERED=1 python3 tests/gpu/advise_plants.py --flagtrace $FT --out-dir $BUILD/plants"
+  PYTHONUNBUFFERED=1 python3 tests/gpu/advise_plants.py --flagtrace $FT --out-dir $BUILD/plants;
+  rc=\$?; mkdir -p $OUT/plants && cp $BUILD/plants/*.json* $OUT/plants/ 2>/dev/null; exit \$rc"
 
 # ---- issue 51: device memory (GPU_CHECK_ONLY='^build$|^memory' runs these; docs/measurements.md) ----
 # flagtrace.torch from the python package step, installed here when that step was not run
