@@ -4,8 +4,8 @@
 // its sessions_ vector without a lock, and destroys the sessions (resetTraceData) on the
 // thread that stops the profile. With torch's child-thread profiling (PyTorch's
 // test_cpp_thread: 20 C++ threads running ops while another stops the profile) a thread can
-// reach a session during its destruction or just after it: a SIGSEGV on the H100, 1 run in 2.
-// torch-cuda never meets this (kineto's own CUPTI path has no child sessions).
+// reach a session during its destruction or just after it. Found by reading kineto: that
+// test's own SIGSEGV is torch's (native torch-cuda crashes as often, docs/pytorch.md).
 #pragma once
 
 #include <atomic>
