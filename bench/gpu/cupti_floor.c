@@ -4,8 +4,8 @@
  * CUPTI_FLOOR_MEMORY=1 adds MEMORY2 and MEMORY_POOL: P7's floor, what CUPTI itself costs an
  * allocation when memory records are on, whatever a tracer then does with them. Where that
  * cost lies (FT_BENCH_P7_PARTS): =records MEMORY2 alone, =pool MEMORY_POOL alone, =callbacks
- * no memory records but a callback on every allocation and free call that reads its size and
- * pointer and takes a timestamp (what a tracer built on callbacks would pay instead). */
+ * no memory records but a callback on every allocation and free call that takes a timestamp
+ * and reads an allocation's size (what a tracer built on callbacks would pay instead). */
 #include <cupti.h>
 #include <cuda_runtime_api.h>
 #include <string.h>
@@ -28,13 +28,13 @@ static void CUPTIAPI on_call(void *ud, CUpti_CallbackDomain domain, CUpti_Callba
   const CUpti_CallbackData *cb = data;
   if (cb->callbackSite != CUPTI_API_EXIT) return;
   uint64_t ts = 0;
-  cuptiGetTimestamp(&ts);
+  cuptiGetTimestamp(&ts); /* an event's time: taken as a tracer would, the value not kept here */
   size_t n = 0;
   if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020)
     n = ((const cudaMallocAsync_v11020_params *)cb->functionParams)->size;
   else if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020)
     n = ((const cudaMalloc_v3020_params *)cb->functionParams)->size;
-  atomic_fetch_add_explicit(&bytes, n + (ts & 1), memory_order_relaxed);
+  atomic_fetch_add_explicit(&bytes, n, memory_order_relaxed);
   atomic_fetch_add_explicit(&calls, 1, memory_order_relaxed);
 }
 /* buffers CUPTI holds at once (its RSS share of P6's floor); CUPTI's callbacks may
@@ -65,7 +65,9 @@ static void at_exit(void) {
   cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped);
   fprintf(stderr, "cupti_floor: %llu records, %zu dropped, at most %ld buffers of %zu KiB held at once", records,
           dropped, atomic_load(&max_outstanding), buf_bytes >> 10);
-  if (atomic_load(&calls)) fprintf(stderr, ", %llu allocation calls seen", (unsigned long long)atomic_load(&calls));
+  if (atomic_load(&calls))
+    fprintf(stderr, ", %llu allocation calls seen (%llu bytes allocated)", (unsigned long long)atomic_load(&calls),
+            (unsigned long long)atomic_load(&bytes));
   fprintf(stderr, "\n");
 }
 
