@@ -97,6 +97,30 @@ def measure(build, events=1_000_000, ranks=8):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _evaluator(browser, s, cap_s):
+    """A function of an expression: its value in the page of CDP session s, a promise awaited (for up to
+    cap_s: a large page may be busy for minutes)."""
+    def run(expr):
+        r = browser.call("Runtime.evaluate", {"expression": expr, "awaitPromise": True, "returnByValue": True}, s,
+                         timeout=cap_s)
+        return r["result"].get("value")
+    return run
+
+
+def _wait_ready(browser, run, tries, poll_ms, pump_s):
+    """Waits for the navigated page's data-ready, asked every poll_ms in the page, up to `tries` times: the
+    tab is about:blank until the navigation commits, and a context lost to it is asked again."""
+    for _ in range(tries):
+        try:
+            if run("""location.protocol !== 'file:' ? 0 : new Promise(function (ok) { (function wait() {
+              if (document.body && document.body.getAttribute('data-ready') === '1') ok(1);
+              else setTimeout(wait, %d); })(); })""" % poll_ms):
+                return
+        except RuntimeError:
+            pass
+        browser.pump(pump_s)
+
+
 def sort_clicks(build, rows=100_000, clicks=3, cap_s=600):
     """A header click on the kernels table of a trace of `rows` distinct kernels: the page's handler
     (a sort of all rows) and the frame after it (style, layout, paint of the rows shown: a window of
@@ -118,22 +142,9 @@ def sort_clicks(build, rows=100_000, clicks=3, cap_s=600):
             browser = Browser(chromium, dl)
             try:
                 pg = browser.open("about:blank")  # then the report, waited for past open()'s 15 s
-
-                def run(expr):  # a promise's value; the page may be busy for minutes (the quadratic page)
-                    r = browser.call("Runtime.evaluate",
-                                     {"expression": expr, "awaitPromise": True, "returnByValue": True},
-                                     pg.s, timeout=cap_s)
-                    return r["result"].get("value")
+                run = _evaluator(browser, pg.s, cap_s)  # the quadratic page may be busy for minutes
                 pg.call("Page.navigate", {"url": "file://" + urllib.parse.quote(out)})
-                for _ in range(600):  # about:blank until the navigation commits; a context lost is tried again
-                    try:
-                        if run("""location.protocol !== 'file:' ? 0 : new Promise(function (ok) { (function wait() {
-                          if (document.body && document.body.getAttribute('data-ready') === '1') ok(1);
-                          else setTimeout(wait, 50); })(); })"""):
-                            break
-                    except RuntimeError:
-                        pass
-                    browser.pump(0.1)
+                _wait_ready(browser, run, 600, 50, 0.1)
                 for _ in range(clicks):
                     times.append(run("""new Promise(function (ok) {
                       var th = document.querySelector("#table-kernels th[title='total_us']"), t0 = performance.now();
@@ -257,20 +268,8 @@ def open_page(browser, url, cap_s=600, traced=False):
         _trace(browser, "toplevel,devtools.timeline")
     cpu0 = _renderer_cpu_s(browser)
     browser.call("Page.navigate", {"url": url}, s)
-
-    def run(expr):
-        r = browser.call("Runtime.evaluate", {"expression": expr, "awaitPromise": True, "returnByValue": True}, s,
-                         timeout=cap_s)
-        return r["result"].get("value")
-    for _ in range(1200):  # about:blank until the navigation commits
-        try:
-            if run("""location.protocol !== 'file:' ? 0 : new Promise(function (ok) { (function wait() {
-              if (document.body && document.body.getAttribute('data-ready') === '1') ok(1);
-              else setTimeout(wait, 20); })(); })"""):
-                break
-        except RuntimeError:
-            pass
-        browser.pump(0.05)
+    run = _evaluator(browser, s, cap_s)
+    _wait_ready(browser, run, 1200, 20, 0.05)
     marks = run("""(function () { var m = {}; performance.getEntriesByType('mark').forEach(function (e) {
       if (/^ft-/.test(e.name) && !(e.name in m)) m[e.name] = e.startTime; }); m.ready = window.ftReadyMs;
       m.errors = document.getElementById('ft-errors') ? document.getElementById('ft-errors').textContent : '';
@@ -297,9 +296,7 @@ def traced_frames(browser, s, cap_s=600):
     """FRAME_STEPS under a CDP trace: the steps; each step's ft-frame measure (ms, from the trace); each
     step's rendering work inside it (ms); the frames committed (Commit) during the steps."""
     _trace(browser, "devtools.timeline,disabled-by-default-devtools.timeline.frame,blink.user_timing")
-    r = browser.call("Runtime.evaluate", {"expression": FRAME_STEPS, "awaitPromise": True, "returnByValue": True}, s,
-                     timeout=cap_s)
-    steps = r["result"].get("value")
+    steps = _evaluator(browser, s, cap_s)(FRAME_STEPS)
     ev = _trace_end(browser)
     frames = [e for e in _spans(ev, "ft-frame", "b", "e")]
     lo, hi = (frames[0][0], frames[-1][1]) if frames else (0, 0)
