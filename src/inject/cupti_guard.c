@@ -1,6 +1,7 @@
 /* The preload library's guard of CUPTI's activity API: another client's call that would
- * take it over (registering its own buffer callbacks, ...) first lets flagtrace's
- * tracer step aside, so none of our buffers reaches that client, which frees them. */
+ * take it over (registering its own buffer callbacks, subscribing to callbacks, ...) first
+ * lets flagtrace's tracer step aside, so none of our buffers reaches that client, which
+ * frees them, and CUPTI's one callback subscriber slot is free for it. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
@@ -63,7 +64,9 @@ static void foreign(const char *fn, const void *caller) {
   X(cuptiActivityDisable, (int kind), (kind))                                                   \
   X(cuptiActivityDisableContext, (void *context, int kind), (context, kind))                    \
   X(cuptiActivityRegisterTimestampCallback, (void *clock), (clock))                             \
-  X(cuptiFinalize, (void), ())
+  X(cuptiFinalize, (void), ())                                                                  \
+  /* CUPTI's one subscriber slot: the tracer holds it for memory (JAX's profiler subscribes) */ \
+  X(cuptiSubscribe, (void *subscriber, void *callback, void *userdata), (subscriber, callback, userdata))
 
 #define FT__GUARD(name, params, args)                     \
   INJECT_EXPORT int name params {                         \

@@ -415,48 +415,6 @@ static ft_memory_kind memory_kind_of(uint32_t k) {
   }
 }
 
-static void emit_memory(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream,
-                        const ft_memory_info *m) {
-  ft_device_event ev = {.kind = FT_EVENT_MEMORY,
-                        .start_ns = at,
-                        .end_ns = at,
-                        .correlation_id = corr,
-                        .device = device,
-                        .stream = stream,
-                        .name = "[memory]",
-                        .memory = m};
-  ft__tracer_emit(&t->base, &ev, NULL, 0);
-}
-
-/* The followed pool at (device, address), added at level 0 when add and there is
- * room; NULL when not followed. */
-static ft__cupti_pool *pool_slot(cupti_tracer *t, uint32_t device, uint64_t address, bool add) {
-  for (size_t i = 0; i < t->n_pools; i++)
-    if (t->pools[i].address == address && t->pools[i].device == device) return &t->pools[i];
-  if (!add || t->n_pools == MAX_POOLS) return NULL;
-  t->pools[t->n_pools] = (ft__cupti_pool){.address = address, .device = device, .level = 0};
-  return &t->pools[t->n_pools++];
-}
-
-/* The pool's reserved bytes moved to size: the difference as one event, op_if_equal
- * (0: none) when there is none. */
-static void pool_to(cupti_tracer *t, ft__cupti_pool *p, uint64_t size, uint64_t at, uint32_t corr, uint32_t stream,
-                    ft_memory_kind kind, ft_memory_op op_if_equal) {
-  if (size == p->level && !op_if_equal) return;
-  FT__LOG("pool %#llx on device %u: %llu -> %llu bytes (correlation %u)", (unsigned long long)p->address, p->device,
-          (unsigned long long)p->level, (unsigned long long)size, corr);
-  bool up = size > p->level;
-  ft_memory_info m = {.op = size == p->level ? op_if_equal
-                            : up             ? FT_MEMORY_RESERVE
-                                             : FT_MEMORY_UNRESERVE,
-                      .memory_kind = kind,
-                      .address = p->address,
-                      .bytes = up ? size - p->level : p->level - size,
-                      .pool = p->address};
-  p->level = size;
-  emit_memory(t, at, corr, p->device, stream, &m);
-}
-
 /* An allocation or a free (cudaMalloc, cudaFree, cudaMallocAsync, ...). One from a
  * local pool also says the pool's size (memoryPoolConfig.pool.size, beside its
  * utilizedSize): a pool that grew for it reserves the growth first, one that shrank
@@ -474,20 +432,20 @@ static void decode_memory(cupti_tracer *t, const CUpti_ActivityMemory4 *r) {
   ft_memory_kind kind = memory_kind_of(r->memoryKind);
   /* pool.size is the pool's size only for a local pool (an imported one's is a process id) */
   ft__cupti_pool *p =
-      pool && type == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL ? pool_slot(t, r->deviceId, pool, true) : NULL;
+      pool && type == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL ? ft__cupti_pool_slot(t, r->deviceId, pool, true) : NULL;
   uint64_t size = r->memoryPoolConfig.pool.size;
   if (p) /* the reading of pool sizes is checked on hardware with this (tests/gpu/check_mem_pool.py) */
     FT__LOG("memory record: op %d pool %#llx size %llu utilized %llu bytes %llu", (int)r->memoryOperationType,
             (unsigned long long)pool, (unsigned long long)size, (unsigned long long)r->memoryPoolConfig.utilizedSize,
             (unsigned long long)r->bytes);
-  if (p && size > p->level) pool_to(t, p, size, at, r->correlationId, r->streamId, kind, 0);
+  if (p && size > p->level) ft__cupti_pool_to(t, p, size, at, r->correlationId, r->streamId, kind, 0);
   ft_memory_info m = {.op = alloc ? FT_MEMORY_ALLOC : FT_MEMORY_FREE,
                       .memory_kind = kind,
                       .address = r->address,
                       .bytes = r->bytes,
                       .pool = pool};
-  emit_memory(t, at, r->correlationId, r->deviceId, r->streamId, &m);
-  if (p && size < p->level) pool_to(t, p, size, at, r->correlationId, r->streamId, kind, 0);
+  ft__cupti_emit_memory(t, at, r->correlationId, r->deviceId, r->streamId, 0, &m);
+  if (p && size < p->level) ft__cupti_pool_to(t, p, size, at, r->correlationId, r->streamId, kind, 0);
 }
 
 /* A pool created, trimmed or destroyed (docs/memory.md: how its size is read). Its
@@ -513,14 +471,14 @@ static void decode_pool(cupti_tracer *t, const CUpti_ActivityMemoryPool2 *r) {
   uint64_t size = local ? r->size : 0; /* valid for a local pool only */
   ft_memory_op natural =
       op == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED ? FT_MEMORY_RESERVE : FT_MEMORY_UNRESERVE;
-  ft__cupti_pool *p = local ? pool_slot(t, r->deviceId, r->address, true) : NULL;
+  ft__cupti_pool *p = local ? ft__cupti_pool_slot(t, r->deviceId, r->address, true) : NULL;
   if (!p) {
     ft_memory_info m = {.op = natural,
                         .memory_kind = FT_MEMKIND_DEVICE,
                         .address = r->address,
                         .bytes = op == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED ? 0 : size,
                         .pool = r->address};
-    emit_memory(t, at, r->correlationId, r->deviceId, UINT32_MAX, &m);
+    ft__cupti_emit_memory(t, at, r->correlationId, r->deviceId, UINT32_MAX, 0, &m);
     return;
   }
   bool destroyed = op == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED;
@@ -529,7 +487,8 @@ static void decode_pool(cupti_tracer *t, const CUpti_ActivityMemoryPool2 *r) {
    * (measured: docs/memory.md); that allocation's record carries the size and
    * reserves it. */
   bool created = op == CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED;
-  pool_to(t, p, destroyed || created ? 0 : size, at, r->correlationId, UINT32_MAX, FT_MEMKIND_DEVICE, natural);
+  ft__cupti_pool_to(t, p, destroyed || created ? 0 : size, at, r->correlationId, UINT32_MAX, FT_MEMKIND_DEVICE,
+                    natural);
   if (destroyed) *p = t->pools[--t->n_pools]; /* forgotten: its address may be a new pool's */
 }
 #endif

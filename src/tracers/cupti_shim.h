@@ -46,13 +46,17 @@
     (enable, subscriber, domain, cbid))
 
 /* Optional (the per-API switches: CUPTI 12.5 and later; the clock: 11.6; cuptiFinalize,
- * used only by record --on-demand between captures): NULL when
- * the library lacks them, checked before use. */
-#define FT_CUPTI_OPTIONAL_FUNCS(X)                                                                       \
-  X(CUptiResult, cuptiActivityEnableRuntimeApi, (CUpti_CallbackId cbid, uint8_t enable), (cbid, enable)) \
-  X(CUptiResult, cuptiActivityEnableDriverApi, (CUpti_CallbackId cbid, uint8_t enable), (cbid, enable))  \
-  X(CUptiResult, cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc clock), (clock))   \
-  X(CUptiResult, cuptiFinalize, (void), ())
+ * used only by record --on-demand between captures; the rest by memory capture from
+ * callbacks, cupti_memory.c): NULL when the library lacks them, checked before use. */
+#define FT_CUPTI_OPTIONAL_FUNCS(X)                                                                            \
+  X(CUptiResult, cuptiActivityEnableRuntimeApi, (CUpti_CallbackId cbid, uint8_t enable), (cbid, enable))      \
+  X(CUptiResult, cuptiActivityEnableDriverApi, (CUpti_CallbackId cbid, uint8_t enable), (cbid, enable))       \
+  X(CUptiResult, cuptiActivityRegisterTimestampCallback, (CUpti_TimestampCallbackFunc clock), (clock))        \
+  X(CUptiResult, cuptiFinalize, (void), ())                                                                   \
+  X(CUptiResult, cuptiUnsubscribe, (CUpti_SubscriberHandle subscriber), (subscriber))                         \
+  X(CUptiResult, cuptiGetDeviceId, (CUcontext context, uint32_t * device), (context, device))                 \
+  X(CUptiResult, cuptiGetStreamIdEx, (CUcontext context, CUstream stream, uint8_t per_thread, uint32_t * id), \
+    (context, stream, per_thread, id))
 
 /* libcuda, for device properties (occupancy) and the device count. Optional:
  * looked up only in a libcuda the process already loaded, never loaded by us. */
@@ -63,10 +67,17 @@
   X(CUresult, cuDeviceGetName, (char *name, int len, CUdevice device), (name, len, device))                            \
   X(CUresult, cuDeviceTotalMem_v2, (size_t * bytes, CUdevice device), (bytes, device))
 
+/* libcuda's stream-ordered pools, for memory capture from callbacks (cupti_memory.c):
+ * a device's current pool and a pool's reserved bytes. Optional, from the same libcuda. */
+#define FT_CUDA_POOL_FUNCS(X)                                                             \
+  X(CUresult, cuDeviceGetMemPool, (CUmemoryPool * pool, CUdevice device), (pool, device)) \
+  X(CUresult, cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value), (pool, attr, value))
+
 #define FT__SHIM_PFN(ret, name, params, args) typedef ret(*ft__pfn_##name) params;
 FT_CUPTI_FUNCS(FT__SHIM_PFN)
 FT_CUPTI_OPTIONAL_FUNCS(FT__SHIM_PFN)
 FT_CUDA_FUNCS(FT__SHIM_PFN)
+FT_CUDA_POOL_FUNCS(FT__SHIM_PFN)
 #undef FT__SHIM_PFN
 
 /* The list's signatures must be the vendor header's: a drifted entry fails to build. */
@@ -76,6 +87,7 @@ FT_CUDA_FUNCS(FT__SHIM_PFN)
 FT_CUPTI_FUNCS(FT__SHIM_CHECK)
 FT_CUPTI_OPTIONAL_FUNCS(FT__SHIM_CHECK)
 FT_CUDA_FUNCS(FT__SHIM_CHECK)
+FT_CUDA_POOL_FUNCS(FT__SHIM_CHECK)
 #undef FT__SHIM_CHECK
 
 typedef struct ft__cupti_api {

@@ -251,6 +251,7 @@ static void quiet_apis(cupti_tracer *t, bool driver) {
 }
 
 static void disable_kinds(cupti_tracer *t) {
+  ft__cupti_memory_disarm(t);
   for (size_t i = 0; i < N_KINDS; i++)
     if (t->base.kinds & FT_KIND_BIT(kind_map[i].ft_kind)) t->api.cuptiActivityDisable(kind_map[i].cupti);
   t->api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
@@ -279,10 +280,13 @@ static ft_status enable_kinds(cupti_tracer *t) {
                                                     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   if (!t->timed) FT__LOG("enable external correlation: %s", st ? t->base.err : "ok");
   bool no_memory = false;
+  /* memory from callbacks where CUPTI gives them (cupti_memory.c: MEMORY2's records
+   * cost an allocation loop 1.19x), else from its records */
+  if (!st && (t->base.kinds & FT_KIND_BIT(FT_EVENT_MEMORY))) ft__cupti_memory_arm(t);
   for (size_t i = 0; i < N_KINDS && !st; i++) {
     if (!(t->base.kinds & FT_KIND_BIT(kind_map[i].ft_kind))) continue;
     bool memory = kind_map[i].ft_kind == FT_EVENT_MEMORY;
-    if (memory && no_memory) continue; /* pool records without allocations would mislead */
+    if (memory && (no_memory || t->mem_callbacks)) continue; /* pool records without allocations would mislead */
     st = ft__cuptiActivityEnable(&t->api, t->base.err, sizeof t->base.err, kind_map[i].cupti);
     FT__LOG("enable kind %d: %s", (int)kind_map[i].cupti, st ? t->base.err : "ok");
     if (st && memory) memory_refused(t, kind_map[i].cupti, &no_memory);
@@ -456,7 +460,8 @@ static ft_status cu_stop(ft_tracer *base) {
   if (ft__env_flag("FLAGTRACE_CUPTI_FINALIZE") && t->api.cuptiFinalize) {
     CUptiResult r = t->api.cuptiFinalize();
     FT__LOG("cuptiFinalize: %s", r == CUPTI_SUCCESS ? "ok (CUPTI detached until the next start)" : "failed");
-    if (r == CUPTI_SUCCESS) registered_in = NULL; /* the next start registers our clock again */
+    if (r == CUPTI_SUCCESS) registered_in = NULL;     /* the next start registers our clock again */
+    if (r == CUPTI_SUCCESS) ft__cupti_unsubscribe(t); /* CUPTI forgot it */
   }
 #endif
   return st;
@@ -490,6 +495,7 @@ static void cu_relinquish(ft_tracer *base) {
   if (ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED))
     FT__WARN("flushing before another client takes CUPTI: %s", t->base.err);
   decode_held_now(t);
+  ft__cupti_unsubscribe(t); /* CUPTI's one subscriber slot is the client's (JAX's profiler subscribes) */
   FT__LOG("relinquished CUPTI's activity API to another client (%zu buffers still lent)", ft__pool_lent());
 }
 
@@ -516,10 +522,7 @@ static bool cu_calls_on_core_clock(const ft_tracer *base) { return ((const cupti
 static void (*profiler_on)(void *ctx, bool start);
 static void *profiler_ctx;
 
-static void CUPTIAPI profiler_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                                       const void *data) {
-  (void)userdata;
-  const CUpti_CallbackData *cb = data;
+void ft__cupti_profiler_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb) {
   bool start = (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) ||
                (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
   /* the range opens when the start call returns and closes when the stop call begins */
@@ -547,7 +550,7 @@ static ft_status cu_watch_profiler_api(ft_tracer *base, void (*on)(void *ctx, bo
   profiler_on = on;
   profiler_ctx = ctx;
   CUpti_SubscriberHandle sub;
-  ft_status st = ft__cuptiSubscribe(&t->api, t->base.err, sizeof t->base.err, &sub, profiler_callback, NULL);
+  ft_status st = ft__cupti_subscriber(t, &sub); /* shared with memory capture */
   struct {
     CUpti_CallbackDomain d;
     CUpti_CallbackId id;
@@ -579,6 +582,7 @@ static void cu_destroy(ft_tracer *base) {
   for (int i = 0; i < MAX_DEVICES; i++) free(t->props[i]);
   free(t->last_kernel.m);
   pthread_mutex_destroy(&t->decode_mu);
+  pthread_mutex_destroy(&t->mem_mu);
   free(t);
 }
 
@@ -636,6 +640,7 @@ ft_status ft_make_device_tracer(ft_tracer **out) {
   if (!t) return FT_ENOMEM;
   t->base.tracer.ops = &cupti_ops;
   pthread_mutex_init(&t->decode_mu, NULL);
+  pthread_mutex_init(&t->mem_mu, NULL);
   t->base.loaded = open_cupti(t) && library_usable(t);
   if (!t->base.loaded) FT__LOG("unavailable: %s", t->base.why);
   *out = &t->base.tracer;

@@ -69,6 +69,10 @@ typedef struct ft__cupti_pool {
   uint64_t address;
   uint32_t device;
   uint64_t level;
+  /* from callbacks (cupti_memory.c): the first allocation from it since its level was
+   * last read (0: none), and its correlation id, where growth found later is placed */
+  uint64_t grew_by;
+  uint32_t grew_corr, grew_stream;
 } ft__cupti_pool;
 
 typedef struct cupti_tracer {
@@ -117,12 +121,14 @@ typedef struct cupti_tracer {
    * names only its context (kineto's contextIdtoDeviceId) */
   uint32_t ctx_ids[MAX_DEVICES], ctx_devices[MAX_DEVICES];
   size_t n_ctx;
-  /* device memory (FT_EVENT_MEMORY): the pools followed, under decode_mu; records
-   * that name no operation, counted as dropped at stop */
+  /* device memory (FT_EVENT_MEMORY): the pools followed (under decode_mu when from
+   * records, mem_mu when from callbacks); records that name no operation, counted as
+   * dropped at stop */
   ft__cupti_pool pools[MAX_POOLS];
-  size_t n_pools;
+  _Atomic size_t n_pools;
   uint64_t memory_invalid;
-  pthread_mutex_t decode_mu;
+  bool mem_callbacks; /* this session's memory comes from callbacks (cupti_memory.c), not records */
+  pthread_mutex_t decode_mu, mem_mu;
 } cupti_tracer;
 
 /* A small formatting arena for one event's metadata values. */
@@ -176,7 +182,56 @@ bool ft__cupti_is_own_query(uint32_t cbid, uint32_t cupti_tid, uint64_t start, u
 int ft__cupti_device_count(const ft_tracer *base);
 size_t ft__cupti_device_properties(ft_tracer *base, int id, const ft_kv **out);
 
-/* cupti_tracer.c: whether an API row is left out. */
+/* cupti_tracer.c: whether an API row is left out; cudaProfilerStart/Stop seen by the
+ * callback subscriber (cupti_memory.c, which owns it). */
 bool ft__cupti_api_left_out(const cupti_tracer *t, bool driver, uint32_t cbid);
+void ft__cupti_profiler_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
+
+/* cupti_memory.c: device memory events and the pools' levels (both capture paths);
+ * CUPTI's one callback subscriber, shared by memory capture and cudaProfilerStart
+ * watching; memory capture from callbacks armed (false: not possible, err says why;
+ * the caller records memory from activity records instead) and disarmed. */
+void ft__cupti_emit_memory(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
+                           const ft_memory_info *m);
+ft__cupti_pool *ft__cupti_pool_slot(cupti_tracer *t, uint32_t device, uint64_t address, bool add);
+void ft__cupti_pool_to(cupti_tracer *t, ft__cupti_pool *p, uint64_t size, uint64_t at, uint32_t corr, uint32_t stream,
+                       ft_memory_kind kind, ft_memory_op op_if_equal);
+ft_status ft__cupti_subscriber(cupti_tracer *t, CUpti_SubscriberHandle *out);
+void ft__cupti_unsubscribe(cupti_tracer *t);
+bool ft__cupti_memory_arm(cupti_tracer *t);
+void ft__cupti_memory_disarm(cupti_tracer *t);
+
+/* cupti_mem_calls.c: what an allocation, free, pool, synchronization or stream call
+ * does to memory, from its CUPTI callback parameters (read at its exit; at its entry
+ * only its kind and pool mean anything); the calls followed, per domain. */
+enum ft__mem_role {
+  FT__MEM_NONE,
+  FT__MEM_ALLOC,
+  FT__MEM_FREE,
+  FT__MEM_POOL_NEW,
+  FT__MEM_POOL_TRIM,
+  FT__MEM_POOL_GONE,
+  FT__MEM_POOL_SET,
+  FT__MEM_SYNC,
+  FT__MEM_STREAM_GONE
+};
+
+typedef struct ft__mem_call {
+  enum ft__mem_role role;
+  ft_memory_kind kind;
+  bool pooled;       /* a stream-ordered allocation: from pool, else the device's current one */
+  bool has_stream;   /* the call names a stream */
+  bool per_thread;   /* a _ptsz form: a null stream is the per-thread one */
+  uint64_t ptr;      /* the allocation's, or the freed address */
+  uint64_t bytes;    /* an allocation's */
+  CUmemoryPool pool; /* the pool named, or created */
+  CUstream stream;
+  int device;      /* cudaDeviceSetMemPool's, a pool's creation, cuMemCreate's: its device; else -1 */
+  bool own_device; /* an allocation whose device is its own (cuMemCreate's), not its context's */
+} ft__mem_call;
+bool ft__cupti_read_runtime(CUpti_CallbackId id, const void *params, ft__mem_call *c);
+bool ft__cupti_read_driver(CUpti_CallbackId id, const void *params, ft__mem_call *c);
+extern const CUpti_CallbackId ft__cupti_runtime_calls[], ft__cupti_driver_calls[];
+extern const size_t ft__cupti_n_runtime_calls, ft__cupti_n_driver_calls;
 
 #endif

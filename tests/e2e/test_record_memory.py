@@ -1,8 +1,9 @@
 """End-to-end, device memory (issue 51): `flagtrace record` of a stand-in CUDA program whose
-fake libcupti hands back CUDA 13's MEMORY2 and MEMORY_POOL records (the script of
-tests/fake_cupti/fake_memory_script.h); the trace holds exactly the expected [memory]
-instants, each on its runtime call's correlation and attributed to the NVTX range open
-around it, and the per-device Memory counter."""
+fake libcupti makes the calls of tests/fake_cupti/fake_memory_script.h, delivering each to
+CUPTI's callback subscriber (the default path) and handing back CUDA 13's MEMORY2 and
+MEMORY_POOL records (FLAGTRACE_CUPTI_MEMORY=records); either way the trace holds exactly the
+expected [memory] instants, each on its runtime call's correlation and attributed to the
+NVTX range open around it, and the per-device Memory counter."""
 import os
 import re
 import signal
@@ -35,8 +36,9 @@ WANT = [
 ]
 
 
-def record(*args):
-    return subprocess.run([flagtrace, "record", *args], capture_output=True, text=True)
+def record(*args, env=None):
+    return subprocess.run([flagtrace, "record", *args], capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})))
 
 
 def totals():
@@ -57,17 +59,19 @@ def totals():
     return out
 
 
-@results.tmp_case("record: CUPTI's memory records become exactly the expected [memory] instants")
-def _(d):
+def exact_instants(d, path_name):
     path = os.path.join(d, "t.json")
-    r = record("-o", path, "--", driver, "memory")
+    r = record("-o", path, "--", driver, "memory", env={"FLAGTRACE_CUPTI_MEMORY": path_name})
     assert r.returncode == 0 and r.stdout == "inject_driver: memory done\n", r
-    assert re.search(r"^flagtrace: wrote \S+ \(\d+ events, 1 dropped\)$", r.stderr, re.M), r.stderr  # INVALID op
+    # a record naming no operation (INVALID) is dropped, counted; no call makes one
+    dropped = 1 if path_name == "records" else 0
+    assert re.search(rf"^flagtrace: wrote \S+ \(\d+ events, {dropped} dropped\)$", r.stderr, re.M), r.stderr
     doc = load(path)
     calls = {e["args"]["correlation"]: e["name"] for e in xs(doc, ("cuda_runtime",))}
     ranges = {e["name"]: e for e in xs(doc, ("user_annotation",))}
     ext = ranges["allocating"]["args"]["External id"]
-    mem = [e for e in doc["traceEvents"] if e.get("name") == "[memory]"]
+    # in time order: from callbacks a pool's growth is found later than its allocation and timed just before it
+    mem = sorted((e for e in doc["traceEvents"] if e.get("name") == "[memory]"), key=lambda e: e["ts"])
     assert len(mem) == len(WANT), [e["args"] for e in mem]
     pid = os.getpid()
     for e, want, (total_alloc, total_reserved) in zip(mem, WANT, totals()):
@@ -90,11 +94,23 @@ def _(d):
         assert a["External id"] == ext, (a, ext)
         if dev == 0:  # the pinned host allocation's totals are the writer's choice
             assert (a["Total Allocated"], a["Total Reserved"]) == (total_alloc, total_reserved), (a, want)
-    counters = [e for e in doc["traceEvents"] if e.get("ph") == "C" and e.get("name") == "Memory"]
+    counters = sorted((e for e in doc["traceEvents"] if e.get("ph") == "C" and e.get("name") == "Memory"),
+                      key=lambda e: e["ts"])
     on0 = [c for c in counters if c["pid"] == 0]
     assert len(on0) == sum(1 for w in WANT if w[1] == 0), counters
     assert on0[-1]["args"] == {"Allocated": 0, "Reserved": 0}, on0[-1]
     assert max(c["args"]["Reserved"] for c in on0) == 33 * MIB
+
+
+@results.tmp_case("record: the allocation calls, seen by CUPTI's callbacks, become exactly the expected [memory] "
+                  "instants")
+def _(d):
+    exact_instants(d, "callbacks")
+
+
+@results.tmp_case("record: CUPTI's memory records (FLAGTRACE_CUPTI_MEMORY=records) become exactly the same instants")
+def _(d):
+    exact_instants(d, "records")
 
 
 @results.tmp_case("stats -r memory reads the recorded trace: the peaks and live bytes the flagtrace block states, "

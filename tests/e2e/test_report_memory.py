@@ -153,15 +153,16 @@ def _(d):
 
 
 if driver:
-    @tmp_case("record's own (fake CUPTI's MEMORY2 and pools): the report's samples are the trace's device Memory counter")
+    @tmp_case("record's own (fake CUPTI's allocation calls and pools): the report's samples are the trace's device Memory counter")
     def _(d):
         path = os.path.join(d, "t.json")
         r = subprocess.run([flagtrace, "record", "-o", path, "--", driver, "memory"], capture_output=True, text=True)
         assert r.returncode == 0, r
         with open(path) as f:
             doc = json.load(f)
-        counter = [(e["pid"], e["args"]["Allocated"], e["args"]["Reserved"]) for e in doc["traceEvents"]
-                   if e.get("ph") == "C" and e.get("name") == "Memory"]
+        # in time order: from CUPTI's callbacks a pool's growth is written after its allocation, timed just before it
+        counter = [(e["pid"], e["args"]["Allocated"], e["args"]["Reserved"]) for e in sorted(
+            (e for e in doc["traceEvents"] if e.get("ph") == "C" and e.get("name") == "Memory"), key=lambda e: e["ts"])]
         out = os.path.join(d, "r.html")
         subprocess.run([flagtrace, "report", "-o", out, path], check=True, capture_output=True)
         with open(out) as f:

@@ -41,6 +41,9 @@
 #define cuptiActivityEnableDriverApi mcptiActivityEnableDriverApi
 #define cuptiSubscribe mcptiSubscribe
 #define cuptiEnableCallback mcptiEnableCallback
+#define cuptiUnsubscribe mcptiUnsubscribe
+#define cuptiGetDeviceId mcptiGetDeviceId
+#define cuptiGetStreamIdEx mcptiGetStreamIdEx
 /* MCPTI's clock: a device counter, here 1.7e9 s behind CLOCK_REALTIME */
 #define VENDOR_CLOCK_BEHIND 1700000000000000000ull
 /* MCPTI's own API ids: nothing like CUPTI's (211 = cudaLaunchKernel there) */
@@ -235,10 +238,18 @@ static void flush_deferred(void) {
     (c)->correlationId = corr;                    \
   } while (0)
 
+#include "fake_callbacks.h"
+
 EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
   pthread_mutex_lock(&mu);
   flush_deferred();
+  fake_current_pool(l);
   uint32_t corr = next_corr++;
+  /* an allocation or pool call, or a sync, at its entry and (below) its exit */
+  fake_call call, nested;
+  int calls = fake_memory_call(l, &call);
+  if (calls) deliver(&call, l->device, corr, CUPTI_API_ENTER);
+  fake_apply(l); /* CUDA's pools as the call leaves them (records: whenever) */
 #ifndef FAKE_MCPTI
   /* CUDA 13's runtime launch calls cuKernelGetName under an id of its own, measured
    * on the H200: an op's launches are 2 ids apart even when that call is not recorded */
@@ -247,6 +258,8 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
   uint64_t t0 = now_ns(); /* as CUPTI: on the calling thread, inside the call */
   CUpti_ActivityKind api_kind = l->driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
   uint32_t cbid = l->cbid ? l->cbid : l->driver ? 307 : l->kind == FAKE_SYNC ? 131 : LAUNCH_CBID;
+  uint64_t t_end = t0 + 500;
+  CUpti_ActivityAPI *a = NULL;
   if (!l->no_runtime && is_enabled(api_kind) && !(cbid < 1024 && api_off[l->driver ? 1 : 0][cbid])) {
     for (int kind = 0; kind < 8; kind++) {
       if (!ext_depth[kind] || !ext_enabled) continue;
@@ -256,7 +269,7 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
       x->externalId = ext_stack[kind][ext_depth[kind] - 1];
       x->correlationId = corr;
     }
-    CUpti_ActivityAPI *a = slot(&api_buf, api_kind);
+    a = slot(&api_buf, api_kind);
     a->kind = api_kind;
     a->cbid = cbid;
     a->start = t0;
@@ -265,6 +278,17 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
     /* what CUPTI 13 reports, measured on the H200: pthread_self()'s low 32 bits */
     a->threadId = (uint32_t)(uintptr_t)pthread_self();
     a->correlationId = corr;
+  }
+  if (calls) { /* the call's exit, inside its API record: that record ends after it */
+    int ppu = !l->driver && getenv("FAKE_CUPTI_PPU") && ppu_driver_form(&call, &nested);
+    if (ppu) deliver(&nested, l->device, corr, CUPTI_API_ENTER);
+    if (ppu) deliver(&nested, l->device, corr, CUPTI_API_EXIT);
+    deliver(&call, l->device, corr, CUPTI_API_EXIT);
+    uint64_t after = now_ns() + 1;
+    if (after > t_end) t_end = after;
+    if (a) a->end = t_end;
+  }
+  if (a) {
     /* PPU: the runtime call's driver record too, under the same correlation id */
     if (!l->driver && getenv("FAKE_CUPTI_PPU") && is_enabled(CUPTI_ACTIVITY_KIND_DRIVER)) {
       CUpti_ActivityAPI runtime = *a; /* slot may hand a's buffer over */
@@ -368,7 +392,7 @@ EXPORT uint32_t fake_cupti_launch(const fake_launch *l) {
   /* the call's recorded end (t0 + 500) is behind us before it returns, as a real
    * call's: a registered clock is the caller's, which brackets calls with it */
   if (atomic_load(&user_clock))
-    while (now_ns() < t0 + 500) {
+    while (now_ns() < t_end) {
     }
   return corr;
 }
@@ -567,43 +591,6 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUde
   default: return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
-}
-
-/* ---- the callback API, for cudaProfilerStart/Stop ---- */
-
-static CUpti_CallbackFunc subscriber_cb;
-static void *subscriber_data;
-static uint32_t watched[4]; /* runtime start, runtime stop */
-
-EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback, void *userdata) {
-  if (subscriber_cb) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-  subscriber_cb = callback;
-  subscriber_data = userdata;
-  *subscriber = (CUpti_SubscriberHandle)&subscriber_cb;
-  return CUPTI_SUCCESS;
-}
-
-EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain,
-                                       CUpti_CallbackId cbid) {
-  (void)subscriber;
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000)
-    watched[0] = enable;
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)
-    watched[1] = enable;
-  return CUPTI_SUCCESS;
-}
-
-/* What cudaProfilerStart/Stop would make CUPTI do: enter and exit callbacks. */
-EXPORT void fake_cupti_profiler_api(int start) {
-  CUpti_CallbackId id =
-      start ? CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 : CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000;
-  if (!subscriber_cb || !watched[start ? 0 : 1]) return;
-  CUpti_CallbackData d;
-  memset(&d, 0, sizeof d);
-  d.callbackSite = CUPTI_API_ENTER;
-  subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, id, &d);
-  d.callbackSite = CUPTI_API_EXIT;
-  subscriber_cb(subscriber_data, CUPTI_CB_DOMAIN_RUNTIME_API, id, &d);
 }
 
 #ifdef FAKE_MCPTI

@@ -1481,6 +1481,7 @@ int main(void) {
       cmocka_unit_test(test_unusable_libraries),
       cmocka_unit_test(test_enable_failure_keeps_cpu_profiling),
       cmocka_unit_test(test_memory_at_the_sink),
+      cmocka_unit_test(test_memory_driver_calls_and_syncs),
       cmocka_unit_test(test_memory_only_when_asked),
       cmocka_unit_test(test_memory_refused_keeps_the_rest),
       cmocka_unit_test(test_memory_in_the_trace),

@@ -86,11 +86,10 @@ int main(void) {
   if (!launch) return 1;
   /* memory: PPU's library decodes with CUPTI 13's layouts (its version is gated to
    * CUPTI 13), stamped on its own clock, not ours (FT_ACCELERATOR_NAME is not cuda) */
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_every_record_of_a_dense_buffer),
-                                     cmocka_unit_test(test_memory_at_the_sink),
-                                     cmocka_unit_test(test_memory_only_when_asked),
-                                     cmocka_unit_test(test_memory_refused_keeps_the_rest),
-                                     cmocka_unit_test(test_memory_in_the_trace),
-                                     cmocka_unit_test(test_memory_many_pools_bounded)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_record_of_a_dense_buffer), cmocka_unit_test(test_memory_at_the_sink),
+      cmocka_unit_test(test_memory_driver_calls_and_syncs),  cmocka_unit_test(test_memory_only_when_asked),
+      cmocka_unit_test(test_memory_refused_keeps_the_rest),  cmocka_unit_test(test_memory_in_the_trace),
+      cmocka_unit_test(test_memory_many_pools_bounded)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

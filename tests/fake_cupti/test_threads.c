@@ -10,9 +10,12 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <cupti_runtime_cbid.h>
 
 #include "fake_cupti.h"
 #include "internal.h"
@@ -83,6 +86,75 @@ static void test_threads_attribute_to_their_own_ranges(void **state) {
   ft_session_destroy(session);
 }
 
+/* Memory from callbacks, 8 threads allocating at once (each from its own pool, and
+ * outside any): every allocation and free an event, each pool's growth reserved once;
+ * then threads still allocating while the session stops and is destroyed, which
+ * waits for callbacks in flight (an event after stop would be a use after free). */
+typedef void (*fake_call_fn)(const fake_launch *l);
+static fake_call_fn call;
+enum { MEM_THREADS = 8, MEM_ROUNDS = 300 };
+static atomic_int keep_allocating;
+
+static void mem_round(int t) {
+  uint64_t pool = 0x100000000000ull + (uint64_t)t * (1ull << 30), own = 0x200000000000ull + (uint64_t)t * (1ull << 30);
+  fake_launch a = {.kind = FAKE_MEMORY,
+                   .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020,
+                   .mem_op = 1,
+                   .address = pool,
+                   .bytes = 4096,
+                   .stream = (uint32_t)t + 1,
+                   .pool_address = pool,
+                   .pool_size = 2 << 20};
+  call(&a);
+  a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, a.mem_op = 2;
+  call(&a);
+  fake_launch m = {.kind = FAKE_MEMORY,
+                   .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+                   .mem_op = 1,
+                   .address = own,
+                   .bytes = 8192};
+  call(&m);
+  m.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, m.mem_op = 2;
+  call(&m);
+}
+
+static void *mem_worker(void *arg) {
+  int t = (int)(intptr_t)arg;
+  for (int i = 0; i < MEM_ROUNDS; i++) mem_round(t);
+  while (atomic_load(&keep_allocating)) mem_round(t);
+  return NULL;
+}
+
+static void test_threads_allocate_at_once(void **state) {
+  (void)state;
+  ft_session_options o;
+  ft_session_options_init(&o);
+  assert_int_equal(ft_session_create(&session, &o), FT_OK);
+  assert_int_equal(ft_session_start(session), FT_OK);
+  pthread_t th[MEM_THREADS];
+  for (int t = 0; t < MEM_THREADS; t++)
+    assert_int_equal(pthread_create(&th[t], NULL, mem_worker, (void *)(intptr_t)t), 0);
+  for (int t = 0; t < MEM_THREADS; t++) pthread_join(th[t], NULL);
+  assert_int_equal(ft_session_stop(session), FT_OK);
+  ft_session_counts st;
+  assert_int_equal(ft_session_counts_get(session, &st), FT_OK);
+  /* per round 4 operations; per thread its pool's one reservation */
+  assert_int_equal(st.device_events, MEM_THREADS * (MEM_ROUNDS * 4 + 1));
+  ft_session_destroy(session);
+  /* stopped and destroyed while the threads go on allocating */
+  atomic_store(&keep_allocating, 1);
+  assert_int_equal(ft_session_create(&session, &o), FT_OK);
+  assert_int_equal(ft_session_start(session), FT_OK);
+  for (int t = 0; t < MEM_THREADS; t++)
+    assert_int_equal(pthread_create(&th[t], NULL, mem_worker, (void *)(intptr_t)t), 0);
+  struct timespec ts = {0, 20000000};
+  nanosleep(&ts, NULL);
+  assert_int_equal(ft_session_stop(session), FT_OK);
+  ft_session_destroy(session);
+  atomic_store(&keep_allocating, 0);
+  for (int t = 0; t < MEM_THREADS; t++) pthread_join(th[t], NULL);
+}
+
 int main(void) {
   void *h = dlopen(getenv("FLAGOS_TRACER_LIBRARY"), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
@@ -90,6 +162,8 @@ int main(void) {
     return 1;
   }
   launch = (fake_cupti_launch_fn)dlsym(h, "fake_cupti_launch");
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads_attribute_to_their_own_ranges)};
+  call = (fake_call_fn)dlsym(h, "fake_cupti_call");
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads_attribute_to_their_own_ranges),
+                                     cmocka_unit_test(test_threads_allocate_at_once)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,467 @@
+/* CUPTI device memory: events and pool levels for both capture paths, and capture from CUPTI's callback API. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cupti.h> /* the calls' parameter structures (generated_cuda*_meta.h), as CUPTI includes them */
+
+#include "cupti_tracer.h"
+
+/* ---- events and pool levels (records and callbacks) ---- */
+
+/* The calling thread: its runtime-call depth (a driver call inside a runtime call is
+ * the runtime's own: PPU's CUPTI reports them), its OS id (0 on CUPTI's buffer thread: records name their call), the
+ * last context's device. */
+static _Thread_local struct {
+  unsigned generation;
+  int runtime_depth;
+  uint32_t tid;
+  CUcontext ctx;
+  uint32_t device;
+  /* the last streams' CUPTI ids (cuptiGetStreamIdEx is about 0.25 us a call), valid
+   * while no stream was destroyed since (streams_gone) */
+  struct stream_id {
+    CUcontext ctx;
+    CUstream stream;
+    uint8_t per_thread;
+    unsigned gone;
+    uint32_t id;
+  } streams[4];
+  unsigned next_stream;
+} me;
+
+void ft__cupti_emit_memory(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
+                           const ft_memory_info *m) {
+  ft_device_event ev = {.kind = FT_EVENT_MEMORY,
+                        .thread_id = tid,
+                        .start_ns = at,
+                        .end_ns = at,
+                        .correlation_id = corr,
+                        .device = device,
+                        .stream = stream,
+                        .name = "[memory]",
+                        .memory = m};
+  ft__tracer_emit(&t->base, &ev, NULL, 0);
+}
+
+/* The followed pool at (device, address), added at level 0 when add and there is
+ * room; NULL when not followed. */
+ft__cupti_pool *ft__cupti_pool_slot(cupti_tracer *t, uint32_t device, uint64_t address, bool add) {
+  size_t n = t->n_pools;
+  for (size_t i = 0; i < n; i++)
+    if (t->pools[i].address == address && t->pools[i].device == device) return &t->pools[i];
+  if (!add || n == MAX_POOLS) return NULL;
+  t->pools[n] = (ft__cupti_pool){.address = address, .device = device, .level = 0};
+  t->n_pools = n + 1;
+  return &t->pools[n];
+}
+
+/* The pool's reserved bytes moved to size: the difference as one event, op_if_equal
+ * (0: none) when there is none. */
+void ft__cupti_pool_to(cupti_tracer *t, ft__cupti_pool *p, uint64_t size, uint64_t at, uint32_t corr, uint32_t stream,
+                       ft_memory_kind kind, ft_memory_op op_if_equal) {
+  if (size == p->level && !op_if_equal) return;
+  FT__LOG("pool %#llx on device %u: %llu -> %llu bytes (correlation %u)", (unsigned long long)p->address, p->device,
+          (unsigned long long)p->level, (unsigned long long)size, corr);
+  bool up = size > p->level;
+  ft_memory_info m = {.op = size == p->level ? op_if_equal
+                            : up             ? FT_MEMORY_RESERVE
+                                             : FT_MEMORY_UNRESERVE,
+                      .memory_kind = kind,
+                      .address = p->address,
+                      .bytes = up ? size - p->level : p->level - size,
+                      .pool = p->address};
+  p->level = size;
+  ft__cupti_emit_memory(t, at, corr, p->device, stream, me.tid, &m);
+}
+
+#ifndef FT_MCPTI /* MCPTI's callback ids are not CUPTI's: no memory from it at all */
+
+/* ---- CUPTI's one subscriber ----
+ * CUPTI allows one callback subscriber per process: memory capture and the watch on
+ * cudaProfilerStart/Stop share ours. Another client's cuptiSubscribe under record
+ * makes the tracer step aside first (the guard, src/inject/cupti_guard.c), and
+ * ft__cupti_unsubscribe frees the slot for it. */
+static CUpti_SubscriberHandle subscriber;
+static pthread_mutex_t subscriber_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
+
+ft_status ft__cupti_subscriber(cupti_tracer *t, CUpti_SubscriberHandle *out) {
+  pthread_mutex_lock(&subscriber_mu);
+  ft_status st = FT_OK;
+  if (!subscriber) st = ft__cuptiSubscribe(&t->api, t->base.err, sizeof t->base.err, &subscriber, on_callback, NULL);
+  *out = subscriber;
+  pthread_mutex_unlock(&subscriber_mu);
+  return st;
+}
+
+void ft__cupti_unsubscribe(cupti_tracer *t) {
+  pthread_mutex_lock(&subscriber_mu);
+  if (subscriber && t->api.cuptiUnsubscribe) {
+    CUptiResult r = t->api.cuptiUnsubscribe(subscriber);
+    FT__LOG("unsubscribed from CUPTI's callbacks: %s", r == CUPTI_SUCCESS ? "ok" : "failed");
+  }
+  subscriber = NULL; /* after cuptiFinalize, or unsubscribed: the next one subscribes again */
+  pthread_mutex_unlock(&subscriber_mu);
+}
+
+/* ---- memory capture from callbacks ----
+ * CUPTI's MEMORY2 records cost an allocation loop 1.19x (P7's floor, measured on an
+ * H100); a callback at the allocation calls costs 1.016x. So an allocation or free is
+ * taken at its call's exit: the pointer and size from the call's own parameters, the
+ * device from its context (or the allocation's properties), its stream, and the
+ * correlation id CUPTI gives the call's API record. A free says 0 bytes: the core takes
+ * the size of the allocation at its address. cuMemCreate's physical allocations (XLA
+ * preallocates with it, measured on an H200) are keyed by their handle, freed by
+ * cuMemRelease.
+ * A stream-ordered pool's reserved bytes are read from CUDA (cuMemPoolGetAttribute,
+ * about 0.4 us a read on an H200: too dear for every allocation) where they can
+ * change in ways that matter: a pool grows only at its allocations and gives memory
+ * back only at a stream, event or device synchronization or a trim. So a pool that
+ * was allocated from is read as a synchronization begins (its growth, placed just
+ * before its first allocation since the last reading: reserved never below
+ * allocated, at worst early), any pool touched since is read as it ends (what it gave
+ * back), and a trimmed one after the trim; a change is a reserve or unreserve event,
+ * as with records. */
+
+/* Armed (memory events are emitted) and the callbacks running now: disarming waits
+ * for them, so that no event reaches the sink after stop returns. */
+static atomic_bool armed;
+static atomic_int in_flight;
+static atomic_uint generation; /* per arming: a thread's runtime depth from an older one is stale */
+
+/* libcuda's pool queries, bound at the first pooled call (libcuda is loaded by then;
+ * the CUPTI library itself is asked too, so that a test double can stand in). */
+static pthread_once_t pool_api_once = PTHREAD_ONCE_INIT;
+static struct {
+#define FT__SHIM_FIELD(ret, name, params, args) ft__pfn_##name name;
+  FT_CUDA_POOL_FUNCS(FT__SHIM_FIELD)
+#undef FT__SHIM_FIELD
+} pool_api;
+static void *pool_api_handle;
+
+static void bind_pool_api(void) {
+  void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  void *const handles[] = {cuda, pool_api_handle};
+  for (size_t i = 0; i < 2 && !pool_api.cuMemPoolGetAttribute; i++) {
+    if (!handles[i]) continue;
+#define FT__SHIM_BIND(ret, name, params, args) pool_api.name = (ft__pfn_##name)dlsym(handles[i], #name);
+    FT_CUDA_POOL_FUNCS(FT__SHIM_BIND)
+#undef FT__SHIM_BIND
+  }
+}
+
+/* cuMemCreate's handles -> their device (a release names only the handle, and may be
+ * made from another device's context); rare calls (XLA makes one), so a small table. */
+enum { VMM_HANDLES = 256 };
+static struct {
+  uint64_t handle;
+  uint32_t device;
+} vmm[VMM_HANDLES];
+static size_t n_vmm;
+static pthread_mutex_t vmm_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The device of a cuMemCreate allocation: noted (alloc), or looked up and forgotten
+ * (a release; -1 when not seen). */
+static int vmm_device(uint64_t handle, int device, bool alloc) {
+  pthread_mutex_lock(&vmm_mu);
+  int found = -1;
+  for (size_t i = 0; i < n_vmm && found < 0; i++)
+    if (vmm[i].handle == handle) {
+      found = (int)vmm[i].device;
+      if (!alloc) vmm[i] = vmm[--n_vmm];
+    }
+  if (alloc && found < 0 && n_vmm < VMM_HANDLES) vmm[n_vmm++].handle = handle, vmm[n_vmm - 1].device = (uint32_t)device;
+  if (alloc && found >= 0)
+    for (size_t i = 0; i < n_vmm; i++)
+      if (vmm[i].handle == handle) vmm[i].device = (uint32_t)device;
+  pthread_mutex_unlock(&vmm_mu);
+  return alloc ? device : found;
+}
+
+static atomic_uint streams_gone;  /* stream destructions seen: a handle may be a new stream's */
+static atomic_bool pools_touched; /* a pool allocated from or freed to since the last synchronization */
+
+static uint32_t stream_id(cupti_tracer *t, CUcontext ctx, CUstream stream, bool per_thread) {
+  unsigned gone = atomic_load_explicit(&streams_gone, memory_order_relaxed);
+  for (size_t i = 0; i < 4; i++) {
+    struct stream_id *c = &me.streams[i];
+    if (c->ctx == ctx && c->stream == stream && c->per_thread == per_thread && c->gone == gone && c->ctx) return c->id;
+  }
+  uint32_t id = UINT32_MAX;
+  if (!t->api.cuptiGetStreamIdEx || t->api.cuptiGetStreamIdEx(ctx, stream, per_thread, &id) != CUPTI_SUCCESS)
+    return UINT32_MAX;
+  me.streams[me.next_stream++ % 4] = (struct stream_id){ctx, stream, per_thread, gone, id};
+  return id;
+}
+
+/* Each device's current pool (cudaMallocAsync's), until cudaDeviceSetMemPool. */
+static _Atomic(CUmemoryPool) current_pool[MAX_DEVICES];
+
+static CUmemoryPool pool_of_device(uint32_t device) {
+  if (device >= MAX_DEVICES) return NULL;
+  CUmemoryPool p = atomic_load_explicit(&current_pool[device], memory_order_relaxed);
+  /* CUdevice is the ordinal (cuDeviceGet(&d, i) gives i) */
+  if (!p && pool_api.cuDeviceGetMemPool && pool_api.cuDeviceGetMemPool(&p, (CUdevice)device) == CUDA_SUCCESS)
+    atomic_store_explicit(&current_pool[device], p, memory_order_relaxed);
+  return p;
+}
+
+/* The pool's reserved bytes now; false when CUDA cannot say. */
+static bool pool_level(CUmemoryPool pool, uint64_t *level) {
+  cuuint64_t v = 0;
+  if (!pool || !pool_api.cuMemPoolGetAttribute ||
+      pool_api.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v) != CUDA_SUCCESS)
+    return false;
+  *level = v;
+  return true;
+}
+
+static uint32_t device_of(cupti_tracer *t, CUcontext ctx) {
+  if (ctx && ctx == me.ctx) return me.device;
+  uint32_t d = 0;
+  if (!ctx || !t->api.cuptiGetDeviceId || t->api.cuptiGetDeviceId(ctx, &d) != CUPTI_SUCCESS) d = 0;
+  me.ctx = ctx, me.device = d;
+  return d;
+}
+
+/* On the session's clock, as the tracer's records are. */
+static uint64_t now(cupti_tracer *t) {
+  uint64_t v;
+  if (t->timed || t->api.cuptiGetTimestamp(&v) != CUPTI_SUCCESS) return ft__now_ns();
+  return v - (uint64_t)t->clock_offset;
+}
+
+/* Under mem_mu: pool i's level read now; growth placed where it began (grew_by). */
+static void read_level(cupti_tracer *t, size_t i, uint64_t at, uint32_t corr) {
+  ft__cupti_pool *p = &t->pools[i];
+  uint64_t level;
+  if (!pool_level((CUmemoryPool)(uintptr_t)p->address, &level)) return;
+  bool grew = level > p->level && p->grew_by;
+  ft__cupti_pool_to(t, p, level, grew ? p->grew_by : at, grew ? p->grew_corr : corr, grew ? p->grew_stream : UINT32_MAX,
+                    FT_MEMKIND_DEVICE, 0);
+  p->grew_by = 0;
+}
+
+/* A synchronization's entry (enter) and exit: pools allocated from are read before it
+ * (their growth), every pool after it when any was touched (what CUDA gave back). */
+static void levels_at_sync(cupti_tracer *t, bool enter, uint32_t corr) {
+  if (!atomic_load_explicit(&t->n_pools, memory_order_relaxed)) return;
+  if (!enter && !atomic_load_explicit(&pools_touched, memory_order_relaxed)) return;
+  pthread_mutex_lock(&t->mem_mu);
+  uint64_t at = now(t);
+  for (size_t i = 0; i < t->n_pools; i++)
+    if (!enter || t->pools[i].grew_by) read_level(t, i, at, corr);
+  if (!enter) atomic_store_explicit(&pools_touched, false, memory_order_relaxed);
+  pthread_mutex_unlock(&t->mem_mu);
+}
+
+/* At disarm: growth not yet read (no synchronization since), read now if CUDA still answers. */
+static void levels_at_stop(cupti_tracer *t) {
+  if (!atomic_load(&t->n_pools)) return;
+  pthread_mutex_lock(&t->mem_mu);
+  uint64_t at = now(t);
+  for (size_t i = 0; i < t->n_pools; i++)
+    if (t->pools[i].grew_by) read_level(t, i, at, 0);
+  pthread_mutex_unlock(&t->mem_mu);
+}
+
+static void pool_call(cupti_tracer *t, const ft__mem_call *c, uint32_t device, uint32_t corr) {
+  uint64_t pool = (uint64_t)(uintptr_t)c->pool, level = 0;
+  if (!pool) return;
+  pthread_mutex_lock(&t->mem_mu);
+  uint64_t at = now(t);
+  if (c->role == FT__MEM_POOL_NEW) { /* its birth, at 0: CUDA reserves at its first allocation */
+    ft__cupti_pool *p = ft__cupti_pool_slot(t, c->device >= 0 ? (uint32_t)c->device : device, pool, true);
+    if (p) ft__cupti_pool_to(t, p, 0, at, corr, UINT32_MAX, FT_MEMKIND_DEVICE, FT_MEMORY_RESERVE);
+  } else {
+    ft__cupti_pool *p = NULL; /* a pool's handle is the process's: found on any device */
+    for (size_t i = 0; i < t->n_pools && !p; i++)
+      if (t->pools[i].address == pool) p = &t->pools[i];
+    if (!p) p = ft__cupti_pool_slot(t, device, pool, true);
+    bool gone = c->role == FT__MEM_POOL_GONE;
+    if (p && (gone || pool_level(c->pool, &level)))
+      ft__cupti_pool_to(t, p, level, at, corr, UINT32_MAX, FT_MEMKIND_DEVICE, FT_MEMORY_UNRESERVE);
+    if (p) p->grew_by = 0;                      /* read at the call's entry */
+    if (p && gone) *p = t->pools[--t->n_pools]; /* forgotten: its handle may be a new pool's */
+  }
+  pthread_mutex_unlock(&t->mem_mu);
+}
+
+static void memory_call(cupti_tracer *t, bool driver, CUpti_CallbackId cbid, const CUpti_CallbackData *cb) {
+  ft__mem_call c;
+  if (!(driver ? ft__cupti_read_driver(cbid, cb->functionParams, &c)
+               : ft__cupti_read_runtime(cbid, cb->functionParams, &c)))
+    return;
+  /* the return value: cudaError_t or CUresult, both 0 for success */
+  if (cb->functionReturnValue && *(const int *)cb->functionReturnValue) return;
+  if (!me.tid) me.tid = (uint32_t)gettid();
+  if (c.role == FT__MEM_SYNC) return levels_at_sync(t, false, cb->correlationId);
+  if (c.role == FT__MEM_STREAM_GONE) {
+    atomic_fetch_add(&streams_gone, 1);
+    return;
+  }
+  if (c.role == FT__MEM_POOL_SET) {
+    if (c.device >= 0 && c.device < MAX_DEVICES) atomic_store(&current_pool[c.device], NULL);
+    return;
+  }
+  if ((c.role == FT__MEM_ALLOC || c.role == FT__MEM_FREE) && !c.ptr)
+    return; /* a 0-byte allocation, or a free of NULL */
+  if (c.pooled || c.role >= FT__MEM_POOL_NEW) pthread_once(&pool_api_once, bind_pool_api);
+  if (c.own_device) c.device = vmm_device(c.ptr, c.device, c.role == FT__MEM_ALLOC);
+  uint32_t device = c.own_device && c.device >= 0 ? (uint32_t)c.device : device_of(t, cb->context);
+  if (c.role != FT__MEM_ALLOC && c.role != FT__MEM_FREE) return pool_call(t, &c, device, cb->correlationId);
+  uint32_t stream = c.has_stream ? stream_id(t, cb->context, c.stream, c.per_thread) : UINT32_MAX;
+  if (c.has_stream && c.role == FT__MEM_FREE) atomic_store_explicit(&pools_touched, true, memory_order_relaxed);
+  ft_memory_info m = {.op = c.role == FT__MEM_ALLOC ? FT_MEMORY_ALLOC : FT_MEMORY_FREE,
+                      .memory_kind = c.kind,
+                      .address = c.ptr,
+                      .bytes = c.bytes};
+  if (!c.pooled) { /* no shared state: emitted unlocked (the core orders by time) */
+    ft__cupti_emit_memory(t, now(t), cb->correlationId, device, stream, me.tid, &m);
+    return;
+  }
+  CUmemoryPool pool = c.pool ? c.pool : pool_of_device(device);
+  m.pool = (uint64_t)(uintptr_t)pool;
+  atomic_store_explicit(&pools_touched, true, memory_order_relaxed);
+  pthread_mutex_lock(&t->mem_mu); /* a pool's level and its events in one order */
+  uint64_t at = now(t);
+  ft__cupti_pool *p = pool ? ft__cupti_pool_slot(t, device, m.pool, true) : NULL;
+  if (p && !p->grew_by) /* its growth, if any, just before it */
+    p->grew_by = at - 1, p->grew_corr = cb->correlationId, p->grew_stream = stream;
+  ft__cupti_emit_memory(t, at, cb->correlationId, device, stream, me.tid, &m);
+  pthread_mutex_unlock(&t->mem_mu);
+}
+
+/* The entry of a synchronization, a trim or a pool's destruction: the growth of the
+ * pools allocated from since their last reading (of that pool, for the last two),
+ * read while it is still there. */
+static void entry_levels(bool driver, CUpti_CallbackId cbid, const CUpti_CallbackData *cb) {
+  ft__mem_call c;
+  if (!(driver ? ft__cupti_read_driver(cbid, cb->functionParams, &c)
+               : ft__cupti_read_runtime(cbid, cb->functionParams, &c)) ||
+      (c.role != FT__MEM_SYNC && c.role != FT__MEM_POOL_TRIM && c.role != FT__MEM_POOL_GONE))
+    return;
+  atomic_fetch_add(&in_flight, 1);
+  cupti_tracer *t = (cupti_tracer *)ft__tracer_active();
+  if (atomic_load(&armed) && t && t->mem_callbacks && atomic_load_explicit(&t->n_pools, memory_order_relaxed)) {
+    if (c.role == FT__MEM_SYNC) {
+      levels_at_sync(t, true, cb->correlationId);
+    } else {
+      pthread_once(&pool_api_once, bind_pool_api);
+      pthread_mutex_lock(&t->mem_mu);
+      uint64_t at = now(t);
+      for (size_t i = 0; i < t->n_pools; i++)
+        if (t->pools[i].address == (uint64_t)(uintptr_t)c.pool && t->pools[i].grew_by) read_level(t, i, at, 0);
+      pthread_mutex_unlock(&t->mem_mu);
+    }
+  }
+  atomic_fetch_sub(&in_flight, 1);
+}
+
+static bool is_profiler_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  return (domain == CUPTI_CB_DOMAIN_RUNTIME_API && (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 ||
+                                                    cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)) ||
+         (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+          (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart || cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop));
+}
+
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data) {
+  (void)userdata;
+  const CUpti_CallbackData *cb = data;
+  /* not counted in flight: a cudaProfilerStop may stop the session from here */
+  if (is_profiler_call(domain, cbid)) return ft__cupti_profiler_call(domain, cbid, cb);
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  bool driver = domain == CUPTI_CB_DOMAIN_DRIVER_API;
+  unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
+  if (me.generation != gen) me.generation = gen, me.runtime_depth = 0;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    bool nested = driver && me.runtime_depth > 0;
+    me.runtime_depth += !driver;
+    if (!nested) entry_levels(driver, cbid, cb);
+    return;
+  }
+  if (!driver && me.runtime_depth > 0) me.runtime_depth--;
+  else if (driver && me.runtime_depth > 0) return; /* the runtime's own driver call: the runtime call says it */
+  atomic_fetch_add(&in_flight, 1);
+  cupti_tracer *t = (cupti_tracer *)ft__tracer_active();
+  if (atomic_load(&armed) && t && t->mem_callbacks) memory_call(t, driver, cbid, cb);
+  atomic_fetch_sub(&in_flight, 1);
+}
+
+static ft_status enable_calls(cupti_tracer *t, CUpti_SubscriberHandle sub, uint32_t on) {
+  ft_status st = FT_OK;
+  for (size_t i = 0; i < ft__cupti_n_runtime_calls && (!st || !on); i++)
+    st = ft__cuptiEnableCallback(&t->api, t->base.err, sizeof t->base.err, on, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                 ft__cupti_runtime_calls[i]);
+  for (size_t i = 0; i < ft__cupti_n_driver_calls && (!st || !on); i++)
+    st = ft__cuptiEnableCallback(&t->api, t->base.err, sizeof t->base.err, on, sub, CUPTI_CB_DOMAIN_DRIVER_API,
+                                 ft__cupti_driver_calls[i]);
+  return st;
+}
+
+/* FLAGTRACE_CUPTI_MEMORY=records takes memory from MEMORY2/MEMORY_POOL records, as
+ * before callbacks (for comparing the two; P7 measures both). */
+bool ft__cupti_memory_arm(cupti_tracer *t) {
+  const char *how = getenv("FLAGTRACE_CUPTI_MEMORY");
+  if (how && !strcmp(how, "records")) return false;
+  if (how && *how && strcmp(how, "callbacks"))
+    FT__WARN("FLAGTRACE_CUPTI_MEMORY='%s' is not callbacks or records: callbacks are used", how);
+  pool_api_handle = t->api.handle;
+  CUpti_SubscriberHandle sub;
+  ft_status st = ft__cupti_subscriber(t, &sub);
+  if (!st) st = enable_calls(t, sub, 1);
+  if (st) {
+    FT__LOG("memory from activity records: no callbacks on the allocation calls (%s)", t->base.err);
+    char why[sizeof t->base.err];
+    memcpy(why, t->base.err, sizeof why);
+    if (sub) enable_calls(t, sub, 0);
+    memcpy(t->base.err, why, sizeof why);
+    return false;
+  }
+  atomic_fetch_add(&generation, 1);
+  /* a cudaDeviceSetMemPool between sessions was not seen: asked again */
+  for (size_t i = 0; i < MAX_DEVICES; i++) atomic_store(&current_pool[i], NULL);
+  t->mem_callbacks = true;
+  atomic_store(&armed, true);
+  FT__LOG("memory from callbacks on %zu runtime and %zu driver calls", ft__cupti_n_runtime_calls,
+          ft__cupti_n_driver_calls);
+  return true;
+}
+
+void ft__cupti_memory_disarm(cupti_tracer *t) {
+  if (!t->mem_callbacks) return;
+  atomic_store(&armed, false);
+  CUpti_SubscriberHandle sub;
+  pthread_mutex_lock(&subscriber_mu);
+  sub = subscriber;
+  pthread_mutex_unlock(&subscriber_mu);
+  char err[sizeof t->base.err];
+  for (size_t i = 0; sub && i < ft__cupti_n_runtime_calls; i++)
+    (void)ft__cuptiEnableCallback(&t->api, err, sizeof err, 0, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                  ft__cupti_runtime_calls[i]);
+  for (size_t i = 0; sub && i < ft__cupti_n_driver_calls; i++)
+    (void)ft__cuptiEnableCallback(&t->api, err, sizeof err, 0, sub, CUPTI_CB_DOMAIN_DRIVER_API,
+                                  ft__cupti_driver_calls[i]);
+  while (atomic_load(&in_flight)) sched_yield(); /* a call's event is in the session or not at all */
+  levels_at_stop(t);
+  t->mem_callbacks = false;
+}
+#else
+ft_status ft__cupti_subscriber(cupti_tracer *t, CUpti_SubscriberHandle *out) {
+  *out = NULL;
+  snprintf(t->base.err, sizeof t->base.err, "MCPTI's callback ids are not known to flagtrace");
+  return FT_EUNAVAILABLE;
+}
+void ft__cupti_unsubscribe(cupti_tracer *t) { (void)t; }
+bool ft__cupti_memory_arm(cupti_tracer *t) {
+  (void)t;
+  return false;
+}
+void ft__cupti_memory_disarm(cupti_tracer *t) { (void)t; }
+#endif
