@@ -149,18 +149,22 @@ static size_t mem_count(const mem_seen *s) {
  * callback API that refuses (the subscriber slot someone else's) gives records, the same. */
 static void test_memory_at_the_sink(void **state) {
   (void)state;
-  for (int run = 0; run < 3; run++) {
-    int path = run ? MEM_RECORDS : MEM_CALLBACKS;
-    mem_path(run == 2 ? MEM_CALLBACKS : path);
-    if (run == 2) setenv("FAKE_CUPTI_NO_CALLBACKS", "1", 1);
+  static const struct {
+    int asked, got; /* the path FLAGTRACE_CUPTI_MEMORY names, the one taken */
+    bool refused;   /* FAKE_CUPTI_NO_CALLBACKS */
+  } runs[] = {
+      {MEM_CALLBACKS, MEM_CALLBACKS, false}, {MEM_RECORDS, MEM_RECORDS, false}, {MEM_CALLBACKS, MEM_RECORDS, true}};
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    mem_path(runs[r].asked);
+    if (runs[r].refused) setenv("FAKE_CUPTI_NO_CALLBACKS", "1", 1);
     mem_seen seen;
     ft_event_sink sink;
     ft_tracer *tr = mem_start(&seen, &sink, MEM_KINDS);
     mem_run_script();
     assert_int_equal(tr->ops->stop(tr), FT_OK);
     unsetenv("FAKE_CUPTI_NO_CALLBACKS");
-    mem_expect_script(&seen, path);
-    assert_int_equal(tr->ops->dropped_records(tr), path == MEM_RECORDS);
+    mem_expect_script(&seen, runs[r].got);
+    assert_int_equal(tr->ops->dropped_records(tr), runs[r].got == MEM_RECORDS);
     tr->ops->destroy(tr);
   }
   unsetenv("FLAGTRACE_CUPTI_MEMORY");
