@@ -127,6 +127,7 @@ static void *mem_worker(void *arg) {
 
 static void test_threads_allocate_at_once(void **state) {
   (void)state;
+  setenv("FLAGTRACE_CUPTI_MEMORY", "callbacks", 1);
   ft_session_options o;
   ft_session_options_init(&o);
   assert_int_equal(ft_session_create(&session, &o), FT_OK);
