@@ -64,9 +64,7 @@ static void foreign(const char *fn, const void *caller) {
   X(cuptiActivityDisable, (int kind), (kind))                                                   \
   X(cuptiActivityDisableContext, (void *context, int kind), (context, kind))                    \
   X(cuptiActivityRegisterTimestampCallback, (void *clock), (clock))                             \
-  X(cuptiFinalize, (void), ())                                                                  \
-  /* CUPTI's one subscriber slot: the tracer holds it for memory (JAX's profiler subscribes) */ \
-  X(cuptiSubscribe, (void *subscriber, void *callback, void *userdata), (subscriber, callback, userdata))
+  X(cuptiFinalize, (void), ())
 
 #define FT__GUARD(name, params, args)                     \
   INJECT_EXPORT int name params {                         \
@@ -76,3 +74,17 @@ static void foreign(const char *fn, const void *caller) {
   }
 FT_GUARDED_CUPTI(FT__GUARD)
 #undef FT__GUARD
+
+/* CUPTI's one callback subscriber slot, which the tracer may hold (memory from callbacks,
+ * --capture-range's watch): another client's subscription is made first, and only when
+ * the slot is taken does the tracer step aside (it unsubscribes) before it is made again.
+ * JAX's profiler subscribes. */
+enum { GUARD_MULTIPLE_SUBSCRIBERS = 39 }; /* CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED */
+INJECT_EXPORT int cuptiSubscribe(void *subscriber, void *callback, void *userdata) {
+  int (*real)(void *, void *, void *) = (int (*)(void *, void *, void *))real_cupti("cuptiSubscribe");
+  if (!real) return GUARD_ERROR_UNKNOWN;
+  int r = real(subscriber, callback, userdata);
+  if (r != GUARD_MULTIPLE_SUBSCRIBERS) return r;
+  foreign("cuptiSubscribe", __builtin_return_address(0));
+  return real(subscriber, callback, userdata);
+}

@@ -18,28 +18,34 @@ LOST = re.compile(r"^flagtrace: wrote (\S+) \((\d+) events, 0 dropped; device ac
                   r"stepped aside then, so the program keeps running and its own profiler works\)$", re.M)
 
 
-def run(prog, d, *record_args):
+def run(prog, d, *record_args, env=None):
     out = os.path.join(d, "t.json")
     return out, subprocess.run([flagtrace, "record", *record_args, "-o", out, "--", prog],
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, env=dict(os.environ, **(env or {})))
 
 
-for name, prog in (("dlopen of libcupti by path (as XLA's loader)", client), ("linked against libcupti", linked)):
-    @results.tmp_case(f"record --inject=cuda, another CUPTI client ({name}): it runs to its end with all its "
-                      "buffers; the trace keeps what came before and says from when the rest is missing")
-    def _(d, prog=prog):
+# memory from records: the tracer holds no callback subscriber, the client's subscription is
+# simply made and its first takeover is its buffer callbacks; from callbacks the tracer holds
+# CUPTI's one slot, so the client's cuptiSubscribe finds it taken and the tracer steps aside there
+for (name, prog), (mem, first) in [(p, m) for p in (("dlopen of libcupti by path (as XLA's loader)", client),
+                                                    ("linked against libcupti", linked))
+                                   for m in (("records", "cuptiActivityRegisterCallbacks"),
+                                             ("callbacks", "cuptiSubscribe"))]:
+    @results.tmp_case(f"record --inject=cuda, another CUPTI client ({name}, memory from {mem}): it runs to its end "
+                      "with all its buffers and its subscription; the trace keeps what came before and says from "
+                      "when the rest is missing")
+    def _(d, prog=prog, mem=mem, first=first):
         native = subprocess.run([prog], capture_output=True, text=True,
                                 env={k: v for k, v in os.environ.items() if k != "CUDA_INJECTION64_PATH"})
         assert native.returncode == 0 and "of its own" in native.stdout, native
-        out, r = run(prog, d, "--inject=cuda")
+        out, r = run(prog, d, "--inject=cuda", env={"FLAGTRACE_CUPTI_MEMORY": mem})
         assert r.returncode == 0, r  # never an abort
         m = re.fullmatch(r"foreign_client: subscribe ok; (\d+) records in (\d+) buffers of its own\n", r.stdout)
         assert m and int(m[1]) >= 3, r.stdout  # its three kernels reached it
         lines = LOST.findall(r.stderr)
         assert len(lines) == 1, r.stderr
         path, events, who, fn = lines[0]
-        # its first call that takes CUPTI over: the subscriber slot flagtrace held for memory
-        assert path == out and fn == "cuptiSubscribe", lines
+        assert path == out and fn == first, lines
         assert os.path.basename(who) == os.path.basename(prog), who
         doc = load(out)
         names = [e["name"] for e in xs(doc, ("kernel",))]
