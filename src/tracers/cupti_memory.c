@@ -170,16 +170,15 @@ static pthread_mutex_t vmm_mu = PTHREAD_MUTEX_INITIALIZER;
  * (a release; -1 when not seen). */
 static int vmm_device(uint64_t handle, int device, bool alloc) {
   pthread_mutex_lock(&vmm_mu);
-  int found = -1;
-  for (size_t i = 0; i < n_vmm && found < 0; i++)
-    if (vmm[i].handle == handle) {
-      found = (int)vmm[i].device;
-      if (!alloc) vmm[i] = vmm[--n_vmm];
-    }
-  if (alloc && found < 0 && n_vmm < VMM_HANDLES) vmm[n_vmm++].handle = handle, vmm[n_vmm - 1].device = (uint32_t)device;
-  if (alloc && found >= 0)
-    for (size_t i = 0; i < n_vmm; i++)
-      if (vmm[i].handle == handle) vmm[i].device = (uint32_t)device;
+  size_t i = 0;
+  while (i < n_vmm && vmm[i].handle != handle) i++;
+  int found = i < n_vmm ? (int)vmm[i].device : -1;
+  if (alloc && (i < n_vmm || n_vmm < VMM_HANDLES)) { /* a handle made again takes its new device */
+    if (i == n_vmm) n_vmm++;
+    vmm[i].handle = handle, vmm[i].device = (uint32_t)device;
+  } else if (!alloc && i < n_vmm) {
+    vmm[i] = vmm[--n_vmm];
+  }
   pthread_mutex_unlock(&vmm_mu);
   return alloc ? device : found;
 }
@@ -237,6 +236,14 @@ static uint64_t now(cupti_tracer *t) {
   return v - (uint64_t)t->clock_offset;
 }
 
+/* Under mem_mu: the followed pool with this handle (a pool's handle is the process's:
+ * found on any device), or NULL. */
+static ft__cupti_pool *pool_by_handle(cupti_tracer *t, uint64_t handle) {
+  for (size_t i = 0; i < t->n_pools; i++)
+    if (t->pools[i].address == handle) return &t->pools[i];
+  return NULL;
+}
+
 /* Under mem_mu: pool i's level read now; growth placed where it began (grew_by). */
 static void read_level(cupti_tracer *t, size_t i, uint64_t at, uint32_t corr) {
   ft__cupti_pool *p = &t->pools[i];
@@ -280,9 +287,7 @@ static void pool_call(cupti_tracer *t, const ft__mem_call *c, uint32_t device, u
     ft__cupti_pool *p = ft__cupti_pool_slot(t, c->device >= 0 ? (uint32_t)c->device : device, pool, true);
     if (p) ft__cupti_pool_to(t, p, 0, at, corr, UINT32_MAX, FT_MEMKIND_DEVICE, FT_MEMORY_RESERVE);
   } else {
-    ft__cupti_pool *p = NULL; /* a pool's handle is the process's: found on any device */
-    for (size_t i = 0; i < t->n_pools && !p; i++)
-      if (t->pools[i].address == pool) p = &t->pools[i];
+    ft__cupti_pool *p = pool_by_handle(t, pool);
     if (!p) p = ft__cupti_pool_slot(t, device, pool, true);
     bool gone = c->role == FT__MEM_POOL_GONE;
     if (p && (gone || pool_level(c->pool, &level)))
@@ -355,9 +360,8 @@ static void entry_levels(bool driver, CUpti_CallbackId cbid, const CUpti_Callbac
     } else {
       pthread_once(&pool_api_once, bind_pool_api);
       pthread_mutex_lock(&t->mem_mu);
-      uint64_t at = now(t);
-      for (size_t i = 0; i < t->n_pools; i++)
-        if (t->pools[i].address == (uint64_t)(uintptr_t)c.pool && t->pools[i].grew_by) read_level(t, i, at, 0);
+      ft__cupti_pool *p = pool_by_handle(t, (uint64_t)(uintptr_t)c.pool);
+      if (p && p->grew_by) read_level(t, (size_t)(p - t->pools), now(t), 0);
       pthread_mutex_unlock(&t->mem_mu);
     }
   }
@@ -394,14 +398,14 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
   atomic_fetch_sub(&in_flight, 1);
 }
 
-static ft_status enable_calls(cupti_tracer *t, CUpti_SubscriberHandle sub, uint32_t on) {
+/* Every followed call's callbacks on (stopping at the first refusal, its text in err)
+ * or off (all of them, whatever CUPTI answers). */
+static ft_status enable_calls(cupti_tracer *t, CUpti_SubscriberHandle sub, uint32_t on, char *err, size_t len) {
   ft_status st = FT_OK;
   for (size_t i = 0; i < ft__cupti_n_runtime_calls && (!st || !on); i++)
-    st = ft__cuptiEnableCallback(&t->api, t->base.err, sizeof t->base.err, on, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
-                                 ft__cupti_runtime_calls[i]);
+    st = ft__cuptiEnableCallback(&t->api, err, len, on, sub, CUPTI_CB_DOMAIN_RUNTIME_API, ft__cupti_runtime_calls[i]);
   for (size_t i = 0; i < ft__cupti_n_driver_calls && (!st || !on); i++)
-    st = ft__cuptiEnableCallback(&t->api, t->base.err, sizeof t->base.err, on, sub, CUPTI_CB_DOMAIN_DRIVER_API,
-                                 ft__cupti_driver_calls[i]);
+    st = ft__cuptiEnableCallback(&t->api, err, len, on, sub, CUPTI_CB_DOMAIN_DRIVER_API, ft__cupti_driver_calls[i]);
   return st;
 }
 
@@ -418,13 +422,11 @@ bool ft__cupti_memory_arm(cupti_tracer *t) {
   pool_api_handle = t->api.handle;
   CUpti_SubscriberHandle sub;
   ft_status st = ft__cupti_subscriber(t, &sub);
-  if (!st) st = enable_calls(t, sub, 1);
+  if (!st) st = enable_calls(t, sub, 1, t->base.err, sizeof t->base.err);
   if (st) {
     FT__LOG("memory from activity records: no callbacks on the allocation calls (%s)", t->base.err);
-    char why[sizeof t->base.err];
-    memcpy(why, t->base.err, sizeof why);
-    if (sub) enable_calls(t, sub, 0);
-    memcpy(t->base.err, why, sizeof why);
+    char ignored[sizeof t->base.err];
+    if (sub) enable_calls(t, sub, 0, ignored, sizeof ignored);
     return false;
   }
   atomic_fetch_add(&generation, 1);
@@ -444,13 +446,8 @@ void ft__cupti_memory_disarm(cupti_tracer *t) {
   pthread_mutex_lock(&subscriber_mu);
   sub = subscriber;
   pthread_mutex_unlock(&subscriber_mu);
-  char err[sizeof t->base.err];
-  for (size_t i = 0; sub && i < ft__cupti_n_runtime_calls; i++)
-    (void)ft__cuptiEnableCallback(&t->api, err, sizeof err, 0, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
-                                  ft__cupti_runtime_calls[i]);
-  for (size_t i = 0; sub && i < ft__cupti_n_driver_calls; i++)
-    (void)ft__cuptiEnableCallback(&t->api, err, sizeof err, 0, sub, CUPTI_CB_DOMAIN_DRIVER_API,
-                                  ft__cupti_driver_calls[i]);
+  char ignored[sizeof t->base.err];
+  if (sub) (void)enable_calls(t, sub, 0, ignored, sizeof ignored);
   while (atomic_load(&in_flight)) sched_yield(); /* a call's event is in the session or not at all */
   levels_at_stop(t);
   t->mem_callbacks = false;
