@@ -8,6 +8,9 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 # more ctest arguments, e.g. -LE vendor-neutral (.ci/run's vendor builds)
 CTEST_ARGS ?=
+# make test BENCH=OFF: no benchmarks built nor smoke-run (.ci/run's vendor builds: the default build
+# smoke-runs them; ~40 s a build on CI's 2 cores)
+BENCH ?= ON
 # make install: where (cmake --install's --prefix), and a staging root put before it (packagers)
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -48,12 +51,14 @@ tests/browser/node_modules/.package-lock.json: tests/browser/package-lock.json
 # judged) print only when they fail, so that ctest's summary is the last thing printed.
 test: deps-test tests/browser/node_modules/.package-lock.json
 	@mkdir -p $(BUILD) && : >$(LOG)
-	@$(QUIET) "configuring $(BUILD)" cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=ON $(CMAKE_FLAGS)
+	@$(QUIET) "configuring $(BUILD)" cmake -S . -B $(BUILD) -DFT_BUILD_TESTS=ON -DFT_BUILD_BENCH=$(BENCH) $(CMAKE_FLAGS)
 	@echo "make test: building $(BUILD) (log: $(LOG))"
 	@$(QUIET) "the build" cmake --build $(BUILD) -j $(JOBS)
 	@$(QUIET) "gen_cupti_runtime_cbid.py --check" python3 scripts/codegen/gen_cupti_runtime_cbid.py --check
+ifneq ($(BENCH),OFF)
 	@echo "make test: the benchmarks' smoke run (tables: $(BUILD)/bench-quick; make bench-quick prints them)"
 	@$(QUIET) "the benchmarks' smoke run" python3 bench/run.py --quick --build $(BUILD) --out $(BUILD)/bench-quick
+endif
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 # the same smoke run, its tables printed
