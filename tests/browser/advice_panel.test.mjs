@@ -54,7 +54,7 @@ test("advice panel: advise's first finding, a click frames its occurrence; none:
     const page = await browser.newPage({viewport: {width: 1200, height: 900}});
     const {problems, requests} = watch(page);
     await page.goto("file://" + out);
-    await page.waitForSelector("body[data-ready='1']");
+    await page.waitForSelector("body[data-levels='1']");
     assert.equal(await page.getAttribute("#advice", "data-rendered"), "1");
     const row = page.locator("#advice tbody tr").first();
     const cells = await row.locator("td").allTextContents();
@@ -81,7 +81,7 @@ test("advice panel: advise's first finding, a click frames its occurrence; none:
     const out2 = join(dir, "clean.html");
     execFileSync(FLAGTRACE, ["report", "-o", out2, clean]);
     await page.goto("file://" + out2);
-    await page.waitForSelector("body[data-ready='1']");
+    await page.waitForSelector("body[data-levels='1']");
     assert.equal((await page.textContent("#advice-body")).trim(), "no finding above its threshold");
     assert.deepEqual(problems, []);
     assert.ok(requests.every((u) => u.startsWith("file://")), `requests: ${requests}`);

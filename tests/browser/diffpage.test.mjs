@@ -52,7 +52,7 @@ test("diff -f html: A and B side by side, the slower kernels outlined", async ()
     const page = await browser.newPage({viewport: {width: 1200, height: 900}});
     const {problems, requests} = watch(page);
     await page.goto("file://" + out);
-    await page.waitForSelector("body[data-ready='1']");
+    await page.waitForSelector("body[data-levels='1']");
 
     // the summary: each side's numbers, shown and as data, equal to stats -f json's of that side
     const cells = await page.evaluate(() => Array.from(document.querySelectorAll("#summary-ab td[data-group]"))

@@ -43,7 +43,7 @@ test("memory track: under the device's stream, the peak marked at its time and s
     const page = await browser.newPage({viewport: {width: 1200, height: 900}});
     const {problems, requests} = watch(page);
     await page.goto("file://" + out);
-    await page.waitForSelector("body[data-ready='1']");
+    await page.waitForSelector("body[data-levels='1']");
     const got = await page.evaluate(() => {
       const TL = ftTimeline.TL, mem = ftTimeline.mem();
       return {mem, rows: TL.rows.map((r) => r.text), view: TL.view.slice(), W: TL.canvas.clientWidth};

@@ -42,7 +42,7 @@ test("timeline: two ranks on one clock, tooltip, arrow, names on zoom; no error,
     const {problems, requests} = watch(page);
     const url = "file://" + out;
     await page.goto(url);
-    await page.waitForSelector("body[data-ready='1']");
+    await page.waitForSelector("body[data-levels='1']");
     const W = await page.evaluate(() => document.querySelector("canvas.tl-canvas").clientWidth);
     const end = 5000 + 1360; // us: rank 1's step ends last
     const pos = (g, name, i) => page.evaluate(([g, name, i]) => {

@@ -46,7 +46,7 @@ async function open() {
   page.setDefaultTimeout(5000);
   const w = watch(page);
   await page.goto(url);
-  await page.waitForSelector("body[data-ready='1']");
+  await page.waitForSelector("body[data-levels='1']");
   const box = await page.locator("canvas.tl-canvas").boundingBox();
   const pos = (g, name, i) => page.evaluate(([g, name, i]) => {
     const [f, k] = ftTimeline.find(g, name)[i]; return ftTimeline.slicePos(g, f, k); }, [g, name, i]);

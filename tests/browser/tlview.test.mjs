@@ -43,7 +43,7 @@ async function open(browser, files, dir, name) {
   const page = await browser.newPage({viewport: {width: 1200, height: 900}});
   const w = watch(page);
   await page.goto("file://" + out);
-  await page.waitForSelector("body[data-ready='1']");
+  await page.waitForSelector("body[data-levels='1']");
   return {page, ...w};
 }
 // a click on the row labels' canvas at (px, py) of it, scrolled so that the point is in the viewport
@@ -67,6 +67,42 @@ test("timeline drawing: labels, lanes, axis, names, busy strip, counters, legend
     await t.test("4. rows named by the trace's thread_name / process_name", async () => {
       const rows = await page.evaluate(() => ftTimeline.TL.rows.map((r) => r.text));
       assert.deepEqual(rows, ["rank 0  one.json", "main thread runtime", "trainer thread 2 ops", "trainer thread 3 ops", "GPU 0 stream 7", "GPU 0 stream 7 queue", "GPU 0 ranges", "GPU 0 busy %"]);
+    });
+
+    // levels of detail: 1 and up made at load (1 from the slices), 0 in the background once drawn (data-levels);
+    // each level's blocks as merging the level below gives, worked out here from level 0 (the definition)
+    await t.test("8. levels of detail: each one the level below merged, level 0 made after the first frame", async () => {
+      const got = await page.evaluate(() => {
+        const TL = ftTimeline.TL, out = [];
+        const merge = (F, S, E, R, C, L) => { // gaps under 1 us * 8^L merged, a slice 16 px long or longer alone
+          const res = 1000 * 8 ** L, blocks = [];
+          for (let i = 0; i < S.length; i++) {
+            const len = F.en[R[i]] - F.st[R[i]], b = blocks[blocks.length - 1];
+            if (b && S[i] - b.e < res && len < 16 * res && !b.long) {
+              b.e = Math.max(b.e, E[i]); b.c += C[i]; if (len > b.len) { b.len = len; b.r = R[i]; }
+            } else blocks.push({s: S[i], e: E[i], r: R[i], c: C[i], len, long: len >= 16 * res});
+          }
+          return blocks;
+        };
+        TL.tracks.forEach((T) => T.lanes.forEach((lane) => {
+          const F = T.file, n = lane.s.length, raw = Array.from(lane.idx, (k) => F.en[k]), ones = new Array(n).fill(1);
+          const lv = (L) => lane.lv[L] && {s: Array.from(lane.lv[L].s), e: Array.from(lane.lv[L].e), r: Array.from(lane.lv[L].rep), c: Array.from(lane.lv[L].cnt)};
+          let want = merge(F, lane.s, raw, lane.idx, ones, 0), bad = "";
+          for (let L = 0; L <= lane.top && !bad; L++) {
+            const g = lv(L), w = {s: want.map((b) => b.s), e: want.map((b) => b.e), r: want.map((b) => b.r), c: want.map((b) => b.c)};
+            if (JSON.stringify(g) !== JSON.stringify(w)) bad = "level " + L + " differs";
+            want = merge(F, w.s, w.e, w.r, w.c, L + 1);
+          }
+          out.push({track: T.label, n, top: lane.top, last: lane.lv[lane.top].s.length, bad});
+        }));
+        return {lanes: out, marks: performance.getEntriesByName("ft-levels").length};
+      });
+      assert.equal(got.marks, 1, "level 0 made once, after the first frame");
+      assert.ok(got.lanes.length >= 6 && got.lanes.some((l) => l.n >= 200), JSON.stringify(got.lanes));
+      for (const l of got.lanes) {
+        assert.equal(l.bad, "", l.track + ": " + l.bad);
+        assert.ok(l.last === 1 || l.top === 15, l.track + ": the coarsest level is one block");
+      }
     });
 
     // 1. the whole trace (~129 ms on ~940 px): cudaMalloc is merged with the calls after it and keeps its

@@ -170,10 +170,10 @@ class Page:
                 self.mouse(kind, x, y, button="left", clickCount=n)
 
     def ready(self):
-        """The page once its script is done (body data-ready="1": the report's timeline is drawn
-        after its columns inflate, past the load event); self."""
+        """The page once its script is done (body data-levels="1": the report's timeline is drawn
+        after its columns inflate, past the load event, then its finest levels of detail made); self."""
         for _ in range(200):
-            if self.eval("document.body && document.body.getAttribute('data-ready')") == "1":
+            if self.eval("document.body && document.body.getAttribute('data-levels')") == "1":
                 return self
             self.b.pump(0.05)
         raise AssertionError(f"the page did not get ready: {self.problems()}")

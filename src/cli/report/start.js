@@ -9,4 +9,6 @@ Promise.resolve().then(function () { return inflateAll([D].concat(D.b ? [D.b] : 
 }).catch(function (e) { window.onerror(String(e && e.stack || e), "", 0); showNotes(); }).then(function () {
   window.ftReadyMs = performance.now(); /* bench/report_view.py: the time to open */
   document.body.setAttribute("data-ready", "1"); /* drawn, or the error shown */
+  /* then the finest levels of detail, in the background (tl_draw.js); data-levels once made */
+  setTimeout(function () { buildLevel0s(function () { performance.mark("ft-levels"); document.body.setAttribute("data-levels", "1"); }); }, 0);
 });

@@ -54,6 +54,11 @@ function inflateAll(groups) { /* every file's columns, decoded into f.cols */
   }); });
   return Promise.all(jobs);
 }
+var IOTA = new Int32Array(0);
+function iota(n) { /* 0, 1, .. n - 1 at least: one array whose views are the slice indexes of lanes in file order */
+  if (IOTA.length < n) { IOTA = new Int32Array(Math.max(n, 2 * IOTA.length)); for (var i = 0; i < IOTA.length; i++) IOTA[i] = i; }
+  return IOTA;
+}
 function buildGroup(label, data) {
   var tl = data.tl, G = {label: label, files: [], shift: 0, end: 0, names: tl.names, data: data,
     flag: new Uint8Array(tl.names.length), col: [[], [], [], []]};
@@ -63,8 +68,9 @@ function buildGroup(label, data) {
     var F = {rank: f.rank, path: data.files[fi] ? data.files[fi].file : "", st: st, en: en, name: column(f.cols.n, n, false, Int32Array), corr: null, ext: null, cols: f.cols, track: new Int32Array(n), lane: lane, g: column(f.cols.g, 7 * f.gn, false), byCorr: null, opByExt: null, tracks: [], busy: []};
     for (var r = 0, track = F.track; r < f.rows.length; r++) {
       var row = f.rows[r], cls = row[0], pid = row[1], tid = row[2], cnt = row[3], t = f.offset_ns, sp = 0, depth = 0, deep = 0, k0 = k, ti = TL.tracks.length, maxL = MAX_LANES[cls] || 32;
-      for (var j = 0; j < cnt; j++, k++) { /* nesting: a slice's depth is that of the open slices around it */
+      for (var j = 0, mono = true, last = -Infinity; j < cnt; j++, k++) { /* nesting: a slice's depth is that of the open slices around it */
         t += st[k]; st[k] = t; en[k] += t; /* decoded in place: gaps to starts, lengths to ends */
+        if (en[k] < last) mono = false; else last = en[k];
         while (sp && en[stack[sp - 1]] <= t) sp--;
         lane[k] = sp < maxL ? sp : maxL - 1; if (sp > deep) deep = sp; /* deeper than the bound: in the last lane */
         if (lane[k] > depth) depth = lane[k];
@@ -72,18 +78,24 @@ function buildGroup(label, data) {
         track[k] = ti;
       }
       var counts = new Int32Array(depth + 1), lanes = [], end = G.end;
-      for (k = k0; k < k0 + cnt; k++) counts[lane[k]]++;
-      for (var d = 0; d <= depth && cnt; d++) lanes.push({idx: new Int32Array(counts[d]), s: new Float64Array(counts[d]), e: new Float64Array(counts[d]), lv: {}});
+      if (!depth && cnt && mono) { /* one lane of the file's slices k0.. in order, ends sorted (a stream, runtime calls): views, no copies */
+        lanes.push({idx: iota(k0 + cnt).subarray(k0, k0 + cnt), s: st.subarray(k0, k0 + cnt), e: en.subarray(k0, k0 + cnt), lv: {}});
+        if (last > end) end = last;
+      }
+      var spread = lanes.length ? 0 : cnt; /* the slices to copy into their lanes */
+      for (k = k0; k < k0 + spread; k++) counts[lane[k]]++;
+      for (var d = 0; d <= depth && spread; d++) lanes.push({idx: new Int32Array(counts[d]), s: new Float64Array(counts[d]), e: new Float64Array(counts[d]), lv: {}});
       counts.fill(0);
-      for (k = k0; k < k0 + cnt; k++) {
+      for (k = k0; k < k0 + spread; k++) {
         var L = lanes[lane[k]], c = counts[lane[k]]++, e = en[k];
         L.idx[c] = k; L.s[c] = st[k]; L.e[c] = c && L.e[c - 1] > e ? L.e[c - 1] : e; /* ends kept sorted for the search */
         if (e > end) end = e;
       }
+      k = k0 + cnt;
       G.end = end;
       for (d = 0; d < lanes.length; d++) levels(F, lanes[d]);
-      var T = {group: G, file: F, cls: cls, pid: pid, tid: tid, lanes: lanes, deep: cnt ? deep + 1 : 0, label: trackLabel(f, cls, pid, tid),
-        note: deep + 1 > lanes.length && cnt ? (deep + 1) + " deep, last " + (deep + 2 - lanes.length) + " merged" : ""};
+      var T = {group: G, file: F, cls: cls, pid: pid, tid: tid, lanes: lanes, deep: lanes.length ? deep + 1 : 0, label: trackLabel(f, cls, pid, tid),
+        note: deep + 1 > lanes.length && lanes.length ? (deep + 1) + " deep, last " + (deep + 2 - lanes.length) + " merged" : ""};
       TL.tracks.push(T); F.tracks.push(T);
     }
     G.end = Math.max(G.end, memTracks(G, F, f));

@@ -1,26 +1,54 @@
 /* The timeline's drawing: levels of detail, layout, slices, labels, flows, hits, tips, the view. */
-/* A lane's level of detail L for 1 us * 8^L a pixel: its slices merged across gaps under that
-   (made at load from the level below, so a frame never waits for one), each block drawn as its
-   longest slice. */
-function level(F, lane, L) {
+/* A lane's level of detail L for 1 us * 8^L a pixel: its slices merged across gaps under that,
+   each block drawn as its longest slice. Levels 1 and up are made at load, each from the one
+   below (level 1 from the slices: the same blocks); level 0, the largest, after the first frame
+   in the background (buildLevel0s), the slices drawn until then. So a frame never waits for one. */
+function level(F, lane, L) { /* the level to draw at L: null for the slices themselves */
   if (L < 0) return null;
   if (lane.lv[L]) return lane.lv[L];
-  if (L > 0 && !lane.lv[L - 1]) return level(F, lane, L - 1); /* coarser than the lane needs: its coarsest */
-  var res = 1000 * Math.pow(8, L), p = L ? lane.lv[L - 1] : null, S = p ? p.s : lane.s, n = S.length;
-  var s = new Float64Array(n), e = new Float64Array(n), rep = new Int32Array(n), cnt = new Int32Array(n), m = -1, long = res * LONG_PX, mlong = false;
-  for (var i = 0; i < n; i++) {
-    var k = p ? p.rep[i] : lane.idx[i], end = p ? p.e[i] : F.en[k], c = p ? p.cnt[i] : 1, il = F.en[k] - F.st[k] >= long;
-    if (m >= 0 && S[i] - e[m] < res && !il && !mlong) { /* a long slice is a block of its own: it keeps its name */
-      if (end > e[m]) e[m] = end;
-      if (F.en[k] - F.st[k] > F.en[rep[m]] - F.st[rep[m]]) rep[m] = k;
-      cnt[m] += c;
-    } else { m++; s[m] = S[i]; e[m] = end; rep[m] = k; cnt[m] = c; mlong = il; }
-  }
-  return (lane.lv[L] = {s: s.slice(0, m + 1), e: e.slice(0, m + 1), rep: rep.slice(0, m + 1), cnt: cnt.slice(0, m + 1)}); /* copies: a level keeps no buffer sized for the one below */
+  return L > lane.top ? lane.lv[lane.top] : null; /* coarser than the lane needs: its coarsest; level 0 not made yet */
 }
+function makeLevel(F, lane, L) { /* level L from level L - 1, level 0 and 1 from the slices */
+  var res = 1000 * Math.pow(8, L), p = L > 1 ? lane.lv[L - 1] : null, n = p ? p.s.length : lane.s.length;
+  /* the level below: its starts, ends, representatives and counts (the lane's slices at level 0) */
+  var S = p ? p.s : lane.s, E = p ? p.e : null, R = p ? p.rep : lane.idx, C = p ? p.cnt : null, st = F.st, en = F.en;
+  if (LV.n < n) { var z = Math.max(n, Math.ceil(1.5 * LV.n)); LV = {n: z, s: new Float64Array(z), e: new Float64Array(z), rep: new Int32Array(z), cnt: new Int32Array(z)}; }
+  var s = LV.s, e = LV.e, rep = LV.rep, cnt = LV.cnt, m = 0, long = res * LONG_PX;
+  /* the open block in locals, stored when the next one opens */
+  var bs = 0, be = -Infinity, brep = 0, blen = 0, bc = 0, blong = true;
+  for (var i = 0; i < n; i++) {
+    var k = R[i], len = en[k] - st[k], end = E ? E[i] : en[k], il = len >= long;
+    if (S[i] - be < res && !il && !blong) { /* a long slice is a block of its own: it keeps its name */
+      if (end > be) be = end;
+      if (len > blen) { blen = len; brep = k; }
+      bc += C ? C[i] : 1;
+    } else {
+      if (i) { s[m] = bs; e[m] = be; rep[m] = brep; cnt[m] = bc; m++; }
+      bs = S[i]; be = end; brep = k; blen = len; bc = C ? C[i] : 1; blong = il;
+    }
+  }
+  if (n) { s[m] = bs; e[m] = be; rep[m] = brep; cnt[m] = bc; m++; }
+  return (lane.lv[L] = {s: s.slice(0, m), e: e.slice(0, m), rep: rep.slice(0, m), cnt: cnt.slice(0, m)}); /* copies, exact */
+}
+/* level()'s scratch, as long as the longest lane: fresh memory costs page faults (a 10 M-slice page
+   spent ~2 s of its opening in level() filling new arrays); freed with freeLevelScratch() once built */
+var LV = {n: 0};
+function freeLevelScratch() { LV = {n: 0}; }
 var LONG_PX = 16; /* a slice this many pixels of a level or longer (2 to 16 px where the level is drawn) is never merged */
-function levels(F, lane) { /* every level up to the one of a single block */
-  for (var L = 0; L < 16 && (L === 0 || lane.lv[L - 1].s.length > 1); L++) level(F, lane, L);
+function levels(F, lane) { /* levels 1 up to the one of a single block (lane.top) */
+  for (var L = 1; L < 16 && (L === 1 || lane.lv[L - 1].s.length > 1); L++) makeLevel(F, lane, L);
+  lane.top = L - 1;
+}
+/* Level 0 of every lane, a few lanes a task after the first frame (their slices are drawn until
+   then): with the levels above, the largest share of the memory a 10 M-slice page fills at load */
+function buildLevel0s(done) {
+  var todo = [];
+  TL.tracks.forEach(function (T) { T.lanes.forEach(function (lane) { if (!lane.lv[0]) todo.push([T.file, lane]); }); });
+  (function chunk() {
+    var t = performance.now();
+    while (todo.length && performance.now() - t < 8) { var x = todo.shift(); makeLevel(x[0], x[1], 0); }
+    if (todo.length) setTimeout(chunk, 0); else { freeLevelScratch(); if (done) done(); }
+  })();
 }
 function hue(str) { var h = 0; for (var i = 0; i < str.length; i++) h = (h * 31 + str.charCodeAt(i)) | 0; return Math.abs(h) % 360; }
 function color(G, id, cls) {
