@@ -317,10 +317,12 @@ static void memory_call(cupti_tracer *t, bool driver, CUpti_CallbackId cbid, con
   }
   if ((c.role == FT__MEM_ALLOC || c.role == FT__MEM_FREE) && !c.ptr)
     return; /* a 0-byte allocation, or a free of NULL */
-  if (c.pooled || c.role >= FT__MEM_POOL_NEW) pthread_once(&pool_api_once, bind_pool_api);
+  bool pool_role = c.role == FT__MEM_POOL_NEW || c.role == FT__MEM_POOL_TRIM || c.role == FT__MEM_POOL_GONE;
+  if (c.pooled || pool_role) pthread_once(&pool_api_once, bind_pool_api);
   if (c.own_device) c.device = vmm_device(c.ptr, c.device, c.role == FT__MEM_ALLOC);
   uint32_t device = c.own_device && c.device >= 0 ? (uint32_t)c.device : device_of(t, cb->context);
-  if (c.role != FT__MEM_ALLOC && c.role != FT__MEM_FREE) return pool_call(t, &c, device, cb->correlationId);
+  if (pool_role) return pool_call(t, &c, device, cb->correlationId);
+  if (c.role != FT__MEM_ALLOC && c.role != FT__MEM_FREE) return;
   uint32_t stream = c.has_stream ? stream_id(t, cb->context, c.stream, c.per_thread) : UINT32_MAX;
   if (c.has_stream && c.role == FT__MEM_FREE) atomic_store_explicit(&pools_touched, true, memory_order_relaxed);
   ft_memory_info m = {.op = c.role == FT__MEM_ALLOC ? FT_MEMORY_ALLOC : FT_MEMORY_FREE,
