@@ -58,9 +58,10 @@ BUILD=build-gpu
 FT=$BUILD/flagtrace
 # from scratch; a run that skips this step reuses the last build (a warm machine keeps it)
 # FT_WITH_TORCH: the kineto adaptor beside the injection library, so that record hands a
-# torch program's own torch.profiler flagtrace's device activity
+# torch program's own torch.profiler flagtrace's device activity (GPU_CHECK_TORCH=OFF: without it,
+# a shorter build for a run of steps that need no adaptor, e.g. the memory probe and P7)
 step build bash -c "rm -rf $BUILD && cmake -S . -B $BUILD -DFT_BUILD_TESTS=OFF -DFT_BUILD_GPU_TESTS=ON -DFT_CUDA_ARCHITECTURES=90 \
-  -DFT_WITH_TORCH=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $BUILD -j \$(nproc)"
+  -DFT_WITH_TORCH=${GPU_CHECK_TORCH:-ON} -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $BUILD -j \$(nproc)"
 LIB=$(ls "$BUILD"/libflagtrace.so.* 2>/dev/null | head -n 1)
 
 # named ranges attributed by time: CUPTI took our clock (design.md §2)
