@@ -77,25 +77,25 @@ function buildGroup(label, data) {
         if (sp < 63) stack[sp++] = k;
         track[k] = ti;
       }
-      var counts = new Int32Array(depth + 1), lanes = [], end = G.end;
+      var lanes = [], end = G.end;
       if (!depth && cnt && mono) { /* one lane of the file's slices k0.. in order, ends sorted (a stream, runtime calls): views, no copies */
         lanes.push({idx: iota(k0 + cnt).subarray(k0, k0 + cnt), s: st.subarray(k0, k0 + cnt), e: en.subarray(k0, k0 + cnt), lv: {}});
         if (last > end) end = last;
+      } else { /* each slice copied into its lane */
+        var counts = new Int32Array(depth + 1);
+        for (k = k0; k < k0 + cnt; k++) counts[lane[k]]++;
+        for (var d = 0; d <= depth && cnt; d++) lanes.push({idx: new Int32Array(counts[d]), s: new Float64Array(counts[d]), e: new Float64Array(counts[d]), lv: {}});
+        counts.fill(0);
+        for (k = k0; k < k0 + cnt; k++) {
+          var L = lanes[lane[k]], c = counts[lane[k]]++, e = en[k];
+          L.idx[c] = k; L.s[c] = st[k]; L.e[c] = c && L.e[c - 1] > e ? L.e[c - 1] : e; /* ends kept sorted for the search */
+          if (e > end) end = e;
+        }
       }
-      var spread = lanes.length ? 0 : cnt; /* the slices to copy into their lanes */
-      for (k = k0; k < k0 + spread; k++) counts[lane[k]]++;
-      for (var d = 0; d <= depth && spread; d++) lanes.push({idx: new Int32Array(counts[d]), s: new Float64Array(counts[d]), e: new Float64Array(counts[d]), lv: {}});
-      counts.fill(0);
-      for (k = k0; k < k0 + spread; k++) {
-        var L = lanes[lane[k]], c = counts[lane[k]]++, e = en[k];
-        L.idx[c] = k; L.s[c] = st[k]; L.e[c] = c && L.e[c - 1] > e ? L.e[c - 1] : e; /* ends kept sorted for the search */
-        if (e > end) end = e;
-      }
-      k = k0 + cnt;
       G.end = end;
       for (d = 0; d < lanes.length; d++) levels(F, lanes[d]);
-      var T = {group: G, file: F, cls: cls, pid: pid, tid: tid, lanes: lanes, deep: lanes.length ? deep + 1 : 0, label: trackLabel(f, cls, pid, tid),
-        note: deep + 1 > lanes.length && lanes.length ? (deep + 1) + " deep, last " + (deep + 2 - lanes.length) + " merged" : ""};
+      var T = {group: G, file: F, cls: cls, pid: pid, tid: tid, lanes: lanes, deep: cnt ? deep + 1 : 0, label: trackLabel(f, cls, pid, tid),
+        note: deep + 1 > lanes.length && cnt ? (deep + 1) + " deep, last " + (deep + 2 - lanes.length) + " merged" : ""};
       TL.tracks.push(T); F.tracks.push(T);
     }
     G.end = Math.max(G.end, memTracks(G, F, f));

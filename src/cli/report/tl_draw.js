@@ -3,7 +3,7 @@
    each block drawn as its longest slice. Levels 1 and up are made at load, each from the one
    below (level 1 from the slices: the same blocks); level 0, the largest, after the first frame
    in the background (buildLevel0s), the slices drawn until then. So a frame never waits for one. */
-function level(F, lane, L) { /* the level to draw at L: null for the slices themselves */
+function level(lane, L) { /* the level to draw at L: null for the slices themselves */
   if (L < 0) return null;
   if (lane.lv[L]) return lane.lv[L];
   return L > lane.top ? lane.lv[lane.top] : null; /* coarser than the lane needs: its coarsest; level 0 not made yet */
@@ -30,8 +30,8 @@ function makeLevel(F, lane, L) { /* level L from level L - 1, level 0 and 1 from
   if (n) { s[m] = bs; e[m] = be; rep[m] = brep; cnt[m] = bc; m++; }
   return (lane.lv[L] = {s: s.slice(0, m), e: e.slice(0, m), rep: rep.slice(0, m), cnt: cnt.slice(0, m)}); /* copies, exact */
 }
-/* level()'s scratch, as long as the longest lane: fresh memory costs page faults (a 10 M-slice page
-   spent ~2 s of its opening in level() filling new arrays); freed with freeLevelScratch() once built */
+/* makeLevel()'s scratch, as long as the longest lane: fresh memory costs page faults (a 10 M-slice
+   page spent ~2 s of its opening filling new arrays for its levels); freed once level 0 is made */
 var LV = {n: 0};
 function freeLevelScratch() { LV = {n: 0}; }
 var LONG_PX = 16; /* a slice this many pixels of a level or longer (2 to 16 px where the level is drawn) is never merged */
@@ -42,12 +42,11 @@ function levels(F, lane) { /* levels 1 up to the one of a single block (lane.top
 /* Level 0 of every lane, a few lanes a task after the first frame (their slices are drawn until
    then): with the levels above, the largest share of the memory a 10 M-slice page fills at load */
 function buildLevel0s(done) {
-  var todo = [];
-  TL.tracks.forEach(function (T) { T.lanes.forEach(function (lane) { if (!lane.lv[0]) todo.push([T.file, lane]); }); });
+  var todo = [], i = 0;
+  TL.tracks.forEach(function (T) { T.lanes.forEach(function (lane) { todo.push([T.file, lane]); }); });
   (function chunk() {
-    var t = performance.now();
-    while (todo.length && performance.now() - t < 8) { var x = todo.shift(); makeLevel(x[0], x[1], 0); }
-    if (todo.length) setTimeout(chunk, 0); else { freeLevelScratch(); if (done) done(); }
+    for (var t = performance.now(); i < todo.length && performance.now() - t < 8; i++) makeLevel(todo[i][0], todo[i][1], 0);
+    if (i < todo.length) setTimeout(chunk, 0); else { freeLevelScratch(); if (done) done(); }
   })();
 }
 function hue(str) { var h = 0; for (var i = 0; i < str.length; i++) h = (h * 31 + str.charCodeAt(i)) | 0; return Math.abs(h) % 360; }
@@ -100,7 +99,7 @@ function drawTimeline() {
     if (T.busy) drawBusy(g, T, W);
     T.lanes.forEach(function (lane, d) {
       if (d >= T.shown) return;
-      var L = q < 1000 ? -1 : Math.floor(Math.log(q / 1000) / Math.log(8)), lv = level(F, lane, L);
+      var L = q < 1000 ? -1 : Math.floor(Math.log(q / 1000) / Math.log(8)), lv = level(lane, L);
       var S = lv ? lv.s : lane.s, E = lv ? lv.e : lane.e, y = T.y + d * LANE_H + 1, i = lower(E, t0), lastX = -1;
       for (; i < S.length && S[i] <= t1; i++) {
         var k = lv ? lv.rep[i] : lane.idx[i], x = (S[i] - t0) / q, x1 = ((lv ? E[i] : F.en[k]) - t0) / q;
