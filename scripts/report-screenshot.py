@@ -43,7 +43,7 @@ def main():
                                                            "mobile": False})
             pg.goto("file://" + urllib.parse.quote(out))
             for _ in range(200):
-                if pg.eval("document.body.getAttribute('data-ready')") == "1":
+                if pg.eval("document.body.getAttribute('data-levels')") == "1":
                     break
                 browser.pump(0.05)
             shot(pg, os.path.join(ROOT, "docs", "report.png"), {"x": 0, "y": 0, "width": WIDTH, "height": HEIGHT})
