@@ -47,6 +47,7 @@ typedef struct ft__mem_row {
   uint64_t allocated, reserved; /* the device's totals after it */
   uint64_t pool;                /* its pool (a free: its allocation's), 0 for none */
   uint32_t tid;                 /* the calling thread: its API call's, else the tracer's */
+  uint32_t device;              /* whose totals it changed: a free's is its allocation's */
   bool written;                 /* false: skipped, and counted in ft__mem_totals */
 } ft__mem_row;
 
@@ -87,6 +88,7 @@ typedef struct ft__mem_totals {
   uint64_t skipped_implausible; /* bytes above FT__MEM_BYTES_MAX */
   uint64_t replaced;            /* allocations at a live address: the older one taken as freed */
   uint64_t unreserve_clamped;   /* pool trims of more than the pool was seen to reserve */
+  uint64_t moved_frees;         /* frees named on another device than their allocation's, moved to it */
 } ft__mem_totals;
 
 /* Replays the memory events inside [lo, hi]: allocated = live ALLOC bytes (a FREE

@@ -109,6 +109,46 @@ static int cmp_ref(const void *a, const void *b) {
   return (x->index > y->index) - (x->index < y->index);
 }
 
+static int cmp_time(const void *a, const void *b) {
+  const op_ref *x = a, *y = b;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+/* The entry for addr on device dev (in .pool), in a table that may hold one address on
+ * several devices (the same chain: the home is the address's). */
+static live *table_find_on(const table *t, uint64_t addr, uint32_t dev) {
+  if (!t->len) return NULL;
+  for (size_t i = home(t, addr);; i = (i + 1) & (t->cap - 1)) {
+    if (!t->used[i]) return NULL;
+    if (t->slots[i].addr == addr && t->slots[i].pool == dev) return &t->slots[i];
+  }
+}
+
+/* A free made from another device's context (CUDA frees any device's pointer, and
+ * callbacks name the calling context's device) is moved to its allocation's device:
+ * a free with no live allocation on its own device but one on another goes there (a
+ * vendor whose devices share addresses keeps each free where it was named). refs are
+ * in time order; false when out of memory. */
+static bool own_frees(const ft_session *s, op_ref *refs, size_t n, ft__mem_totals *t) {
+  table owner = {0}; /* live device allocations: addr, and the device in .pool */
+  bool nomem = false;
+  for (size_t i = 0; i < n && !nomem; i++) {
+    const ft_memory_info *x = &((const ft__mem *)ft__vec_at(&s->store.mems, refs[i].mem))->info;
+    uint32_t dev = refs[i].device;
+    if (dev == FT__MEM_HOST || (x->op != FT_MEMORY_ALLOC && x->op != FT_MEMORY_FREE)) continue;
+    live *a = table_find_on(&owner, x->address, dev);
+    if (x->op == FT_MEMORY_ALLOC) {
+      if (!a) (void)table_insert(&owner, &(live){x->address, 0, dev}, &nomem);
+      continue;
+    }
+    if (!a && (a = table_find(&owner, x->address)) != NULL) refs[i].device = (uint32_t)a->pool, t->moved_frees++;
+    if (a) table_remove(&owner, a);
+  }
+  table_free(&owner);
+  return !nomem;
+}
+
 void ft__mem_totals_free(ft__mem_totals *t) {
   free(t->rows);
   free(t->devices);
@@ -219,6 +259,7 @@ static void step(replay *r, ft__mem_totals *t, const ft__mem *m, ft__mem_row *ro
   }
   }
   row->written = true;
+  row->device = d->device;
   row->allocated = d->allocated;
   row->reserved = d->reserved;
   d->operations++;
@@ -274,6 +315,11 @@ ft_status ft__mem_totals_build(const ft_session *s, uint64_t lo, uint64_t hi, ft
                    e->meta_first, i};
   }
   t->operations = n;
+  qsort(refs, n, sizeof *refs, cmp_time);
+  if (!own_frees(s, refs, n, t)) {
+    free(refs);
+    return FT_ENOMEM;
+  }
   /* buffers arrive in any order, devices interleave: replay each device in time order */
   qsort(refs, n, sizeof *refs, cmp_ref);
   size_t n_dev = 1;

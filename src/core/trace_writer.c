@@ -241,7 +241,7 @@ static void write_memory(const ft_session *s, const plan *p, ft__out *o, const f
   ft__out_str(o, host   ? ",\"args\":{\"Device Type\":0,\"Device Id\":-1"
                  : cuda ? ",\"args\":{\"Device Type\":1,\"Device Id\":"
                         : ",\"args\":{\"Device Type\":20,\"Device Id\":");
-  if (!host) ft__out_u64(o, e->device);
+  if (!host) ft__out_u64(o, r->device);
   FT__OUT_LIT(o, ",\"Addr\":");
   ft__out_u64(o, m->address);
   FT__OUT_LIT(o, ",\"Bytes\":");
@@ -274,7 +274,7 @@ static void write_memory(const ft_session *s, const plan *p, ft__out *o, const f
     ft__out_i64(o, r->pool_bytes);
   }
   FT__OUT_LIT(o, "}},\n  {\"ph\":\"C\",\"name\":\"Memory\",\"pid\":");
-  ft__out_u64(o, host ? s->pid : e->device); /* host memory's track is under the process */
+  ft__out_u64(o, host ? s->pid : r->device); /* host memory's track is under the process */
   FT__OUT_LIT(o, ",\"ts\":");
   ft__out_us3(o, e->start_ns - base);
   FT__OUT_LIT(o, ",\"args\":{\"Allocated\":");
@@ -329,10 +329,10 @@ static void write_device_properties(const ft_session *s, plan *p, ft__out *o) {
 
 /* What the memory totals counted and skipped, and each device's peaks (docs/memory.md). */
 static void write_memory_summary(const ft__mem_totals *m, ft__out *o) {
-  static const char *const keys[] = {"operations",          "written",       "skipped_frees",    "skipped_allocations",
-                                     "skipped_implausible", "replaced_live", "unreserve_clamped"};
-  const uint64_t vals[] = {m->operations,          m->written,  m->skipped_frees,    m->skipped_allocs,
-                           m->skipped_implausible, m->replaced, m->unreserve_clamped};
+  static const char *const keys[] = {"operations",          "written",       "skipped_frees",     "skipped_allocations",
+                                     "skipped_implausible", "replaced_live", "unreserve_clamped", "moved_frees"};
+  const uint64_t vals[] = {m->operations,          m->written,  m->skipped_frees,     m->skipped_allocs,
+                           m->skipped_implausible, m->replaced, m->unreserve_clamped, m->moved_frees};
   FT__OUT_LIT(o, ", \"memory\": {");
   for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
     if (i) ft__out_write(o, ", ", 2);

@@ -114,7 +114,8 @@ static yajl_val counter_at(yajl_val doc, long long dev, long long t) {
 
 /* A synthetic sequence: buffers out of order, frees of unknown addresses, a pool
  * that reports reservations and one that does not, an allocation before the window
- * (cut) and its free inside it, two devices with one address. */
+ * (cut) and its free inside it, two devices with one address, a free named on
+ * another device than its allocation's. */
 static void test_totals_exact(void **state) {
   (void)state;
   ft_session *s = stopped();
@@ -131,6 +132,8 @@ static void test_totals_exact(void **state) {
       {0, 1100, FT_MEMORY_ALLOC, 0x1000, 100, 0},        /* the first, arriving late */
       {0, 1200, FT_MEMORY_ALLOC, 0x2000, 50, 0},         /* */
       {1, 1150, FT_MEMORY_ALLOC, 0x1000, 7, 0},          /* the same address on device 1 */
+      {1, 1160, FT_MEMORY_ALLOC, 0x7000, 11, 0},         /* */
+      {0, 1170, FT_MEMORY_FREE, 0x7000, 0, 0},           /* freed from device 0's context: device 1's */
       {0, 1250, FT_MEMORY_FREE, 0x5000, 999, 0},         /* allocated before the window: unknown */
       {0, 500, FT_MEMORY_ALLOC, 0x5000, 999, 0},         /* at 500 ns: before the window */
       {0, 1300, FT_MEMORY_FREE, 0x1000, 0, 0},           /* */
@@ -157,6 +160,8 @@ static void test_totals_exact(void **state) {
       {0, 1900, 0, 114, 714, 0x10000, -400, "unreserve"},
       {0, 1950, 0, 114, 114, 0x10000, -600, "unreserve"},
       {1, 1150, 7, 7, 7, 0, 0, "alloc"},
+      {1, 1160, 11, 18, 18, 0, 0, "alloc"},
+      {1, 1170, -11, 7, 7, 0, 0, "free"},
   };
   size_t n = sizeof want / sizeof *want;
   assert_int_equal(count(doc, "i", "[memory]"), n); /* the skipped frees are not written */
@@ -184,8 +189,9 @@ static void test_totals_exact(void **state) {
   }
   yajl_val m = ft_test_get(ft_test_get(doc, "flagtrace"), "memory");
   assert_non_null(m);
-  assert_int_equal(int_of(m, "operations"), 12);
-  assert_int_equal(int_of(m, "written"), 10);
+  assert_int_equal(int_of(m, "operations"), 14);
+  assert_int_equal(int_of(m, "written"), 12);
+  assert_int_equal(int_of(m, "moved_frees"), 1);
   assert_int_equal(int_of(m, "unreserve_clamped"), 1);
   assert_int_equal(int_of(m, "skipped_frees"), 2);
   assert_int_equal(int_of(m, "skipped_allocations"), 0);
@@ -202,7 +208,9 @@ static void test_totals_exact(void **state) {
   assert_int_equal(int_of(d0, "allocated_at_end"), 114);
   assert_int_equal(int_of(d0, "reserved_at_end"), 114);
   assert_int_equal(int_of(d1, "device"), 1);
-  assert_int_equal(int_of(d1, "peak_allocated"), 7);
+  assert_int_equal(int_of(d1, "operations"), 3);
+  assert_int_equal(int_of(d1, "peak_allocated"), 18);
+  assert_int_equal(int_of(d1, "allocated_at_end"), 7);
   assert_int_equal(int_of(ft_test_get(doc, "flagtrace"), "window_discarded"), 1);
   yajl_tree_free(doc);
   ft_session_destroy(s);
