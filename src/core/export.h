@@ -46,6 +46,7 @@ typedef struct ft__mem_row {
   int64_t pool_bytes;           /* "Pool Bytes": + reserved, - unreserved (pool changes only) */
   uint64_t allocated, reserved; /* the device's totals after it */
   uint64_t pool;                /* its pool (a free: its allocation's), 0 for none */
+  uint64_t ts;                  /* its time, inside its API call (a callback's is after it) */
   uint32_t tid;                 /* the calling thread: its API call's, else the tracer's */
   uint32_t device;              /* whose totals it changed: a free's is its allocation's */
   bool written;                 /* false: skipped, and counted in ft__mem_totals */

@@ -236,7 +236,7 @@ static void write_memory(const ft_session *s, const plan *p, ft__out *o, const f
   FT__OUT_LIT(o, ",\"tid\":");
   ft__out_u64(o, r->tid);
   FT__OUT_LIT(o, ",\"ts\":");
-  ft__out_us3(o, e->start_ns - base);
+  ft__out_us3(o, r->ts - base);
   /* kineto's DeviceType: CPU 0 (host memory, Device Id -1 as torch's), CUDA 1, PrivateUse1 20 */
   ft__out_str(o, host   ? ",\"args\":{\"Device Type\":0,\"Device Id\":-1"
                  : cuda ? ",\"args\":{\"Device Type\":1,\"Device Id\":"
@@ -276,7 +276,7 @@ static void write_memory(const ft_session *s, const plan *p, ft__out *o, const f
   FT__OUT_LIT(o, "}},\n  {\"ph\":\"C\",\"name\":\"Memory\",\"pid\":");
   ft__out_u64(o, host ? s->pid : r->device); /* host memory's track is under the process */
   FT__OUT_LIT(o, ",\"ts\":");
-  ft__out_us3(o, e->start_ns - base);
+  ft__out_us3(o, r->ts - base);
   FT__OUT_LIT(o, ",\"args\":{\"Allocated\":");
   ft__out_u64(o, r->allocated);
   FT__OUT_LIT(o, ",\"Reserved\":");

@@ -10,6 +10,11 @@
 static CUpti_CallbackFunc subscriber_cb;
 static void *subscriber_data;
 static _Atomic uint8_t cb_on[3][1024]; /* [driver 1 | runtime 2][cbid] */
+/* cuptiFinalize forgets the subscriber, as the real one does; a later cuptiUnsubscribe
+ * of the forgotten handle is counted: the real CUPTI attaches itself again at any call
+ * (measured: the launches after the capture cost what CUPTI's callbacks cost) */
+static CUpti_SubscriberHandle forgotten;
+static atomic_int stale_unsubscribes;
 
 /* FAKE_CUPTI_NO_CALLBACKS=1: a callback API that refuses (the subscriber slot is
  * someone else's, or the library has none), subscribing and enabling alike */
@@ -17,11 +22,20 @@ EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_Call
   if (subscriber_cb || getenv("FAKE_CUPTI_NO_CALLBACKS")) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   subscriber_cb = callback;
   subscriber_data = userdata;
+  forgotten = NULL;
   *subscriber = (CUpti_SubscriberHandle)&subscriber_cb;
   return CUPTI_SUCCESS;
 }
 
+EXPORT int fake_cupti_stale_unsubscribes(void) { return atomic_load(&stale_unsubscribes); }
+static void forget_subscriber(void) {
+  if (subscriber_cb) forgotten = (CUpti_SubscriberHandle)&subscriber_cb;
+  subscriber_cb = NULL;
+  memset((void *)cb_on, 0, sizeof cb_on);
+}
+
 EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+  if (forgotten && subscriber == forgotten && !subscriber_cb) atomic_fetch_add(&stale_unsubscribes, 1);
   if (!subscriber_cb || subscriber != (CUpti_SubscriberHandle)&subscriber_cb) return CUPTI_ERROR_INVALID_PARAMETER;
   subscriber_cb = NULL;
   memset((void *)cb_on, 0, sizeof cb_on);

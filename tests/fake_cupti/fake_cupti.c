@@ -522,14 +522,15 @@ EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbac
   return CUPTI_SUCCESS;
 }
 
-/* cuptiFinalize: CUPTI detached, its clock callback and buffer callbacks forgotten,
- * as the real one does; counted for the tests. */
+/* cuptiFinalize: CUPTI detached, its clock callback, buffer callbacks and subscriber
+ * forgotten, as the real one does; counted for the tests. */
 static atomic_int finalized;
 EXPORT int fake_cupti_finalized(void) { return atomic_load(&finalized); }
 EXPORT CUptiResult cuptiFinalize(void) {
   atomic_store(&user_clock, NULL);
   on_request = NULL;
   on_complete = NULL;
+  forget_subscriber();
   atomic_fetch_add(&finalized, 1);
   return CUPTI_SUCCESS;
 }

@@ -8,7 +8,9 @@
 #include <cupti_activity.h>
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
+#include <dlfcn.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fake_memory_script.h"
@@ -167,6 +169,38 @@ static void test_memory_at_the_sink(void **state) {
     assert_int_equal(tr->ops->dropped_records(tr), runs[r].got == MEM_RECORDS);
     tr->ops->destroy(tr);
   }
+  unsetenv("FLAGTRACE_CUPTI_MEMORY");
+}
+
+/* record --on-demand detaches CUPTI after each capture (FLAGTRACE_CUPTI_FINALIZE):
+ * memory from callbacks must not call CUPTI after cuptiFinalize, which forgets the
+ * subscriber (unsubscribing it after finalizing attached CUPTI again on an H100: the
+ * launches after a capture cost 1.038x, as CUPTI's callbacks do); the next session
+ * subscribes again and takes memory as the first did. */
+static void test_memory_finalized_between_sessions(void **state) {
+  (void)state;
+  mem_path(MEM_CALLBACKS);
+  setenv("FLAGTRACE_CUPTI_FINALIZE", "1", 1);
+  void *h = dlopen(getenv("FLAGOS_TRACER_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  assert_non_null(h);
+  int (*finalized)(void), (*stale)(void);
+  *(void **)&finalized = dlsym(h, "fake_cupti_finalized");
+  *(void **)&stale = dlsym(h, "fake_cupti_stale_unsubscribes");
+  assert_true(finalized && stale);
+  for (int round = 0; round < 2; round++) {
+    int before = finalized();
+    mem_seen seen;
+    ft_event_sink sink;
+    ft_tracer *tr = mem_start(&seen, &sink, MEM_KINDS);
+    mem_run_script();
+    assert_int_equal(tr->ops->stop(tr), FT_OK);
+    mem_expect_script(&seen, MEM_CALLBACKS);
+    assert_int_equal(finalized(), before + 1);
+    assert_int_equal(stale(), 0);
+    tr->ops->destroy(tr);
+  }
+  dlclose(h);
+  unsetenv("FLAGTRACE_CUPTI_FINALIZE");
   unsetenv("FLAGTRACE_CUPTI_MEMORY");
 }
 

@@ -1486,6 +1486,7 @@ int main(void) {
       cmocka_unit_test(test_memory_refused_keeps_the_rest),
       cmocka_unit_test(test_memory_in_the_trace),
       cmocka_unit_test(test_memory_many_pools_bounded),
+      cmocka_unit_test(test_memory_finalized_between_sessions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
