@@ -411,11 +411,10 @@ static ft_status enable_calls(cupti_tracer *t, CUpti_SubscriberHandle sub, uint3
   return st;
 }
 
-/* FLAGTRACE_CUPTI_MEMORY=callbacks takes memory from callbacks. Records stay the
- * default until the callbacks' final form is measured on the GPU (docs/memory.md: the
- * first form passed the probe, torch's and CuPy's checks on an H100, and cost P7 what
- * records do; the pool reading was then deferred and cuMemCreate added, checked in CI
- * only). */
+/* FLAGTRACE_CUPTI_MEMORY=callbacks takes memory from callbacks (P7 1.09x on an H100,
+ * records 1.20x). Records stay the default: callbacks keep CUPTI's one subscriber slot,
+ * which a profiler subscribing later in an embedding process (kineto) would find taken,
+ * and that path is not measured with them yet (docs/memory.md). */
 bool ft__cupti_memory_arm(cupti_tracer *t) {
   const char *how = getenv("FLAGTRACE_CUPTI_MEMORY");
   if (how && *how && strcmp(how, "callbacks") && strcmp(how, "records"))
