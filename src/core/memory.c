@@ -163,40 +163,31 @@ void ft__mem_totals_free(ft__mem_totals *t) {
  * the call's, so its instant is drawn inside the call, as a record-made one is. */
 static ft_status fit_to_calls(const ft_session *s, uint64_t lo, uint64_t hi, op_ref *refs, size_t n,
                               ft__mem_totals *t) {
-  ft__map by_corr, span;
-  if (ft__map_init(&by_corr, n)) return FT_ENOMEM;
-  if (ft__map_init(&span, n)) {
-    ft__map_free(&by_corr);
-    return FT_ENOMEM;
-  }
+  ft__map call_of; /* correlation id -> index + 1 of its API call (a runtime one before a driver one) */
+  if (ft__map_init(&call_of, n)) return FT_ENOMEM;
   const ft__vec *ev = &s->store.events;
-  ft_status st = FT_OK;
-  for (size_t i = 0; i < n && !st; i++) {
+  for (size_t i = 0; i < n; i++) {
     const ft__event *e = ft__vec_at(ev, refs[i].index);
-    if (e->correlation_id &&
-        (!ft__map_upsert(&by_corr, e->correlation_id) || !ft__map_upsert(&span, e->correlation_id)))
-      st = FT_ENOMEM;
-  }
-  /* by_corr: tid + 1, bit 40 when a runtime call gave it; span: that call's index + 1 */
-  for (size_t i = 0; !st && by_corr.len && i < ev->len; i++) {
-    const ft__event *e = ft__vec_at(ev, i);
-    if (!ft__is_api_kind(e->kind) || !e->correlation_id) continue;
-    uint64_t *v = ft__map_find(&by_corr, e->correlation_id);
-    bool runtime = e->kind == FT__EV_RUNTIME;
-    if (v && (!*v || (runtime && !(*v >> 40)))) {
-      *v = ((uint64_t)e->thread_id + 1) | (uint64_t)runtime << 40;
-      *ft__map_find(&span, e->correlation_id) = i + 1;
+    if (e->correlation_id && !ft__map_upsert(&call_of, e->correlation_id)) {
+      ft__map_free(&call_of);
+      return FT_ENOMEM;
     }
   }
-  for (size_t i = 0; !st && i < n; i++) {
+  for (size_t i = 0; call_of.len && i < ev->len; i++) {
+    const ft__event *e = ft__vec_at(ev, i);
+    if (!ft__is_api_kind(e->kind) || !e->correlation_id) continue;
+    uint64_t *v = ft__map_find(&call_of, e->correlation_id);
+    if (v &&
+        (!*v || (e->kind == FT__EV_RUNTIME && ((const ft__event *)ft__vec_at(ev, *v - 1))->kind != FT__EV_RUNTIME)))
+      *v = i + 1;
+  }
+  for (size_t i = 0; i < n; i++) {
     const ft__event *e = ft__vec_at(ev, refs[i].index);
-    const ft__mem *m = ft__vec_at(&s->store.mems, refs[i].mem);
-    const uint64_t *v = e->correlation_id ? ft__map_find(&by_corr, e->correlation_id) : NULL;
+    const uint64_t *v = e->correlation_id ? ft__map_find(&call_of, e->correlation_id) : NULL;
+    const ft__event *call = v && *v ? ft__vec_at(ev, *v - 1) : NULL;
     ft__mem_row *row = &t->rows[refs[i].mem];
-    row->tid = v && *v ? (uint32_t)((*v & ((1ull << 40) - 1)) - 1) : m->thread_id;
-    const uint64_t *c = v && *v ? ft__map_find(&span, e->correlation_id) : NULL;
-    if (c && *c) {
-      const ft__event *call = ft__vec_at(ev, *c - 1);
+    row->tid = call ? call->thread_id : ((const ft__mem *)ft__vec_at(&s->store.mems, refs[i].mem))->thread_id;
+    if (call) {
       if (refs[i].ts > call->end_ns) refs[i].ts = call->end_ns;
       if (refs[i].ts < call->start_ns) refs[i].ts = call->start_ns;
       if (refs[i].ts < lo) refs[i].ts = lo; /* the call began before the window: kept inside it */
@@ -204,9 +195,8 @@ static ft_status fit_to_calls(const ft_session *s, uint64_t lo, uint64_t hi, op_
     }
     row->ts = refs[i].ts;
   }
-  ft__map_free(&by_corr);
-  ft__map_free(&span);
-  return st;
+  ft__map_free(&call_of);
+  return FT_OK;
 }
 
 typedef struct replay {

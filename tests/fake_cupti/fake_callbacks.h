@@ -28,17 +28,19 @@ EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_Call
 }
 
 EXPORT int fake_cupti_stale_unsubscribes(void) { return atomic_load(&stale_unsubscribes); }
-static void forget_subscriber(void) {
-  if (subscriber_cb) forgotten = (CUpti_SubscriberHandle)&subscriber_cb;
+static void drop_subscriber(void) {
   subscriber_cb = NULL;
   memset((void *)cb_on, 0, sizeof cb_on);
+}
+static void forget_subscriber(void) { /* cuptiFinalize's */
+  if (subscriber_cb) forgotten = (CUpti_SubscriberHandle)&subscriber_cb;
+  drop_subscriber();
 }
 
 EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
   if (forgotten && subscriber == forgotten && !subscriber_cb) atomic_fetch_add(&stale_unsubscribes, 1);
   if (!subscriber_cb || subscriber != (CUpti_SubscriberHandle)&subscriber_cb) return CUPTI_ERROR_INVALID_PARAMETER;
-  subscriber_cb = NULL;
-  memset((void *)cb_on, 0, sizeof cb_on);
+  drop_subscriber();
   return CUPTI_SUCCESS;
 }
 

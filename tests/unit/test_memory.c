@@ -248,8 +248,8 @@ static void test_attribution(void **state) {
     const char *op;
     long long allocated, reserved;
   } fit[] = {{1100, "reserve", 0, 64}, {1100, "alloc", 16, 64}, {1250, "alloc", 24, 72}, {1300, "free", 8, 72}};
-  size_t seen = 0;
-  for (size_t i = 0; i < count(doc, "i", "[memory]"); i++) {
+  size_t seen = 0, n_instants = count(doc, "i", "[memory]");
+  for (size_t i = 0; i < n_instants; i++) {
     yajl_val e = nth(doc, "i", "[memory]", i), a = ft_test_get(e, "args");
     for (size_t w = 0; w < 4; w++) {
       if (int_of(a, "Device Id") != 1 || ns_of(e) != LO + fit[w].t || strcmp(ft_test_str(a, "Op"), fit[w].op)) continue;
