@@ -32,10 +32,16 @@ static _Thread_local struct {
     uint32_t id;
   } streams[4];
   unsigned next_stream;
+  struct stage *stage; /* this thread's staged memory events (callbacks), valid while stage_gen is the arming's */
+  unsigned stage_gen;
 } me;
+
+static bool stage_event(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
+                        const ft_memory_info *m);
 
 void ft__cupti_emit_memory(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
                            const ft_memory_info *m) {
+  if (t->mem_callbacks && stage_event(t, at, corr, device, stream, tid, m)) return;
   ft_device_event ev = {.kind = FT_EVENT_MEMORY,
                         .thread_id = tid,
                         .start_ns = at,
@@ -134,6 +140,84 @@ void ft__cupti_unsubscribe(cupti_tracer *t) {
 static atomic_bool armed;
 static atomic_int in_flight;
 static atomic_uint generation; /* per arming: a thread's runtime depth from an older one is stale */
+
+/* ---- staging ----
+ * Handing an event to the session takes the session's lock, which the buffer thread
+ * takes for every record it decodes: 0.36 us of an allocation loop's 6.5 us iteration
+ * (measured on an H200). So a callback's events go to its own thread's block, without
+ * a lock or a line shared with another thread, and reach the session at a flush and
+ * at disarm (stage_drain). One writer per block (its thread), one reader (the drain,
+ * under stage_mu): an event is read only once its thread has published it. */
+enum { STAGE_EVENTS = 1024 };
+typedef struct stage {
+  struct stage *next;
+  _Atomic size_t published; /* events written (by the block's thread) */
+  size_t drained;           /* events handed to the session (under stage_mu) */
+  struct staged {
+    uint64_t at;
+    uint32_t corr, device, stream, tid;
+    ft_memory_info m;
+  } ev[STAGE_EVENTS];
+} stage;
+static stage *stages; /* this arming's blocks, under stage_mu */
+static pthread_mutex_t stage_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* False when no block could be had: the caller hands the event over itself. */
+static bool stage_event(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
+                        const ft_memory_info *m) {
+  (void)t;
+  unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
+  stage *s = me.stage_gen == gen ? me.stage : NULL;
+  size_t n = s ? atomic_load_explicit(&s->published, memory_order_relaxed) : STAGE_EVENTS;
+  if (n == STAGE_EVENTS) {
+    if (!(s = malloc(sizeof *s))) return false;
+    atomic_init(&s->published, 0);
+    s->drained = 0;
+    pthread_mutex_lock(&stage_mu);
+    s->next = stages, stages = s;
+    pthread_mutex_unlock(&stage_mu);
+    me.stage = s, me.stage_gen = gen, n = 0;
+  }
+  s->ev[n] = (struct staged){at, corr, device, stream, tid, *m};
+  atomic_store_explicit(&s->published, n + 1, memory_order_release);
+  return true;
+}
+
+/* Every published event not yet handed to the session, handed over (oldest block
+ * first: a thread's events keep their order); the blocks freed too when release
+ * (at disarm, no callback running). */
+static void stage_drain(cupti_tracer *t, bool release) {
+  pthread_mutex_lock(&stage_mu);
+  stage *rev = NULL; /* the list is newest first */
+  for (stage *s = stages, *next; s; s = next) next = s->next, s->next = rev, rev = s;
+  for (stage *s = rev; s; s = s->next) {
+    size_t n = atomic_load_explicit(&s->published, memory_order_acquire);
+    for (; s->drained < n; s->drained++) {
+      const struct staged *e = &s->ev[s->drained];
+      ft_device_event ev = {.kind = FT_EVENT_MEMORY,
+                            .thread_id = e->tid,
+                            .start_ns = e->at,
+                            .end_ns = e->at,
+                            .correlation_id = e->corr,
+                            .device = e->device,
+                            .stream = e->stream,
+                            .name = "[memory]",
+                            .memory = &e->m};
+      ft__tracer_emit(&t->base, &ev, NULL, 0);
+    }
+  }
+  stages = NULL;
+  for (stage *s = rev, *next; s; s = next) {
+    next = s->next;
+    if (release) free(s);
+    else s->next = stages, stages = s; /* back, newest first */
+  }
+  pthread_mutex_unlock(&stage_mu);
+}
+
+void ft__cupti_memory_flush(cupti_tracer *t) {
+  if (t->mem_callbacks) stage_drain(t, false);
+}
 
 /* libcuda's pool queries, bound at the first pooled call (libcuda is loaded by then;
  * the CUPTI library itself is asked too, so that a test double can stand in). */
@@ -411,15 +495,14 @@ static ft_status enable_calls(cupti_tracer *t, CUpti_SubscriberHandle sub, uint3
   return st;
 }
 
-/* FLAGTRACE_CUPTI_MEMORY=callbacks takes memory from callbacks (P7 1.09x on an H100,
- * records 1.20x). Records stay the default: callbacks keep CUPTI's one subscriber slot,
- * which a profiler subscribing later in an embedding process (kineto) would find taken,
- * and that path is not measured with them yet (docs/memory.md). */
+/* Memory from callbacks unless FLAGTRACE_CUPTI_MEMORY=records (P7: callbacks 1.09x on an
+ * H100, records 1.20x). CUPTI's one subscriber slot is held only while a session runs
+ * (let go at disarm); where another client holds it, records. */
 bool ft__cupti_memory_arm(cupti_tracer *t) {
   const char *how = getenv("FLAGTRACE_CUPTI_MEMORY");
   if (how && *how && strcmp(how, "callbacks") && strcmp(how, "records"))
-    FT__WARN("FLAGTRACE_CUPTI_MEMORY='%s' is not callbacks or records: records are used", how);
-  if (!how || strcmp(how, "callbacks")) return false;
+    FT__WARN("FLAGTRACE_CUPTI_MEMORY='%s' is not callbacks or records: callbacks are used", how);
+  if (how && !strcmp(how, "records")) return false;
   pool_api_handle = t->api.handle;
   CUpti_SubscriberHandle sub;
   ft_status st = ft__cupti_subscriber(t, &sub);
@@ -449,8 +532,13 @@ void ft__cupti_memory_disarm(cupti_tracer *t) {
   pthread_mutex_unlock(&subscriber_mu);
   char ignored[sizeof t->base.err];
   if (sub) (void)enable_calls(t, sub, 0, ignored, sizeof ignored);
+  /* the slot free between sessions (kineto, in a process that imports flagtrace.torch,
+   * may subscribe then), unless it watches cudaProfilerStart/Stop for --capture-range */
+  if (!t->range_only) ft__cupti_unsubscribe(t);
   while (atomic_load(&in_flight)) sched_yield(); /* a call's event is in the session or not at all */
   levels_at_stop(t);
+  stage_drain(t, true);
+  atomic_fetch_add(&generation, 1); /* the threads' blocks are gone */
   t->mem_callbacks = false;
 }
 #else
@@ -465,4 +553,10 @@ bool ft__cupti_memory_arm(cupti_tracer *t) {
   return false;
 }
 void ft__cupti_memory_disarm(cupti_tracer *t) { (void)t; }
+void ft__cupti_memory_flush(cupti_tracer *t) { (void)t; }
+static bool stage_event(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
+                        const ft_memory_info *m) {
+  (void)t, (void)at, (void)corr, (void)device, (void)stream, (void)tid, (void)m;
+  return false;
+}
 #endif

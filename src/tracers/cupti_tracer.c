@@ -480,6 +480,7 @@ static ft_status cu_flush(ft_tracer *base) {
   }
   ft_status st = ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   decode_held_now(t);
+  ft__cupti_memory_flush(t);
   return st;
 }
 
@@ -493,14 +494,10 @@ static void cu_relinquish(ft_tracer *base) {
    * the other client registers: never one of the mmap'd first buffers then, which
    * its free() would abort on (a pool buffer is malloc'd: at worst it is not ours again) */
   ft__pool_first(0, 0);
-  bool memory_callbacks = t->mem_callbacks;
-  disable_kinds(t);
+  disable_kinds(t); /* memory's callbacks let CUPTI's one subscriber slot go (JAX's profiler subscribes) */
   if (ft__cuptiActivityFlushAll(&t->api, t->base.err, sizeof t->base.err, CUPTI_ACTIVITY_FLAG_FLUSH_FORCED))
     FT__WARN("flushing before another client takes CUPTI: %s", t->base.err);
   decode_held_now(t);
-  /* CUPTI's one subscriber slot is the client's (JAX's profiler subscribes), unless it
-   * still watches cudaProfilerStart/Stop for --capture-range (kept, as before memory used it) */
-  if (memory_callbacks && !t->range_only) ft__cupti_unsubscribe(t);
   FT__LOG("relinquished CUPTI's activity API to another client (%zu buffers still lent)", ft__pool_lent());
 }
 

@@ -200,6 +200,8 @@ ft_status ft__cupti_subscriber(cupti_tracer *t, CUpti_SubscriberHandle *out);
 void ft__cupti_unsubscribe(cupti_tracer *t);
 bool ft__cupti_memory_arm(cupti_tracer *t);
 void ft__cupti_memory_disarm(cupti_tracer *t);
+/* Memory events taken from callbacks so far, handed to the session (an attached session's flush). */
+void ft__cupti_memory_flush(cupti_tracer *t);
 
 /* cupti_mem_calls.c: what an allocation, free, pool, synchronization or stream call
  * does to memory, from its CUPTI callback parameters (read at its exit; at its entry

@@ -9,6 +9,7 @@
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,42 @@ static void test_memory_finalized_between_sessions(void **state) {
   }
   dlclose(h);
   unsetenv("FLAGTRACE_CUPTI_FINALIZE");
+  unsetenv("FLAGTRACE_CUPTI_MEMORY");
+}
+
+/* CUPTI's one subscriber slot is flagtrace's only while a session takes memory from
+ * callbacks: after stop another client (kineto, in a process that imports
+ * flagtrace.torch) subscribes, and while it holds the slot the next session takes
+ * memory from records instead. */
+static void CUPTIAPI mem_other_client(void *data, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *cb) {
+  (void)data, (void)domain, (void)cbid, (void)cb;
+}
+
+static void test_memory_slot_free_between_sessions(void **state) {
+  (void)state;
+  mem_path(MEM_CALLBACKS);
+  void *h = dlopen(getenv("FLAGOS_TRACER_LIBRARY"), RTLD_NOW | RTLD_NOLOAD);
+  assert_non_null(h);
+  CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *),
+      (*unsubscribe)(CUpti_SubscriberHandle);
+  *(void **)&subscribe = dlsym(h, "cuptiSubscribe");
+  *(void **)&unsubscribe = dlsym(h, "cuptiUnsubscribe");
+  assert_true(subscribe && unsubscribe);
+  CUpti_SubscriberHandle other = NULL;
+  for (int round = 0; round < 2; round++) { /* round 1: the slot is the other client's */
+    mem_seen seen;
+    ft_event_sink sink;
+    ft_tracer *tr = mem_start(&seen, &sink, MEM_KINDS);
+    if (!round)
+      assert_int_equal(subscribe(&other, mem_other_client, NULL), CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+    mem_run_script();
+    assert_int_equal(tr->ops->stop(tr), FT_OK);
+    mem_expect_script(&seen, round ? MEM_RECORDS : MEM_CALLBACKS);
+    if (!round) assert_int_equal(subscribe(&other, mem_other_client, NULL), CUPTI_SUCCESS);
+    tr->ops->destroy(tr);
+  }
+  assert_int_equal(unsubscribe(other), CUPTI_SUCCESS);
+  dlclose(h);
   unsetenv("FLAGTRACE_CUPTI_MEMORY");
 }
 
@@ -423,6 +460,70 @@ static void test_memory_many_pools_bounded(void **state) {
     assert_int_equal(sums.bytes[FT_MEMORY_UNRESERVE], 256 * 2 * MIB);
     tr->ops->destroy(tr);
   }
+  unsetenv("FLAGTRACE_CUPTI_MEMORY");
+}
+
+/* Callbacks stage each thread's events and hand them to the sink at a flush and at
+ * stop: a thread's events beyond one block (1024), made on a thread gone before the
+ * flush, all reach the sink at the flush, in the order they were made; those made
+ * after it at stop; none twice. */
+typedef struct mem_order {
+  mem_sums sums;
+  uint64_t last_ns;
+  size_t backwards;
+} mem_order;
+
+static ft_status mem_order_event(void *ctx, const ft_device_event *ev) {
+  mem_order *o = ctx;
+  if (ev->kind != FT_EVENT_MEMORY) return FT_OK;
+  o->backwards += ev->start_ns < o->last_ns;
+  o->last_ns = ev->start_ns;
+  return mem_sum_event(&o->sums, ev);
+}
+
+static void mem_pairs(int n) {
+  for (int i = 0; i < n; i++)
+    for (int free = 0; free < 2; free++) {
+      fake_launch l = {
+          .kind = FAKE_MEMORY,
+          .cbid = free ? CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020 : CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+          .mem_op =
+              free ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+          .memory_kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+          .address = MEM_DEV_A + (uint64_t)i * MIB,
+          .bytes = MIB};
+      launch(&l);
+    }
+}
+
+static void *mem_pairs_thread(void *arg) {
+  mem_pairs(*(int *)arg);
+  return NULL;
+}
+
+static void test_memory_staged_until_flush(void **state) {
+  (void)state;
+  mem_path(MEM_CALLBACKS);
+  mem_order o = {0};
+  ft_event_sink sink = {.event = mem_order_event, .external_id = mem_sink_external, .ctx = &o};
+  ft_tracer *tr = NULL;
+  assert_int_equal(ft_make_device_tracer(&tr), FT_OK);
+  assert_int_equal(tr->ops->start(tr, &sink, MEM_KINDS), FT_OK);
+  int pairs = 1500;
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, mem_pairs_thread, &pairs), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_int_equal(tr->ops->flush(tr), FT_OK);
+  assert_int_equal(o.sums.n[FT_MEMORY_ALLOC], 1500);
+  assert_int_equal(o.sums.n[FT_MEMORY_FREE], 1500);
+  assert_int_equal(o.sums.bytes[FT_MEMORY_ALLOC], 1500 * MIB);
+  assert_int_equal(o.backwards, 0);
+  mem_pairs(10);
+  assert_int_equal(tr->ops->stop(tr), FT_OK);
+  assert_int_equal(o.sums.n[FT_MEMORY_ALLOC], 1510);
+  assert_int_equal(o.sums.n[FT_MEMORY_FREE], 1510);
+  assert_int_equal(o.backwards, 0);
+  tr->ops->destroy(tr);
   unsetenv("FLAGTRACE_CUPTI_MEMORY");
 }
 

@@ -1487,6 +1487,8 @@ int main(void) {
       cmocka_unit_test(test_memory_in_the_trace),
       cmocka_unit_test(test_memory_many_pools_bounded),
       cmocka_unit_test(test_memory_finalized_between_sessions),
+      cmocka_unit_test(test_memory_staged_until_flush),
+      cmocka_unit_test(test_memory_slot_free_between_sessions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

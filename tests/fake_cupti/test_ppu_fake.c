@@ -90,6 +90,7 @@ int main(void) {
       cmocka_unit_test(test_every_record_of_a_dense_buffer), cmocka_unit_test(test_memory_at_the_sink),
       cmocka_unit_test(test_memory_driver_calls_and_syncs),  cmocka_unit_test(test_memory_only_when_asked),
       cmocka_unit_test(test_memory_refused_keeps_the_rest),  cmocka_unit_test(test_memory_in_the_trace),
-      cmocka_unit_test(test_memory_many_pools_bounded),      cmocka_unit_test(test_memory_finalized_between_sessions)};
+      cmocka_unit_test(test_memory_many_pools_bounded),      cmocka_unit_test(test_memory_finalized_between_sessions),
+      cmocka_unit_test(test_memory_staged_until_flush),      cmocka_unit_test(test_memory_slot_free_between_sessions)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
