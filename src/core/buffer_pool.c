@@ -162,13 +162,14 @@ uint8_t *ft__pool_get(size_t *buffer_size) {
   size_t now = total;
   if (b && total - n_free > max_lent) max_lent = total - n_free;
   size_t f = first_size;
+  bool dry = !n_free; /* read under the lock: another thread's put changes it */
   pthread_mutex_unlock(&mu);
   if (grew_now)
     ft__log(
         "activity buffers: this start outgrew its first buffers (%zu KiB); they go back to the system as they come "
         "home",
         f >> 10);
-  if (b && !n_free) ft__log("activity buffer pool: %zu buffers of %zu KiB in use", now, s >> 10);
+  if (b && dry) ft__log("activity buffer pool: %zu buffers of %zu KiB in use", now, s >> 10);
   *buffer_size = b ? s : 0;
   return b;
 }

@@ -10,6 +10,7 @@
 #include <cupti_runtime_cbid.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -464,9 +465,9 @@ static void test_memory_many_pools_bounded(void **state) {
 }
 
 /* Callbacks stage each thread's events and hand them to the sink at a flush and at
- * stop: a thread's events beyond one block (1024), made on a thread gone before the
- * flush, all reach the sink at the flush, in the order they were made; those made
- * after it at stop; none twice. */
+ * stop: a thread's events beyond one block (1024), flushed while it makes them and made
+ * on a thread gone before the last flush, all reach the sink by then, in the order they
+ * were made; those made after it at stop; none twice. */
 typedef struct mem_order {
   mem_sums sums;
   uint64_t last_ns;
@@ -496,8 +497,15 @@ static void mem_pairs(int n) {
     }
 }
 
+typedef struct mem_pairs_job {
+  int pairs;
+  atomic_bool done;
+} mem_pairs_job;
+
 static void *mem_pairs_thread(void *arg) {
-  mem_pairs(*(int *)arg);
+  mem_pairs_job *j = arg;
+  mem_pairs(j->pairs);
+  atomic_store(&j->done, true);
   return NULL;
 }
 
@@ -509,10 +517,13 @@ static void test_memory_staged_until_flush(void **state) {
   ft_tracer *tr = NULL;
   assert_int_equal(ft_make_device_tracer(&tr), FT_OK);
   assert_int_equal(tr->ops->start(tr, &sink, MEM_KINDS), FT_OK);
-  int pairs = 1500;
+  mem_pairs_job job = {.pairs = 1500};
   pthread_t th;
-  assert_int_equal(pthread_create(&th, NULL, mem_pairs_thread, &pairs), 0);
+  assert_int_equal(pthread_create(&th, NULL, mem_pairs_thread, &job), 0);
+  size_t flushes = 0; /* while the thread makes them (TSan: the hand-over races nothing) */
+  while (!atomic_load(&job.done)) flushes += tr->ops->flush(tr) == FT_OK;
   assert_int_equal(pthread_join(th, NULL), 0);
+  assert_true(flushes > 0);
   assert_int_equal(tr->ops->flush(tr), FT_OK);
   assert_int_equal(o.sums.n[FT_MEMORY_ALLOC], 1500);
   assert_int_equal(o.sums.n[FT_MEMORY_FREE], 1500);
