@@ -39,9 +39,9 @@ static _Thread_local struct {
 static bool stage_event(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
                         const ft_memory_info *m);
 
-void ft__cupti_emit_memory(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
-                           const ft_memory_info *m) {
-  if (t->mem_callbacks && stage_event(t, at, corr, device, stream, tid, m)) return;
+/* One operation handed to the session now. */
+static void hand_over(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
+                      const ft_memory_info *m) {
   ft_device_event ev = {.kind = FT_EVENT_MEMORY,
                         .thread_id = tid,
                         .start_ns = at,
@@ -52,6 +52,12 @@ void ft__cupti_emit_memory(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t
                         .name = "[memory]",
                         .memory = m};
   ft__tracer_emit(&t->base, &ev, NULL, 0);
+}
+
+void ft__cupti_emit_memory(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
+                           const ft_memory_info *m) {
+  if (!t->mem_callbacks || !stage_event(t, at, corr, device, stream, tid, m))
+    hand_over(t, at, corr, device, stream, tid, m);
 }
 
 /* The followed pool at (device, address), added at level 0 when add and there is
@@ -194,16 +200,7 @@ static void stage_drain(cupti_tracer *t, bool release) {
     size_t n = atomic_load_explicit(&s->published, memory_order_acquire);
     for (; s->drained < n; s->drained++) {
       const struct staged *e = &s->ev[s->drained];
-      ft_device_event ev = {.kind = FT_EVENT_MEMORY,
-                            .thread_id = e->tid,
-                            .start_ns = e->at,
-                            .end_ns = e->at,
-                            .correlation_id = e->corr,
-                            .device = e->device,
-                            .stream = e->stream,
-                            .name = "[memory]",
-                            .memory = &e->m};
-      ft__tracer_emit(&t->base, &ev, NULL, 0);
+      hand_over(t, e->at, e->corr, e->device, e->stream, e->tid, &e->m);
     }
   }
   stages = NULL;
