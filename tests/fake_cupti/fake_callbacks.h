@@ -48,6 +48,8 @@ EXPORT CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle s
                                        CUpti_CallbackId cbid) {
   if (!subscriber_cb || subscriber != (CUpti_SubscriberHandle)&subscriber_cb) return CUPTI_ERROR_INVALID_PARAMETER;
   if (getenv("FAKE_CUPTI_NO_CALLBACKS") && enable) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  /* FAKE_CUPTI_REFUSE_ENABLE=1: subscribing works, enabling a callback does not */
+  if (getenv("FAKE_CUPTI_REFUSE_ENABLE") && enable) return CUPTI_ERROR_NOT_SUPPORTED;
   if ((domain != CUPTI_CB_DOMAIN_DRIVER_API && domain != CUPTI_CB_DOMAIN_RUNTIME_API) || cbid >= 1024)
     return CUPTI_ERROR_INVALID_PARAMETER;
   cb_on[domain][cbid] = enable != 0;

@@ -209,7 +209,7 @@ static void test_memory_finalized_between_sessions(void **state) {
 /* CUPTI's one subscriber slot is flagtrace's only while a session takes memory from
  * callbacks: after stop another client (kineto, in a process that imports
  * flagtrace.torch) subscribes, and while it holds the slot the next session takes
- * memory from records instead. */
+ * memory from records instead; a session whose callbacks CUPTI refuses lets it go. */
 static void CUPTIAPI mem_other_client(void *data, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *cb) {
   (void)data, (void)domain, (void)cbid, (void)cb;
 }
@@ -238,6 +238,19 @@ static void test_memory_slot_free_between_sessions(void **state) {
     tr->ops->destroy(tr);
   }
   assert_int_equal(unsubscribe(other), CUPTI_SUCCESS);
+  /* a CUPTI that takes the subscription but refuses the callbacks: records, and the slot
+   * not kept for nothing (another client subscribes during the session) */
+  setenv("FAKE_CUPTI_REFUSE_ENABLE", "1", 1);
+  mem_seen seen;
+  ft_event_sink sink;
+  ft_tracer *tr = mem_start(&seen, &sink, MEM_KINDS);
+  unsetenv("FAKE_CUPTI_REFUSE_ENABLE");
+  assert_int_equal(subscribe(&other, mem_other_client, NULL), CUPTI_SUCCESS);
+  mem_run_script();
+  assert_int_equal(tr->ops->stop(tr), FT_OK);
+  mem_expect_script(&seen, MEM_RECORDS);
+  assert_int_equal(unsubscribe(other), CUPTI_SUCCESS);
+  tr->ops->destroy(tr);
   dlclose(h);
   unsetenv("FLAGTRACE_CUPTI_MEMORY");
 }
