@@ -10,6 +10,7 @@
 #include <cupti_runtime_cbid.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -513,11 +514,16 @@ static void mem_pairs(int n) {
 typedef struct mem_pairs_job {
   int pairs;
   atomic_bool done;
+  atomic_size_t flushes; /* made by the test's thread meanwhile */
 } mem_pairs_job;
 
+/* Half the pairs, then (once a flush has been made) the other half: at least one flush
+ * lands while the thread is making them, however the threads are scheduled. */
 static void *mem_pairs_thread(void *arg) {
   mem_pairs_job *j = arg;
-  mem_pairs(j->pairs);
+  mem_pairs(j->pairs / 2);
+  while (!atomic_load(&j->flushes)) sched_yield();
+  mem_pairs(j->pairs - j->pairs / 2);
   atomic_store(&j->done, true);
   return NULL;
 }
@@ -533,10 +539,12 @@ static void test_memory_staged_until_flush(void **state) {
   mem_pairs_job job = {.pairs = 1500};
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, mem_pairs_thread, &job), 0);
-  size_t flushes = 0; /* while the thread makes them (TSan: the hand-over races nothing) */
-  while (!atomic_load(&job.done)) flushes += tr->ops->flush(tr) == FT_OK;
+  /* flushed while the thread makes them (TSan: the hand-over races nothing) */
+  while (!atomic_load(&job.done)) {
+    assert_int_equal(tr->ops->flush(tr), FT_OK);
+    atomic_fetch_add(&job.flushes, 1);
+  }
   assert_int_equal(pthread_join(th, NULL), 0);
-  assert_true(flushes > 0);
   assert_int_equal(tr->ops->flush(tr), FT_OK);
   assert_int_equal(o.sums.n[FT_MEMORY_ALLOC], 1500);
   assert_int_equal(o.sums.n[FT_MEMORY_FREE], 1500);
