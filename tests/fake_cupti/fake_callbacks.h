@@ -7,8 +7,10 @@
 
 #include <cupti.h>
 
-static CUpti_CallbackFunc subscriber_cb;
-static void *subscriber_data;
+/* atomic: a subscriber may go (flagtrace unsubscribes at stop) while other threads'
+ * calls are delivered, as the real CUPTI allows */
+static _Atomic(CUpti_CallbackFunc) subscriber_cb;
+static _Atomic(void *) subscriber_data;
 static _Atomic uint8_t cb_on[3][1024]; /* [driver 1 | runtime 2][cbid] */
 /* cuptiFinalize forgets the subscriber, as the real one does; a later cuptiUnsubscribe
  * of the forgotten handle is counted: the real CUPTI attaches itself again at any call
@@ -20,8 +22,8 @@ static atomic_int stale_unsubscribes;
  * someone else's, or the library has none), subscribing and enabling alike */
 EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback, void *userdata) {
   if (subscriber_cb || getenv("FAKE_CUPTI_NO_CALLBACKS")) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-  subscriber_cb = callback;
-  subscriber_data = userdata;
+  atomic_store(&subscriber_data, userdata);
+  atomic_store(&subscriber_cb, callback);
   forgotten = NULL;
   *subscriber = (CUpti_SubscriberHandle)&subscriber_cb;
   return CUPTI_SUCCESS;
@@ -29,8 +31,9 @@ EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_Call
 
 EXPORT int fake_cupti_stale_unsubscribes(void) { return atomic_load(&stale_unsubscribes); }
 static void drop_subscriber(void) {
-  subscriber_cb = NULL;
-  memset((void *)cb_on, 0, sizeof cb_on);
+  atomic_store(&subscriber_cb, NULL);
+  for (size_t d = 0; d < 3; d++)
+    for (size_t i = 0; i < 1024; i++) atomic_store_explicit(&cb_on[d][i], 0, memory_order_relaxed);
 }
 static void forget_subscriber(void) { /* cuptiFinalize's */
   if (subscriber_cb) forgotten = (CUpti_SubscriberHandle)&subscriber_cb;
@@ -147,7 +150,8 @@ typedef struct fake_call {
 } fake_call;
 
 static void deliver(fake_call *c, uint32_t device, uint32_t corr, CUpti_ApiCallbackSite site) {
-  if (!subscriber_cb || c->cbid >= 1024 || !cb_on[c->domain][c->cbid]) return;
+  CUpti_CallbackFunc cb = atomic_load(&subscriber_cb);
+  if (!cb || c->cbid >= 1024 || !cb_on[c->domain][c->cbid]) return;
   CUpti_CallbackData d;
   memset(&d, 0, sizeof d);
   d.callbackSite = site;
@@ -155,7 +159,7 @@ static void deliver(fake_call *c, uint32_t device, uint32_t corr, CUpti_ApiCallb
   d.functionReturnValue = &c->result;
   d.context = FAKE_CTX(device);
   d.correlationId = corr;
-  subscriber_cb(subscriber_data, c->domain, c->cbid, &d);
+  cb(atomic_load(&subscriber_data), c->domain, c->cbid, &d);
 }
 
 /* What the call does to CUDA's pools, between its entry and its exit. */
