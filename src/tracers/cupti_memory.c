@@ -36,7 +36,7 @@ static _Thread_local struct {
   unsigned stage_gen;
 } me;
 
-static bool stage_event(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
+static bool stage_event(uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
                         const ft_memory_info *m);
 
 /* One operation handed to the session now. */
@@ -56,7 +56,7 @@ static void hand_over(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t devi
 
 void ft__cupti_emit_memory(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
                            const ft_memory_info *m) {
-  if (!t->mem_callbacks || !stage_event(t, at, corr, device, stream, tid, m))
+  if (!t->mem_callbacks || !stage_event(at, corr, device, stream, tid, m))
     hand_over(t, at, corr, device, stream, tid, m);
 }
 
@@ -145,7 +145,7 @@ void ft__cupti_unsubscribe(cupti_tracer *t) {
  * for them, so that no event reaches the sink after stop returns. */
 static atomic_bool armed;
 static atomic_int in_flight;
-static atomic_uint generation; /* per arming: a thread's runtime depth from an older one is stale */
+static atomic_uint generation; /* per arming: a thread's runtime depth and staged block from an older one are stale */
 
 /* ---- staging ----
  * Handing an event to the session takes the session's lock, which the buffer thread
@@ -165,13 +165,12 @@ typedef struct stage {
     ft_memory_info m;
   } ev[STAGE_EVENTS];
 } stage;
-static stage *stages; /* this arming's blocks, under stage_mu */
+static stage *stages, **stages_end = &stages; /* this arming's blocks, oldest first, under stage_mu */
 static pthread_mutex_t stage_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* False when no block could be had: the caller hands the event over itself. */
-static bool stage_event(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
+static bool stage_event(uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
                         const ft_memory_info *m) {
-  (void)t;
   unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
   stage *s = me.stage_gen == gen ? me.stage : NULL;
   size_t n = s ? atomic_load_explicit(&s->published, memory_order_relaxed) : STAGE_EVENTS;
@@ -179,8 +178,9 @@ static bool stage_event(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t de
     if (!(s = malloc(sizeof *s))) return false;
     atomic_init(&s->published, 0);
     s->drained = 0;
+    s->next = NULL;
     pthread_mutex_lock(&stage_mu);
-    s->next = stages, stages = s;
+    *stages_end = s, stages_end = &s->next;
     pthread_mutex_unlock(&stage_mu);
     me.stage = s, me.stage_gen = gen, n = 0;
   }
@@ -194,20 +194,16 @@ static bool stage_event(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t de
  * (at disarm, no callback running). */
 static void stage_drain(cupti_tracer *t, bool release) {
   pthread_mutex_lock(&stage_mu);
-  stage *rev = NULL; /* the list is newest first */
-  for (stage *s = stages, *next; s; s = next) next = s->next, s->next = rev, rev = s;
-  for (stage *s = rev; s; s = s->next) {
+  for (stage *s = stages; s; s = s->next) {
     size_t n = atomic_load_explicit(&s->published, memory_order_acquire);
     for (; s->drained < n; s->drained++) {
       const struct staged *e = &s->ev[s->drained];
       hand_over(t, e->at, e->corr, e->device, e->stream, e->tid, &e->m);
     }
   }
-  stages = NULL;
-  for (stage *s = rev, *next; s; s = next) {
-    next = s->next;
-    if (release) free(s);
-    else s->next = stages, stages = s; /* back, newest first */
+  if (release) {
+    for (stage *s = stages, *next; s; s = next) next = s->next, free(s);
+    stages = NULL, stages_end = &stages;
   }
   pthread_mutex_unlock(&stage_mu);
 }
@@ -535,8 +531,7 @@ void ft__cupti_memory_disarm(cupti_tracer *t) {
   if (!t->range_only) ft__cupti_unsubscribe(t);
   while (atomic_load(&in_flight)) sched_yield(); /* a call's event is in the session or not at all */
   levels_at_stop(t);
-  stage_drain(t, true);
-  atomic_fetch_add(&generation, 1); /* the threads' blocks are gone */
+  stage_drain(t, true); /* the threads' blocks are gone: the next arming's generation makes them stale */
   t->mem_callbacks = false;
 }
 #else
@@ -552,9 +547,9 @@ bool ft__cupti_memory_arm(cupti_tracer *t) {
 }
 void ft__cupti_memory_disarm(cupti_tracer *t) { (void)t; }
 void ft__cupti_memory_flush(cupti_tracer *t) { (void)t; }
-static bool stage_event(cupti_tracer *t, uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
+static bool stage_event(uint64_t at, uint32_t corr, uint32_t device, uint32_t stream, uint32_t tid,
                         const ft_memory_info *m) {
-  (void)t, (void)at, (void)corr, (void)device, (void)stream, (void)tid, (void)m;
+  (void)at, (void)corr, (void)device, (void)stream, (void)tid, (void)m;
   return false;
 }
 #endif

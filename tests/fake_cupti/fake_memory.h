@@ -130,15 +130,20 @@ static void mem_expect_script(const mem_seen *s, int path) {
   assert_int_equal(k, MEM_WANT);
 }
 
-/* The tracer of this build, armed with a collecting sink for kinds. */
-static ft_tracer *mem_start(mem_seen *seen, ft_event_sink *sink, unsigned kinds) {
-  memset(seen, 0, sizeof *seen);
-  *sink = (ft_event_sink){.event = mem_sink_event, .external_id = mem_sink_external, .ctx = seen};
+/* The tracer of this build, armed with sink for kinds. */
+static ft_tracer *mem_start_sink(const ft_event_sink *sink, unsigned kinds) {
   ft_tracer *tr = NULL;
   assert_int_equal(ft_make_device_tracer(&tr), FT_OK);
   assert_true(tr->ops->available(tr, NULL));
   assert_int_equal(tr->ops->start(tr, sink, kinds), FT_OK);
   return tr;
+}
+
+/* The same with a sink collecting into seen. */
+static ft_tracer *mem_start(mem_seen *seen, ft_event_sink *sink, unsigned kinds) {
+  memset(seen, 0, sizeof *seen);
+  *sink = (ft_event_sink){.event = mem_sink_event, .external_id = mem_sink_external, .ctx = seen};
+  return mem_start_sink(sink, kinds);
 }
 
 static size_t mem_count(const mem_seen *s) {
@@ -439,9 +444,7 @@ static void test_memory_many_pools_bounded(void **state) {
     mem_path(path);
     mem_sums sums = {0};
     ft_event_sink sink = {.event = mem_sum_event, .external_id = mem_sink_external, .ctx = &sums};
-    ft_tracer *tr = NULL;
-    assert_int_equal(ft_make_device_tracer(&tr), FT_OK);
-    assert_int_equal(tr->ops->start(tr, &sink, MEM_KINDS), FT_OK);
+    ft_tracer *tr = mem_start_sink(&sink, MEM_KINDS);
     enum { POOLS = 300 };
     for (int destroy = 0; destroy < 2; destroy++)
       for (uint64_t i = 0; i < POOLS; i++) {
@@ -533,9 +536,7 @@ static void test_memory_staged_until_flush(void **state) {
   mem_path(MEM_CALLBACKS);
   mem_order o = {0};
   ft_event_sink sink = {.event = mem_order_event, .external_id = mem_sink_external, .ctx = &o};
-  ft_tracer *tr = NULL;
-  assert_int_equal(ft_make_device_tracer(&tr), FT_OK);
-  assert_int_equal(tr->ops->start(tr, &sink, MEM_KINDS), FT_OK);
+  ft_tracer *tr = mem_start_sink(&sink, MEM_KINDS);
   mem_pairs_job job = {.pairs = 1500};
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, mem_pairs_thread, &job), 0);
