@@ -488,7 +488,7 @@ static ft_status enable_calls(cupti_tracer *t, CUpti_SubscriberHandle sub, uint3
   return st;
 }
 
-/* Memory from callbacks unless FLAGTRACE_CUPTI_MEMORY=records (P7: callbacks 1.057x on an
+/* Memory from callbacks unless FLAGTRACE_CUPTI_MEMORY=records (P7: callbacks 1.06-1.07x on an
  * H100, records' floor 1.18x). CUPTI's one subscriber slot is held only while a session runs
  * (let go at disarm); where another client holds it, records. */
 bool ft__cupti_memory_arm(cupti_tracer *t) {
