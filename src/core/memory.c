@@ -156,11 +156,46 @@ void ft__mem_totals_free(ft__mem_totals *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* One event stamped after its call's end: the call, its stamp, its ref. */
+typedef struct late_ref {
+  size_t call;
+  uint64_t raw;
+  size_t ref;
+} late_ref;
+
+static int cmp_late(const void *a, const void *b) {
+  const late_ref *x = a, *y = b;
+  if (x->call != y->call) return x->call < y->call ? -1 : 1;
+  if (x->raw != y->raw) return x->raw < y->raw ? -1 : 1;
+  return (x->ref > y->ref) - (x->ref < y->ref);
+}
+
+/* The events stamped after their call's end, drawn at it: several of one call (a
+ * pool's growth placed before its allocation, the allocation) 1 ns apart, ending at
+ * the end, in their stamps' order, so that a reader that orders instants by time and
+ * breaks ties by file order (Perfetto's counter track) sees them as the totals were
+ * counted. Without memory for it, they share the end (the totals are right, ties are
+ * not). */
+static void spread_late(const ft__vec *ev, late_ref *late, size_t n_late, op_ref *refs, uint64_t lo, uint64_t hi) {
+  qsort(late, n_late, sizeof *late, cmp_late);
+  for (size_t g = 0, m; g < n_late; g += m) {
+    for (m = 1; g + m < n_late && late[g + m].call == late[g].call;) m++;
+    const ft__event *call = ft__vec_at(ev, late[g].call);
+    for (size_t j = 0; j < m; j++) {
+      uint64_t back = m - 1 - j, ts = call->end_ns - call->start_ns > back ? call->end_ns - back : call->start_ns;
+      if (ts < lo) ts = lo;
+      if (ts > hi) ts = hi;
+      refs[late[g + j].ref].ts = ts;
+    }
+  }
+}
+
 /* The calling thread of each in-window memory event (the thread of the API call with
  * its correlation id, a runtime call before a driver one, else the tracer's), and its
  * time fitted into that call (and the window [lo, hi]): CUPTI's exit callback runs
  * after the call's end is taken (0.2-6 us after it on an H100), and an operation is
- * the call's, so its instant is drawn inside the call, as a record-made one is. */
+ * the call's, so its instant is drawn inside the call, as a record-made one is
+ * (spread_late). */
 static ft_status fit_to_calls(const ft_session *s, uint64_t lo, uint64_t hi, op_ref *refs, size_t n,
                               ft__mem_totals *t) {
   ft__map call_of; /* correlation id -> index + 1 of its API call (a runtime one before a driver one) */
@@ -181,6 +216,9 @@ static ft_status fit_to_calls(const ft_session *s, uint64_t lo, uint64_t hi, op_
         (!*v || (e->kind == FT__EV_RUNTIME && ((const ft__event *)ft__vec_at(ev, *v - 1))->kind != FT__EV_RUNTIME)))
       *v = i + 1;
   }
+  late_ref *late = NULL;
+  size_t n_late = 0, cap_late = 0;
+  bool spread = true;
   for (size_t i = 0; i < n; i++) {
     const ft__event *e = ft__vec_at(ev, refs[i].index);
     const uint64_t *v = e->correlation_id ? ft__map_find(&call_of, e->correlation_id) : NULL;
@@ -188,13 +226,24 @@ static ft_status fit_to_calls(const ft_session *s, uint64_t lo, uint64_t hi, op_
     ft__mem_row *row = &t->rows[refs[i].mem];
     row->tid = call ? call->thread_id : ((const ft__mem *)ft__vec_at(&s->store.mems, refs[i].mem))->thread_id;
     if (call) {
+      if (refs[i].ts > call->end_ns && spread) {
+        if (n_late == cap_late) {
+          size_t ncap = cap_late ? cap_late * 2 : 64;
+          late_ref *grown = realloc(late, ncap * sizeof *late);
+          if (grown) late = grown, cap_late = ncap;
+          else spread = false;
+        }
+        if (spread) late[n_late++] = (late_ref){*v - 1, refs[i].raw, i};
+      }
       if (refs[i].ts > call->end_ns) refs[i].ts = call->end_ns;
       if (refs[i].ts < call->start_ns) refs[i].ts = call->start_ns;
       if (refs[i].ts < lo) refs[i].ts = lo; /* the call began before the window: kept inside it */
       if (refs[i].ts > hi) refs[i].ts = hi;
     }
-    row->ts = refs[i].ts;
   }
+  if (spread) spread_late(ev, late, n_late, refs, lo, hi);
+  free(late);
+  for (size_t i = 0; i < n; i++) t->rows[refs[i].mem].ts = refs[i].ts;
   ft__map_free(&call_of);
   return FT_OK;
 }

@@ -240,6 +240,32 @@ bool ft__cupti_read_driver(CUpti_CallbackId id, const void *params, ft__mem_call
 #undef P
 #undef OUT
 
+/* Whether a call's entry matters (a synchronization, a trim, a pool's destruction:
+ * cupti_memory.c reads pools there), told from its id alone: every other call's entry
+ * costs no parameter read. Agrees with the roles above (test_cupti_fake checks). */
+bool ft__cupti_entry_call(bool driver, CUpti_CallbackId id) {
+  if (driver) {
+    switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolTrimTo:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemPoolDestroy:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize: return true;
+    default: return false;
+    }
+  }
+  switch (id) {
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolTrimTo_v11020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemPoolDestroy_v11020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020: return true;
+  default: return false;
+  }
+}
+
 /* Every call above, per domain, enabled together. */
 const CUpti_CallbackId ft__cupti_runtime_calls[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,

@@ -299,7 +299,11 @@ static ft_status enable_kinds(cupti_tracer *t) {
 }
 
 #ifndef FT_MCPTI
-static uint64_t CUPTIAPI core_clock(void) { return ft__now_ns(); }
+static uint64_t CUPTIAPI core_clock(void) {
+  uint64_t ns = ft__now_ns();
+  ft__cupti_clock_taken(ns); /* a runtime call's end, for its memory events (cupti_memory.c) */
+  return ns;
+}
 
 /* CUPTI takes its timestamps from our clock (registered once per library instance,
  * before any kind is enabled, and kept): its API records are then bracketed exactly by the

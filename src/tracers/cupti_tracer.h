@@ -1,6 +1,6 @@
 /* What the CUPTI tracer's three files share: cupti_tracer.c (arming, ops),
  * cupti_decode.c (API names, record decoding) and cupti_device.c (device queries).
- * Only they include it. */
+ * Only they (and their fake-library tests) include it. */
 #ifndef FLAGTRACE_CUPTI_TRACER_H
 #define FLAGTRACE_CUPTI_TRACER_H
 
@@ -70,8 +70,9 @@ typedef struct ft__cupti_pool {
   uint32_t device;
   uint64_t level;
   /* from callbacks (cupti_memory.c): the first allocation from it since its level was
-   * last read (0: none), and its correlation id, where growth found later is placed */
-  uint64_t grew_by;
+   * last read (0: none), and its correlation id, where growth found later is placed;
+   * grew_by is read without mem_mu by the allocations after that first one */
+  _Atomic uint64_t grew_by;
   uint32_t grew_corr, grew_stream;
 } ft__cupti_pool;
 
@@ -233,6 +234,10 @@ typedef struct ft__mem_call {
 } ft__mem_call;
 bool ft__cupti_read_runtime(CUpti_CallbackId id, const void *params, ft__mem_call *c);
 bool ft__cupti_read_driver(CUpti_CallbackId id, const void *params, ft__mem_call *c);
+bool ft__cupti_entry_call(bool driver, CUpti_CallbackId id);
+/* CUPTI took a timestamp through our clock on this thread (cupti_memory.c keeps it while
+ * memory comes from callbacks). */
+void ft__cupti_clock_taken(uint64_t ns);
 extern const CUpti_CallbackId ft__cupti_runtime_calls[], ft__cupti_driver_calls[];
 extern const size_t ft__cupti_n_runtime_calls, ft__cupti_n_driver_calls;
 

@@ -35,6 +35,28 @@ static CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
 static char fake_path[4096];
 
 #include "fake_memory.h"
+#include "cupti_tracer.h" /* the memory call table (cupti_mem_calls.c) */
+
+/* Every followed call's entry is looked at exactly when its role needs it (a
+ * synchronization, a trim, a pool's destruction: ft__cupti_entry_call, told from the id
+ * alone) — the same roles the parameter readers give, read from zeroed parameters. */
+static void test_memory_entry_calls_agree(void **state) {
+  (void)state;
+  uint64_t params[64] = {0};
+  for (int driver = 0; driver < 2; driver++) {
+    const CUpti_CallbackId *ids = driver ? ft__cupti_driver_calls : ft__cupti_runtime_calls;
+    size_t n = driver ? ft__cupti_n_driver_calls : ft__cupti_n_runtime_calls, entries = 0;
+    for (size_t i = 0; i < n; i++) {
+      ft__mem_call c;
+      assert_true(driver ? ft__cupti_read_driver(ids[i], params, &c) : ft__cupti_read_runtime(ids[i], params, &c));
+      bool wanted = c.role == FT__MEM_SYNC || c.role == FT__MEM_POOL_TRIM || c.role == FT__MEM_POOL_GONE;
+      if (ft__cupti_entry_call(driver, ids[i]) != wanted) fail_msg("%s call %u", driver ? "driver" : "runtime", ids[i]);
+      entries += wanted;
+    }
+    assert_int_equal(entries, 6); /* 4 synchronizations, a trim, a destruction in each domain */
+  }
+  assert_false(ft__cupti_entry_call(false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+}
 
 static size_t count_cat(yajl_val doc, const char *ph, const char *cat) {
   yajl_val ev = ft_test_get(doc, "traceEvents");
@@ -1482,6 +1504,7 @@ int main(void) {
       cmocka_unit_test(test_enable_failure_keeps_cpu_profiling),
       cmocka_unit_test(test_memory_at_the_sink),
       cmocka_unit_test(test_memory_driver_calls_and_syncs),
+      cmocka_unit_test(test_memory_entry_calls_agree),
       cmocka_unit_test(test_memory_only_when_asked),
       cmocka_unit_test(test_memory_refused_keeps_the_rest),
       cmocka_unit_test(test_memory_in_the_trace),

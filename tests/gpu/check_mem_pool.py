@@ -13,6 +13,11 @@ from trace_checks import load, xs
 MIB = 1 << 20
 
 
+def ns(us):
+    """A trace time in microseconds (3 decimals) as whole nanoseconds."""
+    return round(us * 1000)
+
+
 def main(trace, probe_path):
     doc = load(trace)
     probe = [json.loads(line) for line in open(probe_path) if line.strip()]
@@ -27,7 +32,9 @@ def main(trace, probe_path):
         matched += [(e["args"]["correlation"], p, e["ts"] + e["dur"]) for e, p in zip(mine, lines)]
     matched.sort(key=lambda m: m[2])
     matched = [(c, p) for c, p, _ in matched]
-    ends = {c: e["ts"] + e["dur"] for e in calls for c in [e["args"]["correlation"]]}
+    # in whole ns: an instant written at its call's end must compare equal to ts + dur
+    # (the microsecond floats' sum is off by an ulp at today's epoch times)
+    ends = {c: ns(e["ts"]) + ns(e["dur"]) for e in calls for c in [e["args"]["correlation"]]}
     assert len(matched) == len(probe), f"{len(matched)} of the probe's {len(probe)} calls found in the trace"
     mem = [e for e in doc["traceEvents"] if e.get("name") == "[memory]"]
     by_corr = {}
@@ -68,7 +75,7 @@ def main(trace, probe_path):
     level, default_pool, moves = {}, None, sorted((e for e in mem if e["args"]["Op"] in ("reserve", "unreserve")),
                                                    key=lambda e: e["ts"])
     for i, (corr, p) in enumerate(matched):
-        while moves and moves[0]["ts"] <= ends[corr]:
+        while moves and ns(moves[0]["ts"]) <= ends[corr]:
             a = moves.pop(0)["args"]
             level[a.get("Pool", 0)] = level.get(a.get("Pool", 0), 0) + a["Pool Bytes"]
         if p["call"] == "cudaMallocAsync":

@@ -234,7 +234,8 @@ static void test_attribution(void **state) {
   assert_int_equal(ft__session_inject_external(s, 30, 9), FT_OK);
   /* on device 1, operations stamped after their call's end (CUPTI's exit callback runs
    * after the end is taken: 0.2-6 us on an H100) are written at the call's end, inside it;
-   * two fitted to one end keep their order (a pool's growth before its allocation) */
+   * two fitted to one end keep their order, 1 ns apart (a pool's growth before its
+   * allocation), so that a reader ordering by time alone draws the totals as counted */
   runtime_call(s, 50, 66, LO + 1000, LO + 1100);
   runtime_call(s, 51, 66, LO + 1200, LO + 1300);
   mem(s, 1, LO + 1106, FT_MEMORY_ALLOC, 0xa000, 16, 0x9000, 50, 0);   /* the allocation, 6 ns late */
@@ -247,7 +248,7 @@ static void test_attribution(void **state) {
     long long t;
     const char *op;
     long long allocated, reserved;
-  } fit[] = {{1100, "reserve", 0, 64}, {1100, "alloc", 16, 64}, {1250, "alloc", 24, 72}, {1300, "free", 8, 72}};
+  } fit[] = {{1099, "reserve", 0, 64}, {1100, "alloc", 16, 64}, {1250, "alloc", 24, 72}, {1300, "free", 8, 72}};
   size_t seen = 0, n_instants = count(doc, "i", "[memory]");
   for (size_t i = 0; i < n_instants; i++) {
     yajl_val e = nth(doc, "i", "[memory]", i), a = ft_test_get(e, "args");
