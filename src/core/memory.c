@@ -177,6 +177,7 @@ static int cmp_late(const void *a, const void *b) {
  * counted. Without memory for it, they share the end (the totals are right, ties are
  * not). */
 static void spread_late(const ft__vec *ev, late_ref *late, size_t n_late, op_ref *refs, uint64_t lo, uint64_t hi) {
+  if (!n_late) return; /* late is NULL then: qsort may not be handed it */
   qsort(late, n_late, sizeof *late, cmp_late);
   for (size_t g = 0, m; g < n_late; g += m) {
     for (m = 1; g + m < n_late && late[g + m].call == late[g].call;) m++;
