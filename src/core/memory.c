@@ -217,8 +217,8 @@ static ft_status fit_to_calls(const ft_session *s, uint64_t lo, uint64_t hi, op_
         (!*v || (e->kind == FT__EV_RUNTIME && ((const ft__event *)ft__vec_at(ev, *v - 1))->kind != FT__EV_RUNTIME)))
       *v = i + 1;
   }
-  late_ref *late = NULL;
-  size_t n_late = 0, cap_late = 0;
+  late_ref *late = NULL; /* made at the first late event, with room for every event after it */
+  size_t n_late = 0;
   bool spread = true;
   for (size_t i = 0; i < n; i++) {
     const ft__event *e = ft__vec_at(ev, refs[i].index);
@@ -228,12 +228,7 @@ static ft_status fit_to_calls(const ft_session *s, uint64_t lo, uint64_t hi, op_
     row->tid = call ? call->thread_id : ((const ft__mem *)ft__vec_at(&s->store.mems, refs[i].mem))->thread_id;
     if (call) {
       if (refs[i].ts > call->end_ns && spread) {
-        if (n_late == cap_late) {
-          size_t ncap = cap_late ? cap_late * 2 : 64;
-          late_ref *grown = realloc(late, ncap * sizeof *late);
-          if (grown) late = grown, cap_late = ncap;
-          else spread = false;
-        }
+        if (!late && !(late = malloc((n - i) * sizeof *late))) spread = false;
         if (spread) late[n_late++] = (late_ref){*v - 1, refs[i].raw, i};
       }
       if (refs[i].ts > call->end_ns) refs[i].ts = call->end_ns;
